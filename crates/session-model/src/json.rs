@@ -1,0 +1,261 @@
+//! JSON text exactly as JavaScript's `JSON.stringify` writes it.
+//!
+//! Both reference agents serialise every record with `JSON.stringify(value)`. A record
+//! we create must be byte-identical to what they would write, so this module
+//! reproduces the three places where a generic JSON writer differs:
+//!
+//! * **key order**: insertion order, except that integer-like keys (`"0"`, `"42"`)
+//!   come first in ascending numeric order, as in every JavaScript object;
+//! * **numbers**: the ECMAScript `Number::toString` algorithm (`1e+21`, `1e-7`,
+//!   `0.000001`, `-0` as `0`, integers beyond 2^53 rounded through `f64`);
+//! * **strings**: only `"`, `\` and C0 controls are escaped, with the short forms
+//!   `\b \f \n \r \t` and lowercase `\u00XX` otherwise.
+
+use serde_json::{Map, Number, Value};
+
+/// Returns `value` serialised as JavaScript's `JSON.stringify(value)` would.
+///
+/// ```
+/// let v: serde_json::Value = serde_json::from_str(r#"{"b":1.0,"2":0,"1":1e21}"#).unwrap();
+/// assert_eq!(session_model::json::to_js_string(&v), r#"{"1":1e+21,"2":0,"b":1}"#);
+/// ```
+pub fn to_js_string(value: &Value) -> String {
+    let mut out = String::with_capacity(64);
+    write_js_value(&mut out, value);
+    out
+}
+
+/// Appends `value` to `out` as JavaScript's `JSON.stringify(value)` would.
+pub fn write_js_value(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Number(n) => write_js_number_value(out, n),
+        Value::String(s) => write_js_str(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_js_value(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => write_js_object(out, map),
+    }
+}
+
+fn write_js_object(out: &mut String, map: &Map<String, Value>) {
+    out.push('{');
+    let mut first = true;
+    let mut emit = |out: &mut String, k: &str, v: &Value| {
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        write_js_str(out, k);
+        out.push(':');
+        write_js_value(out, v);
+    };
+    if map.keys().any(|k| array_index(k).is_some()) {
+        let mut indexed: Vec<(u32, &String, &Value)> = map
+            .iter()
+            .filter_map(|(k, v)| array_index(k).map(|i| (i, k, v)))
+            .collect();
+        indexed.sort_by_key(|(i, _, _)| *i);
+        for (_, k, v) in indexed {
+            emit(out, k, v);
+        }
+        for (k, v) in map.iter().filter(|(k, _)| array_index(k).is_none()) {
+            emit(out, k, v);
+        }
+    } else {
+        for (k, v) in map {
+            emit(out, k, v);
+        }
+    }
+    out.push('}');
+}
+
+/// Returns the numeric value of `key` when JavaScript treats it as an array index
+/// (a canonical decimal below 2^32 - 1), which makes it enumerate before other keys.
+pub fn array_index(key: &str) -> Option<u32> {
+    let bytes = key.as_bytes();
+    if bytes.is_empty() || bytes.len() > 10 || !bytes.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if bytes.len() > 1 && bytes[0] == b'0' {
+        return None;
+    }
+    let n: u64 = key.parse().ok()?;
+    (n < u64::from(u32::MAX)).then_some(n as u32)
+}
+
+/// Appends `s` as a JSON string literal with JavaScript's escaping rules.
+pub fn write_js_str(out: &mut String, s: &str) {
+    out.push('"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: Option<&str> = match b {
+            b'"' => Some("\\\""),
+            b'\\' => Some("\\\\"),
+            b'\n' => Some("\\n"),
+            b'\r' => Some("\\r"),
+            b'\t' => Some("\\t"),
+            0x08 => Some("\\b"),
+            0x0c => Some("\\f"),
+            0x00..=0x1f => None,
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        match esc {
+            Some(e) => out.push_str(e),
+            None => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\u00");
+                out.push(HEX[(b >> 4) as usize] as char);
+                out.push(HEX[(b & 0xf) as usize] as char);
+            }
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+fn write_js_number_value(out: &mut String, n: &Number) {
+    const SAFE: u64 = 1 << 53;
+    if let Some(u) = n.as_u64() {
+        if u <= SAFE {
+            out.push_str(&u.to_string());
+            return;
+        }
+    } else if let Some(i) = n.as_i64() {
+        if i.unsigned_abs() <= SAFE {
+            out.push_str(&i.to_string());
+            return;
+        }
+    }
+    match n.as_f64() {
+        Some(f) => write_js_number(out, f),
+        None => out.push_str("null"),
+    }
+}
+
+/// Returns `f` formatted by ECMAScript's `Number::toString` (`NaN` and infinities as
+/// `null`, as `JSON.stringify` writes them).
+///
+/// ```
+/// use session_model::json::js_number;
+/// assert_eq!(js_number(1e21), "1e+21");
+/// assert_eq!(js_number(1e20), "100000000000000000000");
+/// assert_eq!(js_number(1e-7), "1e-7");
+/// assert_eq!(js_number(0.000001), "0.000001");
+/// assert_eq!(js_number(-0.0), "0");
+/// assert_eq!(js_number(0.1 + 0.2), "0.30000000000000004");
+/// ```
+pub fn js_number(f: f64) -> String {
+    let mut s = String::new();
+    write_js_number(&mut s, f);
+    s
+}
+
+/// Appends `f` formatted by ECMAScript's `Number::toString`.
+pub fn write_js_number(out: &mut String, f: f64) {
+    if !f.is_finite() {
+        out.push_str("null");
+        return;
+    }
+    if f == 0.0 {
+        out.push('0');
+        return;
+    }
+    if f < 0.0 {
+        out.push('-');
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits, like ECMAScript requires.
+    let sci = format!("{:e}", f.abs());
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let k = digits.len() as i32;
+    // ECMAScript: value = 0.d1d2..dk * 10^n, with n = exp + 1.
+    let n = exp + 1;
+    if k <= n && n <= 21 {
+        out.push_str(&digits);
+        for _ in 0..(n - k) {
+            out.push('0');
+        }
+    } else if 0 < n && n <= 21 {
+        out.push_str(&digits[..n as usize]);
+        out.push('.');
+        out.push_str(&digits[n as usize..]);
+    } else if -6 < n && n <= 0 {
+        out.push_str("0.");
+        for _ in 0..(-n) {
+            out.push('0');
+        }
+        out.push_str(&digits);
+    } else {
+        out.push_str(&digits[..1]);
+        if k > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push('e');
+        let e = n - 1;
+        out.push(if e >= 0 { '+' } else { '-' });
+        out.push_str(&e.abs().to_string());
+    }
+}
+
+/// Returns whether `value` is "truthy" in JavaScript terms.
+pub fn is_truthy(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0 && !f.is_nan()),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(_) | Value::Object(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rt(s: &str) -> String {
+        to_js_string(&serde_json::from_str::<Value>(s).unwrap())
+    }
+
+    #[test]
+    fn numbers_follow_ecmascript() {
+        assert_eq!(js_number(1.0), "1");
+        assert_eq!(js_number(123456789012345680000.0), "123456789012345680000");
+        assert_eq!(js_number(1.5e300), "1.5e+300");
+        assert_eq!(js_number(5e-7), "5e-7");
+        assert_eq!(js_number(1.25e-6), "0.00000125");
+        assert_eq!(js_number(-2.5), "-2.5");
+        assert_eq!(js_number(f64::NAN), "null");
+        assert_eq!(rt("12345678901234567890"), "12345678901234567000");
+        assert_eq!(rt("-9007199254740993"), "-9007199254740992");
+        assert_eq!(rt("9007199254740992"), "9007199254740992");
+        assert_eq!(rt("-0"), "0");
+        assert_eq!(rt("-0.0"), "0");
+        assert_eq!(rt("1E3"), "1000");
+    }
+
+    #[test]
+    fn strings_follow_ecmascript() {
+        assert_eq!(rt(r#""a/b\u2028é\u0001\u001f\b\f""#), "\"a/b\u{2028}é\\u0001\\u001f\\b\\f\"");
+        assert_eq!(rt(r#""\"\\\n\r\t""#), r#""\"\\\n\r\t""#);
+    }
+
+    #[test]
+    fn integer_keys_first() {
+        assert_eq!(rt(r#"{"b":1,"2":0,"1":0,"01":3,"4294967295":4}"#), r#"{"1":0,"2":0,"b":1,"01":3,"4294967295":4}"#);
+    }
+}

@@ -1,0 +1,104 @@
+//! The wire model of pi and omp session files: records, the lenient JSONL parser,
+//! the byte-compatible serializer and ids. Pure: no IO, no clock.
+//!
+//! A session file is JSON Lines. omp may start it with a 256-byte [`TitleSlot`]; then
+//! comes the header (`type: "session"`), then one entry per line. Entries form a tree
+//! through `id`/`parentId`; this crate does not interpret the tree (see
+//! `session-tree`), it only reads and writes records without losing a byte:
+//!
+//! * [`parse_session_bytes`] turns bytes into a [`ParsedFile`]: every kept
+//!   [`Record`] in order and a [`Diagnostic`] for everything skipped (blank lines,
+//!   garbage, a torn last line, values `null`/`false`, …), following the
+//!   reference's rules for the [`Dialect`].
+//! * A [`Record`] keeps its original text, so writing it back is byte-for-byte; the
+//!   fields the layers above read (`type`, `id`, `parentId`, `timestamp`, the
+//!   message's role, provider, model, …) are parsed in the same pass, the rest on
+//!   demand. Message payloads are never parsed into a tree unless asked.
+//! * [`entries`] builds new records with the exact key order of each reference, and
+//!   [`json`] writes JSON exactly as JavaScript's `JSON.stringify` does.
+//! * [`ids`] mints entry ids and UUIDv7 session ids; [`timestamp`] converts ISO
+//!   strings.
+//!
+//! What it does not do: file IO (`session-store`), migrations (`session-migrate`),
+//! tree and context (`session-tree`).
+//!
+//! ```
+//! use session_model::{parse_session_bytes, Dialect, EntryType};
+//!
+//! let file = concat!(
+//!     r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#, "\n",
+//!     r#"{"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#, "\n",
+//!     r#"{"type":"future_kind","id":"e5f6a7b8","parentId":"a1b2c3d4","timestamp":"2026-01-01T00:00:02.000Z","x":[1]}"#, "\n",
+//! );
+//! let parsed = parse_session_bytes(file.as_bytes(), Dialect::Pi);
+//! let entries = &parsed.records[1..];
+//! assert_eq!(entries[0].message_role(), Some("user"));
+//! assert_eq!(entries[1].entry_type(), EntryType::Unknown);
+//! // Unchanged records are written back byte for byte.
+//! let written: String = parsed.records.iter().map(|r| format!("{}\n", r.line())).collect();
+//! assert_eq!(written, file);
+//! ```
+
+pub mod entries;
+pub mod ids;
+pub mod json;
+mod parse;
+mod record;
+pub mod timestamp;
+mod title;
+
+pub use parse::{Diagnostic, DiagnosticKind, HeaderCheck, ParsedFile, parse_session_bytes};
+pub use record::{EntryType, MessageInfo, ParentRef, Record, RecordParseError, Scalar};
+pub use title::{SLOT_BYTES, SlotTooLong, TitleSlot};
+
+/// The current session format version written by both references.
+pub const CURRENT_VERSION: u32 = 3;
+
+/// Which reference's rules apply: file layout, leniency, entry types, context shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// pi (`@earendil-works/pi-coding-agent` 1.6).
+    Pi,
+    /// omp (oh-my-pi 18.3.4, "musepi").
+    Omp,
+}
+
+impl Dialect {
+    /// Returns the dialect's name as used on the command line (`pi`, `omp`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Pi => "pi",
+            Dialect::Omp => "omp",
+        }
+    }
+}
+
+impl std::str::FromStr for Dialect {
+    type Err = UnknownDialect;
+    fn from_str(s: &str) -> Result<Dialect, UnknownDialect> {
+        match s {
+            "pi" => Ok(Dialect::Pi),
+            "omp" | "musepi" => Ok(Dialect::Omp),
+            other => Err(UnknownDialect(other.to_owned())),
+        }
+    }
+}
+
+/// A dialect name that is neither `pi` nor `omp`.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown dialect {0:?}: use pi or omp")]
+pub struct UnknownDialect(pub String);
+
+/// Returns whether `c` is whitespace for JavaScript's `String.prototype.trim`.
+pub fn js_whitespace(c: char) -> bool {
+    matches!(
+        c,
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'..='\u{200a}'
+            | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}'
+    )
+}
+
+/// Returns `s` trimmed as JavaScript's `String.prototype.trim` does.
+pub fn js_trim(s: &str) -> &str {
+    s.trim_matches(js_whitespace)
+}

@@ -1,0 +1,477 @@
+//! The lenient JSONL parser: bytes in, records and diagnostics out. Pure; never panics.
+//!
+//! The two references read differently, so the parser takes a [`Dialect`]:
+//!
+//! * **pi** splits on `\n`; a line that is blank, does not parse, or parses to a
+//!   falsy value (`null`, `0`, `false`, `""`) is skipped; every other value is kept,
+//!   non-objects included. A UTF-8 BOM is not stripped (the header line then fails).
+//! * **omp** strips a leading BOM, splits off the 256-byte title slot, and reads a
+//!   stream of JSON values separated by whitespace, so a value may span lines. After
+//!   a syntax error it resynchronises at the next `\n` after the failing value's
+//!   start. A value directly followed by non-whitespace loses the rest of its line.
+//!   `null` records (which crash omp) are skipped and reported.
+//!
+//! Everything skipped is reported as a [`Diagnostic`] with its 1-based line number
+//! and byte offset. Whether the header is valid is decided by [`ParsedFile::header_check`].
+
+use std::fmt;
+
+use crate::record::Record;
+use crate::title::TitleSlot;
+use crate::Dialect;
+
+/// Something the parser skipped, repaired or noticed, with where it was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// 1-based line number of the start of the offending text.
+    pub line: usize,
+    /// Byte offset of the start of the offending text in the file.
+    pub offset: usize,
+    /// What happened.
+    pub kind: DiagnosticKind,
+}
+
+/// The kinds of [`Diagnostic`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DiagnosticKind {
+    /// A blank or whitespace-only line (skipped, harmless).
+    BlankLine,
+    /// A line ending in `\r\n` (the `\r` is ignored).
+    CrLf,
+    /// A UTF-8 byte-order mark at the start of the file.
+    Bom,
+    /// Bytes that are not UTF-8 (replaced by U+FFFD).
+    InvalidUtf8,
+    /// Text that is not JSON (skipped).
+    Malformed {
+        /// The JSON error.
+        reason: String,
+    },
+    /// The last line has no newline and does not parse: a write that was cut off.
+    TornLastLine,
+    /// The last line has no terminating newline (but parses).
+    MissingFinalNewline,
+    /// A value that is not an object and is skipped (`null`, `false`, `0`, `""`).
+    SkippedValue {
+        /// The value's JSON text.
+        text: String,
+    },
+    /// A value that is not an object and is kept, as the reference keeps it.
+    NonObject {
+        /// The value's JSON text.
+        text: String,
+    },
+    /// Text after a value on the same line (omp: lost).
+    TrailingGarbage,
+    /// A JSON value that spans several lines (omp accepts it).
+    SpansLines,
+    /// A second `type: "session"` record after the header.
+    DuplicateHeader,
+    /// An entry id seen before (the later record wins in the index).
+    DuplicateId {
+        /// The id.
+        id: String,
+    },
+    /// Records before the header that a reference tolerates.
+    BeforeHeader,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {} (byte {}): ", self.line, self.offset)?;
+        match &self.kind {
+            DiagnosticKind::BlankLine => f.write_str("blank line skipped"),
+            DiagnosticKind::CrLf => f.write_str("CRLF line ending"),
+            DiagnosticKind::Bom => f.write_str("UTF-8 byte-order mark"),
+            DiagnosticKind::InvalidUtf8 => f.write_str("invalid UTF-8 replaced by U+FFFD"),
+            DiagnosticKind::Malformed { reason } => write!(f, "not JSON, skipped: {reason}"),
+            DiagnosticKind::TornLastLine => f.write_str("torn last line skipped (an interrupted write)"),
+            DiagnosticKind::MissingFinalNewline => f.write_str("last line has no newline"),
+            DiagnosticKind::SkippedValue { text } => write!(f, "value {text} skipped"),
+            DiagnosticKind::NonObject { text } => write!(f, "non-object value {text} kept"),
+            DiagnosticKind::TrailingGarbage => f.write_str("text after a value on the same line skipped"),
+            DiagnosticKind::SpansLines => f.write_str("value spans several lines"),
+            DiagnosticKind::DuplicateHeader => f.write_str("stray duplicate header"),
+            DiagnosticKind::DuplicateId { id } => write!(f, "duplicate entry id {id}"),
+            DiagnosticKind::BeforeHeader => f.write_str("record before the header"),
+        }
+    }
+}
+
+/// The result of parsing one session file.
+#[derive(Clone, Debug, Default)]
+pub struct ParsedFile {
+    /// omp's title slot (first physical line), when present.
+    pub title_slot: Option<TitleSlot>,
+    /// Every kept value in file order, the header included.
+    pub records: Vec<Record>,
+    /// Everything skipped or noticed.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Number of malformed records (omp's `malformedRecords`): unparseable text,
+    /// torn lines, trailing garbage and skipped `null`s.
+    pub malformed: usize,
+    /// Whether the file ends with `\n` (or is empty).
+    pub ends_with_newline: bool,
+    /// Byte length of the input.
+    pub byte_len: usize,
+    /// Whether the file held any non-whitespace byte.
+    pub has_content: bool,
+}
+
+/// Whether a parsed file has a usable header.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HeaderCheck {
+    /// The first record is a header with a string id (at `records[index]`).
+    Valid {
+        /// Index of the header in [`ParsedFile::records`].
+        index: usize,
+    },
+    /// No record at all (an empty or whitespace-only file, for pi also pure garbage).
+    Empty,
+    /// The first record is not a valid header, or (omp) only garbage was found.
+    Invalid {
+        /// Why, for the error message.
+        reason: String,
+    },
+}
+
+impl ParsedFile {
+    /// Returns whether the file starts (after skipped text) with a valid header,
+    /// following the reference's rule for `dialect`.
+    pub fn header_check(&self, dialect: Dialect) -> HeaderCheck {
+        match self.records.first() {
+            None => match dialect {
+                Dialect::Omp if self.malformed > 0 => HeaderCheck::Invalid {
+                    reason: "the file holds no JSON record".into(),
+                },
+                _ => HeaderCheck::Empty,
+            },
+            Some(r) if r.is_valid_header() => HeaderCheck::Valid { index: 0 },
+            Some(r) if r.is_header() => HeaderCheck::Invalid {
+                reason: "the header has no string id".into(),
+            },
+            Some(_) => HeaderCheck::Invalid {
+                reason: "the first record is not a session header".into(),
+            },
+        }
+    }
+
+    /// Returns the header record, if the file has a valid one.
+    pub fn header(&self) -> Option<&Record> {
+        self.records.first().filter(|r| r.is_valid_header())
+    }
+}
+
+/// Parses the bytes of a session file the way `dialect`'s reference reads it.
+///
+/// ```
+/// use session_model::{parse_session_bytes, Dialect, HeaderCheck};
+/// let text = b"{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\nnot json\n{\"type\":\"custom\",\"id\":\"a\"";
+/// let parsed = parse_session_bytes(text, Dialect::Pi);
+/// assert_eq!(parsed.records.len(), 1);
+/// assert_eq!(parsed.header_check(Dialect::Pi), HeaderCheck::Valid { index: 0 });
+/// assert_eq!(parsed.diagnostics.len(), 2); // the garbage line and the torn last line
+/// ```
+pub fn parse_session_bytes(bytes: &[u8], dialect: Dialect) -> ParsedFile {
+    let mut out = ParsedFile {
+        byte_len: bytes.len(),
+        ends_with_newline: bytes.is_empty() || bytes.last() == Some(&b'\n'),
+        has_content: bytes.iter().any(|b| !b.is_ascii_whitespace()),
+        ..ParsedFile::default()
+    };
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => std::borrow::Cow::Borrowed(t),
+        Err(e) => {
+            out.diagnostics.push(Diagnostic {
+                line: line_of(bytes, e.valid_up_to()),
+                offset: e.valid_up_to(),
+                kind: DiagnosticKind::InvalidUtf8,
+            });
+            String::from_utf8_lossy(bytes)
+        }
+    };
+    let mut lines = LineCounter::default();
+    match dialect {
+        Dialect::Pi => parse_pi(&text, &mut out, &mut lines),
+        Dialect::Omp => parse_omp(&text, &mut out, &mut lines),
+    }
+    check_structure(&mut out);
+    out
+}
+
+/// Counts lines incrementally so diagnostics cost O(n) overall.
+#[derive(Default)]
+struct LineCounter {
+    pos: usize,
+    line: usize,
+}
+
+impl LineCounter {
+    fn line_at(&mut self, text: &str, offset: usize) -> usize {
+        if offset < self.pos {
+            self.pos = 0;
+            self.line = 0;
+        }
+        self.line += text.as_bytes()[self.pos..offset].iter().filter(|&&b| b == b'\n').count();
+        self.pos = offset;
+        self.line + 1
+    }
+}
+
+fn line_of(bytes: &[u8], offset: usize) -> usize {
+    bytes[..offset.min(bytes.len())].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+fn is_js_ws(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+fn is_falsy(r: &Record) -> bool {
+    !r.is_object() && !crate::json::is_truthy(r.value())
+}
+
+fn push_diag(out: &mut ParsedFile, lines: &mut LineCounter, text: &str, offset: usize, kind: DiagnosticKind) {
+    let line = lines.line_at(text, offset);
+    out.diagnostics.push(Diagnostic { line, offset, kind });
+}
+
+fn parse_pi(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) {
+    if text.starts_with('\u{feff}') {
+        push_diag(out, lines, text, 0, DiagnosticKind::Bom);
+    }
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    while start < bytes.len() {
+        let nl = bytes[start..].iter().position(|&b| b == b'\n');
+        let end = nl.map_or(bytes.len(), |i| start + i);
+        let last = nl.is_none();
+        let raw = &text[start..end];
+        let line = raw.trim_matches(|c: char| matches!(c, ' ' | '\t' | '\r' | '\n'));
+        if raw.ends_with('\r') && !line.is_empty() {
+            push_diag(out, lines, text, start, DiagnosticKind::CrLf);
+        }
+        if line.is_empty() {
+            if !raw.is_empty() || !last {
+                push_diag(out, lines, text, start, DiagnosticKind::BlankLine);
+            }
+        } else {
+            match Record::parse(line) {
+                Ok(r) if is_falsy(&r) => {
+                    out.malformed += 1;
+                    push_diag(out, lines, text, start, DiagnosticKind::SkippedValue { text: line.to_owned() });
+                }
+                Ok(r) => {
+                    if last {
+                        push_diag(out, lines, text, start, DiagnosticKind::MissingFinalNewline);
+                    }
+                    out.records.push(r);
+                }
+                Err(e) => {
+                    out.malformed += 1;
+                    let kind = if last {
+                        DiagnosticKind::TornLastLine
+                    } else {
+                        DiagnosticKind::Malformed { reason: e.to_string() }
+                    };
+                    push_diag(out, lines, text, start, kind);
+                }
+            }
+        }
+        start = end + 1;
+    }
+}
+
+fn parse_omp(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) {
+    let mut pos = 0;
+    if text.starts_with('\u{feff}') {
+        push_diag(out, lines, text, 0, DiagnosticKind::Bom);
+        pos = '\u{feff}'.len_utf8();
+    }
+    // The title slot is the first physical line when it parses as one.
+    let first_end = text[pos..].find('\n').map_or(text.len(), |i| pos + i);
+    if let Some(slot) = TitleSlot::parse(&text[pos..first_end]) {
+        out.title_slot = Some(slot);
+        pos = (first_end + 1).min(text.len());
+    }
+    let bytes = text.as_bytes();
+    while pos < bytes.len() {
+        // Skip whitespace, noting blank lines.
+        let ws_start = pos;
+        while pos < bytes.len() && is_js_ws(bytes[pos]) {
+            pos += 1;
+        }
+        note_blank_lines(text, ws_start, pos, out, lines);
+        if pos >= bytes.len() {
+            break;
+        }
+        let line_end = bytes[pos..].iter().position(|&b| b == b'\n').map(|i| pos + i);
+        // Fast path: the value is the whole rest of this line.
+        let line_text = &text[pos..line_end.unwrap_or(bytes.len())];
+        if let Ok(r) = Record::parse(line_text) {
+            if line_text.ends_with('\r') {
+                push_diag(out, lines, text, pos, DiagnosticKind::CrLf);
+            }
+            if line_end.is_none() {
+                push_diag(out, lines, text, pos, DiagnosticKind::MissingFinalNewline);
+            }
+            keep_omp(r, text, pos, out, lines);
+            pos = line_end.map_or(bytes.len(), |e| e + 1);
+            continue;
+        }
+        // Slow path: one streaming value, which may span lines or be followed by garbage.
+        let mut stream = serde_json::Deserializer::from_str(&text[pos..]).into_iter::<&serde_json::value::RawValue>();
+        match stream.next() {
+            Some(Ok(raw)) => {
+                let end = pos + stream.byte_offset();
+                let value_text = raw.get();
+                let record = Record::parse(value_text).ok();
+                if value_text.contains('\n') {
+                    push_diag(out, lines, text, pos, DiagnosticKind::SpansLines);
+                }
+                if let Some(r) = record {
+                    keep_omp(r, text, pos, out, lines);
+                }
+                if end < bytes.len() && !is_js_ws(bytes[end]) {
+                    // Text glued to the value: the rest of that line is lost.
+                    out.malformed += 1;
+                    push_diag(out, lines, text, end, DiagnosticKind::TrailingGarbage);
+                    match bytes[end..].iter().position(|&b| b == b'\n') {
+                        Some(i) => pos = end + i + 1,
+                        None => break,
+                    }
+                } else {
+                    pos = end;
+                }
+            }
+            Some(Err(e)) => {
+                out.malformed += 1;
+                let kind = match line_end {
+                    None => DiagnosticKind::TornLastLine,
+                    Some(_) => DiagnosticKind::Malformed { reason: e.to_string() },
+                };
+                push_diag(out, lines, text, pos, kind);
+                match line_end {
+                    Some(e) => pos = e + 1,
+                    None => break,
+                }
+            }
+            None => break,
+        }
+    }
+}
+
+fn keep_omp(r: Record, text: &str, pos: usize, out: &mut ParsedFile, lines: &mut LineCounter) {
+    if !r.is_object() && r.value().is_null() {
+        // omp crashes on a null record; skip it and say so.
+        out.malformed += 1;
+        push_diag(out, lines, text, pos, DiagnosticKind::SkippedValue { text: "null".into() });
+        return;
+    }
+    out.records.push(r);
+}
+
+fn note_blank_lines(text: &str, from: usize, to: usize, out: &mut ParsedFile, lines: &mut LineCounter) {
+    // A blank line is a `\n` whose line held only whitespace.
+    let bytes = text.as_bytes();
+    let mut line_start = from;
+    let mut at_line_start = from == 0 || bytes.get(from.wrapping_sub(1)) == Some(&b'\n');
+    for i in from..to {
+        if bytes[i] == b'\n' {
+            if at_line_start {
+                push_diag(out, lines, text, line_start, DiagnosticKind::BlankLine);
+            }
+            at_line_start = true;
+            line_start = i + 1;
+        }
+    }
+}
+
+/// Reports non-object values, stray headers and duplicate ids of a parsed file.
+fn check_structure(out: &mut ParsedFile) {
+    let mut seen = std::collections::HashSet::new();
+    let mut notes = Vec::new();
+    for (i, r) in out.records.iter().enumerate() {
+        if !r.is_object() {
+            notes.push(DiagnosticKind::NonObject { text: r.text().to_owned() });
+            continue;
+        }
+        if r.is_header() {
+            if i > 0 {
+                notes.push(DiagnosticKind::DuplicateHeader);
+            }
+            continue;
+        }
+        if let Some(id) = r.id() {
+            if !seen.insert(id) {
+                notes.push(DiagnosticKind::DuplicateId { id: id.to_owned() });
+            }
+        }
+    }
+    // Record-level notes carry no byte offset of their own; report them at line 0.
+    for kind in notes {
+        out.diagnostics.push(Diagnostic { line: 0, offset: 0, kind });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(p: &ParsedFile) -> Vec<&str> {
+        p.records.iter().map(Record::text).collect()
+    }
+
+    #[test]
+    fn omp_table_from_the_spec() {
+        let cases: &[(&str, &[&str], usize)] = &[
+            ("{\"a\":1}\n{\"b\":2}", &["{\"a\":1}", "{\"b\":2}"], 0),
+            ("{\"a\":1}\n{\"b\":2", &["{\"a\":1}"], 1),
+            ("{\"a\":1}\n{\"b\":2\n{\"c\":3}\n", &["{\"a\":1}", "{\"c\":3}"], 1),
+            ("{\"a\":1}\nnot json\n{\"c\":3}\n", &["{\"a\":1}", "{\"c\":3}"], 1),
+            ("{\"a\":1} x\n{\"c\":3}\n", &["{\"a\":1}", "{\"c\":3}"], 1),
+            ("{\"a\":1}{\"b\":2}\n{\"c\":3}\n", &["{\"a\":1}", "{\"c\":3}"], 1),
+            ("\n  \n{\"a\":1}\r\n\r\n{\"c\":3}\r\n", &["{\"a\":1}", "{\"c\":3}"], 0),
+            ("{\"a\":\n1}\n", &["{\"a\":\n1}"], 0),
+            ("42\n\"s\"\n[1]\n", &["42", "\"s\"", "[1]"], 0),
+            ("xx\n", &[], 1),
+            ("", &[], 0),
+            ("   \n ", &[], 0),
+        ];
+        for (input, want, malformed) in cases {
+            let p = parse_session_bytes(input.as_bytes(), Dialect::Omp);
+            assert_eq!(texts(&p), *want, "{input:?}");
+            assert_eq!(p.malformed, *malformed, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn pi_lines() {
+        let p = parse_session_bytes(b"xx\n{\"type\":\"session\",\"id\":\"s\"}\r\n\n0\nnull\n42\n{\"type\":\"mess", Dialect::Pi);
+        assert_eq!(texts(&p), ["{\"type\":\"session\",\"id\":\"s\"}", "42"]);
+        assert!(p.diagnostics.iter().any(|d| d.kind == DiagnosticKind::TornLastLine && d.line == 7));
+        assert!(!p.ends_with_newline);
+        assert_eq!(p.header_check(Dialect::Pi), HeaderCheck::Valid { index: 0 });
+    }
+
+    #[test]
+    fn bom_differs_by_dialect() {
+        let input = "\u{feff}{\"type\":\"session\",\"id\":\"s\"}\n";
+        assert_eq!(parse_session_bytes(input.as_bytes(), Dialect::Pi).header_check(Dialect::Pi), HeaderCheck::Empty);
+        assert_eq!(
+            parse_session_bytes(input.as_bytes(), Dialect::Omp).header_check(Dialect::Omp),
+            HeaderCheck::Valid { index: 0 }
+        );
+    }
+
+    #[test]
+    fn header_rules() {
+        let p = parse_session_bytes(b"{\"type\":\"session\",\"id\":5}\n", Dialect::Pi);
+        assert!(matches!(p.header_check(Dialect::Pi), HeaderCheck::Invalid { .. }));
+        let p = parse_session_bytes(b"garbage\n", Dialect::Omp);
+        assert!(matches!(p.header_check(Dialect::Omp), HeaderCheck::Invalid { .. }));
+        let p = parse_session_bytes(b"garbage\n", Dialect::Pi);
+        assert_eq!(p.header_check(Dialect::Pi), HeaderCheck::Empty);
+        assert!(p.has_content);
+    }
+}

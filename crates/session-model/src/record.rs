@@ -1,0 +1,644 @@
+//! One record of a session file, kept losslessly.
+//!
+//! A [`Record`] is the exact JSON text of one value of the file plus a small typed
+//! skeleton read from it in the same pass: `type`, `id`, `parentId`, `timestamp` and
+//! the byte range of the `message` payload. Everything else stays text until a layer
+//! above asks for it ([`Record::value`] parses lazily and caches). A record that was
+//! loaded and not changed is written back as its original text; a changed or new
+//! record is serialised by [`crate::json`], byte-compatible with the references.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::json;
+
+/// A JSON value as the skeleton parser saw it, without keeping nested structure.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Scalar<'a> {
+    /// The key was not present.
+    #[default]
+    Absent,
+    /// `null`.
+    Null,
+    /// A string.
+    Str(Cow<'a, str>),
+    /// A number.
+    Num(f64),
+    /// A boolean.
+    Bool(bool),
+    /// An array (contents not kept).
+    Array,
+    /// An object (contents not kept).
+    Object,
+}
+
+impl<'a> Scalar<'a> {
+    /// Returns the string, if this is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Scalar::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn into_owned_str(self) -> Option<Box<str>> {
+        match self {
+            Scalar::Str(s) => Some(s.into_owned().into_boxed_str()),
+            _ => None,
+        }
+    }
+
+    fn to_static(&self) -> Scalar<'static> {
+        match self {
+            Scalar::Absent => Scalar::Absent,
+            Scalar::Null => Scalar::Null,
+            Scalar::Str(s) => Scalar::Str(Cow::Owned(s.to_string())),
+            Scalar::Num(n) => Scalar::Num(*n),
+            Scalar::Bool(b) => Scalar::Bool(*b),
+            Scalar::Array => Scalar::Array,
+            Scalar::Object => Scalar::Object,
+        }
+    }
+
+    fn from_value(v: Option<&'a Value>) -> Scalar<'a> {
+        match v {
+            None => Scalar::Absent,
+            Some(Value::Null) => Scalar::Null,
+            Some(Value::String(s)) => Scalar::Str(Cow::Borrowed(s)),
+            Some(Value::Number(n)) => Scalar::Num(n.as_f64().unwrap_or(f64::NAN)),
+            Some(Value::Bool(b)) => Scalar::Bool(*b),
+            Some(Value::Array(_)) => Scalar::Array,
+            Some(Value::Object(_)) => Scalar::Object,
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Scalar<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Scalar<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Scalar::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Scalar::Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Scalar::Str(Cow::Owned(v)))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Scalar::Null)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Scalar::Null)
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                Scalar::deserialize(d)
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(Scalar::Bool(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(Scalar::Num(v as f64))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(Scalar::Num(v as f64))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(Scalar::Num(v))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Scalar::Array)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Scalar::Object)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The `parentId` of an entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParentRef {
+    /// No `parentId` key (v1 entries, non-objects).
+    Absent,
+    /// `"parentId": null`: a root.
+    Null,
+    /// A parent id.
+    Id(Box<str>),
+    /// A value that is neither `null` nor a string.
+    Invalid,
+}
+
+impl ParentRef {
+    /// Returns the parent id, if there is one.
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            ParentRef::Id(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// The entry types of pi and omp (and the header). Unknown types are kept as
+/// [`EntryType::Unknown`] and survive every rewrite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EntryType {
+    /// `session`: the header.
+    Session,
+    /// `message`: one agent message.
+    Message,
+    /// `custom_message`: an extension message that takes part in the model context.
+    CustomMessage,
+    /// `custom`: extension state, never in the model context.
+    Custom,
+    /// `compaction`: a summary of older history.
+    Compaction,
+    /// `branch_summary`: a summary of an abandoned branch.
+    BranchSummary,
+    /// `model_change`: pi's `provider`/`modelId` or omp's `model`/`role`.
+    ModelChange,
+    /// `thinking_level_change`.
+    ThinkingLevelChange,
+    /// `service_tier_change` (omp).
+    ServiceTierChange,
+    /// `context_edit` (pi): replaces or omits an earlier entry's content.
+    ContextEdit,
+    /// `label`: a bookmark on another entry.
+    Label,
+    /// `session_info` (pi): the display name.
+    SessionInfo,
+    /// `usage` (pi): billing record.
+    Usage,
+    /// `ttsr_injection` (omp).
+    TtsrInjection,
+    /// `session_init` (omp): subagent replay contract.
+    SessionInit,
+    /// `mode_change` (omp).
+    ModeChange,
+    /// `reset_boundary` (omp): `/clear`.
+    ResetBoundary,
+    /// `title_change` (omp): rename audit entry.
+    TitleChange,
+    /// `credential_pin` (omp).
+    CredentialPin,
+    /// `model_usage` (omp): usage of side calls.
+    ModelUsage,
+    /// Any other `type` (or none): kept, indexed, never in the context.
+    Unknown,
+}
+
+impl EntryType {
+    /// Returns the type for a `type` string.
+    pub fn from_type_str(s: &str) -> EntryType {
+        match s {
+            "session" => EntryType::Session,
+            "message" => EntryType::Message,
+            "custom_message" => EntryType::CustomMessage,
+            "custom" => EntryType::Custom,
+            "compaction" => EntryType::Compaction,
+            "branch_summary" => EntryType::BranchSummary,
+            "model_change" => EntryType::ModelChange,
+            "thinking_level_change" => EntryType::ThinkingLevelChange,
+            "service_tier_change" => EntryType::ServiceTierChange,
+            "context_edit" => EntryType::ContextEdit,
+            "label" => EntryType::Label,
+            "session_info" => EntryType::SessionInfo,
+            "usage" => EntryType::Usage,
+            "ttsr_injection" => EntryType::TtsrInjection,
+            "session_init" => EntryType::SessionInit,
+            "mode_change" => EntryType::ModeChange,
+            "reset_boundary" => EntryType::ResetBoundary,
+            "title_change" => EntryType::TitleChange,
+            "credential_pin" => EntryType::CredentialPin,
+            "model_usage" => EntryType::ModelUsage,
+            _ => EntryType::Unknown,
+        }
+    }
+
+    /// Returns the wire name of a known type (`None` for [`EntryType::Unknown`]).
+    pub fn as_str(self) -> Option<&'static str> {
+        Some(match self {
+            EntryType::Session => "session",
+            EntryType::Message => "message",
+            EntryType::CustomMessage => "custom_message",
+            EntryType::Custom => "custom",
+            EntryType::Compaction => "compaction",
+            EntryType::BranchSummary => "branch_summary",
+            EntryType::ModelChange => "model_change",
+            EntryType::ThinkingLevelChange => "thinking_level_change",
+            EntryType::ServiceTierChange => "service_tier_change",
+            EntryType::ContextEdit => "context_edit",
+            EntryType::Label => "label",
+            EntryType::SessionInfo => "session_info",
+            EntryType::Usage => "usage",
+            EntryType::TtsrInjection => "ttsr_injection",
+            EntryType::SessionInit => "session_init",
+            EntryType::ModeChange => "mode_change",
+            EntryType::ResetBoundary => "reset_boundary",
+            EntryType::TitleChange => "title_change",
+            EntryType::CredentialPin => "credential_pin",
+            EntryType::ModelUsage => "model_usage",
+            EntryType::Unknown => return None,
+        })
+    }
+}
+
+/// The fields of a `message` payload that the layers above read, parsed on demand.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MessageInfo {
+    /// `role` (`user`, `assistant`, `toolResult`, `system`, `custom`, ...).
+    pub role: Scalar<'static>,
+    /// Shape of `content` (absent, null, string, array, ...).
+    pub content: Scalar<'static>,
+    /// Assistant `provider`.
+    pub provider: Scalar<'static>,
+    /// Assistant `model`.
+    pub model: Scalar<'static>,
+    /// Assistant `api`.
+    pub api: Scalar<'static>,
+    /// Assistant `stopReason`.
+    pub stop_reason: Scalar<'static>,
+    /// Message `timestamp` (epoch ms).
+    pub timestamp: Scalar<'static>,
+}
+
+impl MessageInfo {
+    /// Returns `role` if it is a string.
+    pub fn role(&self) -> Option<&str> {
+        self.role.as_str()
+    }
+}
+
+#[derive(Deserialize)]
+struct Skeleton<'a> {
+    #[serde(rename = "type", default, borrow)]
+    ty: Scalar<'a>,
+    #[serde(default, borrow)]
+    id: Scalar<'a>,
+    #[serde(rename = "parentId", default, borrow)]
+    parent_id: Scalar<'a>,
+    #[serde(default, borrow)]
+    timestamp: Scalar<'a>,
+    #[serde(default, borrow)]
+    message: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct MessageSkeleton<'a> {
+    #[serde(default, borrow)]
+    role: Scalar<'a>,
+    #[serde(default, borrow)]
+    content: Scalar<'a>,
+    #[serde(default, borrow)]
+    provider: Scalar<'a>,
+    #[serde(default, borrow)]
+    model: Scalar<'a>,
+    #[serde(default, borrow)]
+    api: Scalar<'a>,
+    #[serde(rename = "stopReason", default, borrow)]
+    stop_reason: Scalar<'a>,
+    #[serde(default, borrow)]
+    timestamp: Scalar<'a>,
+}
+
+/// Why a text could not become a [`Record`].
+#[derive(Debug, thiserror::Error)]
+#[error("invalid JSON: {0}")]
+pub struct RecordParseError(#[from] serde_json::Error);
+
+/// One JSON value of a session file: the header, an entry of any type (known or
+/// not), or a non-object value that a reference keeps (`42`, `"str"`).
+///
+/// Cloning is cheap (shared). Equality compares the JSON text.
+#[derive(Clone)]
+pub struct Record {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    text: Box<str>,
+    compact: bool,
+    is_object: bool,
+    ty: Option<Box<str>>,
+    id: Option<Box<str>>,
+    parent: ParentRef,
+    timestamp: Option<Box<str>>,
+    message: Option<Range<u32>>,
+    value: OnceLock<Value>,
+    message_info: OnceLock<MessageInfo>,
+}
+
+impl fmt::Debug for Record {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Record").field(&self.text()).finish()
+    }
+}
+
+impl PartialEq for Record {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.text == other.inner.text
+    }
+}
+
+impl Eq for Record {}
+
+impl Record {
+    /// Parses one JSON value (surrounding whitespace allowed) into a record.
+    ///
+    /// ```
+    /// use session_model::{EntryType, Record};
+    /// let r = Record::parse(r#"{"type":"label","id":"a1b2c3d4","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","targetId":"x"}"#).unwrap();
+    /// assert_eq!(r.entry_type(), EntryType::Label);
+    /// assert_eq!(r.id(), Some("a1b2c3d4"));
+    /// assert_eq!(r.get_str("targetId"), Some("x"));
+    /// ```
+    pub fn parse(text: &str) -> Result<Record, RecordParseError> {
+        let text = text.trim_matches(|c: char| matches!(c, ' ' | '\t' | '\n' | '\r'));
+        if text.starts_with('{') {
+            if let Ok(sk) = serde_json::from_str::<Skeleton<'_>>(text) {
+                let message = sk.message.map(|raw| {
+                    let start = raw.get().as_ptr() as usize - text.as_ptr() as usize;
+                    start as u32..(start + raw.get().len()) as u32
+                });
+                return Ok(Record::build(text, true, sk.ty, sk.id, sk.parent_id, sk.timestamp, message, None));
+            }
+        }
+        // Duplicate keys, non-objects and odd shapes: take the slow, general path.
+        let value: Value = serde_json::from_str(text)?;
+        Ok(Record::from_parsed(text, value))
+    }
+
+    fn from_parsed(text: &str, value: Value) -> Record {
+        let (ty, id, parent, ts) = match &value {
+            Value::Object(m) => (
+                Scalar::from_value(m.get("type")).to_static(),
+                Scalar::from_value(m.get("id")).to_static(),
+                Scalar::from_value(m.get("parentId")).to_static(),
+                Scalar::from_value(m.get("timestamp")).to_static(),
+            ),
+            _ => (Scalar::Absent, Scalar::Absent, Scalar::Absent, Scalar::Absent),
+        };
+        let is_object = value.is_object();
+        // The message payload is re-serialised on demand for records parsed this way.
+        Record::build(text, is_object, ty, id, parent, ts, None, Some(value))
+    }
+
+    #[allow(clippy::too_many_arguments)] // one private constructor fed by two parsers
+    fn build(
+        text: &str,
+        is_object: bool,
+        ty: Scalar<'_>,
+        id: Scalar<'_>,
+        parent: Scalar<'_>,
+        ts: Scalar<'_>,
+        message: Option<Range<u32>>,
+        value: Option<Value>,
+    ) -> Record {
+        let parent = match parent {
+            Scalar::Absent => ParentRef::Absent,
+            Scalar::Null => ParentRef::Null,
+            Scalar::Str(s) => ParentRef::Id(s.into_owned().into_boxed_str()),
+            _ => ParentRef::Invalid,
+        };
+        let compact = !text.contains(['\n', '\r']);
+        let cell = OnceLock::new();
+        if let Some(v) = value {
+            let _ = cell.set(v);
+        }
+        Record {
+            inner: Arc::new(Inner {
+                text: text.into(),
+                compact,
+                is_object,
+                ty: ty.into_owned_str(),
+                id: id.into_owned_str(),
+                parent,
+                timestamp: ts.into_owned_str(),
+                message,
+                value: cell,
+                message_info: OnceLock::new(),
+            }),
+        }
+    }
+
+    /// Creates a record from a JSON value, serialised as `JSON.stringify` would.
+    pub fn from_value(value: Value) -> Record {
+        let text = json::to_js_string(&value);
+        Record::from_parsed(&text, value)
+    }
+
+    /// Returns a copy of this record with `f` applied to its JSON value. The new
+    /// record is re-serialised (key order kept, added keys at the end).
+    pub fn map_value(&self, f: impl FnOnce(&mut Value)) -> Record {
+        let mut v = self.value().clone();
+        f(&mut v);
+        Record::from_value(v)
+    }
+
+    /// Returns the JSON text as it was read (or as it was serialised for a new record).
+    pub fn text(&self) -> &str {
+        &self.inner.text
+    }
+
+    /// Returns the text to write for this record on one line (without the newline):
+    /// the original text when it is one line, else the compact serialisation.
+    pub fn line(&self) -> Cow<'_, str> {
+        if self.inner.compact {
+            Cow::Borrowed(&self.inner.text)
+        } else {
+            Cow::Owned(json::to_js_string(self.value()))
+        }
+    }
+
+    /// Returns the text as `JSON.stringify(JSON.parse(text))` would write it: what a
+    /// reference writes when it re-serialises a loaded record.
+    pub fn canonical_line(&self) -> String {
+        json::to_js_string(self.value())
+    }
+
+    /// Returns whether this record is a JSON object.
+    pub fn is_object(&self) -> bool {
+        self.inner.is_object
+    }
+
+    /// Returns the `type` string, if any.
+    pub fn type_str(&self) -> Option<&str> {
+        self.inner.ty.as_deref()
+    }
+
+    /// Returns the entry type (the header is [`EntryType::Session`]).
+    pub fn entry_type(&self) -> EntryType {
+        self.type_str().map_or(EntryType::Unknown, EntryType::from_type_str)
+    }
+
+    /// Returns whether this is a session header: an object with `type: "session"`.
+    pub fn is_header(&self) -> bool {
+        self.type_str() == Some("session")
+    }
+
+    /// Returns whether this is a *valid* header: `type: "session"` and a string `id`.
+    pub fn is_valid_header(&self) -> bool {
+        self.is_header() && self.inner.id.is_some()
+    }
+
+    /// Returns the `id` if it is a string.
+    pub fn id(&self) -> Option<&str> {
+        self.inner.id.as_deref()
+    }
+
+    /// Returns the `parentId`.
+    pub fn parent(&self) -> &ParentRef {
+        &self.inner.parent
+    }
+
+    /// Returns the `parentId` if it is a string.
+    pub fn parent_id(&self) -> Option<&str> {
+        self.inner.parent.id()
+    }
+
+    /// Returns the `timestamp` if it is a string.
+    pub fn timestamp(&self) -> Option<&str> {
+        self.inner.timestamp.as_deref()
+    }
+
+    /// Returns the raw JSON text of the `message` payload, if any.
+    pub fn message_raw(&self) -> Option<Cow<'_, str>> {
+        if let Some(r) = &self.inner.message {
+            return Some(Cow::Borrowed(&self.inner.text[r.start as usize..r.end as usize]));
+        }
+        match self.inner.value.get().and_then(|v| v.get("message")) {
+            Some(Value::Null) | None => None,
+            Some(m) => Some(Cow::Owned(json::to_js_string(m))),
+        }
+    }
+
+    /// Returns the fields of the `message` payload that the layers above read.
+    pub fn message_info(&self) -> &MessageInfo {
+        self.inner.message_info.get_or_init(|| {
+            let raw = match self.message_raw() {
+                Some(r) => r,
+                None => return MessageInfo::default(),
+            };
+            match serde_json::from_str::<MessageSkeleton<'_>>(&raw) {
+                Ok(m) => MessageInfo {
+                    role: m.role.to_static(),
+                    content: m.content.to_static(),
+                    provider: m.provider.to_static(),
+                    model: m.model.to_static(),
+                    api: m.api.to_static(),
+                    stop_reason: m.stop_reason.to_static(),
+                    timestamp: m.timestamp.to_static(),
+                },
+                Err(_) => match serde_json::from_str::<Value>(&raw) {
+                    Ok(v) => MessageInfo {
+                        role: Scalar::from_value(v.get("role")).to_static(),
+                        content: Scalar::from_value(v.get("content")).to_static(),
+                        provider: Scalar::from_value(v.get("provider")).to_static(),
+                        model: Scalar::from_value(v.get("model")).to_static(),
+                        api: Scalar::from_value(v.get("api")).to_static(),
+                        stop_reason: Scalar::from_value(v.get("stopReason")).to_static(),
+                        timestamp: Scalar::from_value(v.get("timestamp")).to_static(),
+                    },
+                    Err(_) => MessageInfo::default(),
+                },
+            }
+        })
+    }
+
+    /// Returns the message role when this is a `message` entry.
+    pub fn message_role(&self) -> Option<&str> {
+        if self.entry_type() != EntryType::Message {
+            return None;
+        }
+        self.message_info().role()
+    }
+
+    /// Returns the whole record as a JSON value (parsed on first use, then cached).
+    pub fn value(&self) -> &Value {
+        self.inner.value.get_or_init(|| {
+            serde_json::from_str(&self.inner.text).expect("record text was valid JSON when it was read")
+        })
+    }
+
+    /// Returns the top-level field `key`, if this record is an object that has it.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.value().as_object().and_then(|m| m.get(key))
+    }
+
+    /// Returns the top-level field `key` if it is a string.
+    pub fn get_str(&self, key: &str) -> Option<&str> {
+        self.get(key).and_then(Value::as_str)
+    }
+
+    /// Returns the record as a raw JSON fragment (for zero-copy output).
+    pub fn to_raw_value(&self) -> Box<RawValue> {
+        RawValue::from_string(self.line().into_owned()).expect("record text is valid JSON")
+    }
+}
+
+impl Serialize for Record {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let raw: &RawValue = serde_json::from_str(self.text()).map_err(serde::ser::Error::custom)?;
+        raw.serialize(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skeleton_and_message_range() {
+        let t = r#"{"type":"message","id":"ab","parentId":null,"timestamp":"t","message":{"role":"assistant","content":null,"provider":"p","model":"m","x":[1,{"y":2}]}}"#;
+        let r = Record::parse(t).unwrap();
+        assert_eq!(r.entry_type(), EntryType::Message);
+        assert_eq!(r.parent(), &ParentRef::Null);
+        assert!(r.message_raw().unwrap().starts_with(r#"{"role":"assistant""#));
+        let mi = r.message_info();
+        assert_eq!(mi.role(), Some("assistant"));
+        assert_eq!(mi.content, Scalar::Null);
+        assert_eq!(mi.provider.as_str(), Some("p"));
+        assert_eq!(r.line(), t);
+    }
+
+    #[test]
+    fn duplicate_keys_last_wins_like_javascript() {
+        let r = Record::parse(r#"{"type":"label","id":"a","id":"b"}"#).unwrap();
+        assert_eq!(r.id(), Some("b"));
+    }
+
+    #[test]
+    fn non_objects_and_arrays() {
+        let r = Record::parse("42").unwrap();
+        assert!(!r.is_object());
+        assert_eq!(r.id(), None);
+        let r = Record::parse(r#"["message","x"]"#).unwrap();
+        assert!(!r.is_object());
+        assert_eq!(r.type_str(), None);
+    }
+
+    #[test]
+    fn multi_line_values_are_written_compactly() {
+        let r = Record::parse("{\"type\":\n \"custom\", \"id\": \"q\"}").unwrap();
+        assert_eq!(r.line(), r#"{"type":"custom","id":"q"}"#);
+        let r = Record::parse(r#"{"a": 1}"#).unwrap();
+        assert_eq!(r.line(), r#"{"a": 1}"#);
+        assert_eq!(r.canonical_line(), r#"{"a":1}"#);
+    }
+}

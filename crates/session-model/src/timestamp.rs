@@ -1,0 +1,216 @@
+//! ISO-8601 timestamps as JavaScript's `Date` writes and reads them.
+//!
+//! Entry timestamps are `new Date().toISOString()` strings (UTC, millisecond
+//! precision); message timestamps are epoch milliseconds. Context messages that the
+//! references synthesise take their number from `Date.parse(entry.timestamp)`, which
+//! this module reproduces for the ISO forms (anything else is `None`, JavaScript's
+//! `NaN`). This module only converts; it never reads a clock.
+
+/// Formats epoch milliseconds as `Date.prototype.toISOString` does
+/// (`2026-11-29T19:11:36.572Z`; years outside 0..=9999 use the six-digit form).
+///
+/// ```
+/// assert_eq!(session_model::timestamp::format_iso_millis(0), "1970-01-01T00:00:00.000Z");
+/// assert_eq!(session_model::timestamp::format_iso_millis(1_795_981_423_043), "2026-11-29T19:43:43.043Z");
+/// ```
+pub fn format_iso_millis(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    let rem = ms.rem_euclid(86_400_000);
+    let (y, m, d) = civil_from_days(days);
+    let (h, mi, s, milli) = (rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60, rem % 1000);
+    let year = if (0..=9999).contains(&y) {
+        format!("{y:04}")
+    } else if y < 0 {
+        format!("-{:06}", -y)
+    } else {
+        format!("+{y:06}")
+    };
+    format!("{year}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{milli:03}Z")
+}
+
+/// Returns the file-name form of an ISO timestamp: every `:` and `.` replaced by `-`
+/// (`2026-11-29T19-11-36-572Z`).
+pub fn file_safe(iso: &str) -> String {
+    iso.replace([':', '.'], "-")
+}
+
+/// Parses an ISO-8601 date or date-time as `Date.parse` does and returns epoch
+/// milliseconds, or `None` where JavaScript would give `NaN`.
+///
+/// Date-only forms are UTC; date-times without an offset are treated as UTC as well
+/// (JavaScript would use the local zone; the references always write `Z`).
+///
+/// ```
+/// use session_model::timestamp::parse_iso_millis;
+/// assert_eq!(parse_iso_millis("1970-01-01T00:00:01.500Z"), Some(1500));
+/// assert_eq!(parse_iso_millis("2025-01-01T00:00:00Z"), Some(1_735_689_600_000));
+/// assert_eq!(parse_iso_millis("2025-01-01"), Some(1_735_689_600_000));
+/// assert_eq!(parse_iso_millis("not a date"), None);
+/// ```
+pub fn parse_iso_millis(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let mut p = Cursor { b, i: 0 };
+    let year: i64 = match b.first()? {
+        b'+' | b'-' => {
+            let neg = b[0] == b'-';
+            p.i = 1;
+            let y = p.digits(6)?;
+            if neg && y == 0 {
+                return None;
+            }
+            if neg { -y } else { y }
+        }
+        _ => p.digits(4)?,
+    };
+    let (mut month, mut day) = (1, 1);
+    if p.eat(b'-') {
+        month = p.digits(2)?;
+        if p.eat(b'-') {
+            day = p.digits(2)?;
+        }
+    }
+    let (mut h, mut mi, mut sec, mut ms) = (0, 0, 0, 0);
+    let mut offset_min = 0i64;
+    if p.eat(b'T') || p.eat(b't') {
+        h = p.digits(2)?;
+        if !p.eat(b':') {
+            return None;
+        }
+        mi = p.digits(2)?;
+        if p.eat(b':') {
+            sec = p.digits(2)?;
+            if p.eat(b'.') || p.eat(b',') {
+                let start = p.i;
+                let mut frac = 0i64;
+                let mut n = 0;
+                while let Some(d) = p.peek_digit() {
+                    if n < 3 {
+                        frac = frac * 10 + d;
+                    }
+                    n += 1;
+                    p.i += 1;
+                }
+                if p.i == start {
+                    return None;
+                }
+                while n < 3 {
+                    frac *= 10;
+                    n += 1;
+                }
+                ms = frac;
+            }
+        }
+        if p.eat(b'Z') || p.eat(b'z') {
+        } else if matches!(p.b.get(p.i), Some(b'+' | b'-')) {
+            let neg = p.b[p.i] == b'-';
+            p.i += 1;
+            let oh = p.digits(2)?;
+            if !p.eat(b':') {
+                return None;
+            }
+            let om = p.digits(2)?;
+            if oh > 23 || om > 59 {
+                return None;
+            }
+            offset_min = (oh * 60 + om) * if neg { -1 } else { 1 };
+        }
+    }
+    if p.i != b.len() {
+        return None;
+    }
+    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+        return None;
+    }
+    if h > 24 || mi > 59 || sec > 59 || (h == 24 && (mi > 0 || sec > 0 || ms > 0)) {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let t = days * 86_400_000 + ((h * 60 + mi) * 60 + sec) * 1000 + ms - offset_min * 60_000;
+    (t.abs() <= 8_640_000_000_000_000).then_some(t)
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Cursor<'_> {
+    fn digits(&mut self, n: usize) -> Option<i64> {
+        let s = self.b.get(self.i..self.i + n)?;
+        if !s.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        self.i += n;
+        Some(s.iter().fold(0i64, |a, d| a * 10 + i64::from(d - b'0')))
+    }
+    fn eat(&mut self, c: u8) -> bool {
+        if self.b.get(self.i) == Some(&c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn peek_digit(&self) -> Option<i64> {
+        self.b.get(self.i).filter(|c| c.is_ascii_digit()).map(|c| i64::from(c - b'0'))
+    }
+}
+
+fn is_leap(y: i64) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+fn days_in_month(y: i64, m: i64) -> i64 {
+    match m {
+        2 if is_leap(y) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+// Howard Hinnant's algorithms.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        for ms in [0, 1, 999, 1_795_981_423_043, -1, -86_400_001, 253_402_300_799_999] {
+            let s = format_iso_millis(ms);
+            assert_eq!(parse_iso_millis(&s), Some(ms), "{s}");
+        }
+    }
+
+    #[test]
+    fn rejects_invalid() {
+        for s in ["", "2025-13-01", "2025-02-30", "2025-01-01T25:00Z", "2025-01-01T00:00:00.Z", "x2025"] {
+            assert_eq!(parse_iso_millis(s), None, "{s}");
+        }
+        assert_eq!(parse_iso_millis("2025-01-01T01:00+01:00"), Some(1_735_689_600_000));
+        assert_eq!(file_safe("2026-11-29T19:11:36.572Z"), "2026-11-29T19-11-36-572Z");
+    }
+}
