@@ -152,7 +152,13 @@ pub mod pi {
     }
 
     /// `custom_message`: **`type, customType, content, display, details?, id, parentId, timestamp`**.
-    pub fn custom_message(b: &Base, custom_type: &str, content: Value, display: bool, details: Option<Value>) -> Record {
+    pub fn custom_message(
+        b: &Base,
+        custom_type: &str,
+        content: Value,
+        display: bool,
+        details: Option<Value>,
+    ) -> Record {
         Obj::ty("custom_message")
             .set("customType", custom_type)
             .set("content", content)
@@ -312,7 +318,13 @@ pub mod omp {
     }
 
     /// `branch_summary`: `…, fromId, summary, details?, fromExtension?`.
-    pub fn branch_summary(b: &Base, from_id: &str, summary: &str, details: Option<Value>, from_extension: Option<bool>) -> Record {
+    pub fn branch_summary(
+        b: &Base,
+        from_id: &str,
+        summary: &str,
+        details: Option<Value>,
+        from_extension: Option<bool>,
+    ) -> Record {
         Obj::ty("branch_summary")
             .base(b)
             .set("fromId", from_id)
@@ -453,13 +465,29 @@ mod tests {
                 system_message: None,
             },
         );
-        assert_eq!(r.text(), r#"{"type":"compaction","id":"5312256e","parentId":"69246c9d","timestamp":"2026-11-29T19:11:36.576Z","summary":"sum2","firstKeptEntryId":"5312256e","tokensBefore":100,"details":{"readFiles":[]},"usage":{"input":1},"fromHook":true}"#);
-        let r = pi::branch_summary(&Base::new("442920bd", None, "2026-11-29T19:11:36.576Z"), "b9a67189", "bs2", None, None, Some(false));
-        assert_eq!(r.text(), r#"{"type":"branch_summary","id":"442920bd","parentId":null,"timestamp":"2026-11-29T19:11:36.576Z","fromId":"b9a67189","summary":"bs2","fromHook":false}"#);
+        assert_eq!(
+            r.text(),
+            r#"{"type":"compaction","id":"5312256e","parentId":"69246c9d","timestamp":"2026-11-29T19:11:36.576Z","summary":"sum2","firstKeptEntryId":"5312256e","tokensBefore":100,"details":{"readFiles":[]},"usage":{"input":1},"fromHook":true}"#
+        );
+        let r = pi::branch_summary(
+            &Base::new("442920bd", None, "2026-11-29T19:11:36.576Z"),
+            "b9a67189",
+            "bs2",
+            None,
+            None,
+            Some(false),
+        );
+        assert_eq!(
+            r.text(),
+            r#"{"type":"branch_summary","id":"442920bd","parentId":null,"timestamp":"2026-11-29T19:11:36.576Z","fromId":"b9a67189","summary":"bs2","fromHook":false}"#
+        );
         let r = pi::usage(&b(), "cache_warm", "p", "m", json!({"input": 0}), Some(""));
         assert!(!r.text().contains("note"));
         let r = pi::header("01a228b8-4c7c-76cb-a832-5e080bf33da5", "2026-11-29T19:11:36.572Z", "/home/user/proj", None);
-        assert_eq!(r.text(), r#"{"type":"session","version":3,"id":"01a228b8-4c7c-76cb-a832-5e080bf33da5","timestamp":"2026-11-29T19:11:36.572Z","cwd":"/home/user/proj"}"#);
+        assert_eq!(
+            r.text(),
+            r#"{"type":"session","version":3,"id":"01a228b8-4c7c-76cb-a832-5e080bf33da5","timestamp":"2026-11-29T19:11:36.572Z","cwd":"/home/user/proj"}"#
+        );
     }
 
     #[test]
@@ -467,7 +495,10 @@ mod tests {
         let r = omp::thinking_level_change(&b(), None, None);
         assert!(r.text().ends_with(r#""thinkingLevel":null,"configured":null}"#));
         let r = omp::custom_message(&b(), "", json!(5), true, Some(json!({"__queueChipText": "x", "k": 1})), None);
-        assert_eq!(r.text(), r#"{"type":"custom_message","customType":"custom-message","content":"","display":true,"details":{"k":1},"attribution":"agent","id":"5312256e","parentId":"69246c9d","timestamp":"2026-11-29T19:11:36.576Z"}"#);
+        assert_eq!(
+            r.text(),
+            r#"{"type":"custom_message","customType":"custom-message","content":"","display":true,"details":{"k":1},"attribution":"agent","id":"5312256e","parentId":"69246c9d","timestamp":"2026-11-29T19:11:36.576Z"}"#
+        );
         assert_eq!(omp::sanitize_title("  a\u{1}\u{85}  b  "), "a b");
     }
 }

@@ -60,10 +60,8 @@ fn write_js_object(out: &mut String, map: &Map<String, Value>) {
         write_js_value(out, v);
     };
     if map.keys().any(|k| array_index(k).is_some()) {
-        let mut indexed: Vec<(u32, &String, &Value)> = map
-            .iter()
-            .filter_map(|(k, v)| array_index(k).map(|i| (i, k, v)))
-            .collect();
+        let mut indexed: Vec<(u32, &String, &Value)> =
+            map.iter().filter_map(|(k, v)| array_index(k).map(|i| (i, k, v))).collect();
         indexed.sort_by_key(|(i, _, _)| *i);
         for (_, k, v) in indexed {
             emit(out, k, v);
@@ -133,12 +131,11 @@ fn write_js_number_value(out: &mut String, n: &Number) {
             out.push_str(&u.to_string());
             return;
         }
-    } else if let Some(i) = n.as_i64() {
-        if i.unsigned_abs() <= SAFE {
+    } else if let Some(i) = n.as_i64()
+        && i.unsigned_abs() <= SAFE {
             out.push_str(&i.to_string());
             return;
         }
-    }
     match n.as_f64() {
         Some(f) => write_js_number(out, f),
         None => out.push_str("null"),

@@ -16,9 +16,9 @@
 
 use std::fmt;
 
+use crate::Dialect;
 use crate::record::Record;
 use crate::title::TitleSlot;
-use crate::Dialect;
 
 /// Something the parser skipped, repaired or noticed, with where it was.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,18 +142,14 @@ impl ParsedFile {
     pub fn header_check(&self, dialect: Dialect) -> HeaderCheck {
         match self.records.first() {
             None => match dialect {
-                Dialect::Omp if self.malformed > 0 => HeaderCheck::Invalid {
-                    reason: "the file holds no JSON record".into(),
-                },
+                Dialect::Omp if self.malformed > 0 => {
+                    HeaderCheck::Invalid { reason: "the file holds no JSON record".into() }
+                }
                 _ => HeaderCheck::Empty,
             },
             Some(r) if r.is_valid_header() => HeaderCheck::Valid { index: 0 },
-            Some(r) if r.is_header() => HeaderCheck::Invalid {
-                reason: "the header has no string id".into(),
-            },
-            Some(_) => HeaderCheck::Invalid {
-                reason: "the first record is not a session header".into(),
-            },
+            Some(r) if r.is_header() => HeaderCheck::Invalid { reason: "the header has no string id".into() },
+            Some(_) => HeaderCheck::Invalid { reason: "the first record is not a session header".into() },
         }
     }
 
@@ -376,8 +372,8 @@ fn note_blank_lines(text: &str, from: usize, to: usize, out: &mut ParsedFile, li
     let bytes = text.as_bytes();
     let mut line_start = from;
     let mut at_line_start = from == 0 || bytes.get(from.wrapping_sub(1)) == Some(&b'\n');
-    for i in from..to {
-        if bytes[i] == b'\n' {
+    for (i, &b) in bytes.iter().enumerate().take(to).skip(from) {
+        if b == b'\n' {
             if at_line_start {
                 push_diag(out, lines, text, line_start, DiagnosticKind::BlankLine);
             }
@@ -402,11 +398,10 @@ fn check_structure(out: &mut ParsedFile) {
             }
             continue;
         }
-        if let Some(id) = r.id() {
-            if !seen.insert(id) {
+        if let Some(id) = r.id()
+            && !seen.insert(id) {
                 notes.push(DiagnosticKind::DuplicateId { id: id.to_owned() });
             }
-        }
     }
     // Record-level notes carry no byte offset of their own; report them at line 0.
     for kind in notes {
@@ -447,7 +442,10 @@ mod tests {
 
     #[test]
     fn pi_lines() {
-        let p = parse_session_bytes(b"xx\n{\"type\":\"session\",\"id\":\"s\"}\r\n\n0\nnull\n42\n{\"type\":\"mess", Dialect::Pi);
+        let p = parse_session_bytes(
+            b"xx\n{\"type\":\"session\",\"id\":\"s\"}\r\n\n0\nnull\n42\n{\"type\":\"mess",
+            Dialect::Pi,
+        );
         assert_eq!(texts(&p), ["{\"type\":\"session\",\"id\":\"s\"}", "42"]);
         assert!(p.diagnostics.iter().any(|d| d.kind == DiagnosticKind::TornLastLine && d.line == 7));
         assert!(!p.ends_with_newline);

@@ -370,15 +370,14 @@ impl Record {
     /// ```
     pub fn parse(text: &str) -> Result<Record, RecordParseError> {
         let text = text.trim_matches(|c: char| matches!(c, ' ' | '\t' | '\n' | '\r'));
-        if text.starts_with('{') {
-            if let Ok(sk) = serde_json::from_str::<Skeleton<'_>>(text) {
+        if text.starts_with('{')
+            && let Ok(sk) = serde_json::from_str::<Skeleton<'_>>(text) {
                 let message = sk.message.map(|raw| {
                     let start = raw.get().as_ptr() as usize - text.as_ptr() as usize;
                     start as u32..(start + raw.get().len()) as u32
                 });
                 return Ok(Record::build(text, true, sk.ty, sk.id, sk.parent_id, sk.timestamp, message, None));
             }
-        }
         // Duplicate keys, non-objects and odd shapes: take the slow, general path.
         let value: Value = serde_json::from_str(text)?;
         Ok(Record::from_parsed(text, value))
@@ -459,11 +458,7 @@ impl Record {
     /// Returns the text to write for this record on one line (without the newline):
     /// the original text when it is one line, else the compact serialisation.
     pub fn line(&self) -> Cow<'_, str> {
-        if self.inner.compact {
-            Cow::Borrowed(&self.inner.text)
-        } else {
-            Cow::Owned(json::to_js_string(self.value()))
-        }
+        if self.inner.compact { Cow::Borrowed(&self.inner.text) } else { Cow::Owned(json::to_js_string(self.value())) }
     }
 
     /// Returns the text as `JSON.stringify(JSON.parse(text))` would write it: what a
