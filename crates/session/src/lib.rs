@@ -1,1 +1,34 @@
-//! placeholder
+//! The session store for coding agents: open, continue, branch, fork and write the
+//! JSONL sessions of pi and omp without losing a byte.
+//!
+//! [`SessionManager`] puts the layers together: it reads a file through a
+//! [`store::Storage`], parses it with [`model`], migrates it with [`migrate`],
+//! indexes it as a [`tree::SessionTree`] and writes new entries with the
+//! persistence rules of its [`Dialect`]. Each layer is also usable on its own and is
+//! re-exported here as a module.
+//!
+//! ```
+//! use session::{Dialect, Env, SessionManager};
+//! use serde_json::json;
+//!
+//! let mut m = SessionManager::in_memory(Dialect::Pi, "/home/me/project", Env::memory());
+//! let user = m.append_message(json!({"role": "user", "content": "hi", "timestamp": 1})).unwrap();
+//! m.append_label_change(&user, Some("start")).unwrap();
+//! assert_eq!(m.tree().label(&user), Some("start"));
+//! assert_eq!(m.tree().entries().len(), 2);
+//! ```
+
+mod env;
+mod error;
+mod manager;
+
+pub use env::Env;
+pub use error::SessionError;
+pub use manager::{LoadReport, SessionManager};
+pub use session_discovery as discovery;
+pub use session_history as history;
+pub use session_migrate as migrate;
+pub use session_model as model;
+pub use session_model::{Dialect, Record};
+pub use session_store as store;
+pub use session_tree as tree;

@@ -1,0 +1,86 @@
+//! The errors of [`crate::SessionManager`].
+
+use std::path::PathBuf;
+
+use session_store::StoreError;
+
+/// Why a session operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// pi refuses a non-empty file whose first record is not a valid header; the file
+    /// is left untouched.
+    #[error("Session file is not a valid pi session: {}", path.display())]
+    InvalidPiSession {
+        /// The file.
+        path: PathBuf,
+    },
+    /// omp refuses a file whose header is missing or malformed; the file is left untouched.
+    #[error(
+        "Cannot resume session \"{}\": the session header is missing or malformed. The file was not modified.",
+        path.display()
+    )]
+    CannotResume {
+        /// The file.
+        path: PathBuf,
+    },
+    /// An entry id that is not in the session.
+    #[error("Entry {id} not found")]
+    EntryNotFound {
+        /// The id.
+        id: String,
+    },
+    /// A context edit whose replacement is not `null` or `{content: string | array}`.
+    #[error("Context edit replacement must be null or contain string/array content")]
+    InvalidContextEdit,
+    /// A context edit whose target is not on the active branch.
+    #[error("Entry {id} is not on the active branch")]
+    NotOnActiveBranch {
+        /// The id.
+        id: String,
+    },
+    /// A context edit whose target contributes no editable content.
+    #[error("Entry {id} does not contribute editable model content")]
+    NotEditable {
+        /// The id.
+        id: String,
+    },
+    /// A caller-chosen session id that breaks the id rule.
+    #[error(transparent)]
+    InvalidSessionId(#[from] session_model::ids::InvalidSessionId),
+    /// `fork_from` of a file that holds no valid session.
+    #[error("Cannot fork: source session file is empty or invalid: {}", path.display())]
+    ForkSourceInvalid {
+        /// The source file.
+        path: PathBuf,
+    },
+    /// `fork_from` of a file that does not exist.
+    #[error("Session \"{}\" not found.", path.display())]
+    ForkSourceNotFound {
+        /// The source file.
+        path: PathBuf,
+    },
+    /// The storage failed; the in-memory session was rolled back to before the call.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// An earlier write failed and the session refuses further writes until it
+    /// recovers (the first error, latched).
+    #[error("an earlier write to {} failed ({message}); reopen the session to recover", path.display())]
+    DiskFailure {
+        /// The session file.
+        path: PathBuf,
+        /// The first error.
+        message: String,
+    },
+    /// The title slot could not be written.
+    #[error(transparent)]
+    Slot(#[from] session_model::SlotTooLong),
+    /// An IO failure outside the storage (resolving the working directory).
+    #[error("cannot resolve {}: {source}", path.display())]
+    Path {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+}

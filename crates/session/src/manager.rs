@@ -1,0 +1,819 @@
+//! [`SessionManager`]: one session, loaded or new, with the persistence rules of its
+//! dialect.
+//!
+//! * **pi**: nothing is written until the session holds a user or assistant message;
+//!   then the whole file is created exclusively and every later entry is appended.
+//!   Opening repairs a missing final newline, and rewrites a migrated file at once.
+//! * **omp**: nothing is written until the first assistant message (or a load, a
+//!   fork, a branch: the file then exists); then the title slot, header and entries
+//!   are written in full and later entries appended. Migrations and dropped garbage
+//!   lines are written by one atomic full rewrite on the next write, guarded by the
+//!   file size last seen so another process's appends are never clobbered.
+//!
+//! A failed write rolls back the in-memory change and returns the error; the file on
+//! disk never holds a half-written record in place of a good file.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use session_model::entries::{self, Base};
+use session_model::{
+    Diagnostic, Dialect, EntryType, HeaderCheck, Record, TitleSlot, ids, parse_session_bytes, timestamp,
+};
+use session_store::{AppendWriter, ExpectedSize};
+use session_tree::SessionTree;
+
+use crate::{Env, SessionError};
+
+type Result<T> = std::result::Result<T, SessionError>;
+
+/// A session of one dialect: its header, its entry tree and where it lives.
+pub struct SessionManager {
+    dialect: Dialect,
+    env: Env,
+    cwd: String,
+    session_dir: Option<PathBuf>,
+    file: Option<PathBuf>,
+    persist: bool,
+    header: Record,
+    slot: Option<TitleSlot>,
+    tree: SessionTree,
+    /// pi: a user or assistant message exists; omp: an assistant message exists.
+    has_conversation: bool,
+    /// pi: the file exists and holds everything in memory.
+    flushed: bool,
+    /// omp: the file on disk equals the in-memory journal (modulo appends).
+    file_is_current: bool,
+    /// omp: every entry persists even before an assistant message.
+    force_file_creation: bool,
+    /// omp: the next write must be a full rewrite.
+    rewrite_required: bool,
+    /// omp: the file size we last wrote or read (the rewrite CAS token).
+    expected_size: Option<u64>,
+    writer: Option<Box<dyn AppendWriter>>,
+    failure: Option<String>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+/// What [`SessionManager::open`] did to the file while loading it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadReport {
+    /// A newline was appended after a torn or unterminated last line (pi).
+    pub repaired_final_newline: bool,
+    /// The file was migrated from an older version.
+    pub migrated: bool,
+    /// The file was empty and received a fresh header.
+    pub reinitialised: bool,
+}
+
+impl SessionManager {
+    // ------------------------------------------------------------------ construction
+
+    fn blank(dialect: Dialect, env: Env, cwd: String, session_dir: Option<PathBuf>, persist: bool) -> SessionManager {
+        SessionManager {
+            dialect,
+            env,
+            cwd,
+            session_dir,
+            file: None,
+            persist,
+            header: Record::from_value(Value::Null),
+            slot: None,
+            tree: SessionTree::new(dialect, Vec::new()),
+            has_conversation: false,
+            flushed: false,
+            file_is_current: false,
+            force_file_creation: false,
+            rewrite_required: false,
+            expected_size: None,
+            writer: None,
+            failure: None,
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// Opens the session file at `path` the way the dialect's reference does.
+    ///
+    /// A missing file starts a new session at that path (written later, by the
+    /// first-write rule; omp writes its header at once). An empty file gets a fresh
+    /// header. A non-empty file without a valid header is an error and is never
+    /// modified.
+    pub fn open(dialect: Dialect, path: &Path, env: Env) -> Result<SessionManager> {
+        let path = absolute(&env.process_cwd, path);
+        let dir = path.parent().map(Path::to_path_buf);
+        let process_cwd = env.process_cwd.to_string_lossy().into_owned();
+        let mut m = SessionManager::blank(dialect, env, process_cwd, dir, true);
+        m.load_file(&path)?;
+        Ok(m)
+    }
+
+    /// Starts a new persisted session for `cwd` in `session_dir`; no file is written
+    /// until the first-write rule says so.
+    pub fn create(dialect: Dialect, cwd: &str, session_dir: &Path, env: Env) -> Result<SessionManager> {
+        env.storage.ensure_dir(session_dir)?;
+        let mut m = SessionManager::blank(dialect, env, cwd.to_owned(), Some(session_dir.to_path_buf()), true);
+        m.new_session(None, None)?;
+        Ok(m)
+    }
+
+    /// Starts a session that is never written.
+    pub fn in_memory(dialect: Dialect, cwd: &str, env: Env) -> SessionManager {
+        let mut m = SessionManager::blank(dialect, env, cwd.to_owned(), None, false);
+        // In memory nothing can fail.
+        let _ = m.new_session(None, None);
+        m
+    }
+
+    /// Starts a fresh session (new id and header) in this manager; the old file is
+    /// left as it is. Returns the new file path (`None` in memory).
+    pub fn new_session(&mut self, id: Option<&str>, parent_session: Option<&str>) -> Result<Option<PathBuf>> {
+        if let Some(id) = id {
+            ids::validate_custom_session_id(id)?;
+        }
+        self.close_writer();
+        let id = id.map_or_else(|| self.env.new_session_id(), str::to_owned);
+        let ts = self.env.now_iso();
+        self.header = match self.dialect {
+            Dialect::Pi => entries::pi::header(&id, &ts, &self.cwd, parent_session),
+            Dialect::Omp => entries::omp::header(
+                &id,
+                &ts,
+                &self.cwd,
+                entries::omp::HeaderExtra { parent_session: parent_session.map(str::to_owned), ..Default::default() },
+            ),
+        };
+        self.slot = (self.dialect == Dialect::Omp).then(|| TitleSlot {
+            title: String::new(),
+            source: None,
+            updated_at: ts.clone(),
+        });
+        self.tree = SessionTree::new(self.dialect, Vec::new());
+        self.has_conversation = false;
+        self.flushed = false;
+        self.file_is_current = false;
+        self.rewrite_required = false;
+        self.expected_size = None;
+        self.force_file_creation = false;
+        self.file = match (&self.session_dir, self.persist) {
+            (Some(dir), true) => Some(dir.join(format!("{}_{id}.jsonl", timestamp::file_safe(&ts)))),
+            _ => None,
+        };
+        Ok(self.file.clone())
+    }
+
+    fn fresh_at(&mut self, path: &Path, write_now: bool) -> Result<()> {
+        let dir = self.session_dir.clone();
+        self.new_session(None, None)?;
+        self.session_dir = dir;
+        self.file = Some(path.to_path_buf());
+        if write_now {
+            let body = self.full_body()?;
+            match self.dialect {
+                Dialect::Pi => {
+                    self.env.storage.write(path, body.as_bytes())?;
+                    self.flushed = true;
+                }
+                Dialect::Omp => {
+                    self.env.storage.write(path, body.as_bytes())?;
+                    self.expected_size = Some(body.len() as u64);
+                    self.file_is_current = true;
+                    self.force_file_creation = true;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn load_file(&mut self, path: &Path) -> Result<LoadReport> {
+        let mut report = LoadReport::default();
+        let storage = self.env.storage.clone();
+        let stat = storage.stat(path)?;
+        let Some(stat) = stat else {
+            // Missing: a new session at this exact path (omp writes it at once).
+            self.fresh_at(path, self.dialect == Dialect::Omp)?;
+            return Ok(report);
+        };
+        let bytes = storage.read(path)?;
+        let parsed = parse_session_bytes(&bytes, self.dialect);
+        match parsed.header_check(self.dialect) {
+            HeaderCheck::Valid { .. } => {}
+            HeaderCheck::Empty if self.dialect == Dialect::Omp || stat.size == 0 => {
+                report.reinitialised = true;
+                self.fresh_at(path, true)?;
+                return Ok(report);
+            }
+            _ => {
+                return Err(match self.dialect {
+                    Dialect::Pi => SessionError::InvalidPiSession { path: path.to_path_buf() },
+                    Dialect::Omp => SessionError::CannotResume { path: path.to_path_buf() },
+                });
+            }
+        }
+        self.file = Some(path.to_path_buf());
+        self.diagnostics = parsed.diagnostics;
+        let mut records = parsed.records;
+        if self.dialect == Dialect::Pi && !parsed.ends_with_newline {
+            storage.append(path, b"\n")?;
+            report.repaired_final_newline = true;
+        }
+        let migration = session_migrate::migrate(&mut records, &mut || {
+            ids::new_entry_id(self.dialect, &mut rand::rng(), |_| false)
+        });
+        report.migrated = migration.ran();
+        let header = records.remove(0);
+        if let Some(cwd) = header.get_str("cwd") {
+            if !(self.dialect == Dialect::Pi && cwd.is_empty()) {
+                self.cwd = cwd.to_owned();
+            }
+        }
+        match self.dialect {
+            Dialect::Pi => {
+                self.header = header;
+                self.set_entries(records);
+                self.flushed = true;
+                if report.migrated {
+                    let body = self.full_body()?;
+                    storage.write(path, body.as_bytes())?;
+                }
+            }
+            Dialect::Omp => {
+                self.slot = Some(parsed.title_slot.clone().unwrap_or_else(|| TitleSlot {
+                    title: String::new(),
+                    source: None,
+                    updated_at: header.get_str("timestamp").unwrap_or_default().to_owned(),
+                }));
+                self.header = fold_slot(&header, parsed.title_slot.as_ref());
+                let records = self.resolve_blobs(records);
+                self.set_entries(records);
+                self.expected_size = Some(parsed.byte_len as u64);
+                self.file_is_current = true;
+                self.force_file_creation = true;
+                self.rewrite_required = report.migrated || parsed.malformed > 0;
+            }
+        }
+        Ok(report)
+    }
+
+    fn resolve_blobs(&mut self, records: Vec<Record>) -> Vec<Record> {
+        let Some(blobs) = self.env.blobs.clone() else {
+            return records;
+        };
+        records
+            .into_iter()
+            .map(|r| {
+                if !r.text().contains("blob:sha256:") {
+                    return r;
+                }
+                let (value, _warnings) = session_store::persist::resolve_blob_refs(r.value(), &blobs);
+                match value {
+                    Some(v) => Record::from_value(v),
+                    None => r,
+                }
+            })
+            .collect()
+    }
+
+    fn set_entries(&mut self, entries: Vec<Record>) {
+        self.has_conversation = entries.iter().any(|r| self.counts_as_conversation(r));
+        self.tree = SessionTree::new(self.dialect, entries);
+    }
+
+    fn counts_as_conversation(&self, r: &Record) -> bool {
+        match (self.dialect, r.message_role()) {
+            (Dialect::Pi, Some("user" | "assistant")) => true,
+            (Dialect::Omp, Some("assistant")) => true,
+            _ => false,
+        }
+    }
+
+    // ------------------------------------------------------------------ reads
+
+    /// Returns the dialect.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// Returns the header (omp: with the title slot folded in).
+    pub fn header(&self) -> &Record {
+        &self.header
+    }
+
+    /// Returns the session id.
+    pub fn session_id(&self) -> &str {
+        self.header.id().unwrap_or_default()
+    }
+
+    /// Returns the session file (`None` in memory).
+    pub fn session_file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
+    /// Returns the session's working directory.
+    pub fn cwd(&self) -> &str {
+        &self.cwd
+    }
+
+    /// Returns the entry tree (index, leaf, labels, context).
+    pub fn tree(&self) -> &SessionTree {
+        &self.tree
+    }
+
+    /// Returns the entry tree for navigation (`branch`, `reset_leaf`).
+    pub fn tree_mut(&mut self) -> &mut SessionTree {
+        &mut self.tree
+    }
+
+    /// Returns what the parser reported while loading the file.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    /// Returns the session name: pi's latest `session_info`, omp's title.
+    pub fn session_name(&self) -> Option<String> {
+        match self.dialect {
+            Dialect::Pi => self.tree.session_info_name(),
+            Dialect::Omp => self.header.get_str("title").filter(|t| !t.is_empty()).map(str::to_owned),
+        }
+    }
+
+    // ------------------------------------------------------------------ appends
+
+    fn next_base(&self) -> Base {
+        let id = ids::new_entry_id(self.dialect, &mut rand::rng(), |id| self.tree.contains_id(id));
+        Base { id, parent_id: self.tree.next_parent().map(str::to_owned), timestamp: self.env.now_iso() }
+    }
+
+    /// Appends a record built by `build` (given the next id, parent and timestamp),
+    /// persists it, and returns its id. On a write failure the append is undone.
+    pub fn append_with(&mut self, build: impl FnOnce(&Base) -> Record) -> Result<String> {
+        let base = self.next_base();
+        let record = build(&base);
+        self.append_record(record)?;
+        Ok(base.id)
+    }
+
+    fn append_record(&mut self, record: Record) -> Result<()> {
+        let previous_leaf = self.tree.leaf_id().map(str::to_owned);
+        let conversation_before = self.has_conversation;
+        if self.counts_as_conversation(&record) {
+            self.has_conversation = true;
+        }
+        let line = record.line().into_owned();
+        self.tree.append(record).map_err(|e| SessionError::EntryNotFound { id: e.to_string() })?;
+        if let Err(e) = self.persist_appended(&line) {
+            self.tree.pop_last(previous_leaf);
+            self.has_conversation = conversation_before;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn persist_appended(&mut self, line: &str) -> Result<()> {
+        if !self.persist {
+            return Ok(());
+        }
+        let Some(path) = self.file.clone() else {
+            return Ok(());
+        };
+        match self.dialect {
+            Dialect::Pi => {
+                if !self.flushed {
+                    if !self.has_conversation {
+                        return Ok(());
+                    }
+                    let body = self.full_body()?;
+                    self.env.storage.write_new(&path, body.as_bytes())?;
+                    self.flushed = true;
+                    return Ok(());
+                }
+                self.append_line(&path, line)
+            }
+            Dialect::Omp => {
+                if let Some(message) = &self.failure {
+                    // A latched failure: the full rewrite is the writability probe.
+                    let _ = message;
+                    self.rewrite_required = true;
+                }
+                if !(self.force_file_creation || self.file_is_current || self.has_conversation) {
+                    self.file_is_current = false;
+                    return Ok(());
+                }
+                if !self.file_is_current || self.rewrite_required {
+                    return self.rewrite_omp(&path);
+                }
+                let line = self.persist_line(line);
+                self.append_line(&path, &line)?;
+                self.expected_size = self.expected_size.map(|s| s + line.len() as u64 + 1);
+                Ok(())
+            }
+        }
+    }
+
+    fn append_line(&mut self, path: &Path, line: &str) -> Result<()> {
+        if self.writer.is_none() {
+            self.writer = Some(self.env.storage.open_writer(path, self.env.durability)?);
+        }
+        let writer = self.writer.as_mut().expect("writer was just opened");
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        writer.append(&bytes).map_err(|e| {
+            self.failure.get_or_insert_with(|| e.to_string());
+            SessionError::Store(e)
+        })
+    }
+
+    fn rewrite_omp(&mut self, path: &Path) -> Result<()> {
+        self.close_writer();
+        let body = self.full_body()?;
+        let expected = match self.expected_size {
+            Some(n) => ExpectedSize::Bytes(n),
+            None => ExpectedSize::Missing,
+        };
+        match self.env.storage.write_atomic(path, body.as_bytes(), expected) {
+            Ok(()) => {
+                self.expected_size = Some(body.len() as u64);
+                self.file_is_current = true;
+                self.rewrite_required = false;
+                self.failure = None;
+                Ok(())
+            }
+            Err(e) => {
+                self.file_is_current = false;
+                self.rewrite_required = true;
+                self.failure.get_or_insert_with(|| e.to_string());
+                Err(SessionError::Store(e))
+            }
+        }
+    }
+
+    /// Returns the line omp persists for a record line: images moved to the blob
+    /// store, huge strings truncated (unchanged lines are returned as they are).
+    fn persist_line(&self, line: &str) -> String {
+        if self.dialect != Dialect::Omp || !session_store::persist::may_need_transform(line) {
+            return line.to_owned();
+        }
+        let Ok(record) = Record::parse(line) else {
+            return line.to_owned();
+        };
+        match session_store::persist::prepare_for_persistence(record.value(), self.env.blobs.as_ref()) {
+            Some(v) => session_model::json::to_js_string(&v),
+            None => line.to_owned(),
+        }
+    }
+
+    /// Returns the whole file as the dialect writes it: (omp: title slot,) header,
+    /// every entry, each line ending in `\n`.
+    fn full_body(&self) -> Result<String> {
+        let mut body = String::new();
+        if self.dialect == Dialect::Omp {
+            let slot = self.slot.clone().unwrap_or_else(|| TitleSlot {
+                title: String::new(),
+                source: None,
+                updated_at: self.header.get_str("timestamp").unwrap_or_default().to_owned(),
+            });
+            body.push_str(&slot.to_line()?);
+        }
+        let header_line = self.header_for_disk();
+        body.push_str(&self.persist_line(&header_line));
+        body.push('\n');
+        for r in self.tree.entries() {
+            body.push_str(&self.persist_line(&r.line()));
+            body.push('\n');
+        }
+        Ok(body)
+    }
+
+    fn header_for_disk(&self) -> String {
+        self.header.line().into_owned()
+    }
+
+    fn close_writer(&mut self) {
+        if let Some(w) = self.writer.take() {
+            let _ = w.close();
+        }
+    }
+
+    /// Writes any buffered appends and returns the first write error, if one happened.
+    pub fn flush(&mut self) -> Result<()> {
+        if let Some(w) = self.writer.as_mut() {
+            w.flush()?;
+        }
+        match &self.failure {
+            Some(message) => Err(SessionError::DiskFailure {
+                path: self.file.clone().unwrap_or_default(),
+                message: message.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Flushes and closes the session's writer.
+    pub fn close(mut self) -> Result<()> {
+        self.flush()?;
+        if let Some(w) = self.writer.take() {
+            w.close()?;
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ typed appends
+
+    /// Appends a `message` entry (any role, stored as given).
+    pub fn append_message(&mut self, message: Value) -> Result<String> {
+        self.append_with(|b| entries::pi::message(b, message))
+    }
+
+    /// Appends a `custom` entry (extension state, never in the context).
+    pub fn append_custom_entry(&mut self, custom_type: &str, data: Option<Value>) -> Result<String> {
+        self.append_with(|b| entries::pi::custom(b, custom_type, data))
+    }
+
+    /// Appends a `label` on `target_id` (`None` or `""` clears it).
+    pub fn append_label_change(&mut self, target_id: &str, label: Option<&str>) -> Result<String> {
+        if self.tree.get(target_id).is_none() {
+            return Err(SessionError::EntryNotFound { id: target_id.to_owned() });
+        }
+        self.append_with(|b| entries::pi::label(b, target_id, label))
+    }
+
+    // ------------------------------------------------------------------ whole-file operations
+
+    /// Extracts the path from the root to `leaf_id` into a new session file next to
+    /// this one (`createBranchedSession`) and switches this manager to it. Returns
+    /// the new file (`None` in memory).
+    pub fn create_branched_session(&mut self, leaf_id: &str) -> Result<Option<PathBuf>> {
+        let path: Vec<Record> = self.tree.get_branch(Some(leaf_id)).into_iter().cloned().collect();
+        if path.is_empty() {
+            return Err(SessionError::EntryNotFound { id: leaf_id.to_owned() });
+        }
+        let labels: Vec<(String, String, Option<String>)> = self
+            .tree
+            .labels()
+            .map(|(t, l)| (t.to_owned(), l.to_owned(), self.tree.label_timestamp(t).map(str::to_owned)))
+            .collect();
+        let old_file = self.file.clone();
+        let id = self.env.new_session_id();
+        let ts = self.env.now_iso();
+        let mut kept: Vec<Record> = Vec::with_capacity(path.len());
+        match self.dialect {
+            Dialect::Pi => {
+                // Re-chain around dropped labels; remap compactions that kept from a label.
+                let mut replaced_by: Vec<(String, Option<String>)> = Vec::new();
+                let mut pending: Vec<usize> = Vec::new();
+                for r in &path {
+                    if r.entry_type() == EntryType::Label {
+                        replaced_by.push((r.id().unwrap_or_default().to_owned(), None));
+                        pending.push(replaced_by.len() - 1);
+                        continue;
+                    }
+                    for i in pending.drain(..) {
+                        replaced_by[i].1 = r.id().map(str::to_owned);
+                    }
+                    let parent = kept.last().and_then(|k| k.id().map(str::to_owned));
+                    let mut rec = r.clone();
+                    if rec.parent_id() != parent.as_deref() || (parent.is_none() && !matches!(rec.parent(), session_model::ParentRef::Null)) {
+                        rec = rec.map_value(|v| {
+                            if let Value::Object(m) = v {
+                                m.insert("parentId".into(), parent.clone().map_or(Value::Null, Value::from));
+                            }
+                        });
+                    }
+                    if rec.entry_type() == EntryType::Compaction {
+                        if let Some(fk) = rec.get_str("firstKeptEntryId").map(str::to_owned) {
+                            if Some(fk.as_str()) != rec.id() {
+                                if let Some((_, Some(to))) = replaced_by.iter().find(|(from, _)| *from == fk) {
+                                    let to = to.clone();
+                                    rec = rec.map_value(|v| {
+                                        if let Value::Object(m) = v {
+                                            m.insert("firstKeptEntryId".into(), Value::from(to));
+                                        }
+                                    });
+                                }
+                            }
+                        }
+                    }
+                    kept.push(rec);
+                }
+                self.header = entries::pi::header(
+                    &id,
+                    &ts,
+                    &self.cwd,
+                    if self.persist { old_file.as_deref().map(|p| p.to_str().unwrap_or_default()) } else { None },
+                );
+            }
+            Dialect::Omp => {
+                kept.extend(path.iter().filter(|r| r.entry_type() != EntryType::Label).cloned());
+                let mut h = serde_json::Map::new();
+                h.insert("type".into(), "session".into());
+                h.insert("version".into(), 3.into());
+                h.insert("id".into(), id.clone().into());
+                h.insert("timestamp".into(), ts.clone().into());
+                h.insert("cwd".into(), self.cwd.clone().into());
+                for key in ["title", "titleSource"] {
+                    if let Some(v) = self.header.get(key) {
+                        h.insert(key.into(), v.clone());
+                    }
+                }
+                if self.persist {
+                    if let Some(p) = &old_file {
+                        h.insert("parentSession".into(), p.to_string_lossy().into_owned().into());
+                    }
+                }
+                if let Some(v) = self.header.get("additionalDirectories") {
+                    h.insert("additionalDirectories".into(), v.clone());
+                }
+                self.header = Record::from_value(Value::Object(h));
+            }
+        }
+        // Labels whose target was kept are re-created after the last kept entry.
+        let kept_ids: std::collections::HashSet<String> =
+            kept.iter().filter_map(|r| r.id().map(str::to_owned)).collect();
+        let mut taken = kept_ids.clone();
+        let mut parent = kept.last().and_then(|r| r.id().map(str::to_owned));
+        for (target, label, label_ts) in labels {
+            if !kept_ids.contains(&target) {
+                continue;
+            }
+            let new_id = ids::new_entry_id(self.dialect, &mut rand::rng(), |i| taken.contains(i));
+            taken.insert(new_id.clone());
+            let ts_label = match self.dialect {
+                Dialect::Pi => label_ts.unwrap_or_else(|| ts.clone()),
+                Dialect::Omp => self.env.now_iso(),
+            };
+            kept.push(entries::pi::label(&Base::new(new_id.clone(), parent.as_deref(), ts_label), &target, Some(&label)));
+            parent = Some(new_id);
+        }
+        self.close_writer();
+        self.set_entries(kept);
+        self.slot = (self.dialect == Dialect::Omp).then(|| TitleSlot {
+            title: self.header.get_str("title").unwrap_or_default().to_owned(),
+            source: self.header.get_str("titleSource").map(str::to_owned),
+            updated_at: ts.clone(),
+        });
+        if !self.persist {
+            return Ok(None);
+        }
+        let dir = self.session_dir.clone().unwrap_or_default();
+        let new_file = dir.join(format!("{}_{id}.jsonl", timestamp::file_safe(&ts)));
+        self.file = Some(new_file.clone());
+        match self.dialect {
+            Dialect::Pi => {
+                if self.has_conversation {
+                    let body = self.full_body()?;
+                    self.env.storage.write(&new_file, body.as_bytes())?;
+                    self.flushed = true;
+                } else {
+                    self.flushed = false;
+                }
+            }
+            Dialect::Omp => {
+                self.expected_size = None;
+                self.rewrite_required = false;
+                self.force_file_creation = true;
+                let body = self.full_body()?;
+                self.env.storage.write_atomic(&new_file, body.as_bytes(), ExpectedSize::Missing)?;
+                self.expected_size = Some(body.len() as u64);
+                self.file_is_current = true;
+            }
+        }
+        Ok(Some(new_file))
+    }
+
+    /// Copies the whole session at `source` into a new session for `target_cwd` in
+    /// `session_dir` (`forkFrom`). The source is migrated in memory first and left
+    /// untouched on disk (pi repairs a missing final newline, as it does on any load).
+    pub fn fork_from(dialect: Dialect, source: &Path, target_cwd: &str, session_dir: &Path, env: Env) -> Result<SessionManager> {
+        let source = absolute(&env.process_cwd, source);
+        let storage = env.storage.clone();
+        let Some(_) = storage.stat(&source)? else {
+            return Err(match dialect {
+                Dialect::Pi => SessionError::ForkSourceInvalid { path: source },
+                Dialect::Omp => SessionError::ForkSourceNotFound { path: source },
+            });
+        };
+        let bytes = storage.read(&source)?;
+        let parsed = parse_session_bytes(&bytes, dialect);
+        if !matches!(parsed.header_check(dialect), HeaderCheck::Valid { .. }) {
+            return Err(SessionError::ForkSourceInvalid { path: source });
+        }
+        if dialect == Dialect::Pi && !parsed.ends_with_newline {
+            storage.append(&source, b"\n")?;
+        }
+        let mut records = parsed.records;
+        session_migrate::migrate(&mut records, &mut || ids::new_entry_id(dialect, &mut rand::rng(), |_| false));
+        let src_header = records.remove(0);
+        storage.ensure_dir(session_dir)?;
+        let target_cwd_abs = absolute(&env.process_cwd, Path::new(target_cwd)).to_string_lossy().into_owned();
+        let mut m = SessionManager::blank(dialect, env, target_cwd_abs.clone(), Some(session_dir.to_path_buf()), true);
+        let id = m.env.new_session_id();
+        let ts = m.env.now_iso();
+        let file = session_dir.join(format!("{}_{id}.jsonl", timestamp::file_safe(&ts)));
+        match dialect {
+            Dialect::Pi => {
+                m.header = entries::pi::header(&id, &ts, &target_cwd_abs, Some(&source.to_string_lossy()));
+                m.file = Some(file.clone());
+                m.set_entries(records);
+                let body = m.full_body()?;
+                m.env.storage.write_new(&file, body.as_bytes())?;
+                m.flushed = true;
+            }
+            Dialect::Omp => {
+                let src_id = src_header.id().unwrap_or_default().to_owned();
+                let folded = fold_slot(&src_header, parsed.title_slot.as_ref());
+                let mut h = serde_json::Map::new();
+                h.insert("type".into(), "session".into());
+                h.insert("version".into(), 3.into());
+                h.insert("id".into(), id.clone().into());
+                h.insert("timestamp".into(), ts.clone().into());
+                h.insert("cwd".into(), target_cwd_abs.clone().into());
+                h.insert("parentSession".into(), src_id.clone().into());
+                let key = folded.get_str("providerPromptCacheKey").map_or(src_id.clone(), str::to_owned);
+                h.insert("providerPromptCacheKey".into(), key.into());
+                for k in ["title", "titleSource"] {
+                    if let Some(v) = folded.get(k) {
+                        h.insert(k.into(), v.clone());
+                    }
+                }
+                if let Some(Value::Array(dirs)) = folded.get("additionalDirectories") {
+                    let dirs: Vec<Value> =
+                        dirs.iter().filter(|d| d.as_str() != Some(target_cwd_abs.as_str())).cloned().collect();
+                    if !dirs.is_empty() {
+                        h.insert("additionalDirectories".into(), Value::Array(dirs));
+                    }
+                }
+                m.header = Record::from_value(Value::Object(h));
+                m.slot = Some(TitleSlot {
+                    title: folded.get_str("title").unwrap_or_default().to_owned(),
+                    source: folded.get_str("titleSource").map(str::to_owned),
+                    updated_at: ts.clone(),
+                });
+                let records = m.resolve_blobs(records);
+                m.set_entries(records);
+                m.file = Some(file.clone());
+                m.force_file_creation = true;
+                let body = m.full_body()?;
+                m.env.storage.write_atomic(&file, body.as_bytes(), ExpectedSize::Missing)?;
+                m.expected_size = Some(body.len() as u64);
+                m.file_is_current = true;
+            }
+        }
+        Ok(m)
+    }
+}
+
+impl Drop for SessionManager {
+    fn drop(&mut self) {
+        self.close_writer();
+    }
+}
+
+/// Folds omp's title slot into the header: a non-empty slot title replaces the
+/// header's, an empty one removes it; likewise the source.
+fn fold_slot(header: &Record, slot: Option<&TitleSlot>) -> Record {
+    let Some(slot) = slot else {
+        return header.clone();
+    };
+    let has_title = header.get("title").is_some();
+    let has_source = header.get("titleSource").is_some();
+    let same_title = header.get_str("title") == Some(slot.title.as_str()) && !slot.title.is_empty();
+    let same_source = header.get_str("titleSource") == slot.source.as_deref() && slot.source.is_some();
+    if (same_title || (slot.title.is_empty() && !has_title)) && (same_source || (slot.source.is_none() && !has_source))
+    {
+        return header.clone();
+    }
+    header.map_value(|v| {
+        if let Value::Object(m) = v {
+            if slot.title.is_empty() {
+                m.shift_remove("title");
+            } else {
+                m.insert("title".into(), slot.title.clone().into());
+            }
+            match &slot.source {
+                Some(s) => {
+                    m.insert("titleSource".into(), s.clone().into());
+                }
+                None => {
+                    m.shift_remove("titleSource");
+                }
+            }
+        }
+    })
+}
+
+/// Returns `path` made absolute against `base` and lexically normalised
+/// (`.`/`..` collapsed, as `path.resolve` does; symlinks are not followed).
+pub(crate) fn absolute(base: &Path, path: &Path) -> PathBuf {
+    let joined = if path.is_absolute() { path.to_path_buf() } else { base.join(path) };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}

@@ -1,0 +1,86 @@
+//! The crate layering of ARCHITECTURE.md, checked against `cargo metadata`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Reads the table between the layering markers of ARCHITECTURE.md.
+fn allowed_edges() -> Result<BTreeMap<String, BTreeSet<String>>> {
+    let text = fs_err::read_to_string(root().join("ARCHITECTURE.md"))?;
+    let start = text.find("<!-- layering:begin -->").ok_or("no layering:begin marker")?;
+    let end = text.find("<!-- layering:end -->").ok_or("no layering:end marker")?;
+    let mut table = BTreeMap::new();
+    for line in text[start..end].lines().filter(|l| l.starts_with('|')) {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        if cells.len() != 2 || cells[0] == "crate" || cells[0].starts_with("---") {
+            continue;
+        }
+        let deps = cells[1].split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
+        table.insert(cells[0].to_owned(), deps);
+    }
+    Ok(table)
+}
+
+/// Returns each workspace member's dependencies on other workspace members.
+fn actual_edges() -> Result<BTreeMap<String, BTreeSet<String>>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .current_dir(root())
+        .output()?;
+    if !out.status.success() {
+        return Err(format!("cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr)).into());
+    }
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let packages = meta["packages"].as_array().ok_or("no packages")?;
+    let members: BTreeSet<String> =
+        packages.iter().filter_map(|p| p["name"].as_str().map(str::to_owned)).collect();
+    let mut edges = BTreeMap::new();
+    for p in packages {
+        let name = p["name"].as_str().ok_or("package without name")?.to_owned();
+        let deps: BTreeSet<String> = p["dependencies"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|d| d["kind"].is_null()) // normal dependencies; dev-dependencies may reach anywhere below
+            .filter_map(|d| d["name"].as_str())
+            .filter(|d| members.contains(*d))
+            .map(str::to_owned)
+            .collect();
+        edges.insert(name, deps);
+    }
+    Ok(edges)
+}
+
+#[test]
+fn workspace_edges_follow_architecture_md() -> Result<()> {
+    let allowed = allowed_edges()?;
+    let actual = actual_edges()?;
+    for (krate, deps) in &actual {
+        let ok = allowed.get(krate).ok_or_else(|| format!("{krate} is missing from ARCHITECTURE.md's table"))?;
+        let extra: Vec<_> = deps.difference(ok).collect();
+        assert!(extra.is_empty(), "{krate} depends on {extra:?}, which ARCHITECTURE.md does not allow");
+    }
+    Ok(())
+}
+
+#[test]
+fn pure_crates_do_not_touch_the_file_system() -> Result<()> {
+    for krate in ["session-model", "session-migrate", "session-tree"] {
+        let src = root().join("crates").join(krate).join("src");
+        for entry in fs_err::read_dir(&src)? {
+            let path = entry?.path();
+            let text = fs_err::read_to_string(&path)?;
+            for needle in ["std::fs", "fs_err", "File::open", "SystemTime"] {
+                assert!(!text.contains(needle), "{} mentions {needle}", path.display());
+            }
+        }
+    }
+    Ok(())
+}

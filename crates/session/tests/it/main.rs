@@ -1,0 +1,3 @@
+//! Integration tests of the facade.
+
+mod layering;
