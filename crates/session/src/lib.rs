@@ -18,10 +18,13 @@
 //! assert_eq!(m.tree().entries().len(), 2);
 //! ```
 
+mod appends;
 mod env;
 mod error;
 mod manager;
+mod snapshot;
 
+pub use appends::CompactionOptions;
 pub use env::Env;
 pub use error::SessionError;
 pub use manager::{LoadReport, SessionManager};

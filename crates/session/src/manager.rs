@@ -537,6 +537,38 @@ impl SessionManager {
         self.append_with(|b| entries::pi::label(b, target_id, label))
     }
 
+    pub(crate) fn next_base_public(&self) -> Base {
+        self.next_base()
+    }
+
+    pub(crate) fn append_prebuilt(&mut self, record: Record) -> Result<()> {
+        self.append_record(record)
+    }
+
+    /// Updates omp's title in the header and the title slot, and persists the slot.
+    pub(crate) fn set_title(&mut self, title: &str, source: &str) -> Result<()> {
+        self.header = self.header.map_value(|v| {
+            if let Value::Object(m) = v {
+                m.insert("title".into(), title.into());
+                m.insert("titleSource".into(), source.into());
+            }
+        });
+        self.slot = Some(TitleSlot { title: title.to_owned(), source: Some(source.to_owned()), updated_at: self.env.now_iso() });
+        if self.persist && self.file_is_current {
+            if let Some(path) = self.file.clone() {
+                self.rewrite_omp(&path)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Returns pi's system-message snapshot of the current context
+    /// (`getCurrentSystemMessage` over the projected messages), without its timestamp fixed.
+    pub(crate) fn system_snapshot(&self) -> Option<Value> {
+        let projection = session_tree::pi::build_projection(&self.tree, session_tree::Leaf::Current);
+        crate::snapshot::current_system_message(projection.message_values())
+    }
+
     // ------------------------------------------------------------------ whole-file operations
 
     /// Extracts the path from the root to `leaf_id` into a new session file next to

@@ -1,0 +1,281 @@
+//! The typed `append_*` methods of [`SessionManager`], one per entry type of both
+//! dialects. Each builds its record with the dialect's exact key order, attaches it to
+//! the leaf, persists it by the dialect's rules and returns the new entry's id.
+
+use serde_json::Value;
+use session_model::entries::{self, Base};
+use session_model::{Dialect, EntryType, Record};
+
+use crate::{SessionError, SessionManager};
+
+type Result<T> = std::result::Result<T, SessionError>;
+
+/// Optional fields of a compaction, covering both dialects (fields a dialect does not
+/// write are ignored).
+#[derive(Clone, Debug, Default)]
+pub struct CompactionOptions {
+    /// `details` (pi's own: `{readFiles, modifiedFiles}`).
+    pub details: Option<Value>,
+    /// pi: `usage` of the summarising call.
+    pub usage: Option<Value>,
+    /// pi: `fromHook` (`true` for extension compactions).
+    pub from_hook: Option<bool>,
+    /// omp: `shortSummary`.
+    pub short_summary: Option<String>,
+    /// omp: `tokensAfter`.
+    pub tokens_after: Option<Value>,
+    /// omp: `method`.
+    pub method: Option<String>,
+    /// omp: `providerReplayThroughEntryId`.
+    pub provider_replay_through_entry_id: Option<String>,
+    /// omp: `fromExtension`.
+    pub from_extension: Option<bool>,
+    /// omp: `preserveData`.
+    pub preserve_data: Option<Value>,
+}
+
+impl SessionManager {
+    /// Appends a `thinking_level_change` (omp also records the user's `configured`
+    /// selector; both are written as `null` when absent).
+    pub fn append_thinking_level_change(&mut self, level: Option<&str>, configured: Option<&str>) -> Result<String> {
+        match self.dialect() {
+            Dialect::Pi => {
+                let level = level.unwrap_or("off").to_owned();
+                self.append_with(|b| entries::pi::thinking_level_change(b, &level))
+            }
+            Dialect::Omp => self.append_with(|b| entries::omp::thinking_level_change(b, level, configured)),
+        }
+    }
+
+    /// Appends pi's `model_change` (`provider`, `modelId`).
+    pub fn append_model_change_pi(&mut self, provider: &str, model_id: &str) -> Result<String> {
+        self.append_with(|b| entries::pi::model_change(b, provider, model_id))
+    }
+
+    /// Appends omp's `model_change` (`model` = `provider/modelId`, optional role).
+    pub fn append_model_change_omp(&mut self, model: &str, role: Option<&str>, is_fallback: bool) -> Result<String> {
+        self.append_with(|b| entries::omp::model_change(b, model, role, is_fallback))
+    }
+
+    /// Appends pi's `usage` record (`note` is written only when non-empty).
+    pub fn append_usage(&mut self, kind: &str, provider: &str, model: &str, usage: Value, note: Option<&str>) -> Result<String> {
+        self.append_with(|b| entries::pi::usage(b, kind, provider, model, usage, note))
+    }
+
+    /// Appends a `compaction`. pi: a `None` `first_kept_entry_id` stores the entry's
+    /// own id ("retain none"), and the current system-message snapshot is recorded.
+    pub fn append_compaction(
+        &mut self,
+        summary: &str,
+        first_kept_entry_id: Option<&str>,
+        tokens_before: Value,
+        opts: CompactionOptions,
+    ) -> Result<String> {
+        match self.dialect() {
+            Dialect::Pi => {
+                let snapshot = self.system_snapshot();
+                self.append_with(|b| {
+                    let system_message = snapshot.map(|mut s| {
+                        let ms = session_model::timestamp::parse_iso_millis(&b.timestamp);
+                        if let Value::Object(m) = &mut s {
+                            m.insert("timestamp".into(), ms.map_or(Value::Null, Value::from));
+                        }
+                        s
+                    });
+                    let first_kept = first_kept_entry_id.unwrap_or(&b.id).to_owned();
+                    entries::pi::compaction(
+                        b,
+                        summary,
+                        &first_kept,
+                        tokens_before,
+                        entries::pi::CompactionExtra {
+                            details: opts.details,
+                            usage: opts.usage,
+                            from_hook: opts.from_hook,
+                            system_message,
+                        },
+                    )
+                })
+            }
+            Dialect::Omp => {
+                let first_kept = first_kept_entry_id.unwrap_or_default().to_owned();
+                self.append_with(|b| {
+                    entries::omp::compaction(
+                        b,
+                        summary,
+                        &first_kept,
+                        tokens_before,
+                        entries::omp::CompactionExtra {
+                            short_summary: opts.short_summary,
+                            tokens_after: opts.tokens_after,
+                            method: opts.method,
+                            provider_replay_through_entry_id: opts.provider_replay_through_entry_id,
+                            details: opts.details,
+                            from_extension: opts.from_extension,
+                            preserve_data: opts.preserve_data,
+                        },
+                    )
+                })
+            }
+        }
+    }
+
+    /// Appends a `custom_message` (an extension message that the model sees). omp
+    /// normalises the payload and records `attribution` (default `agent`).
+    pub fn append_custom_message_entry(
+        &mut self,
+        custom_type: &str,
+        content: Value,
+        display: bool,
+        details: Option<Value>,
+        attribution: Option<&str>,
+    ) -> Result<String> {
+        match self.dialect() {
+            Dialect::Pi => self.append_with(|b| entries::pi::custom_message(b, custom_type, content, display, details)),
+            Dialect::Omp => self.append_with(|b| {
+                entries::omp::custom_message(b, custom_type, content, display, details, attribution)
+            }),
+        }
+    }
+
+    /// Sets the session name. pi appends a `session_info` (newline runs become spaces,
+    /// trimmed; `""` clears). omp appends a `title_change`, updates the header title and
+    /// the title slot, and returns `None` when the name is refused (empty after
+    /// cleaning, or an automatic name over a user's).
+    pub fn set_session_name(&mut self, name: &str, source: Option<&str>) -> Result<Option<String>> {
+        match self.dialect() {
+            Dialect::Pi => {
+                let name = entries::pi::sanitize_session_name(name);
+                self.append_with(|b| entries::pi::session_info(b, &name)).map(Some)
+            }
+            Dialect::Omp => {
+                let source = source.unwrap_or("auto");
+                let title = entries::omp::sanitize_title(name);
+                if title.is_empty() || (source == "auto" && self.header().get_str("titleSource") == Some("user")) {
+                    return Ok(None);
+                }
+                let previous = self.header().get_str("title").map(str::to_owned);
+                let id = self.append_with(|b| entries::omp::title_change(b, &title, source, previous.as_deref(), None))?;
+                self.set_title(&title, source);
+                Ok(Some(id))
+            }
+        }
+    }
+
+    /// Appends a `label` on `target_id` (any entry, any branch; `None` or `""` clears).
+    pub fn set_label(&mut self, target_id: &str, label: Option<&str>) -> Result<String> {
+        self.append_label_change(target_id, label)
+    }
+
+    /// Appends pi's `context_edit`: replaces (`{content}`) or omits (`null`) the content
+    /// of an earlier user, assistant, tool-result or custom message on the active branch.
+    pub fn append_context_edit(&mut self, target_id: &str, replacement: Value) -> Result<String> {
+        let valid = match &replacement {
+            Value::Null => true,
+            Value::Object(m) => matches!(m.get("content"), Some(Value::String(_) | Value::Array(_))),
+            _ => false,
+        };
+        if !valid {
+            return Err(SessionError::InvalidContextEdit);
+        }
+        let target = self.tree().get(target_id).cloned().ok_or_else(|| SessionError::EntryNotFound { id: target_id.into() })?;
+        if !self.tree().get_branch(None).iter().any(|r| r.id() == Some(target_id)) {
+            return Err(SessionError::NotOnActiveBranch { id: target_id.into() });
+        }
+        let role = target.message_role().map(str::to_owned);
+        let editable = match target.entry_type() {
+            EntryType::CustomMessage => true,
+            EntryType::Message => matches!(role.as_deref(), Some("user" | "assistant" | "toolResult")),
+            _ => false,
+        };
+        if !editable {
+            return Err(SessionError::NotEditable { id: target_id.into() });
+        }
+        let replacement = match (&replacement, role.as_deref()) {
+            (Value::Object(m), Some("assistant" | "toolResult")) if m.get("content").is_some_and(Value::is_string) => {
+                let text = m.get("content").cloned().unwrap_or_default();
+                serde_json::json!({"content": [{"type": "text", "text": text}]})
+            }
+            _ => replacement,
+        };
+        self.append_with(|b| entries::pi::context_edit(b, target_id, replacement))
+    }
+
+    /// Moves the leaf to `from` (or before the first entry when `None`) and appends a
+    /// `branch_summary` there. pi records the previous leaf as `fromId`, omp the target
+    /// (`"root"` when `None`).
+    pub fn branch_with_summary(
+        &mut self,
+        from: Option<&str>,
+        summary: &str,
+        details: Option<Value>,
+        from_hook: Option<bool>,
+        usage: Option<Value>,
+    ) -> Result<String> {
+        if let Some(id) = from {
+            if self.tree().get(id).is_none() {
+                return Err(SessionError::EntryNotFound { id: id.into() });
+            }
+        }
+        let from_id = match self.dialect() {
+            Dialect::Pi => self.tree().leaf_id().unwrap_or("root").to_owned(),
+            Dialect::Omp => from.unwrap_or("root").to_owned(),
+        };
+        match from {
+            Some(id) => self.tree_mut().branch(id).map_err(|_| SessionError::EntryNotFound { id: id.into() })?,
+            None => self.tree_mut().reset_leaf(),
+        }
+        match self.dialect() {
+            Dialect::Pi => {
+                self.append_with(|b| entries::pi::branch_summary(b, &from_id, summary, details, usage, from_hook))
+            }
+            Dialect::Omp => self.append_with(|b| entries::omp::branch_summary(b, &from_id, summary, details, from_hook)),
+        }
+    }
+
+    /// Appends omp's `service_tier_change` (a per-family map, or `null` to clear).
+    pub fn append_service_tier_change(&mut self, tier: Value) -> Result<String> {
+        self.append_with(|b| entries::omp::service_tier_change(b, tier))
+    }
+
+    /// Appends omp's `mode_change`.
+    pub fn append_mode_change(&mut self, mode: &str, data: Option<Value>) -> Result<String> {
+        self.append_with(|b| entries::omp::mode_change(b, mode, data))
+    }
+
+    /// Appends omp's `session_init` (the caller's fields in their order).
+    pub fn append_session_init(&mut self, init: Value) -> Result<String> {
+        self.append_with(|b| entries::omp::session_init(b, init))
+    }
+
+    /// Appends omp's `reset_boundary` (`/clear`: the model sees only what follows).
+    pub fn append_reset_boundary(&mut self) -> Result<String> {
+        self.append_with(entries::omp::reset_boundary)
+    }
+
+    /// Appends omp's `ttsr_injection`.
+    pub fn append_ttsr_injection(&mut self, rules: &[String]) -> Result<String> {
+        self.append_with(|b| entries::omp::ttsr_injection(b, rules))
+    }
+
+    /// Appends omp's `credential_pin`.
+    pub fn append_credential_pin(&mut self, provider: &str, hash: &str) -> Result<String> {
+        self.append_with(|b| entries::omp::credential_pin(b, provider, hash))
+    }
+
+    /// Appends omp's `model_usage` (usage of a side call; the caller's fields in order).
+    pub fn append_model_usage(&mut self, usage: Value) -> Result<String> {
+        self.append_with(|b| entries::omp::model_usage(b, usage))
+    }
+
+    /// Appends a record the caller built (e.g. replicated from another process); it
+    /// keeps its own id and parent.
+    pub fn append_raw(&mut self, record: Record) -> Result<()> {
+        self.append_prebuilt(record)
+    }
+
+    /// Returns the base (id, parent, timestamp) the next append would use.
+    pub fn peek_base(&self) -> Base {
+        self.next_base_public()
+    }
+}
