@@ -1,1 +1,74 @@
-//! placeholder
+//! Where session bytes go: the [`Storage`] trait, its file and memory backends, the append
+//! writer, atomic size-checked rewrites, omp's persistence transforms and the blob store.
+//!
+//! This is the only crate of the workspace that writes files. It knows bytes and JSON values,
+//! not sessions: the session manager above decides *what* to write and *when* (pi's exclusive
+//! first flush, per-entry appends, omp's lazy gate and full rewrites); this crate makes each
+//! write behave as the references' writes do, and documents what a reader sees after a crash.
+//!
+//! * [`Storage`] is the interface a session manager codes against (omp's `SessionStorage`):
+//!   stat/list/read, `read_slices` for head-and-tail scans, three kinds of whole-file writes
+//!   ([`Storage::write`] truncate-and-write like pi's `w`, [`Storage::write_new`] exclusive like
+//!   pi's `wx`, [`Storage::write_atomic`] temp-file-and-rename with omp's size check),
+//!   open-append-close [`Storage::append`], long-lived [`AppendWriter`]s with a chosen
+//!   [`Durability`], and an advisory per-session [`Storage::lock`].
+//! * [`FileStorage`] is the real file system. Atomic replaces go through the one audited module
+//!   [`atomic`] (temp file, `sync_data`, rename, directory sync); appends and size-checked renames
+//!   take omp's two publish locks (`.<name>.lock.os` via `flock`, `.<name>.lock` with
+//!   `<pid>:<ms>`), so Rust and omp writers never interleave inside a line.
+//! * [`MemoryStorage`] keeps files in a map with mtimes from a [`clock::Clock`], tracks synced
+//!   bytes and can simulate a power loss. [`FaultStorage`] and [`Faults`] inject full disks,
+//!   failing renames and syncs, and short writes for tests.
+//! * [`persist`] turns an entry into its on-disk JSON (large-string truncation, image
+//!   externalization, dropped `jsonlEvents`) and back; [`blob`] is the content-addressed store
+//!   the images go to; [`base64`] decodes as leniently as Node does.
+//!
+//! All three backends pass one shared contract test suite (`tests/it/contract.rs`).
+//!
+//! What it does not do: parse session files (`session-model`), decide when to rewrite, retry,
+//! migrate, or talk to SQL/Redis backends. It never deletes blobs. Windows' EPERM move-aside
+//! fallback of omp is not implemented (renames replace the target directly on Unix).
+//!
+//! ```
+//! use std::path::Path;
+//! use session_store::{Durability, ExpectedSize, MemoryStorage, Storage, StoreError};
+//!
+//! # fn main() -> Result<(), StoreError> {
+//! let storage = MemoryStorage::new();
+//! let path = Path::new("/sessions/s.jsonl");
+//! storage.write_new(path, b"{\"type\":\"session\"}\n")?;
+//! let mut writer = storage.open_writer(path, Durability::Flush)?;
+//! writer.append(b"{\"type\":\"message\"}\n")?;
+//! writer.close()?;
+//!
+//! // A rewrite succeeds only while the file is as large as we last saw it.
+//! let size = storage.stat(path)?.map(|s| s.size).unwrap_or(0);
+//! storage.write_atomic(path, b"{\"type\":\"session\"}\n", ExpectedSize::Bytes(size))?;
+//! let stale = storage.write_atomic(path, b"", ExpectedSize::Bytes(size));
+//! assert!(matches!(stale, Err(StoreError::Conflict { .. })));
+//! assert_eq!(storage.list(Path::new("/sessions"))?, ["s.jsonl"]);
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod atomic;
+pub mod base64;
+pub mod blob;
+pub mod clock;
+mod error;
+mod fault;
+mod file;
+mod lock;
+mod memory;
+pub mod persist;
+mod storage;
+
+pub use blob::{BlobRef, BlobStore};
+pub use error::{Op, StoreError};
+pub use fault::{FaultStorage, Faults};
+pub use file::FileStorage;
+pub use memory::MemoryStorage;
+pub use storage::{
+    AppendWriter, Durability, ExpectedSize, FileStat, LockWait, SessionLock, Storage, artifacts_dir, is_backup_of,
+    slice_windows,
+};

@@ -1,0 +1,158 @@
+//! The one audited module that replaces files atomically and renames them durably.
+//!
+//! An atomic replace of `<dir>/<name>`:
+//!
+//! 1. creates `<dir>` if needed, then `<dir>/.<name>.<16 random hex>.tmp` exclusively;
+//! 2. writes the new content and `sync_data`s it, so the data is on disk before it has a name;
+//! 3. runs the caller's publish step (take the publish lock, check the expected size), holding
+//!    whatever it returns until the rename is done;
+//! 4. renames the temporary file over `<name>` (atomic on POSIX file systems);
+//! 5. syncs `<dir>` so the rename itself survives a power loss.
+//!
+//! Any failure before the rename deletes the temporary file and leaves `<name>` untouched.
+//!
+//! What a reader can observe: before step 4 the old file (or none); after it the complete new
+//! file. After a crash or power loss at any point a reader finds either the complete old file or
+//! the complete new one, never a mixture, plus possibly an orphaned `.<name>.*.tmp` (dot-files are
+//! ignored by listing). Only when step 5 fails is the outcome after a power loss open (old or new,
+//! each complete); the error is reported.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Op, StoreError};
+use crate::fault::{Faults, plan_write};
+
+/// Replaces `path` with `bytes` atomically and durably (see the module docs for the steps).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    write_atomic_with(path, bytes, None, || Ok(()))
+}
+
+/// Like [`write_atomic`], running `publish` just before the rename and holding its result (a lock
+/// guard) until the rename is done; an error from `publish` abandons the write.
+pub(crate) fn write_atomic_with<G>(
+    path: &Path,
+    bytes: &[u8],
+    faults: Option<&Faults>,
+    publish: impl FnOnce() -> Result<G, StoreError>,
+) -> Result<(), StoreError> {
+    let dir = parent_dir(path)?;
+    fs_err::create_dir_all(&dir).map_err(|e| StoreError::io(Op::EnsureDir, &dir, e))?;
+    let temp = temp_path(path)?;
+    let result = (|| {
+        write_temp(&temp, path, bytes, faults)?;
+        let guard = publish()?;
+        rename_raw(&temp, path, faults)?;
+        drop(guard);
+        Ok(())
+    })();
+    if result.is_err() {
+        // The temporary file may or may not exist (the rename may have happened); either is fine.
+        let _ = fs_err::remove_file(&temp);
+        return result;
+    }
+    sync_dir_with(&dir, faults)
+}
+
+fn write_temp(temp: &Path, target: &Path, bytes: &[u8], faults: Option<&Faults>) -> Result<(), StoreError> {
+    let mut file = fs_err::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(temp)
+        .map_err(|e| StoreError::io_raw(Op::WriteTemp, target, e))?;
+    let (n, injected) = plan_write(faults, Op::WriteTemp, target, bytes.len());
+    file.write_all(&bytes[..n]).map_err(|e| StoreError::io_raw(Op::WriteTemp, target, e))?;
+    if let Some(e) = injected {
+        return Err(e);
+    }
+    if let Some(f) = faults {
+        f.check(Op::SyncData, target)?;
+    }
+    file.sync_data().map_err(|e| StoreError::io_raw(Op::SyncData, target, e))
+}
+
+/// Renames `from` to `to` (replacing it) and syncs the target's directory.
+pub fn rename(from: &Path, to: &Path) -> Result<(), StoreError> {
+    rename_with(from, to, None)
+}
+
+pub(crate) fn rename_with(from: &Path, to: &Path, faults: Option<&Faults>) -> Result<(), StoreError> {
+    rename_raw(from, to, faults)?;
+    sync_dir_with(&parent_dir(to)?, faults)?;
+    let from_dir = parent_dir(from)?;
+    if from_dir != parent_dir(to)? {
+        sync_dir_with(&from_dir, faults)?;
+    }
+    Ok(())
+}
+
+#[allow(clippy::disallowed_methods)] // this module is the audited home of renames
+fn rename_raw(from: &Path, to: &Path, faults: Option<&Faults>) -> Result<(), StoreError> {
+    if let Some(f) = faults {
+        f.check(Op::Rename, to)?;
+    }
+    std::fs::rename(from, to).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => StoreError::NotFound { path: from.to_path_buf() },
+        _ => StoreError::io_raw(Op::Rename, from, e),
+    })
+}
+
+/// Syncs a directory so renames and creations in it survive a power loss.
+pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    sync_dir_with(dir, None)
+}
+
+pub(crate) fn sync_dir_with(dir: &Path, faults: Option<&Faults>) -> Result<(), StoreError> {
+    if let Some(f) = faults {
+        f.check(Op::SyncDir, dir)?;
+    }
+    #[cfg(unix)]
+    {
+        let d = fs_err::File::open(dir).map_err(|e| StoreError::io_raw(Op::SyncDir, dir, e))?;
+        d.sync_all().map_err(|e| StoreError::io_raw(Op::SyncDir, dir, e))?;
+    }
+    Ok(())
+}
+
+/// Returns the directory of `path` (`.` for a bare file name).
+pub(crate) fn parent_dir(path: &Path) -> Result<PathBuf, StoreError> {
+    if path.file_name().is_none() {
+        return Err(StoreError::NotAFile { path: path.to_path_buf() });
+    }
+    Ok(match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    })
+}
+
+/// Returns a fresh temporary path `<dir>/.<name>.<16 random hex>.tmp` beside `path`.
+pub(crate) fn temp_path(path: &Path) -> Result<PathBuf, StoreError> {
+    use rand::Rng;
+    let name = path.file_name().ok_or_else(|| StoreError::NotAFile { path: path.to_path_buf() })?;
+    let mut tmp = std::ffi::OsString::from(".");
+    tmp.push(name);
+    tmp.push(format!(".{:016x}.tmp", rand::rng().next_u64()));
+    Ok(path.with_file_name(tmp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_names_are_hidden_siblings() -> Result<(), StoreError> {
+        let t = temp_path(Path::new("/x/s.jsonl"))?;
+        let name = t.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+        assert!(name.starts_with(".s.jsonl.") && name.ends_with(".tmp"), "{name}");
+        assert_eq!(name.len(), ".s.jsonl.".len() + 16 + 4);
+        assert_eq!(t.parent(), Some(Path::new("/x")));
+        Ok(())
+    }
+
+    #[test]
+    fn parent_of_bare_name_is_dot() -> Result<(), StoreError> {
+        assert_eq!(parent_dir(Path::new("a.jsonl"))?, PathBuf::from("."));
+        assert!(parent_dir(Path::new("/")).is_err());
+        Ok(())
+    }
+}

@@ -1,0 +1,268 @@
+//! The content-addressed blob store for externalized images (omp `blobs/`).
+//!
+//! A blob lives at `<dir>/<sha256 lowercase hex>` (no extension) and is referenced from session
+//! JSON as `blob:sha256:<hex>` ([`BlobRef`]). Writes are write-once and atomic: an existing
+//! identical blob is success, anything else is replaced through [`atomic`](crate::atomic), so a
+//! reader (also after a crash) finds either no blob or the complete one. For images an optional
+//! typed sidecar `<hex>.<ext>` (a hard link, else a copy) lets image viewers open the file;
+//! sidecars are a convenience and their failures are ignored.
+//!
+//! [`BlobRef::parse`] accepts exactly `blob:sha256:` followed by 64 lowercase hex digits, so a
+//! reference can never name a path outside the store. Nothing here deletes blobs: they are shared
+//! by every session.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use sha2::{Digest, Sha256};
+
+use crate::atomic;
+use crate::error::{Op, StoreError};
+
+/// The prefix of every blob reference string.
+pub const BLOB_REF_PREFIX: &str = "blob:sha256:";
+
+/// A validated reference to a blob: the SHA-256 of its bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BlobRef {
+    hex: String,
+}
+
+/// A string that starts like a blob reference but is not a canonical one.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid blob reference {value:?}: expected `blob:sha256:` followed by 64 lowercase hex digits")]
+pub struct InvalidBlobRef {
+    /// The rejected string.
+    pub value: String,
+}
+
+impl BlobRef {
+    /// Parses `blob:sha256:<64 lowercase hex>`; anything else is rejected.
+    pub fn parse(s: &str) -> Result<BlobRef, InvalidBlobRef> {
+        let invalid = || InvalidBlobRef { value: s.to_owned() };
+        let hex = s.strip_prefix(BLOB_REF_PREFIX).ok_or_else(invalid)?;
+        BlobRef::from_hex(hex).ok_or_else(invalid)
+    }
+
+    /// Accepts a bare hash of 64 lowercase hex digits.
+    pub fn from_hex(hex: &str) -> Option<BlobRef> {
+        let ok = hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        ok.then(|| BlobRef { hex: hex.to_owned() })
+    }
+
+    /// Returns the reference of `bytes` (their SHA-256).
+    pub fn for_bytes(bytes: &[u8]) -> BlobRef {
+        let digest = Sha256::digest(bytes);
+        let mut hex = String::with_capacity(64);
+        for b in digest.iter() {
+            hex.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+            hex.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+        }
+        BlobRef { hex }
+    }
+
+    /// Returns the 64-digit hash.
+    pub fn hash(&self) -> &str {
+        &self.hex
+    }
+}
+
+impl fmt::Display for BlobRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{BLOB_REF_PREFIX}{}", self.hex)
+    }
+}
+
+/// Returns the sidecar extension for an image MIME type (omp's rule), or `None` for no sidecar.
+///
+/// `image/png` -> `png`, `image/jpeg`/`image/jpg` -> `jpg`, `image/gif`, `image/webp`,
+/// `image/svg+xml` -> `svg`; any other `image/<sub>` -> `<sub>` cut at `;` and `+`, if it is 1-32
+/// characters of `[a-z0-9][a-z0-9._-]*` after lowercasing.
+pub fn extension_for_mime(mime: &str) -> Option<String> {
+    let lower = mime.trim().to_ascii_lowercase();
+    let sub = lower.strip_prefix("image/")?;
+    let fixed = match sub {
+        "png" => Some("png"),
+        "jpeg" | "jpg" => Some("jpg"),
+        "gif" => Some("gif"),
+        "webp" => Some("webp"),
+        "svg+xml" => Some("svg"),
+        _ => None,
+    };
+    if let Some(ext) = fixed {
+        return Some(ext.to_owned());
+    }
+    let cut = sub.split([';', '+']).next().unwrap_or_default().trim();
+    let valid = (1..=32).contains(&cut.len())
+        && cut.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+        && cut.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    valid.then(|| cut.to_owned())
+}
+
+#[derive(Clone, Debug)]
+enum Backend {
+    Dir(PathBuf),
+    Memory(Arc<Mutex<HashMap<String, Vec<u8>>>>),
+}
+
+/// A content-addressed store of blobs, on disk or in memory. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct BlobStore {
+    backend: Backend,
+}
+
+impl BlobStore {
+    /// Returns the store rooted at `dir` (created on the first write).
+    pub fn open(dir: impl Into<PathBuf>) -> BlobStore {
+        BlobStore { backend: Backend::Dir(dir.into()) }
+    }
+
+    /// Returns an empty store kept in memory.
+    pub fn in_memory() -> BlobStore {
+        BlobStore { backend: Backend::Memory(Arc::default()) }
+    }
+
+    /// Returns the store's directory (`None` in memory).
+    pub fn dir(&self) -> Option<&Path> {
+        match &self.backend {
+            Backend::Dir(d) => Some(d),
+            Backend::Memory(_) => None,
+        }
+    }
+
+    /// Returns the canonical file of a blob (`None` in memory).
+    pub fn path(&self, blob: &BlobRef) -> Option<PathBuf> {
+        self.dir().map(|d| d.join(blob.hash()))
+    }
+
+    /// Stores `bytes` and returns their reference; with an image `mime`, also the typed sidecar.
+    ///
+    /// Idempotent: storing the same bytes again is success and changes nothing.
+    pub fn put(&self, bytes: &[u8], mime: Option<&str>) -> Result<BlobRef, StoreError> {
+        let blob = BlobRef::for_bytes(bytes);
+        match &self.backend {
+            Backend::Memory(m) => {
+                m.lock().unwrap_or_else(|p| p.into_inner()).entry(blob.hex.clone()).or_insert_with(|| bytes.to_vec());
+            }
+            Backend::Dir(dir) => {
+                let path = dir.join(&blob.hex);
+                let identical = match fs_err::read(&path) {
+                    Ok(existing) => existing == bytes,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+                    Err(e) => return Err(StoreError::io_raw(Op::Read, &path, e)),
+                };
+                if !identical {
+                    atomic::write_atomic(&path, bytes)?;
+                }
+                if let Some(ext) = mime.and_then(extension_for_mime) {
+                    write_sidecar(&path, &dir.join(format!("{}.{ext}", blob.hex)), bytes);
+                }
+            }
+        }
+        Ok(blob)
+    }
+
+    /// Returns the blob's bytes, or `None` when it is not stored.
+    pub fn get(&self, blob: &BlobRef) -> Result<Option<Vec<u8>>, StoreError> {
+        match &self.backend {
+            Backend::Memory(m) => Ok(m.lock().unwrap_or_else(|p| p.into_inner()).get(&blob.hex).cloned()),
+            Backend::Dir(dir) => {
+                let path = dir.join(&blob.hex);
+                match fs_err::read(&path) {
+                    Ok(b) => Ok(Some(b)),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                    Err(e) => Err(StoreError::io_raw(Op::Read, &path, e)),
+                }
+            }
+        }
+    }
+
+    /// Returns whether the blob is stored.
+    pub fn has(&self, blob: &BlobRef) -> Result<bool, StoreError> {
+        Ok(self.size(blob)?.is_some())
+    }
+
+    /// Returns the blob's size in bytes, or `None` when it is not stored.
+    pub fn size(&self, blob: &BlobRef) -> Result<Option<u64>, StoreError> {
+        match &self.backend {
+            Backend::Memory(m) => {
+                Ok(m.lock().unwrap_or_else(|p| p.into_inner()).get(&blob.hex).map(|b| b.len() as u64))
+            }
+            Backend::Dir(dir) => {
+                let path = dir.join(&blob.hex);
+                match fs_err::metadata(&path) {
+                    Ok(m) => Ok(Some(m.len())),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                    Err(e) => Err(StoreError::io_raw(Op::Stat, &path, e)),
+                }
+            }
+        }
+    }
+}
+
+fn write_sidecar(canonical: &Path, sidecar: &Path, bytes: &[u8]) {
+    if sidecar.exists() {
+        return;
+    }
+    match fs_err::hard_link(canonical, sidecar) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        // File systems without hard links get a copy; a failed sidecar only costs viewer support.
+        Err(_) => {
+            let _ = atomic::write_atomic(sidecar, bytes);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refs_must_be_canonical() {
+        let good = format!("blob:sha256:{}", "a".repeat(64));
+        assert!(BlobRef::parse(&good).is_ok());
+        for bad in [
+            format!("blob:sha256:{}", "A".repeat(64)),
+            format!("blob:sha256:{}", "a".repeat(63)),
+            format!("blob:sha256:{}/", "a".repeat(64)),
+            "blob:sha256:../../etc/passwd".to_owned(),
+            "sha256:abc".to_owned(),
+        ] {
+            assert!(BlobRef::parse(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn hash_of_empty_input() {
+        assert_eq!(BlobRef::for_bytes(b"").hash(), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    }
+
+    #[test]
+    fn mime_extensions() {
+        let ext = |m| extension_for_mime(m);
+        assert_eq!(ext("image/png").as_deref(), Some("png"));
+        assert_eq!(ext("IMAGE/JPEG").as_deref(), Some("jpg"));
+        assert_eq!(ext("image/jpg").as_deref(), Some("jpg"));
+        assert_eq!(ext("image/svg+xml").as_deref(), Some("svg"));
+        assert_eq!(ext("image/avif; q=1").as_deref(), Some("avif"));
+        assert_eq!(ext("image/x-icon").as_deref(), Some("x-icon"));
+        assert_eq!(ext("image/vnd.foo+zip").as_deref(), Some("vnd.foo"));
+        assert_eq!(ext("image/"), None);
+        assert_eq!(ext("image/../x"), None);
+        assert_eq!(ext("text/plain"), None);
+        assert_eq!(ext(&format!("image/{}", "a".repeat(33))), None);
+    }
+
+    #[test]
+    fn memory_store_round_trip() -> Result<(), StoreError> {
+        let s = BlobStore::in_memory();
+        let r = s.put(b"abc", Some("image/png"))?;
+        assert_eq!(s.get(&r)?, Some(b"abc".to_vec()));
+        assert!(s.has(&r)?);
+        assert_eq!(s.get(&BlobRef::for_bytes(b"x"))?, None);
+        Ok(())
+    }
+}

@@ -1,0 +1,401 @@
+//! [`FileStorage`]: session files on the real file system.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::atomic;
+use crate::clock::{Clock, SystemClock};
+use crate::error::{Op, StoreError};
+use crate::fault::{Faults, plan_write, short_write_error};
+use crate::lock;
+use crate::storage::{
+    AppendWriter, Durability, ExpectedSize, FileStat, LockWait, SessionLock, Storage, artifacts_dir, is_backup_of,
+};
+
+/// Session files on the real file system, with real `fsync`.
+///
+/// Appends and size-checked replaces take omp's publish lock (see [`Storage::lock`]); replaces go
+/// through the audited [`atomic`](crate::atomic) module. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct FileStorage {
+    clock: Arc<dyn Clock>,
+    faults: Option<Faults>,
+}
+
+impl Default for FileStorage {
+    fn default() -> FileStorage {
+        FileStorage::new()
+    }
+}
+
+impl FileStorage {
+    /// Returns a file storage that stamps lock records with the system clock.
+    pub fn new() -> FileStorage {
+        FileStorage { clock: Arc::new(SystemClock), faults: None }
+    }
+
+    /// Returns a file storage that stamps lock records with `clock`.
+    pub fn with_clock(clock: Arc<dyn Clock>) -> FileStorage {
+        FileStorage { clock, faults: None }
+    }
+
+    /// Makes the real write paths fail as `faults` says; for fault tests.
+    pub fn with_faults(mut self, faults: Faults) -> FileStorage {
+        self.faults = Some(faults);
+        self
+    }
+
+    fn check(&self, op: Op, path: &Path) -> Result<(), StoreError> {
+        match &self.faults {
+            Some(f) => f.check(op, path),
+            None => Ok(()),
+        }
+    }
+}
+
+fn ensure_parent(path: &Path) -> Result<(), StoreError> {
+    let dir = atomic::parent_dir(path)?;
+    fs_err::create_dir_all(&dir).map_err(|e| StoreError::io(Op::EnsureDir, &dir, e))
+}
+
+fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
+    match meta.modified() {
+        Ok(t) => match t.duration_since(std::time::UNIX_EPOCH) {
+            Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+            Err(e) => i64::try_from(e.duration().as_millis()).map(|ms| -ms).unwrap_or(i64::MIN),
+        },
+        Err(_) => 0,
+    }
+}
+
+/// Writes `bytes` at the end of `file`; on any failure cuts the file back to its size before.
+fn append_or_rollback(
+    file: &mut fs_err::File,
+    path: &Path,
+    bytes: &[u8],
+    faults: Option<&Faults>,
+) -> Result<(), StoreError> {
+    let before = file.metadata().map_err(|e| StoreError::io_raw(Op::Append, path, e))?.len();
+    let (allowed, injected) = plan_write(faults, Op::Append, path, bytes.len());
+    let mut written = 0;
+    let result = loop {
+        if written == allowed {
+            break injected.map_or(Ok(()), Err);
+        }
+        match file.write(&bytes[written..allowed]) {
+            Ok(0) => break Err(short_write_error(Op::Append, path)),
+            Ok(n) => written += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(StoreError::io_raw(Op::Append, path, e)),
+        }
+    };
+    match result {
+        Ok(()) => Ok(()),
+        Err(error) => rollback(file, path, before, error),
+    }
+}
+
+fn rollback(file: &fs_err::File, path: &Path, before: u64, error: StoreError) -> Result<(), StoreError> {
+    match file.set_len(before) {
+        Ok(()) => Err(error),
+        Err(e) => Err(StoreError::RollbackFailed { path: path.to_path_buf(), error: Box::new(error), rollback: Arc::new(e) }),
+    }
+}
+
+fn open_append(path: &Path) -> Result<fs_err::File, StoreError> {
+    fs_err::OpenOptions::new().append(true).create(true).open(path).map_err(|e| StoreError::io(Op::Open, path, e))
+}
+
+impl Storage for FileStorage {
+    fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
+        self.check(Op::EnsureDir, dir)?;
+        fs_err::create_dir_all(dir).map_err(|e| StoreError::io(Op::EnsureDir, dir, e))
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool, StoreError> {
+        self.check(Op::Exists, path)?;
+        path.try_exists().map_err(|e| StoreError::io_raw(Op::Exists, path, e))
+    }
+
+    fn stat(&self, path: &Path) -> Result<Option<FileStat>, StoreError> {
+        self.check(Op::Stat, path)?;
+        match fs_err::metadata(path) {
+            Ok(m) => Ok(Some(FileStat { size: m.len(), mtime_ms: mtime_ms(&m), is_file: m.is_file() })),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(StoreError::io_raw(Op::Stat, path, e)),
+        }
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>, StoreError> {
+        self.check(Op::List, dir)?;
+        let entries = match fs_err::read_dir(dir) {
+            Ok(r) => r,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StoreError::io_raw(Op::List, dir, e)),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| StoreError::io_raw(Op::List, dir, e))?;
+            let Ok(name) = entry.file_name().into_string() else { continue };
+            if name.starts_with('.') {
+                continue;
+            }
+            // Follow symlinks, as a glob does.
+            let is_file = fs_err::metadata(entry.path()).map(|m| m.is_file()).unwrap_or(false);
+            if is_file {
+                names.push(name);
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError> {
+        self.check(Op::Read, path)?;
+        fs_err::read(path).map_err(|e| StoreError::io(Op::Read, path, e))
+    }
+
+    fn read_slices(&self, path: &Path, prefix: u64, suffix: u64) -> Result<(Vec<u8>, Vec<u8>), StoreError> {
+        self.check(Op::Read, path)?;
+        let io = |e| StoreError::io(Op::Read, path, e);
+        let mut f = fs_err::File::open(path).map_err(io)?;
+        let size = f.metadata().map_err(io)?.len();
+        let head_len = prefix.min(size);
+        let mut head = Vec::new();
+        Read::by_ref(&mut f).take(head_len).read_to_end(&mut head).map_err(io)?;
+        let tail = if suffix == 0 {
+            Vec::new()
+        } else if size <= prefix {
+            head[head.len().saturating_sub(usize::try_from(suffix).unwrap_or(usize::MAX))..].to_vec()
+        } else {
+            f.seek(SeekFrom::Start(size.saturating_sub(suffix))).map_err(io)?;
+            let mut tail = Vec::new();
+            f.take(suffix).read_to_end(&mut tail).map_err(io)?;
+            tail
+        };
+        Ok((head, tail))
+    }
+
+    fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        ensure_parent(path)?;
+        let mut f = fs_err::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| StoreError::io(Op::Write, path, e))?;
+        let (n, injected) = plan_write(self.faults.as_ref(), Op::Write, path, bytes.len());
+        f.write_all(&bytes[..n]).map_err(|e| StoreError::io_raw(Op::Write, path, e))?;
+        injected.map_or(Ok(()), Err)
+    }
+
+    fn write_new(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        ensure_parent(path)?;
+        let mut f = fs_err::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| StoreError::io(Op::WriteNew, path, e))?;
+        let (n, injected) = plan_write(self.faults.as_ref(), Op::WriteNew, path, bytes.len());
+        f.write_all(&bytes[..n]).map_err(|e| StoreError::io_raw(Op::WriteNew, path, e))?;
+        injected.map_or(Ok(()), Err)
+    }
+
+    fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
+        atomic::write_atomic_with(path, bytes, self.faults.as_ref(), || {
+            let guard = lock::lock_publish(path, self.clock.as_ref(), self.faults.as_ref())?;
+            if expected != ExpectedSize::Any {
+                let found = self.stat(path)?.map(|s| s.size);
+                expected.check(path, found)?;
+            }
+            Ok(guard)
+        })
+    }
+
+    fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        ensure_parent(path)?;
+        let _guard = lock::lock_publish(path, self.clock.as_ref(), self.faults.as_ref())?;
+        let mut f = open_append(path)?;
+        append_or_rollback(&mut f, path, bytes, self.faults.as_ref())
+    }
+
+    fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
+        self.check(Op::Truncate, path)?;
+        let f = fs_err::OpenOptions::new().write(true).open(path).map_err(|e| StoreError::io(Op::Truncate, path, e))?;
+        f.set_len(len).map_err(|e| StoreError::io_raw(Op::Truncate, path, e))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
+        atomic::rename_with(from, to, self.faults.as_ref())
+    }
+
+    fn unlink(&self, path: &Path) -> Result<(), StoreError> {
+        self.check(Op::Unlink, path)?;
+        fs_err::remove_file(path).map_err(|e| StoreError::io(Op::Unlink, path, e))
+    }
+
+    fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
+        match self.unlink(path) {
+            Ok(()) | Err(StoreError::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        if let Some(dir) = artifacts_dir(path) {
+            self.check(Op::RemoveDir, &dir)?;
+            match fs_err::remove_dir_all(&dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::io_raw(Op::RemoveDir, &dir, e)),
+            }
+        }
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else { return Ok(()) };
+        let parent = atomic::parent_dir(path)?;
+        if let Ok(entries) = fs_err::read_dir(&parent) {
+            for entry in entries.flatten() {
+                if entry.file_name().to_str().is_some_and(|c| is_backup_of(name, c)) {
+                    // Best effort, as in the reference: the journal itself is already gone.
+                    let _ = fs_err::remove_file(entry.path());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn open_writer(&self, path: &Path, durability: Durability) -> Result<Box<dyn AppendWriter>, StoreError> {
+        self.check(Op::Open, path)?;
+        ensure_parent(path)?;
+        let existed = path.exists();
+        let file = open_append(path)?;
+        let ino = inode_of_file(&file);
+        Ok(Box::new(FileWriter {
+            path: path.to_path_buf(),
+            file: Some(file),
+            ino,
+            durability,
+            dir_unsynced: !existed,
+            storage: self.clone(),
+            failed: None,
+        }))
+    }
+
+    fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError> {
+        lock::lock_explicit(path, wait, &self.clock, self.faults.as_ref())
+    }
+}
+
+#[cfg(unix)]
+fn inode_of_file(file: &fs_err::File) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    file.metadata().ok().map(|m| m.ino())
+}
+
+#[cfg(unix)]
+fn inode_of_path(path: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    fs_err::metadata(path).ok().map(|m| m.ino())
+}
+
+#[cfg(not(unix))]
+fn inode_of_file(_file: &fs_err::File) -> Option<u64> {
+    None
+}
+
+#[cfg(not(unix))]
+fn inode_of_path(path: &Path) -> Option<u64> {
+    path.exists().then_some(0)
+}
+
+struct FileWriter {
+    path: PathBuf,
+    file: Option<fs_err::File>,
+    ino: Option<u64>,
+    durability: Durability,
+    dir_unsynced: bool,
+    storage: FileStorage,
+    failed: Option<StoreError>,
+}
+
+impl FileWriter {
+    fn latch(&mut self, e: StoreError) -> StoreError {
+        self.failed.get_or_insert(e).clone()
+    }
+
+    fn faults(&self) -> Option<&Faults> {
+        self.storage.faults.as_ref()
+    }
+
+    /// Reopens the path when someone renamed another file over it (or removed it).
+    fn current_file(&mut self) -> Result<&mut fs_err::File, StoreError> {
+        let stale = match (&self.file, self.ino) {
+            (None, _) => true,
+            (Some(_), ino) => inode_of_path(&self.path) != ino || ino.is_none() && !self.path.exists(),
+        };
+        if stale {
+            let existed = self.path.exists();
+            let file = open_append(&self.path)?;
+            self.ino = inode_of_file(&file);
+            self.dir_unsynced |= !existed;
+            self.file = Some(file);
+        }
+        self.file.as_mut().ok_or_else(|| StoreError::Closed { path: self.path.clone() })
+    }
+
+    fn sync(&mut self) -> Result<(), StoreError> {
+        if let Some(f) = self.faults() {
+            f.check(Op::SyncData, &self.path)?;
+        }
+        let file = self.file.as_ref().ok_or_else(|| StoreError::Closed { path: self.path.clone() })?;
+        file.sync_data().map_err(|e| StoreError::io_raw(Op::SyncData, &self.path, e))?;
+        if self.dir_unsynced {
+            atomic::sync_dir_with(&atomic::parent_dir(&self.path)?, self.faults())?;
+            self.dir_unsynced = false;
+        }
+        Ok(())
+    }
+
+    fn append_locked(&mut self, line: &[u8]) -> Result<(), StoreError> {
+        let _guard = lock::lock_publish(&self.path, self.storage.clock.as_ref(), self.faults())?;
+        let faults = self.storage.faults.clone();
+        let path = self.path.clone();
+        let file = self.current_file()?;
+        let before = file.metadata().map_err(|e| StoreError::io_raw(Op::Append, &path, e))?.len();
+        append_or_rollback(file, &path, line, faults.as_ref())?;
+        if self.durability == Durability::Fsync
+            && let Err(e) = self.sync()
+        {
+            // The caller is told the line failed, so it must not stay in the file.
+            let file = self.file.as_ref().ok_or_else(|| StoreError::Closed { path: path.clone() })?;
+            return rollback(file, &path, before, e);
+        }
+        Ok(())
+    }
+}
+
+impl AppendWriter for FileWriter {
+    fn append(&mut self, line: &[u8]) -> Result<(), StoreError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        self.append_locked(line).map_err(|e| self.latch(e))
+    }
+
+    fn flush(&mut self) -> Result<(), StoreError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        if self.durability == Durability::None || self.file.is_none() {
+            return Ok(());
+        }
+        self.sync().map_err(|e| self.latch(e))
+    }
+
+    fn error(&self) -> Option<&StoreError> {
+        self.failed.as_ref()
+    }
+
+    fn close(mut self: Box<Self>) -> Result<(), StoreError> {
+        let flushed = self.flush();
+        self.file = None;
+        flushed
+    }
+}

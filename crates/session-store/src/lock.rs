@@ -1,0 +1,306 @@
+//! omp's two publish locks on a session file, taken from Rust without `libc`.
+//!
+//! For a session file `<dir>/<name>`:
+//!
+//! 1. the OS gate: an exclusive `flock`-style lock ([`std::fs::File::try_lock`]) on
+//!    `<dir>/.<name>.lock.os`, created if needed and never deleted; the kernel drops it when the
+//!    holder dies;
+//! 2. the lock file `<dir>/.<name>.lock`, created exclusively (mode 0600) with the record
+//!    `<pid>:<epoch-ms>\n` and re-read to verify ownership. An existing lock file is stolen only
+//!    when its pid is dead (`/proc/<pid>` is gone or a zombie; on systems without `/proc` a pid is
+//!    assumed alive) or when it holds no parseable record and is older than 500 ms.
+//!
+//! Both are polled every 2 ms until the caller's deadline. omp takes the same two locks, so a
+//! Rust writer and an omp writer never publish into the same file at the same moment.
+//!
+//! Locks taken through [`Storage::lock`](crate::Storage::lock) are registered per process: the
+//! storage's own short publish locks (around appends and size-checked renames) are skipped for a
+//! path this process has locked, which makes the explicit lock re-entrant for its holder.
+
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::clock::Clock;
+use crate::error::{Op, StoreError};
+use crate::fault::Faults;
+use crate::storage::{LockWait, SessionLock};
+
+/// How long the storage's internal publish lock waits (omp: 500 ms).
+pub(crate) const PUBLISH_WAIT: Duration = Duration::from_millis(500);
+const POLL: Duration = Duration::from_millis(2);
+const UNPARSEABLE_STALE_MS: i64 = 500;
+
+fn held() -> &'static Mutex<HashSet<PathBuf>> {
+    static HELD: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
+    HELD.get_or_init(|| Mutex::new(HashSet::new()))
+}
+
+fn held_set() -> std::sync::MutexGuard<'static, HashSet<PathBuf>> {
+    held().lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Returns the key under which an explicit lock of `path` is registered in this process.
+pub(crate) fn registry_key(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Returns `(<dir>/.<name>.lock.os, <dir>/.<name>.lock)` for a session file.
+pub(crate) fn lock_paths(path: &Path) -> Result<(PathBuf, PathBuf), StoreError> {
+    let name = path.file_name().ok_or_else(|| StoreError::NotAFile { path: path.to_path_buf() })?;
+    let mut lock = std::ffi::OsString::from(".");
+    lock.push(name);
+    lock.push(".lock");
+    let mut os = lock.clone();
+    os.push(".os");
+    Ok((path.with_file_name(os), path.with_file_name(lock)))
+}
+
+/// A held pair of locks; releases on drop.
+pub(crate) struct FileLockGuard {
+    os: Option<fs_err::File>,
+    lockfile: PathBuf,
+    record: String,
+    registered: Option<PathBuf>,
+}
+
+impl FileLockGuard {
+    pub(crate) fn release(mut self) -> Result<(), StoreError> {
+        self.release_inner()
+    }
+
+    fn release_inner(&mut self) -> Result<(), StoreError> {
+        let Some(os) = self.os.take() else { return Ok(()) };
+        // Remove the lock file only while it still holds our record: after a (mistaken) steal it
+        // belongs to someone else.
+        let mut result = Ok(());
+        if read_small(&self.lockfile).as_deref() == Some(self.record.as_str())
+            && let Err(e) = fs_err::remove_file(&self.lockfile)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            result = Err(StoreError::io_raw(Op::Lock, &self.lockfile, e));
+        }
+        // Closing the descriptor drops the OS lock.
+        drop(os);
+        if let Some(key) = self.registered.take() {
+            held_set().remove(&key);
+        }
+        result
+    }
+}
+
+impl Drop for FileLockGuard {
+    fn drop(&mut self) {
+        let _ = self.release_inner();
+    }
+}
+
+/// Takes the explicit session lock of `path` for [`Storage::lock`](crate::Storage::lock).
+pub(crate) fn lock_explicit(
+    path: &Path,
+    wait: LockWait,
+    clock: &Arc<dyn Clock>,
+    faults: Option<&Faults>,
+) -> Result<SessionLock, StoreError> {
+    let deadline = deadline(wait);
+    let key = registry_key(path);
+    loop {
+        if held_set().insert(key.clone()) {
+            break;
+        }
+        if past(deadline) {
+            return Err(StoreError::Locked { path: path.to_path_buf() });
+        }
+        std::thread::sleep(POLL);
+    }
+    match acquire(path, deadline, clock.as_ref(), faults) {
+        Ok(mut guard) => {
+            guard.registered = Some(key);
+            Ok(SessionLock::new(path, Box::new(move || guard.release())))
+        }
+        Err(e) => {
+            held_set().remove(&key);
+            Err(e)
+        }
+    }
+}
+
+/// Takes the short publish lock around one append or rename, or nothing when this process holds
+/// the explicit lock of `path`.
+pub(crate) fn lock_publish(
+    path: &Path,
+    clock: &dyn Clock,
+    faults: Option<&Faults>,
+) -> Result<Option<FileLockGuard>, StoreError> {
+    if held_set().contains(&registry_key(path)) {
+        return Ok(None);
+    }
+    acquire(path, Some(Instant::now() + PUBLISH_WAIT), clock, faults).map(Some)
+}
+
+fn deadline(wait: LockWait) -> Option<Instant> {
+    match wait {
+        LockWait::NoWait => None,
+        LockWait::Timeout(d) => Some(Instant::now() + d),
+    }
+}
+
+fn past(deadline: Option<Instant>) -> bool {
+    deadline.is_none_or(|d| Instant::now() >= d)
+}
+
+fn acquire(
+    path: &Path,
+    deadline: Option<Instant>,
+    clock: &dyn Clock,
+    faults: Option<&Faults>,
+) -> Result<FileLockGuard, StoreError> {
+    if let Some(f) = faults {
+        f.check(Op::Lock, path)?;
+    }
+    let (os_path, lockfile) = lock_paths(path)?;
+    if let Some(dir) = os_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs_err::create_dir_all(dir).map_err(|e| StoreError::io(Op::EnsureDir, dir, e))?;
+    }
+    let os = open_private(&os_path, false).map_err(|e| StoreError::io_raw(Op::Lock, &os_path, e))?;
+    loop {
+        match os.file().try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) => {
+                if past(deadline) {
+                    return Err(StoreError::Locked { path: path.to_path_buf() });
+                }
+                std::thread::sleep(POLL);
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(StoreError::io_raw(Op::Lock, &os_path, e)),
+        }
+    }
+    let record = format!("{}:{}\n", std::process::id(), clock.now_ms());
+    loop {
+        match open_private(&lockfile, true) {
+            Ok(mut f) => {
+                f.write_all(record.as_bytes()).map_err(|e| StoreError::io_raw(Op::Lock, &lockfile, e))?;
+                drop(f);
+                if read_small(&lockfile).as_deref() == Some(record.as_str()) {
+                    return Ok(FileLockGuard { os: Some(os), lockfile, record, registered: None });
+                }
+                // Someone replaced our file between create and verify; treat as contended.
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                if steal_if_stale(&lockfile, clock) {
+                    continue;
+                }
+            }
+            Err(e) => return Err(StoreError::io_raw(Op::Lock, &lockfile, e)),
+        }
+        if past(deadline) {
+            return Err(StoreError::Locked { path: path.to_path_buf() });
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+fn open_private(path: &Path, create_new: bool) -> std::io::Result<fs_err::File> {
+    let mut o = fs_err::OpenOptions::new();
+    if create_new {
+        o.write(true).create_new(true);
+    } else {
+        o.read(true).write(true).create(true).truncate(false);
+    }
+    #[cfg(unix)]
+    {
+        use fs_err::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    o.open(path)
+}
+
+fn read_small(path: &Path) -> Option<String> {
+    let mut f = fs_err::File::open(path).ok()?;
+    let mut s = String::new();
+    Read::by_ref(&mut f).take(256).read_to_string(&mut s).ok()?;
+    Some(s)
+}
+
+/// Removes a lock file left by a dead process; returns true when the caller should retry.
+fn steal_if_stale(lockfile: &Path, clock: &dyn Clock) -> bool {
+    let Some(content) = read_small(lockfile) else {
+        // Vanished between our create and read: retry at once.
+        return !lockfile.exists();
+    };
+    let stale = match parse_record(&content) {
+        Some((pid, _)) => !pid_alive(pid),
+        None => {
+            let age = fs_err::metadata(lockfile)
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .and_then(|d| i64::try_from(d.as_millis()).ok())
+                .map(|mtime| clock.now_ms() - mtime);
+            age.is_some_and(|a| a > UNPARSEABLE_STALE_MS)
+        }
+    };
+    if !stale || read_small(lockfile).as_deref() != Some(content.as_str()) {
+        return false;
+    }
+    match fs_err::remove_file(lockfile) {
+        Ok(()) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
+}
+
+/// Parses `<pid>:<epoch-ms>\n`.
+pub(crate) fn parse_record(s: &str) -> Option<(u32, i64)> {
+    let (pid, ms) = s.trim_end_matches('\n').split_once(':')?;
+    let pid: u32 = pid.parse().ok()?;
+    let ms: i64 = ms.parse().ok()?;
+    (pid > 0).then_some((pid, ms))
+}
+
+/// Returns whether a process with this pid runs (zombies count as dead).
+pub(crate) fn pid_alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    let proc_root = Path::new("/proc/self");
+    if !proc_root.exists() {
+        return true;
+    }
+    let stat = Path::new("/proc").join(pid.to_string()).join("stat");
+    match fs_err::read_to_string(&stat) {
+        // The state letter follows the parenthesised command name, which may itself contain ')'.
+        Ok(s) => s.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()) != Some('Z'),
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_paths_are_dot_siblings() -> Result<(), StoreError> {
+        let (os, lf) = lock_paths(Path::new("/d/s.jsonl"))?;
+        assert_eq!(os, Path::new("/d/.s.jsonl.lock.os"));
+        assert_eq!(lf, Path::new("/d/.s.jsonl.lock"));
+        Ok(())
+    }
+
+    #[test]
+    fn records_parse() {
+        assert_eq!(parse_record("12:345\n"), Some((12, 345)));
+        assert_eq!(parse_record("x:1\n"), None);
+        assert_eq!(parse_record("0:1\n"), None);
+        assert_eq!(parse_record(""), None);
+    }
+
+    #[test]
+    fn own_pid_is_alive_and_absurd_pid_is_dead() {
+        assert!(pid_alive(std::process::id()));
+        if Path::new("/proc/self").exists() {
+            assert!(!pid_alive(u32::MAX - 7));
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! The [`Storage`] trait every backend implements, and its small value types.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::StoreError;
+
+/// What [`Storage::stat`] reports about a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileStat {
+    /// Size in bytes (0 for directories in the memory backend).
+    pub size: u64,
+    /// Last modification time in milliseconds since the Unix epoch.
+    pub mtime_ms: i64,
+    /// True for regular files, false for directories and other kinds.
+    pub is_file: bool,
+}
+
+/// The precondition of a size-checked replace ([`Storage::write_atomic`]), omp's `expectedSize`.
+///
+/// The check compares byte sizes only: a same-size change by someone else goes unnoticed, exactly
+/// as in the reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExpectedSize {
+    /// No precondition.
+    Any,
+    /// The file must not exist.
+    Missing,
+    /// The file must exist with exactly this many bytes.
+    Bytes(u64),
+}
+
+impl ExpectedSize {
+    /// Returns the expectation as an optional size (`None` = missing), or `None` for [`ExpectedSize::Any`].
+    pub fn as_option(self) -> Option<Option<u64>> {
+        match self {
+            ExpectedSize::Any => None,
+            ExpectedSize::Missing => Some(None),
+            ExpectedSize::Bytes(n) => Some(Some(n)),
+        }
+    }
+
+    /// Checks the expectation against the current size (`None` = missing).
+    pub fn check(self, path: &Path, found: Option<u64>) -> Result<(), StoreError> {
+        match self.as_option() {
+            Some(expected) if expected != found => {
+                Err(StoreError::Conflict { path: path.to_path_buf(), expected, found })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// How hard an [`AppendWriter`] works to make each appended line survive a crash.
+///
+/// Readers in other processes see every acknowledged line immediately at every level: each
+/// `append` hands the whole line to the operating system before it returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Lines are written but never synced (what pi and omp do). After a process crash every
+    /// acknowledged line is present and at most the line being written is torn. After a power
+    /// loss any suffix of the acknowledged lines may be missing, and the last line may be torn.
+    #[default]
+    None,
+    /// Like [`Durability::None`] per append, but [`AppendWriter::flush`] and
+    /// [`AppendWriter::close`] sync the file: after a power loss every line acknowledged before
+    /// the last successful flush is present; later lines may be missing or the last one torn.
+    Flush,
+    /// Every append syncs the file's data before it returns (plus the directory entry when the
+    /// writer created the file). After a power loss every acknowledged line is present; at most
+    /// the line being written when the power went is torn.
+    Fsync,
+}
+
+/// How long [`Storage::lock`] waits for a lock held by someone else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockWait {
+    /// Fail with [`StoreError::Locked`] at once.
+    NoWait,
+    /// Poll until the lock is free or the time is up, then fail with [`StoreError::Locked`].
+    Timeout(Duration),
+}
+
+/// An advisory lock on one session file, released on drop.
+///
+/// While a process holds it, other processes (and other [`Storage::lock`] calls) cannot take it,
+/// and omp's publish lock on the same file is held too. The storage's own short publish locks
+/// (around every append and size-checked rename) are skipped for a path whose lock this process
+/// already holds.
+pub struct SessionLock {
+    path: PathBuf,
+    release: Option<Box<dyn FnOnce() -> Result<(), StoreError> + Send>>,
+}
+
+impl SessionLock {
+    /// Wraps a release action for `path`; backends call this.
+    pub fn new(path: &Path, release: Box<dyn FnOnce() -> Result<(), StoreError> + Send>) -> SessionLock {
+        SessionLock { path: path.to_path_buf(), release: Some(release) }
+    }
+
+    /// Returns the locked session file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Releases the lock, reporting a failure to remove the lock file.
+    pub fn release(mut self) -> Result<(), StoreError> {
+        match self.release.take() {
+            Some(f) => f(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for SessionLock {
+    fn drop(&mut self) {
+        if let Some(f) = self.release.take() {
+            // Best effort: a lock file left behind names a dead pid and is stolen by the next writer.
+            let _ = f();
+        }
+    }
+}
+
+impl fmt::Debug for SessionLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionLock").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+/// Where session files live: real files, memory, or a test wrapper.
+///
+/// Paths are used as given. Every operation that creates a file creates missing parent
+/// directories. Sizes and offsets are in bytes.
+pub trait Storage: Send + Sync {
+    /// Creates `dir` and its parents (`mkdir -p`).
+    fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError>;
+
+    /// Returns whether a file or directory exists at `path`.
+    fn exists(&self, path: &Path) -> Result<bool, StoreError>;
+
+    /// Returns size, mtime and kind of `path`, or `None` when it does not exist.
+    fn stat(&self, path: &Path) -> Result<Option<FileStat>, StoreError>;
+
+    /// Returns the names of the regular files directly in `dir`, sorted; dot-files are skipped (as
+    /// the reference's glob does) and a missing directory gives an empty list.
+    fn list(&self, dir: &Path) -> Result<Vec<String>, StoreError>;
+
+    /// Returns the whole file.
+    fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError>;
+
+    /// Returns a head and a tail window of the file (omp `readTextSlices`).
+    ///
+    /// The head is the first `min(prefix, size)` bytes. The tail is empty when `suffix` is 0; when
+    /// the file is no larger than `prefix` it is the last `suffix` bytes of the head; otherwise the
+    /// last `suffix` bytes of the file, which may overlap the head.
+    fn read_slices(&self, path: &Path, prefix: u64, suffix: u64) -> Result<(Vec<u8>, Vec<u8>), StoreError>;
+
+    /// Replaces the file in place (truncate, then write), pi's `w` mode.
+    ///
+    /// Not atomic: after a crash a reader may find the old content, an empty file or any prefix
+    /// of the new content.
+    fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError>;
+
+    /// Creates the file, failing with [`StoreError::AlreadyExists`] when it exists (pi's `wx`).
+    ///
+    /// Not synced: after a crash a reader may find no file, an empty file or a prefix of `bytes`.
+    fn write_new(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError>;
+
+    /// Replaces the file atomically, checking `expected` under the session's publish lock first.
+    ///
+    /// A mismatch fails with [`StoreError::Conflict`] and leaves the file alone. On success the
+    /// new content is durable. A reader (or a reader after a crash) sees either the complete old
+    /// file or the complete new one, never a mixture; a crash may leave a `.<name>.<random>.tmp`
+    /// file beside it.
+    fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError>;
+
+    /// Appends `bytes` in one open-append-close (pi's `appendFileSync`), creating the file.
+    ///
+    /// On a failed or short write the file is cut back to its previous size. Not synced.
+    fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError>;
+
+    /// Cuts the file back to `len` bytes (or extends it with zero bytes).
+    fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError>;
+
+    /// Renames `from` to `to`, replacing `to`; durable once it returns.
+    fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError>;
+
+    /// Deletes the file; [`StoreError::NotFound`] when it does not exist.
+    fn unlink(&self, path: &Path) -> Result<(), StoreError>;
+
+    /// Deletes a session journal and what belongs to it (omp `deleteSessionWithArtifacts`).
+    ///
+    /// Removes the file (a missing file is fine), then the artifacts directory `<path minus
+    /// .jsonl>/` recursively, then every `<name>.<anything>.bak` sibling (stale backups would
+    /// otherwise resurrect the session).
+    fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError>;
+
+    /// Opens an append writer on `path`, creating the file if needed.
+    fn open_writer(&self, path: &Path, durability: Durability) -> Result<Box<dyn AppendWriter>, StoreError>;
+
+    /// Takes the advisory lock of the session file `path` (omp's two publish locks on disk).
+    fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError>;
+}
+
+/// A long-lived appender for one session file (omp's `SessionStorageWriter`).
+///
+/// Each append takes the session's publish lock, writes the whole line and, on a failed or short
+/// write, cuts the file back to its size before the write. The first error is latched: every
+/// later call returns it.
+pub trait AppendWriter: Send {
+    /// Appends one whole line, including its `\n`.
+    fn append(&mut self, line: &[u8]) -> Result<(), StoreError>;
+
+    /// Makes the appended lines as durable as the writer's [`Durability`] promises.
+    fn flush(&mut self) -> Result<(), StoreError>;
+
+    /// Returns the latched error, if any.
+    fn error(&self) -> Option<&StoreError>;
+
+    /// Flushes and closes the writer, returning the latched error if there is one.
+    fn close(self: Box<Self>) -> Result<(), StoreError>;
+}
+
+/// Returns the artifacts directory of a session file: the path without its `.jsonl` extension.
+pub fn artifacts_dir(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".jsonl")?;
+    if stem.is_empty() {
+        return None;
+    }
+    Some(path.with_file_name(stem))
+}
+
+/// Returns whether `candidate` is a `<name>.<anything>.bak` backup of the file called `name`.
+pub fn is_backup_of(name: &str, candidate: &str) -> bool {
+    candidate
+        .strip_prefix(name)
+        .and_then(|rest| rest.strip_prefix('.'))
+        .and_then(|rest| rest.strip_suffix(".bak"))
+        .is_some_and(|middle| !middle.is_empty())
+}
+
+/// Returns the head and tail windows of `data` as [`Storage::read_slices`] defines them.
+pub fn slice_windows(data: &[u8], prefix: u64, suffix: u64) -> (Vec<u8>, Vec<u8>) {
+    let size = data.len();
+    let head_len = usize::try_from(prefix).unwrap_or(usize::MAX).min(size);
+    let head = &data[..head_len];
+    let suffix = usize::try_from(suffix).unwrap_or(usize::MAX);
+    let tail = if suffix == 0 {
+        &data[..0]
+    } else if size <= head_len {
+        &head[head.len().saturating_sub(suffix)..]
+    } else {
+        &data[size.saturating_sub(suffix)..]
+    };
+    (head.to_vec(), tail.to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn artifacts_dir_strips_jsonl_only() {
+        assert_eq!(artifacts_dir(Path::new("/a/b.jsonl")), Some(PathBuf::from("/a/b")));
+        assert_eq!(artifacts_dir(Path::new("/a/b.txt")), None);
+        assert_eq!(artifacts_dir(Path::new("/a/.jsonl")), None);
+    }
+
+    #[test]
+    fn backup_names() {
+        assert!(is_backup_of("s.jsonl", "s.jsonl.123.bak"));
+        assert!(!is_backup_of("s.jsonl", "s.jsonl.bak"));
+        assert!(!is_backup_of("s.jsonl", "t.jsonl.1.bak"));
+        assert!(!is_backup_of("s.jsonl", "s.jsonlx.1.bak"));
+    }
+
+    #[test]
+    fn windows_follow_read_text_slices() {
+        let d = b"0123456789";
+        assert_eq!(slice_windows(d, 4, 3), (b"0123".to_vec(), b"789".to_vec()));
+        assert_eq!(slice_windows(d, 20, 3), (d.to_vec(), b"789".to_vec()));
+        assert_eq!(slice_windows(d, 10, 30), (d.to_vec(), d.to_vec()));
+        assert_eq!(slice_windows(d, 4, 0), (b"0123".to_vec(), Vec::new()));
+        assert_eq!(slice_windows(d, 0, 2), (Vec::new(), b"89".to_vec()));
+        assert_eq!(slice_windows(b"", 4, 4), (Vec::new(), Vec::new()));
+    }
+}
