@@ -1,0 +1,746 @@
+//! The in-memory session: entries in file order, the id index, the leaf, labels,
+//! and the tree view.
+//!
+//! The index follows the references' `Map` semantics: a later entry with an
+//! already-known id replaces the earlier one in lookups but keeps the id's first
+//! position in iteration order. Walks up the parent chain stop at the first
+//! revisited entry, so a cycle or a self-parented entry never hangs.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use session_model::{Dialect, EntryType, ParentRef, Record};
+
+use crate::raw::{self, RawFields};
+
+/// Which leaf a context query starts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leaf<'a> {
+    /// The tree's current leaf (after load: the last entry).
+    Current,
+    /// No leaf (`resetLeaf()`): the context is empty.
+    Null,
+    /// This entry; an unknown id falls back to the last entry, as
+    /// `buildSessionContext(entries, leafId)` does.
+    Id(&'a str),
+}
+
+/// Why a tree operation was refused.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TreeError {
+    /// The id is not in the index. The text is the references' own message.
+    #[error("Entry {0} not found")]
+    NotFound(String),
+    /// An appended record has no string `id`.
+    #[error("record has no string id; give every appended entry an id")]
+    MissingId,
+    /// An appended record is a session header.
+    #[error("a session header cannot be appended as an entry; append entries only")]
+    Header,
+}
+
+/// Something odd about the tree, found while indexing. None of these stop loading.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TreeDiagnostic {
+    /// Two entries share an id; lookups use the later one (`index` is its position
+    /// in [`SessionTree::entries`], `first` the earlier one's).
+    DuplicateId {
+        /// The shared id.
+        id: String,
+        /// Position of the earlier entry.
+        first: usize,
+        /// Position of the later entry.
+        index: usize,
+    },
+    /// An entry names itself as its parent; it is a root.
+    SelfParent {
+        /// The entry's id.
+        id: String,
+    },
+    /// An entry's parent id is unknown; the entry is a root.
+    Orphan {
+        /// The entry's id.
+        id: String,
+        /// The missing parent id.
+        parent: String,
+    },
+    /// Following parent links from `id` comes back to `id`; walks stop there.
+    Cycle {
+        /// One entry on the cycle.
+        id: String,
+    },
+}
+
+impl fmt::Display for TreeDiagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TreeDiagnostic::DuplicateId { id, first, index } => {
+                write!(f, "entry {index} reuses id {id} of entry {first}; the later entry wins")
+            }
+            TreeDiagnostic::SelfParent { id } => write!(f, "entry {id} is its own parent; treated as a root"),
+            TreeDiagnostic::Orphan { id, parent } => {
+                write!(f, "entry {id} has unknown parent {parent}; treated as a root")
+            }
+            TreeDiagnostic::Cycle { id } => write!(f, "parent links from entry {id} form a cycle; walks stop there"),
+        }
+    }
+}
+
+/// One node of [`SessionTree::tree`]: an entry, its children (sorted as the
+/// reference sorts them) and its label.
+#[derive(Debug)]
+pub struct TreeNode {
+    /// The entry.
+    pub entry: Record,
+    /// Child nodes.
+    pub children: Vec<TreeNode>,
+    /// The entry's current label.
+    pub label: Option<String>,
+    /// When the label was set (the label entry's `timestamp`).
+    pub label_timestamp: Option<String>,
+}
+
+impl Drop for TreeNode {
+    fn drop(&mut self) {
+        // Deep trees (a long linear session is one long chain) would overflow the
+        // stack with the default recursive drop.
+        let mut stack = std::mem::take(&mut self.children);
+        while let Some(mut node) = stack.pop() {
+            stack.append(&mut node.children);
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum LeafState {
+    /// `leafId === null`.
+    Null,
+    /// `leafId === undefined`: the last entry had no id.
+    Undefined,
+    Id(Box<str>),
+}
+
+impl LeafState {
+    fn id(&self) -> Option<&str> {
+        match self {
+            LeafState::Id(id) => Some(id),
+            _ => None,
+        }
+    }
+
+    fn after(record: &Record) -> LeafState {
+        match record.id() {
+            Some(id) => LeafState::Id(id.into()),
+            None => LeafState::Undefined,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// Position of the latest entry with this id.
+    pos: usize,
+    /// Position of this id in `order` (first insertion).
+    order: usize,
+}
+
+#[derive(Clone, Debug)]
+struct LabelSlot {
+    seq: u64,
+    label: String,
+    timestamp: Option<String>,
+}
+
+/// What one append changed, so that [`SessionTree::pop_last`] can undo it in O(1).
+#[derive(Debug)]
+struct Undo {
+    pos: usize,
+    id: Box<str>,
+    prev_slot: Option<Slot>,
+    prev_leaf: LeafState,
+    prev_label: Option<(Box<str>, Option<LabelSlot>)>,
+    diag_len: usize,
+}
+
+/// A session's entries as a tree with a movable leaf.
+///
+/// Built from the records after the header; pure and in memory. Lookups are
+/// O(1), appends O(1) amortised, a branch walk O(path), [`SessionTree::tree`]
+/// O(n log n).
+#[derive(Debug)]
+pub struct SessionTree {
+    dialect: Dialect,
+    entries: Vec<Record>,
+    by_id: HashMap<Box<str>, Slot>,
+    order: Vec<Box<str>>,
+    /// The last id-less entry: JavaScript indexes such entries under `undefined`.
+    idless_last: Option<usize>,
+    leaf: LeafState,
+    labels: HashMap<Box<str>, LabelSlot>,
+    label_seq: u64,
+    undo: Option<Undo>,
+    diagnostics: Vec<TreeDiagnostic>,
+    /// Parent ids that orphans name: appending one of them may close a cycle.
+    missing_parents: HashSet<Box<str>>,
+}
+
+impl SessionTree {
+    /// Indexes `entries`: every record after the header, in file order.
+    ///
+    /// Stray headers and `null` values are left out, as the references leave them
+    /// out of `getEntries()`. The leaf becomes the last entry's id (no leaf when that
+    /// entry has no id).
+    pub fn new(dialect: Dialect, entries: Vec<Record>) -> SessionTree {
+        let entries: Vec<Record> = entries.into_iter().filter(|r| !r.is_header() && r.text() != "null").collect();
+        let mut tree = SessionTree {
+            dialect,
+            entries: Vec::with_capacity(entries.len()),
+            by_id: HashMap::with_capacity(entries.len()),
+            order: Vec::with_capacity(entries.len()),
+            idless_last: None,
+            leaf: LeafState::Null,
+            labels: HashMap::new(),
+            label_seq: 0,
+            undo: None,
+            diagnostics: Vec::new(),
+            missing_parents: HashSet::new(),
+        };
+        for record in entries {
+            tree.index_one(record, false);
+        }
+        tree.find_orphans();
+        tree.find_cycles();
+        tree.undo = None;
+        tree
+    }
+
+    /// Adds one record to the index and makes it the leaf. Returns the undo record.
+    fn index_one(&mut self, record: Record, live: bool) -> Option<Undo> {
+        let pos = self.entries.len();
+        let prev_leaf = std::mem::replace(&mut self.leaf, LeafState::after(&record));
+        let diag_len = self.diagnostics.len();
+        let mut undo = None;
+        match record.id() {
+            Some(id) => {
+                let prev_slot = self.by_id.get(id).copied();
+                match prev_slot {
+                    Some(slot) => {
+                        self.diagnostics.push(TreeDiagnostic::DuplicateId {
+                            id: id.to_owned(),
+                            first: slot.pos,
+                            index: pos,
+                        });
+                        self.by_id.insert(id.into(), Slot { pos, order: slot.order });
+                    }
+                    None => {
+                        self.by_id.insert(id.into(), Slot { pos, order: self.order.len() });
+                        self.order.push(id.into());
+                    }
+                }
+                match record.parent_id() {
+                    Some(p) if p == id => self.diagnostics.push(TreeDiagnostic::SelfParent { id: id.to_owned() }),
+                    Some(p) if live && !p.is_empty() && !self.by_id.contains_key(p) => {
+                        self.missing_parents.insert(p.into());
+                        self.diagnostics.push(TreeDiagnostic::Orphan { id: id.to_owned(), parent: p.to_owned() })
+                    }
+                    _ => {}
+                }
+                undo = Some(Undo { pos, id: id.into(), prev_slot, prev_leaf, prev_label: None, diag_len });
+            }
+            None => self.idless_last = Some(pos),
+        }
+        let prev_label = self.replay_label(&record);
+        if let Some(u) = undo.as_mut() {
+            u.prev_label = prev_label;
+        }
+        self.entries.push(record);
+        // Only a reused id, or an id some orphan was waiting for, can close a cycle.
+        if live
+            && let Some(u) = &undo
+            && (u.prev_slot.is_some() || self.missing_parents.contains(&u.id))
+            && self.walk(pos).first().is_some_and(|&root| {
+                let r = &self.entries[root];
+                r.parent_id() != r.id() && r.parent_id().is_some_and(|p| self.lookup(p).is_some())
+            })
+        {
+            self.diagnostics.push(TreeDiagnostic::Cycle { id: u.id.to_string() });
+        }
+        undo
+    }
+
+    /// Applies a label entry to the label map; returns the previous state of its target.
+    fn replay_label(&mut self, record: &Record) -> Option<(Box<str>, Option<LabelSlot>)> {
+        if record.entry_type() != EntryType::Label {
+            return None;
+        }
+        let fields = RawFields::parse(record.text());
+        let target = fields.string("targetId")?;
+        let prev = self.labels.get(target.as_str()).cloned();
+        let label = fields.raw("label").filter(|r| raw::is_truthy(r));
+        match label {
+            Some(raw_label) => {
+                let label = raw::as_string(raw_label).unwrap_or_else(|| raw_label.to_owned());
+                let timestamp = record.timestamp().map(str::to_owned);
+                match self.labels.get_mut(target.as_str()) {
+                    Some(slot) => {
+                        slot.label = label;
+                        slot.timestamp = timestamp;
+                    }
+                    None => {
+                        self.label_seq += 1;
+                        self.labels.insert(target.as_str().into(), LabelSlot { seq: self.label_seq, label, timestamp });
+                    }
+                }
+            }
+            None => {
+                self.labels.remove(target.as_str());
+            }
+        }
+        Some((target.into(), prev))
+    }
+
+    fn find_orphans(&mut self) {
+        for rec in &self.entries {
+            if let (Some(id), Some(p)) = (rec.id(), rec.parent_id())
+                && p != id
+                && !p.is_empty()
+                && !self.by_id.contains_key(p)
+            {
+                self.missing_parents.insert(p.into());
+                self.diagnostics.push(TreeDiagnostic::Orphan { id: id.to_owned(), parent: p.to_owned() });
+            }
+        }
+    }
+
+    fn find_cycles(&mut self) {
+        // 0 = not seen, 1 = on the current walk, 2 = done.
+        let mut state = vec![0u8; self.entries.len()];
+        let mut chain = Vec::new();
+        let mut found = Vec::new();
+        for slot in self.order.iter().filter_map(|id| self.by_id.get(id)) {
+            let mut pos = slot.pos;
+            chain.clear();
+            loop {
+                match state[pos] {
+                    1 => {
+                        let rec = &self.entries[pos];
+                        if rec.parent_id() != rec.id() {
+                            found.push(rec.id().unwrap_or_default().to_owned());
+                        }
+                        break;
+                    }
+                    2 => break,
+                    _ => {}
+                }
+                state[pos] = 1;
+                chain.push(pos);
+                match self.entries[pos].parent_id().and_then(|p| self.lookup(p)) {
+                    Some(next) => pos = next,
+                    None => break,
+                }
+            }
+            for &p in &chain {
+                state[p] = 2;
+            }
+        }
+        found.sort();
+        self.diagnostics.extend(found.into_iter().map(|id| TreeDiagnostic::Cycle { id }));
+    }
+
+    /// Returns the position of the entry `id` resolves to (non-empty ids only).
+    fn lookup(&self, id: &str) -> Option<usize> {
+        if id.is_empty() {
+            return None;
+        }
+        self.by_id.get(id).map(|s| s.pos)
+    }
+
+    /// Returns the root..`pos` path as positions, stopping at a missing parent or
+    /// the first revisited entry.
+    pub(crate) fn walk(&self, pos: usize) -> Vec<usize> {
+        let mut path = vec![pos];
+        let mut seen = HashSet::new();
+        seen.insert(pos);
+        let mut current = pos;
+        while let Some(next) = self.entries[current].parent_id().and_then(|p| self.lookup(p)) {
+            if !seen.insert(next) {
+                break;
+            }
+            path.push(next);
+            current = next;
+        }
+        path.reverse();
+        path
+    }
+
+    /// Resolves the leaf a context build starts from: `None` for an empty context.
+    pub(crate) fn resolve_leaf(&self, leaf: Leaf<'_>) -> Option<usize> {
+        let last = self.entries.len().checked_sub(1);
+        match leaf {
+            Leaf::Null => None,
+            Leaf::Current => match &self.leaf {
+                LeafState::Null => None,
+                LeafState::Undefined => last,
+                LeafState::Id(id) => self.lookup(id).or(last),
+            },
+            Leaf::Id(id) => self.lookup(id).or(last),
+        }
+    }
+
+    /// Returns the entry at `pos` (positions come from this tree).
+    pub(crate) fn at(&self, pos: usize) -> &Record {
+        &self.entries[pos]
+    }
+
+    /// Returns the dialect whose rules apply.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// Returns every entry in file order (`getEntries()`).
+    pub fn entries(&self) -> &[Record] {
+        &self.entries
+    }
+
+    /// Returns the current leaf id (`None` after `resetLeaf()` or when the last
+    /// entry has no id).
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.leaf.id()
+    }
+
+    /// Returns the entry with this id (the later one for duplicate ids).
+    pub fn get(&self, id: &str) -> Option<&Record> {
+        self.lookup(id).map(|p| &self.entries[p])
+    }
+
+    /// Moves the leaf to `id` without writing anything.
+    pub fn branch(&mut self, id: &str) -> Result<(), TreeError> {
+        if self.lookup(id).is_none() {
+            return Err(TreeError::NotFound(id.to_owned()));
+        }
+        self.leaf = LeafState::Id(id.into());
+        Ok(())
+    }
+
+    /// Sets the leaf to none: the next append starts a new root.
+    pub fn reset_leaf(&mut self) {
+        self.leaf = LeafState::Null;
+    }
+
+    /// Returns the root..leaf path from `from` (default: the current leaf), as
+    /// `getBranch` does: an unknown or empty start gives an empty path (no fallback).
+    pub fn get_branch(&self, from: Option<&str>) -> Vec<&Record> {
+        let start = match from {
+            Some(id) => Some(id),
+            None => self.leaf.id(),
+        };
+        match start.and_then(|id| self.lookup(id)) {
+            Some(pos) => self.walk(pos).into_iter().map(|p| &self.entries[p]).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Returns the entries whose `parentId` is `parent_id`, in index order (first
+    /// appearance of each id), not sorted by time.
+    pub fn children(&self, parent_id: &str) -> Vec<&Record> {
+        self.order
+            .iter()
+            .filter_map(|id| self.by_id.get(id))
+            .map(|slot| &self.entries[slot.pos])
+            .filter(|r| r.parent_id() == Some(parent_id))
+            .collect()
+    }
+
+    /// Returns the label of `id`, if set.
+    pub fn label(&self, id: &str) -> Option<&str> {
+        self.labels.get(id).map(|s| s.label.as_str())
+    }
+
+    /// Returns when the label of `id` was set.
+    pub fn label_timestamp(&self, id: &str) -> Option<&str> {
+        self.labels.get(id).and_then(|s| s.timestamp.as_deref())
+    }
+
+    /// Returns `(targetId, label)` pairs in the order the reference's label map
+    /// iterates (first set first; a clear and a later set moves a label to the end).
+    pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
+        let mut all: Vec<(&Box<str>, &LabelSlot)> = self.labels.iter().collect();
+        all.sort_by_key(|(_, s)| s.seq);
+        all.into_iter().map(|(k, s)| (&**k, s.label.as_str()))
+    }
+
+    /// Returns pi's session name: the latest `session_info` entry's `name`,
+    /// trimmed; `None` when there is none or it is empty (a clear).
+    pub fn session_info_name(&self) -> Option<String> {
+        let entry = self.entries.iter().rev().find(|r| r.entry_type() == EntryType::SessionInfo)?;
+        let name = RawFields::parse(entry.text()).string("name")?;
+        let name = session_model::js_trim(&name);
+        (!name.is_empty()).then(|| name.to_owned())
+    }
+
+    /// Appends one entry: indexes it and makes it the leaf.
+    pub fn append(&mut self, record: Record) -> Result<(), TreeError> {
+        if record.is_header() {
+            return Err(TreeError::Header);
+        }
+        if record.id().is_none() {
+            return Err(TreeError::MissingId);
+        }
+        self.undo = self.index_one(record, true);
+        Ok(())
+    }
+
+    /// Undoes the last [`SessionTree::append`] (when writing it failed) and sets the
+    /// leaf back to `previous_leaf`.
+    pub fn pop_last(&mut self, previous_leaf: Option<String>) {
+        let Some(record) = self.entries.last() else {
+            return;
+        };
+        let restore_leaf = |prev: Option<&LeafState>| match (prev, previous_leaf.as_deref()) {
+            (Some(state), wanted) if state.id() == wanted => state.clone(),
+            (_, Some(id)) => LeafState::Id(id.into()),
+            (_, None) => LeafState::Null,
+        };
+        match self.undo.take() {
+            Some(undo) if undo.pos + 1 == self.entries.len() && record.id() == Some(&*undo.id) => {
+                self.entries.pop();
+                match undo.prev_slot {
+                    Some(slot) => {
+                        self.by_id.insert(undo.id, slot);
+                    }
+                    None => {
+                        self.by_id.remove(&undo.id);
+                        self.order.pop();
+                    }
+                }
+                if let Some((target, prev)) = undo.prev_label {
+                    match prev {
+                        Some(slot) => {
+                            self.labels.insert(target, slot);
+                        }
+                        None => {
+                            self.labels.remove(&target);
+                        }
+                    }
+                }
+                self.diagnostics.truncate(undo.diag_len);
+                self.leaf = restore_leaf(Some(&undo.prev_leaf));
+            }
+            _ => {
+                let mut entries = std::mem::take(&mut self.entries);
+                entries.pop();
+                let rebuilt = SessionTree::new(self.dialect, entries);
+                *self = rebuilt;
+                self.leaf = restore_leaf(None);
+            }
+        }
+    }
+
+    /// Returns the `parentId` the next appended entry gets: the leaf.
+    pub fn next_parent(&self) -> Option<&str> {
+        self.leaf.id()
+    }
+
+    /// Returns whether an entry has this id (for id collision checks).
+    pub fn contains_id(&self, id: &str) -> bool {
+        self.by_id.contains_key(id)
+    }
+
+    /// Returns what indexing found odd: duplicate ids, self parents, orphans, cycles.
+    pub fn diagnostics(&self) -> &[TreeDiagnostic] {
+        &self.diagnostics
+    }
+
+    /// Returns the tree (`getTree()`): roots in file order, children sorted by
+    /// entry time (stable), labels attached.
+    ///
+    /// Roots are entries with a `null` parent, their own id as parent, or an
+    /// unknown parent. As in the reference, an id used twice is one node (the later
+    /// entry) placed once per occurrence. Cycles are cut at the first revisit and the
+    /// output is bounded, so a damaged file cannot make this hang.
+    pub fn tree(&self) -> Vec<TreeNode> {
+        let n = self.entries.len();
+        let node_of = |pos: usize| -> usize {
+            match self.entries[pos].id() {
+                Some(id) => self.by_id.get(id).map_or(pos, |s| s.pos),
+                None => self.idless_last.unwrap_or(pos),
+            }
+        };
+        let mut roots = Vec::new();
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for pos in 0..n {
+            let rec = &self.entries[pos];
+            let node = node_of(pos);
+            let parent = match rec.parent() {
+                ParentRef::Null | ParentRef::Invalid => None,
+                ParentRef::Id(p) if Some(&**p) == rec.id() => None,
+                ParentRef::Id(p) => self.by_id.get(&**p).map(|s| s.pos),
+                ParentRef::Absent => match rec.id() {
+                    None => None,
+                    Some(_) => self.idless_last,
+                },
+            };
+            match parent {
+                Some(p) => children[p].push(node),
+                None => roots.push(node),
+            }
+        }
+        let times: Vec<Option<i64>> =
+            self.entries.iter().map(|r| r.timestamp().and_then(session_model::timestamp::parse_iso_millis)).collect();
+        for list in &mut children {
+            if list.len() > 1 {
+                stable_sort_by_time(list, &times);
+            }
+        }
+        self.build_nodes(&roots, &children)
+    }
+
+    fn build_nodes(&self, roots: &[usize], children: &[Vec<usize>]) -> Vec<TreeNode> {
+        struct Frame {
+            pos: usize,
+            next: usize,
+            built: Vec<TreeNode>,
+        }
+        let mut budget = self.entries.len().saturating_mul(8).saturating_add(4096);
+        let mut on_path = vec![false; self.entries.len()];
+        let mut out = Vec::with_capacity(roots.len());
+        let make = |pos: usize, built: Vec<TreeNode>| {
+            let entry = self.entries[pos].clone();
+            let label = entry.id().and_then(|id| self.labels.get(id));
+            TreeNode {
+                label: label.map(|l| l.label.clone()),
+                label_timestamp: label.and_then(|l| l.timestamp.clone()),
+                entry,
+                children: built,
+            }
+        };
+        for &root in roots {
+            if budget == 0 {
+                break;
+            }
+            budget -= 1;
+            let mut stack = vec![Frame { pos: root, next: 0, built: Vec::new() }];
+            on_path[root] = true;
+            while let Some(top) = stack.last_mut() {
+                let kids = &children[top.pos];
+                if top.next < kids.len() {
+                    let child = kids[top.next];
+                    top.next += 1;
+                    if on_path[child] || budget == 0 {
+                        continue;
+                    }
+                    budget -= 1;
+                    on_path[child] = true;
+                    stack.push(Frame { pos: child, next: 0, built: Vec::new() });
+                } else {
+                    let done = stack.pop().expect("stack is non-empty inside the loop");
+                    on_path[done.pos] = false;
+                    let node = make(done.pos, done.built);
+                    match stack.last_mut() {
+                        Some(parent) => parent.built.push(node),
+                        None => out.push(node),
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Sorts by time ascending, keeping file order for equal times. An unparseable
+/// time compares equal to everything (`NaN` in the reference's comparator). A merge
+/// sort that never panics, whatever the comparator does.
+fn stable_sort_by_time(list: &mut Vec<usize>, times: &[Option<i64>]) {
+    let le = |a: usize, b: usize| match (times[a], times[b]) {
+        (Some(x), Some(y)) => x <= y,
+        _ => true,
+    };
+    let mut buf = list.clone();
+    let len = list.len();
+    let mut width = 1;
+    while width < len {
+        let mut i = 0;
+        while i < len {
+            let mid = (i + width).min(len);
+            let end = (i + 2 * width).min(len);
+            let (mut l, mut r, mut k) = (i, mid, i);
+            while l < mid && r < end {
+                if le(list[l], list[r]) {
+                    buf[k] = list[l];
+                    l += 1;
+                } else {
+                    buf[k] = list[r];
+                    r += 1;
+                }
+                k += 1;
+            }
+            buf[k..k + (mid - l)].copy_from_slice(&list[l..mid]);
+            k += mid - l;
+            buf[k..k + (end - r)].copy_from_slice(&list[r..end]);
+            i = end;
+        }
+        std::mem::swap(list, &mut buf);
+        width *= 2;
+    }
+}
+
+/// Writes a tree as the conformance contract's JSON: `[{id, label?,
+/// labelTimestamp?, children:[...]}]`. pi includes label timestamps, omp does not.
+pub fn tree_to_json(nodes: &[TreeNode], with_label_timestamp: bool) -> String {
+    enum Step<'a> {
+        Open(&'a TreeNode, bool),
+        Close,
+    }
+    let mut out = String::with_capacity(nodes.len() * 48 + 2);
+    out.push('[');
+    let mut stack: Vec<Step<'_>> = Vec::new();
+    for (i, node) in nodes.iter().enumerate().rev() {
+        stack.push(Step::Open(node, i > 0));
+    }
+    while let Some(step) = stack.pop() {
+        match step {
+            Step::Close => out.push_str("]}"),
+            Step::Open(node, comma) => {
+                if comma {
+                    out.push(',');
+                }
+                out.push('{');
+                let mut fields = String::new();
+                match node.entry.id() {
+                    Some(id) => {
+                        fields.push_str("\"id\":");
+                        session_model::json::write_js_str(&mut fields, id);
+                        fields.push(',');
+                    }
+                    None => {
+                        if let Some(raw_id) = RawFields::parse(node.entry.text()).raw("id") {
+                            fields.push_str("\"id\":");
+                            fields.push_str(raw_id);
+                            fields.push(',');
+                        }
+                    }
+                }
+                if let Some(label) = &node.label {
+                    fields.push_str("\"label\":");
+                    session_model::json::write_js_str(&mut fields, label);
+                    fields.push(',');
+                }
+                if with_label_timestamp && let Some(ts) = &node.label_timestamp {
+                    fields.push_str("\"labelTimestamp\":");
+                    session_model::json::write_js_str(&mut fields, ts);
+                    fields.push(',');
+                }
+                out.push_str(&fields);
+                out.push_str("\"children\":[");
+                stack.push(Step::Close);
+                for (i, child) in node.children.iter().enumerate().rev() {
+                    stack.push(Step::Open(child, i > 0));
+                }
+            }
+        }
+    }
+    out.push(']');
+    out
+}
