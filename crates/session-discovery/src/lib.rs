@@ -1,1 +1,79 @@
-//! placeholder
+//! Where pi and omp keep sessions, and how they find them again.
+//!
+//! Both coding agents store one JSONL file per session, named
+//! `<fileSafe(timestamp)>_<id>.jsonl`, in a per-project directory (a *bucket*)
+//! under `<agentDir>/sessions/`. This crate reproduces, byte for byte where the
+//! output is observable:
+//!
+//! * the layout: [`Env`] (an explicit snapshot of variables, home, cwd, temp root
+//!   and terminal) → [`AgentDirs`] for a dialect (pi: `~/.pi/agent` or
+//!   `$PI_CODING_AGENT_DIR`; omp: `~/.musepi/agent` or `~/.omp/agent` by
+//!   [`OmpHome`], `$PI_CONFIG_DIR`, `$PI_CODING_AGENT_DIR`, XDG dirs);
+//! * the cwd → bucket encodings: [`encode_cwd_pi`] (`--home-user-proj--`) and
+//!   [`encode_cwd_omp`] (`-proj` under home, `-tmp-x` under the temp root,
+//!   `--srv-x--` elsewhere, symlinks resolved), with omp's best-effort migration
+//!   of legacy bucket names when the default directory is computed;
+//! * listing through [`Discovery`]: [`Discovery::list`], [`Discovery::list_all`],
+//!   [`Discovery::recent`], [`Discovery::find_most_recent`],
+//!   [`Discovery::find_by_id`], [`Discovery::resolve_resumable`] and
+//!   [`Discovery::continue_recent`], returning [`SessionInfo`]s that
+//!   [`sessions_to_json`] renders exactly as the reference's `JSON.stringify`;
+//! * omp's terminal breadcrumbs ([`write_breadcrumb`], [`read_breadcrumb`]).
+//!
+//! The dialects differ in what a listing reads. pi reads every file whole
+//! (`modified` is the last user/assistant message time, `messageCount` is exact)
+//! and, for an explicit directory that is not the cwd's own, keeps only sessions
+//! whose header cwd is the cwd. omp reads a 4 KiB prefix and a 32 KiB tail of each
+//! file (`modified` is the mtime, `status` comes from the last message in the
+//! tail) and recovers orphaned `.bak` backups first. Files are scanned in
+//! parallel; unreadable or invalid files are skipped, as the references do.
+//!
+//! Not done here: opening or writing sessions (`session-store`), omp's
+//! `history.db` title index and custom-session-file registry (wyhash), named
+//! profiles.
+//!
+//! ```
+//! use session_discovery::{AgentDirs, Discovery, Env, sessions_to_json};
+//! use session_model::Dialect;
+//!
+//! let root = std::env::temp_dir().join(format!("sd-doc-{}", std::process::id()));
+//! let dir = root.join("s");
+//! fs_err::create_dir_all(&dir).unwrap();
+//! fs_err::write(
+//!     dir.join("2026-01-01T00-00-00-000Z_abc.jsonl"),
+//!     concat!(
+//!         r#"{"type":"session","version":3,"id":"abc","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#, "\n",
+//!         r#"{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hello","timestamp":1767225601000}}"#, "\n",
+//!     ),
+//! ).unwrap();
+//! let env = Env::new(&root, "/tmp", "/tmp");
+//! let d = Discovery::new(AgentDirs::pi(&env));
+//! let sessions = d.list("/tmp", Some(&dir), &mut |_| {}).unwrap();
+//! assert_eq!(sessions[0].first_message, "hello");
+//! assert!(sessions_to_json(Dialect::Pi, &sessions).contains(r#""modified":"2026-01-01T00:00:01.000Z""#));
+//! fs_err::remove_dir_all(&root).unwrap();
+//! ```
+
+mod breadcrumb;
+mod env;
+mod error;
+mod info;
+mod io;
+mod jsonscan;
+mod list;
+mod migrate;
+mod omp_scan;
+mod paths;
+mod pi_scan;
+
+pub use breadcrumb::{Breadcrumb, ContinueDecision, cwd_identity, read_breadcrumb, write_breadcrumb};
+pub use env::{AgentDirs, Env, OmpHome};
+pub use error::DiscoveryError;
+pub use info::{SessionInfo, SessionStatus, sanitize_name, sessions_to_json};
+pub use list::{Discovery, Progress, RecentSession, ResumeTarget, Scope, time_ago};
+pub use omp_scan::{PREFIX_BYTES, SUFFIX_BYTES};
+pub use paths::{
+    OmpScope, canonicalize_best_effort, encode_cwd_omp, encode_cwd_omp_canonical, encode_cwd_pi, expand_user_path,
+    hashed_bucket_name, legacy_absolute_bucket, omp_scope, resolve, session_file_name, session_id_from_file_name,
+};
+pub use session_model::Dialect;

@@ -1,0 +1,195 @@
+//! What a listing says about one session, and its JSON form.
+
+use std::path::PathBuf;
+
+use session_model::Dialect;
+use session_model::json::{write_js_number, write_js_str};
+use session_model::timestamp::format_iso_millis;
+
+/// omp's coarse lifecycle status, from the last message in the file's tail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SessionStatus {
+    /// The last assistant turn ended without pending tool calls.
+    Complete,
+    /// Work was cut off (pending tool calls, a trailing tool result, `length`).
+    Interrupted,
+    /// The last assistant turn was aborted.
+    Aborted,
+    /// The last assistant turn ended in an error.
+    Error,
+    /// A user message has no reply yet.
+    Pending,
+    /// No message in the tail window.
+    Unknown,
+}
+
+impl SessionStatus {
+    /// Returns the wire name (`complete`, `interrupted`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionStatus::Complete => "complete",
+            SessionStatus::Interrupted => "interrupted",
+            SessionStatus::Aborted => "aborted",
+            SessionStatus::Error => "error",
+            SessionStatus::Pending => "pending",
+            SessionStatus::Unknown => "unknown",
+        }
+    }
+}
+
+/// One session as a listing reports it: the fields of the reference's `SessionInfo`
+/// for either dialect (fields of the other dialect stay `None`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionInfo {
+    /// The session file.
+    pub path: PathBuf,
+    /// The header id.
+    pub id: String,
+    /// The header cwd (`""` when absent).
+    pub cwd: String,
+    /// pi: the latest `session_info` name (trimmed, non-empty).
+    pub name: Option<String>,
+    /// omp: the title (title slot, header title, or the last compaction's short summary).
+    pub title: Option<String>,
+    /// The header's `parentSession` (a path, or for omp forks an id).
+    pub parent_session_path: Option<String>,
+    /// The header timestamp in epoch ms (`None`: an invalid date, written as `null`).
+    pub created: Option<i64>,
+    /// pi: the last user/assistant activity (else header time, else mtime); omp: the
+    /// file's mtime. Epoch ms.
+    pub modified: i64,
+    /// Number of `message` entries (omp: approximate, from the 4 KiB prefix).
+    pub message_count: u64,
+    /// omp: the number of assistant turns seen (prefix and tail).
+    pub assistant_turns: Option<u64>,
+    /// omp: the file size in bytes.
+    pub size: Option<u64>,
+    /// The first user text, or `(no messages)`.
+    pub first_message: String,
+    /// All user/assistant texts joined with a space.
+    pub all_messages_text: String,
+    /// omp: the lifecycle status.
+    pub status: Option<SessionStatus>,
+}
+
+impl SessionInfo {
+    /// Returns the file name without `.jsonl`.
+    pub fn file_stem(&self) -> String {
+        let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        name.strip_suffix(".jsonl").map(str::to_string).unwrap_or(name)
+    }
+
+    /// Returns whether omp would call this session empty (`isEmptySession`): no
+    /// settled status, no assistant turn, no title and no real first message.
+    pub fn is_empty(&self) -> bool {
+        let unsettled = matches!(self.status, None | Some(SessionStatus::Pending | SessionStatus::Unknown));
+        let no_turns = self.assistant_turns.unwrap_or(1) == 0;
+        let no_title = self.title.as_deref().and_then(sanitize_name).is_none();
+        let no_first = self.first_message == "(no messages)" || sanitize_name(&self.first_message).is_none();
+        unsettled && no_turns && no_title && no_first
+    }
+
+    /// Returns the display name omp's pickers use: the sanitised title (or pi name),
+    /// else the sanitised first message, else `Untitled · HH:MM` (UTC).
+    pub fn display_name(&self) -> String {
+        if let Some(t) = self.title.as_deref().or(self.name.as_deref()).and_then(sanitize_name) {
+            return t;
+        }
+        if self.first_message != "(no messages)"
+            && let Some(f) = sanitize_name(&self.first_message)
+        {
+            return f;
+        }
+        let ms = self.created.unwrap_or(self.modified);
+        let iso = format_iso_millis(ms);
+        format!("Untitled · {}", iso.get(11..16).unwrap_or("00:00"))
+    }
+}
+
+/// Sanitises a name as omp does: first line, control characters removed, trimmed;
+/// `None` if nothing is left.
+pub fn sanitize_name(value: &str) -> Option<String> {
+    let first = value.split('\n').next().unwrap_or("");
+    let first = first.strip_suffix('\r').unwrap_or(first);
+    let stripped: String = first.chars().filter(|c| !matches!(*c as u32, 0..=0x1f | 0x7f)).collect();
+    let t = session_model::js_trim(&stripped);
+    (!t.is_empty()).then(|| t.to_string())
+}
+
+/// Renders sessions as `JSON.stringify` renders the reference's
+/// `SessionManager.list(...)` result: an array of objects in the reference's key
+/// order, dates as ISO strings (`null` when invalid), absent fields omitted.
+pub fn sessions_to_json(dialect: Dialect, sessions: &[SessionInfo]) -> String {
+    let mut out = String::with_capacity(sessions.len() * 512);
+    out.push('[');
+    for (i, s) in sessions.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_session(&mut out, dialect, s);
+    }
+    out.push(']');
+    out
+}
+
+fn key(out: &mut String, k: &str) {
+    if !out.ends_with('{') {
+        out.push(',');
+    }
+    write_js_str(out, k);
+    out.push(':');
+}
+
+fn write_session(out: &mut String, dialect: Dialect, s: &SessionInfo) {
+    out.push('{');
+    key(out, "path");
+    write_js_str(out, &s.path.to_string_lossy());
+    key(out, "id");
+    write_js_str(out, &s.id);
+    key(out, "cwd");
+    write_js_str(out, &s.cwd);
+    match dialect {
+        Dialect::Pi => {
+            if let Some(n) = &s.name {
+                key(out, "name");
+                write_js_str(out, n);
+            }
+        }
+        Dialect::Omp => {
+            if let Some(t) = &s.title {
+                key(out, "title");
+                write_js_str(out, t);
+            }
+        }
+    }
+    if let Some(p) = &s.parent_session_path {
+        key(out, "parentSessionPath");
+        write_js_str(out, p);
+    }
+    key(out, "created");
+    match s.created {
+        Some(ms) => write_js_str(out, &format_iso_millis(ms)),
+        None => out.push_str("null"),
+    }
+    key(out, "modified");
+    write_js_str(out, &format_iso_millis(s.modified));
+    key(out, "messageCount");
+    write_js_number(out, s.message_count as f64);
+    if dialect == Dialect::Omp {
+        key(out, "assistantTurns");
+        write_js_number(out, s.assistant_turns.unwrap_or(0) as f64);
+        key(out, "size");
+        write_js_number(out, s.size.unwrap_or(0) as f64);
+    }
+    key(out, "firstMessage");
+    write_js_str(out, &s.first_message);
+    key(out, "allMessagesText");
+    write_js_str(out, &s.all_messages_text);
+    if dialect == Dialect::Omp
+        && let Some(st) = s.status
+    {
+        key(out, "status");
+        write_js_str(out, st.as_str());
+    }
+    out.push('}');
+}

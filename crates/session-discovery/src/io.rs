@@ -1,0 +1,157 @@
+//! The file reads and writes discovery performs, in one place.
+//!
+//! Everything goes through `fs_err` so errors name their path. Keeping the calls
+//! here lets the storage crate's trait replace them later without touching the
+//! listing logic.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+/// What `stat` tells discovery about a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stat {
+    /// Modification time in nanoseconds since the epoch.
+    pub(crate) mtime_ns: i128,
+    /// Size in bytes.
+    pub(crate) size: u64,
+    /// Whether it is a regular file (after following symlinks).
+    pub(crate) is_file: bool,
+    /// Whether it is a directory (after following symlinks).
+    pub(crate) is_dir: bool,
+}
+
+impl Stat {
+    /// Returns the modification time as a JavaScript `Date` value (whole ms).
+    pub(crate) fn mtime_ms(&self) -> i64 {
+        i64::try_from(self.mtime_ns.div_euclid(1_000_000)).unwrap_or(i64::MAX)
+    }
+}
+
+/// Stats `path`, following symlinks.
+pub(crate) fn stat(path: &Path) -> std::io::Result<Stat> {
+    let m = fs_err::metadata(path)?;
+    let mtime_ns = match m.modified() {
+        Ok(t) => match t.duration_since(UNIX_EPOCH) {
+            Ok(d) => d.as_nanos() as i128,
+            Err(e) => -(e.duration().as_nanos() as i128),
+        },
+        Err(_) => 0,
+    };
+    Ok(Stat { mtime_ns, size: m.len(), is_file: m.is_file(), is_dir: m.is_dir() })
+}
+
+/// One directory entry.
+#[derive(Clone, Debug)]
+pub(crate) struct DirEntry {
+    /// File name (lossy UTF-8).
+    pub(crate) name: String,
+    /// Full path.
+    pub(crate) path: PathBuf,
+    /// Whether the entry is a directory or a symlink (not followed).
+    pub(crate) is_dir_or_symlink: bool,
+}
+
+/// Lists a directory in the order the OS returns.
+pub(crate) fn read_dir(dir: &Path) -> std::io::Result<Vec<DirEntry>> {
+    let mut out = Vec::new();
+    for e in fs_err::read_dir(dir)? {
+        let e = e?;
+        let ft = e.file_type()?;
+        out.push(DirEntry {
+            name: e.file_name().to_string_lossy().into_owned(),
+            path: e.path(),
+            is_dir_or_symlink: ft.is_dir() || ft.is_symlink(),
+        });
+    }
+    Ok(out)
+}
+
+/// Reads a whole file.
+pub(crate) fn read_all(path: &Path) -> std::io::Result<Vec<u8>> {
+    fs_err::read(path)
+}
+
+/// Reads at most `prefix` bytes from the start and the last `suffix` bytes of a
+/// file of `size` bytes (the windows may overlap on small files), with one open.
+pub(crate) fn read_slices(path: &Path, prefix: u64, suffix: u64) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
+    let mut f = fs_err::File::open(path)?;
+    let size = f.metadata()?.len();
+    let p = prefix.min(size);
+    let mut head = vec![0u8; p as usize];
+    f.read_exact(&mut head)?;
+    let s = suffix.min(size);
+    let mut tail = Vec::new();
+    if s > 0 {
+        if size - s == 0 && s <= p {
+            tail = head[..s as usize].to_vec();
+        } else {
+            f.seek(SeekFrom::Start(size - s))?;
+            tail = vec![0u8; s as usize];
+            f.read_exact(&mut tail)?;
+        }
+    }
+    Ok((head, tail))
+}
+
+/// Reads up to `limit` bytes from the start of a file.
+pub(crate) fn read_prefix(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    let f = fs_err::File::open(path)?;
+    let mut out = Vec::new();
+    f.take(limit).read_to_end(&mut out)?;
+    Ok(out)
+}
+
+/// Returns whether `path` exists (without following a final symlink's target
+/// failure into an error).
+pub(crate) fn exists(path: &Path) -> bool {
+    fs_err::symlink_metadata(path).is_ok()
+}
+
+/// Renames `from` to `to`.
+pub(crate) fn rename(from: &Path, to: &Path) -> std::io::Result<()> {
+    fs_err::rename(from, to)
+}
+
+/// Creates a directory and its parents.
+pub(crate) fn create_dir_all(path: &Path) -> std::io::Result<()> {
+    fs_err::create_dir_all(path)
+}
+
+/// Removes an empty directory.
+pub(crate) fn remove_dir(path: &Path) -> std::io::Result<()> {
+    fs_err::remove_dir(path)
+}
+
+/// Removes a file or a directory tree.
+pub(crate) fn remove_any(path: &Path) -> std::io::Result<()> {
+    match fs_err::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => fs_err::remove_dir_all(path),
+        Ok(_) => fs_err::remove_file(path),
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes a small whole file (breadcrumbs: best effort, not atomic, as in omp).
+pub(crate) fn write_small(path: &Path, content: &str) -> std::io::Result<()> {
+    fs_err::write(path, content)
+}
+
+/// Returns the canonical path, or `None` if it cannot be resolved.
+pub(crate) fn realpath(path: &Path) -> Option<PathBuf> {
+    fs_err::canonicalize(path).ok()
+}
+
+/// Returns `(dev, ino)` of a path, where the platform has them.
+#[cfg(unix)]
+pub(crate) fn dev_ino(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = fs_err::metadata(path).ok()?;
+    Some((m.dev(), m.ino()))
+}
+
+/// Returns `(dev, ino)` of a path, where the platform has them.
+#[cfg(not(unix))]
+pub(crate) fn dev_ino(_path: &Path) -> Option<(u64, u64)> {
+    None
+}

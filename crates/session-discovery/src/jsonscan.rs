@@ -1,0 +1,482 @@
+//! A minimal JSON reader for discovery: validates text exactly as `JSON.parse`
+//! would accept it and exposes the members of objects as raw text spans.
+//!
+//! Listing reads every line of every session (pi) or a prefix and a tail (omp), but
+//! needs only a handful of fields. Building value trees would cost most of the
+//! time, so this module only checks the grammar (iteratively, so deep nesting cannot
+//! exhaust the stack) and hands out borrowed spans; strings are decoded on demand.
+//! Unlike `serde_json`, it accepts escaped lone surrogates (`"\udc00"`), as
+//! JavaScript does; they decode to U+FFFD.
+
+use std::borrow::Cow;
+
+/// Why a text is not one JSON value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScanError {
+    /// The text ended inside a value.
+    Incomplete,
+    /// The text breaks the grammar.
+    Syntax,
+}
+
+/// The kind of a JSON value, from its first byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Null,
+    False,
+    True,
+    Number,
+    String,
+    Array,
+    Object,
+}
+
+/// Returns the kind of a validated raw value.
+pub(crate) fn kind(raw: &str) -> Kind {
+    match raw.as_bytes().first() {
+        Some(b'n') => Kind::Null,
+        Some(b'f') => Kind::False,
+        Some(b't') => Kind::True,
+        Some(b'"') => Kind::String,
+        Some(b'[') => Kind::Array,
+        Some(b'{') => Kind::Object,
+        _ => Kind::Number,
+    }
+}
+
+/// Returns whether a validated raw value is truthy in JavaScript.
+pub(crate) fn truthy(raw: &str) -> bool {
+    match kind(raw) {
+        Kind::Null | Kind::False => false,
+        Kind::True | Kind::Array | Kind::Object => true,
+        Kind::String => raw.len() > 2,
+        Kind::Number => raw.parse::<f64>().map(|f| f != 0.0 && !f.is_nan()).unwrap_or(true),
+    }
+}
+
+/// Returns whether `b` is JSON whitespace.
+pub(crate) fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// Skips JSON whitespace from `pos`.
+pub(crate) fn skip_ws(b: &[u8], mut pos: usize) -> usize {
+    while pos < b.len() && is_ws(b[pos]) {
+        pos += 1;
+    }
+    pos
+}
+
+/// Validates one string starting at `pos` (the opening quote); returns the end
+/// (after the closing quote).
+fn skip_string(b: &[u8], mut pos: usize) -> Result<usize, ScanError> {
+    pos += 1;
+    loop {
+        // Fast path: plain bytes.
+        while pos < b.len() {
+            let c = b[pos];
+            if c == b'"' || c == b'\\' || c < 0x20 {
+                break;
+            }
+            pos += 1;
+        }
+        if pos >= b.len() {
+            return Err(ScanError::Incomplete);
+        }
+        match b[pos] {
+            b'"' => return Ok(pos + 1),
+            b'\\' => {
+                pos += 1;
+                match b.get(pos) {
+                    None => return Err(ScanError::Incomplete),
+                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => pos += 1,
+                    Some(b'u') => {
+                        for i in 1..=4 {
+                            match b.get(pos + i) {
+                                None => return Err(ScanError::Incomplete),
+                                Some(h) if h.is_ascii_hexdigit() => {}
+                                Some(_) => return Err(ScanError::Syntax),
+                            }
+                        }
+                        pos += 5;
+                    }
+                    Some(_) => return Err(ScanError::Syntax),
+                }
+            }
+            _ => return Err(ScanError::Syntax),
+        }
+    }
+}
+
+fn skip_digits(b: &[u8], mut pos: usize) -> usize {
+    while pos < b.len() && b[pos].is_ascii_digit() {
+        pos += 1;
+    }
+    pos
+}
+
+fn skip_number(b: &[u8], mut pos: usize) -> Result<usize, ScanError> {
+    if b[pos] == b'-' {
+        pos += 1;
+    }
+    match b.get(pos) {
+        None => return Err(ScanError::Incomplete),
+        Some(b'0') => pos += 1,
+        Some(b'1'..=b'9') => pos = skip_digits(b, pos),
+        Some(_) => return Err(ScanError::Syntax),
+    }
+    if b.get(pos) == Some(&b'.') {
+        pos += 1;
+        match b.get(pos) {
+            None => return Err(ScanError::Incomplete),
+            Some(c) if c.is_ascii_digit() => pos = skip_digits(b, pos),
+            Some(_) => return Err(ScanError::Syntax),
+        }
+    }
+    if matches!(b.get(pos), Some(b'e' | b'E')) {
+        pos += 1;
+        if matches!(b.get(pos), Some(b'+' | b'-')) {
+            pos += 1;
+        }
+        match b.get(pos) {
+            None => return Err(ScanError::Incomplete),
+            Some(c) if c.is_ascii_digit() => pos = skip_digits(b, pos),
+            Some(_) => return Err(ScanError::Syntax),
+        }
+    }
+    Ok(pos)
+}
+
+fn skip_literal(b: &[u8], pos: usize, lit: &[u8]) -> Result<usize, ScanError> {
+    for (i, &c) in lit.iter().enumerate() {
+        match b.get(pos + i) {
+            None => return Err(ScanError::Incomplete),
+            Some(&x) if x == c => {}
+            Some(_) => return Err(ScanError::Syntax),
+        }
+    }
+    Ok(pos + lit.len())
+}
+
+/// Validates one value starting at `pos` (no leading whitespace); returns its end.
+pub(crate) fn skip_value(b: &[u8], pos: usize) -> Result<usize, ScanError> {
+    // Containers are tracked on an explicit stack: `true` = object.
+    let mut stack: Vec<bool> = Vec::new();
+    let mut pos = pos;
+    loop {
+        // Parse one value at `pos`.
+        let c = *b.get(pos).ok_or(ScanError::Incomplete)?;
+        let mut end = match c {
+            b'"' => skip_string(b, pos)?,
+            b'-' | b'0'..=b'9' => skip_number(b, pos)?,
+            b't' => skip_literal(b, pos, b"true")?,
+            b'f' => skip_literal(b, pos, b"false")?,
+            b'n' => skip_literal(b, pos, b"null")?,
+            b'[' => {
+                let p = skip_ws(b, pos + 1);
+                match b.get(p) {
+                    None => return Err(ScanError::Incomplete),
+                    Some(b']') => p + 1,
+                    Some(_) => {
+                        stack.push(false);
+                        pos = p;
+                        continue;
+                    }
+                }
+            }
+            b'{' => {
+                let p = skip_ws(b, pos + 1);
+                match b.get(p) {
+                    None => return Err(ScanError::Incomplete),
+                    Some(b'}') => p + 1,
+                    Some(b'"') => {
+                        let p = object_key(b, p)?;
+                        stack.push(true);
+                        pos = p;
+                        continue;
+                    }
+                    Some(_) => return Err(ScanError::Syntax),
+                }
+            }
+            _ => return Err(ScanError::Syntax),
+        };
+        // Close containers / move to the next element.
+        loop {
+            let Some(&is_obj) = stack.last() else {
+                return Ok(end);
+            };
+            let p = skip_ws(b, end);
+            match b.get(p) {
+                None => return Err(ScanError::Incomplete),
+                Some(b',') => {
+                    let p = skip_ws(b, p + 1);
+                    if is_obj {
+                        match b.get(p) {
+                            None => return Err(ScanError::Incomplete),
+                            Some(b'"') => pos = object_key(b, p)?,
+                            Some(_) => return Err(ScanError::Syntax),
+                        }
+                    } else {
+                        pos = p;
+                    }
+                    break;
+                }
+                Some(b'}') if is_obj => {
+                    stack.pop();
+                    end = p + 1;
+                }
+                Some(b']') if !is_obj => {
+                    stack.pop();
+                    end = p + 1;
+                }
+                Some(_) => return Err(ScanError::Syntax),
+            }
+        }
+    }
+}
+
+/// Validates `"key" :` at `pos`; returns the position of the value.
+fn object_key(b: &[u8], pos: usize) -> Result<usize, ScanError> {
+    let p = skip_ws(b, skip_string(b, pos)?);
+    match b.get(p) {
+        None => Err(ScanError::Incomplete),
+        Some(b':') => Ok(skip_ws(b, p + 1)),
+        Some(_) => Err(ScanError::Syntax),
+    }
+}
+
+/// Parses `text` as `JSON.parse` does (one value, surrounding whitespace allowed)
+/// and returns the value's raw span.
+pub(crate) fn parse_whole(text: &str) -> Result<&str, ScanError> {
+    let b = text.as_bytes();
+    let start = skip_ws(b, 0);
+    let end = skip_value(b, start)?;
+    if skip_ws(b, end) != b.len() {
+        return Err(ScanError::Syntax);
+    }
+    Ok(&text[start..end])
+}
+
+/// The members of one object, as raw spans. Duplicate keys: the last one wins, as
+/// in JavaScript.
+#[derive(Debug, Default)]
+pub(crate) struct Obj<'a> {
+    members: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> Obj<'a> {
+    /// Splits a raw object (already validated, or validated here) into members.
+    /// Returns `None` if `raw` is not an object.
+    pub(crate) fn parse(raw: &'a str) -> Option<Obj<'a>> {
+        let b = raw.as_bytes();
+        if b.first() != Some(&b'{') {
+            return None;
+        }
+        let mut members = Vec::new();
+        let mut p = skip_ws(b, 1);
+        if b.get(p) == Some(&b'}') {
+            return Some(Obj { members });
+        }
+        loop {
+            if b.get(p) != Some(&b'"') {
+                return None;
+            }
+            let kend = skip_string(b, p).ok()?;
+            let key = &raw[p..kend];
+            p = skip_ws(b, kend);
+            if b.get(p) != Some(&b':') {
+                return None;
+            }
+            let vstart = skip_ws(b, p + 1);
+            let vend = skip_value(b, vstart).ok()?;
+            members.push((key, &raw[vstart..vend]));
+            p = skip_ws(b, vend);
+            match b.get(p) {
+                Some(b',') => p = skip_ws(b, p + 1),
+                Some(b'}') => return Some(Obj { members }),
+                _ => return None,
+            }
+        }
+    }
+
+    /// Returns the raw value of `key` (the last occurrence).
+    pub(crate) fn get(&self, key: &str) -> Option<&'a str> {
+        self.members.iter().rev().find(|(k, _)| key_eq(k, key)).map(|(_, v)| *v)
+    }
+
+    /// Returns the decoded string value of `key`, if it is a string.
+    pub(crate) fn get_str(&self, key: &str) -> Option<Cow<'a, str>> {
+        self.get(key).and_then(decode_string)
+    }
+}
+
+fn key_eq(raw_key: &str, key: &str) -> bool {
+    let inner = &raw_key[1..raw_key.len() - 1];
+    if !inner.contains('\\') {
+        return inner == key;
+    }
+    decode_string(raw_key).is_some_and(|k| k == key)
+}
+
+/// Iterates the elements of a raw array (already validated).
+pub(crate) fn array_elements(raw: &str) -> Vec<&str> {
+    let b = raw.as_bytes();
+    let mut out = Vec::new();
+    if b.first() != Some(&b'[') {
+        return out;
+    }
+    let mut p = skip_ws(b, 1);
+    if b.get(p) == Some(&b']') {
+        return out;
+    }
+    loop {
+        let Ok(end) = skip_value(b, p) else { return out };
+        out.push(&raw[p..end]);
+        p = skip_ws(b, end);
+        match b.get(p) {
+            Some(b',') => p = skip_ws(b, p + 1),
+            _ => return out,
+        }
+    }
+}
+
+/// Decodes a raw JSON string (with quotes). Returns `None` if `raw` is not a string.
+pub(crate) fn decode_string(raw: &str) -> Option<Cow<'_, str>> {
+    if raw.len() < 2 || !raw.starts_with('"') || !raw.ends_with('"') {
+        return None;
+    }
+    let inner = &raw[1..raw.len() - 1];
+    if !inner.contains('\\') {
+        return Some(Cow::Borrowed(inner));
+    }
+    Some(Cow::Owned(unescape(inner)))
+}
+
+/// Resolves JSON escapes in `inner` (text between the quotes). Invalid escapes are
+/// kept verbatim; lone surrogates become U+FFFD.
+pub(crate) fn unescape(inner: &str) -> String {
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.char_indices().peekable();
+    let b = inner.as_bytes();
+    while let Some((i, c)) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let Some((_, e)) = chars.next() else {
+            out.push('\\');
+            break;
+        };
+        match e {
+            '"' => out.push('"'),
+            '\\' => out.push('\\'),
+            '/' => out.push('/'),
+            'b' => out.push('\u{8}'),
+            'f' => out.push('\u{c}'),
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            't' => out.push('\t'),
+            'u' => {
+                let Some(hi) = hex4(b, i + 2) else {
+                    out.push_str("\\u");
+                    continue;
+                };
+                for _ in 0..4 {
+                    chars.next();
+                }
+                if (0xD800..0xDC00).contains(&hi) {
+                    // A high surrogate: combine with a following low one.
+                    if b.get(i + 6) == Some(&b'\\') && b.get(i + 7) == Some(&b'u')
+                        && let Some(lo) = hex4(b, i + 8)
+                        && (0xDC00..0xE000).contains(&lo)
+                    {
+                        for _ in 0..6 {
+                            chars.next();
+                        }
+                        let cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                        out.push(char::from_u32(cp).unwrap_or('\u{fffd}'));
+                        continue;
+                    }
+                    out.push('\u{fffd}');
+                } else {
+                    out.push(char::from_u32(hi).unwrap_or('\u{fffd}'));
+                }
+            }
+            other => {
+                out.push('\\');
+                out.push(other);
+            }
+        }
+    }
+    out
+}
+
+fn hex4(b: &[u8], at: usize) -> Option<u32> {
+    let s = b.get(at..at + 4)?;
+    let s = std::str::from_utf8(s).ok()?;
+    if !s.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    u32::from_str_radix(s, 16).ok()
+}
+
+/// Returns `String(value)` for a validated raw value, as `Array.prototype.join`
+/// converts elements (`null` becomes the empty string).
+pub(crate) fn js_join_string(raw: &str) -> String {
+    match kind(raw) {
+        Kind::Null => String::new(),
+        Kind::False => "false".into(),
+        Kind::True => "true".into(),
+        Kind::String => decode_string(raw).map(Cow::into_owned).unwrap_or_default(),
+        Kind::Number => raw.parse::<f64>().map(session_model::json::js_number).unwrap_or_default(),
+        Kind::Object => "[object Object]".into(),
+        Kind::Array => array_elements(raw).into_iter().map(js_join_string).collect::<Vec<_>>().join(","),
+    }
+}
+
+/// Parses a raw number as JavaScript does.
+pub(crate) fn number(raw: &str) -> Option<f64> {
+    if kind(raw) != Kind::Number {
+        return None;
+    }
+    raw.parse::<f64>().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validates_like_json_parse() {
+        for ok in ["{}", "[]", " 1 ", "-0.5e+3", r#"{"a":[1,{"b":null}],"c":"\ud800"}"#, "\"\\u00e9\""] {
+            assert!(parse_whole(ok).is_ok(), "{ok}");
+        }
+        for bad in ["{", "[1,]", "01", "{\"a\"}", "\"\t\"", "1 2", "tru", "{\"a\":1,}", "nul"] {
+            assert!(parse_whole(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_whole("{\"a\":"), Err(ScanError::Incomplete));
+        assert_eq!(parse_whole("{\"a\":x"), Err(ScanError::Syntax));
+    }
+
+    #[test]
+    fn deep_nesting_does_not_overflow() {
+        let deep = "[".repeat(1_000_000) + &"]".repeat(1_000_000);
+        assert!(parse_whole(&deep).is_ok());
+    }
+
+    #[test]
+    fn members_last_wins_and_decode() {
+        let o = Obj::parse(r#"{"a":1,"b":"x\ny","a":"two","\u0063":3}"#).unwrap();
+        assert_eq!(o.get("a"), Some("\"two\""));
+        assert_eq!(o.get_str("b").unwrap(), "x\ny");
+        assert_eq!(o.get("c"), Some("3"));
+        assert_eq!(decode_string(r#""\ud83d\ude80 \udc00""#).unwrap(), "🚀 \u{fffd}");
+    }
+
+    #[test]
+    fn join_strings() {
+        assert_eq!(js_join_string("[1,null,[2,\"a\"]]"), "1,,2,a");
+        assert_eq!(js_join_string("1.0"), "1");
+        assert_eq!(js_join_string("{}"), "[object Object]");
+    }
+}

@@ -1,0 +1,582 @@
+//! Listing, recent sessions, most-recent lookup, lookup by id and resume matching.
+
+use std::cmp::Ordering;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::mpsc;
+
+use session_model::Dialect;
+
+use crate::env::AgentDirs;
+use crate::error::DiscoveryError;
+use crate::info::SessionInfo;
+use crate::io;
+use crate::{omp_scan, pi_scan};
+
+/// Progress of a listing, reported once per file in completion order.
+#[derive(Debug)]
+pub struct Progress<'a> {
+    /// Files done so far.
+    pub loaded: usize,
+    /// Files to do (every `.jsonl`, including invalid and filtered ones).
+    pub total: usize,
+    /// At the points where pi publishes a partial list (first file, every 10th —
+    /// every 100th for `list_all` —, last), the sessions found so far (after the cwd
+    /// filter), in completion order; sort them by `modified` to display.
+    pub partial: Option<&'a [SessionInfo]>,
+}
+
+/// Where a resume argument was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// In the cwd's session directory (or the explicit one).
+    Local,
+    /// In another project's directory.
+    Global,
+}
+
+/// What a resume argument resolved to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ResumeTarget {
+    /// The argument is a path (contains `/` or `\`, or ends in `.jsonl`), resolved
+    /// against the working directory; open it directly.
+    Path(PathBuf),
+    /// A listed session matched.
+    Session {
+        /// The session.
+        session: Box<SessionInfo>,
+        /// Where it was found.
+        scope: Scope,
+    },
+    /// Nothing matched.
+    NotFound,
+}
+
+/// An entry of the welcome screen's recent list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecentSession {
+    /// The session file.
+    pub path: PathBuf,
+    /// Display name (title, first message, or `Untitled · HH:MM`).
+    pub name: String,
+    /// `just now`, `5m ago`, `3h ago`, `2d ago`, else the date (`YYYY-MM-DD`, UTC).
+    pub time_ago: String,
+}
+
+/// Discovery over one dialect's directories. Every command of the CLI is one call.
+#[derive(Clone, Debug)]
+pub struct Discovery {
+    dirs: AgentDirs,
+}
+
+fn noop(_: Progress<'_>) {}
+
+impl Discovery {
+    /// Creates discovery over `dirs`.
+    pub fn new(dirs: AgentDirs) -> Discovery {
+        Discovery { dirs }
+    }
+
+    /// Returns the directories.
+    pub fn dirs(&self) -> &AgentDirs {
+        &self.dirs
+    }
+
+    /// Returns the dialect.
+    pub fn dialect(&self) -> Dialect {
+        self.dirs.dialect
+    }
+
+    fn resolve_dir(&self, dir: &Path) -> PathBuf {
+        PathBuf::from(self.dirs.env.resolve(&dir.to_string_lossy()))
+    }
+
+    /// Lists the sessions of `cwd` as `SessionManager.list(cwd, dir)` does.
+    ///
+    /// * pi: `dir` (or the cwd's default dir, created) read flat; when `dir` is not
+    ///   the cwd's default dir only sessions whose header cwd resolves to `cwd` are
+    ///   kept; every file is read whole; newest `modified` (last activity) first.
+    /// * omp: orphaned backups in the directory are recovered first; each file is
+    ///   scanned (4 KiB prefix, 32 KiB tail); newest mtime first, pinned ids first.
+    pub fn list(
+        &self,
+        cwd: &str,
+        dir: Option<&Path>,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<Vec<SessionInfo>, DiscoveryError> {
+        let resolved_cwd = self.dirs.env.resolve(cwd);
+        let (dir, filter) = match dir {
+            Some(d) => {
+                let filter = !self.dirs.is_default_dir(d, cwd);
+                (self.resolve_dir(d), filter)
+            }
+            None => (self.dirs.ensure_default_session_dir(cwd)?, false),
+        };
+        match self.dialect() {
+            Dialect::Pi => {
+                let files = pi_dir_files(&dir)?;
+                let keep = |i: &SessionInfo| !filter || self.cwd_matches(&i.cwd, &resolved_cwd);
+                let mut out = collect(&files, |p| pi_scan::build_session_info(p), &keep, 10, progress);
+                sort_by_modified(&mut out);
+                Ok(out)
+            }
+            Dialect::Omp => {
+                let mut out = self.omp_scan_dir(&dir, true, true, progress)?;
+                self.pinned_first(&mut out);
+                Ok(out)
+            }
+        }
+    }
+
+    fn cwd_matches(&self, header_cwd: &str, resolved_cwd: &str) -> bool {
+        !header_cwd.is_empty() && self.dirs.env.resolve(header_cwd) == resolved_cwd
+    }
+
+    /// Lists every session as `SessionManager.listAll(dir)` does: with `dir`, that
+    /// flat directory without a cwd filter (omp: same as `list` there); without,
+    /// every project bucket one level below the sessions root (files directly in
+    /// the root are not listed).
+    pub fn list_all(
+        &self,
+        dir: Option<&Path>,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<Vec<SessionInfo>, DiscoveryError> {
+        match (self.dialect(), dir) {
+            (Dialect::Pi, Some(d)) => {
+                let files = pi_dir_files(&self.resolve_dir(d))?;
+                let mut out = collect(&files, |p| pi_scan::build_session_info(p), &|_| true, 10, progress);
+                sort_by_modified(&mut out);
+                Ok(out)
+            }
+            (Dialect::Omp, Some(d)) => {
+                let mut out = self.omp_scan_dir(&self.resolve_dir(d), true, true, progress)?;
+                self.pinned_first(&mut out);
+                Ok(out)
+            }
+            (Dialect::Pi, None) => {
+                let mut files: Vec<(PathBuf, Option<io::Stat>)> =
+                    bucket_files(&self.dirs.sessions_root, false)?.into_iter().map(|p| {
+                        let st = io::stat(&p).ok();
+                        (p, st)
+                    }).collect();
+                files.sort_by(|a, b| {
+                    let am = a.1.map(|s| s.mtime_ns);
+                    let bm = b.1.map(|s| s.mtime_ns);
+                    match (am, bm) {
+                        (Some(x), Some(y)) => y.cmp(&x),
+                        (Some(_), None) => Ordering::Less,
+                        (None, Some(_)) => Ordering::Greater,
+                        (None, None) => Ordering::Equal,
+                    }
+                    .then_with(|| locale_compare(&file_name(&b.0), &file_name(&a.0)))
+                });
+                let files: Vec<PathBuf> = files.into_iter().map(|f| f.0).collect();
+                let mut out = collect(&files, |p| pi_scan::build_session_info(p), &|_| true, 100, progress);
+                sort_by_modified(&mut out);
+                Ok(out)
+            }
+            (Dialect::Omp, None) => {
+                let files = bucket_files(&self.dirs.sessions_root, true)?;
+                let mut out = collect(&files, |p| omp_scan::scan_session_file(p, true), &|_| true, 10, progress);
+                sort_omp(&mut out);
+                self.pinned_first(&mut out);
+                Ok(out)
+            }
+        }
+    }
+
+    fn omp_scan_dir(
+        &self,
+        dir: &Path,
+        recover: bool,
+        with_status: bool,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<Vec<SessionInfo>, DiscoveryError> {
+        if recover {
+            recover_orphaned_backups(dir);
+        }
+        let files = omp_dir_files(dir)?;
+        let mut out = collect(&files, |p| omp_scan::scan_session_file(p, with_status), &|_| true, 10, progress);
+        sort_omp(&mut out);
+        Ok(out)
+    }
+
+    /// Reads `<agentDir>/session-pins.json` (omp) and moves pinned sessions first,
+    /// keeping the order otherwise.
+    fn pinned_first(&self, out: &mut [SessionInfo]) {
+        let pins = self.pinned_ids();
+        if pins.is_empty() {
+            return;
+        }
+        out.sort_by_key(|s| !pins.contains(&s.id));
+    }
+
+    /// Returns the pinned session ids (omp's `session-pins.json`), empty if none.
+    pub fn pinned_ids(&self) -> Vec<String> {
+        let path = self.dirs.agent_dir.join("session-pins.json");
+        let Ok(bytes) = io::read_all(&path) else { return Vec::new() };
+        let text = String::from_utf8_lossy(&bytes);
+        let Ok(raw) = crate::jsonscan::parse_whole(&text) else { return Vec::new() };
+        crate::jsonscan::array_elements(raw)
+            .into_iter()
+            .filter_map(|e| crate::jsonscan::decode_string(e).map(|s| s.into_owned()))
+            .collect()
+    }
+
+    /// Returns the most recent session file of `dir`.
+    ///
+    /// * pi (`findMostRecentSession(dir, cwd?)`): newest mtime whose header scan
+    ///   succeeds and, with `cwd`, whose header cwd resolves to it.
+    /// * omp: the first of the directory's listing (prefix-only scans; empty
+    ///   sessions included; `cwd` is ignored).
+    pub fn find_most_recent(&self, dir: &Path, cwd: Option<&str>) -> Option<PathBuf> {
+        let dir = self.resolve_dir(dir);
+        match self.dialect() {
+            Dialect::Pi => {
+                let resolved_cwd = cwd.map(|c| self.dirs.env.resolve(c));
+                let entries = io::read_dir(&dir).ok()?;
+                let mut files: Vec<(PathBuf, i128)> = Vec::new();
+                for e in entries.into_iter().filter(|e| e.name.ends_with(".jsonl")) {
+                    let st = io::stat(&e.path).ok()?;
+                    files.push((e.path, st.mtime_ns));
+                }
+                files.sort_by(|a, b| b.1.cmp(&a.1));
+                files.into_iter().map(|f| f.0).find(|p| {
+                    pi_scan::read_header(p).is_some_and(|h| match &resolved_cwd {
+                        None => true,
+                        Some(rc) => h.cwd.as_deref().is_some_and(|c| self.cwd_matches(c, rc)),
+                    })
+                })
+            }
+            Dialect::Omp => {
+                self.omp_scan_dir(&dir, true, false, &mut noop).ok()?.into_iter().next().map(|s| s.path)
+            }
+        }
+    }
+
+    /// Returns omp's newest non-empty session of `dir` (`findMostRecentNonEmptySession`).
+    pub fn find_most_recent_non_empty(&self, dir: &Path) -> Option<SessionInfo> {
+        let dir = self.resolve_dir(dir);
+        self.omp_scan_dir(&dir, true, true, &mut noop).ok()?.into_iter().find(|s| !s.is_empty())
+    }
+
+    /// Finds a session by exact id as pi's `SessionManager.findById(cwd, id, dir)`:
+    /// directory order, header scans only; with an explicit `dir` that is not the
+    /// cwd's default dir, the header cwd must match. omp: exact id in the listing.
+    pub fn find_by_id(&self, cwd: &str, id: &str, dir: Option<&Path>) -> Result<Option<PathBuf>, DiscoveryError> {
+        match self.dialect() {
+            Dialect::Pi => {
+                let (d, filter) = match dir {
+                    Some(d) => (self.resolve_dir(d), !self.dirs.is_default_dir(d, cwd)),
+                    None => (self.dirs.ensure_default_session_dir(cwd)?, false),
+                };
+                let resolved_cwd = self.dirs.env.resolve(cwd);
+                let Ok(entries) = io::read_dir(&d) else { return Ok(None) };
+                Ok(entries.into_iter().filter(|e| e.name.ends_with(".jsonl")).map(|e| e.path).find(|p| {
+                    pi_scan::read_header(p).is_some_and(|h| {
+                        h.id == id
+                            && (!filter || h.cwd.as_deref().is_some_and(|c| self.cwd_matches(c, &resolved_cwd)))
+                    })
+                }))
+            }
+            Dialect::Omp => {
+                let d = match dir {
+                    Some(d) => self.resolve_dir(d),
+                    None => self.dirs.ensure_default_session_dir(cwd)?,
+                };
+                Ok(self.omp_scan_dir(&d, true, true, &mut noop)?.into_iter().find(|s| s.id == id).map(|s| s.path))
+            }
+        }
+    }
+
+    /// Resolves a `--resume` argument.
+    ///
+    /// A path-like argument (`/`, `\`, or ending in `.jsonl`) is returned as a path.
+    /// Otherwise:
+    /// * omp (`resolveResumableSession`): the local list (`dir` or the cwd's
+    ///   bucket), then — only without an explicit `dir` — every bucket; a session
+    ///   matches when its id, its file name, or the id part of its file name starts
+    ///   with the argument, case-insensitively; the first in list order wins.
+    /// * pi (CLI resolution): exact local id, then local id prefix, then global
+    ///   exact id, then global id prefix (global = `list_all(dir)`); case-sensitive.
+    pub fn resolve_resumable(&self, arg: &str, cwd: &str, dir: Option<&Path>) -> Result<ResumeTarget, DiscoveryError> {
+        if arg.contains(['/', '\\']) || arg.ends_with(".jsonl") {
+            return Ok(ResumeTarget::Path(PathBuf::from(self.dirs.env.resolve(arg))));
+        }
+        let found = |s: SessionInfo, scope| ResumeTarget::Session { session: Box::new(s), scope };
+        match self.dialect() {
+            Dialect::Omp => {
+                let local_dir = match dir {
+                    Some(d) => self.resolve_dir(d),
+                    None => self.dirs.ensure_default_session_dir(cwd)?,
+                };
+                let local = self.omp_scan_dir(&local_dir, true, true, &mut noop)?;
+                if let Some(s) = local.into_iter().find(|s| omp_matches(s, arg)) {
+                    return Ok(found(s, Scope::Local));
+                }
+                if dir.is_some() {
+                    return Ok(ResumeTarget::NotFound);
+                }
+                let global = self.list_all(None, &mut noop)?;
+                Ok(global.into_iter().find(|s| omp_matches(s, arg)).map_or(ResumeTarget::NotFound, |s| found(s, Scope::Global)))
+            }
+            Dialect::Pi => {
+                let local = self.list(cwd, dir, &mut noop)?;
+                if let Some(s) = local.iter().find(|s| s.id == arg).or_else(|| local.iter().find(|s| s.id.starts_with(arg))) {
+                    return Ok(found(s.clone(), Scope::Local));
+                }
+                let global = self.list_all(dir, &mut noop)?;
+                let hit = global.iter().find(|s| s.id == arg).or_else(|| global.iter().find(|s| s.id.starts_with(arg)));
+                Ok(hit.map_or(ResumeTarget::NotFound, |s| found(s.clone(), Scope::Global)))
+            }
+        }
+    }
+
+    /// Returns the welcome screen's recent sessions of `dir` (omp's
+    /// `getRecentSessions`): files by mtime, newest first; each scanned with status,
+    /// empty sessions skipped, until `limit` are found. `now_ms` is the current time
+    /// for the `time_ago` text.
+    pub fn recent(&self, dir: &Path, limit: usize, now_ms: i64) -> Vec<RecentSession> {
+        let dir = self.resolve_dir(dir);
+        let files = match self.dialect() {
+            Dialect::Pi => pi_dir_files(&dir),
+            Dialect::Omp => omp_dir_files(&dir),
+        };
+        let Ok(files) = files else { return Vec::new() };
+        let mut by_mtime: Vec<(PathBuf, io::Stat)> =
+            files.into_iter().filter_map(|f| io::stat(&f).ok().map(|s| (f, s))).collect();
+        by_mtime.sort_by(|a, b| b.1.mtime_ns.cmp(&a.1.mtime_ns));
+        let mut out = Vec::new();
+        for (file, _) in by_mtime {
+            if out.len() >= limit {
+                break;
+            }
+            let info = match self.dialect() {
+                Dialect::Pi => pi_scan::build_session_info(&file),
+                Dialect::Omp => omp_scan::scan_session_file(&file, true),
+            };
+            let Some(info) = info else { continue };
+            if self.dialect() == Dialect::Omp && info.is_empty() {
+                continue;
+            }
+            out.push(RecentSession { path: file, name: info.display_name(), time_ago: time_ago(info.modified, now_ms) });
+        }
+        out
+    }
+}
+
+/// Formats the age of `ms` at `now_ms` as omp's `formatTimeAgo` (dates in UTC).
+pub fn time_ago(ms: i64, now_ms: i64) -> String {
+    let diff = now_ms - ms;
+    let mins = diff.div_euclid(60_000);
+    let hours = diff.div_euclid(3_600_000);
+    let days = diff.div_euclid(86_400_000);
+    if mins < 1 {
+        "just now".into()
+    } else if mins < 60 {
+        format!("{mins}m ago")
+    } else if hours < 24 {
+        format!("{hours}h ago")
+    } else if days < 7 {
+        format!("{days}d ago")
+    } else {
+        session_model::timestamp::format_iso_millis(ms).chars().take(10).collect()
+    }
+}
+
+fn omp_matches(s: &SessionInfo, arg: &str) -> bool {
+    let arg = arg.to_lowercase();
+    if s.id.to_lowercase().starts_with(&arg) {
+        return true;
+    }
+    let stem = s.file_stem().to_lowercase();
+    if stem.starts_with(&arg) {
+        return true;
+    }
+    stem.rfind('_').is_some_and(|i| stem[i + 1..].starts_with(&arg))
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// pi's session files of a flat directory: `*.jsonl` names, descending by
+/// `localeCompare`. A missing directory has none.
+fn pi_dir_files(dir: &Path) -> Result<Vec<PathBuf>, DiscoveryError> {
+    let entries = match io::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(DiscoveryError::ReadDir { path: dir.to_path_buf(), source }),
+    };
+    let mut names: Vec<_> = entries.into_iter().filter(|e| e.name.ends_with(".jsonl")).collect();
+    names.sort_by(|a, b| locale_compare(&b.name, &a.name));
+    Ok(names.into_iter().map(|e| e.path).collect())
+}
+
+/// omp's session files of a directory (`*.jsonl` glob: regular files, no dot files).
+fn omp_dir_files(dir: &Path) -> Result<Vec<PathBuf>, DiscoveryError> {
+    let entries = match io::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(DiscoveryError::ReadDir { path: dir.to_path_buf(), source }),
+    };
+    Ok(entries
+        .into_iter()
+        .filter(|e| e.name.ends_with(".jsonl") && !e.name.starts_with('.'))
+        .filter(|e| io::stat(&e.path).is_ok_and(|s| s.is_file))
+        .map(|e| e.path)
+        .collect())
+}
+
+/// Session files one level below the sessions root. pi: subdirectories and
+/// symlinks, every `*.jsonl` name; omp: the `*/*.jsonl` glob.
+fn bucket_files(root: &Path, omp: bool) -> Result<Vec<PathBuf>, DiscoveryError> {
+    let buckets = match io::read_dir(root) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(DiscoveryError::ReadDir { path: root.to_path_buf(), source }),
+    };
+    let mut out = Vec::new();
+    for b in buckets.into_iter().filter(|b| b.is_dir_or_symlink) {
+        if omp && b.name.starts_with('.') {
+            continue;
+        }
+        let files = if omp { omp_dir_files(&b.path) } else { pi_dir_files(&b.path) };
+        if let Ok(f) = files {
+            out.extend(f);
+        }
+    }
+    Ok(out)
+}
+
+/// Promotes orphaned `<primary>.jsonl.<x>.bak` backups (newest per primary) to
+/// their missing primary, as omp does before listing a directory.
+pub(crate) fn recover_orphaned_backups(dir: &Path) {
+    let Ok(entries) = io::read_dir(dir) else { return };
+    let mut best: Vec<(PathBuf, PathBuf, i128)> = Vec::new();
+    for e in entries {
+        if e.name.starts_with('.') {
+            continue;
+        }
+        let Some(trimmed) = e.name.strip_suffix(".bak") else { continue };
+        let Some(dot) = trimmed.rfind('.') else { continue };
+        if dot == 0 {
+            continue;
+        }
+        let primary = &trimmed[..dot];
+        if !primary.ends_with(".jsonl") {
+            continue;
+        }
+        let Ok(st) = io::stat(&e.path) else { continue };
+        let primary_path = dir.join(primary);
+        match best.iter_mut().find(|b| b.0 == primary_path) {
+            Some(b) if st.mtime_ns > b.2 => {
+                b.1 = e.path;
+                b.2 = st.mtime_ns;
+            }
+            Some(_) => {}
+            None => best.push((primary_path, e.path, st.mtime_ns)),
+        }
+    }
+    for (primary, backup, _) in best {
+        if !io::exists(&primary) {
+            let _ = io::rename(&backup, &primary);
+        }
+    }
+}
+
+/// Sorts newest `modified` first; ties keep their order.
+fn sort_by_modified(v: &mut [SessionInfo]) {
+    v.sort_by(|a, b| b.modified.cmp(&a.modified));
+}
+
+/// omp's order: `modified` desc, then `created` desc (invalid as 0), then path in
+/// reverse locale order.
+fn sort_omp(v: &mut [SessionInfo]) {
+    v.sort_by(|a, b| {
+        b.modified
+            .cmp(&a.modified)
+            .then_with(|| b.created.unwrap_or(0).cmp(&a.created.unwrap_or(0)))
+            .then_with(|| locale_compare(&b.path.to_string_lossy(), &a.path.to_string_lossy()))
+    });
+}
+
+/// Approximates ICU root collation (`localeCompare`) for file names: punctuation
+/// and symbols sort before digits, digits before letters, letters compare
+/// case-insensitively first (lower case first on ties), then code points.
+pub(crate) fn locale_compare(a: &str, b: &str) -> Ordering {
+    fn primary(c: char) -> (u8, u32) {
+        if c.is_ascii_digit() {
+            (1, c as u32)
+        } else if c.is_alphabetic() {
+            (2, c.to_lowercase().next().unwrap_or(c) as u32)
+        } else {
+            (0, c as u32)
+        }
+    }
+    let pa = a.chars().map(primary);
+    let pb = b.chars().map(primary);
+    pa.cmp(pb)
+        .then_with(|| {
+            let ta = a.chars().map(|c| c.is_uppercase());
+            let tb = b.chars().map(|c| c.is_uppercase());
+            ta.cmp(tb)
+        })
+        .then_with(|| a.cmp(b))
+}
+
+/// Builds infos for `files` on worker threads and reports progress in completion
+/// order on the calling thread. Returns the kept infos in file order.
+fn collect(
+    files: &[PathBuf],
+    build: impl Fn(&Path) -> Option<SessionInfo> + Sync,
+    keep: &(dyn Fn(&SessionInfo) -> bool + Sync),
+    publish_every: usize,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Vec<SessionInfo> {
+    let total = files.len();
+    let mut done: Vec<SessionInfo> = Vec::with_capacity(total);
+    let mut done_idx: Vec<usize> = Vec::with_capacity(total);
+    let mut loaded = 0;
+    let mut on_result = |idx: usize, info: Option<SessionInfo>| {
+        loaded += 1;
+        if let Some(i) = info.filter(|i| keep(i)) {
+            done.push(i);
+            done_idx.push(idx);
+        }
+        let publish = loaded == 1 || loaded % publish_every == 0 || loaded == total;
+        progress(Progress { loaded, total, partial: publish.then_some(&done[..]) });
+    };
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16).min(total / 8 + 1);
+    if workers <= 1 {
+        for (i, f) in files.iter().enumerate() {
+            on_result(i, build(f));
+        }
+    } else {
+        let next = AtomicUsize::new(0);
+        let (tx, rx) = mpsc::channel::<(usize, Option<SessionInfo>)>();
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                let tx = tx.clone();
+                let next = &next;
+                let build = &build;
+                s.spawn(move || {
+                    loop {
+                        let i = next.fetch_add(1, AtomicOrdering::Relaxed);
+                        let Some(f) = files.get(i) else { break };
+                        if tx.send((i, build(f))).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(tx);
+            for (i, info) in rx {
+                on_result(i, info);
+            }
+        });
+    }
+    let mut pairs: Vec<(usize, SessionInfo)> = done_idx.into_iter().zip(done).collect();
+    pairs.sort_by_key(|p| p.0);
+    pairs.into_iter().map(|p| p.1).collect()
+}

@@ -1,0 +1,279 @@
+//! pi's per-file discovery: the header scan (`readSessionHeader`) and
+//! `buildSessionInfo`, which reads the whole file.
+//!
+//! The whole-file read is what pi does, so listings agree on `messageCount`,
+//! `modified` and the texts; it is made cheap by validating each line once and
+//! decoding only the few fields that are read.
+
+use std::borrow::Cow;
+use std::path::Path;
+
+use session_model::js_trim;
+use session_model::timestamp::parse_iso_millis;
+
+use crate::info::SessionInfo;
+use crate::io;
+use crate::jsonscan::{self, Kind, Obj};
+
+/// The most the header scan reads before giving up (pi's 1 MiB limit).
+const HEADER_SCAN_LIMIT: u64 = 1024 * 1024;
+
+/// A header found by the header scan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PiHeader {
+    pub(crate) id: String,
+    pub(crate) cwd: Option<String>,
+}
+
+/// Decodes bytes as Node's UTF-8 decoder does (invalid bytes become U+FFFD).
+pub(crate) fn decode(bytes: &[u8]) -> Cow<'_, str> {
+    String::from_utf8_lossy(bytes)
+}
+
+/// Scans the first lines of a file for its header, as `readSessionHeader` does:
+/// the first line that parses to a truthy value decides. Any error, and a header
+/// that does not fit in 1 MiB, give `None`.
+pub(crate) fn read_header(path: &Path) -> Option<PiHeader> {
+    let bytes = io::read_prefix(path, HEADER_SCAN_LIMIT + 1).ok()?;
+    let at_eof = bytes.len() as u64 <= HEADER_SCAN_LIMIT;
+    let window = &bytes[..bytes.len().min(HEADER_SCAN_LIMIT as usize)];
+    let text = decode(window);
+    let mut rest: &str = &text;
+    while let Some(nl) = rest.find('\n') {
+        match header_candidate(&rest[..nl]) {
+            Candidate::Skip => rest = &rest[nl + 1..],
+            Candidate::NotSession => return None,
+            Candidate::Header(h) => return Some(h),
+        }
+    }
+    if !at_eof {
+        return None;
+    }
+    match header_candidate(rest) {
+        Candidate::Header(h) => Some(h),
+        _ => None,
+    }
+}
+
+enum Candidate {
+    Skip,
+    NotSession,
+    Header(PiHeader),
+}
+
+fn header_candidate(line: &str) -> Candidate {
+    if js_trim(line).is_empty() {
+        return Candidate::Skip;
+    }
+    let Ok(raw) = jsonscan::parse_whole(line) else { return Candidate::Skip };
+    if !jsonscan::truthy(raw) {
+        return Candidate::Skip;
+    }
+    let Some(obj) = Obj::parse(raw) else { return Candidate::NotSession };
+    if obj.get_str("type").as_deref() != Some("session") {
+        return Candidate::NotSession;
+    }
+    match obj.get_str("id") {
+        Some(id) => Candidate::Header(PiHeader { id: id.into_owned(), cwd: obj.get_str("cwd").map(Cow::into_owned) }),
+        None => Candidate::NotSession,
+    }
+}
+
+/// Returns `new Date(value).getTime()` for a raw JSON value (`None` = NaN).
+pub(crate) fn js_date(raw: Option<&str>) -> Option<i64> {
+    let raw = raw?;
+    match jsonscan::kind(raw) {
+        Kind::String => parse_iso_millis(&jsonscan::decode_string(raw)?),
+        Kind::Number => time_clip(jsonscan::number(raw)?),
+        Kind::Null | Kind::False => Some(0),
+        Kind::True => Some(1),
+        Kind::Array | Kind::Object => None,
+    }
+}
+
+/// ECMAScript `TimeClip`.
+pub(crate) fn time_clip(t: f64) -> Option<i64> {
+    if !t.is_finite() || t.abs() > 8.64e15 {
+        return None;
+    }
+    Some(t.trunc() as i64)
+}
+
+/// Splits text into lines as Node's `readline` does (`\n`, `\r\n` and a lone `\r`).
+fn readline_lines(text: &str) -> impl Iterator<Item = &str> {
+    let b = text.as_bytes();
+    let mut pos = 0;
+    std::iter::from_fn(move || {
+        if pos >= b.len() {
+            return None;
+        }
+        let start = pos;
+        while pos < b.len() && b[pos] != b'\n' && b[pos] != b'\r' {
+            pos += 1;
+        }
+        let line = &text[start..pos];
+        if pos < b.len() {
+            if b[pos] == b'\r' && b.get(pos + 1) == Some(&b'\n') {
+                pos += 2;
+            } else {
+                pos += 1;
+            }
+        }
+        Some(line)
+    })
+}
+
+/// Extracts the text of a user/assistant `content`: a string as is, an array's
+/// `text` blocks joined with a space. `Err` where pi throws (which drops the file).
+fn content_text(content: &str) -> Result<String, ()> {
+    match jsonscan::kind(content) {
+        Kind::String => Ok(jsonscan::decode_string(content).map(Cow::into_owned).unwrap_or_default()),
+        Kind::Array => {
+            let mut parts: Vec<String> = Vec::new();
+            for block in jsonscan::array_elements(content) {
+                match jsonscan::kind(block) {
+                    Kind::Null => return Err(()),
+                    Kind::Object => {
+                        let Some(o) = Obj::parse(block) else { continue };
+                        if o.get_str("type").as_deref() == Some("text") {
+                            parts.push(o.get("text").map(jsonscan::js_join_string).unwrap_or_default());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Ok(parts.join(" "))
+        }
+        _ => Err(()),
+    }
+}
+
+/// Builds pi's `SessionInfo` for one file (`buildSessionInfo`), or `None` where pi
+/// returns `null`: unreadable, no header first, or a record that makes pi throw
+/// (a non-string `session_info.name`, a `message` entry without a message, a
+/// user/assistant message whose content is not a string or array).
+///
+/// Deviation: a header whose `id` is not a string is not listed (pi lists it with
+/// that id, but cannot open it).
+pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
+    let st = io::stat(path).ok()?;
+    let bytes = io::read_all(path).ok()?;
+    let text = decode(&bytes);
+    let mut header: Option<(String, Option<String>, Option<String>, Option<String>)> = None;
+    let mut message_count = 0u64;
+    let mut first_message = String::new();
+    let mut all: Vec<String> = Vec::new();
+    let mut name: Option<String> = None;
+    let mut last_activity: Option<f64> = None;
+    for line in readline_lines(&text) {
+        if js_trim(line).is_empty() {
+            continue;
+        }
+        let Ok(raw) = jsonscan::parse_whole(line) else { continue };
+        if !jsonscan::truthy(raw) {
+            continue;
+        }
+        let Some(obj) = Obj::parse(raw) else {
+            if header.is_none() {
+                return None;
+            }
+            continue;
+        };
+        let ty = obj.get_str("type");
+        if header.is_none() {
+            if ty.as_deref() != Some("session") {
+                return None;
+            }
+            let id = obj.get_str("id")?.into_owned();
+            let cwd = obj.get_str("cwd").map(Cow::into_owned);
+            let parent = obj.get_str("parentSession").map(Cow::into_owned);
+            let ts = obj.get("timestamp").map(str::to_string);
+            header = Some((id, cwd, parent, ts));
+            continue;
+        }
+        match ty.as_deref() {
+            Some("session_info") => match obj.get("name") {
+                None => name = None,
+                Some(n) => match jsonscan::kind(n) {
+                    Kind::Null => name = None,
+                    Kind::String => {
+                        let s = jsonscan::decode_string(n).unwrap_or_default();
+                        let t = js_trim(&s);
+                        name = (!t.is_empty()).then(|| t.to_string());
+                    }
+                    _ => return None,
+                },
+            },
+            Some("message") => {
+                message_count += 1;
+                let message = obj.get("message")?;
+                if jsonscan::kind(message) == Kind::Null {
+                    return None;
+                }
+                let Some(m) = Obj::parse(message) else { continue };
+                let Some(role) = m.get_str("role") else { continue };
+                let Some(content) = m.get("content") else { continue };
+                if role != "user" && role != "assistant" {
+                    continue;
+                }
+                let activity = match m.get("timestamp").and_then(jsonscan::number) {
+                    Some(n) => Some(n),
+                    None => js_date(obj.get("timestamp")).map(|t| t as f64),
+                };
+                if let Some(t) = activity {
+                    last_activity = Some(last_activity.unwrap_or(0.0).max(t));
+                }
+                let text = content_text(content).ok()?;
+                if !text.is_empty() {
+                    if first_message.is_empty() && role == "user" {
+                        first_message = text.clone();
+                    }
+                    all.push(text);
+                }
+            }
+            _ => {}
+        }
+    }
+    let (id, cwd, parent, ts) = header?;
+    let header_time = ts.as_deref().filter(|t| jsonscan::kind(t) == Kind::String).and_then(|t| js_date(Some(t)));
+    let modified = match last_activity.filter(|t| *t > 0.0).and_then(time_clip) {
+        Some(t) => t,
+        None => header_time.unwrap_or_else(|| st.mtime_ms()),
+    };
+    Some(SessionInfo {
+        path: path.to_path_buf(),
+        id,
+        cwd: cwd.unwrap_or_default(),
+        name,
+        title: None,
+        parent_session_path: parent,
+        created: js_date(ts.as_deref()),
+        modified,
+        message_count,
+        assistant_turns: None,
+        size: None,
+        first_message: if first_message.is_empty() { "(no messages)".to_string() } else { first_message },
+        all_messages_text: all.join(" "),
+        status: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readline_splits_like_node() {
+        let v: Vec<&str> = readline_lines("a\r\nb\rc\n\nd").collect();
+        assert_eq!(v, ["a", "b", "c", "", "d"]);
+    }
+
+    #[test]
+    fn content_text_rules() {
+        assert_eq!(content_text(r#""hi""#), Ok("hi".into()));
+        assert_eq!(content_text(r#"[{"type":"text","text":"a"},{"type":"thinking"},{"type":"text","text":"b"}]"#), Ok("a b".into()));
+        assert_eq!(content_text("null"), Err(()));
+        assert_eq!(content_text("[null]"), Err(()));
+        assert_eq!(content_text("[1,{\"type\":\"text\"}]"), Ok(String::new()));
+    }
+}
