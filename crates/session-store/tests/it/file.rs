@@ -1,0 +1,151 @@
+//! FileStorage specifics: lock files on disk, stale-lock stealing, publish locks around
+//! appends, no stray temporary files, and an atomic-write property.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use proptest::prelude::*;
+use session_store::clock::{Clock, ManualClock, SystemClock};
+use session_store::{Durability, ExpectedSize, FileStorage, LockWait, Storage, StoreError};
+
+use crate::support::{TempDir, raw_names};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// Returns the pid of a process that has exited and been reaped.
+fn dead_pid() -> Result<u32, std::io::Error> {
+    let mut child = std::process::Command::new("true").spawn()?;
+    let pid = child.id();
+    child.wait()?;
+    Ok(pid)
+}
+
+#[test]
+fn lock_writes_omp_lock_files() -> TestResult {
+    let dir = TempDir::new();
+    let p = dir.path().join("s.jsonl");
+    let s = FileStorage::new();
+    let lock = s.lock(&p, LockWait::NoWait)?;
+    let record = fs_err::read_to_string(dir.path().join(".s.jsonl.lock"))?;
+    let (pid, ms) = record.strip_suffix('\n').and_then(|r| r.split_once(':')).ok_or("record shape")?;
+    assert_eq!(pid, std::process::id().to_string());
+    assert!(ms.parse::<i64>()? > 0);
+    assert!(dir.path().join(".s.jsonl.lock.os").exists());
+    lock.release()?;
+    assert_eq!(raw_names(dir.path()), [".s.jsonl.lock.os"], "lock file removed, OS gate kept");
+    Ok(())
+}
+
+#[test]
+fn stale_lock_of_dead_pid_is_stolen() -> TestResult {
+    let dir = TempDir::new();
+    let p = dir.path().join("s.jsonl");
+    fs_err::write(dir.path().join(".s.jsonl.lock"), format!("{}:1\n", dead_pid()?))?;
+    let s = FileStorage::new();
+    drop(s.lock(&p, LockWait::NoWait)?);
+    s.append(&p, b"x\n")?;
+    assert_eq!(s.read(&p)?, b"x\n");
+    Ok(())
+}
+
+#[test]
+fn lock_of_live_pid_is_respected() -> TestResult {
+    let dir = TempDir::new();
+    let p = dir.path().join("s.jsonl");
+    // pid 1 always runs.
+    fs_err::write(dir.path().join(".s.jsonl.lock"), "1:1\n")?;
+    let s = FileStorage::new();
+    assert!(matches!(s.lock(&p, LockWait::Timeout(Duration::from_millis(20))), Err(StoreError::Locked { .. })));
+    // Appends and size-checked rewrites take the publish lock too, and give up after 500 ms.
+    assert!(matches!(s.append(&p, b"x\n"), Err(StoreError::Locked { .. })));
+    let mut w = s.open_writer(&p, Durability::None)?;
+    assert!(matches!(w.append(b"x\n"), Err(StoreError::Locked { .. })));
+    assert!(matches!(w.append(b"y\n"), Err(StoreError::Locked { .. })), "error is latched");
+    assert!(w.error().is_some());
+    assert!(matches!(s.write_atomic(&p, b"z\n", ExpectedSize::Any), Err(StoreError::Locked { .. })));
+    assert_eq!(s.read(&p)?, b"", "nothing was written");
+    assert_eq!(raw_names(dir.path()), [".s.jsonl.lock", ".s.jsonl.lock.os", "s.jsonl"], "temp file removed");
+    Ok(())
+}
+
+#[test]
+fn unparseable_lock_is_stolen_only_when_old() -> TestResult {
+    let dir = TempDir::new();
+    let p = dir.path().join("s.jsonl");
+    fs_err::write(dir.path().join(".s.jsonl.lock"), "garbage")?;
+    let clock = Arc::new(ManualClock::new(SystemClock.now_ms()));
+    let s = FileStorage::with_clock(clock.clone());
+    assert!(matches!(s.lock(&p, LockWait::NoWait), Err(StoreError::Locked { .. })), "young garbage is respected");
+    clock.advance(10_000);
+    drop(s.lock(&p, LockWait::NoWait)?);
+    Ok(())
+}
+
+#[test]
+fn holder_of_the_session_lock_can_still_write() -> TestResult {
+    let dir = TempDir::new();
+    let p = dir.path().join("s.jsonl");
+    let s = FileStorage::new();
+    let lock = s.lock(&p, LockWait::NoWait)?;
+    s.write_atomic(&p, b"a\n", ExpectedSize::Missing)?;
+    s.append(&p, b"b\n")?;
+    let mut w = s.open_writer(&p, Durability::Fsync)?;
+    w.append(b"c\n")?;
+    w.close()?;
+    assert_eq!(s.read(&p)?, b"a\nb\nc\n");
+    drop(lock);
+    Ok(())
+}
+
+#[test]
+fn rewrites_leave_no_temp_files() -> TestResult {
+    let dir = TempDir::new();
+    let p = dir.path().join("s.jsonl");
+    let s = FileStorage::new();
+    for i in 0..5u64 {
+        let expected = if i == 0 { ExpectedSize::Missing } else { ExpectedSize::Bytes(i) };
+        s.write_atomic(&p, "x".repeat(usize::try_from(i)? + 1).as_bytes(), expected)?;
+    }
+    let _ = s.write_atomic(&p, b"conflict", ExpectedSize::Bytes(99));
+    assert_eq!(raw_names(dir.path()), [".s.jsonl.lock.os", "s.jsonl"]);
+    Ok(())
+}
+
+#[test]
+fn errors_name_path_and_operation() {
+    let s = FileStorage::new();
+    let err = s.read(Path::new("/proc/self/mem")).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.contains("/proc/self/mem"), "{err}");
+    let err = s.write_new(Path::new("/"), b"").err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.contains("not a file path"), "{err}");
+}
+
+#[test]
+fn atomic_helper_replaces_files() -> TestResult {
+    let dir = TempDir::new();
+    let p = dir.path().join("deep/f");
+    session_store::atomic::write_atomic(&p, b"one")?;
+    session_store::atomic::write_atomic(&p, b"two")?;
+    assert_eq!(fs_err::read(&p)?, b"two");
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn atomic_write_then_read_returns_the_bytes(
+        first in proptest::collection::vec(any::<u8>(), 0..4096),
+        second in proptest::collection::vec(any::<u8>(), 0..4096),
+    ) {
+        let dir = TempDir::new();
+        let p = dir.path().join("s.jsonl");
+        let s = FileStorage::new();
+        s.write_atomic(&p, &first, ExpectedSize::Missing).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(s.read(&p).map_err(|e| TestCaseError::fail(e.to_string()))?, first.clone());
+        s.write_atomic(&p, &second, ExpectedSize::Bytes(first.len() as u64))
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(s.read(&p).map_err(|e| TestCaseError::fail(e.to_string()))?, second);
+    }
+}
