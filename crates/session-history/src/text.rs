@@ -1,0 +1,140 @@
+//! Prompt normalization and query tokenization, exactly as omp 18.3.4 does them in
+//! JavaScript (`normalizePrompt`, `#tokenize`, the FTS query builder and the LIKE
+//! escaper), so a prompt stored by either program lands on the same row and a query
+//! finds the same rows.
+
+/// Returns whether `c` is whitespace for a JavaScript regular expression (`\s`) and
+/// for `String.prototype.trim`: the ECMAScript WhiteSpace and LineTerminator sets.
+///
+/// This differs from [`char::is_whitespace`]: U+FEFF counts, U+0085 (NEL) does not.
+pub(crate) fn is_js_whitespace(c: char) -> bool {
+    matches!(
+        c,
+        '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200A}' | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
+    )
+}
+
+/// Returns the canonical stored form of a prompt.
+///
+/// CRLF and lone CR become LF, the whitespace run before every LF is removed (terminal
+/// copies pad lines with spaces to the screen width) and whitespace at both ends is
+/// trimmed. Whitespace is JavaScript's (see the crate docs), so the result is
+/// byte-identical to what omp stores. An empty result means "nothing to store".
+///
+/// The function is idempotent: normalizing a normalized prompt changes nothing.
+pub fn normalize_prompt(prompt: &str) -> String {
+    // Pass 1: fold CRLF / CR to LF.
+    let mut folded = String::with_capacity(prompt.len());
+    let mut chars = prompt.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\r' {
+            if chars.peek() == Some(&'\n') {
+                chars.next();
+            }
+            folded.push('\n');
+        } else {
+            folded.push(c);
+        }
+    }
+    // Pass 2: drop every run of non-LF whitespace that ends right before an LF.
+    let mut out = String::with_capacity(folded.len());
+    let mut pending_start: Option<usize> = None;
+    for (i, c) in folded.char_indices() {
+        if c == '\n' {
+            if let Some(start) = pending_start.take() {
+                out.truncate(out.len() - (i - start));
+            }
+            out.push('\n');
+        } else {
+            if is_js_whitespace(c) {
+                pending_start.get_or_insert(i);
+            } else {
+                pending_start = None;
+            }
+            out.push(c);
+        }
+    }
+    out.trim_matches(is_js_whitespace).to_owned()
+}
+
+/// Returns whether `c` continues a search token: a letter or a digit.
+///
+/// omp splits on `[^\p{L}\p{N}]+`. The standard library has no General_Category
+/// query, so letters are [`char::is_alphabetic`], which also counts the combining
+/// vowel signs of some scripts (Other_Alphabetic) as part of a word; digits are
+/// [`char::is_numeric`], exactly `\p{N}`.
+fn is_token_char(c: char) -> bool {
+    c.is_alphabetic() || c.is_numeric()
+}
+
+/// Splits a query into lowercase search tokens: runs of letters and digits.
+///
+/// `"Git-Commit  fix_2"` gives `["git", "commit", "fix", "2"]`; a query without a
+/// letter or digit gives no tokens (and a search finds nothing).
+pub fn tokenize(query: &str) -> Vec<String> {
+    query.to_lowercase().split(|c: char| !is_token_char(c)).filter(|t| !t.is_empty()).map(str::to_owned).collect()
+}
+
+/// Builds the FTS5 MATCH expression: every token double-quoted (inner quotes
+/// doubled) with a `*` prefix wildcard, space-joined (implicit AND).
+pub(crate) fn fts_query(tokens: &[String]) -> String {
+    let mut out = String::new();
+    for (i, token) in tokens.iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push('"');
+        out.push_str(&token.replace('"', "\"\""));
+        out.push_str("\"*");
+    }
+    out
+}
+
+/// Builds a `LIKE … ESCAPE '\'` pattern matching `token` anywhere: `\`, `%` and `_`
+/// are escaped so they match themselves.
+pub(crate) fn like_pattern(token: &str) -> String {
+    let mut out = String::with_capacity(token.len() + 2);
+    out.push('%');
+    for c in token.chars() {
+        if matches!(c, '\\' | '%' | '_') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_folds_line_endings_and_padding() {
+        assert_eq!(normalize_prompt("  a  \r\nb\t\rc \u{3000}\n\nd  "), "a\nb\nc\n\nd");
+        assert_eq!(normalize_prompt(" \t\r\n "), "");
+        // Whitespace inside a line is kept; only the run before a line break goes.
+        assert_eq!(normalize_prompt("a  b \n c"), "a  b\n c");
+        // NEL is not JavaScript whitespace, BOM is.
+        assert_eq!(normalize_prompt("\u{FEFF}x\u{85}"), "x\u{85}");
+    }
+
+    #[test]
+    fn tokenize_splits_on_non_alphanumerics() {
+        assert_eq!(tokenize("Git-Commit  fix_2"), ["git", "commit", "fix", "2"]);
+        assert_eq!(tokenize("ÉCOLE/日本語"), ["école", "日本語"]);
+        assert!(tokenize(" -*- ").is_empty());
+    }
+
+    #[test]
+    fn fts_query_quotes_each_token() {
+        let tokens = vec!["a\"b".to_owned(), "c".to_owned()];
+        assert_eq!(fts_query(&tokens), "\"a\"\"b\"* \"c\"*");
+    }
+
+    #[test]
+    fn like_pattern_escapes_wildcards() {
+        assert_eq!(like_pattern(r"50%_a\b"), r"%50\%\_a\\b%");
+    }
+}
