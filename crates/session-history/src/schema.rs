@@ -75,7 +75,8 @@ pub enum OpenNotice {
     },
     /// The one-time rebuild pass ran (the file was older than `user_version` 1, or
     /// its `prompt` column was not unique): prompts were normalized and duplicates
-    /// collapsed into their most recent row, with use counts summed.
+    /// collapsed into their most recent row, with use counts summed. Not reported
+    /// for a file that had no rows.
     Rebuilt {
         /// Rows before the pass.
         rows_before: usize,
