@@ -1,0 +1,164 @@
+//! pi's context and projection: pi.md §8.A items 1-14 (build-context.test.ts) and
+//! the §4 rules on null content, custom messages, compaction snapshots and edits.
+
+use serde_json::{Value, json};
+use session_model::{Dialect, Record};
+use session_tree::{Leaf, SessionTree, pi};
+
+use crate::support::{render_message, tree_of, value};
+
+fn ctx(t: &SessionTree, leaf: Leaf<'_>) -> Value {
+    value(&pi::build_context(t, leaf).to_json_string())
+}
+
+fn texts(v: &Value) -> Vec<String> {
+    v["messages"].as_array().into_iter().flatten().map(render_message).collect()
+}
+
+#[test]
+fn build_context_checklist_1_to_6() {
+    // 1
+    let t = SessionTree::new(Dialect::Pi, Vec::new());
+    assert_eq!(ctx(&t, Leaf::Current), json!({"messages": [], "thinkingLevel": "off", "model": null}));
+    // 2
+    assert_eq!(texts(&ctx(&tree_of("1 - user hi", Dialect::Pi), Leaf::Current)), ["user: hi"]);
+    // 3
+    let v = ctx(&tree_of("1 - user a\n2 ^ assistant b\n3 ^ user c\n4 ^ assistant d", Dialect::Pi), Leaf::Current);
+    let roles: Vec<&str> = v["messages"].as_array().into_iter().flatten().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
+    // 4
+    let v = ctx(&tree_of("1 - user a\n2 ^ thinking high\n3 ^ assistant b", Dialect::Pi), Leaf::Current);
+    assert_eq!((v["thinkingLevel"].as_str(), v["messages"].as_array().map(Vec::len)), (Some("high"), Some(2)));
+    // 5
+    let v = ctx(&tree_of("1 - assistant b", Dialect::Pi), Leaf::Current);
+    assert_eq!(v["model"], json!({"provider": "anthropic", "modelId": "claude-test"}));
+    // 6
+    let v = ctx(&tree_of("1 - model openai/gpt-4\n2 ^ assistant b", Dialect::Pi), Leaf::Current);
+    assert_eq!(v["model"], json!({"provider": "anthropic", "modelId": "claude-test"}));
+    let v = ctx(&tree_of("1 - assistant b\n2 ^ model openai/gpt-4", Dialect::Pi), Leaf::Current);
+    assert_eq!(v["model"], json!({"provider": "openai", "modelId": "gpt-4"}));
+}
+
+#[test]
+fn build_context_checklist_7_to_9_compaction() {
+    // 7
+    let s = "1 - user first\n2 ^ assistant response1\n3 ^ user second\n4 ^ assistant response2\n5 ^ compaction 3 Summary of first two turns\n6 ^ user third\n7 ^ assistant response3";
+    let v = ctx(&tree_of(s, Dialect::Pi), Leaf::Current);
+    assert_eq!(
+        texts(&v),
+        [
+            "compactionSummary: Summary of first two turns",
+            "user: second",
+            "assistant: response2",
+            "user: third",
+            "assistant: response3"
+        ]
+    );
+    // 8
+    let s = "1 - user a\n2 ^ assistant b\n3 ^ compaction 1 Empty summary\n4 ^ user c";
+    let v = ctx(&tree_of(s, Dialect::Pi), Leaf::Current);
+    assert_eq!(texts(&v), ["compactionSummary: Empty summary", "user: a", "assistant: b", "user: c"]);
+    // 9
+    let s = "1 - user a\n2 ^ assistant b\n3 ^ compaction 1 First summary\n4 ^ user c\n5 ^ assistant d\n6 ^ compaction 4 Second summary\n7 ^ user e";
+    let v = ctx(&tree_of(s, Dialect::Pi), Leaf::Current);
+    assert_eq!(texts(&v), ["compactionSummary: Second summary", "user: c", "assistant: d", "user: e"]);
+}
+
+#[test]
+fn build_context_checklist_10_to_14_branches() {
+    // 10
+    let s = "1 - user start\n2 ^ assistant r1\n3 2 user branch A\n4 2 user branch B";
+    let t = tree_of(s, Dialect::Pi);
+    assert_eq!(texts(&ctx(&t, Leaf::Id("3"))).last().map(String::as_str), Some("user: branch A"));
+    assert_eq!(texts(&ctx(&t, Leaf::Id("4"))).last().map(String::as_str), Some("user: branch B"));
+    // 11
+    let s = "1 - user start\n2 ^ assistant r1\n3 ^ user abandoned\n4 2 branch_summary 3 Summary of abandoned work\n5 ^ user new direction";
+    let v = ctx(&tree_of(s, Dialect::Pi), Leaf::Id("5"));
+    assert_eq!(
+        texts(&v)[2..],
+        ["branchSummary: Summary of abandoned work".to_owned(), "user: new direction".to_owned()]
+    );
+    assert_eq!(v["messages"][2]["fromId"], json!("3"));
+    // 12
+    let s = "1 - user start\n2 ^ assistant r1\n3 ^ user q2\n4 ^ assistant r2\n5 ^ compaction 3 Compacted history\n6 ^ user q3\n7 ^ assistant r3\n8 2 user wrong\n9 ^ assistant bad\n10 2 branch_summary 9 Tried wrong approach\n11 ^ user better approach";
+    let t = tree_of(s, Dialect::Pi);
+    assert_eq!(
+        texts(&ctx(&t, Leaf::Id("7"))),
+        ["compactionSummary: Compacted history", "user: q2", "assistant: r2", "user: q3", "assistant: r3"]
+    );
+    assert_eq!(
+        texts(&ctx(&t, Leaf::Id("11"))),
+        ["user: start", "assistant: r1", "branchSummary: Tried wrong approach", "user: better approach"]
+    );
+    // 13
+    let t = tree_of("1 - user a\n2 ^ assistant b", Dialect::Pi);
+    assert_eq!(texts(&ctx(&t, Leaf::Id("nonexistent"))).len(), 2);
+    // 14
+    let t = tree_of("1 - user a\n2 missing user orphan", Dialect::Pi);
+    assert_eq!(texts(&ctx(&t, Leaf::Id("2"))), ["user: orphan"]);
+}
+
+#[test]
+fn null_content_and_synthesized_messages() {
+    let raw = [
+        r#"{"type":"message","id":"s","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"system","content":null,"timestamp":1}}"#,
+        r#"{"type":"message","id":"u","parentId":"s","timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","timestamp":2}}"#,
+        r#"{"type":"message","id":"b","parentId":"u","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"bashExecution","command":"ls","content":null}}"#,
+        r#"{"type":"custom_message","customType":"cm","content":null,"display":false,"id":"c","parentId":"b","timestamp":"bad date"}"#,
+        r#"{"type":"branch_summary","id":"e","parentId":"c","timestamp":"2026-01-01T00:00:04.000Z","fromId":"root","summary":""}"#,
+    ];
+    let t = SessionTree::new(Dialect::Pi, raw.iter().map(|l| Record::parse(l).expect("json")).collect());
+    let v = ctx(&t, Leaf::Current);
+    assert_eq!(
+        v["messages"],
+        json!([
+            {"role": "system", "content": "", "timestamp": 1},
+            {"role": "user", "timestamp": 2, "content": []},
+            {"role": "bashExecution", "command": "ls", "content": null},
+            {"role": "custom", "customType": "cm", "content": [], "display": false, "timestamp": null},
+        ])
+    );
+    // Key order of a synthesized custom message: details sits before timestamp and is omitted when absent.
+    let out = pi::build_context(&t, Leaf::Current).to_json_string();
+    assert!(
+        out.contains(r#"{"role":"custom","customType":"cm","content":[],"display":false,"timestamp":null}"#),
+        "{out}"
+    );
+}
+
+#[test]
+fn compaction_system_snapshot_and_retain_none() {
+    let raw = [
+        r#"{"type":"message","id":"u","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"q","timestamp":1}}"#,
+        r#"{"type":"compaction","id":"c","parentId":"u","timestamp":"2026-01-01T00:00:01.000Z","summary":"s","firstKeptEntryId":"c","tokensBefore":5,"systemMessage":{"role":"system","content":"snap","timestamp":1767225601000}}"#,
+        r#"{"type":"message","id":"v","parentId":"c","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"user","content":"after","timestamp":3}}"#,
+    ];
+    let t = SessionTree::new(Dialect::Pi, raw.iter().map(|l| Record::parse(l).expect("json")).collect());
+    // pi 106: retain none; the snapshot comes first.
+    assert_eq!(texts(&ctx(&t, Leaf::Current)), ["system: snap", "compactionSummary: s", "user: after"]);
+    let p = value(&pi::build_projection(&t, Leaf::Current).to_json_string());
+    assert_eq!(p["entries"][0]["sourceEntry"]["id"], json!("c"));
+    assert_eq!(p["entries"][0]["messages"].as_array().map(Vec::len), Some(2));
+    assert_eq!(p["messages"].as_array().map(Vec::len), Some(3));
+}
+
+#[test]
+fn context_edits_are_branch_local() {
+    // pi 110-111: an assistant string replacement becomes one text block; a user one stays a string.
+    let s = "u - user original\na ^ assistant answer\ne1 ^ edit u new question\ne2 ^ edit a new answer";
+    let t = tree_of(s, Dialect::Pi);
+    let v = ctx(&t, Leaf::Current);
+    assert_eq!(v["messages"][0]["content"], json!("new question"));
+    assert_eq!(v["messages"][1]["content"], json!([{"type": "text", "text": "new answer"}]));
+    assert_eq!(v["messages"][1]["provider"], json!("anthropic"));
+    // Above the edit the original shows; the raw entry is unchanged.
+    assert_eq!(texts(&ctx(&t, Leaf::Id("a"))), ["user: original", "assistant: answer"]);
+    assert_eq!(
+        t.get("u").and_then(|r| r.message_info().content.as_str().map(str::to_owned)).as_deref(),
+        Some("original")
+    );
+    // A null replacement drops the message but not the entry.
+    let t = tree_of("u - user original\ne ^ edit u null", Dialect::Pi);
+    assert!(texts(&ctx(&t, Leaf::Current)).is_empty());
+    assert!(t.get("u").is_some());
+}
