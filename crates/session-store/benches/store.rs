@@ -65,7 +65,9 @@ fn appends(c: &mut Criterion) {
         });
     }
     let path = Path::new("/bench/s.jsonl");
-    group.bench_function("memory_none", |b| b.iter_custom(|iters| timed_appends(&memory, path, Durability::None, iters)));
+    group.bench_function("memory_none", |b| {
+        b.iter_custom(|iters| timed_appends(&memory, path, Durability::None, iters))
+    });
     group.finish();
 }
 

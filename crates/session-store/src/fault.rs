@@ -146,12 +146,7 @@ impl Faults {
 
 /// Applies a fault plan (if any) to a data write: returns the number of bytes to write and the
 /// error to report after writing them.
-pub(crate) fn plan_write(
-    faults: Option<&Faults>,
-    op: Op,
-    path: &Path,
-    len: usize,
-) -> (usize, Option<StoreError>) {
+pub(crate) fn plan_write(faults: Option<&Faults>, op: Op, path: &Path, len: usize) -> (usize, Option<StoreError>) {
     match faults.map(|f| f.on_write(op, path, len)) {
         None | Some(WriteVerdict::All) => (len, None),
         Some(WriteVerdict::Partial(n, err)) => {

@@ -99,7 +99,9 @@ fn append_or_rollback(
 fn rollback(file: &fs_err::File, path: &Path, before: u64, error: StoreError) -> Result<(), StoreError> {
     match file.set_len(before) {
         Ok(()) => Err(error),
-        Err(e) => Err(StoreError::RollbackFailed { path: path.to_path_buf(), error: Box::new(error), rollback: Arc::new(e) }),
+        Err(e) => {
+            Err(StoreError::RollbackFailed { path: path.to_path_buf(), error: Box::new(error), rollback: Arc::new(e) })
+        }
     }
 }
 

@@ -153,7 +153,8 @@ fn is_verbatim(o: &Map<String, Value>, key: Option<&str>) -> bool {
 /// Whether an object sits where an image payload may be externalized (`frames` included).
 fn image_position(o: &Map<String, Value>, key: Option<&str>, include_frames: bool) -> bool {
     let block = str_of(o, "type") == Some("image");
-    let image_mime = str_of(o, "mimeType").is_some_and(|m| m.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("image/")));
+    let image_mime =
+        str_of(o, "mimeType").is_some_and(|m| m.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("image/")));
     match key {
         Some("content") => block,
         Some("images") => block || image_mime,
@@ -553,7 +554,8 @@ mod tests {
     fn image_positions() {
         let big = "QUFB".repeat(300);
         // Not an image block under `content`, and an unknown key: both stay inline.
-        let e = json!({"content":[{"type":"file","data":big,"mimeType":"image/png"}],"other":{"type":"image","data":big}});
+        let e =
+            json!({"content":[{"type":"file","data":big,"mimeType":"image/png"}],"other":{"type":"image","data":big}});
         assert_eq!(prepare_entry(&e).value, None);
         let e = json!({"images":[{"data":big,"mimeType":"IMAGE/jpeg"}],"frames":[{"type":"image","data":big}]});
         let v = prepare_entry(&e).value.unwrap_or_default();

@@ -100,7 +100,8 @@ fn parent() -> Result<usize, Error> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(e.into()),
         }
-        let mut child = Command::new(&exe).env(CHILD_ENV, &path).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+        let mut child =
+            Command::new(&exe).env(CHILD_ENV, &path).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
         let stdout = child.stdout.take().ok_or("child stdout")?;
         // Wait for a random number of acknowledgements (sometimes none), then a random extra delay.
         let wait_for = rng.next_u32() % 12;
@@ -133,7 +134,10 @@ fn parent() -> Result<usize, Error> {
         kills += 1;
     }
     if total_acked < KILLS {
-        return Err(format!("writers acknowledged only {total_acked} lines in {kills} runs; the test did not exercise appends").into());
+        return Err(format!(
+            "writers acknowledged only {total_acked} lines in {kills} runs; the test did not exercise appends"
+        )
+        .into());
     }
     Ok(kills)
 }

@@ -10,8 +10,11 @@ pub(crate) struct TempDir {
 impl TempDir {
     pub(crate) fn new() -> TempDir {
         use rand::Rng;
-        let path =
-            std::env::temp_dir().join(format!("session-store-it-{}-{:016x}", std::process::id(), rand::rng().next_u64()));
+        let path = std::env::temp_dir().join(format!(
+            "session-store-it-{}-{:016x}",
+            std::process::id(),
+            rand::rng().next_u64()
+        ));
         fs_err::create_dir_all(&path).expect("temp dir is creatable");
         TempDir { path }
     }
