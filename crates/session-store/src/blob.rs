@@ -2,7 +2,7 @@
 //!
 //! A blob lives at `<dir>/<sha256 lowercase hex>` (no extension) and is referenced from session
 //! JSON as `blob:sha256:<hex>` ([`BlobRef`]). Writes are write-once and atomic: an existing
-//! identical blob is success, anything else is replaced through [`atomic`](crate::atomic), so a
+//! identical blob is success, anything else is replaced through [`atomic`], so a
 //! reader (also after a crash) finds either no blob or the complete one. For images an optional
 //! typed sidecar `<hex>.<ext>` (a hard link, else a copy) lets image viewers open the file;
 //! sidecars are a convenience and their failures are ignored.

@@ -16,7 +16,7 @@ use crate::storage::{
 /// Session files on the real file system, with real `fsync`.
 ///
 /// Appends and size-checked replaces take omp's publish lock (see [`Storage::lock`]); replaces go
-/// through the audited [`atomic`](crate::atomic) module. Cheap to clone.
+/// through the audited [`atomic`] module. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct FileStorage {
     clock: Arc<dyn Clock>,
