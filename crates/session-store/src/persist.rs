@@ -92,6 +92,22 @@ pub fn prepare_entry_with(entry: &Value, store: &BlobStore) -> Result<Option<Val
     Ok(prepared.value)
 }
 
+/// Returns false only when [`prepare_entry`] is sure to leave the entry whose JSON text is
+/// `line` unchanged; a cheap filter before parsing a line.
+///
+/// Conservative: it looks for the keys and markers every transform needs (`"data"`, `"result"`,
+/// `"image_url"`, `"jsonlEvents"`, the OpenAI and MCP markers, any `\u` escape that could spell
+/// one of them) and for lines long enough to hold a string over [`MAX_STRING_UNITS`].
+pub fn may_change(line: &str) -> bool {
+    line.len() > MAX_STRING_UNITS
+        || line.contains("jsonlEvents")
+        || line.contains("image_url")
+        || line.contains("openaiResponsesHistory")
+        || line.contains("structuredContent")
+        || line.contains("\\u")
+        || (line.len() >= IMAGE_INLINE_LIMIT && (line.contains("\"data\"") || line.contains("\"result\"")))
+}
+
 /// Returns the length of `s` in UTF-16 code units (JavaScript's `length`).
 pub fn js_len(s: &str) -> usize {
     s.chars().map(char::len_utf16).sum()

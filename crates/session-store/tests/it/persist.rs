@@ -9,7 +9,7 @@ use session_model::json::to_js_string;
 use session_model::{Dialect, parse_session_bytes};
 use session_store::base64;
 use session_store::blob::BlobStore;
-use session_store::persist::{MAX_STRING_UNITS, TRUNCATION_NOTICE, prepare_entry, resolve_blob_refs};
+use session_store::persist::{MAX_STRING_UNITS, TRUNCATION_NOTICE, may_change, prepare_entry, resolve_blob_refs};
 
 use crate::support::{raw_names, testdata};
 
@@ -118,6 +118,13 @@ proptest! {
         let p = prepare_entry(&v);
         prop_assert_eq!(p.value, None);
         prop_assert!(p.blobs.is_empty());
+    }
+
+    #[test]
+    fn may_change_never_misses_a_change(v in rich_json(huge_string())) {
+        if !may_change(&to_js_string(&v)) {
+            prop_assert_eq!(prepare_entry(&v).value, None);
+        }
     }
 
     #[test]
