@@ -150,7 +150,8 @@ impl Discovery {
                 }
             }
             if env.resolve(&bc.cwd) == resolved_cwd {
-                if bc.exists && inside(&target)
+                if bc.exists
+                    && inside(&target)
                     && let Some(info) = crate::omp_scan::scan_session_file(&target, true)
                 {
                     return Ok(ContinueDecision::Open(Box::new(info)));
@@ -162,7 +163,8 @@ impl Discovery {
                 let old_missing = !Path::new(&env.resolve(&bc.cwd)).exists();
                 let is_crumb = |s: Option<&SessionInfo>| s.is_some_and(|s| s.path == target);
                 if old_missing && is_crumb(candidate) {
-                    let alt = non_empty.iter().copied().find(|s| s.path != target && env.resolve(&s.cwd) == resolved_cwd);
+                    let alt =
+                        non_empty.iter().copied().find(|s| s.path != target && env.resolve(&s.cwd) == resolved_cwd);
                     if alt.is_some() {
                         candidate = alt;
                     }

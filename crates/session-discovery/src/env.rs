@@ -44,9 +44,8 @@ impl Env {
 
     /// Takes the environment of this process.
     pub fn from_process_env() -> Result<Env, DiscoveryError> {
-        let vars: BTreeMap<String, String> = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .collect();
+        let vars: BTreeMap<String, String> =
+            std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
         let home = vars
             .get("HOME")
             .or_else(|| vars.get("USERPROFILE"))
@@ -229,11 +228,9 @@ impl AgentDirs {
         let resolved = self.env.resolve(cwd);
         match self.dialect {
             Dialect::Pi => paths::encode_cwd_pi(&resolved),
-            Dialect::Omp => paths::encode_cwd_omp(
-                &resolved,
-                &self.env.home.to_string_lossy(),
-                &self.env.tmp.to_string_lossy(),
-            ),
+            Dialect::Omp => {
+                paths::encode_cwd_omp(&resolved, &self.env.home.to_string_lossy(), &self.env.tmp.to_string_lossy())
+            }
         }
     }
 

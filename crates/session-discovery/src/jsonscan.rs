@@ -67,12 +67,34 @@ pub(crate) fn skip_ws(b: &[u8], mut pos: usize) -> usize {
     pos
 }
 
+/// Returns whether any byte of `w` is `"`, `\\` or below 0x20 (may report false
+/// positives only for bytes >= 0x80, which the slow loop then checks).
+#[inline]
+fn has_special(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let quote = zero(w ^ (ONES * u64::from(b'"')));
+    let backslash = zero(w ^ (ONES * u64::from(b'\\')));
+    let control = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    (quote | backslash | control) != 0
+}
+
 /// Validates one string starting at `pos` (the opening quote); returns the end
 /// (after the closing quote).
 fn skip_string(b: &[u8], mut pos: usize) -> Result<usize, ScanError> {
     pos += 1;
     loop {
-        // Fast path: plain bytes.
+        // Fast path: plain bytes, eight at a time.
+        while pos + 8 <= b.len() {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&b[pos..pos + 8]);
+            let w = u64::from_le_bytes(w);
+            if has_special(w) {
+                break;
+            }
+            pos += 8;
+        }
         while pos < b.len() {
             let c = b[pos];
             if c == b'"' || c == b'\\' || c < 0x20 {
@@ -265,17 +287,39 @@ pub(crate) struct Obj<'a> {
 }
 
 impl<'a> Obj<'a> {
-    /// Splits a raw object (already validated, or validated here) into members.
-    /// Returns `None` if `raw` is not an object.
+    /// Splits a raw object into members, validating it. Returns `None` if `raw` is
+    /// not exactly one object.
     pub(crate) fn parse(raw: &'a str) -> Option<Obj<'a>> {
+        let (obj, end) = Obj::parse_at(raw, 0)?;
+        (skip_ws(raw.as_bytes(), end) == raw.len()).then_some(obj)
+    }
+
+    /// Parses one JSON text that must be a whole line as `JSON.parse` would: an
+    /// object yields its members (validated in one pass); `Err` if the line is not
+    /// one JSON value; `Ok(None)` for a valid non-object (with its raw span).
+    pub(crate) fn parse_line(line: &'a str) -> Result<(Option<Obj<'a>>, &'a str), ScanError> {
+        let b = line.as_bytes();
+        let start = skip_ws(b, 0);
+        if b.get(start) == Some(&b'{') {
+            let (obj, end) = Obj::parse_at(line, start).ok_or(ScanError::Syntax)?;
+            if skip_ws(b, end) != b.len() {
+                return Err(ScanError::Syntax);
+            }
+            return Ok((Some(obj), &line[start..end]));
+        }
+        parse_whole(line).map(|raw| (None, raw))
+    }
+
+    /// Parses (and validates) an object starting at `start`; returns it and its end.
+    fn parse_at(raw: &'a str, start: usize) -> Option<(Obj<'a>, usize)> {
         let b = raw.as_bytes();
-        if b.first() != Some(&b'{') {
+        if b.get(start) != Some(&b'{') {
             return None;
         }
         let mut members = Vec::new();
-        let mut p = skip_ws(b, 1);
+        let mut p = skip_ws(b, start + 1);
         if b.get(p) == Some(&b'}') {
-            return Some(Obj { members });
+            return Some((Obj { members }, p + 1));
         }
         loop {
             if b.get(p) != Some(&b'"') {
@@ -293,7 +337,7 @@ impl<'a> Obj<'a> {
             p = skip_ws(b, vend);
             match b.get(p) {
                 Some(b',') => p = skip_ws(b, p + 1),
-                Some(b'}') => return Some(Obj { members }),
+                Some(b'}') => return Some((Obj { members }, p + 1)),
                 _ => return None,
             }
         }
@@ -386,7 +430,8 @@ pub(crate) fn unescape(inner: &str) -> String {
                 }
                 if (0xD800..0xDC00).contains(&hi) {
                     // A high surrogate: combine with a following low one.
-                    if b.get(i + 6) == Some(&b'\\') && b.get(i + 7) == Some(&b'u')
+                    if b.get(i + 6) == Some(&b'\\')
+                        && b.get(i + 7) == Some(&b'u')
                         && let Some(lo) = hex4(b, i + 8)
                         && (0xDC00..0xE000).contains(&lo)
                     {
@@ -456,6 +501,16 @@ mod tests {
         }
         assert_eq!(parse_whole("{\"a\":"), Err(ScanError::Incomplete));
         assert_eq!(parse_whole("{\"a\":x"), Err(ScanError::Syntax));
+    }
+
+    #[test]
+    fn word_at_a_time_string_scan_finds_every_special() {
+        for i in 0..20 {
+            let pad = "é".repeat(i / 2) + &"a".repeat(i % 2);
+            assert!(parse_whole(&format!("\"{pad}\u{1}xxxxxxxxxx\"")).is_err(), "{i}");
+            assert_eq!(parse_whole(&format!("\"{pad}\\\"xxxxxxxxx\"")).map(str::len), Ok(pad.len() + 13));
+            assert_eq!(skip_value(format!("\"{pad}\"xxxxxxxxxx").as_bytes(), 0), Ok(pad.len() + 2));
+        }
     }
 
     #[test]

@@ -116,7 +116,7 @@ impl Discovery {
             Dialect::Pi => {
                 let files = pi_dir_files(&dir)?;
                 let keep = |i: &SessionInfo| !filter || self.cwd_matches(&i.cwd, &resolved_cwd);
-                let mut out = collect(&files, |p| pi_scan::build_session_info(p), &keep, 10, progress);
+                let mut out = collect(&files, pi_scan::build_session_info, &keep, 10, progress);
                 sort_by_modified(&mut out);
                 Ok(out)
             }
@@ -144,7 +144,7 @@ impl Discovery {
         match (self.dialect(), dir) {
             (Dialect::Pi, Some(d)) => {
                 let files = pi_dir_files(&self.resolve_dir(d))?;
-                let mut out = collect(&files, |p| pi_scan::build_session_info(p), &|_| true, 10, progress);
+                let mut out = collect(&files, pi_scan::build_session_info, &|_| true, 10, progress);
                 sort_by_modified(&mut out);
                 Ok(out)
             }
@@ -154,11 +154,13 @@ impl Discovery {
                 Ok(out)
             }
             (Dialect::Pi, None) => {
-                let mut files: Vec<(PathBuf, Option<io::Stat>)> =
-                    bucket_files(&self.dirs.sessions_root, false)?.into_iter().map(|p| {
+                let mut files: Vec<(PathBuf, Option<io::Stat>)> = bucket_files(&self.dirs.sessions_root, false)?
+                    .into_iter()
+                    .map(|p| {
                         let st = io::stat(&p).ok();
                         (p, st)
-                    }).collect();
+                    })
+                    .collect();
                 files.sort_by(|a, b| {
                     let am = a.1.map(|s| s.mtime_ns);
                     let bm = b.1.map(|s| s.mtime_ns);
@@ -171,7 +173,7 @@ impl Discovery {
                     .then_with(|| locale_compare(&file_name(&b.0), &file_name(&a.0)))
                 });
                 let files: Vec<PathBuf> = files.into_iter().map(|f| f.0).collect();
-                let mut out = collect(&files, |p| pi_scan::build_session_info(p), &|_| true, 100, progress);
+                let mut out = collect(&files, pi_scan::build_session_info, &|_| true, 100, progress);
                 sort_by_modified(&mut out);
                 Ok(out)
             }
@@ -240,7 +242,7 @@ impl Discovery {
                     let st = io::stat(&e.path).ok()?;
                     files.push((e.path, st.mtime_ns));
                 }
-                files.sort_by(|a, b| b.1.cmp(&a.1));
+                files.sort_by_key(|f| std::cmp::Reverse(f.1));
                 files.into_iter().map(|f| f.0).find(|p| {
                     pi_scan::read_header(p).is_some_and(|h| match &resolved_cwd {
                         None => true,
@@ -248,9 +250,7 @@ impl Discovery {
                     })
                 })
             }
-            Dialect::Omp => {
-                self.omp_scan_dir(&dir, true, false, &mut noop).ok()?.into_iter().next().map(|s| s.path)
-            }
+            Dialect::Omp => self.omp_scan_dir(&dir, true, false, &mut noop).ok()?.into_iter().next().map(|s| s.path),
         }
     }
 
@@ -274,8 +274,7 @@ impl Discovery {
                 let Ok(entries) = io::read_dir(&d) else { return Ok(None) };
                 Ok(entries.into_iter().filter(|e| e.name.ends_with(".jsonl")).map(|e| e.path).find(|p| {
                     pi_scan::read_header(p).is_some_and(|h| {
-                        h.id == id
-                            && (!filter || h.cwd.as_deref().is_some_and(|c| self.cwd_matches(c, &resolved_cwd)))
+                        h.id == id && (!filter || h.cwd.as_deref().is_some_and(|c| self.cwd_matches(c, &resolved_cwd)))
                     })
                 }))
             }
@@ -318,11 +317,16 @@ impl Discovery {
                     return Ok(ResumeTarget::NotFound);
                 }
                 let global = self.list_all(None, &mut noop)?;
-                Ok(global.into_iter().find(|s| omp_matches(s, arg)).map_or(ResumeTarget::NotFound, |s| found(s, Scope::Global)))
+                Ok(global
+                    .into_iter()
+                    .find(|s| omp_matches(s, arg))
+                    .map_or(ResumeTarget::NotFound, |s| found(s, Scope::Global)))
             }
             Dialect::Pi => {
                 let local = self.list(cwd, dir, &mut noop)?;
-                if let Some(s) = local.iter().find(|s| s.id == arg).or_else(|| local.iter().find(|s| s.id.starts_with(arg))) {
+                if let Some(s) =
+                    local.iter().find(|s| s.id == arg).or_else(|| local.iter().find(|s| s.id.starts_with(arg)))
+                {
                     return Ok(found(s.clone(), Scope::Local));
                 }
                 let global = self.list_all(dir, &mut noop)?;
@@ -345,7 +349,7 @@ impl Discovery {
         let Ok(files) = files else { return Vec::new() };
         let mut by_mtime: Vec<(PathBuf, io::Stat)> =
             files.into_iter().filter_map(|f| io::stat(&f).ok().map(|s| (f, s))).collect();
-        by_mtime.sort_by(|a, b| b.1.mtime_ns.cmp(&a.1.mtime_ns));
+        by_mtime.sort_by_key(|f| std::cmp::Reverse(f.1.mtime_ns));
         let mut out = Vec::new();
         for (file, _) in by_mtime {
             if out.len() >= limit {
@@ -359,7 +363,11 @@ impl Discovery {
             if self.dialect() == Dialect::Omp && info.is_empty() {
                 continue;
             }
-            out.push(RecentSession { path: file, name: info.display_name(), time_ago: time_ago(info.modified, now_ms) });
+            out.push(RecentSession {
+                path: file,
+                name: info.display_name(),
+                time_ago: time_ago(info.modified, now_ms),
+            });
         }
         out
     }
@@ -487,7 +495,7 @@ pub(crate) fn recover_orphaned_backups(dir: &Path) {
 
 /// Sorts newest `modified` first; ties keep their order.
 fn sort_by_modified(v: &mut [SessionInfo]) {
-    v.sort_by(|a, b| b.modified.cmp(&a.modified));
+    v.sort_by_key(|s| std::cmp::Reverse(s.modified));
 }
 
 /// omp's order: `modified` desc, then `created` desc (invalid as 0), then path in

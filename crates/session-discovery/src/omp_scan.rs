@@ -128,7 +128,8 @@ fn first_display_message(content: &str) -> Option<String> {
     let mut index = content.find("\"role\"");
     while let Some(i) = index {
         let role = extract_string_property(content, "role", i);
-        let text = extract_string_property(content, "content", i).or_else(|| extract_string_property(content, "text", i));
+        let text =
+            extract_string_property(content, "content", i).or_else(|| extract_string_property(content, "text", i));
         if let Some(t) = text.filter(|t| !t.is_empty()) {
             match role.as_deref() {
                 Some("user") => return Some(t),
@@ -256,8 +257,7 @@ pub(crate) fn derive_status(suffix: &str) -> SessionStatus {
         if !line.starts_with('{') {
             continue;
         }
-        let Ok(raw) = jsonscan::parse_whole(line) else { continue };
-        let Some(o) = Obj::parse(raw) else { continue };
+        let Ok((Some(o), _)) = Obj::parse_line(line) else { continue };
         if o.get_str("type").as_deref() != Some("message") {
             continue;
         }
@@ -293,7 +293,9 @@ fn has_assistant_turn(path: &Path) -> bool {
     text.split('\n').filter(|l| l.contains("\"assistant\"")).any(|l| {
         jsonscan::parse_whole(l).ok().and_then(Obj::parse).is_some_and(|o| {
             o.get_str("type").as_deref() == Some("message")
-                && o.get("message").and_then(Obj::parse).is_some_and(|m| m.get_str("role").as_deref() == Some("assistant"))
+                && o.get("message")
+                    .and_then(Obj::parse)
+                    .is_some_and(|m| m.get_str("role").as_deref() == Some("assistant"))
         })
     })
 }

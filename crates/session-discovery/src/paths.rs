@@ -73,15 +73,16 @@ pub fn resolve(base: &str, p: &str) -> String {
 }
 
 fn resolve_windows(base: &str, p: &str) -> String {
-    let full = if is_windows_style(p) && (p.len() == 2 || p.as_bytes().get(2).is_some_and(|c| *c == b'\\' || *c == b'/'))
+    let full = if is_windows_style(p)
+        && (p.len() == 2 || p.as_bytes().get(2).is_some_and(|c| *c == b'\\' || *c == b'/'))
         || p.starts_with("\\\\")
     {
         p.to_string()
     } else {
         format!("{base}\\{p}")
     };
-    let (root, rest) = if full.starts_with("\\\\") {
-        ("\\\\".to_string(), &full[2..])
+    let (root, rest) = if let Some(rest) = full.strip_prefix("\\\\") {
+        ("\\\\".to_string(), rest)
     } else {
         (format!("{}\\", &full[..2]), &full[2..])
     };

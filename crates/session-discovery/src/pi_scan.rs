@@ -65,11 +65,11 @@ fn header_candidate(line: &str) -> Candidate {
     if js_trim(line).is_empty() {
         return Candidate::Skip;
     }
-    let Ok(raw) = jsonscan::parse_whole(line) else { return Candidate::Skip };
+    let Ok((obj, raw)) = Obj::parse_line(line) else { return Candidate::Skip };
     if !jsonscan::truthy(raw) {
         return Candidate::Skip;
     }
-    let Some(obj) = Obj::parse(raw) else { return Candidate::NotSession };
+    let Some(obj) = obj else { return Candidate::NotSession };
     if obj.get_str("type").as_deref() != Some("session") {
         return Candidate::NotSession;
     }
@@ -148,6 +148,14 @@ fn content_text(content: &str) -> Result<String, ()> {
     }
 }
 
+/// The header fields a listing reports (`ts` is the raw JSON of `timestamp`).
+struct Header {
+    id: String,
+    cwd: Option<String>,
+    parent: Option<String>,
+    ts: Option<String>,
+}
+
 /// Builds pi's `SessionInfo` for one file (`buildSessionInfo`), or `None` where pi
 /// returns `null`: unreadable, no header first, or a record that makes pi throw
 /// (a non-string `session_info.name`, a `message` entry without a message, a
@@ -159,7 +167,7 @@ pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
     let st = io::stat(path).ok()?;
     let bytes = io::read_all(path).ok()?;
     let text = decode(&bytes);
-    let mut header: Option<(String, Option<String>, Option<String>, Option<String>)> = None;
+    let mut header: Option<Header> = None;
     let mut message_count = 0u64;
     let mut first_message = String::new();
     let mut all: Vec<String> = Vec::new();
@@ -169,14 +177,12 @@ pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
         if js_trim(line).is_empty() {
             continue;
         }
-        let Ok(raw) = jsonscan::parse_whole(line) else { continue };
+        let Ok((obj, raw)) = Obj::parse_line(line) else { continue };
         if !jsonscan::truthy(raw) {
             continue;
         }
-        let Some(obj) = Obj::parse(raw) else {
-            if header.is_none() {
-                return None;
-            }
+        let Some(obj) = obj else {
+            header.as_ref()?;
             continue;
         };
         let ty = obj.get_str("type");
@@ -188,7 +194,7 @@ pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
             let cwd = obj.get_str("cwd").map(Cow::into_owned);
             let parent = obj.get_str("parentSession").map(Cow::into_owned);
             let ts = obj.get("timestamp").map(str::to_string);
-            header = Some((id, cwd, parent, ts));
+            header = Some(Header { id, cwd, parent, ts });
             continue;
         }
         match ty.as_deref() {
@@ -234,7 +240,7 @@ pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
             _ => {}
         }
     }
-    let (id, cwd, parent, ts) = header?;
+    let Header { id, cwd, parent, ts } = header?;
     let header_time = ts.as_deref().filter(|t| jsonscan::kind(t) == Kind::String).and_then(|t| js_date(Some(t)));
     let modified = match last_activity.filter(|t| *t > 0.0).and_then(time_clip) {
         Some(t) => t,
@@ -271,7 +277,10 @@ mod tests {
     #[test]
     fn content_text_rules() {
         assert_eq!(content_text(r#""hi""#), Ok("hi".into()));
-        assert_eq!(content_text(r#"[{"type":"text","text":"a"},{"type":"thinking"},{"type":"text","text":"b"}]"#), Ok("a b".into()));
+        assert_eq!(
+            content_text(r#"[{"type":"text","text":"a"},{"type":"thinking"},{"type":"text","text":"b"}]"#),
+            Ok("a b".into())
+        );
         assert_eq!(content_text("null"), Err(()));
         assert_eq!(content_text("[null]"), Err(()));
         assert_eq!(content_text("[1,{\"type\":\"text\"}]"), Ok(String::new()));

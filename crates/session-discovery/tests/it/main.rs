@@ -1,1 +1,8 @@
-//! Integration tests.
+//! Integration tests of session-discovery; modules mirror `src/`.
+
+mod breadcrumb;
+mod env;
+mod info;
+mod list;
+mod paths;
+mod support;
