@@ -138,6 +138,9 @@ impl LeafState {
     }
 }
 
+/// [`SessionTree::parent_slot`] value for "no known parent".
+const NO_PARENT: u32 = u32::MAX;
+
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     /// Position of the latest entry with this id.
@@ -174,7 +177,13 @@ pub struct SessionTree {
     dialect: Dialect,
     entries: Vec<Record>,
     by_id: HashMap<Box<str>, Slot>,
-    order: Vec<Box<str>>,
+    /// For each id in first-insertion order, the position of its latest entry.
+    slot_pos: Vec<usize>,
+    /// For each entry, the slot of its parent id ([`NO_PARENT`] when the parent is
+    /// absent or unknown), so that walks do not hash.
+    parent_slot: Vec<u32>,
+    /// Whether a parent cycle exists (walks then track visited entries).
+    has_cycle: bool,
     /// The last id-less entry: JavaScript indexes such entries under `undefined`.
     idless_last: Option<usize>,
     leaf: LeafState,
@@ -198,7 +207,9 @@ impl SessionTree {
             dialect,
             entries: Vec::with_capacity(entries.len()),
             by_id: HashMap::with_capacity(entries.len()),
-            order: Vec::with_capacity(entries.len()),
+            slot_pos: Vec::with_capacity(entries.len()),
+            parent_slot: Vec::with_capacity(entries.len()),
+            has_cycle: false,
             idless_last: None,
             leaf: LeafState::Null,
             labels: HashMap::new(),
@@ -210,6 +221,7 @@ impl SessionTree {
         for record in entries {
             tree.index_one(record, false);
         }
+        tree.resolve_parents();
         tree.find_orphans();
         tree.find_cycles();
         tree.undo = None;
@@ -233,14 +245,18 @@ impl SessionTree {
                             index: pos,
                         });
                         self.by_id.insert(id.into(), Slot { pos, order: slot.order });
+                        self.slot_pos[slot.order] = pos;
                     }
                     None => {
-                        self.by_id.insert(id.into(), Slot { pos, order: self.order.len() });
-                        self.order.push(id.into());
+                        self.by_id.insert(id.into(), Slot { pos, order: self.slot_pos.len() });
+                        self.slot_pos.push(pos);
                     }
                 }
                 match record.parent_id() {
-                    Some(p) if p == id => self.diagnostics.push(TreeDiagnostic::SelfParent { id: id.to_owned() }),
+                    Some(p) if p == id => {
+                        self.has_cycle = true;
+                        self.diagnostics.push(TreeDiagnostic::SelfParent { id: id.to_owned() });
+                    }
                     Some(p) if live && !p.is_empty() && !self.by_id.contains_key(p) => {
                         self.missing_parents.insert(p.into());
                         self.diagnostics.push(TreeDiagnostic::Orphan { id: id.to_owned(), parent: p.to_owned() })
@@ -255,7 +271,13 @@ impl SessionTree {
         if let Some(u) = undo.as_mut() {
             u.prev_label = prev_label;
         }
+        let parent = if live { self.parent_slot_of(&record) } else { NO_PARENT };
         self.entries.push(record);
+        self.parent_slot.push(parent);
+        if live && undo.as_ref().is_some_and(|u| u.prev_slot.is_none() && self.missing_parents.contains(&u.id)) {
+            // An orphan's parent arrived: re-resolve every parent link.
+            self.resolve_parents();
+        }
         // Only a reused id, or an id some orphan was waiting for, can close a cycle.
         if live
             && let Some(u) = &undo
@@ -266,6 +288,7 @@ impl SessionTree {
             })
         {
             self.diagnostics.push(TreeDiagnostic::Cycle { id: u.id.to_string() });
+            self.has_cycle = true;
         }
         undo
     }
@@ -301,6 +324,26 @@ impl SessionTree {
         Some((target.into(), prev))
     }
 
+    fn parent_slot_of(&self, record: &Record) -> u32 {
+        match record.parent_id().filter(|p| !p.is_empty()).and_then(|p| self.by_id.get(p)) {
+            Some(slot) => u32::try_from(slot.order).unwrap_or(NO_PARENT),
+            None => NO_PARENT,
+        }
+    }
+
+    fn resolve_parents(&mut self) {
+        let slots: Vec<u32> = self.entries.iter().map(|r| self.parent_slot_of(r)).collect();
+        self.parent_slot = slots;
+    }
+
+    /// Returns the position of the parent of the entry at `pos`.
+    fn parent_pos(&self, pos: usize) -> Option<usize> {
+        match self.parent_slot[pos] {
+            NO_PARENT => None,
+            slot => Some(self.slot_pos[slot as usize]),
+        }
+    }
+
     fn find_orphans(&mut self) {
         for rec in &self.entries {
             if let (Some(id), Some(p)) = (rec.id(), rec.parent_id())
@@ -319,8 +362,8 @@ impl SessionTree {
         let mut state = vec![0u8; self.entries.len()];
         let mut chain = Vec::new();
         let mut found = Vec::new();
-        for slot in self.order.iter().filter_map(|id| self.by_id.get(id)) {
-            let mut pos = slot.pos;
+        for &start in &self.slot_pos {
+            let mut pos = start;
             chain.clear();
             loop {
                 match state[pos] {
@@ -336,7 +379,7 @@ impl SessionTree {
                 }
                 state[pos] = 1;
                 chain.push(pos);
-                match self.entries[pos].parent_id().and_then(|p| self.lookup(p)) {
+                match self.parent_pos(pos) {
                     Some(next) => pos = next,
                     None => break,
                 }
@@ -346,6 +389,8 @@ impl SessionTree {
             }
         }
         found.sort();
+        self.has_cycle =
+            !found.is_empty() || self.diagnostics.iter().any(|d| matches!(d, TreeDiagnostic::SelfParent { .. }));
         self.diagnostics.extend(found.into_iter().map(|id| TreeDiagnostic::Cycle { id }));
     }
 
@@ -360,11 +405,29 @@ impl SessionTree {
     /// Returns the root..`pos` path as positions, stopping at a missing parent or
     /// the first revisited entry.
     pub(crate) fn walk(&self, pos: usize) -> Vec<usize> {
+        if !self.has_cycle {
+            let mut path = vec![pos];
+            let mut current = pos;
+            while let Some(next) = self.parent_pos(current) {
+                if path.len() > self.entries.len() {
+                    // Longer than the session: a cycle after all; walk again carefully.
+                    return self.walk_checked(pos);
+                }
+                path.push(next);
+                current = next;
+            }
+            path.reverse();
+            return path;
+        }
+        self.walk_checked(pos)
+    }
+
+    fn walk_checked(&self, pos: usize) -> Vec<usize> {
         let mut path = vec![pos];
         let mut seen = HashSet::new();
         seen.insert(pos);
         let mut current = pos;
-        while let Some(next) = self.entries[current].parent_id().and_then(|p| self.lookup(p)) {
+        while let Some(next) = self.parent_pos(current) {
             if !seen.insert(next) {
                 break;
             }
@@ -445,12 +508,7 @@ impl SessionTree {
     /// Returns the entries whose `parentId` is `parent_id`, in index order (first
     /// appearance of each id), not sorted by time.
     pub fn children(&self, parent_id: &str) -> Vec<&Record> {
-        self.order
-            .iter()
-            .filter_map(|id| self.by_id.get(id))
-            .map(|slot| &self.entries[slot.pos])
-            .filter(|r| r.parent_id() == Some(parent_id))
-            .collect()
+        self.slot_pos.iter().map(|&pos| &self.entries[pos]).filter(|r| r.parent_id() == Some(parent_id)).collect()
     }
 
     /// Returns the label of `id`, if set.
@@ -506,13 +564,18 @@ impl SessionTree {
         match self.undo.take() {
             Some(undo) if undo.pos + 1 == self.entries.len() && record.id() == Some(&*undo.id) => {
                 self.entries.pop();
+                self.parent_slot.pop();
                 match undo.prev_slot {
                     Some(slot) => {
+                        self.slot_pos[slot.order] = slot.pos;
                         self.by_id.insert(undo.id, slot);
                     }
                     None => {
                         self.by_id.remove(&undo.id);
-                        self.order.pop();
+                        self.slot_pos.pop();
+                        if self.missing_parents.contains(&undo.id) {
+                            self.resolve_parents();
+                        }
                     }
                 }
                 if let Some((target, prev)) = undo.prev_label {
@@ -576,7 +639,7 @@ impl SessionTree {
             let parent = match rec.parent() {
                 ParentRef::Null | ParentRef::Invalid => None,
                 ParentRef::Id(p) if Some(&**p) == rec.id() => None,
-                ParentRef::Id(p) => self.by_id.get(&**p).map(|s| s.pos),
+                ParentRef::Id(_) => self.parent_pos(pos),
                 ParentRef::Absent => match rec.id() {
                     None => None,
                     Some(_) => self.idless_last,

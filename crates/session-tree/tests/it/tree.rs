@@ -331,3 +331,19 @@ fn append_validates_and_pop_last_restores() -> Result<(), TreeError> {
     assert_eq!(t.leaf_id(), None);
     Ok(())
 }
+
+#[test]
+fn late_parents_and_appended_cycles() -> Result<(), TreeError> {
+    // An orphan whose parent is appended later joins the tree; undoing the append orphans it again.
+    let mut t = tree_of("a - user a\nx p user waiting\n", Dialect::Pi);
+    assert_eq!(ids(t.get_branch(Some("x"))), ["x"]);
+    t.append(Record::from_value(entry("p", Some("a"), 9, "user", &["parent"], Dialect::Pi)))?;
+    assert_eq!(ids(t.get_branch(Some("x"))), ["a", "p", "x"]);
+    t.pop_last(Some("x".into()));
+    assert_eq!(ids(t.get_branch(Some("x"))), ["x"]);
+    // Appending the missing parent as a child of the orphan closes a cycle: reported, walks stop.
+    t.append(Record::from_value(entry("p", Some("x"), 9, "user", &["loop"], Dialect::Pi)))?;
+    assert_eq!(ids(t.get_branch(Some("x"))), ["p", "x"]);
+    assert!(t.diagnostics().iter().any(|d| matches!(d, TreeDiagnostic::Cycle { .. })));
+    Ok(())
+}
