@@ -70,7 +70,7 @@ impl Args {
                 Some((k, v)) if k.starts_with("--") => (k, Some(v.to_owned())),
                 _ => (arg.as_str(), None),
             };
-            let mut take = |it: &mut std::slice::Iter<'_, String>| match &inline {
+            let take = |it: &mut std::slice::Iter<'_, String>| match &inline {
                 Some(v) => Ok(v.clone()),
                 None => value(it, key),
             };

@@ -31,7 +31,7 @@ pub(crate) fn run(a: &Args) -> Result<String> {
 fn env(a: &Args) -> Env {
     let mut env = Env::files();
     if let Some(dir) = &a.blob_dir {
-        env = env.with_blobs(BlobStore::new(dir.clone()));
+        env = env.with_blobs(BlobStore::open(dir.clone()));
     }
     env
 }

@@ -212,7 +212,9 @@ impl Storage for FileStorage {
                 expected.check(path, found)?;
             }
             Ok(guard)
-        })
+        })?;
+        lock::bump_generation(path);
+        Ok(())
     }
 
     fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
@@ -229,12 +231,17 @@ impl Storage for FileStorage {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
-        atomic::rename_with(from, to, self.faults.as_ref())
+        atomic::rename_with(from, to, self.faults.as_ref())?;
+        lock::bump_generation(from);
+        lock::bump_generation(to);
+        Ok(())
     }
 
     fn unlink(&self, path: &Path) -> Result<(), StoreError> {
         self.check(Op::Unlink, path)?;
-        fs_err::remove_file(path).map_err(|e| StoreError::io(Op::Unlink, path, e))
+        fs_err::remove_file(path).map_err(|e| StoreError::io(Op::Unlink, path, e))?;
+        lock::bump_generation(path);
+        Ok(())
     }
 
     fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
@@ -266,11 +273,15 @@ impl Storage for FileStorage {
     fn open_writer(&self, path: &Path, durability: Durability) -> Result<Box<dyn AppendWriter>, StoreError> {
         self.check(Op::Open, path)?;
         ensure_parent(path)?;
+        let lock = lock::lock_for_writer(path, self.clock.as_ref(), self.faults.as_ref())?;
         let existed = path.exists();
         let file = open_append(path)?;
         let ino = inode_of_file(&file);
         Ok(Box::new(FileWriter {
             path: path.to_path_buf(),
+            generation: lock::generation(path),
+            seen_generation: lock::generation(path).load(std::sync::atomic::Ordering::SeqCst),
+            lock,
             file: Some(file),
             ino,
             durability,
@@ -309,6 +320,12 @@ fn inode_of_path(path: &Path) -> Option<u64> {
 
 struct FileWriter {
     path: PathBuf,
+    /// The session's locks, held for the writer's life (`None` when this process held them
+    /// already, e.g. through [`Storage::lock`]).
+    lock: Option<lock::FileLockGuard>,
+    /// Bumped when this process replaces the file; other processes cannot while we hold the lock.
+    generation: Arc<std::sync::atomic::AtomicU64>,
+    seen_generation: u64,
     file: Option<fs_err::File>,
     ino: Option<u64>,
     durability: Durability,
@@ -330,6 +347,11 @@ impl FileWriter {
     fn current_file(&mut self) -> Result<&mut fs_err::File, StoreError> {
         let stale = match (&self.file, self.ino) {
             (None, _) => true,
+            // While we hold the lock only this process can replace the file, and it says so.
+            (Some(_), _) if self.lock.is_some() => {
+                let now = self.generation.load(std::sync::atomic::Ordering::SeqCst);
+                std::mem::replace(&mut self.seen_generation, now) != now
+            }
             (Some(_), ino) => inode_of_path(&self.path) != ino || ino.is_none() && !self.path.exists(),
         };
         if stale {
@@ -356,7 +378,10 @@ impl FileWriter {
     }
 
     fn append_locked(&mut self, line: &[u8]) -> Result<(), StoreError> {
-        let _guard = lock::lock_publish(&self.path, self.storage.clock.as_ref(), self.faults())?;
+        let _guard = match self.lock {
+            Some(_) => None,
+            None => lock::lock_publish(&self.path, self.storage.clock.as_ref(), self.faults())?,
+        };
         let faults = self.storage.faults.clone();
         let path = self.path.clone();
         let file = self.current_file()?;
@@ -398,6 +423,7 @@ impl AppendWriter for FileWriter {
     fn close(mut self: Box<Self>) -> Result<(), StoreError> {
         let flushed = self.flush();
         self.file = None;
-        flushed
+        let released = self.lock.take().map_or(Ok(()), lock::FileLockGuard::release);
+        flushed.and(released)
     }
 }

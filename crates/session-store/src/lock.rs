@@ -2,16 +2,22 @@
 //!
 //! For a session file `<dir>/<name>`:
 //!
-//! 1. the OS gate: an exclusive `flock`-style lock ([`std::fs::File::try_lock`]) on
-//!    `<dir>/.<name>.lock.os`, created if needed and never deleted; the kernel drops it when the
-//!    holder dies;
+//! 1. the OS gate: an exclusive `flock`-style lock ([`std::fs::File::try_lock`]) on a gate file
+//!    named by the SHA-256 of the session file's absolute path, in a `session-store-locks`
+//!    directory under the system temp dir; created if needed and never deleted (so it never
+//!    races with its own removal), and kept out of the session directory, which holds only what
+//!    the references leave there; the kernel drops the lock when the holder dies;
 //! 2. the lock file `<dir>/.<name>.lock`, created exclusively (mode 0600) with the record
 //!    `<pid>:<epoch-ms>\n` and re-read to verify ownership. An existing lock file is stolen only
 //!    when its pid is dead (`/proc/<pid>` is gone or a zombie; on systems without `/proc` a pid is
 //!    assumed alive) or when it holds no parseable record and is older than 500 ms.
 //!
-//! Both are polled every 2 ms until the caller's deadline. omp takes the same two locks, so a
+//! Both are polled every 2 ms until the caller's deadline. omp takes the same lock file, so a
 //! Rust writer and an omp writer never publish into the same file at the same moment.
+//!
+//! An append writer holds the locks for its whole life ([`lock_for_writer`]): each append is
+//! then one `write`, and no other writer (ours or omp's) can interleave or replace the file
+//! while it is open.
 //!
 //! Locks taken through [`Storage::lock`](crate::Storage::lock) are registered per process: the
 //! storage's own short publish locks (around appends and size-checked renames) are skipped for a
@@ -33,6 +39,28 @@ pub(crate) const PUBLISH_WAIT: Duration = Duration::from_millis(500);
 const POLL: Duration = Duration::from_millis(2);
 const UNPARSEABLE_STALE_MS: i64 = 500;
 
+/// Per-path replacement counters: a whole-file write bumps the path's counter so that an open
+/// writer of this process notices without a `stat` per append.
+fn generations() -> &'static Mutex<std::collections::HashMap<PathBuf, Arc<std::sync::atomic::AtomicU64>>> {
+    static GEN: OnceLock<Mutex<std::collections::HashMap<PathBuf, Arc<std::sync::atomic::AtomicU64>>>> =
+        OnceLock::new();
+    GEN.get_or_init(|| Mutex::new(std::collections::HashMap::new()))
+}
+
+/// Returns the replacement counter of `path` (shared by every writer of this process).
+pub(crate) fn generation(path: &Path) -> Arc<std::sync::atomic::AtomicU64> {
+    let mut map = generations().lock().unwrap_or_else(|p| p.into_inner());
+    map.entry(registry_key(path)).or_default().clone()
+}
+
+/// Notes that `path` was replaced or removed by this process.
+pub(crate) fn bump_generation(path: &Path) {
+    let map = generations().lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(g) = map.get(&registry_key(path)) {
+        g.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 fn held() -> &'static Mutex<HashSet<PathBuf>> {
     static HELD: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
     HELD.get_or_init(|| Mutex::new(HashSet::new()))
@@ -47,15 +75,18 @@ pub(crate) fn registry_key(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Returns `(<dir>/.<name>.lock.os, <dir>/.<name>.lock)` for a session file.
+/// Returns `(<gate file>, <dir>/.<name>.lock)` for a session file.
 pub(crate) fn lock_paths(path: &Path) -> Result<(PathBuf, PathBuf), StoreError> {
+    use sha2::Digest;
     let name = path.file_name().ok_or_else(|| StoreError::NotAFile { path: path.to_path_buf() })?;
     let mut lock = std::ffi::OsString::from(".");
     lock.push(name);
     lock.push(".lock");
-    let mut os = lock.clone();
-    os.push(".os");
-    Ok((path.with_file_name(os), path.with_file_name(lock)))
+    let key = registry_key(path);
+    let digest = sha2::Sha256::digest(key.as_os_str().as_encoded_bytes());
+    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    let gate = std::env::temp_dir().join("session-store-locks").join(format!("{hex}.gate"));
+    Ok((gate, path.with_file_name(lock)))
 }
 
 /// A held pair of locks; releases on drop.
@@ -140,6 +171,29 @@ pub(crate) fn lock_publish(
     acquire(path, Some(Instant::now() + PUBLISH_WAIT), clock, faults).map(Some)
 }
 
+/// Takes the locks of `path` for an append writer's lifetime and registers them, or nothing when
+/// this process already holds them.
+pub(crate) fn lock_for_writer(
+    path: &Path,
+    clock: &dyn Clock,
+    faults: Option<&Faults>,
+) -> Result<Option<FileLockGuard>, StoreError> {
+    let key = registry_key(path);
+    if !held_set().insert(key.clone()) {
+        return Ok(None);
+    }
+    match acquire(path, Some(Instant::now() + PUBLISH_WAIT), clock, faults) {
+        Ok(mut guard) => {
+            guard.registered = Some(key);
+            Ok(Some(guard))
+        }
+        Err(e) => {
+            held_set().remove(&key);
+            Err(e)
+        }
+    }
+}
+
 fn deadline(wait: LockWait) -> Option<Instant> {
     match wait {
         LockWait::NoWait => None,
@@ -161,8 +215,10 @@ fn acquire(
         f.check(Op::Lock, path)?;
     }
     let (os_path, lockfile) = lock_paths(path)?;
-    if let Some(dir) = os_path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs_err::create_dir_all(dir).map_err(|e| StoreError::io(Op::EnsureDir, dir, e))?;
+    for p in [&os_path, &lockfile] {
+        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fs_err::create_dir_all(dir).map_err(|e| StoreError::io(Op::EnsureDir, dir, e))?;
+        }
     }
     let os = open_private(&os_path, false).map_err(|e| StoreError::io_raw(Op::Lock, &os_path, e))?;
     loop {
@@ -281,9 +337,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lock_paths_are_dot_siblings() -> Result<(), StoreError> {
+    fn lock_paths_keep_only_the_lock_file_beside_the_session() -> Result<(), StoreError> {
         let (os, lf) = lock_paths(Path::new("/d/s.jsonl"))?;
-        assert_eq!(os, Path::new("/d/.s.jsonl.lock.os"));
+        assert!(os.starts_with(std::env::temp_dir().join("session-store-locks")));
+        assert_ne!(os, lock_paths(Path::new("/d/t.jsonl"))?.0);
         assert_eq!(lf, Path::new("/d/.s.jsonl.lock"));
         Ok(())
     }

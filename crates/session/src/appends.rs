@@ -58,7 +58,14 @@ impl SessionManager {
     }
 
     /// Appends pi's `usage` record (`note` is written only when non-empty).
-    pub fn append_usage(&mut self, kind: &str, provider: &str, model: &str, usage: Value, note: Option<&str>) -> Result<String> {
+    pub fn append_usage(
+        &mut self,
+        kind: &str,
+        provider: &str,
+        model: &str,
+        usage: Value,
+        note: Option<&str>,
+    ) -> Result<String> {
         self.append_with(|b| entries::pi::usage(b, kind, provider, model, usage, note))
     }
 
@@ -132,9 +139,8 @@ impl SessionManager {
     ) -> Result<String> {
         match self.dialect() {
             Dialect::Pi => self.append_with(|b| entries::pi::custom_message(b, custom_type, content, display, details)),
-            Dialect::Omp => self.append_with(|b| {
-                entries::omp::custom_message(b, custom_type, content, display, details, attribution)
-            }),
+            Dialect::Omp => self
+                .append_with(|b| entries::omp::custom_message(b, custom_type, content, display, details, attribution)),
         }
     }
 
@@ -155,8 +161,9 @@ impl SessionManager {
                     return Ok(None);
                 }
                 let previous = self.header().get_str("title").map(str::to_owned);
-                let id = self.append_with(|b| entries::omp::title_change(b, &title, source, previous.as_deref(), None))?;
-                self.set_title(&title, source);
+                let id =
+                    self.append_with(|b| entries::omp::title_change(b, &title, source, previous.as_deref(), None))?;
+                self.set_title(&title, source)?;
                 Ok(Some(id))
             }
         }
@@ -178,7 +185,8 @@ impl SessionManager {
         if !valid {
             return Err(SessionError::InvalidContextEdit);
         }
-        let target = self.tree().get(target_id).cloned().ok_or_else(|| SessionError::EntryNotFound { id: target_id.into() })?;
+        let target =
+            self.tree().get(target_id).cloned().ok_or_else(|| SessionError::EntryNotFound { id: target_id.into() })?;
         if !self.tree().get_branch(None).iter().any(|r| r.id() == Some(target_id)) {
             return Err(SessionError::NotOnActiveBranch { id: target_id.into() });
         }
@@ -229,7 +237,9 @@ impl SessionManager {
             Dialect::Pi => {
                 self.append_with(|b| entries::pi::branch_summary(b, &from_id, summary, details, usage, from_hook))
             }
-            Dialect::Omp => self.append_with(|b| entries::omp::branch_summary(b, &from_id, summary, details, from_hook)),
+            Dialect::Omp => {
+                self.append_with(|b| entries::omp::branch_summary(b, &from_id, summary, details, from_hook))
+            }
         }
     }
 

@@ -264,7 +264,7 @@ impl SessionManager {
                 if !r.text().contains("blob:sha256:") {
                     return r;
                 }
-                let (value, _warnings) = session_store::persist::resolve_blob_refs(r.value(), &blobs);
+                let (value, _warnings) = session_store::persist::resolve_blob_refs_shared(r.value(), &blobs);
                 match value {
                     Some(v) => Record::from_value(v),
                     None => r,
@@ -401,7 +401,7 @@ impl SessionManager {
                 if !self.file_is_current || self.rewrite_required {
                     return self.rewrite_omp(&path);
                 }
-                let line = self.persist_line(line);
+                let line = self.persist_line(line)?;
                 self.append_line(&path, &line)?;
                 self.expected_size = self.expected_size.map(|s| s + line.len() as u64 + 1);
                 Ok(())
@@ -449,17 +449,21 @@ impl SessionManager {
 
     /// Returns the line omp persists for a record line: images moved to the blob
     /// store, huge strings truncated (unchanged lines are returned as they are).
-    fn persist_line(&self, line: &str) -> String {
-        if self.dialect != Dialect::Omp || !session_store::persist::may_need_transform(line) {
-            return line.to_owned();
+    /// Without a blob store nothing is transformed (images stay inline).
+    fn persist_line(&self, line: &str) -> Result<String> {
+        let Some(blobs) = self.env.blobs.as_ref().filter(|_| self.dialect == Dialect::Omp) else {
+            return Ok(line.to_owned());
+        };
+        if !session_store::persist::may_change(line) {
+            return Ok(line.to_owned());
         }
         let Ok(record) = Record::parse(line) else {
-            return line.to_owned();
+            return Ok(line.to_owned());
         };
-        match session_store::persist::prepare_for_persistence(record.value(), self.env.blobs.as_ref()) {
+        Ok(match session_store::persist::prepare_entry_with(record.value(), blobs)? {
             Some(v) => session_model::json::to_js_string(&v),
             None => line.to_owned(),
-        }
+        })
     }
 
     /// Returns the whole file as the dialect writes it: (omp: title slot,) header,
@@ -475,10 +479,10 @@ impl SessionManager {
             body.push_str(&slot.to_line()?);
         }
         let header_line = self.header_for_disk();
-        body.push_str(&self.persist_line(&header_line));
+        body.push_str(&self.persist_line(&header_line)?);
         body.push('\n');
         for r in self.tree.entries() {
-            body.push_str(&self.persist_line(&r.line()));
+            body.push_str(&self.persist_line(&r.line())?);
             body.push('\n');
         }
         Ok(body)
@@ -500,10 +504,9 @@ impl SessionManager {
             w.flush()?;
         }
         match &self.failure {
-            Some(message) => Err(SessionError::DiskFailure {
-                path: self.file.clone().unwrap_or_default(),
-                message: message.clone(),
-            }),
+            Some(message) => {
+                Err(SessionError::DiskFailure { path: self.file.clone().unwrap_or_default(), message: message.clone() })
+            }
             None => Ok(()),
         }
     }
@@ -553,7 +556,11 @@ impl SessionManager {
                 m.insert("titleSource".into(), source.into());
             }
         });
-        self.slot = Some(TitleSlot { title: title.to_owned(), source: Some(source.to_owned()), updated_at: self.env.now_iso() });
+        self.slot = Some(TitleSlot {
+            title: title.to_owned(),
+            source: Some(source.to_owned()),
+            updated_at: self.env.now_iso(),
+        });
         if self.persist && self.file_is_current {
             if let Some(path) = self.file.clone() {
                 self.rewrite_omp(&path)?;
@@ -565,8 +572,13 @@ impl SessionManager {
     /// Returns pi's system-message snapshot of the current context
     /// (`getCurrentSystemMessage` over the projected messages), without its timestamp fixed.
     pub(crate) fn system_snapshot(&self) -> Option<Value> {
-        let projection = session_tree::pi::build_projection(&self.tree, session_tree::Leaf::Current);
-        crate::snapshot::current_system_message(projection.message_values())
+        let context = session_tree::pi::build_context(&self.tree, session_tree::Leaf::Current);
+        let systems = context
+            .messages()
+            .filter(|text| text.contains("system"))
+            .filter_map(|text| serde_json::from_str::<Value>(text).ok())
+            .collect::<Vec<_>>();
+        crate::snapshot::current_system_message(systems)
     }
 
     // ------------------------------------------------------------------ whole-file operations
@@ -604,7 +616,9 @@ impl SessionManager {
                     }
                     let parent = kept.last().and_then(|k| k.id().map(str::to_owned));
                     let mut rec = r.clone();
-                    if rec.parent_id() != parent.as_deref() || (parent.is_none() && !matches!(rec.parent(), session_model::ParentRef::Null)) {
+                    if rec.parent_id() != parent.as_deref()
+                        || (parent.is_none() && !matches!(rec.parent(), session_model::ParentRef::Null))
+                    {
                         rec = rec.map_value(|v| {
                             if let Value::Object(m) = v {
                                 m.insert("parentId".into(), parent.clone().map_or(Value::Null, Value::from));
@@ -673,7 +687,11 @@ impl SessionManager {
                 Dialect::Pi => label_ts.unwrap_or_else(|| ts.clone()),
                 Dialect::Omp => self.env.now_iso(),
             };
-            kept.push(entries::pi::label(&Base::new(new_id.clone(), parent.as_deref(), ts_label), &target, Some(&label)));
+            kept.push(entries::pi::label(
+                &Base::new(new_id.clone(), parent.as_deref(), ts_label),
+                &target,
+                Some(&label),
+            ));
             parent = Some(new_id);
         }
         self.close_writer();
@@ -715,7 +733,13 @@ impl SessionManager {
     /// Copies the whole session at `source` into a new session for `target_cwd` in
     /// `session_dir` (`forkFrom`). The source is migrated in memory first and left
     /// untouched on disk (pi repairs a missing final newline, as it does on any load).
-    pub fn fork_from(dialect: Dialect, source: &Path, target_cwd: &str, session_dir: &Path, env: Env) -> Result<SessionManager> {
+    pub fn fork_from(
+        dialect: Dialect,
+        source: &Path,
+        target_cwd: &str,
+        session_dir: &Path,
+        env: Env,
+    ) -> Result<SessionManager> {
         let source = absolute(&env.process_cwd, source);
         let storage = env.storage.clone();
         let Some(_) = storage.stat(&source)? else {

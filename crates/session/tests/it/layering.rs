@@ -39,8 +39,7 @@ fn actual_edges() -> Result<BTreeMap<String, BTreeSet<String>>> {
     }
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     let packages = meta["packages"].as_array().ok_or("no packages")?;
-    let members: BTreeSet<String> =
-        packages.iter().filter_map(|p| p["name"].as_str().map(str::to_owned)).collect();
+    let members: BTreeSet<String> = packages.iter().filter_map(|p| p["name"].as_str().map(str::to_owned)).collect();
     let mut edges = BTreeMap::new();
     for p in packages {
         let name = p["name"].as_str().ok_or("package without name")?.to_owned();

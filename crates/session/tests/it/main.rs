@@ -1,3 +1,4 @@
 //! Integration tests of the facade.
 
 mod layering;
+mod manager;
