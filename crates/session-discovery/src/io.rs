@@ -30,7 +30,10 @@ impl Stat {
 
 /// Stats `path`, following symlinks.
 pub(crate) fn stat(path: &Path) -> std::io::Result<Stat> {
-    let m = fs_err::metadata(path)?;
+    Ok(stat_of(&fs_err::metadata(path)?))
+}
+
+fn stat_of(m: &std::fs::Metadata) -> Stat {
     let mtime_ns = match m.modified() {
         Ok(t) => match t.duration_since(UNIX_EPOCH) {
             Ok(d) => d.as_nanos() as i128,
@@ -38,7 +41,7 @@ pub(crate) fn stat(path: &Path) -> std::io::Result<Stat> {
         },
         Err(_) => 0,
     };
-    Ok(Stat { mtime_ns, size: m.len(), is_file: m.is_file(), is_dir: m.is_dir() })
+    Stat { mtime_ns, size: m.len(), is_file: m.is_file(), is_dir: m.is_dir() }
 }
 
 /// One directory entry.
@@ -50,6 +53,10 @@ pub(crate) struct DirEntry {
     pub(crate) path: PathBuf,
     /// Whether the entry is a directory or a symlink (not followed).
     pub(crate) is_dir_or_symlink: bool,
+    /// Whether the entry is a regular file (not followed).
+    pub(crate) is_file: bool,
+    /// Whether the entry is a symlink.
+    pub(crate) is_symlink: bool,
 }
 
 /// Lists a directory in the order the OS returns.
@@ -62,9 +69,20 @@ pub(crate) fn read_dir(dir: &Path) -> std::io::Result<Vec<DirEntry>> {
             name: e.file_name().to_string_lossy().into_owned(),
             path: e.path(),
             is_dir_or_symlink: ft.is_dir() || ft.is_symlink(),
+            is_file: ft.is_file(),
+            is_symlink: ft.is_symlink(),
         });
     }
     Ok(out)
+}
+
+/// Reads a whole file and returns its stat, with one open.
+pub(crate) fn read_all_with_stat(path: &Path) -> std::io::Result<(Stat, Vec<u8>)> {
+    let mut f = fs_err::File::open(path)?;
+    let st = stat_of(&f.metadata()?);
+    let mut out = Vec::with_capacity(usize::try_from(st.size).unwrap_or(0).saturating_add(1));
+    f.read_to_end(&mut out)?;
+    Ok((st, out))
 }
 
 /// Reads a whole file.
@@ -73,10 +91,15 @@ pub(crate) fn read_all(path: &Path) -> std::io::Result<Vec<u8>> {
 }
 
 /// Reads at most `prefix` bytes from the start and the last `suffix` bytes of a
-/// file of `size` bytes (the windows may overlap on small files), with one open.
-pub(crate) fn read_slices(path: &Path, prefix: u64, suffix: u64) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
+/// file (the windows may overlap on small files), with one open; also returns the
+/// file's stat.
+pub(crate) fn read_slices(path: &Path, prefix: u64, suffix: u64) -> std::io::Result<(Stat, Vec<u8>, Vec<u8>)> {
     let mut f = fs_err::File::open(path)?;
-    let size = f.metadata()?.len();
+    let st = stat_of(&f.metadata()?);
+    if !st.is_file {
+        return Ok((st, Vec::new(), Vec::new()));
+    }
+    let size = st.size;
     let p = prefix.min(size);
     let mut head = vec![0u8; p as usize];
     f.read_exact(&mut head)?;
@@ -91,7 +114,7 @@ pub(crate) fn read_slices(path: &Path, prefix: u64, suffix: u64) -> std::io::Res
             f.read_exact(&mut tail)?;
         }
     }
-    Ok((head, tail))
+    Ok((st, head, tail))
 }
 
 /// Reads up to `limit` bytes from the start of a file.

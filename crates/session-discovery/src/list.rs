@@ -431,7 +431,7 @@ fn omp_dir_files(dir: &Path) -> Result<Vec<PathBuf>, DiscoveryError> {
     Ok(entries
         .into_iter()
         .filter(|e| e.name.ends_with(".jsonl") && !e.name.starts_with('.'))
-        .filter(|e| io::stat(&e.path).is_ok_and(|s| s.is_file))
+        .filter(|e| e.is_file || (e.is_symlink && io::stat(&e.path).is_ok_and(|s| s.is_file)))
         .map(|e| e.path)
         .collect())
 }

@@ -302,11 +302,10 @@ fn has_assistant_turn(path: &Path) -> bool {
 
 /// Scans one file into omp's `SessionInfo`, or `None` where omp skips it.
 pub(crate) fn scan_session_file(path: &Path, with_status: bool) -> Option<SessionInfo> {
-    let st = io::stat(path).ok()?;
+    let (st, head, tail) = io::read_slices(path, PREFIX_BYTES, if with_status { SUFFIX_BYTES } else { 0 }).ok()?;
     if !st.is_file {
         return None;
     }
-    let (head, tail) = io::read_slices(path, PREFIX_BYTES, if with_status { SUFFIX_BYTES } else { 0 }).ok()?;
     let content = decode(&head);
     let suffix = decode(&tail);
     let entries = parse_jsonl_lenient(&content);

@@ -164,8 +164,7 @@ struct Header {
 /// Deviation: a header whose `id` is not a string is not listed (pi lists it with
 /// that id, but cannot open it).
 pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
-    let st = io::stat(path).ok()?;
-    let bytes = io::read_all(path).ok()?;
+    let (st, bytes) = io::read_all_with_stat(path).ok()?;
     let text = decode(&bytes);
     let mut header: Option<Header> = None;
     let mut message_count = 0u64;
