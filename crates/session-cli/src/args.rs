@@ -28,7 +28,10 @@ Find:
   resume ARG [--cwd CWD]                     path of the session an id or name prefix names
   history search QUERY [--limit N]           search the prompt history
 
---dialect defaults to the file's own (a title slot means omp), else pi.
+--dialect defaults to the file's own (a title slot means omp), else pi; for ls and
+resume it defaults to pi, for history to omp. --omp-home omp|musepi picks omp's home
+(~/.omp or ~/.musepi; default musepi). ls, resume and history print a table on a
+terminal and JSON otherwise (or with --json).
 ";
 
 /// Parsed command line.
@@ -49,6 +52,7 @@ pub(crate) struct Args {
     pub cwd: Option<String>,
     pub session_dir: Option<PathBuf>,
     pub limit: Option<usize>,
+    pub omp_home: session::discovery::OmpHome,
 }
 
 /// `--leaf ID` or `--leaf-null`.
@@ -88,6 +92,13 @@ impl Args {
                 "--data" => a.data = Some(take(&mut it)?),
                 "--cwd" => a.cwd = Some(take(&mut it)?),
                 "--session-dir" => a.session_dir = Some(PathBuf::from(take(&mut it)?)),
+                "--omp-home" => {
+                    a.omp_home = match take(&mut it)?.as_str() {
+                        "omp" => session::discovery::OmpHome::Omp,
+                        "musepi" => session::discovery::OmpHome::MusePi,
+                        other => return Err(format!("--omp-home takes omp or musepi, not {other:?}")),
+                    }
+                }
                 "--limit" => a.limit = Some(take(&mut it)?.parse().map_err(|_| "--limit takes a number".to_owned())?),
                 k if k.starts_with("--") => return Err(format!("unknown option {k}")),
                 _ if a.command.is_empty() => a.command = arg.clone(),

@@ -24,6 +24,9 @@ pub(crate) fn run(a: &Args) -> Result<String> {
         "append" => append(a),
         "extract" => extract(a),
         "fork" => fork(a),
+        "ls" => crate::find::ls(a),
+        "resume" => crate::find::resume(a),
+        "history" => crate::find::history(a),
         other => Err(format!("unknown command {other:?}; see session --help").into()),
     }
 }

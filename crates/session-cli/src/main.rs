@@ -6,6 +6,7 @@
 
 mod args;
 mod commands;
+mod find;
 
 use std::io::Write;
 use std::process::ExitCode;
