@@ -220,10 +220,10 @@ impl SessionManager {
         from_hook: Option<bool>,
         usage: Option<Value>,
     ) -> Result<String> {
-        if let Some(id) = from {
-            if self.tree().get(id).is_none() {
-                return Err(SessionError::EntryNotFound { id: id.into() });
-            }
+        if let Some(id) = from
+            && self.tree().get(id).is_none()
+        {
+            return Err(SessionError::EntryNotFound { id: id.into() });
         }
         let from_id = match self.dialect() {
             Dialect::Pi => self.tree().leaf_id().unwrap_or("root").to_owned(),

@@ -221,10 +221,10 @@ impl SessionManager {
         });
         report.migrated = migration.ran();
         let header = records.remove(0);
-        if let Some(cwd) = header.get_str("cwd") {
-            if !(self.dialect == Dialect::Pi && cwd.is_empty()) {
-                self.cwd = cwd.to_owned();
-            }
+        if let Some(cwd) = header.get_str("cwd")
+            && !(self.dialect == Dialect::Pi && cwd.is_empty())
+        {
+            self.cwd = cwd.to_owned();
         }
         match self.dialect {
             Dialect::Pi => {
@@ -279,11 +279,10 @@ impl SessionManager {
     }
 
     fn counts_as_conversation(&self, r: &Record) -> bool {
-        match (self.dialect, r.message_role()) {
-            (Dialect::Pi, Some("user" | "assistant")) => true,
-            (Dialect::Omp, Some("assistant")) => true,
-            _ => false,
-        }
+        matches!(
+            (self.dialect, r.message_role()),
+            (Dialect::Pi, Some("user" | "assistant")) | (Dialect::Omp, Some("assistant"))
+        )
     }
 
     // ------------------------------------------------------------------ reads
@@ -561,10 +560,11 @@ impl SessionManager {
             source: Some(source.to_owned()),
             updated_at: self.env.now_iso(),
         });
-        if self.persist && self.file_is_current {
-            if let Some(path) = self.file.clone() {
-                self.rewrite_omp(&path)?;
-            }
+        if self.persist
+            && self.file_is_current
+            && let Some(path) = self.file.clone()
+        {
+            self.rewrite_omp(&path)?;
         }
         Ok(())
     }
@@ -625,19 +625,17 @@ impl SessionManager {
                             }
                         });
                     }
-                    if rec.entry_type() == EntryType::Compaction {
-                        if let Some(fk) = rec.get_str("firstKeptEntryId").map(str::to_owned) {
-                            if Some(fk.as_str()) != rec.id() {
-                                if let Some((_, Some(to))) = replaced_by.iter().find(|(from, _)| *from == fk) {
-                                    let to = to.clone();
-                                    rec = rec.map_value(|v| {
-                                        if let Value::Object(m) = v {
-                                            m.insert("firstKeptEntryId".into(), Value::from(to));
-                                        }
-                                    });
-                                }
+                    if rec.entry_type() == EntryType::Compaction
+                        && let Some(fk) = rec.get_str("firstKeptEntryId").map(str::to_owned)
+                        && Some(fk.as_str()) != rec.id()
+                        && let Some((_, Some(to))) = replaced_by.iter().find(|(from, _)| *from == fk)
+                    {
+                        let to = to.clone();
+                        rec = rec.map_value(|v| {
+                            if let Value::Object(m) = v {
+                                m.insert("firstKeptEntryId".into(), Value::from(to));
                             }
-                        }
+                        });
                     }
                     kept.push(rec);
                 }
@@ -661,10 +659,10 @@ impl SessionManager {
                         h.insert(key.into(), v.clone());
                     }
                 }
-                if self.persist {
-                    if let Some(p) = &old_file {
-                        h.insert("parentSession".into(), p.to_string_lossy().into_owned().into());
-                    }
+                if self.persist
+                    && let Some(p) = &old_file
+                {
+                    h.insert("parentSession".into(), p.to_string_lossy().into_owned().into());
                 }
                 if let Some(v) = self.header.get("additionalDirectories") {
                     h.insert("additionalDirectories".into(), v.clone());

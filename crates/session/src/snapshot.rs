@@ -52,10 +52,10 @@ pub(crate) fn current_system_message(messages: impl IntoIterator<Item = Value>) 
                 }
             }
         }
-        if timestamp.is_none() {
-            if let Some(ts) = m.get("timestamp").filter(|t| !t.is_null()) {
-                timestamp = Some(ts.clone());
-            }
+        if timestamp.is_none()
+            && let Some(ts) = m.get("timestamp").filter(|t| !t.is_null())
+        {
+            timestamp = Some(ts.clone());
         }
     }
     if timestamp.is_none() && tools.is_empty() {
