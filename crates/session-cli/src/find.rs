@@ -50,9 +50,9 @@ impl ProgressLine {
         if !self.enabled || self.start.elapsed() < Duration::from_millis(200) {
             return;
         }
-        if p.loaded == p.total || p.loaded % 25 == 0 {
+        if p.loaded == p.total || p.loaded.is_multiple_of(25) {
             let width = 30;
-            let done = if p.total == 0 { width } else { p.loaded * width / p.total };
+            let done = (p.loaded * width).checked_div(p.total).unwrap_or(width).min(width);
             let bar: String = "#".repeat(done) + &" ".repeat(width - done);
             let _ = write!(std::io::stderr(), "\rscanning [{bar}] {}/{}", p.loaded, p.total);
             self.drawn = true;
