@@ -176,24 +176,62 @@ pub fn parse_session_bytes(bytes: &[u8], dialect: Dialect) -> ParsedFile {
         has_content: bytes.iter().any(|b| !b.is_ascii_whitespace()),
         ..ParsedFile::default()
     };
-    let text = match std::str::from_utf8(bytes) {
-        Ok(t) => std::borrow::Cow::Borrowed(t),
+    let (text, shifts) = match std::str::from_utf8(bytes) {
+        Ok(t) => (std::borrow::Cow::Borrowed(t), Vec::new()),
         Err(e) => {
             out.diagnostics.push(Diagnostic {
                 line: line_of(bytes, e.valid_up_to()),
                 offset: e.valid_up_to(),
                 kind: DiagnosticKind::InvalidUtf8,
             });
-            String::from_utf8_lossy(bytes)
+            let (t, shifts) = decode_lossy(bytes);
+            (std::borrow::Cow::Owned(t), shifts)
         }
     };
+    let first_own = out.diagnostics.len();
     let mut lines = LineCounter::default();
     match dialect {
         Dialect::Pi => parse_pi(&text, &mut out, &mut lines),
         Dialect::Omp => parse_omp(&text, &mut out, &mut lines),
     }
+    if !shifts.is_empty() {
+        // Offsets were taken in the decoded text; report them in the file's bytes.
+        for d in &mut out.diagnostics[first_own..] {
+            d.offset = original_offset(&shifts, d.offset);
+        }
+    }
     check_structure(&mut out);
     out
+}
+
+/// Decodes `bytes` replacing invalid sequences by U+FFFD (as the references' decoders do),
+/// and returns the points where decoded and original offsets diverge:
+/// `(decoded offset after a replacement, original offset there)`.
+fn decode_lossy(bytes: &[u8]) -> (String, Vec<(usize, usize)>) {
+    let mut text = String::with_capacity(bytes.len() + 16);
+    let mut shifts = Vec::new();
+    let mut original = 0;
+    for chunk in bytes.utf8_chunks() {
+        text.push_str(chunk.valid());
+        original += chunk.valid().len();
+        if !chunk.invalid().is_empty() {
+            text.push('\u{fffd}');
+            original += chunk.invalid().len();
+            shifts.push((text.len(), original));
+        }
+    }
+    (text, shifts)
+}
+
+/// Maps an offset in the decoded text back to the file's bytes (see [`decode_lossy`]).
+fn original_offset(shifts: &[(usize, usize)], decoded: usize) -> usize {
+    match shifts.partition_point(|(d, _)| *d <= decoded) {
+        0 => decoded,
+        i => {
+            let (d, o) = shifts[i - 1];
+            o + (decoded - d)
+        }
+    }
 }
 
 /// Counts lines incrementally so diagnostics cost O(n) overall.
@@ -340,13 +378,22 @@ fn parse_omp(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) {
                     pos = end;
                 }
             }
-            Some(Err(e)) => {
+            Some(Err(e)) if e.is_eof() => {
+                // An incomplete value runs to the end of the text: omp stops here, so
+                // everything from its start on is lost (a torn tail, or garbage that
+                // swallowed the following lines).
                 out.malformed += 1;
-                let kind = match line_end {
-                    None => DiagnosticKind::TornLastLine,
-                    Some(_) => DiagnosticKind::Malformed { reason: e.to_string() },
+                let kind = if line_end.is_none() {
+                    DiagnosticKind::TornLastLine
+                } else {
+                    DiagnosticKind::Malformed { reason: format!("{e}; the rest of the file is unreadable") }
                 };
                 push_diag(out, lines, text, pos, kind);
+                break;
+            }
+            Some(Err(e)) => {
+                out.malformed += 1;
+                push_diag(out, lines, text, pos, DiagnosticKind::Malformed { reason: e.to_string() });
                 match line_end {
                     Some(e) => pos = e + 1,
                     None => break,
@@ -399,9 +446,10 @@ fn check_structure(out: &mut ParsedFile) {
             continue;
         }
         if let Some(id) = r.id()
-            && !seen.insert(id) {
-                notes.push(DiagnosticKind::DuplicateId { id: id.to_owned() });
-            }
+            && !seen.insert(id)
+        {
+            notes.push(DiagnosticKind::DuplicateId { id: id.to_owned() });
+        }
     }
     // Record-level notes carry no byte offset of their own; report them at line 0.
     for kind in notes {
@@ -430,6 +478,8 @@ mod tests {
             ("{\"a\":\n1}\n", &["{\"a\":\n1}"], 0),
             ("42\n\"s\"\n[1]\n", &["42", "\"s\"", "[1]"], 0),
             ("xx\n", &[], 1),
+            // An incomplete value swallows the following lines up to the end.
+            ("{\"a\":1}\n{\"t\":\"m\",\"id\":\n{\"c\":3}\n", &["{\"a\":1}"], 1),
             ("", &[], 0),
             ("   \n ", &[], 0),
         ];
@@ -460,6 +510,15 @@ mod tests {
             parse_session_bytes(input.as_bytes(), Dialect::Omp).header_check(Dialect::Omp),
             HeaderCheck::Valid { index: 0 }
         );
+    }
+
+    #[test]
+    fn offsets_count_the_files_bytes_after_invalid_utf8() {
+        let input = b"\xff\xfe{\"type\":\"session\",\"id\":\"s\"}\nnot json\n";
+        let p = parse_session_bytes(input, Dialect::Pi);
+        let bad = p.diagnostics.iter().find(|d| matches!(d.kind, DiagnosticKind::Malformed { .. } if d.line == 2));
+        assert_eq!(bad.map(|d| d.offset), Some(input.len() - "not json\n".len()));
+        assert!(p.diagnostics.iter().all(|d| d.offset <= input.len()));
     }
 
     #[test]
