@@ -104,7 +104,7 @@ pub(crate) struct Options {
 impl Options {
     /// Returns the benchmark profile's options (about 2.4 KB per entry).
     pub(crate) fn bench(dialect: Dialect, entries: usize, seed: u64) -> Options {
-        Options { dialect, entries, seed, profile: Profile::Bench, avg_bytes: 3100, cwd: "/tmp".into() }
+        Options { dialect, entries, seed, profile: Profile::Bench, avg_bytes: 3400, cwd: "/tmp".into() }
     }
 }
 
