@@ -132,10 +132,11 @@ fn write_js_number_value(out: &mut String, n: &Number) {
             return;
         }
     } else if let Some(i) = n.as_i64()
-        && i.unsigned_abs() <= SAFE {
-            out.push_str(&i.to_string());
-            return;
-        }
+        && i.unsigned_abs() <= SAFE
+    {
+        out.push_str(&i.to_string());
+        return;
+    }
     match n.as_f64() {
         Some(f) => write_js_number(out, f),
         None => out.push_str("null"),

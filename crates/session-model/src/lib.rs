@@ -44,6 +44,7 @@ pub mod ids;
 pub mod json;
 mod parse;
 mod record;
+pub mod scan;
 pub mod timestamp;
 mod title;
 

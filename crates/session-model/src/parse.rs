@@ -277,7 +277,7 @@ fn parse_pi(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) {
     let bytes = text.as_bytes();
     let mut start = 0;
     while start < bytes.len() {
-        let nl = bytes[start..].iter().position(|&b| b == b'\n');
+        let nl = text[start..].find('\n');
         let end = nl.map_or(bytes.len(), |i| start + i);
         let last = nl.is_none();
         let raw = &text[start..end];
@@ -339,7 +339,7 @@ fn parse_omp(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) {
         if pos >= bytes.len() {
             break;
         }
-        let line_end = bytes[pos..].iter().position(|&b| b == b'\n').map(|i| pos + i);
+        let line_end = text[pos..].find('\n').map(|i| pos + i);
         // Fast path: the value is the whole rest of this line.
         let line_text = &text[pos..line_end.unwrap_or(bytes.len())];
         if let Ok(r) = Record::parse(line_text) {
@@ -353,17 +353,14 @@ fn parse_omp(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) {
             pos = line_end.map_or(bytes.len(), |e| e + 1);
             continue;
         }
-        // Slow path: one streaming value, which may span lines or be followed by garbage.
-        let mut stream = serde_json::Deserializer::from_str(&text[pos..]).into_iter::<&serde_json::value::RawValue>();
-        match stream.next() {
-            Some(Ok(raw)) => {
-                let end = pos + stream.byte_offset();
-                let value_text = raw.get();
-                let record = Record::parse(value_text).ok();
+        // Slow path: one value, which may span lines or be followed by garbage.
+        match crate::scan::skip_value(bytes, pos) {
+            Ok(end) => {
+                let value_text = &text[pos..end];
                 if value_text.contains('\n') {
                     push_diag(out, lines, text, pos, DiagnosticKind::SpansLines);
                 }
-                if let Some(r) = record {
+                if let Ok(r) = Record::parse(value_text) {
                     keep_omp(r, text, pos, out, lines);
                 }
                 if end < bytes.len() && !is_js_ws(bytes[end]) {
@@ -378,7 +375,7 @@ fn parse_omp(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) {
                     pos = end;
                 }
             }
-            Some(Err(e)) if e.is_eof() => {
+            Err(crate::scan::ScanError::Incomplete) => {
                 // An incomplete value runs to the end of the text: omp stops here, so
                 // everything from its start on is lost (a torn tail, or garbage that
                 // swallowed the following lines).
@@ -386,20 +383,21 @@ fn parse_omp(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) {
                 let kind = if line_end.is_none() {
                     DiagnosticKind::TornLastLine
                 } else {
-                    DiagnosticKind::Malformed { reason: format!("{e}; the rest of the file is unreadable") }
+                    DiagnosticKind::Malformed {
+                        reason: "a value runs to the end of the file; the rest is unreadable".into(),
+                    }
                 };
                 push_diag(out, lines, text, pos, kind);
                 break;
             }
-            Some(Err(e)) => {
+            Err(crate::scan::ScanError::Syntax) => {
                 out.malformed += 1;
-                push_diag(out, lines, text, pos, DiagnosticKind::Malformed { reason: e.to_string() });
+                push_diag(out, lines, text, pos, DiagnosticKind::Malformed { reason: "not JSON".into() });
                 match line_end {
                     Some(e) => pos = e + 1,
                     None => break,
                 }
             }
-            None => break,
         }
     }
 }

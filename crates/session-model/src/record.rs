@@ -12,12 +12,11 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::json;
+use crate::{json, scan};
 
 /// A JSON value as the skeleton parser saw it, without keeping nested structure.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -48,13 +47,6 @@ impl<'a> Scalar<'a> {
         }
     }
 
-    fn into_owned_str(self) -> Option<Box<str>> {
-        match self {
-            Scalar::Str(s) => Some(s.into_owned().into_boxed_str()),
-            _ => None,
-        }
-    }
-
     fn to_static(&self) -> Scalar<'static> {
         match self {
             Scalar::Absent => Scalar::Absent,
@@ -80,78 +72,69 @@ impl<'a> Scalar<'a> {
     }
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Scalar<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Scalar<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Scalar::Str(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Scalar::Str(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Scalar::Str(Cow::Owned(v)))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(Scalar::Null)
-            }
-            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(Scalar::Null)
-            }
-            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-                Scalar::deserialize(d)
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
-                Ok(Scalar::Bool(v))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-                Ok(Scalar::Num(v as f64))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-                Ok(Scalar::Num(v as f64))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-                Ok(Scalar::Num(v))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Scalar::Array)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Scalar::Object)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
 /// The `parentId` of an entry.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ParentRef {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParentRef<'a> {
     /// No `parentId` key (v1 entries, non-objects).
     Absent,
     /// `"parentId": null`: a root.
     Null,
     /// A parent id.
-    Id(Box<str>),
+    Id(&'a str),
     /// A value that is neither `null` nor a string.
     Invalid,
 }
 
-impl ParentRef {
+impl<'a> ParentRef<'a> {
     /// Returns the parent id, if there is one.
-    pub fn id(&self) -> Option<&str> {
+    pub fn id(self) -> Option<&'a str> {
         match self {
             ParentRef::Id(s) => Some(s),
             _ => None,
         }
     }
+}
+
+/// A string field of a record: a span of its text when the JSON string had no
+/// escapes (no allocation), else the decoded string.
+#[derive(Debug)]
+enum Field {
+    None,
+    Span(u32, u32),
+    Owned(Box<str>),
+}
+
+impl Field {
+    fn new(s: Option<Cow<'_, str>>, text: &str) -> Field {
+        match s {
+            None => Field::None,
+            Some(Cow::Borrowed(b)) => {
+                let start = (b.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+                if start <= text.len() && start + b.len() <= text.len() {
+                    Field::Span(start as u32, (start + b.len()) as u32)
+                } else {
+                    Field::Owned(b.into())
+                }
+            }
+            Some(Cow::Owned(o)) => Field::Owned(o.into_boxed_str()),
+        }
+    }
+
+    fn get<'a>(&'a self, text: &'a str) -> Option<&'a str> {
+        match self {
+            Field::None => None,
+            Field::Span(a, b) => Some(&text[*a as usize..*b as usize]),
+            Field::Owned(s) => Some(s),
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Parent {
+    Absent,
+    Null,
+    Id(Field),
+    Invalid,
 }
 
 /// The entry types of pi and omp (and the header). Unknown types are kept as
@@ -285,42 +268,82 @@ impl MessageInfo {
     }
 }
 
-#[derive(Deserialize)]
-struct Skeleton<'a> {
-    #[serde(rename = "type", default, borrow)]
-    ty: Scalar<'a>,
-    #[serde(default, borrow)]
-    id: Scalar<'a>,
-    #[serde(rename = "parentId", default, borrow)]
-    parent_id: Scalar<'a>,
-    #[serde(default, borrow)]
-    timestamp: Scalar<'a>,
-    #[serde(default, borrow)]
-    message: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct MessageSkeleton<'a> {
-    #[serde(default, borrow)]
-    role: Scalar<'a>,
-    #[serde(default, borrow)]
-    content: Scalar<'a>,
-    #[serde(default, borrow)]
-    provider: Scalar<'a>,
-    #[serde(default, borrow)]
-    model: Scalar<'a>,
-    #[serde(default, borrow)]
-    api: Scalar<'a>,
-    #[serde(rename = "stopReason", default, borrow)]
-    stop_reason: Scalar<'a>,
-    #[serde(default, borrow)]
-    timestamp: Scalar<'a>,
-}
-
 /// Why a text could not become a [`Record`].
-#[derive(Debug, thiserror::Error)]
-#[error("invalid JSON: {0}")]
-pub struct RecordParseError(#[from] serde_json::Error);
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", if *.incomplete { "invalid JSON: the text ends inside a value" } else { "invalid JSON: unexpected text" })]
+pub struct RecordParseError {
+    /// The text ended inside a value (a torn write) rather than breaking the grammar.
+    pub incomplete: bool,
+}
+
+impl From<scan::ScanError> for RecordParseError {
+    fn from(e: scan::ScanError) -> RecordParseError {
+        RecordParseError { incomplete: e == scan::ScanError::Incomplete }
+    }
+}
+
+/// Returns the [`Scalar`] view of a raw (validated) JSON value.
+fn scalar(raw: Option<&str>) -> Scalar<'_> {
+    let Some(raw) = raw else { return Scalar::Absent };
+    match scan::kind(raw) {
+        scan::Kind::Null => Scalar::Null,
+        scan::Kind::False => Scalar::Bool(false),
+        scan::Kind::True => Scalar::Bool(true),
+        scan::Kind::Number => Scalar::Num(scan::number(raw).unwrap_or(f64::NAN)),
+        scan::Kind::String => scan::decode_string(raw).map_or(Scalar::Null, Scalar::Str),
+        scan::Kind::Array => Scalar::Array,
+        scan::Kind::Object => Scalar::Object,
+    }
+}
+
+/// Parses JSON text into a value; text that only JavaScript accepts (escaped lone
+/// surrogates) is read with U+FFFD in their place. `None` when even that fails
+/// (nesting deeper than the JSON reader allows).
+fn parse_value(text: &str) -> Option<Value> {
+    serde_json::from_str(text).ok().or_else(|| serde_json::from_str(&replace_lone_surrogates(text)).ok())
+}
+
+/// Replaces escaped lone surrogates (`\ud800` without its pair) by `\ufffd`.
+fn replace_lone_surrogates(text: &str) -> String {
+    let b = text.as_bytes();
+    let hex = |at: usize| -> Option<u32> {
+        let h = b.get(at..at + 4)?;
+        u32::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut last = 0;
+    while i + 1 < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        if b[i + 1] != b'u' {
+            i += 2;
+            continue;
+        }
+        let Some(cp) = hex(i + 2) else {
+            i += 2;
+            continue;
+        };
+        let paired = (0xD800..0xDC00).contains(&cp)
+            && b.get(i + 6) == Some(&b'\\')
+            && b.get(i + 7) == Some(&b'u')
+            && hex(i + 8).is_some_and(|lo| (0xDC00..0xE000).contains(&lo));
+        if paired {
+            i += 12;
+        } else if (0xD800..0xE000).contains(&cp) {
+            out.push_str(&text[last..i]);
+            out.push_str("\\ufffd");
+            i += 6;
+            last = i;
+        } else {
+            i += 6;
+        }
+    }
+    out.push_str(&text[last..]);
+    out
+}
 
 /// One JSON value of a session file: the header, an entry of any type (known or
 /// not), or a non-object value that a reference keeps (`42`, `"str"`).
@@ -335,12 +358,12 @@ struct Inner {
     text: Box<str>,
     compact: bool,
     is_object: bool,
-    ty: Option<Box<str>>,
-    id: Option<Box<str>>,
-    parent: ParentRef,
-    timestamp: Option<Box<str>>,
+    ty: Field,
+    id: Field,
+    parent: Parent,
+    timestamp: Field,
     message: Option<Range<u32>>,
-    value: OnceLock<Value>,
+    value: OnceLock<Option<Value>>,
     message_info: OnceLock<MessageInfo>,
 }
 
@@ -369,18 +392,34 @@ impl Record {
     /// assert_eq!(r.get_str("targetId"), Some("x"));
     /// ```
     pub fn parse(text: &str) -> Result<Record, RecordParseError> {
-        let text = text.trim_matches(|c: char| matches!(c, ' ' | '\t' | '\n' | '\r'));
-        if text.starts_with('{')
-            && let Ok(sk) = serde_json::from_str::<Skeleton<'_>>(text) {
-                let message = sk.message.map(|raw| {
-                    let start = raw.get().as_ptr() as usize - text.as_ptr() as usize;
-                    start as u32..(start + raw.get().len()) as u32
-                });
-                return Ok(Record::build(text, true, sk.ty, sk.id, sk.parent_id, sk.timestamp, message, None));
-            }
-        // Duplicate keys, non-objects and odd shapes: take the slow, general path.
-        let value: Value = serde_json::from_str(text)?;
-        Ok(Record::from_parsed(text, value))
+        let bytes = text.as_bytes();
+        let start = scan::skip_ws(bytes, 0);
+        if bytes.get(start) != Some(&b'{') {
+            // A non-object value (`42`, `"s"`, `[]`): small, parse it whole.
+            let raw = scan::parse_whole(text)?;
+            let value = parse_value(raw).unwrap_or(Value::Null);
+            return Ok(Record::build(
+                raw,
+                false,
+                Scalar::Absent,
+                Scalar::Absent,
+                Scalar::Absent,
+                Scalar::Absent,
+                None,
+                Some(value),
+            ));
+        }
+        let ([ty, id, parent, ts, message], end) =
+            scan::object_fields(text, start, ["type", "id", "parentId", "timestamp", "message"])?;
+        if scan::skip_ws(bytes, end) != bytes.len() {
+            return Err(scan::ScanError::Syntax.into());
+        }
+        let raw = &text[start..end];
+        let message = message.filter(|m| scan::kind(m) != scan::Kind::Null).map(|m| {
+            let at = m.as_ptr() as usize - raw.as_ptr() as usize;
+            at as u32..(at + m.len()) as u32
+        });
+        Ok(Record::build(raw, true, scalar(ty), scalar(id), scalar(parent), scalar(ts), message, None))
     }
 
     fn from_parsed(text: &str, value: Value) -> Record {
@@ -409,26 +448,35 @@ impl Record {
         message: Option<Range<u32>>,
         value: Option<Value>,
     ) -> Record {
+        fn str_of(s: Scalar<'_>) -> Option<Cow<'_, str>> {
+            match s {
+                Scalar::Str(c) => Some(c),
+                _ => None,
+            }
+        }
         let parent = match parent {
-            Scalar::Absent => ParentRef::Absent,
-            Scalar::Null => ParentRef::Null,
-            Scalar::Str(s) => ParentRef::Id(s.into_owned().into_boxed_str()),
-            _ => ParentRef::Invalid,
+            Scalar::Absent => Parent::Absent,
+            Scalar::Null => Parent::Null,
+            Scalar::Str(s) => Parent::Id(Field::new(Some(s), text)),
+            _ => Parent::Invalid,
         };
-        let compact = !text.contains(['\n', '\r']);
+        let compact = {
+            let b = text.as_bytes();
+            !b.contains(&b'\n') && !b.contains(&b'\r')
+        };
         let cell = OnceLock::new();
         if let Some(v) = value {
-            let _ = cell.set(v);
+            let _ = cell.set(Some(v));
         }
         Record {
             inner: Arc::new(Inner {
+                ty: Field::new(str_of(ty), text),
+                id: Field::new(str_of(id), text),
+                timestamp: Field::new(str_of(ts), text),
+                parent,
                 text: text.into(),
                 compact,
                 is_object,
-                ty: ty.into_owned_str(),
-                id: id.into_owned_str(),
-                parent,
-                timestamp: ts.into_owned_str(),
                 message,
                 value: cell,
                 message_info: OnceLock::new(),
@@ -445,7 +493,11 @@ impl Record {
     /// Returns a copy of this record with `f` applied to its JSON value. The new
     /// record is re-serialised (key order kept, added keys at the end).
     pub fn map_value(&self, f: impl FnOnce(&mut Value)) -> Record {
-        let mut v = self.value().clone();
+        let Some(v) = self.try_value() else {
+            // Unreadable as a tree (absurd nesting): never replace it by something lossy.
+            return self.clone();
+        };
+        let mut v = v.clone();
         f(&mut v);
         Record::from_value(v)
     }
@@ -474,7 +526,7 @@ impl Record {
 
     /// Returns the `type` string, if any.
     pub fn type_str(&self) -> Option<&str> {
-        self.inner.ty.as_deref()
+        self.inner.ty.get(&self.inner.text)
     }
 
     /// Returns the entry type (the header is [`EntryType::Session`]).
@@ -489,27 +541,32 @@ impl Record {
 
     /// Returns whether this is a *valid* header: `type: "session"` and a string `id`.
     pub fn is_valid_header(&self) -> bool {
-        self.is_header() && self.inner.id.is_some()
+        self.is_header() && self.id().is_some()
     }
 
     /// Returns the `id` if it is a string.
     pub fn id(&self) -> Option<&str> {
-        self.inner.id.as_deref()
+        self.inner.id.get(&self.inner.text)
     }
 
     /// Returns the `parentId`.
-    pub fn parent(&self) -> &ParentRef {
-        &self.inner.parent
+    pub fn parent(&self) -> ParentRef<'_> {
+        match &self.inner.parent {
+            Parent::Absent => ParentRef::Absent,
+            Parent::Null => ParentRef::Null,
+            Parent::Id(f) => f.get(&self.inner.text).map_or(ParentRef::Invalid, ParentRef::Id),
+            Parent::Invalid => ParentRef::Invalid,
+        }
     }
 
     /// Returns the `parentId` if it is a string.
     pub fn parent_id(&self) -> Option<&str> {
-        self.inner.parent.id()
+        self.parent().id()
     }
 
     /// Returns the `timestamp` if it is a string.
     pub fn timestamp(&self) -> Option<&str> {
-        self.inner.timestamp.as_deref()
+        self.inner.timestamp.get(&self.inner.text)
     }
 
     /// Returns the raw JSON text of the `message` payload, if any.
@@ -517,7 +574,7 @@ impl Record {
         if let Some(r) = &self.inner.message {
             return Some(Cow::Borrowed(&self.inner.text[r.start as usize..r.end as usize]));
         }
-        match self.inner.value.get().and_then(|v| v.get("message")) {
+        match self.inner.value.get().and_then(|v| v.as_ref()).and_then(|v| v.get("message")) {
             Some(Value::Null) | None => None,
             Some(m) => Some(Cow::Owned(json::to_js_string(m))),
         }
@@ -530,28 +587,18 @@ impl Record {
                 Some(r) => r,
                 None => return MessageInfo::default(),
             };
-            match serde_json::from_str::<MessageSkeleton<'_>>(&raw) {
-                Ok(m) => MessageInfo {
-                    role: m.role.to_static(),
-                    content: m.content.to_static(),
-                    provider: m.provider.to_static(),
-                    model: m.model.to_static(),
-                    api: m.api.to_static(),
-                    stop_reason: m.stop_reason.to_static(),
-                    timestamp: m.timestamp.to_static(),
-                },
-                Err(_) => match serde_json::from_str::<Value>(&raw) {
-                    Ok(v) => MessageInfo {
-                        role: Scalar::from_value(v.get("role")).to_static(),
-                        content: Scalar::from_value(v.get("content")).to_static(),
-                        provider: Scalar::from_value(v.get("provider")).to_static(),
-                        model: Scalar::from_value(v.get("model")).to_static(),
-                        api: Scalar::from_value(v.get("api")).to_static(),
-                        stop_reason: Scalar::from_value(v.get("stopReason")).to_static(),
-                        timestamp: Scalar::from_value(v.get("timestamp")).to_static(),
-                    },
-                    Err(_) => MessageInfo::default(),
-                },
+            let Some(m) = scan::Obj::parse(&raw) else {
+                return MessageInfo::default();
+            };
+            let owned = |k: &str| scalar(m.get(k)).to_static();
+            MessageInfo {
+                role: owned("role"),
+                content: owned("content"),
+                provider: owned("provider"),
+                model: owned("model"),
+                api: owned("api"),
+                stop_reason: owned("stopReason"),
+                timestamp: owned("timestamp"),
             }
         })
     }
@@ -565,10 +612,19 @@ impl Record {
     }
 
     /// Returns the whole record as a JSON value (parsed on first use, then cached).
+    ///
+    /// Text that JavaScript accepts but the JSON reader does not is read as closely as
+    /// possible (lone surrogates become U+FFFD); a record nested too deeply to read
+    /// gives `null` here, and [`Record::map_value`] leaves it unchanged.
     pub fn value(&self) -> &Value {
-        self.inner.value.get_or_init(|| {
-            serde_json::from_str(&self.inner.text).expect("record text was valid JSON when it was read")
-        })
+        static NULL: Value = Value::Null;
+        self.try_value().unwrap_or(&NULL)
+    }
+
+    /// Returns the whole record as a JSON value, or `None` when it cannot be read into
+    /// one (see [`Record::value`]).
+    pub fn try_value(&self) -> Option<&Value> {
+        self.inner.value.get_or_init(|| parse_value(&self.inner.text)).as_ref()
     }
 
     /// Returns the top-level field `key`, if this record is an object that has it.
@@ -603,7 +659,7 @@ mod tests {
         let t = r#"{"type":"message","id":"ab","parentId":null,"timestamp":"t","message":{"role":"assistant","content":null,"provider":"p","model":"m","x":[1,{"y":2}]}}"#;
         let r = Record::parse(t).unwrap();
         assert_eq!(r.entry_type(), EntryType::Message);
-        assert_eq!(r.parent(), &ParentRef::Null);
+        assert_eq!(r.parent(), ParentRef::Null);
         assert!(r.message_raw().unwrap().starts_with(r#"{"role":"assistant""#));
         let mi = r.message_info();
         assert_eq!(mi.role(), Some("assistant"));

@@ -638,7 +638,7 @@ impl SessionTree {
             let node = node_of(pos);
             let parent = match rec.parent() {
                 ParentRef::Null | ParentRef::Invalid => None,
-                ParentRef::Id(p) if Some(&**p) == rec.id() => None,
+                ParentRef::Id(p) if Some(p) == rec.id() => None,
                 ParentRef::Id(_) => self.parent_pos(pos),
                 ParentRef::Absent => match rec.id() {
                     None => None,

@@ -30,7 +30,7 @@ fn v1_files_have_no_version_no_ids_and_legacy_fields() {
         assert!(entries.len() >= 4, "{rel}");
         for e in entries {
             assert_eq!(e.id(), None, "{rel}: {}", e.text());
-            assert_eq!(e.parent(), &ParentRef::Absent, "{rel}");
+            assert_eq!(e.parent(), ParentRef::Absent, "{rel}");
         }
         assert!(
             entries.iter().any(|e| e.entry_type() == EntryType::Compaction && e.get("firstKeptEntryIndex").is_some()),
@@ -51,7 +51,7 @@ fn v2_files_have_version_2_ids_and_hook_messages() {
             assert!(e.id().is_some(), "{rel}: {}", e.text());
             assert!(matches!(e.parent(), ParentRef::Null | ParentRef::Id(_)), "{rel}");
         }
-        assert_eq!(entries[0].parent(), &ParentRef::Null, "{rel}");
+        assert_eq!(entries[0].parent(), ParentRef::Null, "{rel}");
         assert!(has_hook_message(&parsed), "{rel}: no hookMessage");
         assert!(!entries.iter().any(|e| e.get("firstKeptEntryIndex").is_some()), "{rel}");
     }

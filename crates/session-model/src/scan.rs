@@ -1,0 +1,609 @@
+//! The JSON scanner: validates text exactly as `JSON.parse` accepts it and exposes
+//! the members of objects as raw text spans, without building value trees.
+//!
+//! Loading a session and listing sessions read every byte but need only a handful of
+//! fields, so this module only checks the grammar (iteratively, so deep nesting cannot
+//! exhaust the stack; strings eight bytes at a time) and hands out borrowed spans;
+//! strings are decoded on demand. Unlike `serde_json`, it accepts escaped lone
+//! surrogates (`"\udc00"`), as JavaScript does; they decode to U+FFFD.
+//!
+//! ```
+//! use session_model::scan::{Obj, decode_string};
+//! let (obj, raw) = Obj::parse_line(r#" {"type":"label","id":"a\u0062","n":[1,{"x":null}]} "#).unwrap();
+//! let obj = obj.unwrap();
+//! assert_eq!(obj.get("n"), Some(r#"[1,{"x":null}]"#));
+//! assert_eq!(obj.get_str("id").as_deref(), Some("ab"));
+//! assert!(raw.starts_with('{') && raw.ends_with('}'));
+//! assert!(Obj::parse_line("{\"a\":").is_err());
+//! ```
+
+use std::borrow::Cow;
+
+/// Why a text is not one JSON value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScanError {
+    /// The text ended inside a value.
+    Incomplete,
+    /// The text breaks the grammar.
+    Syntax,
+}
+
+/// The kind of a JSON value, from its first byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `null`.
+    Null,
+    /// `false`.
+    False,
+    /// `true`.
+    True,
+    /// A number.
+    Number,
+    /// A string.
+    String,
+    /// An array.
+    Array,
+    /// An object.
+    Object,
+}
+
+/// Returns the kind of a validated raw value.
+pub fn kind(raw: &str) -> Kind {
+    match raw.as_bytes().first() {
+        Some(b'n') => Kind::Null,
+        Some(b'f') => Kind::False,
+        Some(b't') => Kind::True,
+        Some(b'"') => Kind::String,
+        Some(b'[') => Kind::Array,
+        Some(b'{') => Kind::Object,
+        _ => Kind::Number,
+    }
+}
+
+/// Returns whether a validated raw value is truthy in JavaScript.
+pub fn truthy(raw: &str) -> bool {
+    match kind(raw) {
+        Kind::Null | Kind::False => false,
+        Kind::True | Kind::Array | Kind::Object => true,
+        Kind::String => raw.len() > 2,
+        Kind::Number => raw.parse::<f64>().map(|f| f != 0.0 && !f.is_nan()).unwrap_or(true),
+    }
+}
+
+/// Returns whether `b` is JSON whitespace.
+pub fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// Skips JSON whitespace from `pos`.
+pub fn skip_ws(b: &[u8], mut pos: usize) -> usize {
+    while pos < b.len() && is_ws(b[pos]) {
+        pos += 1;
+    }
+    pos
+}
+
+/// Returns whether any byte of `w` is `"`, `\\` or below 0x20 (may report false
+/// positives only for bytes >= 0x80, which the slow loop then checks).
+#[inline]
+fn has_special(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let quote = zero(w ^ (ONES * u64::from(b'"')));
+    let backslash = zero(w ^ (ONES * u64::from(b'\\')));
+    let control = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    (quote | backslash | control) != 0
+}
+
+/// Validates one string starting at `pos` (the opening quote); returns the end
+/// (after the closing quote).
+fn skip_string(b: &[u8], mut pos: usize) -> Result<usize, ScanError> {
+    pos += 1;
+    loop {
+        // Fast path: plain bytes, eight at a time.
+        while pos + 8 <= b.len() {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&b[pos..pos + 8]);
+            let w = u64::from_le_bytes(w);
+            if has_special(w) {
+                break;
+            }
+            pos += 8;
+        }
+        while pos < b.len() {
+            let c = b[pos];
+            if c == b'"' || c == b'\\' || c < 0x20 {
+                break;
+            }
+            pos += 1;
+        }
+        if pos >= b.len() {
+            return Err(ScanError::Incomplete);
+        }
+        match b[pos] {
+            b'"' => return Ok(pos + 1),
+            b'\\' => {
+                pos += 1;
+                match b.get(pos) {
+                    None => return Err(ScanError::Incomplete),
+                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => pos += 1,
+                    Some(b'u') => {
+                        for i in 1..=4 {
+                            match b.get(pos + i) {
+                                None => return Err(ScanError::Incomplete),
+                                Some(h) if h.is_ascii_hexdigit() => {}
+                                Some(_) => return Err(ScanError::Syntax),
+                            }
+                        }
+                        pos += 5;
+                    }
+                    Some(_) => return Err(ScanError::Syntax),
+                }
+            }
+            _ => return Err(ScanError::Syntax),
+        }
+    }
+}
+
+fn skip_digits(b: &[u8], mut pos: usize) -> usize {
+    while pos < b.len() && b[pos].is_ascii_digit() {
+        pos += 1;
+    }
+    pos
+}
+
+fn skip_number(b: &[u8], mut pos: usize) -> Result<usize, ScanError> {
+    if b[pos] == b'-' {
+        pos += 1;
+    }
+    match b.get(pos) {
+        None => return Err(ScanError::Incomplete),
+        Some(b'0') => pos += 1,
+        Some(b'1'..=b'9') => pos = skip_digits(b, pos),
+        Some(_) => return Err(ScanError::Syntax),
+    }
+    if b.get(pos) == Some(&b'.') {
+        pos += 1;
+        match b.get(pos) {
+            None => return Err(ScanError::Incomplete),
+            Some(c) if c.is_ascii_digit() => pos = skip_digits(b, pos),
+            Some(_) => return Err(ScanError::Syntax),
+        }
+    }
+    if matches!(b.get(pos), Some(b'e' | b'E')) {
+        pos += 1;
+        if matches!(b.get(pos), Some(b'+' | b'-')) {
+            pos += 1;
+        }
+        match b.get(pos) {
+            None => return Err(ScanError::Incomplete),
+            Some(c) if c.is_ascii_digit() => pos = skip_digits(b, pos),
+            Some(_) => return Err(ScanError::Syntax),
+        }
+    }
+    Ok(pos)
+}
+
+fn skip_literal(b: &[u8], pos: usize, lit: &[u8]) -> Result<usize, ScanError> {
+    for (i, &c) in lit.iter().enumerate() {
+        match b.get(pos + i) {
+            None => return Err(ScanError::Incomplete),
+            Some(&x) if x == c => {}
+            Some(_) => return Err(ScanError::Syntax),
+        }
+    }
+    Ok(pos + lit.len())
+}
+
+/// Validates one value starting at `pos` (no leading whitespace); returns its end.
+pub fn skip_value(b: &[u8], pos: usize) -> Result<usize, ScanError> {
+    // Containers are tracked on an explicit stack: `true` = object.
+    let mut stack: Vec<bool> = Vec::new();
+    let mut pos = pos;
+    loop {
+        // Parse one value at `pos`.
+        let c = *b.get(pos).ok_or(ScanError::Incomplete)?;
+        let mut end = match c {
+            b'"' => skip_string(b, pos)?,
+            b'-' | b'0'..=b'9' => skip_number(b, pos)?,
+            b't' => skip_literal(b, pos, b"true")?,
+            b'f' => skip_literal(b, pos, b"false")?,
+            b'n' => skip_literal(b, pos, b"null")?,
+            b'[' => {
+                let p = skip_ws(b, pos + 1);
+                match b.get(p) {
+                    None => return Err(ScanError::Incomplete),
+                    Some(b']') => p + 1,
+                    Some(_) => {
+                        stack.push(false);
+                        pos = p;
+                        continue;
+                    }
+                }
+            }
+            b'{' => {
+                let p = skip_ws(b, pos + 1);
+                match b.get(p) {
+                    None => return Err(ScanError::Incomplete),
+                    Some(b'}') => p + 1,
+                    Some(b'"') => {
+                        let p = object_key(b, p)?;
+                        stack.push(true);
+                        pos = p;
+                        continue;
+                    }
+                    Some(_) => return Err(ScanError::Syntax),
+                }
+            }
+            _ => return Err(ScanError::Syntax),
+        };
+        // Close containers / move to the next element.
+        loop {
+            let Some(&is_obj) = stack.last() else {
+                return Ok(end);
+            };
+            let p = skip_ws(b, end);
+            match b.get(p) {
+                None => return Err(ScanError::Incomplete),
+                Some(b',') => {
+                    let p = skip_ws(b, p + 1);
+                    if is_obj {
+                        match b.get(p) {
+                            None => return Err(ScanError::Incomplete),
+                            Some(b'"') => pos = object_key(b, p)?,
+                            Some(_) => return Err(ScanError::Syntax),
+                        }
+                    } else {
+                        pos = p;
+                    }
+                    break;
+                }
+                Some(b'}') if is_obj => {
+                    stack.pop();
+                    end = p + 1;
+                }
+                Some(b']') if !is_obj => {
+                    stack.pop();
+                    end = p + 1;
+                }
+                Some(_) => return Err(ScanError::Syntax),
+            }
+        }
+    }
+}
+
+/// Validates `"key" :` at `pos`; returns the position of the value.
+fn object_key(b: &[u8], pos: usize) -> Result<usize, ScanError> {
+    let p = skip_ws(b, skip_string(b, pos)?);
+    match b.get(p) {
+        None => Err(ScanError::Incomplete),
+        Some(b':') => Ok(skip_ws(b, p + 1)),
+        Some(_) => Err(ScanError::Syntax),
+    }
+}
+
+/// Parses `text` as `JSON.parse` does (one value, surrounding whitespace allowed)
+/// and returns the value's raw span.
+pub fn parse_whole(text: &str) -> Result<&str, ScanError> {
+    let b = text.as_bytes();
+    let start = skip_ws(b, 0);
+    let end = skip_value(b, start)?;
+    if skip_ws(b, end) != b.len() {
+        return Err(ScanError::Syntax);
+    }
+    Ok(&text[start..end])
+}
+
+/// Validates the object that starts at `start` (its `{`) and returns the raw values
+/// of the top-level members named in `keys` (the last occurrence wins, as in
+/// JavaScript) and the object's end. Allocates nothing.
+///
+/// ```
+/// let text = r#"{"id":"a","x":{"id":"nested"},"id":"b"}"#;
+/// let ([id, x, t], end) = session_model::scan::object_fields(text, 0, ["id", "x", "type"]).unwrap();
+/// assert_eq!((id, x, t, end), (Some("\"b\""), Some(r#"{"id":"nested"}"#), None, text.len()));
+/// ```
+pub fn object_fields<'a, const N: usize>(
+    raw: &'a str,
+    start: usize,
+    keys: [&str; N],
+) -> Result<([Option<&'a str>; N], usize), ScanError> {
+    let b = raw.as_bytes();
+    let mut out = [None; N];
+    match b.get(start) {
+        None => return Err(ScanError::Incomplete),
+        Some(b'{') => {}
+        Some(_) => return Err(ScanError::Syntax),
+    }
+    let mut p = skip_ws(b, start + 1);
+    match b.get(p) {
+        None => return Err(ScanError::Incomplete),
+        Some(b'}') => return Ok((out, p + 1)),
+        _ => {}
+    }
+    loop {
+        match b.get(p) {
+            None => return Err(ScanError::Incomplete),
+            Some(b'"') => {}
+            Some(_) => return Err(ScanError::Syntax),
+        }
+        let kend = skip_string(b, p)?;
+        let key = &raw[p..kend];
+        p = skip_ws(b, kend);
+        match b.get(p) {
+            None => return Err(ScanError::Incomplete),
+            Some(b':') => {}
+            Some(_) => return Err(ScanError::Syntax),
+        }
+        let vstart = skip_ws(b, p + 1);
+        let vend = skip_value(b, vstart)?;
+        if let Some(i) = keys.iter().position(|k| key_eq(key, k)) {
+            out[i] = Some(&raw[vstart..vend]);
+        }
+        p = skip_ws(b, vend);
+        match b.get(p) {
+            None => return Err(ScanError::Incomplete),
+            Some(b',') => p = skip_ws(b, p + 1),
+            Some(b'}') => return Ok((out, p + 1)),
+            Some(_) => return Err(ScanError::Syntax),
+        }
+    }
+}
+
+/// The members of one object, as raw spans. Duplicate keys: the last one wins, as
+/// in JavaScript.
+#[derive(Debug, Default)]
+pub struct Obj<'a> {
+    members: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> Obj<'a> {
+    /// Splits a raw object into members, validating it. Returns `None` if `raw` is
+    /// not exactly one object.
+    pub fn parse(raw: &'a str) -> Option<Obj<'a>> {
+        let (obj, end) = Obj::parse_at(raw, 0)?;
+        (skip_ws(raw.as_bytes(), end) == raw.len()).then_some(obj)
+    }
+
+    /// Parses one JSON text that must be a whole line as `JSON.parse` would: an
+    /// object yields its members (validated in one pass); `Err` if the line is not
+    /// one JSON value; `Ok(None)` for a valid non-object (with its raw span).
+    pub fn parse_line(line: &'a str) -> Result<(Option<Obj<'a>>, &'a str), ScanError> {
+        let b = line.as_bytes();
+        let start = skip_ws(b, 0);
+        if b.get(start) == Some(&b'{') {
+            let (obj, end) = Obj::parse_at(line, start).ok_or(ScanError::Syntax)?;
+            if skip_ws(b, end) != b.len() {
+                return Err(ScanError::Syntax);
+            }
+            return Ok((Some(obj), &line[start..end]));
+        }
+        parse_whole(line).map(|raw| (None, raw))
+    }
+
+    /// Parses (and validates) an object starting at `start`; returns it and its end.
+    fn parse_at(raw: &'a str, start: usize) -> Option<(Obj<'a>, usize)> {
+        let b = raw.as_bytes();
+        if b.get(start) != Some(&b'{') {
+            return None;
+        }
+        let mut members = Vec::new();
+        let mut p = skip_ws(b, start + 1);
+        if b.get(p) == Some(&b'}') {
+            return Some((Obj { members }, p + 1));
+        }
+        loop {
+            if b.get(p) != Some(&b'"') {
+                return None;
+            }
+            let kend = skip_string(b, p).ok()?;
+            let key = &raw[p..kend];
+            p = skip_ws(b, kend);
+            if b.get(p) != Some(&b':') {
+                return None;
+            }
+            let vstart = skip_ws(b, p + 1);
+            let vend = skip_value(b, vstart).ok()?;
+            members.push((key, &raw[vstart..vend]));
+            p = skip_ws(b, vend);
+            match b.get(p) {
+                Some(b',') => p = skip_ws(b, p + 1),
+                Some(b'}') => return Some((Obj { members }, p + 1)),
+                _ => return None,
+            }
+        }
+    }
+
+    /// Returns the raw value of `key` (the last occurrence).
+    pub fn get(&self, key: &str) -> Option<&'a str> {
+        self.members.iter().rev().find(|(k, _)| key_eq(k, key)).map(|(_, v)| *v)
+    }
+
+    /// Returns the decoded string value of `key`, if it is a string.
+    pub fn get_str(&self, key: &str) -> Option<Cow<'a, str>> {
+        self.get(key).and_then(decode_string)
+    }
+}
+
+fn key_eq(raw_key: &str, key: &str) -> bool {
+    let inner = &raw_key[1..raw_key.len() - 1];
+    if !inner.contains('\\') {
+        return inner == key;
+    }
+    decode_string(raw_key).is_some_and(|k| k == key)
+}
+
+/// Iterates the elements of a raw array (already validated).
+pub fn array_elements(raw: &str) -> Vec<&str> {
+    let b = raw.as_bytes();
+    let mut out = Vec::new();
+    if b.first() != Some(&b'[') {
+        return out;
+    }
+    let mut p = skip_ws(b, 1);
+    if b.get(p) == Some(&b']') {
+        return out;
+    }
+    loop {
+        let Ok(end) = skip_value(b, p) else { return out };
+        out.push(&raw[p..end]);
+        p = skip_ws(b, end);
+        match b.get(p) {
+            Some(b',') => p = skip_ws(b, p + 1),
+            _ => return out,
+        }
+    }
+}
+
+/// Decodes a raw JSON string (with quotes). Returns `None` if `raw` is not a string.
+pub fn decode_string(raw: &str) -> Option<Cow<'_, str>> {
+    if raw.len() < 2 || !raw.starts_with('"') || !raw.ends_with('"') {
+        return None;
+    }
+    let inner = &raw[1..raw.len() - 1];
+    if !inner.contains('\\') {
+        return Some(Cow::Borrowed(inner));
+    }
+    Some(Cow::Owned(unescape(inner)))
+}
+
+/// Resolves JSON escapes in `inner` (text between the quotes). Invalid escapes are
+/// kept verbatim; lone surrogates become U+FFFD.
+pub fn unescape(inner: &str) -> String {
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.char_indices().peekable();
+    let b = inner.as_bytes();
+    while let Some((i, c)) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let Some((_, e)) = chars.next() else {
+            out.push('\\');
+            break;
+        };
+        match e {
+            '"' => out.push('"'),
+            '\\' => out.push('\\'),
+            '/' => out.push('/'),
+            'b' => out.push('\u{8}'),
+            'f' => out.push('\u{c}'),
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            't' => out.push('\t'),
+            'u' => {
+                let Some(hi) = hex4(b, i + 2) else {
+                    out.push_str("\\u");
+                    continue;
+                };
+                for _ in 0..4 {
+                    chars.next();
+                }
+                if (0xD800..0xDC00).contains(&hi) {
+                    // A high surrogate: combine with a following low one.
+                    if b.get(i + 6) == Some(&b'\\')
+                        && b.get(i + 7) == Some(&b'u')
+                        && let Some(lo) = hex4(b, i + 8)
+                        && (0xDC00..0xE000).contains(&lo)
+                    {
+                        for _ in 0..6 {
+                            chars.next();
+                        }
+                        let cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                        out.push(char::from_u32(cp).unwrap_or('\u{fffd}'));
+                        continue;
+                    }
+                    out.push('\u{fffd}');
+                } else {
+                    out.push(char::from_u32(hi).unwrap_or('\u{fffd}'));
+                }
+            }
+            other => {
+                out.push('\\');
+                out.push(other);
+            }
+        }
+    }
+    out
+}
+
+fn hex4(b: &[u8], at: usize) -> Option<u32> {
+    let s = b.get(at..at + 4)?;
+    let s = std::str::from_utf8(s).ok()?;
+    if !s.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    u32::from_str_radix(s, 16).ok()
+}
+
+/// Returns `String(value)` for a validated raw value, as `Array.prototype.join`
+/// converts elements (`null` becomes the empty string).
+pub fn js_join_string(raw: &str) -> String {
+    match kind(raw) {
+        Kind::Null => String::new(),
+        Kind::False => "false".into(),
+        Kind::True => "true".into(),
+        Kind::String => decode_string(raw).map(Cow::into_owned).unwrap_or_default(),
+        Kind::Number => raw.parse::<f64>().map(crate::json::js_number).unwrap_or_default(),
+        Kind::Object => "[object Object]".into(),
+        Kind::Array => array_elements(raw).into_iter().map(js_join_string).collect::<Vec<_>>().join(","),
+    }
+}
+
+/// Parses a raw number as JavaScript does.
+pub fn number(raw: &str) -> Option<f64> {
+    if kind(raw) != Kind::Number {
+        return None;
+    }
+    raw.parse::<f64>().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validates_like_json_parse() {
+        for ok in ["{}", "[]", " 1 ", "-0.5e+3", r#"{"a":[1,{"b":null}],"c":"\ud800"}"#, "\"\\u00e9\""] {
+            assert!(parse_whole(ok).is_ok(), "{ok}");
+        }
+        for bad in ["{", "[1,]", "01", "{\"a\"}", "\"\t\"", "1 2", "tru", "{\"a\":1,}", "nul"] {
+            assert!(parse_whole(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_whole("{\"a\":"), Err(ScanError::Incomplete));
+        assert_eq!(parse_whole("{\"a\":x"), Err(ScanError::Syntax));
+    }
+
+    #[test]
+    fn word_at_a_time_string_scan_finds_every_special() {
+        for i in 0..20 {
+            let pad = "é".repeat(i / 2) + &"a".repeat(i % 2);
+            assert!(parse_whole(&format!("\"{pad}\u{1}xxxxxxxxxx\"")).is_err(), "{i}");
+            assert_eq!(parse_whole(&format!("\"{pad}\\\"xxxxxxxxx\"")).map(str::len), Ok(pad.len() + 13));
+            assert_eq!(skip_value(format!("\"{pad}\"xxxxxxxxxx").as_bytes(), 0), Ok(pad.len() + 2));
+        }
+    }
+
+    #[test]
+    fn deep_nesting_does_not_overflow() {
+        let deep = "[".repeat(1_000_000) + &"]".repeat(1_000_000);
+        assert!(parse_whole(&deep).is_ok());
+    }
+
+    #[test]
+    fn members_last_wins_and_decode() {
+        let o = Obj::parse(r#"{"a":1,"b":"x\ny","a":"two","\u0063":3}"#).unwrap();
+        assert_eq!(o.get("a"), Some("\"two\""));
+        assert_eq!(o.get_str("b").unwrap(), "x\ny");
+        assert_eq!(o.get("c"), Some("3"));
+        assert_eq!(decode_string(r#""\ud83d\ude80 \udc00""#).unwrap(), "🚀 \u{fffd}");
+    }
+
+    #[test]
+    fn join_strings() {
+        assert_eq!(js_join_string("[1,null,[2,\"a\"]]"), "1,,2,a");
+        assert_eq!(js_join_string("1.0"), "1");
+        assert_eq!(js_join_string("{}"), "[object Object]");
+    }
+}
