@@ -43,8 +43,14 @@ impl SessionStatus {
 pub struct SessionInfo {
     /// The session file.
     pub path: PathBuf,
-    /// The header id.
+    /// The header id (`""` when it is not a string; see `id_raw`).
     pub id: String,
+    /// pi only: the header's `id` as raw JSON when it is not a string (`None` for a
+    /// string id or a missing one). pi still lists such a file; its `id` then shows
+    /// as that value, or not at all when missing.
+    pub id_raw: Option<String>,
+    /// Whether the header has an `id` key at all.
+    pub has_id: bool,
     /// The header cwd (`""` when absent).
     pub cwd: String,
     /// pi: the latest `session_info` name (trimmed, non-empty).
@@ -144,8 +150,17 @@ fn write_session(out: &mut String, dialect: Dialect, s: &SessionInfo) {
     out.push('{');
     key(out, "path");
     write_js_str(out, &s.path.to_string_lossy());
-    key(out, "id");
-    write_js_str(out, &s.id);
+    match (&s.id_raw, s.has_id) {
+        (Some(raw), _) => {
+            key(out, "id");
+            out.push_str(raw);
+        }
+        (None, true) => {
+            key(out, "id");
+            write_js_str(out, &s.id);
+        }
+        (None, false) => {}
+    }
     key(out, "cwd");
     write_js_str(out, &s.cwd);
     match dialect {

@@ -365,6 +365,8 @@ pub(crate) fn scan_session_file(path: &Path, with_status: bool) -> Option<Sessio
     Some(SessionInfo {
         path: path.to_path_buf(),
         id: header.id,
+        id_raw: None,
+        has_id: true,
         cwd: header.cwd.unwrap_or_default(),
         name: None,
         title: header.title.or(short_summary),

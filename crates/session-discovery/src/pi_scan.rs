@@ -151,6 +151,8 @@ fn content_text(content: &str) -> Result<String, ()> {
 /// The header fields a listing reports (`ts` is the raw JSON of `timestamp`).
 struct Header {
     id: String,
+    id_raw: Option<String>,
+    has_id: bool,
     cwd: Option<String>,
     parent: Option<String>,
     ts: Option<String>,
@@ -189,11 +191,19 @@ pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
             if ty.as_deref() != Some("session") {
                 return None;
             }
-            let id = obj.get_str("id")?.into_owned();
+            // pi lists a header whatever its id (a missing or odd id shows as such).
+            let raw_id = obj.get("id");
+            let id = obj.get_str("id").map(Cow::into_owned);
+            let id_raw = match (&id, raw_id) {
+                (None, Some(raw)) => Some(raw.to_owned()),
+                _ => None,
+            };
+            let has_id = raw_id.is_some();
+            let id = id.unwrap_or_default();
             let cwd = obj.get_str("cwd").map(Cow::into_owned);
             let parent = obj.get_str("parentSession").map(Cow::into_owned);
             let ts = obj.get("timestamp").map(str::to_string);
-            header = Some(Header { id, cwd, parent, ts });
+            header = Some(Header { id, id_raw, has_id, cwd, parent, ts });
             continue;
         }
         match ty.as_deref() {
@@ -239,7 +249,7 @@ pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
             _ => {}
         }
     }
-    let Header { id, cwd, parent, ts } = header?;
+    let Header { id, id_raw, has_id, cwd, parent, ts } = header?;
     let header_time = ts.as_deref().filter(|t| jsonscan::kind(t) == Kind::String).and_then(|t| js_date(Some(t)));
     let modified = match last_activity.filter(|t| *t > 0.0).and_then(time_clip) {
         Some(t) => t,
@@ -248,6 +258,8 @@ pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
     Some(SessionInfo {
         path: path.to_path_buf(),
         id,
+        id_raw,
+        has_id,
         cwd: cwd.unwrap_or_default(),
         name,
         title: None,

@@ -9,6 +9,8 @@ fn sample() -> SessionInfo {
     SessionInfo {
         path: PathBuf::from("/d/x.jsonl"),
         id: "id".into(),
+        id_raw: None,
+        has_id: true,
         cwd: "/tmp".into(),
         name: Some("N".into()),
         title: Some("T".into()),

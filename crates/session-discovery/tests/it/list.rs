@@ -329,3 +329,27 @@ fn missing_and_unreadable_dirs() {
         assert!(d.list_all(None, &mut |_| {}).unwrap().is_empty());
     }
 }
+
+#[test]
+fn pi_lists_headers_whatever_their_id() {
+    let td = TempDir::new("pi-odd-ids");
+    let dir = td.path().join("s");
+    let body = |h: &str| lines(&[h.to_owned(), user("u1", "hello", 1000)]);
+    write(
+        &dir.join("a.jsonl"),
+        &body(r#"{"type":"session","version":3,"timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#),
+        5,
+    );
+    write(
+        &dir.join("b.jsonl"),
+        &body(r#"{"type":"session","version":3,"id":7,"timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#),
+        5,
+    );
+    let d = disc(Dialect::Pi, td.path());
+    let got = d.list("/tmp", Some(&dir), &mut |_| {}).unwrap();
+    let json = json_of(Dialect::Pi, &got, &dir);
+    let ids: Vec<_> = json.as_array().unwrap().iter().map(|s| s.get("id").cloned()).collect();
+    assert_eq!(got.len(), 2, "pi lists both files");
+    assert!(ids.contains(&None), "a missing id is omitted, as JSON.stringify drops undefined");
+    assert!(ids.contains(&Some(serde_json::json!(7))), "a numeric id stays a number");
+}
