@@ -59,7 +59,7 @@ mod env;
 mod error;
 mod info;
 mod io;
-mod jsonscan;
+use session_model::scan as jsonscan;
 mod list;
 mod migrate;
 mod omp_scan;
