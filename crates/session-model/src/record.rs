@@ -120,6 +120,7 @@ impl Field {
         }
     }
 
+    #[inline]
     fn get<'a>(&'a self, text: &'a str) -> Option<&'a str> {
         match self {
             Field::None => None,
@@ -259,6 +260,8 @@ pub struct MessageInfo {
     pub stop_reason: Scalar<'static>,
     /// Message `timestamp` (epoch ms).
     pub timestamp: Scalar<'static>,
+    /// Tool result `toolCallId`.
+    pub tool_call_id: Scalar<'static>,
 }
 
 impl MessageInfo {
@@ -359,6 +362,7 @@ struct Inner {
     compact: bool,
     is_object: bool,
     ty: Field,
+    kind: EntryType,
     id: Field,
     parent: Parent,
     timestamp: Field,
@@ -468,8 +472,13 @@ impl Record {
         if let Some(v) = value {
             let _ = cell.set(Some(v));
         }
+        let kind = match &ty {
+            Scalar::Str(t) if is_object => EntryType::from_type_str(t),
+            _ => EntryType::Unknown,
+        };
         Record {
             inner: Arc::new(Inner {
+                kind,
                 ty: Field::new(str_of(ty), text),
                 id: Field::new(str_of(id), text),
                 timestamp: Field::new(str_of(ts), text),
@@ -503,6 +512,7 @@ impl Record {
     }
 
     /// Returns the JSON text as it was read (or as it was serialised for a new record).
+    #[inline]
     pub fn text(&self) -> &str {
         &self.inner.text
     }
@@ -520,23 +530,27 @@ impl Record {
     }
 
     /// Returns whether this record is a JSON object.
+    #[inline]
     pub fn is_object(&self) -> bool {
         self.inner.is_object
     }
 
     /// Returns the `type` string, if any.
+    #[inline]
     pub fn type_str(&self) -> Option<&str> {
         self.inner.ty.get(&self.inner.text)
     }
 
     /// Returns the entry type (the header is [`EntryType::Session`]).
+    #[inline]
     pub fn entry_type(&self) -> EntryType {
-        self.type_str().map_or(EntryType::Unknown, EntryType::from_type_str)
+        self.inner.kind
     }
 
     /// Returns whether this is a session header: an object with `type: "session"`.
+    #[inline]
     pub fn is_header(&self) -> bool {
-        self.type_str() == Some("session")
+        self.inner.kind == EntryType::Session
     }
 
     /// Returns whether this is a *valid* header: `type: "session"` and a string `id`.
@@ -545,6 +559,7 @@ impl Record {
     }
 
     /// Returns the `id` if it is a string.
+    #[inline]
     pub fn id(&self) -> Option<&str> {
         self.inner.id.get(&self.inner.text)
     }
@@ -560,11 +575,13 @@ impl Record {
     }
 
     /// Returns the `parentId` if it is a string.
+    #[inline]
     pub fn parent_id(&self) -> Option<&str> {
         self.parent().id()
     }
 
     /// Returns the `timestamp` if it is a string.
+    #[inline]
     pub fn timestamp(&self) -> Option<&str> {
         self.inner.timestamp.get(&self.inner.text)
     }
@@ -581,6 +598,7 @@ impl Record {
     }
 
     /// Returns the fields of the `message` payload that the layers above read.
+    #[inline]
     pub fn message_info(&self) -> &MessageInfo {
         self.inner.message_info.get_or_init(|| {
             let raw = match self.message_raw() {
@@ -599,11 +617,13 @@ impl Record {
                 api: owned("api"),
                 stop_reason: owned("stopReason"),
                 timestamp: owned("timestamp"),
+                tool_call_id: owned("toolCallId"),
             }
         })
     }
 
     /// Returns the message role when this is a `message` entry.
+    #[inline]
     pub fn message_role(&self) -> Option<&str> {
         if self.entry_type() != EntryType::Message {
             return None;

@@ -215,6 +215,7 @@ fn derive_state(path: &[&Record], ctx: &mut OmpContext<'_>) -> PathState {
     let mut rules: Vec<Value> = Vec::new();
     let mut seen_rules: HashSet<String> = HashSet::new();
     let mut state = PathState { compaction: None, reset_boundary: None };
+    let mut default_from_assistant: Option<&Record> = None;
     for (i, entry) in path.iter().enumerate() {
         match entry.entry_type() {
             EntryType::ThinkingLevelChange => {
@@ -232,6 +233,7 @@ fn derive_state(path: &[&Record], ctx: &mut OmpContext<'_>) -> PathState {
                     };
                     if role == "default" {
                         explicit_default = true;
+                        default_from_assistant = None;
                     }
                     models.insert(role, raw::to_value(model));
                 }
@@ -241,7 +243,12 @@ fn derive_state(path: &[&Record], ctx: &mut OmpContext<'_>) -> PathState {
                 ctx.service_tier = coerce_service_tier(f.raw("serviceTier"));
             }
             EntryType::Message if !explicit_default && entry.message_info().role() == Some("assistant") => {
-                models.insert("default".to_owned(), Value::String(assistant_model(entry)));
+                // Only the last such assistant before an explicit default counts; its
+                // model string is made once, after the pass.
+                if !models.contains_key("default") {
+                    models.insert("default".to_owned(), Value::Null);
+                }
+                default_from_assistant = Some(*entry);
             }
             EntryType::Compaction => state.compaction = Some(i),
             EntryType::TtsrInjection => {
@@ -266,6 +273,9 @@ fn derive_state(path: &[&Record], ctx: &mut OmpContext<'_>) -> PathState {
             EntryType::ResetBoundary => state.reset_boundary = Some(i),
             _ => {}
         }
+    }
+    if let Some(entry) = default_from_assistant {
+        models.insert("default".to_owned(), Value::String(assistant_model(entry)));
     }
     ctx.models = session_model::json::to_js_string(&Value::Object(models));
     ctx.injected_ttsr_rules = session_model::json::to_js_string(&Value::Array(rules));
@@ -519,6 +529,12 @@ fn id_key(raw_id: &str) -> String {
 }
 
 fn tool_call_id(msg: &Msg<'_>) -> Option<String> {
+    // The skeleton already read it when the message came straight from an entry.
+    if let Some(source) = msg.source
+        && let Scalar::Str(id) = &source.message_info().tool_call_id
+    {
+        return Some(id.to_string());
+    }
     RawFields::parse(&msg.json).raw("toolCallId").map(id_key)
 }
 

@@ -144,7 +144,7 @@ pub fn build_projection<'a>(tree: &'a SessionTree, leaf: Leaf<'_>) -> PiProjecti
         // Only the newest compaction (always first) contributes its summary; an
         // older one inside the kept range contributes nothing.
         if !(entry.entry_type() == EntryType::Compaction && index > 0) {
-            let edit = entry.id().and_then(|id| edits.get(id)).copied();
+            let edit = if edits.is_empty() { None } else { entry.id().and_then(|id| edits.get(id)).copied() };
             messages.extend(project_entry(entry, edit).into_iter().map(|m| m.json));
         }
         entries.push((entry, start..messages.len()));
@@ -152,29 +152,34 @@ pub fn build_projection<'a>(tree: &'a SessionTree, leaf: Leaf<'_>) -> PiProjecti
     PiProjection { entries, messages, thinking_level, model }
 }
 
-/// Replays thinking level and model over the whole path.
+/// Replays thinking level and model over the whole path (only the last change of
+/// each matters, so only those are read).
 fn settings<'a>(path: &[&'a Record]) -> (Option<Cow<'a, str>>, String) {
-    let mut thinking: Option<Cow<'a, str>> = Some(Cow::Borrowed("\"off\""));
-    let mut model = String::from("null");
-    for entry in path {
+    let mut thinking_entry: Option<&'a Record> = None;
+    let mut model_entry: Option<&'a Record> = None;
+    for &entry in path {
         match entry.entry_type() {
-            EntryType::ThinkingLevelChange => {
-                thinking = RawFields::parse(entry.text()).raw("thinkingLevel").map(Cow::Borrowed);
-            }
-            EntryType::ModelChange => {
-                let f = RawFields::parse(entry.text());
-                model = model_json(f.raw("provider").map(Cow::Borrowed), f.raw("modelId").map(Cow::Borrowed));
-            }
-            EntryType::Message if entry.message_info().role() == Some("assistant") => {
-                let info = entry.message_info();
-                model = model_json(
-                    scalar_json(entry, &info.provider, "provider"),
-                    scalar_json(entry, &info.model, "model"),
-                );
-            }
+            EntryType::ThinkingLevelChange => thinking_entry = Some(entry),
+            EntryType::ModelChange => model_entry = Some(entry),
+            EntryType::Message if entry.message_info().role() == Some("assistant") => model_entry = Some(entry),
             _ => {}
         }
     }
+    let thinking = match thinking_entry {
+        None => Some(Cow::Borrowed("\"off\"")),
+        Some(e) => RawFields::parse(e.text()).raw("thinkingLevel").map(Cow::Borrowed),
+    };
+    let model = match model_entry {
+        None => String::from("null"),
+        Some(e) if e.entry_type() == EntryType::ModelChange => {
+            let f = RawFields::parse(e.text());
+            model_json(f.raw("provider").map(Cow::Borrowed), f.raw("modelId").map(Cow::Borrowed))
+        }
+        Some(e) => {
+            let info = e.message_info();
+            model_json(scalar_json(e, &info.provider, "provider"), scalar_json(e, &info.model, "model"))
+        }
+    };
     (thinking, model)
 }
 
@@ -210,12 +215,10 @@ pub(crate) fn scalar_json<'r>(entry: &Record, s: &Scalar<'_>, key: &str) -> Opti
 
 /// `buildContextEntries`: the compaction-aware selection of path entries.
 fn context_entries<'a>(path: &[&'a Record]) -> Vec<&'a Record> {
-    let Some(compaction) = path.iter().rev().find(|e| e.entry_type() == EntryType::Compaction).copied() else {
+    let Some(compaction_idx) = path.iter().rposition(|e| e.entry_type() == EntryType::Compaction) else {
         return path.to_vec();
     };
-    let Some(compaction_idx) = path.iter().position(|e| e.id() == compaction.id()) else {
-        return path.to_vec();
-    };
+    let compaction = path[compaction_idx];
     let first_kept = RawFields::parse(compaction.text()).raw("firstKeptEntryId").map(raw::as_string);
     let mut out = vec![compaction];
     let mut found = false;
