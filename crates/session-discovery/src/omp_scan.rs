@@ -24,7 +24,7 @@ pub const SUFFIX_BYTES: u64 = 32_768;
 /// Decodes a window as omp's text decoder does: lossy UTF-8, a leading BOM dropped.
 fn decode(bytes: &[u8]) -> Cow<'_, str> {
     let b = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    String::from_utf8_lossy(b)
+    session_model::decode_utf8_lossy(b)
 }
 
 /// Parses text as omp's `parseJsonlLenient`: whitespace-separated JSON values; a
@@ -289,7 +289,7 @@ pub(crate) fn derive_status(suffix: &str) -> SessionStatus {
 /// Whether any line of the file is an assistant `message` entry.
 fn has_assistant_turn(path: &Path) -> bool {
     let Ok(bytes) = io::read_all(path) else { return false };
-    let text = String::from_utf8_lossy(&bytes);
+    let text = session_model::decode_utf8_lossy(&bytes);
     text.split('\n').filter(|l| l.contains("\"assistant\"")).any(|l| {
         jsonscan::parse_whole(l).ok().and_then(Obj::parse).is_some_and(|o| {
             o.get_str("type").as_deref() == Some("message")

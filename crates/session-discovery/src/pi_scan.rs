@@ -27,7 +27,7 @@ pub(crate) struct PiHeader {
 
 /// Decodes bytes as Node's UTF-8 decoder does (invalid bytes become U+FFFD).
 pub(crate) fn decode(bytes: &[u8]) -> Cow<'_, str> {
-    String::from_utf8_lossy(bytes)
+    session_model::decode_utf8_lossy(bytes)
 }
 
 /// Scans the first lines of a file for its header, as `readSessionHeader` does:
