@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Files we write must load in the real references with the same tree and context.
+
+Writes sessions with our code, then asks both our `session` command and the real pi /
+omp (through ../shared/conformance/ref-cli.sh, installed by ../shared/conformance/setup.sh)
+the same read-only questions about them, and diffs the JSON answers.
+
+Sessions written by us:
+  * `cargo xtask gen-session` output (every line built by session-model's builders),
+    both dialects;
+  * the files our `append`, `extract` and `fork` commands leave next to a copy of each
+    scenario of a conformance corpus (default: ../shared/conformance/out/public).
+
+  python3 scripts/ref-roundtrip.py [--corpus DIR] [--entries N] [--limit N] [-v]
+
+Exit status 1 when any answer differs. Needs the references installed; says so and
+exits 2 when they are not.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(ROOT, "..", "shared", "conformance")
+OURS = os.path.join(ROOT, "target", "release", "session")
+REF = os.path.join(SHARED, "ref-cli.sh")
+QUERIES = [["info"], ["entries"], ["tree"], ["context"], ["branch"]]
+
+
+def run(cmd: list[str], cwd: str) -> tuple[int, object]:
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, timeout=120)
+    if p.returncode != 0:
+        return p.returncode, p.stderr.decode("utf-8", "replace").strip()[:200]
+    try:
+        return 0, json.loads(p.stdout)
+    except json.JSONDecodeError as e:
+        return 99, f"not JSON: {e}"
+
+
+def compare(dialect: str, path: str, verbose: bool) -> list[str]:
+    """Asks both sides every query about `path` (each on a fresh copy) and returns differences."""
+    problems = []
+    extra = ["--blob-dir", os.path.join(os.path.dirname(path), "blobs")] if dialect == "omp" else []
+    for q in QUERIES:
+        answers = []
+        for side in ("ours", "ref"):
+            work = tempfile.mkdtemp(prefix="roundtrip-")
+            try:
+                for name in os.listdir(os.path.dirname(path)):
+                    src = os.path.join(os.path.dirname(path), name)
+                    (shutil.copytree if os.path.isdir(src) else shutil.copyfile)(src, os.path.join(work, name))
+                target = os.path.join(work, os.path.basename(path))
+                args = [q[0], target, *q[1:], *[a.replace(os.path.dirname(path), work) for a in extra]]
+                cmd = [OURS, "--dialect", dialect, *args] if side == "ours" else [REF, "--dialect", dialect, *args]
+                code, out = run(cmd, work)
+                answers.append((code, json.loads(json.dumps(out).replace(work, "{dir}"))))
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+        (oc, ours), (rc, ref) = answers
+        if (oc == 0) != (rc == 0) or (oc == 0 and ours != ref):
+            problems.append(f"{dialect} {q[0]} {os.path.basename(path)}: ours={str(ours)[:160]} ref={str(ref)[:160]}")
+        elif verbose:
+            print(f"  ok {dialect} {q[0]} {os.path.basename(path)}")
+    return problems
+
+
+def written_by_us(corpus: str, limit: int, scratch: str) -> list[tuple[str, str]]:
+    """Runs our append/extract/fork on copies of corpus scenarios; returns the files we wrote."""
+    out = []
+    for dialect in ("pi", "omp"):
+        base = os.path.join(corpus, dialect)
+        if not os.path.isdir(base):
+            continue
+        for scen in sorted(os.listdir(base))[:limit]:
+            src = os.path.join(base, scen)
+            if not os.path.isdir(src) or "damaged" in scen:
+                continue
+            work = os.path.join(scratch, f"{dialect}-{scen}")
+            shutil.copytree(src, work, ignore=shutil.ignore_patterns("expected.json"))
+            files = sorted(f for f in os.listdir(work) if f.endswith(".jsonl"))
+            if not files:
+                continue
+            first = os.path.join(work, files[0])
+            before = set(os.listdir(work))
+            blob = ["--blob-dir", os.path.join(work, "blobs")] if dialect == "omp" else []
+            code, ids = run([OURS, "--dialect", dialect, "entries", first, *blob], work)
+            subprocess.run([OURS, "--dialect", dialect, "append", first, "--custom-type", "roundtrip", "--data", '{"n":1}', *blob], cwd=work, capture_output=True)
+            if code == 0 and ids:
+                leaf = [i for i in ids if isinstance(i, str)][len(ids) // 2]
+                subprocess.run([OURS, "--dialect", dialect, "extract", first, "--leaf", leaf, *blob], cwd=work, capture_output=True)
+            subprocess.run([OURS, "--dialect", dialect, "fork", first, "--cwd", "/var/tmp", "--session-dir", work, *blob], cwd=work, capture_output=True)
+            out.append((dialect, first))
+            out += [(dialect, os.path.join(work, f)) for f in sorted(set(os.listdir(work)) - before) if f.endswith(".jsonl")]
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", default=os.path.join(SHARED, "out", "public"))
+    ap.add_argument("--entries", type=int, default=300)
+    ap.add_argument("--limit", type=int, default=12, help="scenarios per dialect")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    a = ap.parse_args()
+    probe = subprocess.run([REF, "--dialect", "pi", "--help"], capture_output=True)
+    if not os.path.exists(REF) or b"setup.sh" in probe.stderr:
+        print("the references are not installed: run ../shared/conformance/setup.sh first", file=sys.stderr)
+        return 2
+    subprocess.run(["cargo", "build", "-q", "--release", "-p", "session-cli"], cwd=ROOT, check=True)
+    scratch = tempfile.mkdtemp(prefix="roundtrip-src-")
+    try:
+        files = []
+        for dialect in ("pi", "omp"):
+            d = os.path.join(scratch, f"gen-{dialect}")
+            os.makedirs(d)
+            f = os.path.join(d, f"generated-{dialect}.jsonl")
+            subprocess.run(["cargo", "xtask", "gen-session", "--entries", str(a.entries), "--seed", "11", "--dialect", dialect, f], cwd=ROOT, check=True)
+            files.append((dialect, f))
+        files += written_by_us(a.corpus, a.limit, scratch)
+        problems = []
+        for dialect, f in files:
+            problems += compare(dialect, f, a.verbose)
+        for p in problems:
+            print("DIFF", p)
+        print(f"{len(files)} files written by us, {len(files) * len(QUERIES)} queries, {len(problems)} differences")
+        return 1 if problems else 0
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
