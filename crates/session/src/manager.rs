@@ -161,20 +161,20 @@ impl SessionManager {
         Ok(self.file.clone())
     }
 
-    fn fresh_at(&mut self, path: &Path, write_now: bool) -> Result<()> {
+    /// Starts a new session at `path`; with `write_now`, publishes its header at once,
+    /// atomically, over a file of exactly `found` bytes (`None`: no file).
+    fn fresh_at(&mut self, path: &Path, write_now: bool, found: Option<u64>) -> Result<()> {
         let dir = self.session_dir.clone();
         self.new_session(None, None)?;
         self.session_dir = dir;
         self.file = Some(path.to_path_buf());
         if write_now {
             let body = self.full_body()?;
+            let expected = found.map_or(ExpectedSize::Missing, ExpectedSize::Bytes);
+            self.env.storage.write_atomic(path, body.as_bytes(), expected)?;
             match self.dialect {
-                Dialect::Pi => {
-                    self.env.storage.write(path, body.as_bytes())?;
-                    self.flushed = true;
-                }
+                Dialect::Pi => self.flushed = true,
                 Dialect::Omp => {
-                    self.env.storage.write(path, body.as_bytes())?;
                     self.expected_size = Some(body.len() as u64);
                     self.file_is_current = true;
                     self.force_file_creation = true;
@@ -190,7 +190,7 @@ impl SessionManager {
         let stat = storage.stat(path)?;
         let Some(stat) = stat else {
             // Missing: a new session at this exact path (omp writes it at once).
-            self.fresh_at(path, self.dialect == Dialect::Omp)?;
+            self.fresh_at(path, self.dialect == Dialect::Omp, None)?;
             return Ok(report);
         };
         let bytes = storage.read(path)?;
@@ -199,7 +199,7 @@ impl SessionManager {
             HeaderCheck::Valid { .. } => {}
             HeaderCheck::Empty if self.dialect == Dialect::Omp || stat.size == 0 => {
                 report.reinitialised = true;
-                self.fresh_at(path, true)?;
+                self.fresh_at(path, true, Some(stat.size))?;
                 return Ok(report);
             }
             _ => {
@@ -233,7 +233,8 @@ impl SessionManager {
                 self.flushed = true;
                 if report.migrated {
                     let body = self.full_body()?;
-                    storage.write(path, body.as_bytes())?;
+                    let size = stat.size + u64::from(report.repaired_final_newline);
+                    storage.write_atomic(path, body.as_bytes(), ExpectedSize::Bytes(size))?;
                 }
             }
             Dialect::Omp => {
@@ -380,8 +381,11 @@ impl SessionManager {
                     if !self.has_conversation {
                         return Ok(());
                     }
+                    // pi creates the file exclusively (`wx`); we publish it atomically with
+                    // the same must-not-exist check, so a crash or a full disk never
+                    // leaves a partial file that would block every later first write.
                     let body = self.full_body()?;
-                    self.env.storage.write_new(&path, body.as_bytes())?;
+                    self.env.storage.write_atomic(&path, body.as_bytes(), ExpectedSize::Missing)?;
                     self.flushed = true;
                     return Ok(());
                 }
@@ -709,7 +713,7 @@ impl SessionManager {
             Dialect::Pi => {
                 if self.has_conversation {
                     let body = self.full_body()?;
-                    self.env.storage.write(&new_file, body.as_bytes())?;
+                    self.env.storage.write_atomic(&new_file, body.as_bytes(), ExpectedSize::Any)?;
                     self.flushed = true;
                 } else {
                     self.flushed = false;
@@ -769,7 +773,7 @@ impl SessionManager {
                 m.file = Some(file.clone());
                 m.set_entries(records);
                 let body = m.full_body()?;
-                m.env.storage.write_new(&file, body.as_bytes())?;
+                m.env.storage.write_atomic(&file, body.as_bytes(), ExpectedSize::Missing)?;
                 m.flushed = true;
             }
             Dialect::Omp => {

@@ -1,0 +1,160 @@
+//! Fault tests of the facade: injected IO failures (full disk, failing rename,
+//! failing append, failing fsync) and killed writers. The manager must report the
+//! error, roll its in-memory state back, and never leave a half-written file in place
+//! of a good one.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::json;
+use session::store::{Durability, FaultStorage, Faults, MemoryStorage, Op, Storage};
+use session::{Dialect, Env, SessionManager};
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// An environment over memory storage wrapped by a fault plan.
+fn faulty() -> (Env, Arc<FaultStorage<MemoryStorage>>, Faults) {
+    let faults = Faults::new();
+    let storage = Arc::new(FaultStorage::new(MemoryStorage::new(), faults.clone()));
+    let env = Env { storage: storage.clone(), process_cwd: "/work".into(), ..Env::files() };
+    (env, storage, faults)
+}
+
+fn user(t: &str) -> serde_json::Value {
+    json!({"role": "user", "content": t, "timestamp": 1})
+}
+
+fn assistant(t: &str) -> serde_json::Value {
+    json!({"role": "assistant", "content": [{"type": "text", "text": t}], "provider": "p", "model": "m", "timestamp": 2})
+}
+
+fn read(storage: &dyn Storage, path: &Path) -> Result<String> {
+    Ok(String::from_utf8(storage.read(path)?)?)
+}
+
+#[test]
+fn pi_failed_append_rolls_back_and_stays_failed() -> Result<()> {
+    let (env, storage, faults) = faulty();
+    let mut m = SessionManager::create(Dialect::Pi, "/work", Path::new("/s"), env.clone())?;
+    m.append_message(user("hi"))?;
+    let a = m.append_message(assistant("hello"))?;
+    let file = m.session_file().ok_or("file")?.to_path_buf();
+    let before = read(storage.as_ref(), &file)?;
+    faults.fail_next(Op::Append, 1);
+    assert!(m.append_custom_entry("x", None).is_err());
+    assert_eq!(m.tree().leaf_id(), Some(a.as_str()), "the leaf is restored");
+    assert_eq!(m.tree().entries().len(), 2, "the entry is rolled back");
+    assert_eq!(read(storage.as_ref(), &file)?, before, "nothing half-written");
+    // The first error is latched: later writes report it instead of writing past a gap.
+    faults.clear();
+    assert!(m.append_custom_entry("y", None).is_err());
+    assert!(m.flush().is_err());
+    drop(m);
+    let again = SessionManager::open(Dialect::Pi, &file, env)?;
+    assert_eq!(again.tree().entries().len(), 2);
+    assert!(again.diagnostics().is_empty(), "{:?}", again.diagnostics());
+    Ok(())
+}
+
+#[test]
+fn pi_full_disk_on_the_first_write_leaves_no_file() -> Result<()> {
+    let (env, storage, faults) = faulty();
+    let mut m = SessionManager::create(Dialect::Pi, "/work", Path::new("/s"), env)?;
+    m.append_thinking_level_change(Some("high"), None)?;
+    let file = m.session_file().ok_or("file")?.to_path_buf();
+    faults.disk_full_after(20);
+    assert!(m.append_message(user("hi")).is_err());
+    assert!(!storage.exists(&file)?, "no partial file that would block the next first write");
+    assert_eq!(m.tree().entries().len(), 1);
+    faults.clear();
+    m.append_message(user("hi again"))?;
+    assert_eq!(read(storage.as_ref(), &file)?.lines().count(), 3);
+    Ok(())
+}
+
+const V1: &str = concat!(
+    r#"{"type":"session","id":"legacy","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/tmp"}"#,
+    "\n",
+    r#"{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#,
+    "\n",
+);
+
+#[test]
+fn omp_failed_rewrite_keeps_the_old_file_and_heals() -> Result<()> {
+    let (env, storage, faults) = faulty();
+    let file = Path::new("/s/legacy.jsonl");
+    storage.write(file, V1.as_bytes())?;
+    let mut m = SessionManager::open(Dialect::Omp, file, env.clone())?;
+    faults.fail_renames(1);
+    assert!(m.append_custom_entry("x", None).is_err(), "the migration rewrite fails");
+    assert_eq!(read(storage.as_ref(), file)?, V1, "the old file is untouched");
+    assert_eq!(m.tree().entries().len(), 1, "the entry is rolled back");
+    assert!(m.flush().is_err(), "the failure is reported until a write succeeds");
+    faults.clear();
+    m.append_custom_entry("y", None)?;
+    m.flush()?;
+    let text = read(storage.as_ref(), file)?;
+    assert!(text.starts_with(r#"{"type":"title""#) && text.contains(r#""customType":"y""#));
+    assert!(!text.contains(r#""customType":"x""#));
+    drop(m);
+    let again = SessionManager::open(Dialect::Omp, file, env)?;
+    assert_eq!(again.tree().entries().len(), 2);
+    Ok(())
+}
+
+#[test]
+fn fsync_failure_in_fsync_mode_is_an_error_and_rolls_back() -> Result<()> {
+    let (env, storage, faults) = faulty();
+    let env = env.with_durability(Durability::Fsync);
+    let mut m = SessionManager::create(Dialect::Pi, "/work", Path::new("/s"), env)?;
+    m.append_message(user("q"))?;
+    m.append_message(assistant("a"))?;
+    let file = m.session_file().ok_or("file")?.to_path_buf();
+    let before = read(storage.as_ref(), &file)?;
+    faults.fail_syncs(1);
+    assert!(m.append_custom_entry("x", None).is_err());
+    assert_eq!(m.tree().entries().len(), 2);
+    assert_eq!(read(storage.as_ref(), &file)?, before, "an unsynced line is not left behind");
+    Ok(())
+}
+
+#[test]
+fn unreadable_files_are_never_overwritten() -> Result<()> {
+    let (env, storage, _faults) = faulty();
+    let file = Path::new("/s/bad.jsonl");
+    storage.write(file, b"not a session\n")?;
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        assert!(SessionManager::open(dialect, file, env.clone()).is_err());
+        assert!(SessionManager::fork_from(dialect, file, "/x", Path::new("/out"), env.clone()).is_err());
+        assert_eq!(read(storage.as_ref(), file)?, "not a session\n");
+    }
+    Ok(())
+}
+
+#[test]
+fn fsync_mode_survives_power_loss_and_none_mode_may_not() -> Result<()> {
+    for (durability, must_survive) in [(Durability::Fsync, true), (Durability::None, false)] {
+        let storage = Arc::new(MemoryStorage::new());
+        let env =
+            Env { storage: storage.clone(), process_cwd: "/work".into(), ..Env::files() }.with_durability(durability);
+        let mut m = SessionManager::create(Dialect::Pi, "/work", Path::new("/s"), env.clone())?;
+        m.append_message(user("q"))?;
+        let mut ids = vec![m.append_message(assistant("a"))?];
+        for i in 0..20 {
+            ids.push(m.append_custom_entry("tick", Some(json!({ "i": i })))?);
+        }
+        let file = m.session_file().ok_or("file")?.to_path_buf();
+        std::mem::forget(m); // the process dies: no close, no flush
+        storage.power_loss();
+        let survived = match SessionManager::open(Dialect::Pi, &file, env) {
+            Ok(again) => ids.iter().filter(|id| again.tree().get(id).is_some()).count(),
+            Err(_) => 0,
+        };
+        if must_survive {
+            assert_eq!(survived, ids.len(), "{durability:?}: every acknowledged entry survives a power loss");
+        } else {
+            assert!(survived <= ids.len());
+        }
+    }
+    Ok(())
+}
