@@ -93,10 +93,22 @@ pub fn array_index(key: &str) -> Option<u32> {
 
 /// Appends `s` as a JSON string literal with JavaScript's escaping rules.
 pub fn write_js_str(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
     out.push('"');
     let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
+    let mut i = 0;
+    while i < bytes.len() {
+        // Skip plain bytes eight at a time: nothing to escape is the common case.
+        if i + 8 <= bytes.len() {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&bytes[i..i + 8]);
+            if !needs_escape(u64::from_le_bytes(w)) {
+                i += 8;
+                continue;
+            }
+        }
+        let b = bytes[i];
         let esc: Option<&str> = match b {
             b'"' => Some("\\\""),
             b'\\' => Some("\\\\"),
@@ -106,7 +118,10 @@ pub fn write_js_str(out: &mut String, s: &str) {
             0x08 => Some("\\b"),
             0x0c => Some("\\f"),
             0x00..=0x1f => None,
-            _ => continue,
+            _ => {
+                i += 1;
+                continue;
+            }
         };
         out.push_str(&s[start..i]);
         match esc {
@@ -118,10 +133,24 @@ pub fn write_js_str(out: &mut String, s: &str) {
                 out.push(HEX[(b & 0xf) as usize] as char);
             }
         }
-        start = i + 1;
+        i += 1;
+        start = i;
     }
     out.push_str(&s[start..]);
     out.push('"');
+}
+
+/// Returns whether any byte of `w` is `"`, `\\` or a control character (below 0x20).
+#[inline]
+fn needs_escape(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let quote = zero(w ^ (ONES * u64::from(b'"')));
+    let backslash = zero(w ^ (ONES * u64::from(b'\\')));
+    // Bytes >= 0x80 may flag here too; the byte loop then checks them one by one.
+    let control = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    (quote | backslash | control) != 0
 }
 
 fn write_js_number_value(out: &mut String, n: &Number) {

@@ -60,6 +60,9 @@ pub enum SessionError {
         /// The source file.
         path: PathBuf,
     },
+    /// A record the tree cannot hold (no string id, or a header).
+    #[error(transparent)]
+    Tree(#[from] session_tree::TreeError),
     /// The storage failed; the in-memory session was rolled back to before the call.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -51,6 +51,8 @@ pub struct SessionManager {
     /// omp: the file size we last wrote or read (the rewrite CAS token).
     expected_size: Option<u64>,
     writer: Option<Box<dyn AppendWriter>>,
+    /// Reused buffer for one line and its newline.
+    line_buf: Vec<u8>,
     failure: Option<String>,
     diagnostics: Vec<Diagnostic>,
 }
@@ -87,6 +89,7 @@ impl SessionManager {
             rewrite_required: false,
             expected_size: None,
             writer: None,
+            line_buf: Vec::new(),
             failure: None,
             diagnostics: Vec::new(),
         }
@@ -358,9 +361,10 @@ impl SessionManager {
         if self.counts_as_conversation(&record) {
             self.has_conversation = true;
         }
-        let line = record.line().into_owned();
-        self.tree.append(record).map_err(|e| SessionError::EntryNotFound { id: e.to_string() })?;
-        if let Err(e) = self.persist_appended(&line) {
+        // The tree and the write share the record (an `Arc`): no copy of the line.
+        let written = record.clone();
+        self.tree.append(record)?;
+        if let Err(e) = self.persist_appended(&written.line()) {
             self.tree.pop_last(previous_leaf);
             self.has_conversation = conversation_before;
             return Err(e);
@@ -417,10 +421,10 @@ impl SessionManager {
             self.writer = Some(self.env.storage.open_writer(path, self.env.durability)?);
         }
         let writer = self.writer.as_mut().expect("writer was just opened");
-        let mut bytes = Vec::with_capacity(line.len() + 1);
-        bytes.extend_from_slice(line.as_bytes());
-        bytes.push(b'\n');
-        writer.append(&bytes).map_err(|e| {
+        self.line_buf.clear();
+        self.line_buf.extend_from_slice(line.as_bytes());
+        self.line_buf.push(b'\n');
+        writer.append(&self.line_buf).map_err(|e| {
             self.failure.get_or_insert_with(|| e.to_string());
             SessionError::Store(e)
         })

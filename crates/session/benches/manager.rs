@@ -1,0 +1,106 @@
+//! Facade benchmarks: append latency (no sync and fsync per append), and extracting
+//! a branch (`create_branched_session`) and forking (`fork_from`) a 20,000-entry
+//! session, both written to real files.
+//!
+//! Run with `cargo bench -p session --bench manager` (or `cargo xtask bench`).
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use serde_json::json;
+use session::store::Durability;
+use session::{Dialect, Env, SessionManager};
+
+#[allow(dead_code)] // the xtask uses parts of the generator these benchmarks do not
+#[path = "../../../xtask/src/generate.rs"]
+mod generate;
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("session-bench-{tag}-{}", std::process::id()));
+        let _ = fs_err::remove_dir_all(&dir);
+        fs_err::create_dir_all(&dir).expect("bench dir");
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs_err::remove_dir_all(&self.0);
+    }
+}
+
+fn env_in(dir: &Path, durability: Durability) -> Env {
+    Env { process_cwd: dir.to_path_buf(), ..Env::files() }.with_durability(durability)
+}
+
+fn append(c: &mut Criterion) {
+    let mut group = c.benchmark_group("append");
+    group.measurement_time(Duration::from_secs(5));
+    for (name, durability) in [("none", Durability::None), ("fsync", Durability::Fsync)] {
+        for dialect in [Dialect::Pi, Dialect::Omp] {
+            let dir = TempDir::new(&format!("append-{name}-{}", dialect.name()));
+            let mut m = SessionManager::create(dialect, "/tmp", &dir.0, env_in(&dir.0, durability)).expect("create");
+            m.append_message(json!({"role": "user", "content": "start", "timestamp": 1})).expect("user");
+            m.append_message(json!({"role": "assistant", "content": [{"type": "text", "text": "ok"}], "provider": "p",
+                                    "model": "m", "timestamp": 2}))
+                .expect("assistant");
+            // A typical ~1 KB message line, appended to a live file.
+            let message = json!({"role": "user", "content": "x".repeat(900), "timestamp": 3});
+            group.bench_function(format!("{}/{name}", dialect.name()), |b| {
+                b.iter(|| m.append_message(black_box(message.clone())).expect("append"))
+            });
+        }
+    }
+    group.finish();
+}
+
+fn whole_file(c: &mut Criterion) {
+    let mut group = c.benchmark_group("20k");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(8));
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        let dir = TempDir::new(&format!("20k-{}", dialect.name()));
+        let source = dir.0.join("source.jsonl");
+        fs_err::write(&source, generate::session(&generate::Options::bench(dialect, 20_000, 5))).expect("write source");
+        let leaf_mid;
+        let leaf_last;
+        {
+            let m = SessionManager::open(dialect, &source, env_in(&dir.0, Durability::None)).expect("open");
+            let ids: Vec<String> = m.tree().entries().iter().filter_map(|r| r.id().map(str::to_owned)).collect();
+            leaf_mid = ids[ids.len() / 2].clone();
+            leaf_last = m.tree().leaf_id().expect("leaf").to_owned();
+        }
+        for (name, leaf) in [("last", &leaf_last), ("mid", &leaf_mid)] {
+            group.bench_function(format!("{}/branch-{name}", dialect.name()), |b| {
+                b.iter_batched(
+                    || SessionManager::open(dialect, &source, env_in(&dir.0, Durability::None)).expect("open"),
+                    |mut m| {
+                        let path = m.create_branched_session(leaf).expect("branch").expect("path");
+                        drop(m);
+                        let _ = fs_err::remove_file(path);
+                    },
+                    BatchSize::PerIteration,
+                )
+            });
+        }
+        let out = dir.0.join("forks");
+        group.bench_function(format!("{}/fork", dialect.name()), |b| {
+            b.iter(|| {
+                let m = SessionManager::fork_from(dialect, &source, "/var/tmp", &out, env_in(&dir.0, Durability::None))
+                    .expect("fork");
+                let path = m.session_file().expect("file").to_path_buf();
+                drop(m);
+                let _ = fs_err::remove_file(path);
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, append, whole_file);
+criterion_main!(benches);
