@@ -60,6 +60,9 @@ pub enum SessionError {
         /// The source file.
         path: PathBuf,
     },
+    /// Finding a session (directories, listing) failed.
+    #[error(transparent)]
+    Discovery(#[from] session_discovery::DiscoveryError),
     /// A record the tree cannot hold (no string id, or a header).
     #[error(transparent)]
     Tree(#[from] session_tree::TreeError),

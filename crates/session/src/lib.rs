@@ -22,6 +22,7 @@ mod appends;
 mod env;
 mod error;
 mod manager;
+mod resume;
 mod snapshot;
 
 pub use appends::CompactionOptions;

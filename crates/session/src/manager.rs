@@ -316,6 +316,11 @@ impl SessionManager {
         &self.cwd
     }
 
+    /// Sets the working directory the session runs in (not written to the header).
+    pub(crate) fn set_cwd(&mut self, cwd: &str) {
+        cwd.clone_into(&mut self.cwd);
+    }
+
     /// Returns the entry tree (index, leaf, labels, context).
     pub fn tree(&self) -> &SessionTree {
         &self.tree

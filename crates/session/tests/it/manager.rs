@@ -266,3 +266,42 @@ fn every_entry_type_round_trips_through_a_file() -> Result<()> {
     }
     Ok(())
 }
+
+fn discovery(dialect: Dialect, root: &Path) -> session::discovery::Discovery {
+    use session::discovery::{AgentDirs, Discovery, Env as DEnv, OmpHome};
+    let env = DEnv::new(root.join("home"), root, "/nonexistent-tmp")
+        .with_var("PI_CODING_AGENT_DIR", &root.join("agent").to_string_lossy());
+    Discovery::new(AgentDirs::for_dialect(dialect, &env, OmpHome::MusePi))
+}
+
+#[test]
+fn continue_recent_reopens_the_newest_session_or_starts_one() -> Result<()> {
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        let tmp = TempDir::new("continue");
+        let d = discovery(dialect, tmp.path());
+        let cwd = tmp.path().join("proj");
+        fs_err::create_dir_all(&cwd)?;
+        let cwd = cwd.to_string_lossy().into_owned();
+        // Nothing yet: a new session in the cwd's default directory.
+        let first = SessionManager::continue_recent(&d, &cwd, None, env_in(tmp.path()))?;
+        assert!(first.tree().entries().is_empty());
+        let dir = first.session_file().and_then(Path::parent).ok_or("dir")?.to_path_buf();
+        drop(first);
+        let mut older = SessionManager::create(dialect, &cwd, &dir, env_in(tmp.path()))?;
+        older.append_message(user("old"))?;
+        older.append_message(assistant("old answer"))?;
+        older.flush()?;
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut newer = SessionManager::create(dialect, &cwd, &dir, env_in(tmp.path()))?;
+        newer.append_message(user("new"))?;
+        let newest = newer.append_message(assistant("new answer"))?;
+        newer.flush()?;
+        let newest_file = newer.session_file().ok_or("file")?.to_path_buf();
+        drop((older, newer));
+        let again = SessionManager::continue_recent(&d, &cwd, None, env_in(tmp.path()))?;
+        assert_eq!(again.session_file(), Some(newest_file.as_path()), "{dialect:?}");
+        assert_eq!(again.tree().leaf_id(), Some(newest.as_str()));
+        assert_eq!(again.cwd(), cwd);
+    }
+    Ok(())
+}
