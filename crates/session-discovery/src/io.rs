@@ -1,8 +1,10 @@
 //! The file reads and writes discovery performs, in one place.
 //!
-//! Everything goes through `fs_err` so errors name their path. Keeping the calls
-//! here lets the storage crate's trait replace them later without touching the
-//! listing logic.
+//! Reads go through `fs_err` so errors name their path. Everything that creates,
+//! renames or writes goes through `session-store`'s file storage, the one crate that
+//! writes files (renames and directory creation are then synced like every other
+//! write of the project). Removing an empty legacy directory and a non-directory in
+//! the way of a bucket migration are the only mutations done here directly.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -131,14 +133,20 @@ pub(crate) fn exists(path: &Path) -> bool {
     fs_err::symlink_metadata(path).is_ok()
 }
 
-/// Renames `from` to `to`.
+fn store_error(e: session_store::StoreError) -> std::io::Error {
+    std::io::Error::new(e.io_kind().unwrap_or(std::io::ErrorKind::Other), e)
+}
+
+/// Renames `from` to `to` (and syncs the directory).
 pub(crate) fn rename(from: &Path, to: &Path) -> std::io::Result<()> {
-    fs_err::rename(from, to)
+    use session_store::Storage;
+    session_store::FileStorage::new().rename(from, to).map_err(store_error)
 }
 
 /// Creates a directory and its parents.
 pub(crate) fn create_dir_all(path: &Path) -> std::io::Result<()> {
-    fs_err::create_dir_all(path)
+    use session_store::Storage;
+    session_store::FileStorage::new().ensure_dir(path).map_err(store_error)
 }
 
 /// Removes an empty directory.
@@ -155,9 +163,13 @@ pub(crate) fn remove_any(path: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Writes a small whole file (breadcrumbs: best effort, not atomic, as in omp).
+/// Writes a small whole file (breadcrumbs), atomically: a reader never sees half a
+/// breadcrumb (omp writes it in place).
 pub(crate) fn write_small(path: &Path, content: &str) -> std::io::Result<()> {
-    fs_err::write(path, content)
+    use session_store::Storage;
+    session_store::FileStorage::new()
+        .write_atomic(path, content.as_bytes(), session_store::ExpectedSize::Any)
+        .map_err(store_error)
 }
 
 /// Returns the canonical path, or `None` if it cannot be resolved.
