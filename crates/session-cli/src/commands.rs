@@ -31,12 +31,21 @@ pub(crate) fn run(a: &Args) -> Result<String> {
     }
 }
 
-fn env(a: &Args) -> Env {
-    let mut env = Env::files();
-    if let Some(dir) = &a.blob_dir {
-        env = env.with_blobs(BlobStore::open(dir.clone()));
+/// The environment for `dialect`: real files, and for omp the blob store (`--blob-dir`,
+/// else `<agent dir>/blobs` as omp uses it).
+fn env(a: &Args, dialect: Dialect) -> Env {
+    let env = Env::files();
+    let blobs = match (&a.blob_dir, dialect) {
+        (Some(dir), _) => Some(dir.clone()),
+        (None, Dialect::Omp) => session::discovery::Env::from_process_env()
+            .ok()
+            .map(|e| session::discovery::AgentDirs::omp(&e, a.omp_home).agent_dir.join("blobs")),
+        (None, Dialect::Pi) => None,
+    };
+    match blobs {
+        Some(dir) => env.with_blobs(BlobStore::open(dir)),
+        None => env,
     }
-    env
 }
 
 /// The dialect from `--dialect`, else the file's own (a title slot means omp).
@@ -54,7 +63,7 @@ fn dialect_for(a: &Args, file: &Path) -> Dialect {
 fn open(a: &Args) -> Result<SessionManager> {
     let file = PathBuf::from(a.arg(0, "a session file")?);
     let dialect = dialect_for(a, &file);
-    Ok(SessionManager::open(dialect, &file, env(a))?)
+    Ok(SessionManager::open(dialect, &file, env(a, dialect))?)
 }
 
 /// Applies `--leaf` / `--leaf-null` as the reference does: `branch(id)` or `resetLeaf()`.
@@ -218,7 +227,7 @@ fn fork(a: &Args) -> Result<String> {
     let dialect = dialect_for(a, &file);
     let cwd = a.cwd.as_deref().ok_or("fork needs --cwd")?;
     let dir = a.session_dir.as_deref().ok_or("fork needs --session-dir")?;
-    let m = SessionManager::fork_from(dialect, &file, cwd, dir, env(a))?;
+    let m = SessionManager::fork_from(dialect, &file, cwd, dir, env(a, dialect))?;
     let out = path_json(m.session_file());
     m.close()?;
     Ok(out)

@@ -401,9 +401,8 @@ impl SessionManager {
                 self.append_line(&path, line)
             }
             Dialect::Omp => {
-                if let Some(message) = &self.failure {
+                if self.failure.is_some() {
                     // A latched failure: the full rewrite is the writability probe.
-                    let _ = message;
                     self.rewrite_required = true;
                 }
                 if !(self.force_file_creation || self.file_is_current || self.has_conversation) {
