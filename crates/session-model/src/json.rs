@@ -103,7 +103,7 @@ pub fn write_js_str(out: &mut String, s: &str) {
         if i + 8 <= bytes.len() {
             let mut w = [0u8; 8];
             w.copy_from_slice(&bytes[i..i + 8]);
-            if !needs_escape(u64::from_le_bytes(w)) {
+            if !crate::scan::has_special(u64::from_le_bytes(w)) {
                 i += 8;
                 continue;
             }
@@ -138,19 +138,6 @@ pub fn write_js_str(out: &mut String, s: &str) {
     }
     out.push_str(&s[start..]);
     out.push('"');
-}
-
-/// Returns whether any byte of `w` is `"`, `\\` or a control character (below 0x20).
-#[inline]
-fn needs_escape(w: u64) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
-    let quote = zero(w ^ (ONES * u64::from(b'"')));
-    let backslash = zero(w ^ (ONES * u64::from(b'\\')));
-    // Bytes >= 0x80 may flag here too; the byte loop then checks them one by one.
-    let control = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
-    (quote | backslash | control) != 0
 }
 
 fn write_js_number_value(out: &mut String, n: &Number) {

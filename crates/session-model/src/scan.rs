@@ -86,7 +86,7 @@ pub fn skip_ws(b: &[u8], mut pos: usize) -> usize {
 /// Returns whether any byte of `w` is `"`, `\\` or below 0x20 (may report false
 /// positives only for bytes >= 0x80, which the slow loop then checks).
 #[inline]
-fn has_special(w: u64) -> bool {
+pub(crate) fn has_special(w: u64) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;

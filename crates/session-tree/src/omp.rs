@@ -481,18 +481,9 @@ impl<'a> Builder<'a> {
                 self.push(Msg { json: Cow::Owned(out), kind: Kind::Custom, source: None });
             }
             EntryType::BranchSummary => {
-                let f = RawFields::parse(entry.text());
-                if !f.truthy("summary") {
-                    return;
+                if let Some(out) = raw::branch_summary_message(entry.text()) {
+                    self.push(Msg { json: Cow::Owned(out), kind: Kind::Other, source: None });
                 }
-                let mut out = String::new();
-                let mut w = ObjWriter::new(&mut out);
-                w.str("role", "branchSummary");
-                w.raw("summary", f.raw("summary"));
-                w.raw("fromId", f.raw("fromId"));
-                w.ms("timestamp", raw::entry_time(&f));
-                w.end();
-                self.push(Msg { json: Cow::Owned(out), kind: Kind::Other, source: None });
             }
             _ => {}
         }

@@ -300,20 +300,10 @@ fn entry_messages(entry: &Record) -> Vec<Msg<'_>> {
             w.end();
             vec![Msg { role: Some(Cow::Borrowed("custom")), json: Cow::Owned(out) }]
         }
-        EntryType::BranchSummary => {
-            let f = RawFields::parse(entry.text());
-            if !f.truthy("summary") {
-                return Vec::new();
-            }
-            let mut out = String::new();
-            let mut w = ObjWriter::new(&mut out);
-            w.str("role", "branchSummary");
-            w.raw("summary", f.raw("summary"));
-            w.raw("fromId", f.raw("fromId"));
-            w.ms("timestamp", raw::entry_time(&f));
-            w.end();
-            vec![Msg { role: Some(Cow::Borrowed("branchSummary")), json: Cow::Owned(out) }]
-        }
+        EntryType::BranchSummary => match raw::branch_summary_message(entry.text()) {
+            Some(out) => vec![Msg { role: Some(Cow::Borrowed("branchSummary")), json: Cow::Owned(out) }],
+            None => Vec::new(),
+        },
         EntryType::Compaction => {
             let f = RawFields::parse(entry.text());
             let mut out = String::new();
