@@ -180,6 +180,23 @@ pub(crate) fn with_content(message: &str, content: Option<Value>) -> Cow<'static
     Cow::Owned(json::to_js_string(&v))
 }
 
+/// The `branchSummary` message both references make of a `branch_summary` entry
+/// (`createBranchSummaryMessage`), or `None` when its summary is empty.
+pub(crate) fn branch_summary_message(entry_text: &str) -> Option<String> {
+    let f = RawFields::parse(entry_text);
+    if !f.truthy("summary") {
+        return None;
+    }
+    let mut out = String::new();
+    let mut w = ObjWriter::new(&mut out);
+    w.str("role", "branchSummary");
+    w.raw("summary", f.raw("summary"));
+    w.raw("fromId", f.raw("fromId"));
+    w.ms("timestamp", entry_time(&f));
+    w.end();
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,21 +231,4 @@ mod tests {
         assert_eq!(with_content(r#"{"role":"user"}"#, Some(Value::Array(vec![]))), r#"{"role":"user","content":[]}"#);
         assert_eq!(with_content(r#"{"role":"user","content":1,"t":1}"#, None), r#"{"role":"user","t":1}"#);
     }
-}
-
-/// The `branchSummary` message both references make of a `branch_summary` entry
-/// (`createBranchSummaryMessage`), or `None` when its summary is empty.
-pub(crate) fn branch_summary_message(entry_text: &str) -> Option<String> {
-    let f = RawFields::parse(entry_text);
-    if !f.truthy("summary") {
-        return None;
-    }
-    let mut out = String::new();
-    let mut w = ObjWriter::new(&mut out);
-    w.str("role", "branchSummary");
-    w.raw("summary", f.raw("summary"));
-    w.raw("fromId", f.raw("fromId"));
-    w.ms("timestamp", entry_time(&f));
-    w.end();
-    Some(out)
 }
