@@ -70,13 +70,19 @@ fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
 }
 
 /// Writes `bytes` at the end of `file`; on any failure cuts the file back to its size before.
+/// Returns the size of an open file.
+fn size_of(file: &fs_err::File, path: &Path) -> Result<u64, StoreError> {
+    Ok(file.metadata().map_err(|e| StoreError::io_raw(Op::Append, path, e))?.len())
+}
+
+/// Appends `bytes` to `file`, whose size is `before`, cutting it back on failure.
 fn append_or_rollback(
     file: &mut fs_err::File,
     path: &Path,
     bytes: &[u8],
     faults: Option<&Faults>,
+    before: u64,
 ) -> Result<(), StoreError> {
-    let before = file.metadata().map_err(|e| StoreError::io_raw(Op::Append, path, e))?.len();
     let (allowed, injected) = plan_write(faults, Op::Append, path, bytes.len());
     let mut written = 0;
     let result = loop {
@@ -221,7 +227,8 @@ impl Storage for FileStorage {
         ensure_parent(path)?;
         let _guard = lock::lock_publish(path, self.clock.as_ref(), self.faults.as_ref())?;
         let mut f = open_append(path)?;
-        append_or_rollback(&mut f, path, bytes, self.faults.as_ref())
+        let before = size_of(&f, path)?;
+        append_or_rollback(&mut f, path, bytes, self.faults.as_ref(), before)
     }
 
     fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
@@ -282,6 +289,7 @@ impl Storage for FileStorage {
             generation: lock::generation(path),
             seen_generation: lock::generation(path).load(std::sync::atomic::Ordering::SeqCst),
             lock,
+            size: None,
             file: Some(file),
             ino,
             durability,
@@ -326,6 +334,8 @@ struct FileWriter {
     /// Bumped when this process replaces the file; other processes cannot while we hold the lock.
     generation: Arc<std::sync::atomic::AtomicU64>,
     seen_generation: u64,
+    /// The file's size after our last append (`None`: ask the file).
+    size: Option<u64>,
     file: Option<fs_err::File>,
     ino: Option<u64>,
     durability: Durability,
@@ -344,7 +354,9 @@ impl FileWriter {
     }
 
     /// Reopens the path when someone renamed another file over it (or removed it).
-    fn current_file(&mut self) -> Result<&mut fs_err::File, StoreError> {
+    /// Makes sure the writer's descriptor is the path's current file; returns whether
+    /// it had to (re)open it.
+    fn current_file(&mut self) -> Result<bool, StoreError> {
         let stale = match (&self.file, self.ino) {
             (None, _) => true,
             // While we hold the lock only this process can replace the file, and it says so.
@@ -361,7 +373,7 @@ impl FileWriter {
             self.dir_unsynced |= !existed;
             self.file = Some(file);
         }
-        self.file.as_mut().ok_or_else(|| StoreError::Closed { path: self.path.clone() })
+        Ok(stale)
     }
 
     fn sync(&mut self) -> Result<(), StoreError> {
@@ -382,18 +394,23 @@ impl FileWriter {
             Some(_) => None,
             None => lock::lock_publish(&self.path, self.storage.clock.as_ref(), self.faults())?,
         };
-        let faults = self.storage.faults.clone();
-        let path = self.path.clone();
-        let file = self.current_file()?;
-        let before = file.metadata().map_err(|e| StoreError::io_raw(Op::Append, &path, e))?.len();
-        append_or_rollback(file, &path, line, faults.as_ref())?;
+        let reopened = self.current_file()?;
+        let file = self.file.as_mut().ok_or_else(|| StoreError::Closed { path: self.path.clone() })?;
+        // While we hold the lock nobody else appends: the size we track is the file's.
+        let before = match self.size {
+            Some(size) if self.lock.is_some() && !reopened => size,
+            _ => size_of(file, &self.path)?,
+        };
+        self.size = None;
+        append_or_rollback(file, &self.path, line, self.storage.faults.as_ref(), before)?;
         if self.durability == Durability::Fsync
             && let Err(e) = self.sync()
         {
             // The caller is told the line failed, so it must not stay in the file.
-            let file = self.file.as_ref().ok_or_else(|| StoreError::Closed { path: path.clone() })?;
-            return rollback(file, &path, before, e);
+            let file = self.file.as_ref().ok_or_else(|| StoreError::Closed { path: self.path.clone() })?;
+            return rollback(file, &self.path, before, e);
         }
+        self.size = Some(before + line.len() as u64);
         Ok(())
     }
 }
