@@ -11,6 +11,8 @@
 //! * **strings**: only `"`, `\` and C0 controls are escaped, with the short forms
 //!   `\b \f \n \r \t` and lowercase `\u00XX` otherwise.
 
+use std::ops::Range;
+
 use serde_json::{Map, Number, Value};
 
 /// Returns `value` serialised as JavaScript's `JSON.stringify(value)` would.
@@ -48,6 +50,11 @@ pub fn write_js_value(out: &mut String, value: &Value) {
 }
 
 fn write_js_object(out: &mut String, map: &Map<String, Value>) {
+    write_js_object_with(out, map, &mut |_, _| {});
+}
+
+/// Writes an object, telling `member` where each top-level member's value landed.
+fn write_js_object_with(out: &mut String, map: &Map<String, Value>, member: &mut dyn FnMut(&str, Range<usize>)) {
     out.push('{');
     let mut first = true;
     let mut emit = |out: &mut String, k: &str, v: &Value| {
@@ -57,7 +64,9 @@ fn write_js_object(out: &mut String, map: &Map<String, Value>) {
         first = false;
         write_js_str(out, k);
         out.push(':');
+        let start = out.len();
         write_js_value(out, v);
+        member(k, start..out.len());
     };
     if map.keys().any(|k| array_index(k).is_some()) {
         let mut indexed: Vec<(u32, &String, &Value)> =
@@ -75,6 +84,23 @@ fn write_js_object(out: &mut String, map: &Map<String, Value>) {
         }
     }
     out.push('}');
+}
+
+/// Serialises an object like [`to_js_string`] and returns where the values of the
+/// top-level members named in `keys` are in the text (so a record can be built
+/// without reading its own text back).
+pub(crate) fn to_js_string_spans<const N: usize>(
+    map: &Map<String, Value>,
+    keys: [&str; N],
+) -> (String, [Option<Range<usize>>; N]) {
+    let mut out = String::with_capacity(256);
+    let mut spans: [Option<Range<usize>>; N] = std::array::from_fn(|_| None);
+    write_js_object_with(&mut out, map, &mut |k, span| {
+        if let Some(i) = keys.iter().position(|key| *key == k) {
+            spans[i] = Some(span);
+        }
+    });
+    (out, spans)
 }
 
 /// Returns the numeric value of `key` when JavaScript treats it as an array index

@@ -452,6 +452,22 @@ impl Record {
         message: Option<Range<u32>>,
         value: Option<Value>,
     ) -> Record {
+        Record::build_known(text, is_object, ty, id, parent, ts, message, value, None)
+    }
+
+    /// [`Record::build`] for a text whose line-ness is already known (`compact`).
+    #[allow(clippy::too_many_arguments)] // the private constructor behind `build`
+    fn build_known(
+        text: &str,
+        is_object: bool,
+        ty: Scalar<'_>,
+        id: Scalar<'_>,
+        parent: Scalar<'_>,
+        ts: Scalar<'_>,
+        message: Option<Range<u32>>,
+        value: Option<Value>,
+        compact: Option<bool>,
+    ) -> Record {
         fn str_of(s: Scalar<'_>) -> Option<Cow<'_, str>> {
             match s {
                 Scalar::Str(c) => Some(c),
@@ -464,10 +480,10 @@ impl Record {
             Scalar::Str(s) => Parent::Id(Field::new(Some(s), text)),
             _ => Parent::Invalid,
         };
-        let compact = {
+        let compact = compact.unwrap_or_else(|| {
             let b = text.as_bytes();
             !b.contains(&b'\n') && !b.contains(&b'\r')
-        };
+        });
         let cell = OnceLock::new();
         if let Some(v) = value {
             let _ = cell.set(Some(v));
@@ -498,11 +514,25 @@ impl Record {
     /// The value itself is not kept: the record reads its fields from the text it
     /// was serialised to, like a loaded one (half the memory for appended records).
     pub fn from_value(value: Value) -> Record {
-        let text = json::to_js_string(&value);
-        match Record::parse(&text) {
-            Ok(r) => r,
-            Err(_) => Record::from_parsed(&text, value),
-        }
+        let Value::Object(map) = &value else {
+            let text = json::to_js_string(&value);
+            return Record::from_parsed(&text, value);
+        };
+        // The serializer says where the skeleton's fields landed: no second pass.
+        let (text, [ty, id, parent, ts, message]) =
+            json::to_js_string_spans(map, ["type", "id", "parentId", "timestamp", "message"]);
+        let raw = |span: &Option<Range<usize>>| span.clone().map(|r| &text[r]);
+        let message = message.filter(|r| &text[r.clone()] != "null").map(|r| r.start as u32..r.end as u32);
+        Record::build(
+            &text,
+            true,
+            scalar(raw(&ty)),
+            scalar(raw(&id)),
+            scalar(raw(&parent)),
+            scalar(raw(&ts)),
+            message,
+            None,
+        )
     }
 
     /// Returns a copy of this record with `f` applied to its JSON value. The new
@@ -692,6 +722,26 @@ mod tests {
         assert_eq!(mi.content, Scalar::Null);
         assert_eq!(mi.provider.as_str(), Some("p"));
         assert_eq!(r.line(), t);
+    }
+
+    #[test]
+    fn from_value_reads_the_same_skeleton_as_parse() {
+        let v: Value = serde_json::from_str(
+            r#"{"2":1,"type":"message","id":"a\"b","parentId":null,"timestamp":"t","message":{"role":"user","content":"é"},"x":[1]}"#,
+        )
+        .unwrap();
+        let built = Record::from_value(v);
+        let parsed = Record::parse(built.text()).unwrap();
+        assert_eq!(
+            built.text(),
+            r#"{"2":1,"type":"message","id":"a\"b","parentId":null,"timestamp":"t","message":{"role":"user","content":"é"},"x":[1]}"#
+        );
+        assert_eq!(
+            (built.entry_type(), built.id(), built.parent(), built.timestamp()),
+            (parsed.entry_type(), parsed.id(), parsed.parent(), parsed.timestamp())
+        );
+        assert_eq!(built.message_raw(), parsed.message_raw());
+        assert_eq!(built.id(), Some("a\"b"));
     }
 
     #[test]

@@ -363,7 +363,7 @@ impl SessionManager {
     fn append_record(&mut self, record: Record) -> Result<()> {
         let previous_leaf = self.tree.leaf_id().map(str::to_owned);
         let conversation_before = self.has_conversation;
-        if self.counts_as_conversation(&record) {
+        if !self.has_conversation && self.counts_as_conversation(&record) {
             self.has_conversation = true;
         }
         // The tree and the write share the record (an `Arc`): no copy of the line.
