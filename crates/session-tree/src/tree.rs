@@ -263,7 +263,10 @@ impl SessionTree {
                     }
                     _ => {}
                 }
-                undo = Some(Undo { pos, id: id.into(), prev_slot, prev_leaf, prev_label: None, diag_len });
+                // Loading needs no undo record (and no copy of every id).
+                if live {
+                    undo = Some(Undo { pos, id: id.into(), prev_slot, prev_leaf, prev_label: None, diag_len });
+                }
             }
             None => self.idless_last = Some(pos),
         }
