@@ -411,6 +411,7 @@ impl Record {
                 Scalar::Absent,
                 None,
                 Some(value),
+                None,
             ));
         }
         let ([ty, id, parent, ts, message], end) =
@@ -423,7 +424,7 @@ impl Record {
             let at = m.as_ptr() as usize - raw.as_ptr() as usize;
             at as u32..(at + m.len()) as u32
         });
-        Ok(Record::build(raw, true, scalar(ty), scalar(id), scalar(parent), scalar(ts), message, None))
+        Ok(Record::build(raw, true, scalar(ty), scalar(id), scalar(parent), scalar(ts), message, None, None))
     }
 
     fn from_parsed(text: &str, value: Value) -> Record {
@@ -438,26 +439,13 @@ impl Record {
         };
         let is_object = value.is_object();
         // The message payload is re-serialised on demand for records parsed this way.
-        Record::build(text, is_object, ty, id, parent, ts, None, Some(value))
+        Record::build(text, is_object, ty, id, parent, ts, None, Some(value), None)
     }
 
-    #[allow(clippy::too_many_arguments)] // one private constructor fed by two parsers
+    /// The one private constructor: `compact` says whether the text is known to be one
+    /// line (`None`: look).
+    #[allow(clippy::too_many_arguments)] // one private constructor fed by three parsers
     fn build(
-        text: &str,
-        is_object: bool,
-        ty: Scalar<'_>,
-        id: Scalar<'_>,
-        parent: Scalar<'_>,
-        ts: Scalar<'_>,
-        message: Option<Range<u32>>,
-        value: Option<Value>,
-    ) -> Record {
-        Record::build_known(text, is_object, ty, id, parent, ts, message, value, None)
-    }
-
-    /// [`Record::build`] for a text whose line-ness is already known (`compact`).
-    #[allow(clippy::too_many_arguments)] // the private constructor behind `build`
-    fn build_known(
         text: &str,
         is_object: bool,
         ty: Scalar<'_>,
@@ -532,6 +520,7 @@ impl Record {
             scalar(raw(&ts)),
             message,
             None,
+            Some(true),
         )
     }
 
