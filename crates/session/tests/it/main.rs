@@ -2,3 +2,4 @@
 
 mod layering;
 mod manager;
+mod roundtrip;
