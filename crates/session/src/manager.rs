@@ -13,12 +13,13 @@
 //! A failed write rolls back the in-memory change and returns the error; the file on
 //! disk never holds a half-written record in place of a good file.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use session_model::entries::{self, Base};
 use session_model::{
-    Diagnostic, Dialect, EntryType, HeaderCheck, Record, TitleSlot, ids, parse_session_bytes, timestamp,
+    Diagnostic, Dialect, EntryType, HeaderCheck, Record, SLOT_BYTES, TitleSlot, ids, parse_session_bytes, timestamp,
 };
 use session_store::{AppendWriter, ExpectedSize};
 use session_tree::SessionTree;
@@ -461,26 +462,28 @@ impl SessionManager {
     /// Returns the line omp persists for a record line: images moved to the blob
     /// store, huge strings truncated (unchanged lines are returned as they are).
     /// Without a blob store nothing is transformed (images stay inline).
-    fn persist_line(&self, line: &str) -> Result<String> {
+    fn persist_line<'l>(&self, line: &'l str) -> Result<Cow<'l, str>> {
         let Some(blobs) = self.env.blobs.as_ref().filter(|_| self.dialect == Dialect::Omp) else {
-            return Ok(line.to_owned());
+            return Ok(Cow::Borrowed(line));
         };
         if !session_store::persist::may_change(line) {
-            return Ok(line.to_owned());
+            return Ok(Cow::Borrowed(line));
         }
         let Ok(record) = Record::parse(line) else {
-            return Ok(line.to_owned());
+            return Ok(Cow::Borrowed(line));
         };
         Ok(match session_store::persist::prepare_entry_with(record.value(), blobs)? {
-            Some(v) => session_model::json::to_js_string(&v),
-            None => line.to_owned(),
+            Some(v) => Cow::Owned(session_model::json::to_js_string(&v)),
+            None => Cow::Borrowed(line),
         })
     }
 
     /// Returns the whole file as the dialect writes it: (omp: title slot,) header,
     /// every entry, each line ending in `\n`.
     fn full_body(&self) -> Result<String> {
-        let mut body = String::new();
+        // One allocation of the right size: these files reach hundreds of megabytes.
+        let size: usize = self.tree.entries().iter().map(|r| r.text().len() + 1).sum();
+        let mut body = String::with_capacity(size + self.header.text().len() + SLOT_BYTES + 1);
         if self.dialect == Dialect::Omp {
             let slot = self.slot.clone().unwrap_or_else(|| TitleSlot {
                 title: String::new(),
@@ -489,18 +492,13 @@ impl SessionManager {
             });
             body.push_str(&slot.to_line()?);
         }
-        let header_line = self.header_for_disk();
-        body.push_str(&self.persist_line(&header_line)?);
+        body.push_str(&self.persist_line(&self.header.line())?);
         body.push('\n');
         for r in self.tree.entries() {
             body.push_str(&self.persist_line(&r.line())?);
             body.push('\n');
         }
         Ok(body)
-    }
-
-    fn header_for_disk(&self) -> String {
-        self.header.line().into_owned()
     }
 
     fn close_writer(&mut self) {
