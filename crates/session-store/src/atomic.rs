@@ -54,6 +54,63 @@ pub(crate) fn write_atomic_with<G>(
     sync_dir_with(&dir, faults)
 }
 
+/// [`write_atomic_with`] for content produced piece by piece by `fill` (written
+/// through a buffer straight into the temporary file); returns the bytes written.
+/// Used without a fault plan only.
+pub(crate) fn write_atomic_stream_with<G>(
+    path: &Path,
+    fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+    publish: impl FnOnce() -> Result<G, StoreError>,
+) -> Result<u64, StoreError> {
+    let dir = parent_dir(path)?;
+    fs_err::create_dir_all(&dir).map_err(|e| StoreError::io(Op::EnsureDir, &dir, e))?;
+    let temp = temp_path(path)?;
+    let result = (|| {
+        let file = fs_err::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(|e| StoreError::io_raw(Op::WriteTemp, path, e))?;
+        let mut out = Counting { inner: std::io::BufWriter::with_capacity(1 << 20, file), written: 0 };
+        fill(&mut out).map_err(|e| StoreError::io_raw(Op::WriteTemp, path, e))?;
+        let written = out.written;
+        let file = out.inner.into_inner().map_err(|e| StoreError::io_raw(Op::WriteTemp, path, e.into_error()))?;
+        file.sync_data().map_err(|e| StoreError::io_raw(Op::SyncData, path, e))?;
+        let guard = publish()?;
+        rename_raw(&temp, path, None)?;
+        drop(guard);
+        Ok(written)
+    })();
+    match result {
+        Ok(written) => {
+            sync_dir_with(&dir, None)?;
+            Ok(written)
+        }
+        Err(e) => {
+            // The temporary file may or may not exist (the rename may have happened); either is fine.
+            let _ = fs_err::remove_file(&temp);
+            Err(e)
+        }
+    }
+}
+
+/// A writer that counts what passes through it.
+struct Counting<W> {
+    inner: W,
+    written: u64,
+}
+
+impl<W: Write> Write for Counting<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 fn write_temp(temp: &Path, target: &Path, bytes: &[u8], faults: Option<&Faults>) -> Result<(), StoreError> {
     let mut file = fs_err::OpenOptions::new()
         .write(true)

@@ -223,6 +223,31 @@ impl Storage for FileStorage {
         Ok(())
     }
 
+    fn write_atomic_stream(
+        &self,
+        path: &Path,
+        expected: ExpectedSize,
+        fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+    ) -> Result<u64, StoreError> {
+        if self.faults.is_some() {
+            // Injected faults act on whole writes: take the buffered path.
+            let mut buf = Vec::new();
+            fill(&mut buf).map_err(|e| StoreError::io_raw(Op::WriteTemp, path, e))?;
+            self.write_atomic(path, &buf, expected)?;
+            return Ok(buf.len() as u64);
+        }
+        let written = atomic::write_atomic_stream_with(path, fill, || {
+            let guard = lock::lock_publish(path, self.clock.as_ref(), None)?;
+            if expected != ExpectedSize::Any {
+                let found = self.stat(path)?.map(|s| s.size);
+                expected.check(path, found)?;
+            }
+            Ok(guard)
+        })?;
+        lock::bump_generation(path);
+        Ok(written)
+    }
+
     fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         ensure_parent(path)?;
         let _guard = lock::lock_publish(path, self.clock.as_ref(), self.faults.as_ref())?;

@@ -175,6 +175,24 @@ pub trait Storage: Send + Sync {
     /// file beside it.
     fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError>;
 
+    /// [`Storage::write_atomic`] for content that `fill` writes piece by piece, so a
+    /// large file never has to exist in memory at once; returns the number of bytes
+    /// written. An error returned by `fill` aborts the write (the old file stays).
+    ///
+    /// The default collects the pieces and calls [`Storage::write_atomic`]; backends
+    /// that can stream (the file storage) do.
+    fn write_atomic_stream(
+        &self,
+        path: &Path,
+        expected: ExpectedSize,
+        fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+    ) -> Result<u64, StoreError> {
+        let mut buf = Vec::new();
+        fill(&mut buf).map_err(|e| StoreError::io_raw(crate::Op::WriteTemp, path, e))?;
+        self.write_atomic(path, &buf, expected)?;
+        Ok(buf.len() as u64)
+    }
+
     /// Appends `bytes` in one open-append-close (pi's `appendFileSync`), creating the file.
     ///
     /// On a failed or short write the file is cut back to its previous size. Not synced.

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use session_model::entries::{self, Base};
 use session_model::{
-    Diagnostic, Dialect, EntryType, HeaderCheck, Record, SLOT_BYTES, TitleSlot, ids, parse_session_bytes, timestamp,
+    Diagnostic, Dialect, EntryType, HeaderCheck, Record, TitleSlot, ids, parse_session_bytes, timestamp,
 };
 use session_store::{AppendWriter, ExpectedSize};
 use session_tree::SessionTree;
@@ -173,13 +173,12 @@ impl SessionManager {
         self.session_dir = dir;
         self.file = Some(path.to_path_buf());
         if write_now {
-            let body = self.full_body()?;
             let expected = found.map_or(ExpectedSize::Missing, ExpectedSize::Bytes);
-            self.env.storage.write_atomic(path, body.as_bytes(), expected)?;
+            let size = self.publish(path, expected)?;
             match self.dialect {
                 Dialect::Pi => self.flushed = true,
                 Dialect::Omp => {
-                    self.expected_size = Some(body.len() as u64);
+                    self.expected_size = Some(size);
                     self.file_is_current = true;
                     self.force_file_creation = true;
                 }
@@ -236,9 +235,8 @@ impl SessionManager {
                 self.set_entries(records);
                 self.flushed = true;
                 if report.migrated {
-                    let body = self.full_body()?;
                     let size = stat.size + u64::from(report.repaired_final_newline);
-                    storage.write_atomic(path, body.as_bytes(), ExpectedSize::Bytes(size))?;
+                    self.publish(path, ExpectedSize::Bytes(size))?;
                 }
             }
             Dialect::Omp => {
@@ -394,8 +392,7 @@ impl SessionManager {
                     // pi creates the file exclusively (`wx`); we publish it atomically with
                     // the same must-not-exist check, so a crash or a full disk never
                     // leaves a partial file that would block every later first write.
-                    let body = self.full_body()?;
-                    self.env.storage.write_atomic(&path, body.as_bytes(), ExpectedSize::Missing)?;
+                    self.publish(&path, ExpectedSize::Missing)?;
                     self.flushed = true;
                     return Ok(());
                 }
@@ -437,14 +434,13 @@ impl SessionManager {
 
     fn rewrite_omp(&mut self, path: &Path) -> Result<()> {
         self.close_writer();
-        let body = self.full_body()?;
         let expected = match self.expected_size {
             Some(n) => ExpectedSize::Bytes(n),
             None => ExpectedSize::Missing,
         };
-        match self.env.storage.write_atomic(path, body.as_bytes(), expected) {
-            Ok(()) => {
-                self.expected_size = Some(body.len() as u64);
+        match self.publish(path, expected) {
+            Ok(size) => {
+                self.expected_size = Some(size);
                 self.file_is_current = true;
                 self.rewrite_required = false;
                 self.failure = None;
@@ -454,7 +450,7 @@ impl SessionManager {
                 self.file_is_current = false;
                 self.rewrite_required = true;
                 self.failure.get_or_insert_with(|| e.to_string());
-                Err(SessionError::Store(e))
+                Err(e)
             }
         }
     }
@@ -478,27 +474,54 @@ impl SessionManager {
         })
     }
 
-    /// Returns the whole file as the dialect writes it: (omp: title slot,) header,
+    /// Writes the whole file as the dialect writes it: (omp: title slot,) header,
     /// every entry, each line ending in `\n`.
-    fn full_body(&self) -> Result<String> {
-        // One allocation of the right size: these files reach hundreds of megabytes.
-        let size: usize = self.tree.entries().iter().map(|r| r.text().len() + 1).sum();
-        let mut body = String::with_capacity(size + self.header.text().len() + SLOT_BYTES + 1);
+    fn write_body(&self, w: &mut dyn std::io::Write, failure: &mut Option<SessionError>) -> std::io::Result<()> {
+        let mut line = |w: &mut dyn std::io::Write, text: &str| -> std::io::Result<()> {
+            match self.persist_line(text) {
+                Ok(l) => {
+                    w.write_all(l.as_bytes())?;
+                    w.write_all(b"\n")
+                }
+                Err(e) => {
+                    let message = e.to_string();
+                    *failure = Some(e);
+                    Err(std::io::Error::other(message))
+                }
+            }
+        };
         if self.dialect == Dialect::Omp {
             let slot = self.slot.clone().unwrap_or_else(|| TitleSlot {
                 title: String::new(),
                 source: None,
                 updated_at: self.header.get_str("timestamp").unwrap_or_default().to_owned(),
             });
-            body.push_str(&slot.to_line()?);
+            match slot.to_line() {
+                Ok(l) => w.write_all(l.as_bytes())?,
+                Err(e) => {
+                    *failure = Some(e.into());
+                    return Err(std::io::Error::other("title slot too long"));
+                }
+            }
         }
-        body.push_str(&self.persist_line(&self.header.line())?);
-        body.push('\n');
+        line(w, &self.header.line())?;
         for r in self.tree.entries() {
-            body.push_str(&self.persist_line(&r.line())?);
-            body.push('\n');
+            line(w, &r.line())?;
         }
-        Ok(body)
+        Ok(())
+    }
+
+    /// Publishes the whole file at `path` atomically (checking `expected` first),
+    /// streaming it line by line, so no copy of a large session is built in memory.
+    /// Returns its size in bytes.
+    fn publish(&self, path: &Path, expected: ExpectedSize) -> Result<u64> {
+        let mut failure = None;
+        let written = self.env.storage.write_atomic_stream(path, expected, &mut |w| self.write_body(w, &mut failure));
+        match (written, failure) {
+            (_, Some(e)) => Err(e),
+            (Ok(n), None) => Ok(n),
+            (Err(e), None) => Err(e.into()),
+        }
     }
 
     fn close_writer(&mut self) {
@@ -718,8 +741,7 @@ impl SessionManager {
         match self.dialect {
             Dialect::Pi => {
                 if self.has_conversation {
-                    let body = self.full_body()?;
-                    self.env.storage.write_atomic(&new_file, body.as_bytes(), ExpectedSize::Any)?;
+                    self.publish(&new_file, ExpectedSize::Any)?;
                     self.flushed = true;
                 } else {
                     self.flushed = false;
@@ -729,9 +751,7 @@ impl SessionManager {
                 self.expected_size = None;
                 self.rewrite_required = false;
                 self.force_file_creation = true;
-                let body = self.full_body()?;
-                self.env.storage.write_atomic(&new_file, body.as_bytes(), ExpectedSize::Missing)?;
-                self.expected_size = Some(body.len() as u64);
+                self.expected_size = Some(self.publish(&new_file, ExpectedSize::Missing)?);
                 self.file_is_current = true;
             }
         }
@@ -778,8 +798,7 @@ impl SessionManager {
                 m.header = entries::pi::header(&id, &ts, &target_cwd_abs, Some(&source.to_string_lossy()));
                 m.file = Some(file.clone());
                 m.set_entries(records);
-                let body = m.full_body()?;
-                m.env.storage.write_atomic(&file, body.as_bytes(), ExpectedSize::Missing)?;
+                m.publish(&file, ExpectedSize::Missing)?;
                 m.flushed = true;
             }
             Dialect::Omp => {
@@ -816,9 +835,7 @@ impl SessionManager {
                 m.set_entries(records);
                 m.file = Some(file.clone());
                 m.force_file_creation = true;
-                let body = m.full_body()?;
-                m.env.storage.write_atomic(&file, body.as_bytes(), ExpectedSize::Missing)?;
-                m.expected_size = Some(body.len() as u64);
+                m.expected_size = Some(m.publish(&file, ExpectedSize::Missing)?);
                 m.file_is_current = true;
             }
         }

@@ -4,6 +4,7 @@
 //! name for [`MemoryStorage`]). Adding a backend means adding one `#[test]` that calls
 //! [`run_contract`].
 
+use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -22,6 +23,7 @@ const CASES: &[(&str, Case)] = &[
     ("write_and_read", write_and_read),
     ("write_new_is_exclusive", write_new_is_exclusive),
     ("write_atomic_checks_size", write_atomic_checks_size),
+    ("write_atomic_stream_pieces", write_atomic_stream_pieces),
     ("append_creates_and_extends", append_creates_and_extends),
     ("writer_appends_lines", writer_appends_lines),
     ("writer_follows_replaced_file", writer_follows_replaced_file),
@@ -127,6 +129,28 @@ fn write_atomic_checks_size(s: &dyn Storage, root: &Path) -> TestResult {
     check(s.read(&p)? == b"two two\n", "replaced")?;
     s.write_atomic(&p, b"3\n", ExpectedSize::Any)?;
     check(s.read(&p)? == b"3\n", "replaced without check")?;
+    check(s.list(&root.join("x"))? == ["s.jsonl"], "no visible temp files")?;
+    Ok(())
+}
+
+fn write_atomic_stream_pieces(s: &dyn Storage, root: &Path) -> TestResult {
+    let p = root.join("x").join("s.jsonl");
+    let n = s.write_atomic_stream(&p, ExpectedSize::Missing, &mut |w| {
+        for i in 0..1000 {
+            writeln!(w, "{{\"n\":{i}}}")?;
+        }
+        Ok(())
+    })?;
+    let expected: String = (0..1000).map(|i| format!("{{\"n\":{i}}}\n")).collect();
+    check(s.read(&p)? == expected.as_bytes() && n == expected.len() as u64, "pieces written in order, size returned")?;
+    let failed = s.write_atomic_stream(&p, ExpectedSize::Any, &mut |w| {
+        w.write_all(b"partial")?;
+        Err(std::io::Error::other("producer failed"))
+    });
+    check(failed.is_err(), "a failing producer fails the write")?;
+    check(s.read(&p)? == expected.as_bytes(), "and leaves the old file")?;
+    let conflict = s.write_atomic_stream(&p, ExpectedSize::Bytes(1), &mut |w| w.write_all(b"new\n"));
+    check(matches!(conflict, Err(StoreError::Conflict { .. })), "the size check applies")?;
     check(s.list(&root.join("x"))? == ["s.jsonl"], "no visible temp files")?;
     Ok(())
 }
