@@ -4,7 +4,6 @@
 //! name for [`MemoryStorage`]). Adding a backend means adding one `#[test]` that calls
 //! [`run_contract`].
 
-use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
