@@ -231,8 +231,7 @@ impl Storage for FileStorage {
     ) -> Result<u64, StoreError> {
         if self.faults.is_some() {
             // Injected faults act on whole writes: take the buffered path.
-            let mut buf = Vec::new();
-            fill(&mut buf).map_err(|e| StoreError::io_raw(Op::WriteTemp, path, e))?;
+            let buf = crate::storage::collect(path, fill)?;
             self.write_atomic(path, &buf, expected)?;
             return Ok(buf.len() as u64);
         }

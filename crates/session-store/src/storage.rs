@@ -187,8 +187,7 @@ pub trait Storage: Send + Sync {
         expected: ExpectedSize,
         fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
     ) -> Result<u64, StoreError> {
-        let mut buf = Vec::new();
-        fill(&mut buf).map_err(|e| StoreError::io_raw(crate::Op::WriteTemp, path, e))?;
+        let buf = collect(path, fill)?;
         self.write_atomic(path, &buf, expected)?;
         Ok(buf.len() as u64)
     }
@@ -219,6 +218,16 @@ pub trait Storage: Send + Sync {
 
     /// Takes the advisory lock of the session file `path` (omp's two publish locks on disk).
     fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError>;
+}
+
+/// Runs a [`Storage::write_atomic_stream`] producer into memory.
+pub(crate) fn collect(
+    path: &Path,
+    fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<Vec<u8>, StoreError> {
+    let mut buf = Vec::new();
+    fill(&mut buf).map_err(|e| StoreError::io_raw(crate::Op::WriteTemp, path, e))?;
+    Ok(buf)
 }
 
 /// A long-lived appender for one session file (omp's `SessionStorageWriter`).
