@@ -52,6 +52,26 @@ impl FileStorage {
             None => Ok(()),
         }
     }
+
+    /// Opens `path` with `options` and writes `bytes` (a fault plan may cut it short).
+    fn write_with(&self, options: &fs_err::OpenOptions, op: Op, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        ensure_parent(path)?;
+        let mut f = options.open(path).map_err(|e| StoreError::io(op, path, e))?;
+        let (n, injected) = plan_write(self.faults.as_ref(), op, path, bytes.len());
+        f.write_all(&bytes[..n]).map_err(|e| StoreError::io_raw(op, path, e))?;
+        injected.map_or(Ok(()), Err)
+    }
+
+    /// Takes the publish lock and checks the size of what is there, just before a rename
+    /// publishes a new file.
+    fn publish_check(&self, path: &Path, expected: ExpectedSize) -> Result<Option<lock::FileLockGuard>, StoreError> {
+        let guard = lock::lock_publish(path, self.clock.as_ref(), self.faults.as_ref())?;
+        if expected != ExpectedSize::Any {
+            let found = self.stat(path)?.map(|s| s.size);
+            expected.check(path, found)?;
+        }
+        Ok(guard)
+    }
 }
 
 fn ensure_parent(path: &Path) -> Result<(), StoreError> {
@@ -186,39 +206,19 @@ impl Storage for FileStorage {
     }
 
     fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        ensure_parent(path)?;
-        let mut f = fs_err::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(|e| StoreError::io(Op::Write, path, e))?;
-        let (n, injected) = plan_write(self.faults.as_ref(), Op::Write, path, bytes.len());
-        f.write_all(&bytes[..n]).map_err(|e| StoreError::io_raw(Op::Write, path, e))?;
-        injected.map_or(Ok(()), Err)
+        let mut options = fs_err::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        self.write_with(&options, Op::Write, path, bytes)
     }
 
     fn write_new(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        ensure_parent(path)?;
-        let mut f = fs_err::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|e| StoreError::io(Op::WriteNew, path, e))?;
-        let (n, injected) = plan_write(self.faults.as_ref(), Op::WriteNew, path, bytes.len());
-        f.write_all(&bytes[..n]).map_err(|e| StoreError::io_raw(Op::WriteNew, path, e))?;
-        injected.map_or(Ok(()), Err)
+        let mut options = fs_err::OpenOptions::new();
+        options.write(true).create_new(true);
+        self.write_with(&options, Op::WriteNew, path, bytes)
     }
 
     fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        atomic::write_atomic_with(path, bytes, self.faults.as_ref(), || {
-            let guard = lock::lock_publish(path, self.clock.as_ref(), self.faults.as_ref())?;
-            if expected != ExpectedSize::Any {
-                let found = self.stat(path)?.map(|s| s.size);
-                expected.check(path, found)?;
-            }
-            Ok(guard)
-        })?;
+        atomic::write_atomic_with(path, bytes, self.faults.as_ref(), || self.publish_check(path, expected))?;
         lock::bump_generation(path);
         Ok(())
     }
@@ -235,14 +235,7 @@ impl Storage for FileStorage {
             self.write_atomic(path, &buf, expected)?;
             return Ok(buf.len() as u64);
         }
-        let written = atomic::write_atomic_stream_with(path, fill, || {
-            let guard = lock::lock_publish(path, self.clock.as_ref(), None)?;
-            if expected != ExpectedSize::Any {
-                let found = self.stat(path)?.map(|s| s.size);
-                expected.check(path, found)?;
-            }
-            Ok(guard)
-        })?;
+        let written = atomic::write_atomic_stream_with(path, fill, || self.publish_check(path, expected))?;
         lock::bump_generation(path);
         Ok(written)
     }
