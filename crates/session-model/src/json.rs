@@ -50,11 +50,15 @@ pub fn write_js_value(out: &mut String, value: &Value) {
 }
 
 fn write_js_object(out: &mut String, map: &Map<String, Value>) {
-    write_js_object_with(out, map, &mut |_, _| {});
+    write_js_members(out, map.iter().map(|(k, v)| (k.as_str(), v)), &mut |_, _| {});
 }
 
-/// Writes an object, telling `member` where each top-level member's value landed.
-fn write_js_object_with(out: &mut String, map: &Map<String, Value>, member: &mut dyn FnMut(&str, Range<usize>)) {
+/// Writes an object made of `members` (in insertion order, keys distinct), telling
+/// `member` where each member's value landed.
+fn write_js_members<'a, I>(out: &mut String, members: I, member: &mut dyn FnMut(&str, Range<usize>))
+where
+    I: Iterator<Item = (&'a str, &'a Value)> + Clone,
+{
     out.push('{');
     let mut first = true;
     let mut emit = |out: &mut String, k: &str, v: &Value| {
@@ -68,39 +72,42 @@ fn write_js_object_with(out: &mut String, map: &Map<String, Value>, member: &mut
         write_js_value(out, v);
         member(k, start..out.len());
     };
-    if map.keys().any(|k| array_index(k).is_some()) {
-        let mut indexed: Vec<(u32, &String, &Value)> =
-            map.iter().filter_map(|(k, v)| array_index(k).map(|i| (i, k, v))).collect();
+    if members.clone().any(|(k, _)| array_index(k).is_some()) {
+        let mut indexed: Vec<(u32, &str, &Value)> =
+            members.clone().filter_map(|(k, v)| array_index(k).map(|i| (i, k, v))).collect();
         indexed.sort_by_key(|(i, _, _)| *i);
         for (_, k, v) in indexed {
             emit(out, k, v);
         }
-        for (k, v) in map.iter().filter(|(k, _)| array_index(k).is_none()) {
+        for (k, v) in members.filter(|(k, _)| array_index(k).is_none()) {
             emit(out, k, v);
         }
     } else {
-        for (k, v) in map {
+        for (k, v) in members {
             emit(out, k, v);
         }
     }
     out.push('}');
 }
 
-/// Serialises an object like [`to_js_string`] and returns where the values of the
-/// top-level members named in `keys` are in the text (so a record can be built
-/// without reading its own text back).
-pub(crate) fn to_js_string_spans<const N: usize>(
-    map: &Map<String, Value>,
+/// Serialises an object made of `members` (keys distinct, in insertion order) like
+/// [`to_js_string`] into `out`, and returns where the values of the members named in
+/// `keys` are in `out` (so a record can be built without reading its own text back).
+pub(crate) fn write_js_members_spans<'a, I, const N: usize>(
+    out: &mut String,
+    members: I,
     keys: [&str; N],
-) -> (String, [Option<Range<usize>>; N]) {
-    let mut out = String::with_capacity(256);
+) -> [Option<Range<usize>>; N]
+where
+    I: Iterator<Item = (&'a str, &'a Value)> + Clone,
+{
     let mut spans: [Option<Range<usize>>; N] = std::array::from_fn(|_| None);
-    write_js_object_with(&mut out, map, &mut |k, span| {
+    write_js_members(out, members, &mut |k, span| {
         if let Some(i) = keys.iter().position(|key| *key == k) {
             spans[i] = Some(span);
         }
     });
-    (out, spans)
+    spans
 }
 
 /// Returns the numeric value of `key` when JavaScript treats it as an array index
@@ -124,17 +131,10 @@ pub fn write_js_str(out: &mut String, s: &str) {
     let bytes = s.as_bytes();
     let mut start = 0;
     let mut i = 0;
-    while i < bytes.len() {
-        // Skip plain bytes eight at a time: nothing to escape is the common case.
-        if i + 8 <= bytes.len() {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&bytes[i..i + 8]);
-            if !crate::scan::has_special(u64::from_le_bytes(w)) {
-                i += 8;
-                continue;
-            }
-        }
-        let b = bytes[i];
+    loop {
+        // Skip plain bytes: nothing to escape is the common case.
+        i = crate::scan::plain_run_end(bytes, i);
+        let Some(&b) = bytes.get(i) else { break };
         let esc: Option<&str> = match b {
             b'"' => Some("\\\""),
             b'\\' => Some("\\\\"),
@@ -143,11 +143,7 @@ pub fn write_js_str(out: &mut String, s: &str) {
             b'\t' => Some("\\t"),
             0x08 => Some("\\b"),
             0x0c => Some("\\f"),
-            0x00..=0x1f => None,
-            _ => {
-                i += 1;
-                continue;
-            }
+            _ => None,
         };
         out.push_str(&s[start..i]);
         match esc {

@@ -109,6 +109,9 @@ pub fn js_whitespace(c: char) -> bool {
 /// assert_eq!(session_model::decode_utf8_lossy(b"a\xffb"), "a\u{fffd}b");
 /// ```
 pub fn decode_utf8_lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    if let Ok(s) = simdutf8::basic::from_utf8(bytes) {
+        return std::borrow::Cow::Borrowed(s);
+    }
     match std::str::from_utf8(bytes) {
         Ok(s) => std::borrow::Cow::Borrowed(s),
         Err(e) if e.error_len().is_none() => {

@@ -176,9 +176,11 @@ pub fn parse_session_bytes(bytes: &[u8], dialect: Dialect) -> ParsedFile {
         has_content: bytes.iter().any(|b| !b.is_ascii_whitespace()),
         ..ParsedFile::default()
     };
-    let (text, shifts) = match std::str::from_utf8(bytes) {
-        Ok(t) => (std::borrow::Cow::Borrowed(t), Vec::new()),
-        Err(e) => {
+    // SIMD validation first; the standard library's says where the first bad byte is.
+    let valid = simdutf8::basic::from_utf8(bytes).map_err(|_| std::str::from_utf8(bytes));
+    let (text, shifts) = match valid {
+        Ok(t) | Err(Ok(t)) => (std::borrow::Cow::Borrowed(t), Vec::new()),
+        Err(Err(e)) => {
             out.diagnostics.push(Diagnostic {
                 line: line_of(bytes, e.valid_up_to()),
                 offset: e.valid_up_to(),
@@ -277,7 +279,7 @@ fn parse_pi(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) {
     let bytes = text.as_bytes();
     let mut start = 0;
     while start < bytes.len() {
-        let nl = text[start..].find('\n');
+        let nl = memchr::memchr(b'\n', &bytes[start..]);
         let end = nl.map_or(bytes.len(), |i| start + i);
         let last = nl.is_none();
         let raw = &text[start..end];
@@ -323,7 +325,7 @@ fn parse_omp(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) {
         pos = '\u{feff}'.len_utf8();
     }
     // The title slot is the first physical line when it parses as one.
-    let first_end = text[pos..].find('\n').map_or(text.len(), |i| pos + i);
+    let first_end = memchr::memchr(b'\n', &text.as_bytes()[pos..]).map_or(text.len(), |i| pos + i);
     if let Some(slot) = TitleSlot::parse(&text[pos..first_end]) {
         out.title_slot = Some(slot);
         pos = (first_end + 1).min(text.len());
@@ -339,7 +341,7 @@ fn parse_omp(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) {
         if pos >= bytes.len() {
             break;
         }
-        let line_end = text[pos..].find('\n').map(|i| pos + i);
+        let line_end = memchr::memchr(b'\n', &text.as_bytes()[pos..]).map(|i| pos + i);
         // Fast path: the value is the whole rest of this line.
         let line_text = &text[pos..line_end.unwrap_or(bytes.len())];
         if let Ok(r) = Record::parse(line_text) {
@@ -367,7 +369,7 @@ fn parse_omp(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) {
                     // Text glued to the value: the rest of that line is lost.
                     out.malformed += 1;
                     push_diag(out, lines, text, end, DiagnosticKind::TrailingGarbage);
-                    match bytes[end..].iter().position(|&b| b == b'\n') {
+                    match memchr::memchr(b'\n', &bytes[end..]) {
                         Some(i) => pos = end + i + 1,
                         None => break,
                     }

@@ -468,10 +468,7 @@ impl Record {
             Scalar::Str(s) => Parent::Id(Field::new(Some(s), text)),
             _ => Parent::Invalid,
         };
-        let compact = compact.unwrap_or_else(|| {
-            let b = text.as_bytes();
-            !b.contains(&b'\n') && !b.contains(&b'\r')
-        });
+        let compact = compact.unwrap_or_else(|| memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_none());
         let cell = OnceLock::new();
         if let Some(v) = value {
             let _ = cell.set(Some(v));
@@ -502,26 +499,51 @@ impl Record {
     /// The value itself is not kept: the record reads its fields from the text it
     /// was serialised to, like a loaded one (half the memory for appended records).
     pub fn from_value(value: Value) -> Record {
-        let Value::Object(map) = &value else {
-            let text = json::to_js_string(&value);
-            return Record::from_parsed(&text, value);
-        };
-        // The serializer says where the skeleton's fields landed: no second pass.
-        let (text, [ty, id, parent, ts, message]) =
-            json::to_js_string_spans(map, ["type", "id", "parentId", "timestamp", "message"]);
-        let raw = |span: &Option<Range<usize>>| span.clone().map(|r| &text[r]);
-        let message = message.filter(|r| &text[r.clone()] != "null").map(|r| r.start as u32..r.end as u32);
-        Record::build(
-            &text,
-            true,
-            scalar(raw(&ty)),
-            scalar(raw(&id)),
-            scalar(raw(&parent)),
-            scalar(raw(&ts)),
-            message,
-            None,
-            Some(true),
-        )
+        match &value {
+            Value::Object(map) => Record::from_pairs(map.iter().map(|(k, v)| (k.as_str(), v))),
+            _ => {
+                let text = json::to_js_string(&value);
+                Record::from_parsed(&text, value)
+            }
+        }
+    }
+
+    /// Creates a record for the object made of `members` (keys distinct, in insertion
+    /// order), serialised as `JSON.stringify` would.
+    pub(crate) fn from_pairs<'a, I>(members: I) -> Record
+    where
+        I: Iterator<Item = (&'a str, &'a Value)> + Clone,
+    {
+        thread_local! {
+            /// Serialisation scratch space, so that building a record costs one exact
+            /// allocation for its text instead of a growing buffer.
+            static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+        }
+        SCRATCH.with(|scratch| {
+            let mut text = scratch.borrow_mut();
+            text.clear();
+            // The serializer says where the skeleton's fields landed: no second pass.
+            let [ty, id, parent, ts, message] =
+                json::write_js_members_spans(&mut text, members, ["type", "id", "parentId", "timestamp", "message"]);
+            let raw = |span: &Option<Range<usize>>| span.clone().map(|r| &text[r]);
+            let message = message.filter(|r| &text[r.clone()] != "null").map(|r| r.start as u32..r.end as u32);
+            let record = Record::build(
+                &text,
+                true,
+                scalar(raw(&ty)),
+                scalar(raw(&id)),
+                scalar(raw(&parent)),
+                scalar(raw(&ts)),
+                message,
+                None,
+                Some(true),
+            );
+            // Keep the buffer for the next record unless one huge record inflated it.
+            if text.capacity() > 1 << 20 {
+                *text = String::new();
+            }
+            record
+        })
     }
 
     /// Returns a copy of this record with `f` applied to its JSON value. The new

@@ -83,10 +83,10 @@ pub fn skip_ws(b: &[u8], mut pos: usize) -> usize {
     pos
 }
 
-/// Returns whether any byte of `w` is `"`, `\\` or below 0x20 (may report false
-/// positives only for bytes >= 0x80, which the slow loop then checks).
+/// Returns whether any byte of `w` is `"`, `\\` or below 0x20 (exact for every byte
+/// value: the control test only flags bytes whose high bit is clear).
 #[inline]
-pub(crate) fn has_special(w: u64) -> bool {
+fn has_special(w: u64) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
@@ -96,28 +96,49 @@ pub(crate) fn has_special(w: u64) -> bool {
     (quote | backslash | control) != 0
 }
 
+/// Returns the position of the first byte at or after `from` that plain string
+/// content cannot hold (`"`, `\\` or a control character below 0x20), or `b.len()`.
+///
+/// The first [`SHORT_RUN`] bytes are read eight at a time (keys, ids, values and the
+/// text between two escaped newlines end there; a SIMD search costs more to start).
+/// Past them, quotes and backslashes are found with SIMD (`memchr2`) and the run before
+/// one is proven free of control characters by one vectorised pass (they are rare).
+#[inline]
+pub fn plain_run_end(b: &[u8], from: usize) -> usize {
+    let mut pos = from;
+    let short_end = b.len().min(from.saturating_add(SHORT_RUN));
+    while pos + 8 <= short_end {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[pos..pos + 8]);
+        if has_special(u64::from_le_bytes(w)) {
+            return pos + b[pos..pos + 8].iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20).unwrap_or(8);
+        }
+        pos += 8;
+    }
+    if short_end - pos < 8 && short_end == b.len() {
+        let tail = &b[pos..];
+        return pos + tail.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20).unwrap_or(tail.len());
+    }
+    let rest = &b[pos..];
+    let stop = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+    let run = &rest[..stop];
+    let at = if run.iter().fold(u8::MAX, |m, &c| m.min(c)) >= 0x20 {
+        stop
+    } else {
+        run.iter().position(|&c| c < 0x20).unwrap_or(stop)
+    };
+    pos + at
+}
+
+/// How many bytes [`plain_run_end`] reads word by word before it searches.
+const SHORT_RUN: usize = 64;
+
 /// Validates one string starting at `pos` (the opening quote); returns the end
 /// (after the closing quote).
 fn skip_string(b: &[u8], mut pos: usize) -> Result<usize, ScanError> {
     pos += 1;
     loop {
-        // Fast path: plain bytes, eight at a time.
-        while pos + 8 <= b.len() {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&b[pos..pos + 8]);
-            let w = u64::from_le_bytes(w);
-            if has_special(w) {
-                break;
-            }
-            pos += 8;
-        }
-        while pos < b.len() {
-            let c = b[pos];
-            if c == b'"' || c == b'\\' || c < 0x20 {
-                break;
-            }
-            pos += 1;
-        }
+        pos = plain_run_end(b, pos);
         if pos >= b.len() {
             return Err(ScanError::Incomplete);
         }

@@ -18,14 +18,25 @@ pub fn format_iso_millis(ms: i64) -> String {
     let rem = ms.rem_euclid(86_400_000);
     let (y, m, d) = civil_from_days(days);
     let (h, mi, s, milli) = (rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60, rem % 1000);
-    let year = if (0..=9999).contains(&y) {
-        format!("{y:04}")
-    } else if y < 0 {
-        format!("-{:06}", -y)
+    // Written digit by digit: this runs on every append.
+    fn digits(out: &mut String, n: i64, width: u32) {
+        for p in (0..width).rev() {
+            out.push(char::from(b'0' + (n / 10_i64.pow(p) % 10) as u8));
+        }
+    }
+    let mut out = String::with_capacity(27);
+    if (0..=9999).contains(&y) {
+        digits(&mut out, y, 4);
     } else {
-        format!("+{y:06}")
-    };
-    format!("{year}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{milli:03}Z")
+        out.push(if y < 0 { '-' } else { '+' });
+        digits(&mut out, y.abs(), 6);
+    }
+    for (sep, n, width) in [('-', m, 2), ('-', d, 2), ('T', h, 2), (':', mi, 2), (':', s, 2), ('.', milli, 3)] {
+        out.push(sep);
+        digits(&mut out, n, width);
+    }
+    out.push('Z');
+    out
 }
 
 /// Returns the file-name form of an ISO timestamp: every `:` and `.` replaced by `-`

@@ -95,17 +95,56 @@ pub fn prepare_entry_with(entry: &Value, store: &BlobStore) -> Result<Option<Val
 /// Returns false only when [`prepare_entry`] is sure to leave the entry whose JSON text is
 /// `line` unchanged; a cheap filter before parsing a line.
 ///
-/// Conservative: it looks for the keys and markers every transform needs (`"data"`, `"result"`,
-/// `"image_url"`, `"jsonlEvents"`, the OpenAI and MCP markers, any `\u` escape that could spell
-/// one of them) and for lines long enough to hold a string over [`MAX_STRING_UNITS`].
+/// Conservative: it looks for the keys and string values every transform needs (`"data"` and
+/// `"result"` in lines long enough for an image, `"image_url"`, `"jsonlEvents"`, the OpenAI and MCP
+/// markers), for any `\u` escape that could spell one of them, and for lines long enough to hold
+/// a string over [`MAX_STRING_UNITS`]. One pass over the line: it stops only at quotes and
+/// backslashes (this runs on every omp append).
 pub fn may_change(line: &str) -> bool {
-    line.len() > MAX_STRING_UNITS
-        || line.contains("jsonlEvents")
-        || line.contains("image_url")
-        || line.contains("openaiResponsesHistory")
-        || line.contains("structuredContent")
-        || line.contains("\\u")
-        || (line.len() >= IMAGE_INLINE_LIMIT && (line.contains("\"data\"") || line.contains("\"result\"")))
+    if line.len() > MAX_STRING_UNITS {
+        return true;
+    }
+    let b = line.as_bytes();
+    let image_sized = line.len() >= IMAGE_INLINE_LIMIT;
+    let mut i = 0;
+    while let Some(at) = next_quote_or_backslash(b, i) {
+        let rest = &b[at + 1..];
+        if b[at] == b'\\' {
+            if rest.first() == Some(&b'u') {
+                return true;
+            }
+            // Any other escape stands for one character (an escaped quote is not a key).
+            i = at + 2;
+            continue;
+        }
+        let marker: &[u8] = match rest.first() {
+            Some(b'j') => b"jsonlEvents\"",
+            Some(b'i') => b"image_url\"",
+            Some(b'o') => b"openaiResponsesHistory\"",
+            Some(b's') => b"structuredContent\"",
+            Some(b'd') if image_sized => b"data\"",
+            Some(b'r') if image_sized => b"result\"",
+            _ => b"",
+        };
+        if !marker.is_empty() && rest.starts_with(marker) {
+            return true;
+        }
+        i = at + 1;
+    }
+    false
+}
+
+/// Returns the position of the first `"` or `\\` in `b` at or after `from` (SIMD search).
+///
+/// The first bytes are looked at one by one: quotes come close together in the
+/// skeleton of a line, where starting a SIMD search costs more than it saves.
+fn next_quote_or_backslash(b: &[u8], from: usize) -> Option<usize> {
+    let rest = b.get(from..)?;
+    let head = rest.len().min(24);
+    match rest[..head].iter().position(|&c| c == b'"' || c == b'\\') {
+        Some(p) => Some(from + p),
+        None => memchr::memchr2(b'"', b'\\', &rest[head..]).map(|p| from + head + p),
+    }
 }
 
 /// Returns the length of `s` in UTF-16 code units (JavaScript's `length`).

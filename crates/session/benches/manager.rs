@@ -81,6 +81,38 @@ fn append(c: &mut Criterion) {
     group.finish();
 }
 
+/// The reference harness's measure: each of 10,000 appends timed on its own, the
+/// median and the 99th percentile printed per dialect and durability (criterion's
+/// figure above is the mean over batches, which page faults and vector growth pull up).
+fn append_latency(_: &mut Criterion) {
+    let message = json!({"role": "user", "content": "x".repeat(900), "timestamp": 3});
+    for (name, durability, sessions) in [("none", Durability::None, 10), ("fsync", Durability::Fsync, 1)] {
+        for dialect in [Dialect::Pi, Dialect::Omp] {
+            let dir = TempDir::new(&format!("latency-{name}-{}", dialect.name()));
+            let mut times = Vec::with_capacity(sessions * 10_000);
+            for _ in 0..sessions {
+                let mut m = live_session(dialect, &dir.0, durability);
+                let n = if durability == Durability::Fsync { 2_000 } else { 10_000 };
+                let messages: Vec<_> = (0..n).map(|_| message.clone()).collect();
+                for msg in messages {
+                    let start = Instant::now();
+                    black_box(m.append_message(msg).expect("append"));
+                    times.push(start.elapsed());
+                }
+            }
+            times.sort();
+            let at = |q: f64| times[((times.len() - 1) as f64 * q) as usize];
+            println!(
+                "append-latency/{}/{name}: median {:.2} µs, p99 {:.2} µs ({} appends)",
+                dialect.name(),
+                at(0.5).as_secs_f64() * 1e6,
+                at(0.99).as_secs_f64() * 1e6,
+                times.len()
+            );
+        }
+    }
+}
+
 fn whole_file(c: &mut Criterion) {
     let mut group = c.benchmark_group("20k");
     group.sample_size(10);
@@ -147,5 +179,5 @@ fn whole_file(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, append, whole_file);
+criterion_group!(benches, append, append_latency, whole_file);
 criterion_main!(benches);

@@ -377,12 +377,9 @@ impl SessionManager {
     }
 
     fn persist_appended(&mut self, line: &str) -> Result<()> {
-        if !self.persist {
+        if !self.persist || self.file.is_none() {
             return Ok(());
         }
-        let Some(path) = self.file.clone() else {
-            return Ok(());
-        };
         match self.dialect {
             Dialect::Pi => {
                 if !self.flushed {
@@ -392,11 +389,11 @@ impl SessionManager {
                     // pi creates the file exclusively (`wx`); we publish it atomically with
                     // the same must-not-exist check, so a crash or a full disk never
                     // leaves a partial file that would block every later first write.
-                    self.publish(&path, ExpectedSize::Missing)?;
+                    self.publish_current(ExpectedSize::Missing)?;
                     self.flushed = true;
                     return Ok(());
                 }
-                self.append_line(&path, line)
+                self.append_line(line)
             }
             Dialect::Omp => {
                 if self.failure.is_some() {
@@ -408,18 +405,19 @@ impl SessionManager {
                     return Ok(());
                 }
                 if !self.file_is_current || self.rewrite_required {
-                    return self.rewrite_omp(&path);
+                    return self.rewrite_omp();
                 }
                 let line = self.persist_line(line)?;
-                self.append_line(&path, &line)?;
+                self.append_line(&line)?;
                 self.expected_size = self.expected_size.map(|s| s + line.len() as u64 + 1);
                 Ok(())
             }
         }
     }
 
-    fn append_line(&mut self, path: &Path, line: &str) -> Result<()> {
+    fn append_line(&mut self, line: &str) -> Result<()> {
         if self.writer.is_none() {
+            let Some(path) = self.file.as_deref() else { return Ok(()) };
             self.writer = Some(self.env.storage.open_writer(path, self.env.durability)?);
         }
         let writer = self.writer.as_mut().expect("writer was just opened");
@@ -432,13 +430,13 @@ impl SessionManager {
         })
     }
 
-    fn rewrite_omp(&mut self, path: &Path) -> Result<()> {
+    fn rewrite_omp(&mut self) -> Result<()> {
         self.close_writer();
         let expected = match self.expected_size {
             Some(n) => ExpectedSize::Bytes(n),
             None => ExpectedSize::Missing,
         };
-        match self.publish(path, expected) {
+        match self.publish_current(expected) {
             Ok(size) => {
                 self.expected_size = Some(size);
                 self.file_is_current = true;
@@ -509,6 +507,14 @@ impl SessionManager {
             line(w, &r.line())?;
         }
         Ok(())
+    }
+
+    /// [`SessionManager::publish`] to the session's own file (none: nothing to do).
+    fn publish_current(&self, expected: ExpectedSize) -> Result<u64> {
+        match self.file.as_deref() {
+            Some(path) => self.publish(path, expected),
+            None => Ok(0),
+        }
     }
 
     /// Publishes the whole file at `path` atomically (checking `expected` first),
@@ -593,11 +599,8 @@ impl SessionManager {
             source: Some(source.to_owned()),
             updated_at: self.env.now_iso(),
         });
-        if self.persist
-            && self.file_is_current
-            && let Some(path) = self.file.clone()
-        {
-            self.rewrite_omp(&path)?;
+        if self.persist && self.file_is_current && self.file.is_some() {
+            self.rewrite_omp()?;
         }
         Ok(())
     }

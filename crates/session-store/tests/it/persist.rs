@@ -180,3 +180,22 @@ fn unchanged_objects_keep_key_order_and_share_nothing_new() {
     let v = prepare_entry(&Value::Object(m)).value.unwrap_or_default();
     assert_eq!(to_js_string(&v), r#"{"z":1,"a":{}}"#);
 }
+
+#[test]
+fn may_change_looks_at_keys_values_and_escapes() {
+    let long = "y".repeat(1100);
+    // Markers as keys or whole string values.
+    assert!(may_change(r#"{"jsonlEvents":[]}"#));
+    assert!(may_change(r#"{"a":{"image_url":"data:image/png;base64,AA"}}"#));
+    assert!(may_change(r#"{"type":"openaiResponsesHistory"}"#));
+    assert!(may_change(r#"{"details":{"structuredContent":{}}}"#));
+    assert!(may_change(&format!(r#"{{"data":"{long}"}}"#)));
+    assert!(may_change(&format!(r#"{{"result":"{long}"}}"#)));
+    // A `\u` escape could spell any of them; an escaped backslash before a `u` cannot.
+    assert!(may_change(r#"{"json\u006cEvents":[]}"#));
+    assert!(!may_change(r#"{"text":"C:\\users"}"#));
+    // Short lines cannot hold an image; words inside text and escaped quotes are not keys.
+    assert!(!may_change(r#"{"data":"short"}"#));
+    assert!(!may_change(r#"{"text":"the jsonlEvents and image_url words"}"#));
+    assert!(!may_change(&format!(r#"{{"text":"\"data\" {long}"}}"#)));
+}
