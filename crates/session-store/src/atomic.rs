@@ -55,11 +55,16 @@ pub(crate) fn write_atomic_with<G>(
 }
 
 /// [`write_atomic_with`] for content produced piece by piece by `fill` (written
-/// through a buffer straight into the temporary file); returns the bytes written.
-/// Used without a fault plan only.
+/// through a buffer straight into the temporary file, large vectored writes
+/// directly); returns the bytes written. Used without a fault plan only.
+///
+/// With `sync` false, steps 2 and 5 skip their syncs: readers still see the file appear
+/// whole, but a power loss may leave it missing, empty or cut short. Only for new files
+/// whose loss loses nothing else ([`crate::Durability::None`]).
 pub(crate) fn write_atomic_stream_with<G>(
     path: &Path,
     fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+    sync: bool,
     publish: impl FnOnce() -> Result<G, StoreError>,
 ) -> Result<u64, StoreError> {
     let dir = parent_dir(path)?;
@@ -71,11 +76,15 @@ pub(crate) fn write_atomic_stream_with<G>(
             .create_new(true)
             .open(&temp)
             .map_err(|e| StoreError::io_raw(Op::WriteTemp, path, e))?;
-        let mut out = Counting { inner: std::io::BufWriter::with_capacity(1 << 20, file), written: 0 };
+        // The std file under the buffer: it takes large vectored writes (`writev`) as they are.
+        let (file, _) = file.into_parts();
+        let mut out = Counting { inner: std::io::BufWriter::with_capacity(STREAM_BUFFER, file), written: 0 };
         fill(&mut out).map_err(|e| StoreError::io_raw(Op::WriteTemp, path, e))?;
         let written = out.written;
         let file = out.inner.into_inner().map_err(|e| StoreError::io_raw(Op::WriteTemp, path, e.into_error()))?;
-        file.sync_data().map_err(|e| StoreError::io_raw(Op::SyncData, path, e))?;
+        if sync {
+            file.sync_data().map_err(|e| StoreError::io_raw(Op::SyncData, path, e))?;
+        }
         let guard = publish()?;
         rename_raw(&temp, path, None)?;
         drop(guard);
@@ -83,7 +92,9 @@ pub(crate) fn write_atomic_stream_with<G>(
     })();
     match result {
         Ok(written) => {
-            sync_dir_with(&dir, None)?;
+            if sync {
+                sync_dir_with(&dir, None)?;
+            }
             Ok(written)
         }
         Err(e) => {
@@ -94,6 +105,10 @@ pub(crate) fn write_atomic_stream_with<G>(
     }
 }
 
+/// The buffer of a streamed atomic write: small pieces are gathered in it, vectored
+/// writes at least this large go straight to the file.
+const STREAM_BUFFER: usize = 64 << 10;
+
 /// A writer that counts what passes through it.
 struct Counting<W> {
     inner: W,
@@ -103,6 +118,11 @@ struct Counting<W> {
 impl<W: Write> Write for Counting<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.inner.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        let n = self.inner.write_vectored(bufs)?;
         self.written += n as u64;
         Ok(n)
     }

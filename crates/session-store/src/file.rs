@@ -227,6 +227,7 @@ impl Storage for FileStorage {
         &self,
         path: &Path,
         expected: ExpectedSize,
+        durability: Durability,
         fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
     ) -> Result<u64, StoreError> {
         if self.faults.is_some() {
@@ -235,7 +236,8 @@ impl Storage for FileStorage {
             self.write_atomic(path, &buf, expected)?;
             return Ok(buf.len() as u64);
         }
-        let written = atomic::write_atomic_stream_with(path, fill, || self.publish_check(path, expected))?;
+        let sync = durability != Durability::None;
+        let written = atomic::write_atomic_stream_with(path, fill, sync, || self.publish_check(path, expected))?;
         lock::bump_generation(path);
         Ok(written)
     }

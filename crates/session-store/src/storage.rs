@@ -61,6 +61,11 @@ pub enum Durability {
     /// Lines are written but never synced (what pi and omp do). After a process crash every
     /// acknowledged line is present and at most the line being written is torn. After a power
     /// loss any suffix of the acknowledged lines may be missing, and the last line may be torn.
+    ///
+    /// A new file written whole ([`Storage::write_atomic_stream`] of a branch, a fork, pi's
+    /// first write) is not synced either: readers see it appear complete, but after a power
+    /// loss it may be missing, empty or cut short. A whole-file write that replaces a file is
+    /// synced at every level.
     #[default]
     None,
     /// Like [`Durability::None`] per append, but [`AppendWriter::flush`] and
@@ -178,6 +183,15 @@ pub trait Storage: Send + Sync {
     /// [`Storage::write_atomic`] for content that `fill` writes piece by piece, so a
     /// large file never has to exist in memory at once; returns the number of bytes
     /// written. An error returned by `fill` aborts the write (the old file stays).
+    /// `fill` may hand over many pieces at once with `write_vectored`.
+    ///
+    /// `durability` says whether the content and the rename are synced before the call
+    /// returns: [`Durability::Flush`] and [`Durability::Fsync`] sync (the guarantees of
+    /// [`Storage::write_atomic`]); [`Durability::None`] does not, which is meant for a
+    /// *new* file (`expected` = [`ExpectedSize::Missing`]) written where losing it to a
+    /// power cut loses nothing else: other processes still see it appear whole, but after a
+    /// power loss it may be missing, empty or hold a prefix of its content. Never pass it
+    /// for a file that replaces good content. A backend may always sync.
     ///
     /// The default collects the pieces and calls [`Storage::write_atomic`]; backends
     /// that can stream (the file storage) do.
@@ -185,8 +199,10 @@ pub trait Storage: Send + Sync {
         &self,
         path: &Path,
         expected: ExpectedSize,
+        durability: Durability,
         fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
     ) -> Result<u64, StoreError> {
+        let _ = durability; // always synced here
         let buf = collect(path, fill)?;
         self.write_atomic(path, &buf, expected)?;
         Ok(buf.len() as u64)

@@ -11,6 +11,7 @@ use std::fmt;
 
 use session_model::{Dialect, EntryType, ParentRef, Record};
 
+use crate::idhash::{IdHashState, IdMap, IdSet};
 use crate::raw::{self, RawFields};
 
 /// Which leaf a context query starts from.
@@ -176,7 +177,7 @@ struct Undo {
 pub struct SessionTree {
     dialect: Dialect,
     entries: Vec<Record>,
-    by_id: HashMap<Box<str>, Slot>,
+    by_id: IdMap<Box<str>, Slot>,
     /// For each id in first-insertion order, the position of its latest entry.
     slot_pos: Vec<usize>,
     /// For each entry, the slot of its parent id ([`NO_PARENT`] when the parent is
@@ -192,7 +193,7 @@ pub struct SessionTree {
     undo: Option<Undo>,
     diagnostics: Vec<TreeDiagnostic>,
     /// Parent ids that orphans name: appending one of them may close a cycle.
-    missing_parents: HashSet<Box<str>>,
+    missing_parents: IdSet<Box<str>>,
 }
 
 impl SessionTree {
@@ -206,7 +207,7 @@ impl SessionTree {
         let mut tree = SessionTree {
             dialect,
             entries: Vec::with_capacity(entries.len()),
-            by_id: HashMap::with_capacity(entries.len()),
+            by_id: IdMap::with_capacity_and_hasher(entries.len(), IdHashState::default()),
             slot_pos: Vec::with_capacity(entries.len()),
             parent_slot: Vec::with_capacity(entries.len()),
             has_cycle: false,
@@ -216,13 +217,13 @@ impl SessionTree {
             label_seq: 0,
             undo: None,
             diagnostics: Vec::new(),
-            missing_parents: HashSet::new(),
+            missing_parents: IdSet::default(),
         };
         for record in entries {
             tree.index_one(record, false);
         }
-        tree.resolve_parents();
-        tree.find_orphans();
+        tree.leaf = tree.entries.last().map_or(LeafState::Null, LeafState::after);
+        tree.resolve_parents_and_find_orphans();
         tree.find_cycles();
         tree.undo = None;
         tree
@@ -231,7 +232,9 @@ impl SessionTree {
     /// Adds one record to the index and makes it the leaf. Returns the undo record.
     fn index_one(&mut self, record: Record, live: bool) -> Option<Undo> {
         let pos = self.entries.len();
-        let prev_leaf = std::mem::replace(&mut self.leaf, LeafState::after(&record));
+        // Loading sets the leaf once, after the last entry.
+        let prev_leaf =
+            if live { std::mem::replace(&mut self.leaf, LeafState::after(&record)) } else { LeafState::Null };
         let diag_len = self.diagnostics.len();
         let mut undo = None;
         match record.id() {
@@ -347,17 +350,23 @@ impl SessionTree {
         }
     }
 
-    fn find_orphans(&mut self) {
+    /// The load-time [`SessionTree::resolve_parents`], which also reports orphans
+    /// (entries whose parent id is not in the file) in the same pass.
+    fn resolve_parents_and_find_orphans(&mut self) {
+        let mut slots = Vec::with_capacity(self.entries.len());
         for rec in &self.entries {
-            if let (Some(id), Some(p)) = (rec.id(), rec.parent_id())
+            let parent = rec.parent_id().filter(|p| !p.is_empty());
+            let slot = parent.and_then(|p| self.by_id.get(p));
+            slots.push(slot.map_or(NO_PARENT, |s| u32::try_from(s.order).unwrap_or(NO_PARENT)));
+            if slot.is_none()
+                && let (Some(id), Some(p)) = (rec.id(), parent)
                 && p != id
-                && !p.is_empty()
-                && !self.by_id.contains_key(p)
             {
                 self.missing_parents.insert(p.into());
                 self.diagnostics.push(TreeDiagnostic::Orphan { id: id.to_owned(), parent: p.to_owned() });
             }
         }
+        self.parent_slot = slots;
     }
 
     fn find_cycles(&mut self) {

@@ -143,24 +143,6 @@ fn whole_file(c: &mut Criterion) {
                 )
             });
         }
-        // The same on memory storage: the CPU part alone, without the file system.
-        let memory = std::sync::Arc::new(session::store::MemoryStorage::new());
-        {
-            use session::store::Storage;
-            memory.write(&source, &fs_err::read(&source).expect("read source")).expect("copy source");
-        }
-        let mem_env = || Env { storage: memory.clone(), process_cwd: dir.0.clone(), ..Env::files() };
-        group.bench_function(format!("{}/branch-last-memory", dialect.name()), |b| {
-            b.iter_batched(
-                || SessionManager::open(dialect, &source, mem_env()).expect("open"),
-                |mut m| {
-                    let path = m.create_branched_session(&leaf_last).expect("branch").expect("path");
-                    let _ = session::store::Storage::unlink(memory.as_ref(), &path);
-                    m
-                },
-                BatchSize::PerIteration,
-            )
-        });
         let out = dir.0.join("forks");
         group.bench_function(format!("{}/fork", dialect.name()), |b| {
             b.iter_batched(

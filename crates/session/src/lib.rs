@@ -19,6 +19,7 @@
 //! ```
 
 mod appends;
+mod body;
 mod env;
 mod error;
 mod manager;

@@ -13,7 +13,6 @@
 //! A failed write rolls back the in-memory change and returns the error; the file on
 //! disk never holds a half-written record in place of a good file.
 
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -24,6 +23,7 @@ use session_model::{
 use session_store::{AppendWriter, ExpectedSize};
 use session_tree::SessionTree;
 
+use crate::body::{Body, persist_line};
 use crate::{Env, SessionError};
 
 type Result<T> = std::result::Result<T, SessionError>;
@@ -407,7 +407,7 @@ impl SessionManager {
                 if !self.file_is_current || self.rewrite_required {
                     return self.rewrite_omp();
                 }
-                let line = self.persist_line(line)?;
+                let line = persist_line(self.dialect, &self.env, line)?;
                 self.append_line(&line)?;
                 self.expected_size = self.expected_size.map(|s| s + line.len() as u64 + 1);
                 Ok(())
@@ -453,60 +453,20 @@ impl SessionManager {
         }
     }
 
-    /// Returns the line omp persists for a record line: images moved to the blob
-    /// store, huge strings truncated (unchanged lines are returned as they are).
-    /// Without a blob store nothing is transformed (images stay inline).
-    fn persist_line<'l>(&self, line: &'l str) -> Result<Cow<'l, str>> {
-        let Some(blobs) = self.env.blobs.as_ref().filter(|_| self.dialect == Dialect::Omp) else {
-            return Ok(Cow::Borrowed(line));
-        };
-        if !session_store::persist::may_change(line) {
-            return Ok(Cow::Borrowed(line));
+    /// The whole-file view of this session: what a full write puts on disk.
+    fn body(&self) -> Body<'_> {
+        Body {
+            dialect: self.dialect,
+            env: &self.env,
+            header: &self.header,
+            slot: self.slot.as_ref(),
+            entries: self.tree.entries(),
         }
-        let Ok(record) = Record::parse(line) else {
-            return Ok(Cow::Borrowed(line));
-        };
-        Ok(match session_store::persist::prepare_entry_with(record.value(), blobs)? {
-            Some(v) => Cow::Owned(session_model::json::to_js_string(&v)),
-            None => Cow::Borrowed(line),
-        })
     }
 
-    /// Writes the whole file as the dialect writes it: (omp: title slot,) header,
-    /// every entry, each line ending in `\n`.
-    fn write_body(&self, w: &mut dyn std::io::Write, failure: &mut Option<SessionError>) -> std::io::Result<()> {
-        let mut line = |w: &mut dyn std::io::Write, text: &str| -> std::io::Result<()> {
-            match self.persist_line(text) {
-                Ok(l) => {
-                    w.write_all(l.as_bytes())?;
-                    w.write_all(b"\n")
-                }
-                Err(e) => {
-                    let message = e.to_string();
-                    *failure = Some(e);
-                    Err(std::io::Error::other(message))
-                }
-            }
-        };
-        if self.dialect == Dialect::Omp {
-            let slot = self.slot.clone().unwrap_or_else(|| TitleSlot {
-                title: String::new(),
-                source: None,
-                updated_at: self.header.get_str("timestamp").unwrap_or_default().to_owned(),
-            });
-            match slot.to_line() {
-                Ok(l) => w.write_all(l.as_bytes())?,
-                Err(e) => {
-                    *failure = Some(e.into());
-                    return Err(std::io::Error::other("title slot too long"));
-                }
-            }
-        }
-        line(w, &self.header.line())?;
-        for r in self.tree.entries() {
-            line(w, &r.line())?;
-        }
-        Ok(())
+    /// Publishes the whole session at `path` (see [`Body::publish`]).
+    fn publish(&self, path: &Path, expected: ExpectedSize) -> Result<u64> {
+        self.body().publish(path, expected)
     }
 
     /// [`SessionManager::publish`] to the session's own file (none: nothing to do).
@@ -514,19 +474,6 @@ impl SessionManager {
         match self.file.as_deref() {
             Some(path) => self.publish(path, expected),
             None => Ok(0),
-        }
-    }
-
-    /// Publishes the whole file at `path` atomically (checking `expected` first),
-    /// streaming it line by line, so no copy of a large session is built in memory.
-    /// Returns its size in bytes.
-    fn publish(&self, path: &Path, expected: ExpectedSize) -> Result<u64> {
-        let mut failure = None;
-        let written = self.env.storage.write_atomic_stream(path, expected, &mut |w| self.write_body(w, &mut failure));
-        match (written, failure) {
-            (_, Some(e)) => Err(e),
-            (Ok(n), None) => Ok(n),
-            (Err(e), None) => Err(e.into()),
         }
     }
 
@@ -650,11 +597,14 @@ impl SessionManager {
                     for i in pending.drain(..) {
                         replaced_by[i].1 = r.id().map(str::to_owned);
                     }
-                    let parent = kept.last().and_then(|k| k.id().map(str::to_owned));
+                    let chained = {
+                        let parent = kept.last().and_then(Record::id);
+                        r.parent_id() == parent
+                            && (parent.is_some() || matches!(r.parent(), session_model::ParentRef::Null))
+                    };
                     let mut rec = r.clone();
-                    if rec.parent_id() != parent.as_deref()
-                        || (parent.is_none() && !matches!(rec.parent(), session_model::ParentRef::Null))
-                    {
+                    if !chained {
+                        let parent = kept.last().and_then(|k| k.id().map(str::to_owned));
                         rec = rec.map_value(|v| {
                             if let Value::Object(m) = v {
                                 m.insert("parentId".into(), parent.clone().map_or(Value::Null, Value::from));
@@ -707,58 +657,106 @@ impl SessionManager {
             }
         }
         // Labels whose target was kept are re-created after the last kept entry.
-        let kept_ids: std::collections::HashSet<String> =
-            kept.iter().filter_map(|r| r.id().map(str::to_owned)).collect();
-        let mut taken = kept_ids.clone();
+        let kept_ids: std::collections::HashSet<&str> =
+            if labels.is_empty() { Default::default() } else { kept.iter().filter_map(Record::id).collect() };
+        let mut new_ids: std::collections::HashSet<String> = std::collections::HashSet::new();
         let mut parent = kept.last().and_then(|r| r.id().map(str::to_owned));
+        let mut new_labels = Vec::new();
         for (target, label, label_ts) in labels {
-            if !kept_ids.contains(&target) {
+            if !kept_ids.contains(target.as_str()) {
                 continue;
             }
-            let new_id = ids::new_entry_id(self.dialect, &mut rand::rng(), |i| taken.contains(i));
-            taken.insert(new_id.clone());
+            let new_id =
+                ids::new_entry_id(self.dialect, &mut rand::rng(), |i| kept_ids.contains(i) || new_ids.contains(i));
+            new_ids.insert(new_id.clone());
             let ts_label = match self.dialect {
                 Dialect::Pi => label_ts.unwrap_or_else(|| ts.clone()),
                 Dialect::Omp => self.env.now_iso(),
             };
-            kept.push(entries::pi::label(
+            new_labels.push(entries::pi::label(
                 &Base::new(new_id.clone(), parent.as_deref(), ts_label),
                 &target,
                 Some(&label),
             ));
             parent = Some(new_id);
         }
+        drop(kept_ids);
+        kept.extend(new_labels);
         self.close_writer();
-        self.set_entries(kept);
         self.slot = (self.dialect == Dialect::Omp).then(|| TitleSlot {
             title: self.header.get_str("title").unwrap_or_default().to_owned(),
             source: self.header.get_str("titleSource").map(str::to_owned),
             updated_at: ts.clone(),
         });
-        if !self.persist {
+        let has_conversation = kept.iter().any(|r| self.counts_as_conversation(r));
+        let new_file = self.persist.then(|| {
+            let dir = self.session_dir.clone().unwrap_or_default();
+            dir.join(format!("{}_{id}.jsonl", timestamp::file_safe(&ts)))
+        });
+        // pi writes the new file only once it holds a conversation; omp always does.
+        let write_to = new_file.as_deref().filter(|_| self.dialect == Dialect::Omp || has_conversation);
+        // The old index is dropped while the new file is written (freeing it takes a while).
+        let old_tree = std::mem::replace(&mut self.tree, SessionTree::new(self.dialect, Vec::new()));
+        let (tree, published) = self.publish_while_indexing(kept, write_to, old_tree);
+        self.tree = tree;
+        self.has_conversation = has_conversation;
+        let Some(new_file) = new_file else {
             return Ok(None);
-        }
-        let dir = self.session_dir.clone().unwrap_or_default();
-        let new_file = dir.join(format!("{}_{id}.jsonl", timestamp::file_safe(&ts)));
+        };
         self.file = Some(new_file.clone());
         match self.dialect {
             Dialect::Pi => {
-                if self.has_conversation {
-                    self.publish(&new_file, ExpectedSize::Any)?;
+                self.flushed = false;
+                if let Some(written) = published {
+                    written?;
                     self.flushed = true;
-                } else {
-                    self.flushed = false;
                 }
             }
             Dialect::Omp => {
-                self.expected_size = None;
                 self.rewrite_required = false;
                 self.force_file_creation = true;
-                self.expected_size = Some(self.publish(&new_file, ExpectedSize::Missing)?);
+                self.expected_size = None;
+                if let Some(written) = published {
+                    self.expected_size = Some(written?);
+                }
                 self.file_is_current = true;
             }
         }
         Ok(Some(new_file))
+    }
+
+    /// Indexes `entries` as the session's new tree and, when `target` is given, writes
+    /// them (with the current header and title slot) to that new file; drops `old`.
+    /// For a large session the file is written on a second thread meanwhile.
+    fn publish_while_indexing(
+        &self,
+        entries: Vec<Record>,
+        target: Option<&Path>,
+        old: SessionTree,
+    ) -> (SessionTree, Option<Result<u64>>) {
+        /// Below this many entries a thread costs more than it saves.
+        const PARALLEL_FROM: usize = 2_000;
+        let Some(path) = target else {
+            return (SessionTree::new(self.dialect, entries), None);
+        };
+        let body = Body {
+            dialect: self.dialect,
+            env: &self.env,
+            header: &self.header,
+            slot: self.slot.as_ref(),
+            entries: &entries,
+        };
+        if entries.len() < PARALLEL_FROM {
+            let written = body.publish(path, ExpectedSize::Missing);
+            return (SessionTree::new(self.dialect, entries), Some(written));
+        }
+        std::thread::scope(|s| {
+            let writer = s.spawn(|| body.publish(path, ExpectedSize::Missing));
+            let tree = SessionTree::new(self.dialect, entries.clone());
+            drop(old);
+            let written = writer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (tree, Some(written))
+        })
     }
 
     /// Copies the whole session at `source` into a new session for `target_cwd` in

@@ -134,7 +134,7 @@ fn write_atomic_checks_size(s: &dyn Storage, root: &Path) -> TestResult {
 
 fn write_atomic_stream_pieces(s: &dyn Storage, root: &Path) -> TestResult {
     let p = root.join("x").join("s.jsonl");
-    let n = s.write_atomic_stream(&p, ExpectedSize::Missing, &mut |w| {
+    let n = s.write_atomic_stream(&p, ExpectedSize::Missing, Durability::None, &mut |w| {
         for i in 0..1000 {
             writeln!(w, "{{\"n\":{i}}}")?;
         }
@@ -142,15 +142,30 @@ fn write_atomic_stream_pieces(s: &dyn Storage, root: &Path) -> TestResult {
     })?;
     let expected: String = (0..1000).map(|i| format!("{{\"n\":{i}}}\n")).collect();
     check(s.read(&p)? == expected.as_bytes() && n == expected.len() as u64, "pieces written in order, size returned")?;
-    let failed = s.write_atomic_stream(&p, ExpectedSize::Any, &mut |w| {
+    let failed = s.write_atomic_stream(&p, ExpectedSize::Any, Durability::Fsync, &mut |w| {
         w.write_all(b"partial")?;
         Err(std::io::Error::other("producer failed"))
     });
     check(failed.is_err(), "a failing producer fails the write")?;
     check(s.read(&p)? == expected.as_bytes(), "and leaves the old file")?;
-    let conflict = s.write_atomic_stream(&p, ExpectedSize::Bytes(1), &mut |w| w.write_all(b"new\n"));
+    let conflict = s.write_atomic_stream(&p, ExpectedSize::Bytes(1), Durability::Fsync, &mut |w| w.write_all(b"new\n"));
     check(matches!(conflict, Err(StoreError::Conflict { .. })), "the size check applies")?;
     check(s.list(&root.join("x"))? == ["s.jsonl"], "no visible temp files")?;
+    // Vectored pieces, small and larger than any buffer, arrive whole and in order.
+    let big = vec![b'b'; 3 << 20];
+    let pieces: Vec<&[u8]> = vec![b"a\n", &big, b"\n", b"c\n"];
+    let v = root.join("x").join("v.jsonl");
+    let n = s.write_atomic_stream(&v, ExpectedSize::Missing, Durability::Fsync, &mut |w| {
+        let mut slices: Vec<std::io::IoSlice<'_>> = pieces.iter().map(|p| std::io::IoSlice::new(p)).collect();
+        let mut bufs = &mut slices[..];
+        while !bufs.is_empty() {
+            let k = w.write_vectored(bufs)?;
+            std::io::IoSlice::advance_slices(&mut bufs, k);
+        }
+        Ok(())
+    })?;
+    let want = pieces.concat();
+    check(s.read(&v)? == want && n == want.len() as u64, "vectored pieces written in order, size returned")?;
     Ok(())
 }
 
