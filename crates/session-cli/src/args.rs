@@ -31,7 +31,9 @@ Find:
 --dialect defaults to the file's own (a title slot means omp), else pi; for ls and
 resume it defaults to pi, for history to omp. --omp-home omp|musepi picks omp's home
 (~/.omp or ~/.musepi; default musepi). ls, resume and history print a table on a
-terminal and JSON otherwise (or with --json).
+terminal and JSON otherwise (or with --json). ls and resume keep what they learn
+about each session file in ${XDG_CACHE_HOME:-~/.cache}/session-store and read a file
+again only when it changed; --no-cache (or SESSION_NO_CACHE=1) scans every file.
 ";
 
 /// Parsed command line.
@@ -47,6 +49,7 @@ pub(crate) struct Args {
     pub transcript: bool,
     pub full: bool,
     pub all: bool,
+    pub no_cache: bool,
     pub custom_type: Option<String>,
     pub data: Option<String>,
     pub cwd: Option<String>,
@@ -88,6 +91,7 @@ impl Args {
                 "--transcript" => a.transcript = true,
                 "--full" => a.full = true,
                 "--all" => a.all = true,
+                "--no-cache" => a.no_cache = true,
                 "--custom-type" => a.custom_type = Some(take(&mut it)?),
                 "--data" => a.data = Some(take(&mut it)?),
                 "--cwd" => a.cwd = Some(take(&mut it)?),

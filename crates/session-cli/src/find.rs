@@ -24,7 +24,11 @@ fn wants_json(a: &Args) -> bool {
 fn discovery_for(a: &Args) -> Result<Discovery> {
     let env = discovery::Env::from_process_env()?;
     let dialect = a.dialect.unwrap_or(Dialect::Pi);
-    Ok(Discovery::new(AgentDirs::for_dialect(dialect, &env, a.omp_home)))
+    let discovery = Discovery::new(AgentDirs::for_dialect(dialect, &env, a.omp_home));
+    if a.no_cache || env.var("SESSION_NO_CACHE").is_some_and(|v| v != "0") {
+        return Ok(discovery);
+    }
+    Ok(discovery.with_list_cache(Discovery::default_cache_dir(&env), 64))
 }
 
 fn cwd_arg(a: &Args) -> Result<String> {

@@ -3,7 +3,8 @@
 //! Files are generated once per size in a temp directory (outside the measured
 //! loop): a header, then a mix of user, assistant (thinking, text, tool call),
 //! tool-result and bookkeeping entries, about 8 KB per session, as the references
-//! write them. pi reads every file whole; omp reads 4 KiB + 32 KiB.
+//! write them. pi reads every file whole; omp reads 4 KiB + 32 KiB. The `cached`
+//! variants list through a warm listing cache (`Discovery::with_list_cache`).
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -70,7 +71,14 @@ fn generate(root: &Path, dialect: Dialect, n: usize) -> PathBuf {
     fs_err::create_dir_all(&dir).expect("bench dir");
     for i in 0..n {
         let name = format!("2026-01-01T00-00-00-{:03}Z_{i:08}.jsonl", i % 1000);
-        fs_err::write(dir.join(name), session(dialect, i)).expect("bench file");
+        let path = dir.join(name);
+        fs_err::write(&path, session(dialect, i)).expect("bench file");
+        // Sessions being listed are mostly old (the listing cache rescans files
+        // modified in the last seconds).
+        let now_ms = session_store::clock::Clock::now_ms(&session_store::clock::SystemClock);
+        let hour_ago =
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(now_ms.max(3_600_000) as u64 - 3_600_000);
+        fs_err::File::options().write(true).open(&path).and_then(|f| f.set_modified(hour_ago)).expect("set mtime");
     }
     fs_err::write(dir.join(".complete"), "").expect("marker");
     dir
@@ -88,6 +96,16 @@ fn bench_list(c: &mut Criterion) {
             g.bench_function(format!("{}/{n}", dialect.name()), |b| {
                 b.iter(|| {
                     let got = disc.list("/tmp", Some(&dir), &mut |_| {}).expect("list");
+                    assert_eq!(got.len(), n);
+                    black_box(got)
+                });
+            });
+            // With the listing cache, warmed by the first iteration: what `session ls`
+            // does on every later run.
+            let cached = disc.clone().with_list_cache(root.join("cache"), 0);
+            g.bench_function(format!("{}/{n}/cached", dialect.name()), |b| {
+                b.iter(|| {
+                    let got = cached.list("/tmp", Some(&dir), &mut |_| {}).expect("list");
                     assert_eq!(got.len(), n);
                     black_box(got)
                 });

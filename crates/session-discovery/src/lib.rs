@@ -55,6 +55,7 @@
 //! ```
 
 mod breadcrumb;
+mod cache;
 mod env;
 mod error;
 mod info;
@@ -67,6 +68,7 @@ mod paths;
 mod pi_scan;
 
 pub use breadcrumb::{Breadcrumb, ContinueDecision, cwd_identity, read_breadcrumb, write_breadcrumb};
+pub use cache::MAX_CACHE_FILES;
 pub use env::{AgentDirs, Env, OmpHome};
 pub use error::DiscoveryError;
 pub use info::{SessionInfo, SessionStatus, sanitize_name, sessions_to_json};

@@ -7,7 +7,8 @@ use std::sync::mpsc;
 
 use session_model::Dialect;
 
-use crate::env::AgentDirs;
+use crate::cache::ListCache;
+use crate::env::{AgentDirs, Env};
 use crate::error::DiscoveryError;
 use crate::info::SessionInfo;
 use crate::io;
@@ -67,6 +68,8 @@ pub struct RecentSession {
 #[derive(Clone, Debug)]
 pub struct Discovery {
     dirs: AgentDirs,
+    /// Where the listing cache lives and the smallest listing it is used for.
+    cache: Option<(PathBuf, usize)>,
 }
 
 fn noop(_: Progress<'_>) {}
@@ -74,7 +77,47 @@ fn noop(_: Progress<'_>) {}
 impl Discovery {
     /// Creates discovery over `dirs`.
     pub fn new(dirs: AgentDirs) -> Discovery {
-        Discovery { dirs }
+        Discovery { dirs, cache: None }
+    }
+
+    /// Keeps what listings learn about each session file in `dir` between runs and
+    /// reuses it while the file is unchanged (same size, times, inode and device),
+    /// so listing a large directory again reads only what changed. Listings of fewer
+    /// than `min_files` files skip the cache (scanning them costs little). The cache
+    /// is disposable: a damaged one is ignored and replaced, and `dir` keeps the
+    /// caches of the [`crate::MAX_CACHE_FILES`] most recently changed listings. See
+    /// [`Discovery::default_cache_dir`].
+    pub fn with_list_cache(mut self, dir: impl Into<PathBuf>, min_files: usize) -> Discovery {
+        self.cache = Some((dir.into(), min_files));
+        self
+    }
+
+    /// Returns where the `session` command keeps its listing cache:
+    /// `$XDG_CACHE_HOME/session-store`, else `~/.cache/session-store`.
+    pub fn default_cache_dir(env: &Env) -> PathBuf {
+        match env.var("XDG_CACHE_HOME") {
+            Some(d) => PathBuf::from(env.resolve(d)).join("session-store"),
+            None => env.home.join(".cache").join("session-store"),
+        }
+    }
+
+    /// [`collect`] through the listing cache of `scope` when there is one.
+    fn collect(
+        &self,
+        scope: &str,
+        files: &[PathBuf],
+        build: impl Fn(&Path) -> Option<SessionInfo> + Sync,
+        keep: &(dyn Fn(&SessionInfo) -> bool + Sync),
+        publish_every: usize,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Vec<SessionInfo> {
+        let Some((dir, _)) = self.cache.as_ref().filter(|(_, min)| files.len() >= *min) else {
+            return collect(files, build, keep, publish_every, progress);
+        };
+        let cache = ListCache::load(dir, self.dialect(), scope);
+        let out = collect(files, |p| cache.info(p, &build), keep, publish_every, progress);
+        cache.save(now_ns());
+        out
     }
 
     /// Returns the directories.
@@ -116,7 +159,8 @@ impl Discovery {
             Dialect::Pi => {
                 let files = pi_dir_files(&dir)?;
                 let keep = |i: &SessionInfo| !filter || self.cwd_matches(&i.cwd, &resolved_cwd);
-                let mut out = collect(&files, pi_scan::build_session_info, &keep, 10, progress);
+                let scope = format!("dir\0{}", dir.display());
+                let mut out = self.collect(&scope, &files, pi_scan::build_session_info, &keep, 10, progress);
                 sort_by_modified(&mut out);
                 Ok(out)
             }
@@ -143,8 +187,10 @@ impl Discovery {
     ) -> Result<Vec<SessionInfo>, DiscoveryError> {
         match (self.dialect(), dir) {
             (Dialect::Pi, Some(d)) => {
-                let files = pi_dir_files(&self.resolve_dir(d))?;
-                let mut out = collect(&files, pi_scan::build_session_info, &|_| true, 10, progress);
+                let dir = self.resolve_dir(d);
+                let files = pi_dir_files(&dir)?;
+                let scope = format!("dir\0{}", dir.display());
+                let mut out = self.collect(&scope, &files, pi_scan::build_session_info, &|_| true, 10, progress);
                 sort_by_modified(&mut out);
                 Ok(out)
             }
@@ -173,13 +219,16 @@ impl Discovery {
                     .then_with(|| locale_compare(&file_name(&b.0), &file_name(&a.0)))
                 });
                 let files: Vec<PathBuf> = files.into_iter().map(|f| f.0).collect();
-                let mut out = collect(&files, pi_scan::build_session_info, &|_| true, 100, progress);
+                let scope = format!("all\0{}", self.dirs.sessions_root.display());
+                let mut out = self.collect(&scope, &files, pi_scan::build_session_info, &|_| true, 100, progress);
                 sort_by_modified(&mut out);
                 Ok(out)
             }
             (Dialect::Omp, None) => {
                 let files = bucket_files(&self.dirs.sessions_root, true)?;
-                let mut out = collect(&files, |p| omp_scan::scan_session_file(p, true), &|_| true, 10, progress);
+                let scope = format!("all\0{}", self.dirs.sessions_root.display());
+                let build = |p: &Path| omp_scan::scan_session_file(p, true);
+                let mut out = self.collect(&scope, &files, build, &|_| true, 10, progress);
                 sort_omp(&mut out);
                 self.pinned_first(&mut out);
                 Ok(out)
@@ -198,7 +247,9 @@ impl Discovery {
             recover_orphaned_backups(dir);
         }
         let files = omp_dir_files(dir)?;
-        let mut out = collect(&files, |p| omp_scan::scan_session_file(p, with_status), &|_| true, 10, progress);
+        let scope = format!("dir\0{with_status}\0{}", dir.display());
+        let build = |p: &Path| omp_scan::scan_session_file(p, with_status);
+        let mut out = self.collect(&scope, &files, build, &|_| true, 10, progress);
         sort_omp(&mut out);
         Ok(out)
     }
@@ -417,7 +468,12 @@ fn pi_dir_files(dir: &Path) -> Result<Vec<PathBuf>, DiscoveryError> {
         Err(source) => return Err(DiscoveryError::ReadDir { path: dir.to_path_buf(), source }),
     };
     let mut names: Vec<_> = entries.into_iter().filter(|e| e.name.ends_with(".jsonl")).collect();
-    names.sort_by(|a, b| locale_compare(&b.name, &a.name));
+    if names.iter().all(|e| e.name.is_ascii()) {
+        // Session file names are ASCII: compute each collation key once.
+        names.sort_by_cached_key(|e| std::cmp::Reverse(ascii_collation_key(&e.name)));
+    } else {
+        names.sort_by(|a, b| locale_compare(&b.name, &a.name));
+    }
     Ok(names.into_iter().map(|e| e.path).collect())
 }
 
@@ -513,6 +569,9 @@ fn sort_omp(v: &mut [SessionInfo]) {
 /// and symbols sort before digits, digits before letters, letters compare
 /// case-insensitively first (lower case first on ties), then code points.
 pub(crate) fn locale_compare(a: &str, b: &str) -> Ordering {
+    if a.is_ascii() && b.is_ascii() {
+        return locale_compare_ascii(a.as_bytes(), b.as_bytes());
+    }
     fn primary(c: char) -> (u8, u32) {
         if c.is_ascii_digit() {
             (1, c as u32)
@@ -530,6 +589,41 @@ pub(crate) fn locale_compare(a: &str, b: &str) -> Ordering {
             let tb = b.chars().map(|c| c.is_uppercase());
             ta.cmp(tb)
         })
+        .then_with(|| a.cmp(b))
+}
+
+/// A key whose plain order is [`locale_compare`]'s for ASCII names: the primary
+/// weights as bytes (punctuation, then digits, then letters without case), then
+/// the case of each letter (lower first), then the bytes.
+fn ascii_collation_key(name: &str) -> (Vec<u8>, Vec<bool>, Vec<u8>) {
+    let b = name.as_bytes();
+    let primary = b
+        .iter()
+        .map(|&c| match c {
+            b'0'..=b'9' => 128 + (c - b'0'),
+            c if c.is_ascii_alphabetic() => 138 + (c.to_ascii_lowercase() - b'a'),
+            c => c,
+        })
+        .collect();
+    (primary, b.iter().map(u8::is_ascii_uppercase).collect(), b.to_vec())
+}
+
+/// [`locale_compare`] for ASCII names (every session file name), byte by byte: the
+/// same order without decoding characters or case tables.
+fn locale_compare_ascii(a: &[u8], b: &[u8]) -> Ordering {
+    fn primary(c: u8) -> (u8, u8) {
+        if c.is_ascii_digit() {
+            (1, c)
+        } else if c.is_ascii_alphabetic() {
+            (2, c.to_ascii_lowercase())
+        } else {
+            (0, c)
+        }
+    }
+    a.iter()
+        .map(|&c| primary(c))
+        .cmp(b.iter().map(|&c| primary(c)))
+        .then_with(|| a.iter().map(u8::is_ascii_uppercase).cmp(b.iter().map(u8::is_ascii_uppercase)))
         .then_with(|| a.cmp(b))
 }
 
@@ -561,8 +655,11 @@ fn collect(
             on_result(i, build(f));
         }
     } else {
+        // Workers claim files a few at a time and hand results over in batches, so the
+        // receiving thread wakes once per batch rather than once per file.
+        const CHUNK: usize = 8;
         let next = AtomicUsize::new(0);
-        let (tx, rx) = mpsc::channel::<(usize, Option<SessionInfo>)>();
+        let (tx, rx) = mpsc::channel::<Vec<(usize, Option<SessionInfo>)>>();
         std::thread::scope(|s| {
             for _ in 0..workers {
                 let tx = tx.clone();
@@ -570,21 +667,79 @@ fn collect(
                 let build = &build;
                 s.spawn(move || {
                     loop {
-                        let i = next.fetch_add(1, AtomicOrdering::Relaxed);
-                        let Some(f) = files.get(i) else { break };
-                        if tx.send((i, build(f))).is_err() {
+                        let start = next.fetch_add(CHUNK, AtomicOrdering::Relaxed);
+                        let Some(chunk) = files.get(start..files.len().min(start + CHUNK)) else { break };
+                        if chunk.is_empty() {
+                            break;
+                        }
+                        let batch = chunk.iter().enumerate().map(|(k, f)| (start + k, build(f))).collect();
+                        if tx.send(batch).is_err() {
                             break;
                         }
                     }
                 });
             }
             drop(tx);
-            for (i, info) in rx {
-                on_result(i, info);
+            for batch in rx {
+                for (i, info) in batch {
+                    on_result(i, info);
+                }
             }
         });
     }
     let mut pairs: Vec<(usize, SessionInfo)> = done_idx.into_iter().zip(done).collect();
     pairs.sort_by_key(|p| p.0);
     pairs.into_iter().map(|p| p.1).collect()
+}
+
+/// The current time in nanoseconds since the epoch (whole milliseconds).
+fn now_ns() -> i64 {
+    use session_store::clock::Clock;
+    session_store::clock::SystemClock.now_ms().saturating_mul(1_000_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The general (character) path of [`locale_compare`], for checking the fast one.
+    fn general(a: &str, b: &str) -> Ordering {
+        // A non-ASCII character on both sides that compares after everything ASCII
+        // would change the result, so compare the general path directly.
+        let pa: Vec<(u8, u32)> = a.chars().map(primary_of).collect();
+        let pb: Vec<(u8, u32)> = b.chars().map(primary_of).collect();
+        pa.cmp(&pb)
+            .then_with(|| a.chars().map(char::is_uppercase).cmp(b.chars().map(char::is_uppercase)))
+            .then_with(|| a.cmp(b))
+    }
+
+    fn primary_of(c: char) -> (u8, u32) {
+        if c.is_ascii_digit() {
+            (1, c as u32)
+        } else if c.is_alphabetic() {
+            (2, c.to_lowercase().next().unwrap_or(c) as u32)
+        } else {
+            (0, c as u32)
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn collation_keys_order_like_locale_compare(a in "[ -~]{0,12}", b in "[ -~]{0,12}") {
+            prop_assert_eq!(ascii_collation_key(&a).cmp(&ascii_collation_key(&b)), locale_compare(&a, &b));
+        }
+
+        #[test]
+        fn ascii_fast_path_orders_like_the_general_one(a in "[ -~]{0,12}", b in "[ -~]{0,12}") {
+            prop_assert_eq!(locale_compare(&a, &b), general(&a, &b));
+        }
+    }
+
+    #[test]
+    fn session_names_order() {
+        let mut v = vec!["b_2.jsonl", "B_1.jsonl", "a-1.jsonl", "_z.jsonl", "10.jsonl", "9.jsonl"];
+        v.sort_by(|a, b| locale_compare(a, b));
+        assert_eq!(v, ["_z.jsonl", "10.jsonl", "9.jsonl", "a-1.jsonl", "B_1.jsonl", "b_2.jsonl"]);
+    }
 }

@@ -73,7 +73,7 @@ fn decode_fragment(v: &str) -> String {
 }
 
 fn find_from(source: &str, needle: &str, from: usize) -> Option<usize> {
-    source.get(from..)?.find(needle).map(|i| i + from)
+    memchr::memmem::find(source.get(from..)?.as_bytes(), needle.as_bytes()).map(|i| i + from)
 }
 
 /// `extractStringProperty(source, name, startIndex)`.
@@ -125,7 +125,7 @@ fn count_message_markers(content: &str) -> u64 {
 /// `extractFirstDisplayMessageFromPrefix`.
 fn first_display_message(content: &str) -> Option<String> {
     let mut fallback = None;
-    let mut index = content.find("\"role\"");
+    let mut index = find_from(content, "\"role\"", 0);
     while let Some(i) = index {
         let role = extract_string_property(content, "role", i);
         let text =

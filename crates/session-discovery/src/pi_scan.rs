@@ -108,9 +108,7 @@ fn readline_lines(text: &str) -> impl Iterator<Item = &str> {
             return None;
         }
         let start = pos;
-        while pos < b.len() && b[pos] != b'\n' && b[pos] != b'\r' {
-            pos += 1;
-        }
+        pos = memchr::memchr2(b'\n', b'\r', &b[pos..]).map_or(b.len(), |i| pos + i);
         let line = &text[start..pos];
         if pos < b.len() {
             if b[pos] == b'\r' && b.get(pos + 1) == Some(&b'\n') {

@@ -99,7 +99,7 @@ fn has_special(w: u64) -> bool {
 /// Returns the position of the first byte at or after `from` that plain string
 /// content cannot hold (`"`, `\\` or a control character below 0x20), or `b.len()`.
 ///
-/// The first [`SHORT_RUN`] bytes are read eight at a time (keys, ids, values and the
+/// The first 64 bytes are read eight at a time (keys, ids, values and the
 /// text between two escaped newlines end there; a SIMD search costs more to start).
 /// Past them, quotes and backslashes are found with SIMD (`memchr2`) and the run before
 /// one is proven free of control characters by one vectorised pass (they are rare).

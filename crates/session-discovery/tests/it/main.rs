@@ -1,6 +1,7 @@
 //! Integration tests of session-discovery; modules mirror `src/`.
 
 mod breadcrumb;
+mod cache;
 mod env;
 mod info;
 mod list;

@@ -1,0 +1,542 @@
+//! The listing cache: what a listing learned about each session file, kept between
+//! runs and reused while the file is unchanged.
+//!
+//! pi's session info needs every message text of every file, so a listing reads
+//! every byte of every session. The cache keeps each file's [`SessionInfo`] keyed by
+//! the file's identity: path, size, modification and change times (nanoseconds),
+//! inode and device. A file whose identity is unchanged is not read again; any
+//! change (an append, a rewrite, a rename over it, a touch) makes it a miss.
+//!
+//! * **Racy entries.** A file modified within [`RACY_NS`] of the moment the cache
+//!   was written could change again without its times moving (coarse timestamps), so
+//!   such entries are never trusted: they are rescanned (git's "racy clean" rule).
+//! * **Disposable.** The cache lives outside the session directories
+//!   (`$XDG_CACHE_HOME/session-store/` by default). A missing, unreadable, foreign or
+//!   damaged cache file is ignored as a whole and replaced; it is written atomically
+//!   without fsync (losing it to a power cut only costs one full scan).
+//! * **Format.** Binary, little-endian, versioned: a header (magic, version, dialect,
+//!   scope, write time, where the records end, file length), one record per file
+//!   (path, identity, the info or "not listable", where its message text is), then
+//!   every message text. Strings are length-prefixed UTF-8, validated on read. Only
+//!   the records are read up front; each text is read straight into the string that
+//!   returns it, so a listing holds one copy of the texts, not two. Records of files
+//!   that did not change are copied to the next cache as raw bytes.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use session_model::Dialect;
+use session_store::{Durability, ExpectedSize, FileStorage, Storage};
+
+use crate::info::{SessionInfo, SessionStatus};
+
+const MAGIC: &[u8; 8] = b"SSLCACHE";
+const VERSION: u32 = 2;
+/// How many listing caches a cache directory keeps: saving one more removes the
+/// caches written longest ago.
+pub const MAX_CACHE_FILES: usize = 32;
+/// Entries of files modified less than this long before the cache was written are
+/// rescanned (timestamps may be coarser than the changes).
+pub(crate) const RACY_NS: i64 = 2_000_000_000;
+
+/// A file's identity as far as the cache is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FileKey {
+    size: u64,
+    mtime_ns: i64,
+    ctime_ns: i64,
+    ino: u64,
+    dev: u64,
+}
+
+impl FileKey {
+    /// Returns the identity of the file at `path` (following symlinks).
+    pub(crate) fn of(path: &Path) -> Option<FileKey> {
+        let m = std::fs::metadata(path).ok()?;
+        Some(Self::from_metadata(&m))
+    }
+
+    #[cfg(unix)]
+    fn from_metadata(m: &std::fs::Metadata) -> FileKey {
+        use std::os::unix::fs::MetadataExt;
+        FileKey {
+            size: m.size(),
+            mtime_ns: m.mtime().saturating_mul(1_000_000_000).saturating_add(m.mtime_nsec()),
+            ctime_ns: m.ctime().saturating_mul(1_000_000_000).saturating_add(m.ctime_nsec()),
+            ino: m.ino(),
+            dev: m.dev(),
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn from_metadata(m: &std::fs::Metadata) -> FileKey {
+        let ns = |t: std::io::Result<std::time::SystemTime>| {
+            t.ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        };
+        FileKey { size: m.len(), mtime_ns: ns(m.modified()), ctime_ns: ns(m.created()), ino: 0, dev: 0 }
+    }
+}
+
+/// One listing's view of the cache: the records loaded from disk, and the files
+/// scanned afresh during the listing.
+pub(crate) struct ListCache {
+    file: PathBuf,
+    dialect: Dialect,
+    scope: String,
+    /// The previous cache file (open, for its texts) and its record section.
+    old_file: Option<fs_err::File>,
+    records: Vec<u8>,
+    written_at_ns: i64,
+    old: Index,
+    /// Paths answered from the cache.
+    hits: Mutex<Vec<PathBuf>>,
+    /// Files scanned afresh: their identity (when known) and what the scan gave.
+    fresh: Mutex<Vec<Fresh>>,
+}
+
+/// A file scanned afresh during a listing: its path, its identity (when it could be
+/// read) and what the scan gave.
+type Fresh = (PathBuf, Option<FileKey>, Option<SessionInfo>);
+
+/// Where a record's parts are: the whole record and its info in the record section,
+/// its message text in the file.
+#[derive(Clone, Debug)]
+struct Spans {
+    record: Range<usize>,
+    info: Range<usize>,
+    text: Range<u64>,
+}
+
+/// A cache file's records by path (its bytes: hashing a `Path` goes component by
+/// component).
+type Index = HashMap<Vec<u8>, (FileKey, Spans)>;
+
+/// The fixed part of the header after the magic, version, dialect and scope:
+/// write time, end of the record section, file length.
+const HEADER_TAIL: usize = 24;
+
+impl ListCache {
+    /// Loads the cache of `scope` (what was listed, and how) for `dialect` from
+    /// `dir`. Anything wrong with the file gives an empty cache.
+    pub(crate) fn load(dir: &Path, dialect: Dialect, scope: &str) -> ListCache {
+        let name = format!("list-{}-{}.bin", dialect.name(), &blake3::hash(scope.as_bytes()).to_hex()[..16]);
+        let mut cache = ListCache {
+            file: dir.join(name),
+            dialect,
+            scope: scope.to_owned(),
+            old_file: None,
+            records: Vec::new(),
+            written_at_ns: 0,
+            old: HashMap::new(),
+            hits: Mutex::new(Vec::new()),
+            fresh: Mutex::new(Vec::new()),
+        };
+        if let Some((file, records, written_at_ns, old)) = read_records(&cache.file, dialect, scope) {
+            cache.old_file = Some(file);
+            cache.records = records;
+            cache.written_at_ns = written_at_ns;
+            cache.old = old;
+        }
+        cache
+    }
+
+    /// Returns the info of `path`: from the cache when the file is unchanged since it
+    /// was cached (and was not modified just before), else from `build`.
+    pub(crate) fn info(&self, path: &Path, build: &dyn Fn(&Path) -> Option<SessionInfo>) -> Option<SessionInfo> {
+        let key = FileKey::of(path);
+        if let Some(key) = key
+            && let Some((cached, spans)) = self.old.get(path.as_os_str().as_encoded_bytes())
+            && *cached == key
+            && key.mtime_ns < self.written_at_ns.saturating_sub(RACY_NS)
+            && let Some(decoded) = self.decode(spans, path)
+        {
+            lock(&self.hits).push(path.to_path_buf());
+            return decoded;
+        }
+        let built = build(path);
+        lock(&self.fresh).push((path.to_path_buf(), key, built.clone()));
+        built
+    }
+
+    /// Decodes a cached record, reading its text from the file.
+    fn decode(&self, spans: &Spans, path: &Path) -> Option<Option<SessionInfo>> {
+        let mut info = decode_info(&self.records[spans.info.clone()], path)?;
+        if let Some(i) = info.as_mut() {
+            let text = read_at(self.old_file.as_ref()?, &spans.text).ok()?;
+            i.all_messages_text = String::from_utf8(text).ok()?;
+        }
+        Some(info)
+    }
+
+    /// Writes the cache back when the listing found anything new, changed or gone.
+    /// Failures are ignored: the cache is only an accelerator.
+    pub(crate) fn save(self, now_ns: i64) {
+        let hits = self.hits.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let fresh = self.fresh.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if fresh.is_empty() && hits.len() == self.old.len() {
+            return;
+        }
+        // The record section, with text offsets relative to the text section for now.
+        let mut records = Vec::with_capacity(self.records.len() + fresh.len() * 256);
+        let mut texts: Vec<TextSource<'_>> = Vec::new();
+        let mut text_len = 0u64;
+        for path in &hits {
+            let Some((_, spans)) = self.old.get(path.as_os_str().as_encoded_bytes()) else { continue };
+            // The old record up to its text location, then the new location.
+            let record = &self.records[spans.record.clone()];
+            records.extend_from_slice(&record[..record.len() - 16]);
+            let len = spans.text.end - spans.text.start;
+            put_u64(&mut records, text_len);
+            put_u64(&mut records, len);
+            text_len += len;
+            texts.push(TextSource::Old(spans.text.clone()));
+        }
+        for (path, key, info) in &fresh {
+            let (Some(key), Some(p)) = (key, path.to_str()) else { continue };
+            put_str(&mut records, p);
+            for v in [key.size, key.mtime_ns as u64, key.ctime_ns as u64, key.ino, key.dev] {
+                put_u64(&mut records, v);
+            }
+            let info_at = records.len();
+            put_u64(&mut records, 0);
+            encode_info(&mut records, info.as_ref());
+            let info_len = (records.len() - info_at - 8) as u64;
+            records[info_at..info_at + 8].copy_from_slice(&info_len.to_le_bytes());
+            let text = info.as_ref().map_or("", |i| i.all_messages_text.as_str());
+            put_u64(&mut records, text_len);
+            put_u64(&mut records, text.len() as u64);
+            text_len += text.len() as u64;
+            texts.push(TextSource::New(text));
+        }
+        let mut head = Vec::new();
+        head.extend_from_slice(MAGIC);
+        head.extend_from_slice(&VERSION.to_le_bytes());
+        put_str(&mut head, self.dialect.name());
+        put_str(&mut head, &self.scope);
+        let records_start = (head.len() + HEADER_TAIL) as u64;
+        let records_end = records_start + records.len() as u64;
+        put_u64(&mut head, now_ns as u64);
+        put_u64(&mut head, records_end);
+        put_u64(&mut head, records_end + text_len);
+        // Text offsets become absolute.
+        let mut r = Reader { b: &records, pos: 0 };
+        let mut fixups = Vec::new();
+        while r.pos < records.len() {
+            let Some(at) = skip_record(&mut r) else { return };
+            fixups.push(at);
+        }
+        for at in fixups {
+            let rel = u64::from_le_bytes(records[at..at + 8].try_into().unwrap_or_default());
+            records[at..at + 8].copy_from_slice(&(rel + records_end).to_le_bytes());
+        }
+        let storage = FileStorage::new();
+        let dir = self.file.parent().unwrap_or(Path::new("."));
+        let _ = storage.ensure_dir(dir);
+        evict(&storage, dir, &self.file);
+        let old_file = self.old_file.as_ref();
+        let _ = storage.write_atomic_stream(&self.file, ExpectedSize::Any, Durability::None, &mut |w| {
+            w.write_all(&head)?;
+            w.write_all(&records)?;
+            for t in &texts {
+                match t {
+                    TextSource::New(s) => w.write_all(s.as_bytes())?,
+                    TextSource::Old(range) => {
+                        let file = old_file.ok_or_else(|| std::io::Error::other("old cache closed"))?;
+                        w.write_all(&read_at(file, range)?)?;
+                    }
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Removes the oldest listing caches of `dir` so that, with `keep` (about to be
+/// written), at most [`MAX_CACHE_FILES`] remain.
+fn evict(storage: &FileStorage, dir: &Path, keep: &Path) {
+    let Ok(names) = storage.list(dir) else { return };
+    let mut caches: Vec<(std::time::SystemTime, PathBuf)> = names
+        .into_iter()
+        .filter(|n| n.starts_with("list-") && n.ends_with(".bin"))
+        .map(|n| dir.join(n))
+        .filter(|p| p != keep)
+        .filter_map(|p| Some((fs_err::metadata(&p).ok()?.modified().ok()?, p)))
+        .collect();
+    if caches.len() < MAX_CACHE_FILES {
+        return;
+    }
+    caches.sort();
+    for (_, p) in &caches[..=caches.len() - MAX_CACHE_FILES] {
+        let _ = storage.unlink(p);
+    }
+}
+
+/// Where a text of the next cache comes from.
+enum TextSource<'a> {
+    New(&'a str),
+    Old(Range<u64>),
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Reads `range` of `file`.
+fn read_at(file: &fs_err::File, range: &Range<u64>) -> std::io::Result<Vec<u8>> {
+    let len = usize::try_from(range.end.saturating_sub(range.start)).map_err(std::io::Error::other)?;
+    let mut buf = vec![0u8; len];
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        file.file().read_exact_at(&mut buf, range.start)?;
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Read, Seek};
+        let mut f = file.file().try_clone()?;
+        f.seek(std::io::SeekFrom::Start(range.start))?;
+        f.read_exact(&mut buf)?;
+    }
+    Ok(buf)
+}
+
+/// Opens a cache file and reads its header and record section; `None` when it is not
+/// a complete cache of this dialect and scope.
+fn read_records(path: &Path, dialect: Dialect, scope: &str) -> Option<(fs_err::File, Vec<u8>, i64, Index)> {
+    use std::io::Read;
+    let mut file = fs_err::File::open(path).ok()?;
+    let size = file.metadata().ok()?.len();
+    let mut head = vec![0u8; 8 + 4 + 4 + dialect.name().len() + 4 + scope.len() + HEADER_TAIL];
+    file.read_exact(&mut head).ok()?;
+    let mut r = Reader { b: &head, pos: 0 };
+    if r.take(8)? != &MAGIC[..] || r.u32()? != VERSION || r.str()? != dialect.name() || r.str()? != scope {
+        return None;
+    }
+    let written_at_ns = r.u64()? as i64;
+    let records_end = r.u64()?;
+    if r.u64()? != size || records_end < head.len() as u64 || records_end > size {
+        return None;
+    }
+    let mut records = vec![0u8; usize::try_from(records_end - head.len() as u64).ok()?];
+    file.read_exact(&mut records).ok()?;
+    let mut old = HashMap::new();
+    let mut r = Reader { b: &records, pos: 0 };
+    while r.pos < records.len() {
+        let start = r.pos;
+        let path = r.str()?.as_bytes().to_vec();
+        let key = FileKey {
+            size: r.u64()?,
+            mtime_ns: r.u64()? as i64,
+            ctime_ns: r.u64()? as i64,
+            ino: r.u64()?,
+            dev: r.u64()?,
+        };
+        let info_len = usize::try_from(r.u64()?).ok()?;
+        let info_at = r.pos;
+        r.take(info_len)?;
+        let info = info_at..r.pos;
+        let text_at = r.u64()?;
+        let text = text_at..text_at.checked_add(r.u64()?)?;
+        if text.start < records_end || text.end > size {
+            return None;
+        }
+        old.insert(path, (key, Spans { record: start..r.pos, info, text }));
+    }
+    Some((file, records, written_at_ns, old))
+}
+
+/// Skips one record of a record section; returns where its text offset is.
+fn skip_record(r: &mut Reader<'_>) -> Option<usize> {
+    r.str()?;
+    r.take(40)?;
+    let info_len = usize::try_from(r.u64()?).ok()?;
+    r.take(info_len)?;
+    let at = r.pos;
+    r.take(16)?;
+    Some(at)
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.b.get(self.pos..self.pos.checked_add(n)?)?;
+        self.pos += n;
+        Some(s)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn str(&mut self) -> Option<&'a str> {
+        let n = usize::try_from(self.u32()?).ok()?;
+        simdutf8::basic::from_utf8(self.take(n)?).ok()
+    }
+    fn opt_str(&mut self) -> Option<Option<String>> {
+        match self.u8()? {
+            0 => Some(None),
+            1 => Some(Some(self.str()?.to_owned())),
+            _ => None,
+        }
+    }
+    fn opt_u64(&mut self) -> Option<Option<u64>> {
+        match self.u8()? {
+            0 => Some(None),
+            1 => Some(Some(self.u64()?)),
+            _ => None,
+        }
+    }
+}
+
+fn put_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    // Longer strings than 4 GiB do not occur in a listing; clamp rather than fail.
+    let n = u32::try_from(s.len()).unwrap_or(u32::MAX) as usize;
+    out.extend_from_slice(&(n as u32).to_le_bytes());
+    out.extend_from_slice(&s.as_bytes()[..n]);
+}
+
+fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        None => out.push(0),
+        Some(s) => {
+            out.push(1);
+            put_str(out, s);
+        }
+    }
+}
+
+fn put_opt_u64(out: &mut Vec<u8>, v: Option<u64>) {
+    match v {
+        None => out.push(0),
+        Some(v) => {
+            out.push(1);
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+}
+
+const STATUSES: [SessionStatus; 6] = [
+    SessionStatus::Complete,
+    SessionStatus::Interrupted,
+    SessionStatus::Aborted,
+    SessionStatus::Error,
+    SessionStatus::Pending,
+    SessionStatus::Unknown,
+];
+
+/// Encodes an info (`None`: the file is not listable). The path is not stored: it
+/// is the record's key.
+fn encode_info(out: &mut Vec<u8>, info: Option<&SessionInfo>) {
+    let Some(i) = info else {
+        out.push(0);
+        return;
+    };
+    out.push(1);
+    put_str(out, &i.id);
+    put_opt_str(out, i.id_raw.as_deref());
+    out.push(u8::from(i.has_id));
+    put_str(out, &i.cwd);
+    put_opt_str(out, i.name.as_deref());
+    put_opt_str(out, i.title.as_deref());
+    put_opt_str(out, i.parent_session_path.as_deref());
+    put_opt_u64(out, i.created.map(|c| c as u64));
+    out.extend_from_slice(&i.modified.to_le_bytes());
+    out.extend_from_slice(&i.message_count.to_le_bytes());
+    put_opt_u64(out, i.assistant_turns);
+    put_opt_u64(out, i.size);
+    put_str(out, &i.first_message);
+    match i.status {
+        None => out.push(0),
+        Some(s) => out.push(1 + STATUSES.iter().position(|x| *x == s).unwrap_or(5) as u8),
+    }
+}
+
+/// Decodes what [`encode_info`] wrote; `None` when the bytes are damaged (then the
+/// file is scanned), `Some(None)` for a file that is not listable.
+fn decode_info(bytes: &[u8], path: &Path) -> Option<Option<SessionInfo>> {
+    let mut r = Reader { b: bytes, pos: 0 };
+    if r.u8()? == 0 {
+        return (r.pos == bytes.len()).then_some(None);
+    }
+    let info = SessionInfo {
+        path: path.to_path_buf(),
+        id: r.str()?.to_owned(),
+        id_raw: r.opt_str()?,
+        has_id: r.u8()? != 0,
+        cwd: r.str()?.to_owned(),
+        name: r.opt_str()?,
+        title: r.opt_str()?,
+        parent_session_path: r.opt_str()?,
+        created: r.opt_u64()?.map(|c| c as i64),
+        modified: r.u64()? as i64,
+        message_count: r.u64()?,
+        assistant_turns: r.opt_u64()?,
+        size: r.opt_u64()?,
+        first_message: r.str()?.to_owned(),
+        // Stored apart (see the module docs).
+        all_messages_text: String::new(),
+        status: match r.u8()? {
+            0 => None,
+            n => Some(*STATUSES.get(usize::from(n) - 1)?),
+        },
+    };
+    (r.pos == bytes.len()).then_some(Some(info))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(path: &Path) -> SessionInfo {
+        SessionInfo {
+            path: path.to_path_buf(),
+            id: "01a2".into(),
+            id_raw: None,
+            has_id: true,
+            cwd: "/tmp/é".into(),
+            name: Some("n".into()),
+            title: None,
+            parent_session_path: Some("/x.jsonl".into()),
+            created: Some(-5),
+            modified: 1_767_225_600_000,
+            message_count: 3,
+            assistant_turns: Some(1),
+            size: None,
+            first_message: "hi".into(),
+            all_messages_text: "hi there 日本語".into(),
+            status: Some(SessionStatus::Aborted),
+        }
+    }
+
+    #[test]
+    fn info_round_trips_and_damage_is_detected() {
+        let p = Path::new("/s/a.jsonl");
+        let mut out = Vec::new();
+        encode_info(&mut out, Some(&sample(p)));
+        // The message text is stored apart from the other fields.
+        let without_text = SessionInfo { all_messages_text: String::new(), ..sample(p) };
+        assert_eq!(decode_info(&out, p), Some(Some(without_text)));
+        for cut in 0..out.len() {
+            assert_eq!(decode_info(&out[..cut], p), None, "cut at {cut}");
+        }
+        let mut none = Vec::new();
+        encode_info(&mut none, None);
+        assert_eq!(decode_info(&none, p), Some(None));
+    }
+}
