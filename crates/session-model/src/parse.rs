@@ -191,11 +191,7 @@ pub fn parse_session_bytes(bytes: &[u8], dialect: Dialect) -> ParsedFile {
         }
     };
     let first_own = out.diagnostics.len();
-    let mut lines = LineCounter::default();
-    match dialect {
-        Dialect::Pi => parse_pi(&text, &mut out, &mut lines),
-        Dialect::Omp => parse_omp(&text, &mut out, &mut lines),
-    }
+    parse_text(&text, dialect, &mut out);
     if !shifts.is_empty() {
         // Offsets were taken in the decoded text; report them in the file's bytes.
         for d in &mut out.diagnostics[first_own..] {
@@ -272,13 +268,79 @@ fn push_diag(out: &mut ParsedFile, lines: &mut LineCounter, text: &str, offset: 
     out.diagnostics.push(Diagnostic { line, offset, kind });
 }
 
-fn parse_pi(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) {
+/// Where a parse of part of a text ended.
+struct Stop {
+    /// The position reached: where the next value would start.
+    pos: usize,
+    /// Whether the parser gave up on the rest of the text (omp: an incomplete value).
+    rest_lost: bool,
+}
+
+/// From this size on, a text is parsed in two halves on two threads.
+const PARALLEL_FROM: usize = 4 << 20;
+
+/// Parses `text` into `out` as `dialect` does. Large texts are parsed in two halves
+/// at once: the second half is parsed from the first line start after the middle,
+/// and kept only when the first half's parse ends exactly there (the parsers keep
+/// no state but the position between values, so the result is the same as one
+/// pass; otherwise the first half's parse simply goes on).
+fn parse_text(text: &str, dialect: Dialect, out: &mut ParsedFile) {
+    parse_text_from_size(text, dialect, out, PARALLEL_FROM);
+}
+
+/// [`parse_text`] with the size from which it splits the text.
+fn parse_text_from_size(text: &str, dialect: Dialect, out: &mut ParsedFile, parallel_from: usize) {
+    let mut lines = LineCounter::default();
+    let start = match dialect {
+        Dialect::Pi => pi_start(text, out, &mut lines),
+        Dialect::Omp => omp_start(text, out, &mut lines),
+    };
+    let run = |from: usize, stop_at: usize, out: &mut ParsedFile, lines: &mut LineCounter| match dialect {
+        Dialect::Pi => parse_pi(text, from, stop_at, out, lines),
+        Dialect::Omp => parse_omp(text, from, stop_at, out, lines),
+    };
+    let mid = text.len() / 2;
+    let split = memchr::memchr(b'\n', &text.as_bytes()[mid..]).map(|i| mid + i + 1).filter(|&b| b < text.len());
+    let Some(split) = split.filter(|&b| text.len() >= parallel_from && b > start) else {
+        run(start, text.len(), out, &mut lines);
+        return;
+    };
+    let (first, second) = std::thread::scope(|s| {
+        let second = s.spawn(|| {
+            let mut part = ParsedFile::default();
+            let stop = run(split, text.len(), &mut part, &mut LineCounter::default());
+            (part, stop)
+        });
+        let first = run(start, split, out, &mut lines);
+        (first, second.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+    });
+    if first.rest_lost {
+        return;
+    }
+    if first.pos == split {
+        let (part, _) = second;
+        out.records.extend(part.records);
+        out.diagnostics.extend(part.diagnostics);
+        out.malformed += part.malformed;
+    } else {
+        run(first.pos, text.len(), out, &mut lines);
+    }
+}
+
+/// pi's handling of the start of a file; returns where the lines begin.
+fn pi_start(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) -> usize {
     if text.starts_with('\u{feff}') {
         push_diag(out, lines, text, 0, DiagnosticKind::Bom);
     }
+    0
+}
+
+/// Parses pi's lines from `from` (a line start) until a line starts at or after
+/// `stop_at`.
+fn parse_pi(text: &str, from: usize, stop_at: usize, out: &mut ParsedFile, lines: &mut LineCounter) -> Stop {
     let bytes = text.as_bytes();
-    let mut start = 0;
-    while start < bytes.len() {
+    let mut start = from;
+    while start < stop_at.min(bytes.len()) {
         let nl = memchr::memchr(b'\n', &bytes[start..]);
         let end = nl.map_or(bytes.len(), |i| start + i);
         let last = nl.is_none();
@@ -316,9 +378,12 @@ fn parse_pi(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) {
         }
         start = end + 1;
     }
+    Stop { pos: start, rest_lost: false }
 }
 
-fn parse_omp(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) {
+/// omp's handling of the start of a file (byte order mark, title slot); returns
+/// where the values begin.
+fn omp_start(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) -> usize {
     let mut pos = 0;
     if text.starts_with('\u{feff}') {
         push_diag(out, lines, text, 0, DiagnosticKind::Bom);
@@ -330,8 +395,15 @@ fn parse_omp(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) {
         out.title_slot = Some(slot);
         pos = (first_end + 1).min(text.len());
     }
+    pos
+}
+
+/// Parses omp's values from `from` until a value starts at or after `stop_at` (a
+/// value that starts before it is read whole, wherever it ends).
+fn parse_omp(text: &str, from: usize, stop_at: usize, out: &mut ParsedFile, lines: &mut LineCounter) -> Stop {
+    let mut pos = from;
     let bytes = text.as_bytes();
-    while pos < bytes.len() {
+    while pos < stop_at.min(bytes.len()) {
         // Skip whitespace, noting blank lines.
         let ws_start = pos;
         while pos < bytes.len() && is_js_ws(bytes[pos]) {
@@ -371,7 +443,7 @@ fn parse_omp(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) {
                     push_diag(out, lines, text, end, DiagnosticKind::TrailingGarbage);
                     match memchr::memchr(b'\n', &bytes[end..]) {
                         Some(i) => pos = end + i + 1,
-                        None => break,
+                        None => return Stop { pos: bytes.len(), rest_lost: true },
                     }
                 } else {
                     pos = end;
@@ -390,18 +462,19 @@ fn parse_omp(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) {
                     }
                 };
                 push_diag(out, lines, text, pos, kind);
-                break;
+                return Stop { pos: bytes.len(), rest_lost: true };
             }
             Err(crate::scan::ScanError::Syntax) => {
                 out.malformed += 1;
                 push_diag(out, lines, text, pos, DiagnosticKind::Malformed { reason: "not JSON".into() });
                 match line_end {
                     Some(e) => pos = e + 1,
-                    None => break,
+                    None => return Stop { pos: bytes.len(), rest_lost: true },
                 }
             }
         }
     }
+    Stop { pos, rest_lost: false }
 }
 
 fn keep_omp(r: Record, text: &str, pos: usize, out: &mut ParsedFile, lines: &mut LineCounter) {
@@ -487,6 +560,39 @@ mod tests {
             let p = parse_session_bytes(input.as_bytes(), Dialect::Omp);
             assert_eq!(texts(&p), *want, "{input:?}");
             assert_eq!(p.malformed, *malformed, "{input:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Parsing in two halves gives exactly what one pass gives, whatever the
+        /// text: values spanning the middle, torn or glued values, blank lines.
+        #[test]
+        fn two_halves_parse_like_one_pass(
+            pieces in proptest::collection::vec(proptest::sample::select(vec![
+                "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n",
+                "{\"type\":\"custom\",\"id\":\"a\",\"parentId\":null}\n",
+                "{\"type\":\"custom\",\n\"id\":\"b\"}\n",
+                "{\"type\":\"custom\",\"id\":\"c\"}garbage\n",
+                "not json\n",
+                "\n",
+                "  \r\n",
+                "null\n",
+                "[1,\n",
+                "{\"type\":\"custom\"",
+                "\"str\"\n",
+            ]), 0..24),
+            dialect in proptest::sample::select(vec![Dialect::Pi, Dialect::Omp]),
+        ) {
+            let text: String = pieces.concat();
+            let mut one = ParsedFile::default();
+            parse_text_from_size(&text, dialect, &mut one, usize::MAX);
+            let mut two = ParsedFile::default();
+            parse_text_from_size(&text, dialect, &mut two, 0);
+            proptest::prop_assert_eq!(&one.records, &two.records);
+            proptest::prop_assert_eq!(&one.diagnostics, &two.diagnostics);
+            proptest::prop_assert_eq!(one.malformed, two.malformed);
         }
     }
 

@@ -203,7 +203,7 @@ impl SessionTree {
     /// out of `getEntries()`. The leaf becomes the last entry's id (no leaf when that
     /// entry has no id).
     pub fn new(dialect: Dialect, entries: Vec<Record>) -> SessionTree {
-        let entries: Vec<Record> = entries.into_iter().filter(|r| !r.is_header() && r.text() != "null").collect();
+        let entries: Vec<Record> = entries.into_iter().filter(SessionTree::keeps).collect();
         let mut tree = SessionTree {
             dialect,
             entries: Vec::with_capacity(entries.len()),
@@ -227,6 +227,12 @@ impl SessionTree {
         tree.find_cycles();
         tree.undo = None;
         tree
+    }
+
+    /// Returns whether [`SessionTree::new`] keeps `record` as an entry (not a stray
+    /// header, not `null`).
+    pub fn keeps(record: &Record) -> bool {
+        !record.is_header() && record.text() != "null"
     }
 
     /// Adds one record to the index and makes it the leaf. Returns the undo record.

@@ -725,17 +725,29 @@ impl SessionManager {
         Ok(Some(new_file))
     }
 
+    /// Makes `entries` the session's entries and writes the whole session to the new
+    /// file `path` (at once, see [`SessionManager::publish_while_indexing`]).
+    fn index_and_publish_new(&mut self, entries: Vec<Record>, path: &Path) -> Result<u64> {
+        self.has_conversation = entries.iter().any(|r| self.counts_as_conversation(r));
+        let old = std::mem::replace(&mut self.tree, SessionTree::new(self.dialect, Vec::new()));
+        let (tree, written) = self.publish_while_indexing(entries, Some(path), old);
+        self.tree = tree;
+        written.unwrap_or(Ok(0))
+    }
+
     /// Indexes `entries` as the session's new tree and, when `target` is given, writes
     /// them (with the current header and title slot) to that new file; drops `old`.
     /// For a large session the file is written on a second thread meanwhile.
     fn publish_while_indexing(
         &self,
-        entries: Vec<Record>,
+        mut entries: Vec<Record>,
         target: Option<&Path>,
         old: SessionTree,
     ) -> (SessionTree, Option<Result<u64>>) {
         /// Below this many entries a thread costs more than it saves.
         const PARALLEL_FROM: usize = 2_000;
+        // The file holds exactly the tree's entries.
+        entries.retain(SessionTree::keeps);
         let Some(path) = target else {
             return (SessionTree::new(self.dialect, entries), None);
         };
@@ -798,8 +810,7 @@ impl SessionManager {
             Dialect::Pi => {
                 m.header = entries::pi::header(&id, &ts, &target_cwd_abs, Some(&source.to_string_lossy()));
                 m.file = Some(file.clone());
-                m.set_entries(records);
-                m.publish(&file, ExpectedSize::Missing)?;
+                m.index_and_publish_new(records, &file)?;
                 m.flushed = true;
             }
             Dialect::Omp => {
@@ -833,10 +844,9 @@ impl SessionManager {
                     updated_at: ts.clone(),
                 });
                 let records = m.resolve_blobs(records);
-                m.set_entries(records);
                 m.file = Some(file.clone());
                 m.force_file_creation = true;
-                m.expected_size = Some(m.publish(&file, ExpectedSize::Missing)?);
+                m.expected_size = Some(m.index_and_publish_new(records, &file)?);
                 m.file_is_current = true;
             }
         }

@@ -158,3 +158,55 @@ fn fsync_mode_survives_power_loss_and_none_mode_may_not() -> Result<()> {
     }
     Ok(())
 }
+
+/// Builds a session large enough that branching writes the new file on a second
+/// thread, with labels and a side branch.
+fn large_session(dialect: Dialect, env: Env) -> Result<(SessionManager, String)> {
+    let mut m = SessionManager::create(dialect, "/work", Path::new("/s"), env)?;
+    let mut fork_point = String::new();
+    for i in 0..1_200 {
+        let u = m.append_message(user(&format!("question {i}")))?;
+        if i % 100 == 0 {
+            m.append_label_change(&u, Some(&format!("L{i}")))?;
+        }
+        let a = m.append_message(assistant(&format!("answer {i}")))?;
+        if i == 600 {
+            fork_point = a;
+        }
+    }
+    let last = m.tree().leaf_id().ok_or("leaf")?.to_owned();
+    m.tree_mut().branch(&fork_point)?;
+    m.append_message(user("a side branch"))?;
+    Ok((m, last))
+}
+
+#[test]
+fn large_branched_sessions_are_written_whole() -> Result<()> {
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        let (env, storage, _faults) = faulty();
+        let (mut m, last) = large_session(dialect, env.clone())?;
+        let new = m.create_branched_session(&last)?.ok_or("new file")?;
+        assert!(m.tree().entries().len() > 2_000, "the two-thread path");
+        let again = SessionManager::open(dialect, &new, env)?;
+        assert!(again.diagnostics().is_empty(), "{:?}", again.diagnostics());
+        let texts = |m: &SessionManager| m.tree().entries().iter().map(|r| r.text().to_owned()).collect::<Vec<_>>();
+        assert_eq!(texts(&again), texts(&m), "{}: the file holds what the manager holds", dialect.name());
+        assert_eq!(again.tree().leaf_id(), m.tree().leaf_id());
+        assert!(read(storage.as_ref(), &new)?.ends_with('\n'));
+    }
+    Ok(())
+}
+
+#[test]
+fn a_failed_large_branch_leaves_no_file() -> Result<()> {
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        let (env, storage, faults) = faulty();
+        let (mut m, last) = large_session(dialect, env)?;
+        let before = storage.list(Path::new("/s"))?;
+        faults.disk_full_after(100_000);
+        assert!(m.create_branched_session(&last).is_err(), "{}: the full disk is reported", dialect.name());
+        faults.clear();
+        assert_eq!(storage.list(Path::new("/s"))?, before, "no partial file beside the session");
+    }
+    Ok(())
+}
