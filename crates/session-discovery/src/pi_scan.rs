@@ -132,7 +132,7 @@ fn content_text(content: &str) -> Result<String, ()> {
                 match jsonscan::kind(block) {
                     Kind::Null => return Err(()),
                     Kind::Object => {
-                        let Some(o) = Obj::parse(block) else { continue };
+                        let Some(o) = Obj::parse_validated(block) else { continue };
                         if o.get_str("type").as_deref() == Some("text") {
                             parts.push(o.get("text").map(jsonscan::js_join_string).unwrap_or_default());
                         }
@@ -223,7 +223,7 @@ pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
                 if jsonscan::kind(message) == Kind::Null {
                     return None;
                 }
-                let Some(m) = Obj::parse(message) else { continue };
+                let Some(m) = Obj::parse_validated(message) else { continue };
                 let Some(role) = m.get_str("role") else { continue };
                 let Some(content) = m.get("content") else { continue };
                 if role != "user" && role != "assistant" {

@@ -294,6 +294,57 @@ pub fn skip_value(b: &[u8], pos: usize) -> Result<usize, ScanError> {
     }
 }
 
+/// Skips one value of text already validated (a span of a parsed line) without
+/// checking it again; returns its end. Strings are crossed with SIMD searches for
+/// the quote. On text that is not valid JSON it still never reads out of bounds and
+/// always moves forward, but the span it finds is meaningless.
+pub fn skip_value_validated(b: &[u8], pos: usize) -> Result<usize, ScanError> {
+    match b.get(pos) {
+        None => Err(ScanError::Incomplete),
+        Some(b'"') => skip_string_validated(b, pos),
+        Some(b'{' | b'[') => {
+            let mut depth = 0usize;
+            let mut p = pos;
+            while let Some(&c) = b.get(p) {
+                match c {
+                    b'"' => {
+                        p = skip_string_validated(b, p)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            return Ok(p + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                p += 1;
+            }
+            Err(ScanError::Incomplete)
+        }
+        Some(_) => {
+            // A number or a literal: up to the next delimiter.
+            let len = b[pos..].iter().position(|&c| matches!(c, b',' | b'}' | b']') || is_ws(c));
+            Ok(len.map_or(b.len(), |n| pos + n.max(1)))
+        }
+    }
+}
+
+/// [`skip_value_validated`] for a string starting at `pos` (the opening quote).
+fn skip_string_validated(b: &[u8], pos: usize) -> Result<usize, ScanError> {
+    let mut p = pos + 1;
+    loop {
+        let rest = b.get(p..).ok_or(ScanError::Incomplete)?;
+        match memchr::memchr2(b'"', b'\\', rest) {
+            None => return Err(ScanError::Incomplete),
+            Some(k) if rest[k] == b'"' => return Ok(p + k + 1),
+            Some(k) => p += k + 2,
+        }
+    }
+}
+
 /// Validates `"key" :` at `pos`; returns the position of the value.
 fn object_key(b: &[u8], pos: usize) -> Result<usize, ScanError> {
     let p = skip_ws(b, skip_string(b, pos)?);
@@ -387,6 +438,36 @@ impl<'a> Obj<'a> {
         (skip_ws(raw.as_bytes(), end) == raw.len()).then_some(obj)
     }
 
+    /// Splits a raw object that was already validated (a member of a parsed line)
+    /// into members without checking it again. Returns `None` if `raw` does not start
+    /// with an object; on text that is not valid JSON the members are meaningless,
+    /// but nothing panics.
+    pub fn parse_validated(raw: &'a str) -> Option<Obj<'a>> {
+        let b = raw.as_bytes();
+        if b.first() != Some(&b'{') {
+            return None;
+        }
+        let mut members = Vec::new();
+        let mut p = skip_ws(b, 1);
+        while b.get(p) == Some(&b'"') {
+            let kend = skip_string_validated(b, p).ok()?;
+            let key = raw.get(p..kend)?;
+            p = skip_ws(b, kend);
+            if b.get(p) != Some(&b':') {
+                return None;
+            }
+            let vstart = skip_ws(b, p + 1);
+            let vend = skip_value_validated(b, vstart).ok()?;
+            members.push((key, raw.get(vstart..vend)?));
+            p = skip_ws(b, vend);
+            match b.get(p) {
+                Some(b',') => p = skip_ws(b, p + 1),
+                _ => break,
+            }
+        }
+        Some(Obj { members })
+    }
+
     /// Parses one JSON text that must be a whole line as `JSON.parse` would: an
     /// object yields its members (validated in one pass); `Err` if the line is not
     /// one JSON value; `Ok(None)` for a valid non-object (with its raw span).
@@ -467,8 +548,9 @@ pub fn array_elements(raw: &str) -> Vec<&str> {
         return out;
     }
     loop {
-        let Ok(end) = skip_value(b, p) else { return out };
-        out.push(&raw[p..end]);
+        let Ok(end) = skip_value_validated(b, p) else { return out };
+        let Some(element) = raw.get(p..end) else { return out };
+        out.push(element);
         p = skip_ws(b, end);
         match b.get(p) {
             Some(b',') => p = skip_ws(b, p + 1),
@@ -493,44 +575,40 @@ pub fn decode_string(raw: &str) -> Option<Cow<'_, str>> {
 /// kept verbatim; lone surrogates become U+FFFD.
 pub fn unescape(inner: &str) -> String {
     let mut out = String::with_capacity(inner.len());
-    let mut chars = inner.char_indices().peekable();
     let b = inner.as_bytes();
-    while let Some((i, c)) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        let Some((_, e)) = chars.next() else {
+    let mut i = 0;
+    // Runs without a backslash are copied whole; escapes are ASCII.
+    while let Some(k) = memchr::memchr(b'\\', &b[i..]) {
+        let at = i + k;
+        out.push_str(&inner[i..at]);
+        let Some(&e) = b.get(at + 1) else {
             out.push('\\');
-            break;
+            return out;
         };
+        i = at + 2;
         match e {
-            '"' => out.push('"'),
-            '\\' => out.push('\\'),
-            '/' => out.push('/'),
-            'b' => out.push('\u{8}'),
-            'f' => out.push('\u{c}'),
-            'n' => out.push('\n'),
-            'r' => out.push('\r'),
-            't' => out.push('\t'),
-            'u' => {
-                let Some(hi) = hex4(b, i + 2) else {
+            b'"' => out.push('"'),
+            b'\\' => out.push('\\'),
+            b'/' => out.push('/'),
+            b'b' => out.push('\u{8}'),
+            b'f' => out.push('\u{c}'),
+            b'n' => out.push('\n'),
+            b'r' => out.push('\r'),
+            b't' => out.push('\t'),
+            b'u' => {
+                let Some(hi) = hex4(b, at + 2) else {
                     out.push_str("\\u");
                     continue;
                 };
-                for _ in 0..4 {
-                    chars.next();
-                }
+                i = at + 6;
                 if (0xD800..0xDC00).contains(&hi) {
                     // A high surrogate: combine with a following low one.
-                    if b.get(i + 6) == Some(&b'\\')
-                        && b.get(i + 7) == Some(&b'u')
-                        && let Some(lo) = hex4(b, i + 8)
+                    if b.get(at + 6) == Some(&b'\\')
+                        && b.get(at + 7) == Some(&b'u')
+                        && let Some(lo) = hex4(b, at + 8)
                         && (0xDC00..0xE000).contains(&lo)
                     {
-                        for _ in 0..6 {
-                            chars.next();
-                        }
+                        i = at + 12;
                         let cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
                         out.push(char::from_u32(cp).unwrap_or('\u{fffd}'));
                         continue;
@@ -540,12 +618,15 @@ pub fn unescape(inner: &str) -> String {
                     out.push(char::from_u32(hi).unwrap_or('\u{fffd}'));
                 }
             }
-            other => {
+            _ => {
+                // Not an escape: keep the backslash; the character after it starts
+                // the next run.
                 out.push('\\');
-                out.push(other);
+                i = at + 1;
             }
         }
     }
+    out.push_str(&inner[i..]);
     out
 }
 
@@ -603,6 +684,128 @@ mod tests {
             assert!(parse_whole(&format!("\"{pad}\u{1}xxxxxxxxxx\"")).is_err(), "{i}");
             assert_eq!(parse_whole(&format!("\"{pad}\\\"xxxxxxxxx\"")).map(str::len), Ok(pad.len() + 13));
             assert_eq!(skip_value(format!("\"{pad}\"xxxxxxxxxx").as_bytes(), 0), Ok(pad.len() + 2));
+        }
+    }
+
+    /// The character-by-character decoder [`unescape`] replaced, as an oracle.
+    fn unescape_by_chars(inner: &str) -> String {
+        let mut out = String::new();
+        let mut chars = inner.char_indices().peekable();
+        let b = inner.as_bytes();
+        while let Some((i, c)) = chars.next() {
+            if c != '\\' {
+                out.push(c);
+                continue;
+            }
+            let Some((_, e)) = chars.next() else {
+                out.push('\\');
+                break;
+            };
+            match e {
+                '"' => out.push('"'),
+                '\\' => out.push('\\'),
+                '/' => out.push('/'),
+                'b' => out.push('\u{8}'),
+                'f' => out.push('\u{c}'),
+                'n' => out.push('\n'),
+                'r' => out.push('\r'),
+                't' => out.push('\t'),
+                'u' => {
+                    let Some(hi) = hex4(b, i + 2) else {
+                        out.push_str("\\u");
+                        continue;
+                    };
+                    for _ in 0..4 {
+                        chars.next();
+                    }
+                    if (0xD800..0xDC00).contains(&hi) {
+                        if b.get(i + 6) == Some(&b'\\')
+                            && b.get(i + 7) == Some(&b'u')
+                            && let Some(lo) = hex4(b, i + 8)
+                            && (0xDC00..0xE000).contains(&lo)
+                        {
+                            for _ in 0..6 {
+                                chars.next();
+                            }
+                            out.push(
+                                char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)).unwrap_or('\u{fffd}'),
+                            );
+                            continue;
+                        }
+                        out.push('\u{fffd}');
+                    } else {
+                        out.push(char::from_u32(hi).unwrap_or('\u{fffd}'));
+                    }
+                }
+                other => {
+                    out.push('\\');
+                    out.push(other);
+                }
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
+
+        #[test]
+        fn unescape_decodes_like_the_char_by_char_decoder(
+            inner in "([a-zé😀 ]|\\\\[\"\\\\/bfnrtxé]|\\\\u[0-9a-fA-FdD]{0,4}|\\\\u[dD][89abAB][0-9a-f]{2}(\\\\u[dD][c-fC-F][0-9a-f]{2})?|\\\\){0,12}"
+        ) {
+            proptest::prop_assert_eq!(unescape(&inner), unescape_by_chars(&inner));
+        }
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i32>().prop_map(serde_json::Value::from),
+            (-1e6f64..1e6).prop_map(serde_json::Value::from),
+            "([a-z\"\\\\/\n\t{}\\[\\],:é😀 ]|\u{1}){0,30}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(4, 40, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(serde_json::Value::Array),
+                proptest::collection::vec(("[a-z\"{}]{0,6}", inner), 0..5)
+                    .prop_map(|kv| serde_json::Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1024))]
+
+        /// On valid JSON the unchecked splitters find exactly what the validating ones do.
+        #[test]
+        fn validated_splitting_agrees_with_validating(v in json_value(), pretty in proptest::bool::ANY) {
+            // Compact as the references write, or with whitespace between tokens.
+            let text = if pretty {
+                serde_json::to_string_pretty(&v).expect("serialises")
+            } else {
+                crate::json::to_js_string(&v)
+            };
+            let b = text.as_bytes();
+            proptest::prop_assert_eq!(skip_value_validated(b, 0), skip_value(b, 0));
+            if let Some(obj) = Obj::parse(&text) {
+                let fast = Obj::parse_validated(&text).expect("an object");
+                proptest::prop_assert_eq!(fast.members, obj.members);
+            }
+            if text.starts_with('[') {
+                let elements = array_elements(&text);
+                let expected = serde_json::from_str::<Vec<serde_json::Value>>(&text).map(|a| a.len()).unwrap_or(0);
+                proptest::prop_assert_eq!(elements.len(), expected);
+            }
+        }
+
+        /// On anything else they stay in bounds and terminate.
+        #[test]
+        fn validated_splitting_survives_garbage(text in "[\"\\\\{}\\[\\],: a1é]{0,40}") {
+            let _ = skip_value_validated(text.as_bytes(), 0);
+            let _ = Obj::parse_validated(&text).map(|o| o.get_str("a"));
+            let _ = array_elements(&text);
         }
     }
 
