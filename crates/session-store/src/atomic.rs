@@ -11,6 +11,10 @@
 //!
 //! Any failure before the rename deletes the temporary file and leaves `<name>` untouched.
 //!
+//! A new file written with [`crate::Durability::None`] skips the syncs of steps 2 and 5
+//! (see [`crate::Storage::write_atomic_stream`]): readers still never see it partly
+//! written, but after a power loss it may be missing, empty or cut short.
+//!
 //! What a reader can observe: before step 4 the old file (or none); after it the complete new
 //! file. After a crash or power loss at any point a reader finds either the complete old file or
 //! the complete new one, never a mixture, plus possibly an orphaned `.<name>.*.tmp` (dot-files are

@@ -232,7 +232,7 @@ impl SessionManager {
         match self.dialect {
             Dialect::Pi => {
                 self.header = header;
-                self.set_entries(records);
+                self.replace_entries(records, None);
                 self.flushed = true;
                 if report.migrated {
                     let size = stat.size + u64::from(report.repaired_final_newline);
@@ -247,7 +247,7 @@ impl SessionManager {
                 }));
                 self.header = fold_slot(&header, parsed.title_slot.as_ref());
                 let records = self.resolve_blobs(records);
-                self.set_entries(records);
+                self.replace_entries(records, None);
                 self.expected_size = Some(parsed.byte_len as u64);
                 self.file_is_current = true;
                 self.force_file_creation = true;
@@ -274,11 +274,6 @@ impl SessionManager {
                 }
             })
             .collect()
-    }
-
-    fn set_entries(&mut self, entries: Vec<Record>) {
-        self.has_conversation = entries.iter().any(|r| self.counts_as_conversation(r));
-        self.tree = SessionTree::new(self.dialect, entries);
     }
 
     fn counts_as_conversation(&self, r: &Record) -> bool {
@@ -695,11 +690,7 @@ impl SessionManager {
         });
         // pi writes the new file only once it holds a conversation; omp always does.
         let write_to = new_file.as_deref().filter(|_| self.dialect == Dialect::Omp || has_conversation);
-        // The old index is dropped while the new file is written (freeing it takes a while).
-        let old_tree = std::mem::replace(&mut self.tree, SessionTree::new(self.dialect, Vec::new()));
-        let (tree, published) = self.publish_while_indexing(kept, write_to, old_tree);
-        self.tree = tree;
-        self.has_conversation = has_conversation;
+        let published = self.replace_entries(kept, write_to);
         let Some(new_file) = new_file else {
             return Ok(None);
         };
@@ -725,29 +716,30 @@ impl SessionManager {
         Ok(Some(new_file))
     }
 
-    /// Makes `entries` the session's entries and writes the whole session to the new
-    /// file `path` (at once, see [`SessionManager::publish_while_indexing`]).
-    fn index_and_publish_new(&mut self, entries: Vec<Record>, path: &Path) -> Result<u64> {
+    /// Makes `entries` the session's entries and, when `target` is given, writes the
+    /// whole session (current header and title slot) to that new file, returning what
+    /// the write gave. For a large session the file is written on a second thread
+    /// while the new index is built and the old one freed.
+    fn replace_entries(&mut self, mut entries: Vec<Record>, target: Option<&Path>) -> Option<Result<u64>> {
+        // The file holds exactly the tree's entries.
+        entries.retain(SessionTree::keeps);
         self.has_conversation = entries.iter().any(|r| self.counts_as_conversation(r));
         let old = std::mem::replace(&mut self.tree, SessionTree::new(self.dialect, Vec::new()));
-        let (tree, written) = self.publish_while_indexing(entries, Some(path), old);
+        let (tree, written) = self.publish_while_indexing(entries, target, old);
         self.tree = tree;
-        written.unwrap_or(Ok(0))
+        written
     }
 
-    /// Indexes `entries` as the session's new tree and, when `target` is given, writes
-    /// them (with the current header and title slot) to that new file; drops `old`.
-    /// For a large session the file is written on a second thread meanwhile.
+    /// [`SessionManager::replace_entries`] without touching `self`: returns the new
+    /// index (dropping `old` meanwhile) and what the write gave.
     fn publish_while_indexing(
         &self,
-        mut entries: Vec<Record>,
+        entries: Vec<Record>,
         target: Option<&Path>,
         old: SessionTree,
     ) -> (SessionTree, Option<Result<u64>>) {
         /// Below this many entries a thread costs more than it saves.
         const PARALLEL_FROM: usize = 2_000;
-        // The file holds exactly the tree's entries.
-        entries.retain(SessionTree::keeps);
         let Some(path) = target else {
             return (SessionTree::new(self.dialect, entries), None);
         };
@@ -810,7 +802,7 @@ impl SessionManager {
             Dialect::Pi => {
                 m.header = entries::pi::header(&id, &ts, &target_cwd_abs, Some(&source.to_string_lossy()));
                 m.file = Some(file.clone());
-                m.index_and_publish_new(records, &file)?;
+                m.replace_entries(records, Some(&file)).unwrap_or(Ok(0))?;
                 m.flushed = true;
             }
             Dialect::Omp => {
@@ -846,7 +838,7 @@ impl SessionManager {
                 let records = m.resolve_blobs(records);
                 m.file = Some(file.clone());
                 m.force_file_creation = true;
-                m.expected_size = Some(m.index_and_publish_new(records, &file)?);
+                m.expected_size = Some(m.replace_entries(records, Some(&file)).unwrap_or(Ok(0))?);
                 m.file_is_current = true;
             }
         }
