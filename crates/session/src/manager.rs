@@ -720,9 +720,11 @@ impl SessionManager {
     /// whole session (current header and title slot) to that new file, returning what
     /// the write gave. For a large session the file is written on a second thread
     /// while the new index is built and the old one freed.
-    fn replace_entries(&mut self, mut entries: Vec<Record>, target: Option<&Path>) -> Option<Result<u64>> {
-        // The file holds exactly the tree's entries.
-        entries.retain(SessionTree::keeps);
+    ///
+    /// When writing, `entries` must be what the tree keeps ([`SessionTree::keeps`]),
+    /// so that the file holds exactly the tree's entries.
+    fn replace_entries(&mut self, entries: Vec<Record>, target: Option<&Path>) -> Option<Result<u64>> {
+        debug_assert!(target.is_none() || entries.iter().all(SessionTree::keeps));
         self.has_conversation = entries.iter().any(|r| self.counts_as_conversation(r));
         let old = std::mem::replace(&mut self.tree, SessionTree::new(self.dialect, Vec::new()));
         let (tree, written) = self.publish_while_indexing(entries, target, old);
@@ -792,6 +794,8 @@ impl SessionManager {
         let mut records = parsed.records;
         session_migrate::migrate(&mut records, &mut || ids::new_entry_id(dialect, &mut rand::rng(), |_| false));
         let src_header = records.remove(0);
+        // Stray headers and nulls are not entries: the copy leaves them out.
+        records.retain(SessionTree::keeps);
         storage.ensure_dir(session_dir)?;
         let target_cwd_abs = absolute(&env.process_cwd, Path::new(target_cwd)).to_string_lossy().into_owned();
         let mut m = SessionManager::blank(dialect, env, target_cwd_abs.clone(), Some(session_dir.to_path_buf()), true);
