@@ -524,6 +524,31 @@ mod tests {
         }
     }
 
+    /// A cache written `after_ns` after the file's mtime answers with what it holds
+    /// only when that is outside the racy window.
+    #[test]
+    fn racy_entries_are_rescanned_and_settled_ones_are_not() {
+        let root = std::env::temp_dir().join(format!("sd-cache-racy-{}", std::process::id()));
+        let _ = fs_err::remove_dir_all(&root);
+        fs_err::create_dir_all(&root).expect("dir");
+        let file = root.join("a.jsonl");
+        fs_err::write(&file, "{}\n").expect("file");
+        let mtime = FileKey::of(&file).expect("stat").mtime_ns;
+        fn named(name: &'static str) -> impl Fn(&Path) -> Option<SessionInfo> {
+            move |p| Some(SessionInfo { name: Some(name.into()), ..sample(p) })
+        }
+        for (scope, after_ns, expected) in [("settled", 10 * RACY_NS, "cached"), ("racy", RACY_NS / 2, "rebuilt")] {
+            let cache = ListCache::load(&root.join("c"), Dialect::Pi, scope);
+            assert_eq!(cache.info(&file, &named("cached")).and_then(|i| i.name).as_deref(), Some("cached"));
+            cache.save(mtime + after_ns);
+            let cache = ListCache::load(&root.join("c"), Dialect::Pi, scope);
+            let got = cache.info(&file, &named("rebuilt"));
+            assert_eq!(got.as_ref().and_then(|i| i.name.as_deref()), Some(expected), "{scope}");
+            assert_eq!(got.map(|i| i.all_messages_text), Some(sample(&file).all_messages_text), "{scope}");
+        }
+        let _ = fs_err::remove_dir_all(&root);
+    }
+
     #[test]
     fn info_round_trips_and_damage_is_detected() {
         let p = Path::new("/s/a.jsonl");
