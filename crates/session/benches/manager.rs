@@ -34,6 +34,15 @@ impl Drop for TempDir {
     }
 }
 
+/// A file deleted when dropped: criterion drops a routine's output outside the timing.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = fs_err::remove_file(&self.0);
+    }
+}
+
 fn env_in(dir: &Path, durability: Durability) -> Env {
     Env { process_cwd: dir.to_path_buf(), ..Env::files() }.with_durability(durability)
 }
@@ -135,9 +144,8 @@ fn whole_file(c: &mut Criterion) {
                     || SessionManager::open(dialect, &source, env_in(&dir.0, Durability::None)).expect("open"),
                     |mut m| {
                         let path = m.create_branched_session(leaf).expect("branch").expect("path");
-                        // The session itself is returned and dropped outside the timing.
-                        let _ = fs_err::remove_file(path);
-                        m
+                        // The session and its new file are dropped (deleted) outside the timing.
+                        (m, RemoveOnDrop(path))
                     },
                     BatchSize::PerIteration,
                 )
@@ -151,8 +159,8 @@ fn whole_file(c: &mut Criterion) {
                     let m =
                         SessionManager::fork_from(dialect, &source, "/var/tmp", &out, env_in(&dir.0, Durability::None))
                             .expect("fork");
-                    let _ = fs_err::remove_file(m.session_file().expect("file"));
-                    m
+                    let copy = RemoveOnDrop(m.session_file().expect("file").to_path_buf());
+                    (m, copy)
                 },
                 BatchSize::PerIteration,
             )
