@@ -1,6 +1,5 @@
 //! Listing, recent sessions, most-recent lookup, lookup by id and resume matching.
 
-use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::mpsc;
@@ -207,16 +206,10 @@ impl Discovery {
                         (p, st)
                     })
                     .collect();
-                files.sort_by(|a, b| {
-                    let am = a.1.map(|s| s.mtime_ns);
-                    let bm = b.1.map(|s| s.mtime_ns);
-                    match (am, bm) {
-                        (Some(x), Some(y)) => y.cmp(&x),
-                        (Some(_), None) => Ordering::Less,
-                        (None, Some(_)) => Ordering::Greater,
-                        (None, None) => Ordering::Equal,
-                    }
-                    .then_with(|| locale_compare(&file_name(&b.0), &file_name(&a.0)))
+                // Newest first (unreadable last), then names in reverse locale order.
+                files.sort_by_cached_key(|(path, st)| {
+                    let mtime = st.map(|s| s.mtime_ns);
+                    (mtime.is_none(), std::cmp::Reverse(mtime), std::cmp::Reverse(collation_key(&file_name(path))))
                 });
                 let files: Vec<PathBuf> = files.into_iter().map(|f| f.0).collect();
                 let scope = format!("all\0{}", self.dirs.sessions_root.display());
@@ -468,12 +461,7 @@ fn pi_dir_files(dir: &Path) -> Result<Vec<PathBuf>, DiscoveryError> {
         Err(source) => return Err(DiscoveryError::ReadDir { path: dir.to_path_buf(), source }),
     };
     let mut names: Vec<_> = entries.into_iter().filter(|e| e.name.ends_with(".jsonl")).collect();
-    if names.iter().all(|e| e.name.is_ascii()) {
-        // Session file names are ASCII: compute each collation key once.
-        names.sort_by_cached_key(|e| std::cmp::Reverse(ascii_collation_key(&e.name)));
-    } else {
-        names.sort_by(|a, b| locale_compare(&b.name, &a.name));
-    }
+    names.sort_by_cached_key(|e| std::cmp::Reverse(collation_key(&e.name)));
     Ok(names.into_iter().map(|e| e.path).collect())
 }
 
@@ -557,79 +545,40 @@ fn sort_by_modified(v: &mut [SessionInfo]) {
 /// omp's order: `modified` desc, then `created` desc (invalid as 0), then path in
 /// reverse locale order.
 fn sort_omp(v: &mut [SessionInfo]) {
-    v.sort_by(|a, b| {
-        b.modified
-            .cmp(&a.modified)
-            .then_with(|| b.created.unwrap_or(0).cmp(&a.created.unwrap_or(0)))
-            .then_with(|| locale_compare(&b.path.to_string_lossy(), &a.path.to_string_lossy()))
+    use std::cmp::Reverse;
+    // Keys computed once: ties on the times (files copied together) are common.
+    v.sort_by_cached_key(|s| {
+        (Reverse(s.modified), Reverse(s.created.unwrap_or(0)), Reverse(collation_key(&s.path.to_string_lossy())))
     });
 }
 
-/// Approximates ICU root collation (`localeCompare`) for file names: punctuation
-/// and symbols sort before digits, digits before letters, letters compare
-/// case-insensitively first (lower case first on ties), then code points.
-pub(crate) fn locale_compare(a: &str, b: &str) -> Ordering {
-    if a.is_ascii() && b.is_ascii() {
-        return locale_compare_ascii(a.as_bytes(), b.as_bytes());
+/// A character's primary collation weight: its class (punctuation and symbols,
+/// digits, letters) and its value (letters lower-cased).
+fn primary_weight(c: char) -> (u8, u32) {
+    if c.is_ascii_digit() {
+        (1, c as u32)
+    } else if c.is_alphabetic() {
+        (2, c.to_lowercase().next().unwrap_or(c) as u32)
+    } else {
+        (0, c as u32)
     }
-    locale_compare_chars(a, b)
 }
 
-/// [`locale_compare`] character by character, for any names.
-fn locale_compare_chars(a: &str, b: &str) -> Ordering {
-    fn primary(c: char) -> (u8, u32) {
-        if c.is_ascii_digit() {
-            (1, c as u32)
-        } else if c.is_alphabetic() {
-            (2, c.to_lowercase().next().unwrap_or(c) as u32)
-        } else {
-            (0, c as u32)
-        }
-    }
-    let pa = a.chars().map(primary);
-    let pb = b.chars().map(primary);
-    pa.cmp(pb)
-        .then_with(|| {
-            let ta = a.chars().map(|c| c.is_uppercase());
-            let tb = b.chars().map(|c| c.is_uppercase());
-            ta.cmp(tb)
-        })
-        .then_with(|| a.cmp(b))
-}
-
-/// A key whose plain order is [`locale_compare`]'s for ASCII names: the primary
-/// weights as bytes (punctuation, then digits, then letters without case), then
-/// the case of each letter (lower first), then the bytes.
-fn ascii_collation_key(name: &str) -> (Vec<u8>, Vec<bool>, Vec<u8>) {
-    let b = name.as_bytes();
-    let primary = b
-        .iter()
-        .map(|&c| match c {
-            b'0'..=b'9' => 128 + (c - b'0'),
-            c if c.is_ascii_alphabetic() => 138 + (c.to_ascii_lowercase() - b'a'),
-            c => c,
+/// A key whose plain order approximates ICU root collation (`localeCompare`) for
+/// file names: punctuation and symbols sort before digits, digits before letters,
+/// letters compare case-insensitively first (lower case first on ties), then code
+/// points. Sorting with keys computes each once: the primary weights (class, then
+/// the lower-cased character) packed in one number per character, then the case
+/// of each character, then the bytes.
+fn collation_key(name: &str) -> (Vec<u32>, Vec<bool>, Vec<u8>) {
+    let primary = name
+        .chars()
+        .map(|c| {
+            let (class, value) = primary_weight(c);
+            u32::from(class) << 21 | value
         })
         .collect();
-    (primary, b.iter().map(u8::is_ascii_uppercase).collect(), b.to_vec())
-}
-
-/// [`locale_compare`] for ASCII names (every session file name), byte by byte: the
-/// same order without decoding characters or case tables.
-fn locale_compare_ascii(a: &[u8], b: &[u8]) -> Ordering {
-    fn primary(c: u8) -> (u8, u8) {
-        if c.is_ascii_digit() {
-            (1, c)
-        } else if c.is_ascii_alphabetic() {
-            (2, c.to_ascii_lowercase())
-        } else {
-            (0, c)
-        }
-    }
-    a.iter()
-        .map(|&c| primary(c))
-        .cmp(b.iter().map(|&c| primary(c)))
-        .then_with(|| a.iter().map(u8::is_ascii_uppercase).cmp(b.iter().map(u8::is_ascii_uppercase)))
-        .then_with(|| a.cmp(b))
+    (primary, name.chars().map(char::is_uppercase).collect(), name.as_bytes().to_vec())
 }
 
 /// Builds infos for `files` on worker threads and reports progress in completion
@@ -705,25 +654,31 @@ fn now_ns() -> i64 {
 
 #[cfg(test)]
 mod tests {
+    use std::cmp::Ordering;
+
     use super::*;
     use proptest::prelude::*;
 
+    /// `localeCompare` as the rule reads, one comparison at a time.
+    fn locale_compare(a: &str, b: &str) -> Ordering {
+        a.chars()
+            .map(primary_weight)
+            .cmp(b.chars().map(primary_weight))
+            .then_with(|| a.chars().map(char::is_uppercase).cmp(b.chars().map(char::is_uppercase)))
+            .then_with(|| a.cmp(b))
+    }
+
     proptest! {
         #[test]
-        fn collation_keys_order_like_locale_compare(a in "[ -~]{0,12}", b in "[ -~]{0,12}") {
-            prop_assert_eq!(ascii_collation_key(&a).cmp(&ascii_collation_key(&b)), locale_compare(&a, &b));
-        }
-
-        #[test]
-        fn ascii_fast_path_orders_like_the_general_one(a in "[ -~]{0,12}", b in "[ -~]{0,12}") {
-            prop_assert_eq!(locale_compare(&a, &b), locale_compare_chars(&a, &b));
+        fn collation_keys_order_like_the_comparison(a in "[ -~éÉß日😀]{0,12}", b in "[ -~éÉß日😀]{0,12}") {
+            prop_assert_eq!(collation_key(&a).cmp(&collation_key(&b)), locale_compare(&a, &b));
         }
     }
 
     #[test]
     fn session_names_order() {
         let mut v = vec!["b_2.jsonl", "B_1.jsonl", "a-1.jsonl", "_z.jsonl", "10.jsonl", "9.jsonl"];
-        v.sort_by(|a, b| locale_compare(a, b));
+        v.sort_by_cached_key(|n| collation_key(n));
         assert_eq!(v, ["_z.jsonl", "10.jsonl", "9.jsonl", "a-1.jsonl", "B_1.jsonl", "b_2.jsonl"]);
     }
 }

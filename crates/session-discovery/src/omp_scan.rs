@@ -73,7 +73,12 @@ fn decode_fragment(v: &str) -> String {
 }
 
 fn find_from(source: &str, needle: &str, from: usize) -> Option<usize> {
-    memchr::memmem::find(source.get(from..)?.as_bytes(), needle.as_bytes()).map(|i| i + from)
+    let hay = source.get(from..)?.as_bytes();
+    let found = match needle.as_bytes() {
+        [byte] => memchr::memchr(*byte, hay),
+        n => memchr::memmem::find(hay, n),
+    };
+    found.map(|i| i + from)
 }
 
 /// `extractStringProperty(source, name, startIndex)`.
@@ -356,8 +361,8 @@ pub(crate) fn scan_session_file(path: &Path, with_status: bool) -> Option<Sessio
     }
     let message_count = parsed_messages.max(count_message_markers(&content));
     let marker = "\"role\":\"assistant\"";
-    let mut assistant_turns =
-        parsed_assistant.max(content.matches(marker).count() as u64).max(suffix.matches(marker).count() as u64);
+    let count = |text: &str| memchr::memmem::find_iter(text.as_bytes(), marker).count() as u64;
+    let mut assistant_turns = parsed_assistant.max(count(&content)).max(count(&suffix));
     if assistant_turns == 0 && has_assistant_turn(path) {
         assistant_turns = 1;
     }
