@@ -104,7 +104,7 @@ fn has_special(w: u64) -> bool {
 /// Past them, quotes and backslashes are found with SIMD (`memchr2`) and the run before
 /// one is proven free of control characters by one vectorised pass (they are rare).
 #[inline]
-pub fn plain_run_end(b: &[u8], from: usize) -> usize {
+pub(crate) fn plain_run_end(b: &[u8], from: usize) -> usize {
     let mut pos = from;
     let short_end = b.len().min(from.saturating_add(SHORT_RUN));
     while pos + 8 <= short_end {
@@ -298,7 +298,7 @@ pub fn skip_value(b: &[u8], pos: usize) -> Result<usize, ScanError> {
 /// checking it again; returns its end. Strings are crossed with SIMD searches for
 /// the quote. On text that is not valid JSON it still never reads out of bounds and
 /// always moves forward, but the span it finds is meaningless.
-pub fn skip_value_validated(b: &[u8], pos: usize) -> Result<usize, ScanError> {
+pub(crate) fn skip_value_validated(b: &[u8], pos: usize) -> Result<usize, ScanError> {
     match b.get(pos) {
         None => Err(ScanError::Incomplete),
         Some(b'"') => skip_string_validated(b, pos),
