@@ -45,6 +45,7 @@ pub mod json;
 mod parse;
 mod record;
 pub mod scan;
+mod strings;
 pub mod timestamp;
 mod title;
 

@@ -3,7 +3,8 @@
 //!
 //! Loading a session and listing sessions read every byte but need only a handful of
 //! fields, so this module only checks the grammar (iteratively, so deep nesting cannot
-//! exhaust the stack; strings eight bytes at a time) and hands out borrowed spans;
+//! exhaust the stack; strings 64 bytes at a time, see `strings.rs`) and hands out
+//! borrowed spans;
 //! strings are decoded on demand. Unlike `serde_json`, it accepts escaped lone
 //! surrogates (`"\udc00"`), as JavaScript does; they decode to U+FFFD.
 //!
@@ -18,6 +19,8 @@
 //! ```
 
 use std::borrow::Cow;
+
+use crate::strings::{Checked, Quotes, StringEnds};
 
 /// Why a text is not one JSON value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,40 +136,6 @@ pub(crate) fn plain_run_end(b: &[u8], from: usize) -> usize {
 /// How many bytes [`plain_run_end`] reads word by word before it searches.
 const SHORT_RUN: usize = 64;
 
-/// Validates one string starting at `pos` (the opening quote); returns the end
-/// (after the closing quote).
-fn skip_string(b: &[u8], mut pos: usize) -> Result<usize, ScanError> {
-    pos += 1;
-    loop {
-        pos = plain_run_end(b, pos);
-        if pos >= b.len() {
-            return Err(ScanError::Incomplete);
-        }
-        match b[pos] {
-            b'"' => return Ok(pos + 1),
-            b'\\' => {
-                pos += 1;
-                match b.get(pos) {
-                    None => return Err(ScanError::Incomplete),
-                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => pos += 1,
-                    Some(b'u') => {
-                        for i in 1..=4 {
-                            match b.get(pos + i) {
-                                None => return Err(ScanError::Incomplete),
-                                Some(h) if h.is_ascii_hexdigit() => {}
-                                Some(_) => return Err(ScanError::Syntax),
-                            }
-                        }
-                        pos += 5;
-                    }
-                    Some(_) => return Err(ScanError::Syntax),
-                }
-            }
-            _ => return Err(ScanError::Syntax),
-        }
-    }
-}
-
 fn skip_digits(b: &[u8], mut pos: usize) -> usize {
     while pos < b.len() && b[pos].is_ascii_digit() {
         pos += 1;
@@ -219,6 +188,12 @@ fn skip_literal(b: &[u8], pos: usize, lit: &[u8]) -> Result<usize, ScanError> {
 
 /// Validates one value starting at `pos` (no leading whitespace); returns its end.
 pub fn skip_value(b: &[u8], pos: usize) -> Result<usize, ScanError> {
+    walk_value(b, pos, &mut Checked::new(pos))
+}
+
+/// [`skip_value`] with the strings' ends found by `strings`, which must have begun
+/// at or before `pos`, outside any string.
+fn walk_value(b: &[u8], pos: usize, strings: &mut impl StringEnds) -> Result<usize, ScanError> {
     // Containers are tracked on an explicit stack: `true` = object.
     let mut stack: Vec<bool> = Vec::new();
     let mut pos = pos;
@@ -226,7 +201,7 @@ pub fn skip_value(b: &[u8], pos: usize) -> Result<usize, ScanError> {
         // Parse one value at `pos`.
         let c = *b.get(pos).ok_or(ScanError::Incomplete)?;
         let mut end = match c {
-            b'"' => skip_string(b, pos)?,
+            b'"' => strings.string_end(b, pos)?,
             b'-' | b'0'..=b'9' => skip_number(b, pos)?,
             b't' => skip_literal(b, pos, b"true")?,
             b'f' => skip_literal(b, pos, b"false")?,
@@ -249,7 +224,7 @@ pub fn skip_value(b: &[u8], pos: usize) -> Result<usize, ScanError> {
                     None => return Err(ScanError::Incomplete),
                     Some(b'}') => p + 1,
                     Some(b'"') => {
-                        let p = object_key(b, p)?;
+                        let p = object_key(b, p, strings)?;
                         stack.push(true);
                         pos = p;
                         continue;
@@ -272,7 +247,7 @@ pub fn skip_value(b: &[u8], pos: usize) -> Result<usize, ScanError> {
                     if is_obj {
                         match b.get(p) {
                             None => return Err(ScanError::Incomplete),
-                            Some(b'"') => pos = object_key(b, p)?,
+                            Some(b'"') => pos = object_key(b, p, strings)?,
                             Some(_) => return Err(ScanError::Syntax),
                         }
                     } else {
@@ -298,17 +273,24 @@ pub fn skip_value(b: &[u8], pos: usize) -> Result<usize, ScanError> {
 /// checking it again; returns its end. Strings are crossed with SIMD searches for
 /// the quote. On text that is not valid JSON it still never reads out of bounds and
 /// always moves forward, but the span it finds is meaningless.
+#[cfg(test)]
 pub(crate) fn skip_value_validated(b: &[u8], pos: usize) -> Result<usize, ScanError> {
+    skip_validated(b, pos, &mut Quotes::new(pos))
+}
+
+/// [`skip_value_validated`] with the strings' ends found by `quotes`, which must have
+/// begun at or before `pos`.
+fn skip_validated(b: &[u8], pos: usize, quotes: &mut Quotes) -> Result<usize, ScanError> {
     match b.get(pos) {
         None => Err(ScanError::Incomplete),
-        Some(b'"') => skip_string_validated(b, pos),
+        Some(b'"') => quotes.string_end(b, pos),
         Some(b'{' | b'[') => {
             let mut depth = 0usize;
             let mut p = pos;
             while let Some(&c) = b.get(p) {
                 match c {
                     b'"' => {
-                        p = skip_string_validated(b, p)?;
+                        p = quotes.string_end(b, p)?;
                         continue;
                     }
                     b'{' | b'[' => depth += 1,
@@ -332,22 +314,9 @@ pub(crate) fn skip_value_validated(b: &[u8], pos: usize) -> Result<usize, ScanEr
     }
 }
 
-/// [`skip_value_validated`] for a string starting at `pos` (the opening quote).
-fn skip_string_validated(b: &[u8], pos: usize) -> Result<usize, ScanError> {
-    let mut p = pos + 1;
-    loop {
-        let rest = b.get(p..).ok_or(ScanError::Incomplete)?;
-        match memchr::memchr2(b'"', b'\\', rest) {
-            None => return Err(ScanError::Incomplete),
-            Some(k) if rest[k] == b'"' => return Ok(p + k + 1),
-            Some(k) => p += k + 2,
-        }
-    }
-}
-
 /// Validates `"key" :` at `pos`; returns the position of the value.
-fn object_key(b: &[u8], pos: usize) -> Result<usize, ScanError> {
-    let p = skip_ws(b, skip_string(b, pos)?);
+fn object_key(b: &[u8], pos: usize, strings: &mut impl StringEnds) -> Result<usize, ScanError> {
+    let p = skip_ws(b, strings.string_end(b, pos)?);
     match b.get(p) {
         None => Err(ScanError::Incomplete),
         Some(b':') => Ok(skip_ws(b, p + 1)),
@@ -360,7 +329,7 @@ fn object_key(b: &[u8], pos: usize) -> Result<usize, ScanError> {
 pub fn parse_whole(text: &str) -> Result<&str, ScanError> {
     let b = text.as_bytes();
     let start = skip_ws(b, 0);
-    let end = skip_value(b, start)?;
+    let end = walk_value(b, start, &mut Checked::new(start))?;
     if skip_ws(b, end) != b.len() {
         return Err(ScanError::Syntax);
     }
@@ -383,6 +352,7 @@ pub fn object_fields<'a, const N: usize>(
 ) -> Result<([Option<&'a str>; N], usize), ScanError> {
     let b = raw.as_bytes();
     let mut out = [None; N];
+    let mut strings = Checked::new(start);
     match b.get(start) {
         None => return Err(ScanError::Incomplete),
         Some(b'{') => {}
@@ -400,7 +370,7 @@ pub fn object_fields<'a, const N: usize>(
             Some(b'"') => {}
             Some(_) => return Err(ScanError::Syntax),
         }
-        let kend = skip_string(b, p)?;
+        let kend = strings.string_end(b, p)?;
         let key = &raw[p..kend];
         p = skip_ws(b, kend);
         match b.get(p) {
@@ -409,7 +379,7 @@ pub fn object_fields<'a, const N: usize>(
             Some(_) => return Err(ScanError::Syntax),
         }
         let vstart = skip_ws(b, p + 1);
-        let vend = skip_value(b, vstart)?;
+        let vend = walk_value(b, vstart, &mut strings)?;
         if let Some(i) = keys.iter().position(|k| key_eq(key, k)) {
             out[i] = Some(&raw[vstart..vend]);
         }
@@ -448,16 +418,17 @@ impl<'a> Obj<'a> {
             return None;
         }
         let mut members = Vec::new();
+        let mut quotes = Quotes::new(0);
         let mut p = skip_ws(b, 1);
         while b.get(p) == Some(&b'"') {
-            let kend = skip_string_validated(b, p).ok()?;
+            let kend = quotes.string_end(b, p).ok()?;
             let key = raw.get(p..kend)?;
             p = skip_ws(b, kend);
             if b.get(p) != Some(&b':') {
                 return None;
             }
             let vstart = skip_ws(b, p + 1);
-            let vend = skip_value_validated(b, vstart).ok()?;
+            let vend = skip_validated(b, vstart, &mut quotes).ok()?;
             members.push((key, raw.get(vstart..vend)?));
             p = skip_ws(b, vend);
             match b.get(p) {
@@ -491,6 +462,7 @@ impl<'a> Obj<'a> {
             return None;
         }
         let mut members = Vec::new();
+        let mut strings = Checked::new(start);
         let mut p = skip_ws(b, start + 1);
         if b.get(p) == Some(&b'}') {
             return Some((Obj { members }, p + 1));
@@ -499,14 +471,14 @@ impl<'a> Obj<'a> {
             if b.get(p) != Some(&b'"') {
                 return None;
             }
-            let kend = skip_string(b, p).ok()?;
+            let kend = strings.string_end(b, p).ok()?;
             let key = &raw[p..kend];
             p = skip_ws(b, kend);
             if b.get(p) != Some(&b':') {
                 return None;
             }
             let vstart = skip_ws(b, p + 1);
-            let vend = skip_value(b, vstart).ok()?;
+            let vend = walk_value(b, vstart, &mut strings).ok()?;
             members.push((key, &raw[vstart..vend]));
             p = skip_ws(b, vend);
             match b.get(p) {
@@ -543,12 +515,13 @@ pub fn array_elements(raw: &str) -> Vec<&str> {
     if b.first() != Some(&b'[') {
         return out;
     }
+    let mut quotes = Quotes::new(0);
     let mut p = skip_ws(b, 1);
     if b.get(p) == Some(&b']') {
         return out;
     }
     loop {
-        let Ok(end) = skip_value_validated(b, p) else { return out };
+        let Ok(end) = skip_validated(b, p, &mut quotes) else { return out };
         let Some(element) = raw.get(p..end) else { return out };
         out.push(element);
         p = skip_ws(b, end);
@@ -797,6 +770,27 @@ mod tests {
                 let elements = array_elements(&text);
                 let expected = serde_json::from_str::<Vec<serde_json::Value>>(&text).map(|a| a.len()).unwrap_or(0);
                 proptest::prop_assert_eq!(elements.len(), expected);
+            }
+        }
+
+        /// The validator finds strings' ends with the block index; on valid JSON, on
+        /// JSON cut anywhere and on JSON with one byte changed it gives exactly the
+        /// answer of the byte-at-a-time definition.
+        #[test]
+        fn block_index_validates_like_byte_by_byte(
+            v in json_value(),
+            cut in proptest::num::usize::ANY,
+            (at, byte) in (proptest::num::usize::ANY, proptest::sample::select(b"\"\\\n\t{}[],:u0 ".to_vec())),
+        ) {
+            let text = crate::json::to_js_string(&v);
+            let cut = &text.as_bytes()[..cut % (text.len() + 1)];
+            let mut changed = text.clone().into_bytes();
+            let at = at % changed.len();
+            changed[at] = byte;
+            for b in [text.as_bytes(), cut, &changed] {
+                let sequential = walk_value(b, 0, &mut crate::strings::Sequential);
+                proptest::prop_assert_eq!(walk_value(b, 0, &mut Checked::new(0)), sequential);
+                proptest::prop_assert_eq!(skip_value(b, 0), sequential);
             }
         }
 

@@ -1,0 +1,315 @@
+//! Finding where JSON strings end, 64 bytes at a time.
+//!
+//! Session text is mostly string content, and escapes are dense in it (a quote or a
+//! backslash every 20 bytes or so in agent transcripts: `\n`, `\"`, `\t`), so
+//! stopping at each one costs more than reading the bytes. [`Marks`] instead classifies
+//! a block of 64 bytes at once with SIMD compares (quotes, backslashes, control
+//! characters, valid escape letters), works out which characters are escaped and which
+//! bytes lie inside strings with bit arithmetic (the first stage of simdjson, Langdale
+//! and Lemire 2019), and keeps two bitmaps: the quotes that end strings and the string
+//! bytes that break the grammar. A string's end is then the next set bit.
+//!
+//! The index runs forward from a point outside any string and trusts that every quote
+//! it meets opens or closes a string. The grammar walker in [`crate::scan`] makes
+//! that true: it only asks for the end of a string it has just seen open, and it
+//! rejects a text at the first byte outside strings that is not JSON, so every quote
+//! before the one it asks about was, for it too, an opening or closing quote.
+//! [`Sequential`] is the one-byte-at-a-time definition the tests hold [`Marks`] to.
+
+use wide::u8x16;
+
+use crate::scan::ScanError;
+
+/// Finds the end of the string that opens at a given quote.
+pub(crate) trait StringEnds {
+    /// Returns the position after the closing quote of the string whose opening quote
+    /// is at `open`; `Syntax` if a byte before that quote cannot be in a string
+    /// (a control character or a bad escape); `Incomplete` if the text ends first.
+    /// `open` never decreases from one call to the next.
+    fn string_end(&mut self, b: &[u8], open: usize) -> Result<usize, ScanError>;
+}
+
+/// Bits at even positions.
+const EVEN: u64 = 0x5555_5555_5555_5555;
+
+/// Bit masks of one 64-byte block (bit `i` is byte `i`).
+#[derive(Default)]
+struct Classes {
+    quote: u64,
+    backslash: u64,
+    /// Bytes below 0x20 (only when checking).
+    control: u64,
+    /// Bytes that may follow a backslash: `"` `\` `/` `b` `f` `n` `r` `t` `u` (only
+    /// when checking).
+    escapable: u64,
+    /// `u`, whose escape must be followed by four hex digits (only when checking).
+    u: u64,
+}
+
+/// Classifies 64 bytes, 16 at a time; the classes only validation needs are left
+/// empty unless `CHECK`.
+#[inline(always)]
+fn classify<const CHECK: bool>(block: &[u8; 64]) -> Classes {
+    let splat = u8x16::splat;
+    let mut c = Classes::default();
+    for (i, lane) in block.chunks_exact(16).enumerate() {
+        let mut bytes = [0u8; 16];
+        bytes.copy_from_slice(lane);
+        let v = u8x16::new(bytes);
+        let shift = 16 * i;
+        let bits = |m: u8x16| u64::from(m.to_bitmask()) << shift;
+        let quote = v.simd_eq(splat(b'"'));
+        let backslash = v.simd_eq(splat(b'\\'));
+        c.quote |= bits(quote);
+        c.backslash |= bits(backslash);
+        if CHECK {
+            let u = v.simd_eq(splat(b'u'));
+            let letters = v.simd_eq(splat(b'b'))
+                | v.simd_eq(splat(b'f'))
+                | v.simd_eq(splat(b'n'))
+                | v.simd_eq(splat(b'r'))
+                | v.simd_eq(splat(b't'));
+            c.u |= bits(u);
+            c.escapable |= bits(quote | backslash | u | letters | v.simd_eq(splat(b'/')));
+            c.control |= bits(v.min(splat(0x1f)).simd_eq(v));
+        }
+    }
+    c
+}
+
+/// Bit `i` of the result is the XOR of bits `0..=i` of `x`.
+#[inline(always)]
+fn prefix_xor(mut x: u64) -> u64 {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    x
+}
+
+/// A forward-only index of the strings of a text, begun at a point outside any
+/// string; see the module documentation. With `CHECK` it also validates string
+/// content; without, it only finds the ends of strings in text already validated.
+#[derive(Debug)]
+pub(crate) struct Marks<const CHECK: bool> {
+    /// Start of the block the bitmaps describe.
+    block: usize,
+    /// Start of the next block to classify.
+    next: usize,
+    /// Quotes that open or close a string.
+    quotes: u64,
+    /// Bytes inside strings that a string cannot hold.
+    bad: u64,
+    /// 1 if the first byte of the next block is escaped.
+    escaped_carry: u64,
+    /// All ones if the next block starts inside a string.
+    inside_carry: u64,
+}
+
+/// [`Marks`] that validates string content.
+pub(crate) type Checked = Marks<true>;
+
+/// [`Marks`] for text already validated: it only finds where strings end.
+pub(crate) type Quotes = Marks<false>;
+
+impl<const CHECK: bool> Marks<CHECK> {
+    /// An index of the text from `origin`, which must not be inside a string.
+    pub(crate) fn new(origin: usize) -> Marks<CHECK> {
+        Marks { block: origin, next: origin, quotes: 0, bad: 0, escaped_carry: 0, inside_carry: 0 }
+    }
+
+    /// Classifies the next block (the text must extend into it).
+    fn advance(&mut self, b: &[u8]) {
+        let start = self.next;
+        let len = b.len() - start;
+        let mut block = [b' '; 64];
+        let valid = if len >= 64 {
+            block.copy_from_slice(&b[start..start + 64]);
+            u64::MAX
+        } else {
+            block[..len].copy_from_slice(&b[start..]);
+            (1u64 << len) - 1
+        };
+        let c = classify::<CHECK>(&block);
+        // Escaped characters: after an odd run of backslashes (simdjson's
+        // find_escaped_branchless).
+        let backslash = c.backslash & !self.escaped_carry;
+        let follows = (backslash << 1) | self.escaped_carry;
+        let odd_starts = backslash & !EVEN & !follows;
+        let (sequences, carry) = odd_starts.overflowing_add(backslash);
+        self.escaped_carry = u64::from(carry);
+        let escaped = (EVEN ^ (sequences << 1)) & follows;
+        let quotes = c.quote & !escaped;
+        self.block = start;
+        self.next = start + 64;
+        self.quotes = quotes & valid;
+        if !CHECK {
+            return;
+        }
+        let inside = prefix_xor(quotes) ^ self.inside_carry;
+        self.inside_carry = ((inside as i64) >> 63) as u64;
+        let in_string = inside & valid;
+        let mut bad = (c.control | (escaped & !c.escapable)) & in_string;
+        let mut unicode = escaped & c.u & in_string;
+        while unicode != 0 {
+            let i = unicode.trailing_zeros() as usize;
+            unicode &= unicode - 1;
+            let at = start + i + 1;
+            // Fewer than four digits before the end is a torn text, not an error.
+            if !b[at..b.len().min(at + 4)].iter().all(u8::is_ascii_hexdigit) {
+                bad |= 1 << i;
+            }
+        }
+        self.bad = bad;
+    }
+}
+
+impl<const CHECK: bool> StringEnds for Marks<CHECK> {
+    #[inline]
+    fn string_end(&mut self, b: &[u8], open: usize) -> Result<usize, ScanError> {
+        while open >= self.next {
+            self.advance(b);
+        }
+        // The bits after `open` in its block.
+        let mut after = !((2u64 << (open - self.block)).wrapping_sub(1));
+        loop {
+            let quotes = self.quotes & after;
+            let bad = self.bad & after;
+            if quotes != 0 {
+                let at = quotes.trailing_zeros();
+                if bad & ((1u64 << at) - 1) != 0 {
+                    return Err(ScanError::Syntax);
+                }
+                return Ok(self.block + at as usize + 1);
+            }
+            if bad != 0 {
+                return Err(ScanError::Syntax);
+            }
+            if self.next >= b.len() {
+                return Err(ScanError::Incomplete);
+            }
+            self.advance(b);
+            after = u64::MAX;
+        }
+    }
+}
+
+/// The definition: reads a string one byte at a time.
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub(crate) struct Sequential;
+
+#[cfg(test)]
+impl StringEnds for Sequential {
+    fn string_end(&mut self, b: &[u8], open: usize) -> Result<usize, ScanError> {
+        let mut pos = open + 1;
+        loop {
+            match *b.get(pos).ok_or(ScanError::Incomplete)? {
+                b'"' => return Ok(pos + 1),
+                b'\\' => {
+                    pos += 1;
+                    match *b.get(pos).ok_or(ScanError::Incomplete)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => pos += 1,
+                        b'u' => {
+                            for i in 1..=4 {
+                                if !b.get(pos + i).ok_or(ScanError::Incomplete)?.is_ascii_hexdigit() {
+                                    return Err(ScanError::Syntax);
+                                }
+                            }
+                            pos += 5;
+                        }
+                        _ => return Err(ScanError::Syntax),
+                    }
+                }
+                c if c < 0x20 => return Err(ScanError::Syntax),
+                _ => pos += 1,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Bytes that exercise every class: quotes, backslashes, escape letters, hex
+    /// digits, control characters, plain ASCII and UTF-8.
+    fn byte() -> impl Strategy<Value = u8> {
+        prop_oneof![
+            4 => Just(b'"'),
+            6 => Just(b'\\'),
+            2 => prop::sample::select(b"nrtbfu/".to_vec()),
+            2 => prop::sample::select(b"0123456789aAfF".to_vec()),
+            1 => 0u8..0x20,
+            6 => 0x20u8..0x7f,
+            1 => 0x80u8..=0xff,
+        ]
+    }
+
+    /// Asks for the ends of strings as the grammar walker would: each opens at the
+    /// first quote after the previous one's end, and the walk stops at a backslash
+    /// outside strings (the walker rejects the text there).
+    fn all_ends(ends: &mut impl StringEnds, b: &[u8]) -> Vec<Result<usize, ScanError>> {
+        let mut out = Vec::new();
+        let mut pos = 0;
+        while let Some(open) = b[pos..].iter().position(|&c| c == b'"').map(|i| pos + i) {
+            if b[pos..open].contains(&b'\\') {
+                break;
+            }
+            let r = ends.string_end(b, open);
+            out.push(r);
+            match r {
+                Ok(end) => pos = end,
+                Err(_) => break,
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Walking from string to string, the block index finds the same ends and the
+        /// same errors as reading byte by byte.
+        #[test]
+        fn marks_agree_with_sequential(text in prop::collection::vec(byte(), 0..300)) {
+            let expected = all_ends(&mut Sequential, &text);
+            prop_assert_eq!(all_ends(&mut Checked::new(0), &text), expected.clone());
+            // Without checking, the ends of valid strings are the same.
+            let valid: Vec<_> = expected.iter().take_while(|r| r.is_ok()).collect();
+            let quotes = all_ends(&mut Quotes::new(0), &text);
+            prop_assert_eq!(quotes.iter().take(valid.len()).collect::<Vec<_>>(), valid);
+        }
+
+        /// Strings with long runs: ends past several blocks, and backslash runs across
+        /// block boundaries.
+        #[test]
+        fn marks_agree_across_blocks(
+            pad in 0usize..70,
+            run in 0usize..5,
+            body in prop::collection::vec(prop_oneof![8 => Just(b'a'), 2 => Just(b'\\'), 1 => Just(b'"')], 0..200),
+        ) {
+            let mut b = vec![b' '; pad];
+            b.push(b'"');
+            b.extend(std::iter::repeat_n(b'x', 60));
+            b.extend(std::iter::repeat_n(b'\\', run));
+            b.extend_from_slice(&body);
+            prop_assert_eq!(all_ends(&mut Checked::new(0), &b), all_ends(&mut Sequential, &b));
+        }
+    }
+
+    #[test]
+    fn escapes_at_the_end_are_torn_not_wrong() {
+        for text in [&br#""abc\"#[..], br#""\u12"#, br#""\u"#, br#""ab"#] {
+            assert_eq!(Checked::new(0).string_end(text, 0), Err(ScanError::Incomplete), "{text:?}");
+        }
+        for text in [&br#""\u12x"#[..], br#""\x""#, b"\"a\tb\"", br#""\u12"""#] {
+            assert_eq!(Checked::new(0).string_end(text, 0), Err(ScanError::Syntax), "{text:?}");
+        }
+        assert_eq!(Checked::new(0).string_end(br#""\\\"\u00e9""#, 0), Ok(12));
+    }
+}
