@@ -1,10 +1,11 @@
 //! Listing benchmarks: `list` over 1,000 and 10,000 generated sessions per dialect.
 //!
 //! Files are generated once per size in a temp directory (outside the measured
-//! loop): a header, then a mix of user, assistant (thinking, text, tool call),
-//! tool-result and bookkeeping entries, about 8 KB per session, as the references
-//! write them. pi reads every file whole; omp reads 4 KiB + 32 KiB. The `cached`
-//! variants list through a warm listing cache (`Discovery::with_list_cache`).
+//! loop) in the shape of the references' own listing benchmark: a header and 12
+//! entries (user prompts, assistant turns with thinking, text and tool calls, tool
+//! results), about 15 KB per session, written by the shared generator. pi reads every
+//! file whole; omp reads 4 KiB + 32 KiB. The `cached` variants list through a warm
+//! listing cache (`Discovery::with_list_cache`).
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -12,54 +13,23 @@ use std::path::{Path, PathBuf};
 use criterion::{Criterion, criterion_group, criterion_main};
 use session_discovery::{AgentDirs, Dialect, Discovery, Env, OmpHome};
 
-const WORDS: &[&str] = &["tree", "find", "user", "grep", "root", "write", "naïve", "日本語", "cache", "token", "edit"];
+/// The shared generator of realistic sessions (`xtask/src/generate.rs`).
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../../xtask/src/generate.rs"]
+mod generate;
 
-fn text(seed: usize, n: usize) -> String {
-    (0..n).map(|i| WORDS[(seed * 7 + i * 3) % WORDS.len()]).collect::<Vec<_>>().join(" ")
-}
-
+/// One session as the references' listing benchmark makes them (`bench-ref/mkbig.mjs
+/// --many`): 12 entries with a nominal 1,200 bytes each, scaled by mkbig's 1.32 (about
+/// 15 KB per file, as in the reference's set).
 fn session(dialect: Dialect, i: usize) -> String {
-    let id = format!("01a228d5-{:04x}-7000-8000-{:012x}", i % 0xffff, i);
-    let mut out = String::new();
-    if dialect == Dialect::Omp {
-        let slot = r#"{"type":"title","v":1,"title":"","updatedAt":"2026-01-01T00:00:00.000Z","pad":""}"#;
-        out.push_str(slot);
-        out.push_str(&" ".repeat(255 - slot.len()));
-        out.push('\n');
-    }
-    out.push_str(&format!(
-        r#"{{"type":"session","version":3,"id":"{id}","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}}"#
-    ));
-    out.push('\n');
-    let mut parent = "null".to_string();
-    for turn in 0..3 {
-        let ts = 1_767_225_600_000u64 + (i * 100 + turn * 10) as u64;
-        let uid = format!("{:08x}", i * 16 + turn * 4);
-        out.push_str(&format!(
-            r#"{{"type":"message","id":"{uid}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"user","content":"{}","timestamp":{ts}}}}}"#,
-            text(i + turn, 40)
-        ));
-        out.push('\n');
-        let aid = format!("{:08x}", i * 16 + turn * 4 + 1);
-        out.push_str(&format!(
-            r#"{{"type":"message","id":"{aid}","parentId":"{uid}","timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"assistant","content":[{{"type":"thinking","thinking":"{}","thinkingSignature":"sig"}},{{"type":"text","text":"{}"}},{{"type":"toolCall","id":"call_{aid}","name":"read","arguments":{{"path":"/tmp/src/a.ts"}}}}],"api":"anthropic-messages","provider":"anthropic","model":"claude","usage":{{"input":100,"output":50,"cacheRead":0,"cacheWrite":0,"totalTokens":150,"cost":{{"input":0.1,"output":0.2,"cacheRead":0,"cacheWrite":0,"total":0.3}}}},"stopReason":"toolUse","timestamp":{}}}}}"#,
-            text(i * 3 + turn, 80),
-            text(i * 5 + turn, 60),
-            ts + 1
-        ));
-        out.push('\n');
-        let rid = format!("{:08x}", i * 16 + turn * 4 + 2);
-        out.push_str(&format!(
-            r#"{{"type":"message","id":"{rid}","parentId":"{aid}","timestamp":"2026-01-01T00:00:02.000Z","message":{{"role":"toolResult","toolCallId":"call_{aid}","toolName":"read","content":[{{"type":"text","text":"{}"}}],"isError":false,"timestamp":{}}}}}"#,
-            text(i * 11 + turn, 120),
-            ts + 2
-        ));
-        out.push('\n');
-        parent = format!("\"{rid}\"");
-    }
-    out.push_str(r#"{"type":"label","id":"ffffffff","parentId":null,"timestamp":"2026-01-01T00:00:03.000Z","targetId":"x","label":"l"}"#);
-    out.push('\n');
-    out
+    generate::session(&generate::Options {
+        dialect,
+        entries: 12,
+        seed: 44 * 100_003 + i as u64,
+        profile: generate::Profile::Bench,
+        avg_bytes: 1584,
+        cwd: "/tmp".into(),
+    })
 }
 
 fn generate(root: &Path, dialect: Dialect, n: usize) -> PathBuf {

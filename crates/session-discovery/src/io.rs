@@ -103,6 +103,13 @@ pub(crate) fn read_slices(path: &Path, prefix: u64, suffix: u64) -> std::io::Res
     }
     let size = st.size;
     let p = prefix.min(size);
+    if suffix >= size && size > prefix {
+        // The tail window is the whole file: one read serves both.
+        let mut all = vec![0u8; size as usize];
+        f.read_exact(&mut all)?;
+        let head = all[..p as usize].to_vec();
+        return Ok((st, head, all));
+    }
     let mut head = vec![0u8; p as usize];
     f.read_exact(&mut head)?;
     let s = suffix.min(size);
@@ -189,4 +196,30 @@ pub(crate) fn dev_ino(path: &Path) -> Option<(u64, u64)> {
 #[cfg(not(unix))]
 pub(crate) fn dev_ino(_path: &Path) -> Option<(u64, u64)> {
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every size against the two windows: smaller than the prefix, between the
+    /// windows (one read serves both) and larger than the tail window.
+    #[test]
+    fn slices_are_the_windows_of_the_file() -> std::io::Result<()> {
+        let dir = std::env::temp_dir().join(format!("session-discovery-slices-{}", std::process::id()));
+        fs_err::create_dir_all(&dir)?;
+        let path = dir.join("s.jsonl");
+        for size in [0usize, 1, 9, 10, 11, 39, 40, 41, 100] {
+            let content: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+            fs_err::write(&path, &content)?;
+            for suffix in [0u64, 10, 40] {
+                let (st, head, tail) = read_slices(&path, 10, suffix)?;
+                assert_eq!(st.size, size as u64);
+                assert_eq!(head, content[..size.min(10)], "head of {size} bytes");
+                let s = (suffix as usize).min(size);
+                assert_eq!(tail, content[size - s..], "tail {suffix} of {size} bytes");
+            }
+        }
+        fs_err::remove_dir_all(&dir)
+    }
 }

@@ -29,7 +29,8 @@ fn decode(bytes: &[u8]) -> Cow<'_, str> {
 
 /// Parses text as omp's `parseJsonlLenient`: whitespace-separated JSON values; a
 /// bad value skips to the next line; an unfinished last value is dropped. Returns
-/// the raw spans of the values kept.
+/// the raw spans of the values kept, validated (so their parts are split with
+/// [`Obj::parse_validated`]).
 pub(crate) fn parse_jsonl_lenient(text: &str) -> Vec<&str> {
     let b = text.as_bytes();
     let mut out = Vec::new();
@@ -179,7 +180,7 @@ fn apply_override(o: &TitleOverride, own: impl FnOnce() -> Option<String>) -> Op
 }
 
 fn parse_list_header(content: &str, entries: &[&str]) -> Option<ListHeader> {
-    let first = entries.first().and_then(|r| Obj::parse(r));
+    let first = entries.first().and_then(|r| Obj::parse_validated(r));
     let is_title = first.as_ref().is_some_and(|o| o.get_str("type").as_deref() == Some("title"));
     let slot = if is_title {
         normalize_title(first.as_ref().and_then(|o| o.get_str("title")).map(Cow::into_owned))
@@ -187,7 +188,7 @@ fn parse_list_header(content: &str, entries: &[&str]) -> Option<ListHeader> {
         TitleOverride::NotGiven
     };
     let idx = usize::from(is_title);
-    if let Some(h) = entries.get(idx).and_then(|r| Obj::parse(r))
+    if let Some(h) = entries.get(idx).and_then(|r| Obj::parse_validated(r))
         && h.get_str("type").as_deref() == Some("session")
         && let Some(id) = h.get_str("id")
     {
@@ -238,7 +239,7 @@ fn content_text(content: Option<&str>) -> Result<String, ()> {
                 match jsonscan::kind(block) {
                     Kind::Null => return Err(()),
                     Kind::Object => {
-                        if let Some(o) = Obj::parse(block)
+                        if let Some(o) = Obj::parse_validated(block)
                             && o.get_str("type").as_deref() == Some("text")
                         {
                             parts.push(o.get("text").map(jsonscan::js_join_string).unwrap_or_default());
@@ -267,7 +268,7 @@ pub(crate) fn derive_status(suffix: &str) -> SessionStatus {
             continue;
         }
         let Some(m) = o.get("message").filter(|m| jsonscan::truthy(m)) else { continue };
-        let Some(m) = Obj::parse(m) else { return SessionStatus::Unknown };
+        let Some(m) = Obj::parse_validated(m) else { return SessionStatus::Unknown };
         return match m.get_str("role").as_deref() {
             Some("assistant") => match m.get_str("stopReason").as_deref() {
                 Some("error") => SessionStatus::Error,
@@ -277,7 +278,8 @@ pub(crate) fn derive_status(suffix: &str) -> SessionStatus {
                     let tool_call = m.get("content").is_some_and(|c| {
                         jsonscan::kind(c) == Kind::Array
                             && jsonscan::array_elements(c).into_iter().any(|b| {
-                                Obj::parse(b).is_some_and(|o| o.get_str("type").as_deref() == Some("toolCall"))
+                                Obj::parse_validated(b)
+                                    .is_some_and(|o| o.get_str("type").as_deref() == Some("toolCall"))
                             })
                     });
                     if tool_call { SessionStatus::Interrupted } else { SessionStatus::Complete }
@@ -296,10 +298,10 @@ fn has_assistant_turn(path: &Path) -> bool {
     let Ok(bytes) = io::read_all(path) else { return false };
     let text = session_model::decode_utf8_lossy(&bytes);
     text.split('\n').filter(|l| l.contains("\"assistant\"")).any(|l| {
-        jsonscan::parse_whole(l).ok().and_then(Obj::parse).is_some_and(|o| {
+        jsonscan::parse_whole(l).ok().and_then(Obj::parse_validated).is_some_and(|o| {
             o.get_str("type").as_deref() == Some("message")
                 && o.get("message")
-                    .and_then(Obj::parse)
+                    .and_then(Obj::parse_validated)
                     .is_some_and(|m| m.get_str("role").as_deref() == Some("assistant"))
         })
     })
@@ -329,7 +331,7 @@ pub(crate) fn scan_session_file(path: &Path, with_status: bool) -> Option<Sessio
         if k != Kind::Object {
             continue;
         }
-        let Some(o) = Obj::parse(raw) else { continue };
+        let Some(o) = Obj::parse_validated(raw) else { continue };
         let ty = o.get_str("type");
         if ty.as_deref() == Some("compaction")
             && let Some(s) = o.get_str("shortSummary")
@@ -340,7 +342,7 @@ pub(crate) fn scan_session_file(path: &Path, with_status: bool) -> Option<Sessio
             && let Some(m) = o.get("message").filter(|m| jsonscan::truthy(m))
         {
             parsed_messages += 1;
-            let Some(m) = Obj::parse(m) else { continue };
+            let Some(m) = Obj::parse_validated(m) else { continue };
             let role = m.get_str("role");
             if role.as_deref() == Some("assistant") {
                 parsed_assistant += 1;
