@@ -291,7 +291,7 @@ mod tests {
         fn marks_agree_across_blocks(
             pad in 0usize..70,
             run in 0usize..5,
-            body in prop::collection::vec(prop_oneof![8 => Just(b'a'), 2 => Just(b'\\'), 1 => Just(b'"')], 0..200),
+            body in prop::collection::vec(prop_oneof![8 => Just(b'a'), 2 => Just(b'\\'), 1 => Just(b'"'), 1 => Just(b'u'), 1 => Just(b'\t')], 0..200),
         ) {
             let mut b = vec![b' '; pad];
             b.push(b'"');
