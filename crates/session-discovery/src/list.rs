@@ -100,23 +100,32 @@ impl Discovery {
         }
     }
 
-    /// [`collect`] through the listing cache of `scope` when there is one.
+    /// [`collect`] over the files `list_files` finds, through the listing cache of
+    /// `scope` when there is one. The cache is read while the files are listed.
     fn collect(
         &self,
         scope: &str,
-        files: &[PathBuf],
+        list_files: impl FnOnce() -> Result<Vec<PathBuf>, DiscoveryError> + Send,
         build: impl Fn(&Path) -> Option<SessionInfo> + Sync,
         keep: &(dyn Fn(&SessionInfo) -> bool + Sync),
         publish_every: usize,
         progress: &mut dyn FnMut(Progress<'_>),
-    ) -> Vec<SessionInfo> {
-        let Some((dir, _)) = self.cache.as_ref().filter(|(_, min)| files.len() >= *min) else {
-            return collect(files, build, keep, publish_every, progress);
+    ) -> Result<Vec<SessionInfo>, DiscoveryError> {
+        let Some((dir, min)) = self.cache.as_ref() else {
+            return Ok(collect(&list_files()?, build, keep, publish_every, progress));
         };
-        let cache = ListCache::load(dir, self.dialect(), scope);
-        let out = collect(files, |p| cache.info(p, &build), keep, publish_every, progress);
+        let (cache, files) = std::thread::scope(|s| {
+            let files = s.spawn(list_files);
+            let cache = ListCache::load(dir, self.dialect(), scope);
+            (cache, files.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        });
+        let files = files?;
+        if files.len() < *min {
+            return Ok(collect(&files, build, keep, publish_every, progress));
+        }
+        let out = collect(&files, |p| cache.info(p, &build), keep, publish_every, progress);
         cache.save(now_ns());
-        out
+        Ok(out)
     }
 
     /// Returns the directories.
@@ -156,10 +165,10 @@ impl Discovery {
         };
         match self.dialect() {
             Dialect::Pi => {
-                let files = pi_dir_files(&dir)?;
                 let keep = |i: &SessionInfo| !filter || self.cwd_matches(&i.cwd, &resolved_cwd);
                 let scope = format!("dir\0{}", dir.display());
-                let mut out = self.collect(&scope, &files, pi_scan::build_session_info, &keep, 10, progress);
+                let files = || pi_dir_files(&dir);
+                let mut out = self.collect(&scope, files, pi_scan::build_session_info, &keep, 10, progress)?;
                 sort_by_modified(&mut out);
                 Ok(out)
             }
@@ -187,9 +196,9 @@ impl Discovery {
         match (self.dialect(), dir) {
             (Dialect::Pi, Some(d)) => {
                 let dir = self.resolve_dir(d);
-                let files = pi_dir_files(&dir)?;
                 let scope = format!("dir\0{}", dir.display());
-                let mut out = self.collect(&scope, &files, pi_scan::build_session_info, &|_| true, 10, progress);
+                let files = || pi_dir_files(&dir);
+                let mut out = self.collect(&scope, files, pi_scan::build_session_info, &|_| true, 10, progress)?;
                 sort_by_modified(&mut out);
                 Ok(out)
             }
@@ -199,29 +208,31 @@ impl Discovery {
                 Ok(out)
             }
             (Dialect::Pi, None) => {
-                let mut files: Vec<(PathBuf, Option<io::Stat>)> = bucket_files(&self.dirs.sessions_root, false)?
-                    .into_iter()
-                    .map(|p| {
-                        let st = io::stat(&p).ok();
-                        (p, st)
-                    })
-                    .collect();
-                // Newest first (unreadable last), then names in reverse locale order.
-                files.sort_by_cached_key(|(path, st)| {
-                    let mtime = st.map(|s| s.mtime_ns);
-                    (mtime.is_none(), std::cmp::Reverse(mtime), std::cmp::Reverse(collation_key(&file_name(path))))
-                });
-                let files: Vec<PathBuf> = files.into_iter().map(|f| f.0).collect();
+                let files = || {
+                    let mut files: Vec<(PathBuf, Option<io::Stat>)> = bucket_files(&self.dirs.sessions_root, false)?
+                        .into_iter()
+                        .map(|p| {
+                            let st = io::stat(&p).ok();
+                            (p, st)
+                        })
+                        .collect();
+                    // Newest first (unreadable last), then names in reverse locale order.
+                    files.sort_by_cached_key(|(path, st)| {
+                        let mtime = st.map(|s| s.mtime_ns);
+                        (mtime.is_none(), std::cmp::Reverse(mtime), std::cmp::Reverse(collation_key(&file_name(path))))
+                    });
+                    Ok(files.into_iter().map(|f| f.0).collect())
+                };
                 let scope = format!("all\0{}", self.dirs.sessions_root.display());
-                let mut out = self.collect(&scope, &files, pi_scan::build_session_info, &|_| true, 100, progress);
+                let mut out = self.collect(&scope, files, pi_scan::build_session_info, &|_| true, 100, progress)?;
                 sort_by_modified(&mut out);
                 Ok(out)
             }
             (Dialect::Omp, None) => {
-                let files = bucket_files(&self.dirs.sessions_root, true)?;
+                let files = || bucket_files(&self.dirs.sessions_root, true);
                 let scope = format!("all\0{}", self.dirs.sessions_root.display());
                 let build = |p: &Path| omp_scan::scan_session_file(p, true);
-                let mut out = self.collect(&scope, &files, build, &|_| true, 10, progress);
+                let mut out = self.collect(&scope, files, build, &|_| true, 10, progress)?;
                 sort_omp(&mut out);
                 self.pinned_first(&mut out);
                 Ok(out)
@@ -236,13 +247,15 @@ impl Discovery {
         with_status: bool,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Vec<SessionInfo>, DiscoveryError> {
-        if recover {
-            recover_orphaned_backups(dir);
-        }
-        let files = omp_dir_files(dir)?;
+        let files = || {
+            if recover {
+                recover_orphaned_backups(dir);
+            }
+            omp_dir_files(dir)
+        };
         let scope = format!("dir\0{with_status}\0{}", dir.display());
         let build = |p: &Path| omp_scan::scan_session_file(p, with_status);
-        let mut out = self.collect(&scope, &files, build, &|_| true, 10, progress);
+        let mut out = self.collect(&scope, files, build, &|_| true, 10, progress)?;
         sort_omp(&mut out);
         Ok(out)
     }
@@ -539,7 +552,9 @@ pub(crate) fn recover_orphaned_backups(dir: &Path) {
 
 /// Sorts newest `modified` first; ties keep their order.
 fn sort_by_modified(v: &mut [SessionInfo]) {
-    v.sort_by_key(|s| std::cmp::Reverse(s.modified));
+    // Sorting (key, index) pairs and then moving each info once is cheaper than a
+    // merge sort moving the large infos around; the index keeps it stable.
+    v.sort_by_cached_key(|s| std::cmp::Reverse(s.modified));
 }
 
 /// omp's order: `modified` desc, then `created` desc (invalid as 0), then path in
@@ -567,18 +582,23 @@ fn primary_weight(c: char) -> (u8, u32) {
 /// A key whose plain order approximates ICU root collation (`localeCompare`) for
 /// file names: punctuation and symbols sort before digits, digits before letters,
 /// letters compare case-insensitively first (lower case first on ties), then code
-/// points. Sorting with keys computes each once: the primary weights (class, then
-/// the lower-cased character) packed in one number per character, then the case
-/// of each character, then the bytes.
-fn collation_key(name: &str) -> (Vec<u32>, Vec<bool>, Vec<u8>) {
-    let primary = name
-        .chars()
-        .map(|c| {
-            let (class, value) = primary_weight(c);
-            u32::from(class) << 21 | value
-        })
-        .collect();
-    (primary, name.chars().map(char::is_uppercase).collect(), name.as_bytes().to_vec())
+/// points. Sorting with keys computes each once.
+///
+/// The key is one vector in three parts, each ended by a 0 that sorts before every
+/// element, so that its plain order is the order of the parts in turn: the primary
+/// weights (class, then the lower-cased character, one number per character), then
+/// the case of each character, then the bytes (every element offset by one).
+fn collation_key(name: &str) -> Vec<u32> {
+    let mut key = Vec::with_capacity(name.len() * 3 + 2);
+    key.extend(name.chars().map(|c| {
+        let (class, value) = primary_weight(c);
+        (u32::from(class) << 21 | value) + 1
+    }));
+    key.push(0);
+    key.extend(name.chars().map(|c| 1 + u32::from(c.is_uppercase())));
+    key.push(0);
+    key.extend(name.bytes().map(|b| u32::from(b) + 1));
+    key
 }
 
 /// Builds infos for `files` on worker threads and reports progress in completion
