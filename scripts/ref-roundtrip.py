@@ -8,8 +8,9 @@ the same read-only questions about them, and diffs the JSON answers.
 Sessions written by us:
   * `cargo xtask gen-session` output (every line built by session-model's builders),
     both dialects;
-  * the files our `append`, `extract` and `fork` commands leave next to a copy of each
-    scenario of a conformance corpus (default: ../shared/conformance/out/public).
+  * the files our `append`, `rename` (omp: the title slot written in place), `extract`
+    and `fork` commands leave next to a copy of each scenario of a conformance corpus
+    (default: ../shared/conformance/out/public).
 
   python3 scripts/ref-roundtrip.py [--corpus DIR] [--entries N] [--limit N] [-v]
 
@@ -91,6 +92,7 @@ def written_by_us(corpus: str, limit: int, scratch: str) -> list[tuple[str, str]
             blob = ["--blob-dir", os.path.join(work, "blobs")] if dialect == "omp" else []
             code, ids = run([OURS, "--dialect", dialect, "entries", first, *blob], work)
             subprocess.run([OURS, "--dialect", dialect, "append", first, "--custom-type", "roundtrip", "--data", '{"n":1}', *blob], cwd=work, capture_output=True)
+            subprocess.run([OURS, "--dialect", dialect, "rename", first, "Round trip", *blob], cwd=work, capture_output=True)
             if code == 0 and ids:
                 leaf = [i for i in ids if isinstance(i, str)][len(ids) // 2]
                 subprocess.run([OURS, "--dialect", dialect, "extract", first, "--leaf", leaf, *blob], cwd=work, capture_output=True)

@@ -22,6 +22,7 @@ Write:
   append FILE --custom-type T --data JSON    append a custom entry
   extract FILE --leaf ID                     write the path to ID as a new session
   fork FILE --cwd CWD --session-dir DIR      copy the session for another directory
+  rename FILE NAME                           name the session (pi: session_info; omp: title)
 
 Find:
   ls [DIR] [--cwd CWD] [--all]               sessions of a directory (default: this one's)

@@ -24,6 +24,7 @@ pub(crate) fn run(a: &Args) -> Result<String> {
         "append" => append(a),
         "extract" => extract(a),
         "fork" => fork(a),
+        "rename" => rename(a),
         "ls" => crate::find::ls(a),
         "resume" => crate::find::resume(a),
         "history" => crate::find::history(a),
@@ -197,6 +198,20 @@ fn append(a: &Args) -> Result<String> {
     m.close()?;
     let mut out = String::from("{\"id\":");
     write_js_str(&mut out, &id);
+    out.push('}');
+    Ok(out)
+}
+
+/// Names the session as a person would in the agent (pi: a `session_info` entry;
+/// omp: a `title_change` entry and the title slot, written in place). Prints
+/// `{"id": …}`, with `null` when omp refuses the name (empty after cleaning).
+fn rename(a: &Args) -> Result<String> {
+    let name = a.arg(1, "a name")?.to_owned();
+    let mut m = open(a)?;
+    let id = m.set_session_name(&name, Some("user"))?;
+    m.close()?;
+    let mut out = String::from("{\"id\":");
+    push_opt_str(&mut out, id.as_deref());
     out.push('}');
     Ok(out)
 }

@@ -47,6 +47,8 @@ pub enum Op {
     Link,
     /// Copying a file.
     Copy,
+    /// Writing over the start of a file in place.
+    Overwrite,
 }
 
 impl Op {
@@ -72,6 +74,7 @@ impl Op {
             Op::Lock => "lock",
             Op::Link => "link",
             Op::Copy => "copy",
+            Op::Overwrite => "overwrite the start of",
         }
     }
 }

@@ -245,6 +245,25 @@ impl<S: Storage> Storage for FaultStorage<S> {
         self.faults.check(Op::SyncDir, path)
     }
 
+    fn overwrite_prefix(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        expected: ExpectedSize,
+        durability: Durability,
+    ) -> Result<(), StoreError> {
+        // A short write leaves the first bytes written: a torn overwrite.
+        let (n, err) = plan_write(Some(&self.faults), Op::Overwrite, path, bytes.len());
+        self.inner.overwrite_prefix(path, &bytes[..n], expected, durability)?;
+        if let Some(e) = err {
+            return Err(e);
+        }
+        if durability != Durability::None {
+            self.faults.check(Op::SyncData, path)?;
+        }
+        Ok(())
+    }
+
     fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         let (_, err) = plan_write(Some(&self.faults), Op::Append, path, bytes.len());
         match err {

@@ -117,6 +117,29 @@ fn read_whole(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// Writes all of `bytes` at `offset` without moving any file position.
+fn write_all_at(file: &std::fs::File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        file.write_all_at(bytes, offset)
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::FileExt;
+        let mut done = 0;
+        while done < bytes.len() {
+            match file.seek_write(&bytes[done..], offset + done as u64) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Reads into `buf` from `offset` until it is full or the file ends; returns how
 /// many bytes were read.
 #[cfg(unix)]
@@ -300,6 +323,31 @@ impl Storage for FileStorage {
         let written = atomic::write_atomic_stream_with(path, fill, sync, || self.publish_check(path, expected))?;
         lock::bump_generation(path);
         Ok(written)
+    }
+
+    fn overwrite_prefix(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        expected: ExpectedSize,
+        durability: Durability,
+    ) -> Result<(), StoreError> {
+        let _guard = self.publish_check(path, expected)?;
+        let io = |e| StoreError::io(Op::Overwrite, path, e);
+        // `r+`: the file must exist, and nothing is truncated.
+        let f = fs_err::OpenOptions::new().write(true).open(path).map_err(io)?;
+        let size = f.metadata().map_err(io)?.len();
+        crate::storage::check_prefix_fits(path, bytes, size)?;
+        let (n, injected) = plan_write(self.faults.as_ref(), Op::Overwrite, path, bytes.len());
+        write_all_at(f.file(), &bytes[..n], 0).map_err(|e| StoreError::io_raw(Op::Overwrite, path, e))?;
+        if let Some(e) = injected {
+            return Err(e);
+        }
+        if durability != Durability::None {
+            self.check(Op::SyncData, path)?;
+            f.sync_data().map_err(|e| StoreError::io_raw(Op::SyncData, path, e))?;
+        }
+        Ok(())
     }
 
     fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {

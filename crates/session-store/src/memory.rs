@@ -190,6 +190,29 @@ impl Storage for MemoryStorage {
         Ok(())
     }
 
+    fn overwrite_prefix(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        expected: ExpectedSize,
+        durability: Durability,
+    ) -> Result<(), StoreError> {
+        let _ = durability;
+        let now = self.now();
+        let mut st = self.state();
+        let found = st.files.get(path).map(|f| f.data.len() as u64);
+        expected.check(path, found)?;
+        let Some(f) = st.files.get_mut(path) else {
+            return Err(StoreError::NotFound { path: path.to_path_buf() });
+        };
+        crate::storage::check_prefix_fits(path, bytes, f.data.len() as u64)?;
+        // The power-loss model keeps a synced prefix of the current bytes; it cannot keep
+        // old bytes under new ones, so an overwrite counts as surviving either way.
+        f.data[..bytes.len()].copy_from_slice(bytes);
+        f.mtime_ms = now;
+        Ok(())
+    }
+
     fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         require_file(path)?;
         let now = self.now();

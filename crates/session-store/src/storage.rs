@@ -208,6 +208,39 @@ pub trait Storage: Send + Sync {
         Ok(buf.len() as u64)
     }
 
+    /// Writes `bytes` over the start of the existing file at `path`, in place: nothing
+    /// is truncated and no other byte changes (omp's `updateSessionTitle`, which rewrites
+    /// the 256-byte title slot of a large session without rewriting the session).
+    ///
+    /// `expected` is checked under the session's publish lock first. A mismatch fails
+    /// with [`StoreError::Conflict`], as does a file shorter than `bytes`
+    /// (`expected` = that length); a missing file is [`StoreError::NotFound`] unless
+    /// `expected` already rules it out. Any failure before the write changes nothing.
+    ///
+    /// Not atomic: a reader, or a reader after a crash, may find the old start, the new
+    /// one or a mixture of the two. Use it only where a mixture is harmless (a torn title
+    /// slot is not a slot, and readers fall back to the header). `durability` says
+    /// whether the bytes are synced before the call returns ([`Durability::None`]: not).
+    ///
+    /// The default reads the file and replaces it whole with [`Storage::write_atomic`],
+    /// which is correct for any backend; the file and memory storages write in place.
+    fn overwrite_prefix(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        expected: ExpectedSize,
+        durability: Durability,
+    ) -> Result<(), StoreError> {
+        let _ = durability; // a replace is always synced
+        let found = self.stat(path)?.map(|s| s.size);
+        expected.check(path, found)?;
+        let mut data = self.read(path)?;
+        check_prefix_fits(path, bytes, data.len() as u64)?;
+        data[..bytes.len()].copy_from_slice(bytes);
+        let size = data.len() as u64;
+        self.write_atomic(path, &data, ExpectedSize::Bytes(size))
+    }
+
     /// Appends `bytes` in one open-append-close (pi's `appendFileSync`), creating the file.
     ///
     /// On a failed or short write the file is cut back to its previous size. Not synced.
@@ -234,6 +267,16 @@ pub trait Storage: Send + Sync {
 
     /// Takes the advisory lock of the session file `path` (omp's two publish locks on disk).
     fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError>;
+}
+
+/// Fails with [`StoreError::Conflict`] when a file of `size` bytes is too short for
+/// [`Storage::overwrite_prefix`] to write `bytes` over its start.
+pub(crate) fn check_prefix_fits(path: &Path, bytes: &[u8], size: u64) -> Result<(), StoreError> {
+    let need = bytes.len() as u64;
+    if size < need {
+        return Err(StoreError::Conflict { path: path.to_path_buf(), expected: Some(need), found: Some(size) });
+    }
+    Ok(())
 }
 
 /// Runs a [`Storage::write_atomic_stream`] producer into memory.

@@ -161,9 +161,24 @@ impl SessionManager {
                     return Ok(None);
                 }
                 let previous = self.header().get_str("title").map(str::to_owned);
-                let id =
-                    self.append_with(|b| entries::omp::title_change(b, &title, source, previous.as_deref(), None))?;
-                self.set_title(&title, source)?;
+                // As omp does: the title changes first, then the `title_change` entry is
+                // persisted. A full rewrite (or the first write) carries the new title; an
+                // append in place is followed by the slot written over the first line.
+                let in_place = self.appends_in_place();
+                let before = self.title_state();
+                self.retitle(&title, source);
+                let appended =
+                    self.append_with(|b| entries::omp::title_change(b, &title, source, previous.as_deref(), None));
+                let id = match appended {
+                    Ok(id) => id,
+                    Err(e) => {
+                        self.restore_title(before);
+                        return Err(e);
+                    }
+                };
+                if in_place {
+                    self.persist_title()?;
+                }
                 Ok(Some(id))
             }
         }

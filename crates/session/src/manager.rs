@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use session_model::entries::{self, Base};
 use session_model::{
-    Diagnostic, Dialect, EntryType, HeaderCheck, Record, TitleSlot, ids, parse_session_bytes, timestamp,
+    Diagnostic, Dialect, EntryType, HeaderCheck, Record, SLOT_BYTES, TitleSlot, ids, parse_session_bytes, timestamp,
 };
 use session_store::{AppendWriter, ExpectedSize};
 use session_tree::SessionTree;
@@ -528,8 +528,8 @@ impl SessionManager {
         self.append_record(record)
     }
 
-    /// Updates omp's title in the header and the title slot, and persists the slot.
-    pub(crate) fn set_title(&mut self, title: &str, source: &str) -> Result<()> {
+    /// Updates omp's title in the header and the title slot, in memory.
+    pub(crate) fn retitle(&mut self, title: &str, source: &str) {
         self.header = self.header.map_value(|v| {
             if let Value::Object(m) = v {
                 m.insert("title".into(), title.into());
@@ -541,10 +541,55 @@ impl SessionManager {
             source: Some(source.to_owned()),
             updated_at: self.env.now_iso(),
         });
-        if self.persist && self.file_is_current && self.file.is_some() {
-            self.rewrite_omp()?;
+    }
+
+    /// The in-memory header and title slot, to restore with [`Self::restore_title`].
+    pub(crate) fn title_state(&self) -> (Record, Option<TitleSlot>) {
+        (self.header.clone(), self.slot.clone())
+    }
+
+    /// Undoes [`Self::retitle`] after a failed write.
+    pub(crate) fn restore_title(&mut self, (header, slot): (Record, Option<TitleSlot>)) {
+        self.header = header;
+        self.slot = slot;
+    }
+
+    /// Whether the next omp append goes to the end of the current file (rather than
+    /// into a full rewrite, or nowhere while the file waits for its first write).
+    pub(crate) fn appends_in_place(&self) -> bool {
+        self.persist && self.file.is_some() && self.file_is_current && !self.rewrite_required && self.failure.is_none()
+    }
+
+    /// Persists a changed title slot after an append in place: the slot is written
+    /// over the file's first line, as omp does, or when that cannot be done the whole
+    /// file is rewritten.
+    pub(crate) fn persist_title(&mut self) -> Result<()> {
+        if matches!(self.overwrite_slot(), Ok(true)) {
+            return Ok(());
         }
-        Ok(())
+        self.rewrite_omp()
+    }
+
+    /// Writes the title slot over the first line of the session file, in place
+    /// (`updateSessionTitle`); returns whether it did. It does not when that line is
+    /// not a slot of exactly [`SLOT_BYTES`] bytes; the storage refuses when the file
+    /// no longer has the size this manager last left it at.
+    fn overwrite_slot(&self) -> Result<bool> {
+        let (Some(path), Some(size), Some(slot)) = (self.file.as_deref(), self.expected_size, self.slot.as_ref())
+        else {
+            return Ok(false);
+        };
+        let line = slot.to_line()?;
+        let storage = &self.env.storage;
+        let (head, _) = storage.read_slices(path, SLOT_BYTES as u64, 0)?;
+        let is_slot = head.len() == SLOT_BYTES
+            && head.iter().position(|&b| b == b'\n') == Some(SLOT_BYTES - 1)
+            && std::str::from_utf8(&head[..SLOT_BYTES - 1]).ok().and_then(TitleSlot::parse).is_some();
+        if !is_slot {
+            return Ok(false);
+        }
+        storage.overwrite_prefix(path, line.as_bytes(), ExpectedSize::Bytes(size), self.env.durability)?;
+        Ok(true)
     }
 
     /// Returns pi's system-message snapshot of the current context

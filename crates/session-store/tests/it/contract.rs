@@ -33,6 +33,7 @@ const CASES: &[(&str, Case)] = &[
     ("delete_with_artifacts", delete_with_artifacts),
     ("locks_exclude", locks_exclude),
     ("ensure_dir_and_stat", ensure_dir_and_stat),
+    ("overwrite_prefix_in_place", overwrite_prefix_in_place),
 ];
 
 /// Runs every case against a storage made by `make`, reporting all failures at once.
@@ -62,6 +63,70 @@ fn memory_storage_meets_the_contract() -> TestResult {
 fn fault_storage_without_faults_meets_the_contract() -> TestResult {
     run_contract(&|| Box::new(FaultStorage::new(FileStorage::new(), Faults::new())))?;
     run_contract(&|| Box::new(FaultStorage::new(MemoryStorage::new(), Faults::new())))
+}
+
+/// A backend that implements only the required methods: the trait's defaults
+/// (streamed atomic writes, prefix overwrites) must meet the contract too.
+struct RequiredOnly(MemoryStorage);
+
+impl Storage for RequiredOnly {
+    fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
+        self.0.ensure_dir(dir)
+    }
+    fn exists(&self, path: &Path) -> Result<bool, StoreError> {
+        self.0.exists(path)
+    }
+    fn stat(&self, path: &Path) -> Result<Option<session_store::FileStat>, StoreError> {
+        self.0.stat(path)
+    }
+    fn list(&self, dir: &Path) -> Result<Vec<String>, StoreError> {
+        self.0.list(dir)
+    }
+    fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError> {
+        self.0.read(path)
+    }
+    fn read_slices(&self, path: &Path, prefix: u64, suffix: u64) -> Result<(Vec<u8>, Vec<u8>), StoreError> {
+        self.0.read_slices(path, prefix, suffix)
+    }
+    fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        self.0.write(path, bytes)
+    }
+    fn write_new(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        self.0.write_new(path, bytes)
+    }
+    fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
+        self.0.write_atomic(path, bytes, expected)
+    }
+    fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        self.0.append(path, bytes)
+    }
+    fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
+        self.0.truncate(path, len)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
+        self.0.rename(from, to)
+    }
+    fn unlink(&self, path: &Path) -> Result<(), StoreError> {
+        self.0.unlink(path)
+    }
+    fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
+        self.0.delete_with_artifacts(path)
+    }
+    fn open_writer(
+        &self,
+        path: &Path,
+        durability: Durability,
+    ) -> Result<Box<dyn session_store::AppendWriter>, StoreError> {
+        self.0.open_writer(path, durability)
+    }
+    fn lock(&self, path: &Path, wait: LockWait) -> Result<session_store::SessionLock, StoreError> {
+        self.0.lock(path, wait)
+    }
+}
+
+#[test]
+fn default_methods_meet_the_contract() -> TestResult {
+    run_contract(&|| Box::new(RequiredOnly(MemoryStorage::new())))
 }
 
 fn check(cond: bool, what: &str) -> TestResult {
@@ -195,6 +260,37 @@ fn writer_appends_lines(s: &dyn Storage, root: &Path) -> TestResult {
         w.close()?;
         check(s.read(&p)?.ends_with(b"}\n3\n"), "reopening appends")?;
     }
+    Ok(())
+}
+
+fn overwrite_prefix_in_place(s: &dyn Storage, root: &Path) -> TestResult {
+    let p = root.join("x/s.jsonl");
+    let none = Durability::None;
+    let missing = s.overwrite_prefix(&p, b"ab", ExpectedSize::Bytes(4), none);
+    check(matches!(missing, Err(StoreError::Conflict { expected: Some(4), found: None, .. })), "missing, expected")?;
+    let missing = s.overwrite_prefix(&p, b"ab", ExpectedSize::Any, none);
+    check(matches!(missing, Err(StoreError::NotFound { .. })), "missing")?;
+    check(!s.exists(&p)?, "nothing created")?;
+    s.write_atomic(&p, b"0123456789\n", ExpectedSize::Missing)?;
+    s.overwrite_prefix(&p, b"abc", ExpectedSize::Bytes(11), Durability::Fsync)?;
+    check(s.read(&p)? == b"abc3456789\n", "the start replaced, the rest kept")?;
+    s.overwrite_prefix(&p, b"XY", ExpectedSize::Any, none)?;
+    check(s.read(&p)? == b"XYc3456789\n", "replaced again")?;
+    let wrong = s.overwrite_prefix(&p, b"zz", ExpectedSize::Bytes(10), none);
+    check(matches!(wrong, Err(StoreError::Conflict { expected: Some(10), found: Some(11), .. })), "size mismatch")?;
+    let long = s.overwrite_prefix(&p, &[b'q'; 12], ExpectedSize::Any, none);
+    check(
+        matches!(long, Err(StoreError::Conflict { expected: Some(12), found: Some(11), .. })),
+        "longer than the file",
+    )?;
+    check(s.read(&p)? == b"XYc3456789\n", "refusals change nothing")?;
+    // An open append writer still appends at the end.
+    let mut w = s.open_writer(&p, none)?;
+    w.append(b"line\n")?;
+    s.overwrite_prefix(&p, b"__", ExpectedSize::Bytes(16), none)?;
+    w.append(b"more\n")?;
+    w.close()?;
+    check(s.read(&p)? == b"__c3456789\nline\nmore\n", "appends around an overwrite")?;
     Ok(())
 }
 

@@ -210,3 +210,41 @@ fn a_failed_large_branch_leaves_no_file() -> Result<()> {
     }
     Ok(())
 }
+
+/// A rename whose in-place slot write fails falls back to rewriting the whole file,
+/// as omp does: the title is on disk either way and nothing else is lost.
+#[test]
+fn omp_failed_slot_overwrite_falls_back_to_a_full_rewrite() -> Result<()> {
+    let (env, storage, faults) = faulty();
+    let mut m = SessionManager::create(Dialect::Omp, "/p", Path::new("/s"), env.clone())?;
+    m.append_message(user("q"))?;
+    m.append_message(assistant("a"))?;
+    m.flush()?;
+    let file = m.session_file().ok_or("file")?.to_path_buf();
+    faults.fail_next(Op::Overwrite, 1);
+    m.set_session_name("Renamed", Some("user"))?;
+    assert_eq!(faults.injected(), 1, "the in-place write was tried");
+    let text = read(storage.as_ref(), &file)?;
+    assert!(text.starts_with(r#"{"type":"title","v":1,"title":"Renamed""#), "{text}");
+    assert!(text.lines().nth(1).is_some_and(|h| h.contains(r#""title":"Renamed""#)), "rewritten whole");
+    drop(m);
+    let again = SessionManager::open(Dialect::Omp, &file, env)?;
+    assert_eq!(again.session_name().as_deref(), Some("Renamed"));
+    assert_eq!(again.tree().entries().len(), 3, "both messages and the title change");
+    Ok(())
+}
+
+/// A rename whose `title_change` cannot be written changes nothing in memory.
+#[test]
+fn omp_failed_rename_keeps_the_old_title() -> Result<()> {
+    let (env, _storage, faults) = faulty();
+    let mut m = SessionManager::create(Dialect::Omp, "/p", Path::new("/s"), env)?;
+    m.append_message(user("q"))?;
+    m.append_message(assistant("a"))?;
+    m.set_session_name("Old", Some("user"))?;
+    faults.fail_next(Op::Append, 1);
+    assert!(m.set_session_name("New", Some("user")).is_err());
+    assert_eq!(m.session_name().as_deref(), Some("Old"));
+    assert_eq!(m.tree().entries().len(), 3, "the failed title change is rolled back");
+    Ok(())
+}

@@ -305,3 +305,62 @@ fn continue_recent_reopens_the_newest_session_or_starts_one() -> Result<()> {
     }
     Ok(())
 }
+
+/// omp renames a session by appending a `title_change` and writing the 256-byte title
+/// slot over the first line in place; everything else in the file stays as it was
+/// (the header line keeps its old title, as in omp: the slot is authoritative).
+#[test]
+fn omp_rename_writes_the_title_slot_in_place() -> Result<()> {
+    let tmp = TempDir::new("omp-retitle");
+    let env = env_in(tmp.path());
+    let mut m = SessionManager::create(Dialect::Omp, "/p", tmp.path(), env.clone())?;
+    m.append_message(user("q"))?;
+    m.append_message(assistant("a"))?;
+    m.set_session_name("First", Some("user"))?;
+    m.flush()?;
+    let file = m.session_file().ok_or("file")?.to_path_buf();
+    let before = fs_err::read(&file)?;
+    m.set_session_name("Second title", Some("user"))?;
+    m.flush()?;
+    let after = fs_err::read(&file)?;
+    let slot = session::model::SLOT_BYTES;
+    assert_eq!(after[slot..before.len()], before[slot..], "the lines after the slot are untouched");
+    let first_line = std::str::from_utf8(&after[..slot - 1])?;
+    let parsed = session::model::TitleSlot::parse(first_line).ok_or("a title slot")?;
+    assert_eq!((parsed.title.as_str(), parsed.source.as_deref()), ("Second title", Some("user")));
+    assert_eq!(after[slot - 1], b'\n');
+    let appended = std::str::from_utf8(&after[before.len()..])?;
+    assert!(appended.starts_with(r#"{"type":"title_change""#) && appended.ends_with('\n'), "{appended}");
+    assert_eq!(appended.matches('\n').count(), 1, "one line appended");
+    drop(m);
+    let again = SessionManager::open(Dialect::Omp, &file, env)?;
+    assert_eq!(again.session_name().as_deref(), Some("Second title"));
+    assert_eq!(again.header().get_str("titleSource"), Some("user"));
+    Ok(())
+}
+
+/// A file without a title slot (written before omp had one) is rewritten whole, with
+/// a slot, when renamed.
+#[test]
+fn omp_rename_of_a_file_without_slot_rewrites_it_with_one() -> Result<()> {
+    let tmp = TempDir::new("omp-retitle-legacy");
+    let env = env_in(tmp.path());
+    let file = tmp.path().join("legacy.jsonl");
+    let lines = [
+        r#"{"type":"session","version":3,"id":"01a228d5-0000-7000-8000-000000000001","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#,
+        r#"{"type":"message","id":"aaaaaaaa","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"q","timestamp":1}}"#,
+    ];
+    fs_err::write(&file, lines.join("\n") + "\n")?;
+    let mut m = SessionManager::open(Dialect::Omp, &file, env.clone())?;
+    m.set_session_name("Named", Some("user"))?;
+    m.flush()?;
+    let text = fs_err::read_to_string(&file)?;
+    assert!(text.starts_with(r#"{"type":"title","v":1,"title":"Named""#), "{text}");
+    assert!(text.lines().nth(1).is_some_and(|h| h.contains(r#""title":"Named""#)), "the header carries it");
+    assert!(text.contains(lines[1]), "the entry is kept byte for byte");
+    drop(m);
+    let again = SessionManager::open(Dialect::Omp, &file, env)?;
+    assert_eq!(again.session_name().as_deref(), Some("Named"));
+    assert_eq!(again.tree().entries().len(), 2);
+    Ok(())
+}
