@@ -117,26 +117,18 @@ fn read_whole(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// Writes all of `bytes` at `offset` without moving any file position.
+/// Writes all of `bytes` at `offset` (positionally where the platform can).
 fn write_all_at(file: &std::fs::File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileExt;
         file.write_all_at(bytes, offset)
     }
-    #[cfg(windows)]
+    #[cfg(not(unix))]
     {
-        use std::os::windows::fs::FileExt;
-        let mut done = 0;
-        while done < bytes.len() {
-            match file.seek_write(&bytes[done..], offset + done as u64) {
-                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-                Ok(n) => done += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
+        let mut f = file.try_clone()?;
+        f.seek(SeekFrom::Start(offset))?;
+        f.write_all(bytes)
     }
 }
 
