@@ -228,32 +228,6 @@ fn parse_list_header(content: &str, entries: &[&str]) -> Option<ListHeader> {
     None
 }
 
-/// omp's `extractTextFromContent`; `Err` where omp throws (which drops the file).
-fn content_text(content: Option<&str>) -> Result<String, ()> {
-    let content = content.ok_or(())?;
-    match jsonscan::kind(content) {
-        Kind::String => Ok(jsonscan::decode_string(content).map(Cow::into_owned).unwrap_or_default()),
-        Kind::Array => {
-            let mut parts = Vec::new();
-            for block in jsonscan::array_elements(content) {
-                match jsonscan::kind(block) {
-                    Kind::Null => return Err(()),
-                    Kind::Object => {
-                        if let Some(o) = Obj::parse_validated(block)
-                            && o.get_str("type").as_deref() == Some("text")
-                        {
-                            parts.push(o.get("text").map(jsonscan::js_join_string).unwrap_or_default());
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            Ok(parts.join(" "))
-        }
-        _ => Err(()),
-    }
-}
-
 /// Derives the lifecycle status from a tail window (`deriveSessionStatus`).
 pub(crate) fn derive_status(suffix: &str) -> SessionStatus {
     if suffix.is_empty() {
@@ -321,7 +295,8 @@ pub(crate) fn scan_session_file(path: &Path, with_status: bool) -> Option<Sessio
     let mut parsed_messages = 0u64;
     let mut parsed_assistant = 0u64;
     let mut first_message = String::new();
-    let mut all: Vec<String> = Vec::new();
+    // Every message text, joined with a space as it is found.
+    let mut all = String::new();
     let mut short_summary: Option<String> = None;
     for raw in entries.iter().skip(1) {
         let k = jsonscan::kind(raw);
@@ -348,12 +323,18 @@ pub(crate) fn scan_session_file(path: &Path, with_status: bool) -> Option<Sessio
                 parsed_assistant += 1;
             }
             if matches!(role.as_deref(), Some("user" | "assistant")) {
-                let text = content_text(m.get("content")).ok()?;
-                if !text.is_empty() {
-                    if first_message.is_empty() && role.as_deref() == Some("user") {
-                        first_message = text.clone();
-                    }
-                    all.push(text);
+                // omp's `extractTextFromContent` is pi's: the same rules, the same throws.
+                let content = m.get("content")?;
+                let before = all.len();
+                if !all.is_empty() {
+                    all.push(' ');
+                }
+                let at = all.len();
+                crate::pi_scan::content_text_into(content, &mut all).ok()?;
+                if all.len() == at {
+                    all.truncate(before);
+                } else if first_message.is_empty() && role.as_deref() == Some("user") {
+                    first_message = all[at..].to_owned();
                 }
             }
         }
@@ -368,7 +349,7 @@ pub(crate) fn scan_session_file(path: &Path, with_status: bool) -> Option<Sessio
     if assistant_turns == 0 && has_assistant_turn(path) {
         assistant_turns = 1;
     }
-    let all_messages_text = if all.is_empty() { first_message.clone() } else { all.join(" ") };
+    let all_messages_text = if all.is_empty() { first_message.clone() } else { all };
     Some(SessionInfo {
         path: path.to_path_buf(),
         id: header.id,

@@ -123,26 +123,53 @@ fn readline_lines(text: &str) -> impl Iterator<Item = &str> {
 
 /// Extracts the text of a user/assistant `content`: a string as is, an array's
 /// `text` blocks joined with a space. `Err` where pi throws (which drops the file).
+#[cfg(test)]
 fn content_text(content: &str) -> Result<String, ()> {
+    let mut out = String::new();
+    content_text_into(content, &mut out)?;
+    Ok(out)
+}
+
+/// [`content_text`] appended to `out` (the listing's running text, so that message
+/// texts are decoded straight into it rather than into strings joined at the end).
+pub(crate) fn content_text_into(content: &str, out: &mut String) -> Result<(), ()> {
     match jsonscan::kind(content) {
-        Kind::String => Ok(jsonscan::decode_string(content).map(Cow::into_owned).unwrap_or_default()),
+        Kind::String => {
+            out.push_str(&jsonscan::decode_string(content).unwrap_or_default());
+            Ok(())
+        }
         Kind::Array => {
-            let mut parts: Vec<String> = Vec::new();
+            let mut first = true;
             for block in jsonscan::array_elements(content) {
                 match jsonscan::kind(block) {
                     Kind::Null => return Err(()),
                     Kind::Object => {
                         let Some(o) = Obj::parse_validated(block) else { continue };
                         if o.get_str("type").as_deref() == Some("text") {
-                            parts.push(o.get("text").map(jsonscan::js_join_string).unwrap_or_default());
+                            if !first {
+                                out.push(' ');
+                            }
+                            first = false;
+                            push_joined(out, o.get("text"));
                         }
                     }
                     _ => {}
                 }
             }
-            Ok(parts.join(" "))
+            Ok(())
         }
         _ => Err(()),
+    }
+}
+
+/// Appends `String(value)` of a raw JSON value (nothing for a missing one).
+fn push_joined(out: &mut String, raw: Option<&str>) {
+    match raw {
+        Some(raw) if jsonscan::kind(raw) == Kind::String => {
+            out.push_str(&jsonscan::decode_string(raw).unwrap_or_default());
+        }
+        Some(raw) => out.push_str(&jsonscan::js_join_string(raw)),
+        None => {}
     }
 }
 
@@ -169,7 +196,8 @@ pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
     let mut header: Option<Header> = None;
     let mut message_count = 0u64;
     let mut first_message = String::new();
-    let mut all: Vec<String> = Vec::new();
+    // Every message text, joined with a space as it is found.
+    let mut all = String::new();
     let mut name: Option<String> = None;
     let mut last_activity: Option<f64> = None;
     for line in readline_lines(&text) {
@@ -236,12 +264,16 @@ pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
                 if let Some(t) = activity {
                     last_activity = Some(last_activity.unwrap_or(0.0).max(t));
                 }
-                let text = content_text(content).ok()?;
-                if !text.is_empty() {
-                    if first_message.is_empty() && role == "user" {
-                        first_message = text.clone();
-                    }
-                    all.push(text);
+                let before = all.len();
+                if !all.is_empty() {
+                    all.push(' ');
+                }
+                let at = all.len();
+                content_text_into(content, &mut all).ok()?;
+                if all.len() == at {
+                    all.truncate(before);
+                } else if first_message.is_empty() && role == "user" {
+                    first_message = all[at..].to_owned();
                 }
             }
             _ => {}
@@ -268,7 +300,7 @@ pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
         assistant_turns: None,
         size: None,
         first_message: if first_message.is_empty() { "(no messages)".to_string() } else { first_message },
-        all_messages_text: all.join(" "),
+        all_messages_text: all,
         status: None,
     })
 }
