@@ -11,15 +11,15 @@ struct TempDir(PathBuf);
 impl TempDir {
     fn new(tag: &str) -> Result<TempDir> {
         let dir = std::env::temp_dir().join(format!("session-cli-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir)?;
+        let _ = fs_err::remove_dir_all(&dir);
+        fs_err::create_dir_all(&dir)?;
         Ok(TempDir(dir))
     }
 }
 
 impl Drop for TempDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        let _ = fs_err::remove_dir_all(&self.0);
     }
 }
 
@@ -50,14 +50,14 @@ fn slot(title: &str) -> String {
 fn rename_names_a_pi_session_with_a_session_info_entry() -> Result<()> {
     let tmp = TempDir::new("rename-pi")?;
     let file = tmp.0.join("s.jsonl");
-    std::fs::write(&file, format!("{HEADER}\n{USER}\n"))?;
+    fs_err::write(&file, format!("{HEADER}\n{USER}\n"))?;
     let f = file.to_str().ok_or("utf-8 path")?;
     let out = session(&["rename", f, "My  session\n"], &tmp.0)?;
     let id = out["id"].as_str().ok_or("an entry id")?;
     let info = session(&["info", f], &tmp.0)?;
     assert_eq!(info["name"], "My  session");
     assert_eq!(info["leafId"], id);
-    let text = std::fs::read_to_string(&file)?;
+    let text = fs_err::read_to_string(&file)?;
     assert!(text.starts_with(&format!("{HEADER}\n{USER}\n")), "appended, nothing rewritten");
     assert!(text.lines().nth(2).is_some_and(|l| l.contains(r#""type":"session_info""#)));
     Ok(())
@@ -68,12 +68,12 @@ fn rename_writes_an_omp_title_slot_in_place() -> Result<()> {
     let tmp = TempDir::new("rename-omp")?;
     let file = tmp.0.join("s.jsonl");
     let before = format!("{}{HEADER}\n{USER}\n", slot("old"));
-    std::fs::write(&file, &before)?;
+    fs_err::write(&file, &before)?;
     let f = file.to_str().ok_or("utf-8 path")?;
     session(&["--dialect", "omp", "rename", f, "New title"], &tmp.0)?;
     let info = session(&["--dialect", "omp", "info", f], &tmp.0)?;
     assert_eq!(info["name"], "New title");
-    let after = std::fs::read_to_string(&file)?;
+    let after = fs_err::read_to_string(&file)?;
     assert!(after.starts_with(r#"{"type":"title","v":1,"title":"New title","source":"user""#), "{after}");
     assert_eq!(after.find('\n'), Some(255), "the slot keeps its 256 bytes");
     assert_eq!(after[256..before.len()], before[256..], "the rest of the file is untouched");
