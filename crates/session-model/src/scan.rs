@@ -502,10 +502,13 @@ impl<'a> Obj<'a> {
 
 fn key_eq(raw_key: &str, key: &str) -> bool {
     let inner = &raw_key[1..raw_key.len() - 1];
-    if !inner.contains('\\') {
-        return inner == key;
+    // Every escape decodes to fewer bytes than it takes: a raw key as long as `key`
+    // matches only without escapes, and only a longer one with an escape can decode to it.
+    match inner.len().cmp(&key.len()) {
+        std::cmp::Ordering::Equal => inner == key && !inner.contains('\\'),
+        std::cmp::Ordering::Less => false,
+        std::cmp::Ordering::Greater => inner.contains('\\') && decode_string(raw_key).is_some_and(|k| k == key),
     }
-    decode_string(raw_key).is_some_and(|k| k == key)
 }
 
 /// Iterates the elements of a raw array (already validated).
@@ -816,6 +819,38 @@ mod tests {
         assert_eq!(o.get_str("b").unwrap(), "x\ny");
         assert_eq!(o.get("c"), Some("3"));
         assert_eq!(decode_string(r#""\ud83d\ude80 \udc00""#).unwrap(), "🚀 \u{fffd}");
+    }
+
+    proptest::proptest! {
+        /// A raw key equals a key exactly when it decodes to it, however it is escaped.
+        #[test]
+        fn key_eq_is_decoded_equality(a in "[ab\\\\\"é\n]{0,5}", b in "[ab\\\\\"é\n]{0,5}", unicode in proptest::bool::ANY) {
+            let mut raw = String::new();
+            crate::json::write_js_str(&mut raw, &a);
+            if unicode {
+                raw = raw.replace('a', "\\u0061");
+            }
+            proptest::prop_assert!(key_eq(&raw, &a));
+            proptest::prop_assert_eq!(key_eq(&raw, &b), a == b);
+        }
+    }
+
+    #[test]
+    fn keys_compare_decoded() {
+        for (raw, key, eq) in [
+            (r#""type""#, "type", true),
+            (r#""typ\u0065""#, "type", true),
+            (r#""\u0074ype""#, "type", true),
+            (r#""ty\npe""#, "ty\npe", true),
+            (r#""ty\\pe""#, "ty\\pe", true),
+            (r#""ty\\pe""#, "ty\\\\pe", false),
+            (r#""types""#, "type", false),
+            (r#""typ""#, "type", false),
+            (r#""\ud83d\ude80""#, "🚀", true),
+            (r#""""#, "", true),
+        ] {
+            assert_eq!(key_eq(raw, key), eq, "{raw} vs {key:?}");
+        }
     }
 
     #[test]
