@@ -121,8 +121,7 @@ fn readline_lines(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// Extracts the text of a user/assistant `content`: a string as is, an array's
-/// `text` blocks joined with a space. `Err` where pi throws (which drops the file).
+/// The text of a user/assistant `content`, as a string.
 #[cfg(test)]
 fn content_text(content: &str) -> Result<String, ()> {
     let mut out = String::new();
@@ -130,8 +129,10 @@ fn content_text(content: &str) -> Result<String, ()> {
     Ok(out)
 }
 
-/// [`content_text`] appended to `out` (the listing's running text, so that message
-/// texts are decoded straight into it rather than into strings joined at the end).
+/// Appends the text of a user/assistant `content` to `out` (the listing's running
+/// text, so that message texts are decoded straight into it): a string as is, an
+/// array's `text` blocks joined with a space. `Err` where pi throws (which drops the
+/// file); omp's `extractTextFromContent` is the same function.
 pub(crate) fn content_text_into(content: &str, out: &mut String) -> Result<(), ()> {
     match jsonscan::kind(content) {
         Kind::String => {

@@ -281,7 +281,7 @@ impl HistoryStore {
 
     /// Records a submitted prompt.
     ///
-    /// The prompt is normalized ([`normalize_prompt`](crate::normalize_prompt)); an
+    /// The prompt is normalized ([`normalize_prompt`]); an
     /// empty result is ignored. Otherwise one `BEGIN IMMEDIATE` transaction upserts
     /// the row: a new prompt is inserted with `use_count` 1; a known one gets
     /// `created_at` = now, the given `cwd` and `session_id` (replacing the old ones,
@@ -361,7 +361,7 @@ RETURNING id, use_count",
     /// token of `query`, most recent first.
     ///
     /// Tokens are the lowercase runs of letters and digits of `query`
-    /// ([`tokenize`](crate::tokenize)); no tokens, no results. Two stages, as omp:
+    /// ([`tokenize`]); no tokens, no results. Two stages, as omp:
     ///
     /// 1. Full text: every token as an FTS5 prefix (`"tok"*`, all required), which
     ///    folds case and diacritics for any script. Errors of this stage are

@@ -270,16 +270,16 @@ fn walk_value(b: &[u8], pos: usize, strings: &mut impl StringEnds) -> Result<usi
 }
 
 /// Skips one value of text already validated (a span of a parsed line) without
-/// checking it again; returns its end. Strings are crossed with SIMD searches for
-/// the quote. On text that is not valid JSON it still never reads out of bounds and
-/// always moves forward, but the span it finds is meaningless.
+/// checking it again; returns its end. Strings are crossed with the block index
+/// (`strings::Quotes`). On text that is not valid JSON it still never reads out of
+/// bounds and always moves forward, but the span it finds is meaningless.
 #[cfg(test)]
 pub(crate) fn skip_value_validated(b: &[u8], pos: usize) -> Result<usize, ScanError> {
     skip_validated(b, pos, &mut Quotes::new(pos))
 }
 
-/// [`skip_value_validated`] with the strings' ends found by `quotes`, which must have
-/// begun at or before `pos`.
+/// Skips one value of text already validated (see `skip_value_validated`), with the
+/// strings' ends found by `quotes`, which must have begun at or before `pos`.
 fn skip_validated(b: &[u8], pos: usize, quotes: &mut Quotes) -> Result<usize, ScanError> {
     match b.get(pos) {
         None => Err(ScanError::Incomplete),

@@ -14,7 +14,7 @@
 //! that true: it only asks for the end of a string it has just seen open, and it
 //! rejects a text at the first byte outside strings that is not JSON, so every quote
 //! before the one it asks about was, for it too, an opening or closing quote.
-//! [`Sequential`] is the one-byte-at-a-time definition the tests hold [`Marks`] to.
+//! `Sequential`, in the tests, is the one-byte-at-a-time definition [`Marks`] is held to.
 
 use wide::u8x16;
 
