@@ -78,12 +78,23 @@ pub(crate) fn read_dir(dir: &Path) -> std::io::Result<Vec<DirEntry>> {
     Ok(out)
 }
 
-/// Reads a whole file and returns its stat, with one open.
+/// Reads a whole file and returns its stat, with one open: the bytes it held when
+/// it was stated (fewer if it shrank; bytes appended since are not read). Reading no
+/// further than the stated size spares the read that would only find the end.
 pub(crate) fn read_all_with_stat(path: &Path) -> std::io::Result<(Stat, Vec<u8>)> {
     let mut f = fs_err::File::open(path)?;
     let st = stat_of(&f.metadata()?);
-    let mut out = Vec::with_capacity(usize::try_from(st.size).unwrap_or(0).saturating_add(1));
-    f.read_to_end(&mut out)?;
+    let mut out = vec![0u8; usize::try_from(st.size).map_err(std::io::Error::other)?];
+    let mut done = 0;
+    while done < out.len() {
+        match f.read(&mut out[done..]) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    out.truncate(done);
     Ok((st, out))
 }
 
