@@ -629,23 +629,22 @@ fn collect(
             on_result(i, build(f));
         }
     } else {
-        // Workers claim files a few at a time and hand results over in batches, so the
-        // receiving thread wakes once per batch rather than once per file.
+        // Every thread, this one included, claims files a few at a time. The others hand
+        // their results over in batches; this one reports its own and whatever has
+        // arrived between its batches, so no thread sits waiting while files remain.
         const CHUNK: usize = 8;
         let next = AtomicUsize::new(0);
+        let claim = || {
+            let start = next.fetch_add(CHUNK, AtomicOrdering::Relaxed);
+            files.get(start..files.len().min(start + CHUNK)).filter(|c| !c.is_empty()).map(|c| (start, c))
+        };
         let (tx, rx) = mpsc::channel::<Vec<(usize, Option<SessionInfo>)>>();
         std::thread::scope(|s| {
-            for _ in 0..workers {
+            for _ in 1..workers {
                 let tx = tx.clone();
-                let next = &next;
-                let build = &build;
+                let (build, claim) = (&build, &claim);
                 s.spawn(move || {
-                    loop {
-                        let start = next.fetch_add(CHUNK, AtomicOrdering::Relaxed);
-                        let Some(chunk) = files.get(start..files.len().min(start + CHUNK)) else { break };
-                        if chunk.is_empty() {
-                            break;
-                        }
+                    while let Some((start, chunk)) = claim() {
                         let batch = chunk.iter().enumerate().map(|(k, f)| (start + k, build(f))).collect();
                         if tx.send(batch).is_err() {
                             break;
@@ -654,6 +653,16 @@ fn collect(
                 });
             }
             drop(tx);
+            while let Some((start, chunk)) = claim() {
+                for (k, f) in chunk.iter().enumerate() {
+                    on_result(start + k, build(f));
+                }
+                for batch in rx.try_iter() {
+                    for (i, info) in batch {
+                        on_result(i, info);
+                    }
+                }
+            }
             for batch in rx {
                 for (i, info) in batch {
                     on_result(i, info);
@@ -661,9 +670,12 @@ fn collect(
             }
         });
     }
-    let mut pairs: Vec<(usize, SessionInfo)> = done_idx.into_iter().zip(done).collect();
-    pairs.sort_by_key(|p| p.0);
-    pairs.into_iter().map(|p| p.1).collect()
+    // Back into file order: each info moves once.
+    let mut slots: Vec<Option<SessionInfo>> = std::iter::repeat_with(|| None).take(total).collect();
+    for (i, info) in done_idx.into_iter().zip(done) {
+        slots[i] = Some(info);
+    }
+    slots.into_iter().flatten().collect()
 }
 
 /// The current time in nanoseconds since the epoch (whole milliseconds).
