@@ -166,8 +166,20 @@ impl ListCache {
     fn decode(&self, spans: &Spans, path: &Path) -> Option<Option<SessionInfo>> {
         let mut info = decode_info(&self.records[spans.info.clone()], path)?;
         if let Some(i) = info.as_mut() {
-            let text = read_at(self.old_file.as_ref()?, &spans.text).ok()?;
-            i.all_messages_text = String::from_utf8(text).ok()?;
+            thread_local! {
+                /// The text is read here, then copied into its string once checked.
+                static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+            }
+            // Read into a reused buffer, validated with SIMD and copied: cheaper than
+            // reading into the string's own memory and validating with std's checker.
+            i.all_messages_text = BUF.with(|buf| {
+                let mut buf = buf.borrow_mut();
+                read_at_into(self.old_file.as_ref()?, &spans.text, &mut buf).ok()?;
+                match session_model::decode_utf8_lossy(&buf) {
+                    std::borrow::Cow::Borrowed(text) => Some(text.to_owned()),
+                    std::borrow::Cow::Owned(_) => None,
+                }
+            })?;
         }
         Some(info)
     }
@@ -287,21 +299,29 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Reads `range` of `file`.
 fn read_at(file: &fs_err::File, range: &Range<u64>) -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    read_at_into(file, range, &mut buf)?;
+    Ok(buf)
+}
+
+/// [`read_at`] into `buf` (its old contents are replaced).
+fn read_at_into(file: &fs_err::File, range: &Range<u64>, buf: &mut Vec<u8>) -> std::io::Result<()> {
     let len = usize::try_from(range.end.saturating_sub(range.start)).map_err(std::io::Error::other)?;
-    let mut buf = vec![0u8; len];
+    buf.clear();
+    buf.resize(len, 0);
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileExt;
-        file.file().read_exact_at(&mut buf, range.start)?;
+        file.file().read_exact_at(buf, range.start)?;
     }
     #[cfg(not(unix))]
     {
         use std::io::{Read, Seek};
         let mut f = file.file().try_clone()?;
         f.seek(std::io::SeekFrom::Start(range.start))?;
-        f.read_exact(&mut buf)?;
+        f.read_exact(buf)?;
     }
-    Ok(buf)
+    Ok(())
 }
 
 /// Opens a cache file and reads its header and record section; `None` when it is not
