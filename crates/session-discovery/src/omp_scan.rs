@@ -330,7 +330,8 @@ pub(crate) fn scan_session_file(path: &Path, with_status: bool) -> Option<Sessio
                     all.push(' ');
                 }
                 let at = all.len();
-                crate::pi_scan::content_text_into(content, &mut all).ok()?;
+                let tape = jsonscan::Tape::parse(content, 2).ok()?;
+                crate::pi_scan::content_text_into(&tape, 0, &mut all).ok()?;
                 if all.len() == at {
                     all.truncate(before);
                 } else if first_message.is_empty() && role.as_deref() == Some("user") {

@@ -13,7 +13,7 @@ use session_model::timestamp::parse_iso_millis;
 
 use crate::info::SessionInfo;
 use crate::io;
-use crate::jsonscan::{self, Kind, Obj};
+use crate::jsonscan::{self, Kind, Obj, Tape};
 
 /// The most the header scan reads before giving up (pi's 1 MiB limit).
 const HEADER_SCAN_LIMIT: u64 = 1024 * 1024;
@@ -124,16 +124,19 @@ fn readline_lines(text: &str) -> impl Iterator<Item = &str> {
 /// The text of a user/assistant `content`, as a string.
 #[cfg(test)]
 fn content_text(content: &str) -> Result<String, ()> {
+    let tape = Tape::parse(content, 2).map_err(|_| ())?;
     let mut out = String::new();
-    content_text_into(content, &mut out)?;
+    content_text_into(&tape, 0, &mut out)?;
     Ok(out)
 }
 
-/// Appends the text of a user/assistant `content` to `out` (the listing's running
-/// text, so that message texts are decoded straight into it): a string as is, an
-/// array's `text` blocks joined with a space. `Err` where pi throws (which drops the
-/// file); omp's `extractTextFromContent` is the same function.
-pub(crate) fn content_text_into(content: &str, out: &mut String) -> Result<(), ()> {
+/// Appends the text of a user/assistant `content`, value `id` of `tape` (recorded two
+/// levels below it), to `out` (the listing's running text, so that message texts
+/// are decoded straight into it): a string as is, an array's `text` blocks joined
+/// with a space. `Err` where pi throws (which drops the file); omp's
+/// `extractTextFromContent` is the same function.
+pub(crate) fn content_text_into(tape: &Tape<'_>, id: usize, out: &mut String) -> Result<(), ()> {
+    let content = tape.raw(id);
     match jsonscan::kind(content) {
         Kind::String => {
             out.push_str(&jsonscan::decode_string(content).unwrap_or_default());
@@ -141,18 +144,15 @@ pub(crate) fn content_text_into(content: &str, out: &mut String) -> Result<(), (
         }
         Kind::Array => {
             let mut first = true;
-            for block in jsonscan::array_elements(content) {
-                match jsonscan::kind(block) {
+            for block in tape.children(id) {
+                match jsonscan::kind(tape.raw(block)) {
                     Kind::Null => return Err(()),
-                    Kind::Object => {
-                        let Some(o) = Obj::parse_validated(block) else { continue };
-                        if o.get_str("type").as_deref() == Some("text") {
-                            if !first {
-                                out.push(' ');
-                            }
-                            first = false;
-                            push_joined(out, o.get("text"));
+                    Kind::Object if tape.get_str(block, "type").as_deref() == Some("text") => {
+                        if !first {
+                            out.push(' ');
                         }
+                        first = false;
+                        push_joined(out, tape.get(block, "text").map(|t| tape.raw(t)));
                     }
                     _ => {}
                 }
@@ -205,36 +205,39 @@ pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
         if js_trim(line).is_empty() {
             continue;
         }
-        let Ok((obj, raw)) = Obj::parse_line(line) else { continue };
-        if !jsonscan::truthy(raw) {
+        // The line, validated, with its values recorded down to the content blocks'
+        // members (line 0, message 1, content 2, block 3, `text` 4).
+        let Ok(tape) = Tape::parse(line, 4) else { continue };
+        if !jsonscan::truthy(tape.raw(0)) {
             continue;
         }
-        let Some(obj) = obj else {
+        if jsonscan::kind(tape.raw(0)) != Kind::Object {
             header.as_ref()?;
             continue;
-        };
-        let ty = obj.get_str("type");
+        }
+        let get = |id: usize, key: &str| tape.get(id, key).map(|c| tape.raw(c));
+        let ty = tape.get_str(0, "type");
         if header.is_none() {
             if ty.as_deref() != Some("session") {
                 return None;
             }
             // pi lists a header whatever its id (a missing or odd id shows as such).
-            let raw_id = obj.get("id");
-            let id = obj.get_str("id").map(Cow::into_owned);
+            let raw_id = get(0, "id");
+            let id = tape.get_str(0, "id").map(Cow::into_owned);
             let id_raw = match (&id, raw_id) {
                 (None, Some(raw)) => Some(raw.to_owned()),
                 _ => None,
             };
             let has_id = raw_id.is_some();
             let id = id.unwrap_or_default();
-            let cwd = obj.get_str("cwd").map(Cow::into_owned);
-            let parent = obj.get_str("parentSession").map(Cow::into_owned);
-            let ts = obj.get("timestamp").map(str::to_string);
+            let cwd = tape.get_str(0, "cwd").map(Cow::into_owned);
+            let parent = tape.get_str(0, "parentSession").map(Cow::into_owned);
+            let ts = get(0, "timestamp").map(str::to_string);
             header = Some(Header { id, id_raw, has_id, cwd, parent, ts });
             continue;
         }
         match ty.as_deref() {
-            Some("session_info") => match obj.get("name") {
+            Some("session_info") => match get(0, "name") {
                 None => name = None,
                 Some(n) => match jsonscan::kind(n) {
                     Kind::Null => name = None,
@@ -248,19 +251,20 @@ pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
             },
             Some("message") => {
                 message_count += 1;
-                let message = obj.get("message")?;
-                if jsonscan::kind(message) == Kind::Null {
-                    return None;
+                let m = tape.get(0, "message")?;
+                match jsonscan::kind(tape.raw(m)) {
+                    Kind::Null => return None,
+                    Kind::Object => {}
+                    _ => continue,
                 }
-                let Some(m) = Obj::parse_validated(message) else { continue };
-                let Some(role) = m.get_str("role") else { continue };
-                let Some(content) = m.get("content") else { continue };
+                let Some(role) = tape.get_str(m, "role") else { continue };
+                let Some(content) = tape.get(m, "content") else { continue };
                 if role != "user" && role != "assistant" {
                     continue;
                 }
-                let activity = match m.get("timestamp").and_then(jsonscan::number) {
+                let activity = match get(m, "timestamp").and_then(jsonscan::number) {
                     Some(n) => Some(n),
-                    None => js_date(obj.get("timestamp")).map(|t| t as f64),
+                    None => js_date(get(0, "timestamp")).map(|t| t as f64),
                 };
                 if let Some(t) = activity {
                     last_activity = Some(last_activity.unwrap_or(0.0).max(t));
@@ -270,7 +274,7 @@ pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
                     all.push(' ');
                 }
                 let at = all.len();
-                content_text_into(content, &mut all).ok()?;
+                content_text_into(&tape, content, &mut all).ok()?;
                 if all.len() == at {
                     all.truncate(before);
                 } else if first_message.is_empty() && role == "user" {

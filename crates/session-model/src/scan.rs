@@ -194,12 +194,68 @@ pub fn skip_value(b: &[u8], pos: usize) -> Result<usize, ScanError> {
 /// [`skip_value`] with the strings' ends found by `strings`, which must have begun
 /// at or before `pos`, outside any string.
 fn walk_value(b: &[u8], pos: usize, strings: &mut impl StringEnds) -> Result<usize, ScanError> {
-    // Containers are tracked on an explicit stack: `true` = object.
-    let mut stack: Vec<bool> = Vec::new();
+    walk_recording(b, pos, strings, &mut NoRecord)
+}
+
+/// Where a walk notes the values it meets (see [`Tape`]).
+trait Recorder {
+    /// A value of `depth` (0: the walked value itself) starts at `start`, under
+    /// `parent` with member name `key` (its raw span); returns its id, or
+    /// [`NOT_RECORDED`].
+    fn open(&mut self, parent: u32, key: Option<(usize, usize)>, start: usize, depth: usize) -> u32;
+    /// The value `id` ends at `end`.
+    fn close(&mut self, id: u32, end: usize);
+}
+
+/// The id of a value a [`Recorder`] did not keep.
+const NOT_RECORDED: u32 = u32::MAX;
+
+/// A [`Recorder`] that keeps nothing: the plain validating walk.
+struct NoRecord;
+
+impl Recorder for NoRecord {
+    #[inline(always)]
+    fn open(&mut self, _: u32, _: Option<(usize, usize)>, _: usize, _: usize) -> u32 {
+        NOT_RECORDED
+    }
+    #[inline(always)]
+    fn close(&mut self, _: u32, _: usize) {}
+}
+
+/// The validating walk, telling `rec` where each value starts and ends.
+fn walk_recording(
+    b: &[u8],
+    pos: usize,
+    strings: &mut impl StringEnds,
+    rec: &mut impl Recorder,
+) -> Result<usize, ScanError> {
+    thread_local! {
+        /// The container stack, kept between walks so that a walk allocates nothing.
+        static STACK: std::cell::Cell<Vec<(bool, u32)>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+    // Containers are tracked on an explicit stack: (is an object, recorded id).
+    let mut stack = STACK.take();
+    stack.clear();
+    let result = walk_with_stack(b, pos, strings, rec, &mut stack);
+    STACK.set(stack);
+    result
+}
+
+/// [`walk_recording`] on a given (empty) container stack.
+fn walk_with_stack(
+    b: &[u8],
+    pos: usize,
+    strings: &mut impl StringEnds,
+    rec: &mut impl Recorder,
+    stack: &mut Vec<(bool, u32)>,
+) -> Result<usize, ScanError> {
     let mut pos = pos;
+    let mut key: Option<(usize, usize)> = None;
     loop {
         // Parse one value at `pos`.
         let c = *b.get(pos).ok_or(ScanError::Incomplete)?;
+        let parent = stack.last().map_or(NOT_RECORDED, |e| e.1);
+        let id = rec.open(parent, key.take(), pos, stack.len());
         let mut end = match c {
             b'"' => strings.string_end(b, pos)?,
             b'-' | b'0'..=b'9' => skip_number(b, pos)?,
@@ -212,7 +268,7 @@ fn walk_value(b: &[u8], pos: usize, strings: &mut impl StringEnds) -> Result<usi
                     None => return Err(ScanError::Incomplete),
                     Some(b']') => p + 1,
                     Some(_) => {
-                        stack.push(false);
+                        stack.push((false, id));
                         pos = p;
                         continue;
                     }
@@ -224,9 +280,10 @@ fn walk_value(b: &[u8], pos: usize, strings: &mut impl StringEnds) -> Result<usi
                     None => return Err(ScanError::Incomplete),
                     Some(b'}') => p + 1,
                     Some(b'"') => {
-                        let p = object_key(b, p, strings)?;
-                        stack.push(true);
-                        pos = p;
+                        let (kend, v) = object_key(b, p, strings)?;
+                        key = Some((p, kend));
+                        stack.push((true, id));
+                        pos = v;
                         continue;
                     }
                     Some(_) => return Err(ScanError::Syntax),
@@ -234,9 +291,10 @@ fn walk_value(b: &[u8], pos: usize, strings: &mut impl StringEnds) -> Result<usi
             }
             _ => return Err(ScanError::Syntax),
         };
+        rec.close(id, end);
         // Close containers / move to the next element.
         loop {
-            let Some(&is_obj) = stack.last() else {
+            let Some(&(is_obj, open)) = stack.last() else {
                 return Ok(end);
             };
             let p = skip_ws(b, end);
@@ -247,7 +305,11 @@ fn walk_value(b: &[u8], pos: usize, strings: &mut impl StringEnds) -> Result<usi
                     if is_obj {
                         match b.get(p) {
                             None => return Err(ScanError::Incomplete),
-                            Some(b'"') => pos = object_key(b, p, strings)?,
+                            Some(b'"') => {
+                                let (kend, v) = object_key(b, p, strings)?;
+                                key = Some((p, kend));
+                                pos = v;
+                            }
                             Some(_) => return Err(ScanError::Syntax),
                         }
                     } else {
@@ -258,10 +320,12 @@ fn walk_value(b: &[u8], pos: usize, strings: &mut impl StringEnds) -> Result<usi
                 Some(b'}') if is_obj => {
                     stack.pop();
                     end = p + 1;
+                    rec.close(open, end);
                 }
                 Some(b']') if !is_obj => {
                     stack.pop();
                     end = p + 1;
+                    rec.close(open, end);
                 }
                 Some(_) => return Err(ScanError::Syntax),
             }
@@ -314,12 +378,13 @@ fn skip_validated(b: &[u8], pos: usize, quotes: &mut Quotes) -> Result<usize, Sc
     }
 }
 
-/// Validates `"key" :` at `pos`; returns the position of the value.
-fn object_key(b: &[u8], pos: usize, strings: &mut impl StringEnds) -> Result<usize, ScanError> {
-    let p = skip_ws(b, strings.string_end(b, pos)?);
+/// Validates `"key" :` at `pos`; returns the key's end and the position of the value.
+fn object_key(b: &[u8], pos: usize, strings: &mut impl StringEnds) -> Result<(usize, usize), ScanError> {
+    let kend = strings.string_end(b, pos)?;
+    let p = skip_ws(b, kend);
     match b.get(p) {
         None => Err(ScanError::Incomplete),
-        Some(b':') => Ok(skip_ws(b, p + 1)),
+        Some(b':') => Ok((kend, skip_ws(b, p + 1))),
         Some(_) => Err(ScanError::Syntax),
     }
 }
@@ -390,6 +455,130 @@ pub fn object_fields<'a, const N: usize>(
             Some(b'}') => return Ok((out, p + 1)),
             Some(_) => return Err(ScanError::Syntax),
         }
+    }
+}
+
+/// A line validated as `JSON.parse` would, with the spans of its values down to a
+/// depth recorded on the way: nested members and elements are then found without
+/// walking the text again.
+///
+/// Ids are indexes in document order; the line's own value is id 0.
+///
+/// ```
+/// use session_model::scan::Tape;
+/// let t = Tape::parse(r#" {"type":"message","message":{"role":"user","content":[{"type":"text","text":"hi"}]}} "#, 4).unwrap();
+/// let message = t.get(0, "message").unwrap();
+/// assert_eq!(t.raw(t.get(message, "role").unwrap()), r#""user""#);
+/// let content = t.get(message, "content").unwrap();
+/// let blocks: Vec<&str> = t.children(content).map(|b| t.raw(t.get(b, "text").unwrap())).collect();
+/// assert_eq!(blocks, [r#""hi""#]);
+/// assert!(Tape::parse("{\"a\":", 2).is_err());
+/// ```
+#[derive(Debug)]
+pub struct Tape<'a> {
+    text: &'a str,
+    nodes: Vec<Node>,
+    depth: usize,
+}
+
+/// One recorded value of a [`Tape`].
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    /// The member name's raw span (`start == end`: an array element or the root).
+    key: (u32, u32),
+    start: u32,
+    end: u32,
+    /// The id after this value's recorded descendants: its next sibling, if any.
+    after: u32,
+}
+
+thread_local! {
+    /// The node list of the last tape dropped on this thread, reused by the next one
+    /// (a listing parses one tape per line).
+    static SPARE_NODES: std::cell::Cell<Vec<Node>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+impl Drop for Tape<'_> {
+    fn drop(&mut self) {
+        SPARE_NODES.set(std::mem::take(&mut self.nodes));
+    }
+}
+
+impl Recorder for Tape<'_> {
+    fn open(&mut self, parent: u32, key: Option<(usize, usize)>, start: usize, depth: usize) -> u32 {
+        if depth > self.depth || (depth > 0 && parent == NOT_RECORDED) {
+            return NOT_RECORDED;
+        }
+        let (ks, ke) = key.unwrap_or((0, 0));
+        let id = self.nodes.len() as u32;
+        let node = Node { key: (ks as u32, ke as u32), start: start as u32, end: start as u32, after: id + 1 };
+        self.nodes.push(node);
+        id
+    }
+
+    fn close(&mut self, id: u32, end: usize) {
+        let after = self.nodes.len() as u32;
+        if let Some(n) = self.nodes.get_mut(id as usize) {
+            n.end = end as u32;
+            n.after = after;
+        }
+    }
+}
+
+impl<'a> Tape<'a> {
+    /// Validates `line` (one JSON value, surrounding whitespace allowed) and records
+    /// its values down to `depth` (the value itself is depth 0, its members 1, …).
+    /// Lines of 4 GiB or more are refused as [`ScanError::Syntax`].
+    pub fn parse(line: &'a str, depth: usize) -> Result<Tape<'a>, ScanError> {
+        if u32::try_from(line.len()).is_err() {
+            return Err(ScanError::Syntax);
+        }
+        let b = line.as_bytes();
+        let start = skip_ws(b, 0);
+        let mut nodes = SPARE_NODES.take();
+        nodes.clear();
+        let mut tape = Tape { text: line, nodes, depth };
+        let end = walk_recording(b, start, &mut Checked::new(start), &mut tape)?;
+        if skip_ws(b, end) != b.len() {
+            return Err(ScanError::Syntax);
+        }
+        Ok(tape)
+    }
+
+    /// The raw text of value `id` (the whole value, without surrounding whitespace).
+    pub fn raw(&self, id: usize) -> &'a str {
+        self.nodes.get(id).map_or("", |n| &self.text[n.start as usize..n.end as usize])
+    }
+
+    /// The ids of the members or elements of value `id`, in order (none beyond the
+    /// recorded depth).
+    pub fn children(&self, id: usize) -> impl Iterator<Item = usize> + '_ {
+        // Descendants follow their parent; each child's `after` is its next sibling.
+        let end = self.nodes.get(id).map_or(id + 1, |n| n.after as usize);
+        let mut next = id + 1;
+        std::iter::from_fn(move || {
+            if next >= end {
+                return None;
+            }
+            let child = next;
+            next = self.nodes[child].after as usize;
+            Some(child)
+        })
+    }
+
+    /// The member `key` of object `id` (the last one, as in JavaScript).
+    pub fn get(&self, id: usize, key: &str) -> Option<usize> {
+        self.children(id)
+            .filter(|&c| {
+                let (ks, ke) = self.nodes[c].key;
+                ke > ks && key_eq(&self.text[ks as usize..ke as usize], key)
+            })
+            .last()
+    }
+
+    /// The decoded string value of member `key` of object `id`, if it is a string.
+    pub fn get_str(&self, id: usize, key: &str) -> Option<Cow<'a, str>> {
+        self.get(id, key).and_then(|c| decode_string(self.raw(c)))
     }
 }
 
@@ -797,6 +986,50 @@ mod tests {
             }
         }
 
+        /// A tape records exactly the members and elements the splitters find, at every
+        /// depth it keeps, and accepts exactly what `parse_whole` accepts.
+        #[test]
+        fn tape_agrees_with_the_splitters(v in json_value(), depth in 0usize..6, pretty in proptest::bool::ANY, cut in proptest::num::usize::ANY) {
+            let text = if pretty {
+                serde_json::to_string_pretty(&v).expect("serialises")
+            } else {
+                crate::json::to_js_string(&v)
+            };
+            let tape = Tape::parse(&text, depth).expect("valid JSON");
+            proptest::prop_assert_eq!(tape.raw(0), parse_whole(&text).expect("valid"));
+            // Every recorded value, with its depth, reached from the root.
+            let mut todo = vec![(0usize, 0usize)];
+            let mut seen = 0;
+            while let Some((id, node_depth)) = todo.pop() {
+                seen += 1;
+                let raw = tape.raw(id);
+                let children: Vec<usize> = tape.children(id).collect();
+                todo.extend(children.iter().map(|&c| (c, node_depth + 1)));
+                if node_depth == depth {
+                    proptest::prop_assert!(children.is_empty());
+                    continue;
+                }
+                match kind(raw) {
+                    Kind::Object => {
+                        let members = Obj::parse_validated(raw).expect("an object").members;
+                        let got: Vec<(&str, &str)> = children.iter().map(|&c| {
+                            let (ks, ke) = tape.nodes[c].key;
+                            (&text[ks as usize..ke as usize], tape.raw(c))
+                        }).collect();
+                        proptest::prop_assert_eq!(got, members);
+                    }
+                    Kind::Array => {
+                        let got: Vec<&str> = children.iter().map(|&c| tape.raw(c)).collect();
+                        proptest::prop_assert_eq!(got, array_elements(raw));
+                    }
+                    _ => proptest::prop_assert!(children.is_empty()),
+                }
+            }
+            proptest::prop_assert_eq!(seen, tape.nodes.len(), "every recorded value is reachable");
+            let cut = &text[..text.floor_char_boundary(cut % (text.len() + 1))];
+            proptest::prop_assert_eq!(Tape::parse(cut, depth).map(|t| t.raw(0)), parse_whole(cut));
+        }
+
         /// On anything else they stay in bounds and terminate.
         #[test]
         fn validated_splitting_survives_garbage(text in "[\"\\\\{}\\[\\],: a1é]{0,40}") {
@@ -819,6 +1052,11 @@ mod tests {
         assert_eq!(o.get_str("b").unwrap(), "x\ny");
         assert_eq!(o.get("c"), Some("3"));
         assert_eq!(decode_string(r#""\ud83d\ude80 \udc00""#).unwrap(), "🚀 \u{fffd}");
+        let t = Tape::parse(r#"{"a":1,"b":"x\ny","a":"two","\u0063":3}"#, 1).unwrap();
+        assert_eq!(t.raw(t.get(0, "a").unwrap()), "\"two\"");
+        assert_eq!(t.get_str(0, "b").unwrap(), "x\ny");
+        assert_eq!(t.raw(t.get(0, "c").unwrap()), "3");
+        assert_eq!(t.get(0, "d"), None);
     }
 
     proptest::proptest! {
