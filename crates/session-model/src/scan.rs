@@ -5,8 +5,11 @@
 //! fields, so this module only checks the grammar (iteratively, so deep nesting cannot
 //! exhaust the stack; strings 64 bytes at a time, see `strings.rs`) and hands out
 //! borrowed spans;
-//! strings are decoded on demand. Unlike `serde_json`, it accepts escaped lone
-//! surrogates (`"\udc00"`), as JavaScript does; they decode to U+FFFD.
+//! strings are decoded on demand. [`Obj`] splits one object into its members;
+//! [`Tape`] records the spans of a whole line's values down to a depth in the same
+//! pass that validates it, for readers of nested fields. Unlike `serde_json`, it
+//! accepts escaped lone surrogates (`"\udc00"`), as JavaScript does; they decode to
+//! U+FFFD.
 //!
 //! ```
 //! use session_model::scan::{Obj, decode_string};
