@@ -325,18 +325,9 @@ pub(crate) fn scan_session_file(path: &Path, with_status: bool) -> Option<Sessio
             if matches!(role.as_deref(), Some("user" | "assistant")) {
                 // omp's `extractTextFromContent` is pi's: the same rules, the same throws.
                 let content = m.get("content")?;
-                let before = all.len();
-                if !all.is_empty() {
-                    all.push(' ');
-                }
-                let at = all.len();
-                let tape = jsonscan::Tape::parse(content, 2).ok()?;
-                crate::pi_scan::content_text_into(&tape, 0, &mut all).ok()?;
-                if all.len() == at {
-                    all.truncate(before);
-                } else if first_message.is_empty() && role.as_deref() == Some("user") {
-                    first_message = all[at..].to_owned();
-                }
+                let tape = jsonscan::Tape::parse_validated(content, 2).ok()?;
+                let is_user = role.as_deref() == Some("user");
+                crate::pi_scan::add_message_text(&mut all, &mut first_message, is_user, &tape, 0).ok()?;
             }
         }
     }

@@ -135,7 +135,7 @@ fn content_text(content: &str) -> Result<String, ()> {
 /// are decoded straight into it): a string as is, an array's `text` blocks joined
 /// with a space. `Err` where pi throws (which drops the file); omp's
 /// `extractTextFromContent` is the same function.
-pub(crate) fn content_text_into(tape: &Tape<'_>, id: usize, out: &mut String) -> Result<(), ()> {
+fn content_text_into(tape: &Tape<'_>, id: usize, out: &mut String) -> Result<(), ()> {
     let content = tape.raw(id);
     match jsonscan::kind(content) {
         Kind::String => {
@@ -161,6 +161,31 @@ pub(crate) fn content_text_into(tape: &Tape<'_>, id: usize, out: &mut String) ->
         }
         _ => Err(()),
     }
+}
+
+/// Adds one user/assistant message's text (`content`, value `id` of `tape`) to the
+/// running all-messages text, after a space (an empty text adds nothing), and keeps
+/// it as `first_user` when it is the first non-empty user text. `Err` where the
+/// references throw.
+pub(crate) fn add_message_text(
+    all: &mut String,
+    first_user: &mut String,
+    is_user: bool,
+    tape: &Tape<'_>,
+    id: usize,
+) -> Result<(), ()> {
+    let before = all.len();
+    if !all.is_empty() {
+        all.push(' ');
+    }
+    let at = all.len();
+    content_text_into(tape, id, all)?;
+    if all.len() == at {
+        all.truncate(before);
+    } else if is_user && first_user.is_empty() {
+        *first_user = all[at..].to_owned();
+    }
+    Ok(())
 }
 
 /// Appends `String(value)` of a raw JSON value (nothing for a missing one).
@@ -269,17 +294,7 @@ pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
                 if let Some(t) = activity {
                     last_activity = Some(last_activity.unwrap_or(0.0).max(t));
                 }
-                let before = all.len();
-                if !all.is_empty() {
-                    all.push(' ');
-                }
-                let at = all.len();
-                content_text_into(&tape, content, &mut all).ok()?;
-                if all.len() == at {
-                    all.truncate(before);
-                } else if first_message.is_empty() && role == "user" {
-                    first_message = all[at..].to_owned();
-                }
+                add_message_text(&mut all, &mut first_message, role == "user", &tape, content).ok()?;
             }
             _ => {}
         }

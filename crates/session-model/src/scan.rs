@@ -533,6 +533,17 @@ impl<'a> Tape<'a> {
     /// its values down to `depth` (the value itself is depth 0, its members 1, …).
     /// Lines of 4 GiB or more are refused as [`ScanError::Syntax`].
     pub fn parse(line: &'a str, depth: usize) -> Result<Tape<'a>, ScanError> {
+        Tape::parse_with(line, depth, Checked::new)
+    }
+
+    /// [`Tape::parse`] for text already validated (a span of a parsed line): string
+    /// contents are not checked again. On text that is not valid JSON the spans are
+    /// meaningless, but nothing panics.
+    pub fn parse_validated(raw: &'a str, depth: usize) -> Result<Tape<'a>, ScanError> {
+        Tape::parse_with(raw, depth, Quotes::new)
+    }
+
+    fn parse_with<S: StringEnds>(line: &'a str, depth: usize, strings: fn(usize) -> S) -> Result<Tape<'a>, ScanError> {
         if u32::try_from(line.len()).is_err() {
             return Err(ScanError::Syntax);
         }
@@ -541,7 +552,7 @@ impl<'a> Tape<'a> {
         let mut nodes = SPARE_NODES.take();
         nodes.clear();
         let mut tape = Tape { text: line, nodes, depth };
-        let end = walk_recording(b, start, &mut Checked::new(start), &mut tape)?;
+        let end = walk_recording(b, start, &mut strings(start), &mut tape)?;
         if skip_ws(b, end) != b.len() {
             return Err(ScanError::Syntax);
         }
@@ -1000,6 +1011,10 @@ mod tests {
             };
             let tape = Tape::parse(&text, depth).expect("valid JSON");
             proptest::prop_assert_eq!(tape.raw(0), parse_whole(&text).expect("valid"));
+            let unchecked = Tape::parse_validated(&text, depth).expect("valid JSON");
+            let spans = |t: &Tape<'_>| t.nodes.iter().map(|n| (n.key, n.start, n.end, n.after)).collect::<Vec<_>>();
+            proptest::prop_assert_eq!(spans(&unchecked), spans(&tape));
+            drop(unchecked);
             // Every recorded value, with its depth, reached from the root.
             let mut todo = vec![(0usize, 0usize)];
             let mut seen = 0;
@@ -1039,6 +1054,11 @@ mod tests {
             let _ = skip_value_validated(text.as_bytes(), 0);
             let _ = Obj::parse_validated(&text).map(|o| o.get_str("a"));
             let _ = array_elements(&text);
+            if let Ok(t) = Tape::parse_validated(&text, 3) {
+                for c in t.children(0) {
+                    proptest::prop_assert!(t.raw(c).len() <= text.len());
+                }
+            }
         }
     }
 
