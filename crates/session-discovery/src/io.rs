@@ -78,24 +78,28 @@ pub(crate) fn read_dir(dir: &Path) -> std::io::Result<Vec<DirEntry>> {
     Ok(out)
 }
 
-/// Reads a whole file and returns its stat, with one open: the bytes it held when
-/// it was stated (fewer if it shrank; bytes appended since are not read). Reading no
-/// further than the stated size spares the read that would only find the end.
-pub(crate) fn read_all_with_stat(path: &Path) -> std::io::Result<(Stat, Vec<u8>)> {
+/// Reads a whole file into `buf` and returns its stat and bytes, with one open: the
+/// bytes it held when it was stated (fewer if it shrank; bytes appended since are
+/// not read). Reading no further than the stated size spares the read that would
+/// only find the end. `buf` is a reused buffer: it only grows (zeroed once), so that
+/// reading a file costs neither an allocation nor clearing memory.
+pub(crate) fn read_all_with_stat<'b>(path: &Path, buf: &'b mut Vec<u8>) -> std::io::Result<(Stat, &'b [u8])> {
     let mut f = fs_err::File::open(path)?;
     let st = stat_of(&f.metadata()?);
-    let mut out = vec![0u8; usize::try_from(st.size).map_err(std::io::Error::other)?];
+    let size = usize::try_from(st.size).map_err(std::io::Error::other)?;
+    if buf.len() < size {
+        buf.resize(size, 0);
+    }
     let mut done = 0;
-    while done < out.len() {
-        match f.read(&mut out[done..]) {
+    while done < size {
+        match f.read(&mut buf[done..size]) {
             Ok(0) => break,
             Ok(n) => done += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
-    out.truncate(done);
-    Ok((st, out))
+    Ok((st, &buf[..done]))
 }
 
 /// Reads a whole file.

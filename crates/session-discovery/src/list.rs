@@ -584,21 +584,41 @@ fn primary_weight(c: char) -> (u8, u32) {
 /// letters compare case-insensitively first (lower case first on ties), then code
 /// points. Sorting with keys computes each once.
 ///
-/// The key is one vector in three parts, each ended by a 0 that sorts before every
+/// The key is bytes in three parts, each ended by a 0 that sorts before every
 /// element, so that its plain order is the order of the parts in turn: the primary
-/// weights (class, then the lower-cased character, one number per character), then
-/// the case of each character, then the bytes (every element offset by one).
-fn collation_key(name: &str) -> Vec<u32> {
+/// weights (class, then the lower-cased character; see [`push_primary`]), then the
+/// case of each character, then the bytes (each offset by one). Keys of ASCII names
+/// take one byte per element and compare with `memcmp`.
+fn collation_key(name: &str) -> Vec<u8> {
     let mut key = Vec::with_capacity(name.len() * 3 + 2);
-    key.extend(name.chars().map(|c| {
-        let (class, value) = primary_weight(c);
-        (u32::from(class) << 21 | value) + 1
-    }));
+    for c in name.chars() {
+        push_primary(&mut key, primary_weight(c));
+    }
     key.push(0);
-    key.extend(name.chars().map(|c| 1 + u32::from(c.is_uppercase())));
+    key.extend(name.chars().map(|c| 1 + u8::from(c.is_uppercase())));
     key.push(0);
-    key.extend(name.bytes().map(|b| u32::from(b) + 1));
+    // UTF-8 never holds 0xFF, so the offset bytes stay in range.
+    key.extend(name.bytes().map(|b| b.saturating_add(1)));
     key
+}
+
+/// Appends a primary weight as bytes whose order is the weights' order: a code's
+/// first byte says how long it is and sorts the groups (ASCII symbols, other
+/// symbols, digits, letters below `a`, `a` to `z`, other letters); a long code
+/// follows its group's byte with the value in three big-endian bytes. No code is a
+/// prefix of another, so comparing the concatenations compares the sequences.
+fn push_primary(key: &mut Vec<u8>, (class, value): (u8, u32)) {
+    let [_, hi, mid, lo] = value.to_be_bytes();
+    match (class, value) {
+        // Below 0x80, so the code stays below 0x81.
+        (0, 0..=0x7f) => key.push(value as u8 + 1),
+        (0, _) => key.extend_from_slice(&[0x81, hi, mid, lo]),
+        // Digits are ASCII digits: 0x82 to 0x8b.
+        (1, _) => key.push(0x82 + (value as u8).wrapping_sub(b'0').min(9)),
+        (_, 0..=0x60) => key.extend_from_slice(&[0x8c, hi, mid, lo]),
+        (_, 0x61..=0x7a) => key.push(0x8d + (value as u8 - b'a')),
+        (_, _) => key.extend_from_slice(&[0xa7, hi, mid, lo]),
+    }
 }
 
 /// Builds infos for `files` on worker threads and reports progress in completion
@@ -702,8 +722,21 @@ mod tests {
 
     proptest! {
         #[test]
-        fn collation_keys_order_like_the_comparison(a in "[ -~éÉß日😀]{0,12}", b in "[ -~éÉß日😀]{0,12}") {
+        fn collation_keys_order_like_the_comparison(a in "[ -~éÉßİ\u{212a}€\u{80}\u{ff}\u{10ffff}日😀]{0,12}", b in "[ -~éÉßİ\u{212a}€\u{80}\u{ff}\u{10ffff}日😀]{0,12}") {
             prop_assert_eq!(collation_key(&a).cmp(&collation_key(&b)), locale_compare(&a, &b));
+        }
+
+        #[test]
+        fn primary_codes_order_like_the_weights(
+            a in prop_oneof![any::<char>(), proptest::char::range('\0', '\u{7f}')],
+            b in prop_oneof![any::<char>(), proptest::char::range('\0', '\u{7f}')],
+        ) {
+            let code = |c: char| {
+                let mut key = Vec::new();
+                push_primary(&mut key, primary_weight(c));
+                key
+            };
+            prop_assert_eq!(code(a).cmp(&code(b)), primary_weight(a).cmp(&primary_weight(b)));
         }
     }
 

@@ -139,7 +139,7 @@ fn content_text_into(tape: &Tape<'_>, id: usize, out: &mut String) -> Result<(),
     let content = tape.raw(id);
     match jsonscan::kind(content) {
         Kind::String => {
-            out.push_str(&jsonscan::decode_string(content).unwrap_or_default());
+            jsonscan::push_decoded(content, out);
             Ok(())
         }
         Kind::Array => {
@@ -192,7 +192,7 @@ pub(crate) fn add_message_text(
 fn push_joined(out: &mut String, raw: Option<&str>) {
     match raw {
         Some(raw) if jsonscan::kind(raw) == Kind::String => {
-            out.push_str(&jsonscan::decode_string(raw).unwrap_or_default());
+            jsonscan::push_decoded(raw, out);
         }
         Some(raw) => out.push_str(&jsonscan::js_join_string(raw)),
         None => {}
@@ -217,13 +217,35 @@ struct Header {
 /// Deviation: a header whose `id` is not a string is not listed (pi lists it with
 /// that id, but cannot open it).
 pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
-    let (st, bytes) = io::read_all_with_stat(path).ok()?;
-    let text = decode(&bytes);
+    thread_local! {
+        /// The file's bytes and the running all-messages text: buffers reused from
+        /// file to file, so that a listing neither allocates nor faults in fresh memory
+        /// per file, nor regrows the text; the info gets an exact copy of the text.
+        static BUFS: std::cell::RefCell<(Vec<u8>, String)> = const { std::cell::RefCell::new((Vec::new(), String::new())) };
+    }
+    BUFS.with(|bufs| {
+        let (bytes, all) = &mut *bufs.borrow_mut();
+        all.clear();
+        let info = build_with(path, bytes, all);
+        // A file far larger than the rest does not keep its memory.
+        if bytes.capacity() > 1 << 22 {
+            *bytes = Vec::new();
+        }
+        if all.capacity() > 1 << 22 {
+            *all = String::new();
+        }
+        info
+    })
+}
+
+/// [`build_session_info`] with the buffers: `bytes` for the file, `all` (empty) for
+/// the text.
+fn build_with(path: &Path, bytes: &mut Vec<u8>, all: &mut String) -> Option<SessionInfo> {
+    let (st, bytes) = io::read_all_with_stat(path, bytes).ok()?;
+    let text = decode(bytes);
     let mut header: Option<Header> = None;
     let mut message_count = 0u64;
     let mut first_message = String::new();
-    // Every message text, joined with a space as it is found.
-    let mut all = String::new();
     let mut name: Option<String> = None;
     let mut last_activity: Option<f64> = None;
     for line in readline_lines(&text) {
@@ -294,7 +316,7 @@ pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
                 if let Some(t) = activity {
                     last_activity = Some(last_activity.unwrap_or(0.0).max(t));
                 }
-                add_message_text(&mut all, &mut first_message, role == "user", &tape, content).ok()?;
+                add_message_text(all, &mut first_message, role == "user", &tape, content).ok()?;
             }
             _ => {}
         }
@@ -320,7 +342,7 @@ pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
         assistant_turns: None,
         size: None,
         first_message: if first_message.is_empty() { "(no messages)".to_string() } else { first_message },
-        all_messages_text: all,
+        all_messages_text: all.as_str().to_owned(),
         status: None,
     })
 }

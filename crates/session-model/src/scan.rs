@@ -582,12 +582,19 @@ impl<'a> Tape<'a> {
 
     /// The member `key` of object `id` (the last one, as in JavaScript).
     pub fn get(&self, id: usize, key: &str) -> Option<usize> {
-        self.children(id)
-            .filter(|&c| {
-                let (ks, ke) = self.nodes[c].key;
-                ke > ks && key_eq(&self.text[ks as usize..ke as usize], key)
-            })
-            .last()
+        // `children`, unrolled: lookups are the listing's inner loop.
+        let end = self.nodes.get(id)?.after as usize;
+        let mut child = id + 1;
+        let mut found = None;
+        while let Some(n) = self.nodes.get(child).filter(|_| child < end) {
+            let (ks, ke) = (n.key.0 as usize, n.key.1 as usize);
+            // A raw key (quotes included) is at least two bytes longer than its value.
+            if ke >= ks + key.len() + 2 && key_eq(&self.text[ks..ke], key) {
+                found = Some(child);
+            }
+            child = n.after as usize;
+        }
+        found
     }
 
     /// The decoded string value of member `key` of object `id`, if it is a string.
@@ -704,13 +711,21 @@ impl<'a> Obj<'a> {
 }
 
 fn key_eq(raw_key: &str, key: &str) -> bool {
-    let inner = &raw_key[1..raw_key.len() - 1];
+    let inner = &raw_key.as_bytes()[1..raw_key.len() - 1];
+    let key = key.as_bytes();
+    let has_escape = |b: &[u8]| b.contains(&b'\\');
     // Every escape decodes to fewer bytes than it takes: a raw key as long as `key`
     // matches only without escapes, and only a longer one with an escape can decode to it.
     match inner.len().cmp(&key.len()) {
-        std::cmp::Ordering::Equal => inner == key && !inner.contains('\\'),
+        std::cmp::Ordering::Equal => inner == key && !has_escape(inner),
         std::cmp::Ordering::Less => false,
-        std::cmp::Ordering::Greater => inner.contains('\\') && decode_string(raw_key).is_some_and(|k| k == key),
+        std::cmp::Ordering::Greater => {
+            // A first byte that is not a backslash decodes to itself.
+            if inner[0] != b'\\' && key.first() != Some(&inner[0]) {
+                return false;
+            }
+            has_escape(inner) && decode_string(raw_key).is_some_and(|k| k.as_bytes() == key)
+        }
     }
 }
 
@@ -754,6 +769,24 @@ pub fn decode_string(raw: &str) -> Option<Cow<'_, str>> {
 /// kept verbatim; lone surrogates become U+FFFD.
 pub fn unescape(inner: &str) -> String {
     let mut out = String::with_capacity(inner.len());
+    unescape_into(inner, &mut out);
+    out
+}
+
+/// Appends the decoded string value of a raw JSON string to `out`; `false` (and
+/// nothing appended) when `raw` is not a string. Decodes straight into `out`, with
+/// no intermediate string.
+pub fn push_decoded(raw: &str, out: &mut String) -> bool {
+    if raw.len() < 2 || !raw.starts_with('"') || !raw.ends_with('"') {
+        return false;
+    }
+    unescape_into(&raw[1..raw.len() - 1], out);
+    true
+}
+
+/// [`unescape`], appending to `out`.
+pub fn unescape_into(inner: &str, out: &mut String) {
+    out.reserve(inner.len());
     let b = inner.as_bytes();
     let mut i = 0;
     // Runs without a backslash are copied whole; escapes are ASCII.
@@ -762,7 +795,7 @@ pub fn unescape(inner: &str) -> String {
         out.push_str(&inner[i..at]);
         let Some(&e) = b.get(at + 1) else {
             out.push('\\');
-            return out;
+            return;
         };
         i = at + 2;
         match e {
@@ -806,7 +839,6 @@ pub fn unescape(inner: &str) -> String {
         }
     }
     out.push_str(&inner[i..]);
-    out
 }
 
 fn hex4(b: &[u8], at: usize) -> Option<u32> {
@@ -1034,7 +1066,14 @@ mod tests {
                             let (ks, ke) = tape.nodes[c].key;
                             (&text[ks as usize..ke as usize], tape.raw(c))
                         }).collect();
-                        proptest::prop_assert_eq!(got, members);
+                        proptest::prop_assert_eq!(&got, &members);
+                        // Lookups find the last member of a name, as the splitter's do.
+                        let obj = Obj { members };
+                        for (k, _) in &got {
+                            let name = decode_string(k).expect("a key");
+                            proptest::prop_assert_eq!(tape.get(id, &name).map(|c| tape.raw(c)), obj.get(&name));
+                        }
+                        proptest::prop_assert_eq!(tape.get(id, "\u{0}missing"), None);
                     }
                     Kind::Array => {
                         let got: Vec<&str> = children.iter().map(|&c| tape.raw(c)).collect();
@@ -1080,6 +1119,10 @@ mod tests {
         assert_eq!(t.get_str(0, "b").unwrap(), "x\ny");
         assert_eq!(t.raw(t.get(0, "c").unwrap()), "3");
         assert_eq!(t.get(0, "d"), None);
+        let mut out = String::from("x");
+        assert!(push_decoded(r#""a\nb""#, &mut out));
+        assert!(!push_decoded("12", &mut out));
+        assert_eq!(out, "xa\nb");
     }
 
     proptest::proptest! {

@@ -39,42 +39,101 @@ struct Classes {
     backslash: u64,
     /// Bytes below 0x20 (only when checking).
     control: u64,
-    /// Bytes that may follow a backslash: `"` `\` `/` `b` `f` `n` `r` `t` `u` (only
-    /// when checking).
-    escapable: u64,
-    /// `u`, whose escape must be followed by four hex digits (only when checking).
-    u: u64,
 }
 
-/// Classifies 64 bytes, 16 at a time; the classes only validation needs are left
-/// empty unless `CHECK`.
+/// The 16-byte lanes of a block.
+#[inline(always)]
+fn lanes(block: &[u8; 64]) -> impl Iterator<Item = (u32, u8x16)> + '_ {
+    block.chunks_exact(16).zip((0..).step_by(16)).map(|(lane, shift)| {
+        let mut bytes = [0u8; 16];
+        bytes.copy_from_slice(lane);
+        (shift, u8x16::new(bytes))
+    })
+}
+
+/// Classifies 64 bytes, 16 at a time; control characters only if `CHECK`.
 #[inline(always)]
 fn classify<const CHECK: bool>(block: &[u8; 64]) -> Classes {
     let splat = u8x16::splat;
     let mut c = Classes::default();
-    for (i, lane) in block.chunks_exact(16).enumerate() {
-        let mut bytes = [0u8; 16];
-        bytes.copy_from_slice(lane);
-        let v = u8x16::new(bytes);
-        let shift = 16 * i;
+    for (shift, v) in lanes(block) {
         let bits = |m: u8x16| u64::from(m.to_bitmask()) << shift;
-        let quote = v.simd_eq(splat(b'"'));
-        let backslash = v.simd_eq(splat(b'\\'));
-        c.quote |= bits(quote);
-        c.backslash |= bits(backslash);
+        c.quote |= bits(v.simd_eq(splat(b'"')));
+        c.backslash |= bits(v.simd_eq(splat(b'\\')));
         if CHECK {
-            let u = v.simd_eq(splat(b'u'));
-            let letters = v.simd_eq(splat(b'b'))
-                | v.simd_eq(splat(b'f'))
-                | v.simd_eq(splat(b'n'))
-                | v.simd_eq(splat(b'r'))
-                | v.simd_eq(splat(b't'));
-            c.u |= bits(u);
-            c.escapable |= bits(quote | backslash | u | letters | v.simd_eq(splat(b'/')));
             c.control |= bits(v.min(splat(0x1f)).simd_eq(v));
         }
     }
     c
+}
+
+/// Of the `escaped` characters of a block starting at `start` of `b`, the ones that
+/// break an escape: not one of `"` `\` `/` `b` `f` `n` `r` `t` `u`, or a `u` without
+/// four hex digits after it (fewer digits before the end of the text is a torn
+/// text, not an error).
+///
+/// Escapes are usually few per block, so they are checked one by one; a block
+/// dense with them is classified with SIMD compares instead.
+#[inline]
+fn bad_escapes(b: &[u8], start: usize, block: &[u8; 64], escaped: u64) -> u64 {
+    if escaped.count_ones() > 6 {
+        bad_escapes_dense(b, start, block, escaped)
+    } else {
+        bad_escapes_sparse(b, start, block, escaped)
+    }
+}
+
+fn bad_escapes_sparse(b: &[u8], start: usize, block: &[u8; 64], escaped: u64) -> u64 {
+    let mut bad = 0;
+    let mut rest = escaped;
+    while rest != 0 {
+        let i = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        let ok = match block[i] {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => true,
+            b'u' => hex_digits_follow(b, start + i),
+            _ => false,
+        };
+        if !ok {
+            bad |= 1 << i;
+        }
+    }
+    bad
+}
+
+fn bad_escapes_dense(b: &[u8], start: usize, block: &[u8; 64], escaped: u64) -> u64 {
+    let splat = u8x16::splat;
+    let (mut escapable, mut u) = (0u64, 0u64);
+    for (shift, v) in lanes(block) {
+        let bits = |m: u8x16| u64::from(m.to_bitmask()) << shift;
+        let is_u = v.simd_eq(splat(b'u'));
+        let others = v.simd_eq(splat(b'"'))
+            | v.simd_eq(splat(b'\\'))
+            | v.simd_eq(splat(b'/'))
+            | v.simd_eq(splat(b'b'))
+            | v.simd_eq(splat(b'f'))
+            | v.simd_eq(splat(b'n'))
+            | v.simd_eq(splat(b'r'))
+            | v.simd_eq(splat(b't'));
+        u |= bits(is_u);
+        escapable |= bits(is_u | others);
+    }
+    let mut bad = escaped & !escapable;
+    let mut unicode = escaped & u;
+    while unicode != 0 {
+        let i = unicode.trailing_zeros() as usize;
+        unicode &= unicode - 1;
+        if !hex_digits_follow(b, start + i) {
+            bad |= 1 << i;
+        }
+    }
+    bad
+}
+
+/// Whether the (up to) four bytes after the `u` at `at` are hex digits.
+#[inline]
+fn hex_digits_follow(b: &[u8], at: usize) -> bool {
+    b[at + 1..b.len().min(at + 5)].iter().all(u8::is_ascii_hexdigit)
 }
 
 /// Bit `i` of the result is the XOR of bits `0..=i` of `x`.
@@ -151,16 +210,10 @@ impl<const CHECK: bool> Marks<CHECK> {
         let inside = prefix_xor(quotes) ^ self.inside_carry;
         self.inside_carry = ((inside as i64) >> 63) as u64;
         let in_string = inside & valid;
-        let mut bad = (c.control | (escaped & !c.escapable)) & in_string;
-        let mut unicode = escaped & c.u & in_string;
-        while unicode != 0 {
-            let i = unicode.trailing_zeros() as usize;
-            unicode &= unicode - 1;
-            let at = start + i + 1;
-            // Fewer than four digits before the end is a torn text, not an error.
-            if !b[at..b.len().min(at + 4)].iter().all(u8::is_ascii_hexdigit) {
-                bad |= 1 << i;
-            }
+        let escaped = escaped & in_string;
+        let mut bad = c.control & in_string;
+        if escaped != 0 {
+            bad |= bad_escapes(b, start, &block, escaped);
         }
         self.bad = bad;
     }
@@ -272,6 +325,21 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Escapes checked one by one and with SIMD compares find the same bad ones,
+        /// `\u` escapes cut by the end of the text included.
+        #[test]
+        fn escape_checks_agree(
+            text in prop::collection::vec(byte(), 64..70),
+            escaped in any::<u64>(),
+        ) {
+            let mut block = [0u8; 64];
+            block.copy_from_slice(&text[..64]);
+            prop_assert_eq!(
+                bad_escapes_sparse(&text, 0, &block, escaped),
+                bad_escapes_dense(&text, 0, &block, escaped)
+            );
+        }
 
         /// Walking from string to string, the block index finds the same ends and the
         /// same errors as reading byte by byte.
