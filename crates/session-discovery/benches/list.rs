@@ -5,7 +5,8 @@
 //! entries (user prompts, assistant turns with thinking, text and tool calls, tool
 //! results), about 15 KB per session, written by the shared generator. pi reads every
 //! file whole; omp reads 4 KiB + 32 KiB. The `cached` variants list through a warm
-//! listing cache (`Discovery::with_list_cache`).
+//! listing cache (`Discovery::with_list_cache`). `read-floor` only opens and reads
+//! every file, in parallel: the least a listing that reads whole files can cost.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -54,6 +55,28 @@ fn generate(root: &Path, dialect: Dialect, n: usize) -> PathBuf {
     dir
 }
 
+/// Reads every file of `dir` whole, on one thread per core; returns the bytes read.
+fn read_all(dir: &Path) -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let files: Vec<PathBuf> = fs_err::read_dir(dir).expect("dir").map(|e| e.expect("entry").path()).collect();
+    let next = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut total = 0;
+                    while let Some(f) = files.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        total += fs_err::read(f).map_or(0, |b| b.len());
+                    }
+                    total
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().expect("reader")).sum()
+    })
+}
+
 fn bench_list(c: &mut Criterion) {
     let root = std::env::temp_dir().join(format!("session-discovery-bench-{}", std::process::id()));
     let env = Env::new(root.join("home"), "/tmp", "/tmp");
@@ -70,6 +93,14 @@ fn bench_list(c: &mut Criterion) {
                     black_box(got)
                 });
             });
+            // What any listing that reads whole files costs before parsing: opening and
+            // reading every file, on as many threads as the listing uses. pi's listing
+            // cannot beat this without its cache.
+            if dialect == Dialect::Pi {
+                g.bench_function(format!("{}/{n}/read-floor", dialect.name()), |b| {
+                    b.iter(|| black_box(read_all(&dir)));
+                });
+            }
             // With the listing cache, warmed by the first iteration: what `session ls`
             // does on every later run.
             let cached = disc.clone().with_list_cache(root.join("cache"), 0);

@@ -1,6 +1,7 @@
 //! Facade benchmarks: append latency (no sync and fsync per append), and extracting
 //! a branch (`create_branched_session`) and forking (`fork_from`) a 20,000-entry
-//! session, both written to real files.
+//! session, both written to real files. `fork-io-floor` reads the same source and
+//! writes its bytes to a new file without parsing them: the least a fork can cost.
 //!
 //! Run with `cargo bench -p session --bench manager` (or `cargo xtask bench`).
 
@@ -10,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
-use session::store::Durability;
+use session::store::{Durability, Storage};
 use session::{Dialect, Env, SessionManager};
 
 #[allow(dead_code)] // the xtask uses parts of the generator these benchmarks do not
@@ -151,6 +152,21 @@ fn whole_file(c: &mut Criterion) {
                 )
             });
         }
+        // What any fork costs before parsing: reading the source and writing its bytes
+        // to a new file, through the same storage. The fork cannot beat this.
+        let floor_copy = dir.0.join("floor-copy.jsonl");
+        group.bench_function(format!("{}/fork-io-floor", dialect.name()), |b| {
+            let storage = session::store::FileStorage::new();
+            b.iter_batched(
+                || (),
+                |()| {
+                    let bytes = storage.read(&source).expect("read");
+                    storage.write(&floor_copy, &bytes).expect("write");
+                    (bytes, RemoveOnDrop(floor_copy.clone()))
+                },
+                BatchSize::PerIteration,
+            )
+        });
         let out = dir.0.join("forks");
         group.bench_function(format!("{}/fork", dialect.name()), |b| {
             b.iter_batched(
