@@ -9,7 +9,9 @@
 //! * [`parse_session_bytes`] turns bytes into a [`ParsedFile`]: every kept
 //!   [`Record`] in order and a [`Diagnostic`] for everything skipped (blank lines,
 //!   garbage, a torn last line, values `null`/`false`, …), following the
-//!   reference's rules for the [`Dialect`].
+//!   reference's rules for the [`Dialect`]. [`parse_session_at`] gives the same
+//!   result for a file read by position ([`ReadAt`]), parsing a large one in
+//!   pieces as they are read instead of holding it whole.
 //! * A [`Record`] keeps its original text, so writing it back is byte-for-byte; the
 //!   fields the layers above read (`type`, `id`, `parentId`, `timestamp`, the
 //!   message's role, provider, model, …) are parsed in the same pass, the rest on
@@ -49,7 +51,7 @@ mod strings;
 pub mod timestamp;
 mod title;
 
-pub use parse::{Diagnostic, DiagnosticKind, HeaderCheck, ParsedFile, parse_session_bytes};
+pub use parse::{Diagnostic, DiagnosticKind, HeaderCheck, ParsedFile, ReadAt, parse_session_at, parse_session_bytes};
 pub use record::{EntryType, MessageInfo, ParentRef, Record, RecordParseError, Scalar};
 pub use title::{SLOT_BYTES, SlotTooLong, TitleSlot};
 

@@ -202,6 +202,260 @@ pub fn parse_session_bytes(bytes: &[u8], dialect: Dialect) -> ParsedFile {
     out
 }
 
+/// A file read by position: what [`parse_session_at`] reads from.
+pub trait ReadAt: Sync {
+    /// Reads bytes from `offset` into `buf`; returns how many were read (0 at the
+    /// end of the file). May read fewer than asked for.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize>;
+}
+
+impl ReadAt for [u8] {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        let start = usize::try_from(offset).map_or(self.len(), |o| o.min(self.len()));
+        let n = buf.len().min(self.len() - start);
+        buf[..n].copy_from_slice(&self[start..start + n]);
+        Ok(n)
+    }
+}
+
+impl ReadAt for Vec<u8> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        self.as_slice().read_at(buf, offset)
+    }
+}
+
+/// The piece size of [`parse_session_at`]: a piece and its parse stay in the
+/// processor's cache.
+const PIECE: u64 = 1 << 20;
+
+/// Parses a session file of `size` bytes (its size when it was opened) read through
+/// `file`, exactly as [`parse_session_bytes`] parses its bytes, without holding the
+/// whole file in memory: a file of 4 MiB or more is read in pieces of about 1 MiB cut
+/// at line starts, each validated and parsed by one of a few threads as soon as it
+/// is read, into a buffer the thread reuses. A file smaller than that, one whose
+/// bytes are not all UTF-8, one that shrinks while it is read, and (omp) one with a
+/// value that spans a cut are read whole and parsed with [`parse_session_bytes`].
+/// Bytes appended while the file is read are read too, as a whole read would.
+///
+/// ```
+/// use session_model::{parse_session_at, parse_session_bytes, Dialect};
+/// let text = b"{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n".to_vec();
+/// let parsed = parse_session_at(&text, text.len() as u64, Dialect::Pi).unwrap();
+/// assert_eq!(parsed.records, parse_session_bytes(&text, Dialect::Pi).records);
+/// ```
+pub fn parse_session_at<R: ReadAt + ?Sized>(file: &R, size: u64, dialect: Dialect) -> std::io::Result<ParsedFile> {
+    parse_in_pieces(file, size, dialect, PIECE, PARALLEL_FROM as u64)
+}
+
+/// One piece's parse: the piece's place, what it gave, its newlines and whether it
+/// holds anything but whitespace; `None` when the whole file must be read instead.
+struct Piece {
+    start: u64,
+    parsed: ParsedFile,
+    newlines: usize,
+    has_content: bool,
+    /// The last byte of the file (final piece only).
+    last_byte: Option<u8>,
+}
+
+/// [`parse_session_at`] with its piece size and the size from which it reads in
+/// pieces.
+fn parse_in_pieces<R: ReadAt + ?Sized>(
+    file: &R,
+    size: u64,
+    dialect: Dialect,
+    piece: u64,
+    pieces_from: u64,
+) -> std::io::Result<ParsedFile> {
+    let count = size.div_ceil(piece.max(1));
+    let whole = |file: &R| -> std::io::Result<ParsedFile> {
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        read_to_end_at(file, &mut bytes, 0)?;
+        Ok(parse_session_bytes(&bytes, dialect))
+    };
+    if size < pieces_from || count < 2 {
+        return whole(file);
+    }
+    let next = std::sync::atomic::AtomicU64::new(0);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    let work = || -> std::io::Result<Vec<(u64, Option<Piece>)>> {
+        let mut buf = Vec::new();
+        let mut done = Vec::new();
+        loop {
+            let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if k >= count {
+                return Ok(done);
+            }
+            let got = read_piece(file, size, dialect, piece, k, k + 1 == count, &mut buf)?;
+            let failed = got.is_none();
+            done.push((k, got));
+            if failed {
+                // The whole file is read anyway: stop claiming pieces.
+                next.store(count, std::sync::atomic::Ordering::Relaxed);
+                return Ok(done);
+            }
+        }
+    };
+    let mut results: Vec<(u64, Option<Piece>)> = std::thread::scope(|s| {
+        let others: Vec<_> = (1..workers).map(|_| s.spawn(work)).collect();
+        let mut all = work()?;
+        for o in others {
+            all.extend(o.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))?);
+        }
+        Ok::<_, std::io::Error>(all)
+    })?;
+    results.sort_by_key(|(k, _)| *k);
+    if results.len() as u64 != count || results.iter().any(|(_, p)| p.is_none()) {
+        return whole(file);
+    }
+    let mut out = ParsedFile::default();
+    let mut lines_before = 0;
+    let mut end = 0;
+    for (_, p) in results {
+        let Some(p) = p else { return whole(file) };
+        let base = usize::try_from(p.start).unwrap_or(usize::MAX);
+        let ParsedFile { title_slot, records, diagnostics, malformed, .. } = p.parsed;
+        if title_slot.is_some() {
+            out.title_slot = title_slot;
+        }
+        out.records.extend(records);
+        out.diagnostics.extend(diagnostics.into_iter().map(|mut d| {
+            d.line += lines_before;
+            d.offset += base;
+            d
+        }));
+        out.malformed += malformed;
+        out.has_content |= p.has_content;
+        lines_before += p.newlines;
+        if let Some(b) = p.last_byte {
+            out.ends_with_newline = b == b'\n';
+        }
+        end = end.max(p.start + p.parsed.byte_len as u64);
+    }
+    out.byte_len = usize::try_from(end).unwrap_or(usize::MAX);
+    check_structure(&mut out);
+    Ok(out)
+}
+
+/// Reads from `offset` to the end of the file, appending to `buf`.
+fn read_to_end_at<R: ReadAt + ?Sized>(file: &R, buf: &mut Vec<u8>, mut offset: u64) -> std::io::Result<()> {
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        match file.read_at(&mut chunk, offset) {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Reads into `buf` from `offset` until it is full or the file ends; returns how
+/// many bytes were read.
+fn read_full_at<R: ReadAt + ?Sized>(file: &R, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+/// Reads and parses piece `k`: the lines that start in `[k * piece, (k + 1) * piece)`
+/// (a line starts at 0 or after a `\n`), read into `buf`. `None` when the whole file
+/// must be read instead.
+fn read_piece<R: ReadAt + ?Sized>(
+    file: &R,
+    size: u64,
+    dialect: Dialect,
+    piece: u64,
+    k: u64,
+    last: bool,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<Option<Piece>> {
+    // From the byte before the piece (a `\n` there means a line starts with it) to
+    // the piece's last byte, where the next piece's search for a line start begins.
+    let lo = (k * piece).saturating_sub(1);
+    let hi = ((k + 1) * piece).min(size);
+    let want = usize::try_from(hi - lo).map_err(std::io::Error::other)?;
+    buf.clear();
+    buf.resize(want, 0);
+    if read_full_at(file, buf, lo)? < want {
+        return Ok(None); // The file shrank.
+    }
+    let start = if k == 0 {
+        0
+    } else {
+        match memchr::memchr(b'\n', buf) {
+            Some(i) => i + 1,
+            // A line runs over the whole last piece: read the file whole (it may be
+            // growing, and the line may not end where this piece's search would).
+            None if last => return Ok(None),
+            // No line starts here: the piece is empty (the line that runs over it
+            // belongs to an earlier piece).
+            None => {
+                return Ok(Some(Piece {
+                    start: hi,
+                    parsed: ParsedFile::default(),
+                    newlines: 0,
+                    has_content: false,
+                    last_byte: None,
+                }));
+            }
+        }
+    };
+    let end = if last {
+        read_to_end_at(file, buf, hi)?;
+        buf.len()
+    } else {
+        // The next piece starts after the first `\n` from its search start on.
+        let mut from = want - 1;
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &buf[from..]) {
+                break from + i + 1;
+            }
+            from = buf.len();
+            let at = lo + buf.len() as u64;
+            buf.resize(buf.len() + (64 << 10), 0);
+            let n = read_full_at(file, &mut buf[from..], at)?;
+            buf.truncate(from + n);
+            if n == 0 {
+                return Ok(None); // A line runs to the end of the file: read it whole.
+            }
+        }
+    };
+    let bytes = &buf[start..end];
+    let Ok(text) = simdutf8::basic::from_utf8(bytes) else { return Ok(None) };
+    let mut parsed = ParsedFile { byte_len: bytes.len(), ..ParsedFile::default() };
+    let mut lines = LineCounter::default();
+    let from = match (k, dialect) {
+        (0, Dialect::Pi) => pi_start(text, &mut parsed, &mut lines),
+        (0, Dialect::Omp) => omp_start(text, &mut parsed, &mut lines),
+        _ => 0,
+    };
+    let stop = match dialect {
+        Dialect::Pi => parse_pi(text, from, text.len(), &mut parsed, &mut lines),
+        Dialect::Omp => parse_omp(text, from, text.len(), &mut parsed, &mut lines),
+    };
+    if !last && (stop.rest_lost || stop.pos != text.len()) {
+        return Ok(None); // A value runs past the cut (omp): read the file whole.
+    }
+    Ok(Some(Piece {
+        start: lo + start as u64,
+        parsed,
+        newlines: memchr::memchr_iter(b'\n', bytes).count(),
+        has_content: bytes.iter().any(|b| !b.is_ascii_whitespace()),
+        last_byte: if last { Some(bytes.last().copied().unwrap_or(b'\n')) } else { None },
+    }))
+}
+
 /// Decodes `bytes` replacing invalid sequences by U+FFFD (as the references' decoders do),
 /// and returns the points where decoded and original offsets diverge:
 /// `(decoded offset after a replacement, original offset there)`.
@@ -593,6 +847,96 @@ mod tests {
             proptest::prop_assert_eq!(&one.records, &two.records);
             proptest::prop_assert_eq!(&one.diagnostics, &two.diagnostics);
             proptest::prop_assert_eq!(one.malformed, two.malformed);
+        }
+    }
+
+    /// A file read with short reads, as a real file may give.
+    struct Changing<'a> {
+        bytes: &'a [u8],
+    }
+
+    impl ReadAt for Changing<'_> {
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+            let n = buf.len().min(7);
+            self.bytes.read_at(&mut buf[..n], offset)
+        }
+    }
+
+    fn same_parse(a: &ParsedFile, b: &ParsedFile) -> Result<(), proptest::test_runner::TestCaseError> {
+        proptest::prop_assert_eq!(&a.records, &b.records);
+        proptest::prop_assert_eq!(&a.diagnostics, &b.diagnostics);
+        proptest::prop_assert_eq!(a.malformed, b.malformed);
+        proptest::prop_assert_eq!(&a.title_slot, &b.title_slot);
+        proptest::prop_assert_eq!(a.ends_with_newline, b.ends_with_newline);
+        proptest::prop_assert_eq!(a.byte_len, b.byte_len);
+        proptest::prop_assert_eq!(a.has_content, b.has_content);
+        Ok(())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1024))]
+
+        /// Reading in pieces parses exactly as parsing the whole bytes, whatever the
+        /// text, the piece size, and the file having grown or shrunk since it was
+        /// stated.
+        #[test]
+        fn pieces_parse_like_the_whole_file(
+            pieces in proptest::collection::vec(proptest::sample::select(vec![
+                "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n",
+                "{\"type\":\"custom\",\"id\":\"a\",\"parentId\":null}\n",
+                "{\"type\":\"custom\",\"id\":\"a\",\"parentId\":null,\"data\":\"\\u00e9\\n\u{e9}\u{1f680}\"}\n",
+                "{\"type\":\"custom\",\n\"id\":\"b\"}\n",
+                "{\"type\":\"custom\",\"id\":\"c\"}garbage\n",
+                "not json\n",
+                "\n",
+                "  \r\n",
+                "null\n",
+                "[1,\n",
+                "{\"type\":\"custom\"",
+                "\"str\"\n",
+                "\u{feff}",
+                "\u{e9}",
+            ]), 0..24),
+            slot in proptest::bool::ANY,
+            invalid_at in proptest::option::of(proptest::num::usize::ANY),
+            piece in 1u64..48,
+            delta in -8i64..8,
+            dialect in proptest::sample::select(vec![Dialect::Pi, Dialect::Omp]),
+        ) {
+            let mut bytes = Vec::new();
+            if slot {
+                let slot = TitleSlot { title: "t".into(), source: None, updated_at: "u".into() };
+                bytes.extend_from_slice(slot.to_line().expect("slot").as_bytes());
+                bytes.push(b'\n');
+            }
+            bytes.extend_from_slice(pieces.concat().as_bytes());
+            if let Some(at) = invalid_at.filter(|_| !bytes.is_empty()) {
+                let at = at % bytes.len();
+                bytes[at] = 0xff;
+            }
+            let whole = parse_session_bytes(&bytes, dialect);
+            let stated = (bytes.len() as i64 - delta).max(0) as u64;
+            let got = parse_in_pieces(&Changing { bytes: &bytes }, stated, dialect, piece, 0).expect("reads");
+            same_parse(&got, &whole)?;
+        }
+    }
+
+    #[test]
+    fn large_files_parse_in_pieces_like_the_whole() {
+        let mut text =
+            String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n");
+        let mut i = 0;
+        while text.len() < PARALLEL_FROM + (3 << 20) {
+            let data = "x\\n\u{e9}".repeat(i % 700);
+            text.push_str(&format!("{{\"type\":\"custom\",\"id\":\"e{i}\",\"parentId\":null,\"data\":\"{data}\"}}\n"));
+            i += 1;
+        }
+        text.push_str("{\"torn\":");
+        for dialect in [Dialect::Pi, Dialect::Omp] {
+            let whole = parse_session_bytes(text.as_bytes(), dialect);
+            let got = parse_session_at(text.as_bytes(), text.len() as u64, dialect).expect("reads");
+            same_parse(&got, &whole).expect("same parse");
+            assert!(got.records.len() > 1000);
         }
     }
 

@@ -4,6 +4,9 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+#[cfg(any(unix, windows))]
+use session_model::ReadAt;
+
 use crate::atomic;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Op, StoreError};
@@ -115,6 +118,27 @@ fn read_whole(path: &Path) -> std::io::Result<Vec<u8>> {
     let mut buf = Vec::with_capacity(usize::try_from(len).unwrap_or(0).saturating_add(1));
     file.read_to_end(&mut buf)?;
     Ok(buf)
+}
+
+/// An open file read by position, by several threads at once (elsewhere the
+/// storage reads files whole).
+#[cfg(any(unix, windows))]
+struct PositionalFile(std::fs::File);
+
+#[cfg(any(unix, windows))]
+impl ReadAt for PositionalFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileExt;
+            self.0.read_at(buf, offset)
+        }
+        #[cfg(windows)]
+        {
+            use std::os::windows::fs::FileExt;
+            self.0.seek_read(buf, offset)
+        }
+    }
 }
 
 /// Writes all of `bytes` at `offset` (positionally where the platform can).
@@ -257,6 +281,15 @@ impl Storage for FileStorage {
     fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError> {
         self.check(Op::Read, path)?;
         read_whole(path).map_err(|e| StoreError::io(Op::Read, path, e))
+    }
+
+    #[cfg(any(unix, windows))]
+    fn open_reader(&self, path: &Path) -> Result<(u64, Box<dyn ReadAt + Send>), StoreError> {
+        self.check(Op::Read, path)?;
+        let io = |e| StoreError::io(Op::Read, path, e);
+        let file = fs_err::File::open(path).map_err(io)?;
+        let size = file.metadata().map_err(io)?.len();
+        Ok((size, Box::new(PositionalFile(file.into_file()))))
     }
 
     fn read_slices(&self, path: &Path, prefix: u64, suffix: u64) -> Result<(Vec<u8>, Vec<u8>), StoreError> {

@@ -4,7 +4,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::error::StoreError;
+use session_model::{Dialect, ParsedFile, ReadAt};
+
+use crate::error::{Op, StoreError};
 
 /// What [`Storage::stat`] reports about a path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,6 +155,26 @@ pub trait Storage: Send + Sync {
 
     /// Returns the whole file.
     fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError>;
+
+    /// Opens the file for reads by position: returns its size when opened and a
+    /// reader, through which [`Storage::read_parsed`] reads large sessions in pieces
+    /// rather than whole. Fails as [`Storage::read`] does.
+    ///
+    /// The default reads the whole file with [`Storage::read`] and serves it from
+    /// memory; the file storage reads the file itself.
+    fn open_reader(&self, path: &Path) -> Result<(u64, Box<dyn ReadAt + Send>), StoreError> {
+        let bytes = self.read(path)?;
+        Ok((bytes.len() as u64, Box::new(bytes)))
+    }
+
+    /// Reads and parses the session file at `path` as `dialect`'s reference reads it,
+    /// with [`session_model::parse_session_at`] through [`Storage::open_reader`]: a
+    /// large file is parsed as it is read, in pieces, never held whole. The result is
+    /// what [`session_model::parse_session_bytes`] gives for the file's bytes.
+    fn read_parsed(&self, path: &Path, dialect: Dialect) -> Result<ParsedFile, StoreError> {
+        let (size, reader) = self.open_reader(path)?;
+        session_model::parse_session_at(&*reader, size, dialect).map_err(|e| StoreError::io(Op::Read, path, e))
+    }
 
     /// Returns a head and a tail window of the file (omp `readTextSlices`).
     ///

@@ -17,9 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use session_model::entries::{self, Base};
-use session_model::{
-    Diagnostic, Dialect, EntryType, HeaderCheck, Record, SLOT_BYTES, TitleSlot, ids, parse_session_bytes, timestamp,
-};
+use session_model::{Diagnostic, Dialect, EntryType, HeaderCheck, Record, SLOT_BYTES, TitleSlot, ids, timestamp};
 use session_store::{AppendWriter, ExpectedSize};
 use session_tree::SessionTree;
 
@@ -196,8 +194,7 @@ impl SessionManager {
             self.fresh_at(path, self.dialect == Dialect::Omp, None)?;
             return Ok(report);
         };
-        let bytes = storage.read(path)?;
-        let parsed = parse_session_bytes(&bytes, self.dialect);
+        let parsed = storage.read_parsed(path, self.dialect)?;
         match parsed.header_check(self.dialect) {
             HeaderCheck::Valid { .. } => {}
             HeaderCheck::Empty if self.dialect == Dialect::Omp || stat.size == 0 => {
@@ -828,8 +825,7 @@ impl SessionManager {
                 Dialect::Omp => SessionError::ForkSourceNotFound { path: source },
             });
         };
-        let bytes = storage.read(&source)?;
-        let parsed = parse_session_bytes(&bytes, dialect);
+        let parsed = storage.read_parsed(&source, dialect)?;
         if !matches!(parsed.header_check(dialect), HeaderCheck::Valid { .. }) {
             return Err(SessionError::ForkSourceInvalid { path: source });
         }

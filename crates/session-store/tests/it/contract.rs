@@ -12,6 +12,8 @@ use session_store::{
     Durability, ExpectedSize, FaultStorage, Faults, FileStorage, LockWait, MemoryStorage, Storage, StoreError,
 };
 
+use session_model::{Dialect, parse_session_bytes};
+
 use crate::support::TempDir;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -34,6 +36,7 @@ const CASES: &[(&str, Case)] = &[
     ("locks_exclude", locks_exclude),
     ("ensure_dir_and_stat", ensure_dir_and_stat),
     ("overwrite_prefix_in_place", overwrite_prefix_in_place),
+    ("reads_by_position", reads_by_position),
 ];
 
 /// Runs every case against a storage made by `make`, reporting all failures at once.
@@ -291,6 +294,45 @@ fn overwrite_prefix_in_place(s: &dyn Storage, root: &Path) -> TestResult {
     w.append(b"more\n")?;
     w.close()?;
     check(s.read(&p)? == b"__c3456789\nline\nmore\n", "appends around an overwrite")?;
+    Ok(())
+}
+
+fn reads_by_position(s: &dyn Storage, root: &Path) -> TestResult {
+    let p = root.join("x/s.jsonl");
+    check(matches!(s.open_reader(&p).err(), Some(StoreError::NotFound { .. })), "missing")?;
+    check(matches!(s.read_parsed(&p, Dialect::Pi).err(), Some(StoreError::NotFound { .. })), "missing, parsed")?;
+    // Large enough to be parsed in pieces, with a torn last line.
+    let mut text =
+        String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n");
+    let mut i = 0;
+    while text.len() < 5 << 20 {
+        let pad = "é\\n".repeat(i % 500);
+        text.push_str(&format!("{{\"type\":\"custom\",\"id\":\"e{i}\",\"parentId\":null,\"data\":\"{pad}\"}}\n"));
+        i += 1;
+    }
+    text.push_str("{\"type\":");
+    s.write_atomic(&p, text.as_bytes(), ExpectedSize::Missing)?;
+    let (size, reader) = s.open_reader(&p)?;
+    check(size == text.len() as u64, "the size")?;
+    for (at, len) in [(0, 10), (4 << 20, 100), (size - 5, 100), (size, 10)] {
+        let mut buf = vec![0u8; len];
+        let mut got = 0;
+        while got < len {
+            match reader.read_at(&mut buf[got..], at + got as u64)? {
+                0 => break,
+                n => got += n,
+            }
+        }
+        let start = (at as usize).min(text.len());
+        check(buf[..got] == text.as_bytes()[start..(start + len).min(text.len())], "bytes at an offset")?;
+    }
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        let parsed = s.read_parsed(&p, dialect)?;
+        let whole = parse_session_bytes(text.as_bytes(), dialect);
+        check(parsed.records == whole.records, "the records")?;
+        check(parsed.diagnostics == whole.diagnostics, "the diagnostics")?;
+        check(parsed.records.len() == i + 1, "every entry")?;
+    }
     Ok(())
 }
 
