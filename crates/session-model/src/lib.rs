@@ -42,6 +42,7 @@
 //! ```
 
 pub mod entries;
+pub mod idhash;
 pub mod ids;
 pub mod json;
 mod parse;

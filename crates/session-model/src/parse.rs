@@ -759,7 +759,8 @@ fn note_blank_lines(text: &str, from: usize, to: usize, out: &mut ParsedFile, li
 
 /// Reports non-object values, stray headers and duplicate ids of a parsed file.
 fn check_structure(out: &mut ParsedFile) {
-    let mut seen = std::collections::HashSet::new();
+    // Sized for every id at once: growing would hash every id again.
+    let mut seen = crate::idhash::IdSet::with_capacity_and_hasher(out.records.len(), Default::default());
     let mut notes = Vec::new();
     for (i, r) in out.records.iter().enumerate() {
         if !r.is_object() {

@@ -48,7 +48,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod idhash;
 pub mod omp;
 pub mod pi;
 mod raw;

@@ -11,7 +11,7 @@ use std::fmt;
 
 use session_model::{Dialect, EntryType, ParentRef, Record};
 
-use crate::idhash::{IdHashState, IdMap, IdSet};
+use session_model::idhash::{IdHashState, IdMap, IdSet};
 use crate::raw::{self, RawFields};
 
 /// Which leaf a context query starts from.

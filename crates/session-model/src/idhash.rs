@@ -5,13 +5,20 @@
 //! shows. This one reads eight bytes at a time, starts from a per-process random
 //! seed (so crafted ids cannot be chosen to collide in advance), and finishes with
 //! a full 64-bit avalanche, since the table keys its buckets on the high bits.
+//!
+//! ```
+//! use session_model::idhash::IdSet;
+//! let mut seen = IdSet::default();
+//! assert!(seen.insert("3c075b4d"));
+//! assert!(!seen.insert("3c075b4d"));
+//! ```
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::OnceLock;
 
 /// Builds [`IdHasher`]s that share this process's random seed.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct IdHashState {
+pub struct IdHashState {
     seed: u64,
 }
 
@@ -33,9 +40,9 @@ impl BuildHasher for IdHashState {
     }
 }
 
-/// See the module docs.
+/// The hasher of [`IdHashState`]; see the module documentation.
 #[derive(Debug)]
-pub(crate) struct IdHasher {
+pub struct IdHasher {
     h: u64,
 }
 
@@ -83,9 +90,9 @@ impl Hasher for IdHasher {
 }
 
 /// A map keyed by ids.
-pub(crate) type IdMap<K, V> = std::collections::HashMap<K, V, IdHashState>;
+pub type IdMap<K, V> = std::collections::HashMap<K, V, IdHashState>;
 /// A set of ids.
-pub(crate) type IdSet<K> = std::collections::HashSet<K, IdHashState>;
+pub type IdSet<K> = std::collections::HashSet<K, IdHashState>;
 
 #[cfg(test)]
 mod tests {
