@@ -107,38 +107,49 @@ pub(crate) fn read_all(path: &Path) -> std::io::Result<Vec<u8>> {
     fs_err::read(path)
 }
 
-/// Reads at most `prefix` bytes from the start and the last `suffix` bytes of a
-/// file (the windows may overlap on small files), with one open; also returns the
-/// file's stat.
-pub(crate) fn read_slices(path: &Path, prefix: u64, suffix: u64) -> std::io::Result<(Stat, Vec<u8>, Vec<u8>)> {
+/// Reads at most `prefix` bytes from the start and the last `suffix` bytes of a file
+/// (the windows may overlap on small files), with one open; returns the file's stat
+/// and the two windows. `head` and `tail` are reused buffers: they only grow (zeroed
+/// once), so that reading a file costs neither an allocation nor clearing memory.
+pub(crate) fn read_slices<'h, 't>(
+    path: &Path,
+    prefix: u64,
+    suffix: u64,
+    head: &'h mut Vec<u8>,
+    tail: &'t mut Vec<u8>,
+) -> std::io::Result<(Stat, &'h [u8], &'t [u8])> {
+    fn room(buf: &mut Vec<u8>, n: usize) -> &mut [u8] {
+        if buf.len() < n {
+            buf.resize(n, 0);
+        }
+        &mut buf[..n]
+    }
     let mut f = fs_err::File::open(path)?;
     let st = stat_of(&f.metadata()?);
     if !st.is_file {
-        return Ok((st, Vec::new(), Vec::new()));
+        return Ok((st, &[], &[]));
     }
     let size = st.size;
-    let p = prefix.min(size);
+    let p = prefix.min(size) as usize;
     if suffix >= size && size > prefix {
         // The tail window is the whole file: one read serves both.
-        let mut all = vec![0u8; size as usize];
-        f.read_exact(&mut all)?;
-        let head = all[..p as usize].to_vec();
-        return Ok((st, head, all));
+        let all = room(tail, size as usize);
+        f.read_exact(all)?;
+        room(head, p).copy_from_slice(&all[..p]);
+        return Ok((st, &head[..p], &tail[..size as usize]));
     }
-    let mut head = vec![0u8; p as usize];
-    f.read_exact(&mut head)?;
-    let s = suffix.min(size);
-    let mut tail = Vec::new();
-    if s > 0 {
-        if size - s == 0 && s <= p {
-            tail = head[..s as usize].to_vec();
-        } else {
-            f.seek(SeekFrom::Start(size - s))?;
-            tail = vec![0u8; s as usize];
-            f.read_exact(&mut tail)?;
-        }
+    f.read_exact(room(head, p))?;
+    let s = suffix.min(size) as usize;
+    if s == 0 {
+        return Ok((st, &head[..p], &[]));
     }
-    Ok((st, head, tail))
+    if size as usize == s && s <= p {
+        room(tail, s).copy_from_slice(&head[..s]);
+    } else {
+        f.seek(SeekFrom::Start(size - s as u64))?;
+        f.read_exact(room(tail, s))?;
+    }
+    Ok((st, &head[..p], &tail[..s]))
 }
 
 /// Reads up to `limit` bytes from the start of a file.
@@ -228,11 +239,13 @@ mod tests {
             let content: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
             fs_err::write(&path, &content)?;
             for suffix in [0u64, 10, 40] {
-                let (st, head, tail) = read_slices(&path, 10, suffix)?;
+                // Buffers holding something already: the windows are what was read.
+                let (mut head, mut tail) = (vec![7u8; 3], vec![7u8; 50]);
+                let (st, head, tail) = read_slices(&path, 10, suffix, &mut head, &mut tail)?;
                 assert_eq!(st.size, size as u64);
-                assert_eq!(head, content[..size.min(10)], "head of {size} bytes");
+                assert_eq!(head, &content[..size.min(10)], "head of {size} bytes");
                 let s = (suffix as usize).min(size);
-                assert_eq!(tail, content[size - s..], "tail {suffix} of {size} bytes");
+                assert_eq!(tail, &content[size - s..], "tail {suffix} of {size} bytes");
             }
         }
         fs_err::remove_dir_all(&dir)

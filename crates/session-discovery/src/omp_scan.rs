@@ -84,9 +84,25 @@ fn find_from(source: &str, needle: &str, from: usize) -> Option<usize> {
 
 /// `extractStringProperty(source, name, startIndex)`.
 pub(crate) fn extract_string_property(source: &str, name: &str, start: usize) -> Option<String> {
+    string_property_span(source, name, start).map(|raw| decode_fragment(raw))
+}
+
+/// Whether `extractStringProperty(source, name, startIndex)` is `want`, without
+/// decoding (or allocating) unless the raw value holds an escape.
+fn string_property_is(source: &str, name: &str, start: usize, want: &str) -> bool {
+    match string_property_span(source, name, start) {
+        // Without a backslash, the fragment decodes to itself.
+        Some(raw) if !raw.contains('\\') => raw == want,
+        Some(raw) => decode_fragment(raw) == want,
+        None => false,
+    }
+}
+
+/// The raw fragment `extractStringProperty` decodes: the first `"<name>"` from
+/// `start`, then the next `:`, then a string up to its closing quote (or the end).
+fn string_property_span<'a>(source: &'a str, name: &str, start: usize) -> Option<&'a str> {
     let b = source.as_bytes();
-    let needle = format!("\"{name}\"");
-    let prop = find_from(source, &needle, start)?;
+    let prop = find_quoted(source, name, start)?;
     let colon = find_from(source, ":", prop + name.len() + 2)?;
     let mut v = colon + 1;
     while v < b.len() && matches!(b[v], b' ' | b'\t' | b'\n' | b'\r') {
@@ -107,10 +123,48 @@ pub(crate) fn extract_string_property(source: &str, name: &str, start: usize) ->
             continue;
         }
         if c == b'"' {
-            return Some(decode_fragment(&source[vs..i]));
+            return Some(&source[vs..i]);
         }
     }
-    Some(decode_fragment(&source[vs..]))
+    Some(&source[vs..])
+}
+
+/// The first `"<name>"` in `source` from `from`.
+fn find_quoted(source: &str, name: &str, from: usize) -> Option<usize> {
+    let hay = source.as_bytes().get(from..)?;
+    let n = name.as_bytes();
+    // Each `"` that starts a match: the name and a closing quote follow it.
+    let mut at = 0;
+    while let Some(i) = memchr::memchr(b'"', &hay[at..]) {
+        let q = at + i;
+        let rest = &hay[q + 1..];
+        if rest.len() > n.len() && rest.starts_with(n) && rest[n.len()] == b'"' {
+            return Some(from + q);
+        }
+        at = q + 1;
+    }
+    None
+}
+
+/// Finders of the patterns the scans look for in every file, built once.
+struct Finders {
+    type_key: memchr::memmem::Finder<'static>,
+    role_key: memchr::memmem::Finder<'static>,
+    assistant: memchr::memmem::Finder<'static>,
+}
+
+fn finders() -> &'static Finders {
+    static FINDERS: std::sync::OnceLock<Finders> = std::sync::OnceLock::new();
+    FINDERS.get_or_init(|| Finders {
+        type_key: memchr::memmem::Finder::new("\"type\""),
+        role_key: memchr::memmem::Finder::new("\"role\""),
+        assistant: memchr::memmem::Finder::new("\"role\":\"assistant\""),
+    })
+}
+
+/// The first match of `finder` in `source` from `from`.
+fn find_with(finder: &memchr::memmem::Finder<'_>, source: &str, from: usize) -> Option<usize> {
+    finder.find(source.as_bytes().get(from..)?).map(|i| i + from)
 }
 
 /// `countMessageMarkers`: occurrences of a `"type"` key whose value is `"message"`.
@@ -118,9 +172,9 @@ fn count_message_markers(content: &str) -> u64 {
     let mut count = 0;
     let mut index = 0;
     while index < content.len() {
-        let Some(ti) = find_from(content, "\"type\"", index) else { break };
+        let Some(ti) = find_with(&finders().type_key, content, index) else { break };
         let Some(ci) = find_from(content, ":", ti + 6) else { break };
-        if extract_string_property(content, "type", ti).as_deref() == Some("message") {
+        if string_property_is(content, "type", ti, "message") {
             count += 1;
         }
         index = ci + 1;
@@ -131,7 +185,7 @@ fn count_message_markers(content: &str) -> u64 {
 /// `extractFirstDisplayMessageFromPrefix`.
 fn first_display_message(content: &str) -> Option<String> {
     let mut fallback = None;
-    let mut index = find_from(content, "\"role\"", 0);
+    let mut index = find_with(&finders().role_key, content, 0);
     while let Some(i) = index {
         let role = extract_string_property(content, "role", i);
         let text =
@@ -143,7 +197,7 @@ fn first_display_message(content: &str) -> Option<String> {
                 _ => {}
             }
         }
-        index = find_from(content, "\"role\"", i + 6);
+        index = find_with(&finders().role_key, content, i + 6);
     }
     fallback
 }
@@ -283,12 +337,25 @@ fn has_assistant_turn(path: &Path) -> bool {
 
 /// Scans one file into omp's `SessionInfo`, or `None` where omp skips it.
 pub(crate) fn scan_session_file(path: &Path, with_status: bool) -> Option<SessionInfo> {
-    let (st, head, tail) = io::read_slices(path, PREFIX_BYTES, if with_status { SUFFIX_BYTES } else { 0 }).ok()?;
+    thread_local! {
+        /// The two windows' buffers, reused from file to file.
+        static WINDOWS: std::cell::RefCell<(Vec<u8>, Vec<u8>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+    }
+    WINDOWS.with(|w| {
+        let (head, tail) = &mut *w.borrow_mut();
+        let suffix = if with_status { SUFFIX_BYTES } else { 0 };
+        let (st, head, tail) = io::read_slices(path, PREFIX_BYTES, suffix, head, tail).ok()?;
+        scan_windows(path, st, head, tail, with_status)
+    })
+}
+
+/// [`scan_session_file`] of the windows read.
+fn scan_windows(path: &Path, st: io::Stat, head: &[u8], tail: &[u8], with_status: bool) -> Option<SessionInfo> {
     if !st.is_file {
         return None;
     }
-    let content = decode(&head);
-    let suffix = decode(&tail);
+    let content = decode(head);
+    let suffix = decode(tail);
     let entries = parse_jsonl_lenient(&content);
     let header = parse_list_header(&content, &entries)?;
 
@@ -335,8 +402,7 @@ pub(crate) fn scan_session_file(path: &Path, with_status: bool) -> Option<Sessio
         first_message = first_display_message(&content).unwrap_or_default();
     }
     let message_count = parsed_messages.max(count_message_markers(&content));
-    let marker = "\"role\":\"assistant\"";
-    let count = |text: &str| memchr::memmem::find_iter(text.as_bytes(), marker).count() as u64;
+    let count = |text: &str| finders().assistant.find_iter(text.as_bytes()).count() as u64;
     let mut assistant_turns = parsed_assistant.max(count(&content)).max(count(&suffix));
     if assistant_turns == 0 && has_assistant_turn(path) {
         assistant_turns = 1;
@@ -391,6 +457,20 @@ mod tests {
         assert_eq!(extract_string_property(r#"{"a":"tr\"unc"#, "a", 0).as_deref(), Some("tr\"unc"));
         assert_eq!(extract_string_property(r#"{"a":1}"#, "a", 0), None);
         assert_eq!(extract_string_property(r#"{"a":"x\"#, "a", 0).as_deref(), Some("x"));
+        // The comparison without decoding agrees with decoding.
+        for (text, want) in [
+            (r#"{"type":"message"}"#, true),
+            (r#"{"type" :  "message","x":1}"#, true),
+            (r#"{"type":"mess\u0061ge"}"#, true),
+            (r#"{"type":"messages"}"#, false),
+            (r#"{"xtype":"message"}"#, false),
+            (r#"{"type":1,"b":"message"}"#, false),
+        ] {
+            assert_eq!(string_property_is(text, "type", 0, "message"), want, "{text}");
+            assert_eq!(extract_string_property(text, "type", 0).as_deref() == Some("message"), want, "{text}");
+        }
+        let two = r#"{"type":"message","message":{"content":[{"type":"text"}]}}{"type":"mess\u0061ge"}"#;
+        assert_eq!(count_message_markers(two), 2);
     }
 
     #[test]

@@ -852,11 +852,11 @@ mod tests {
     }
 
     /// A file read with short reads, as a real file may give.
-    struct Changing<'a> {
+    struct ShortReads<'a> {
         bytes: &'a [u8],
     }
 
-    impl ReadAt for Changing<'_> {
+    impl ReadAt for ShortReads<'_> {
         fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
             let n = buf.len().min(7);
             self.bytes.read_at(&mut buf[..n], offset)
@@ -917,7 +917,7 @@ mod tests {
             }
             let whole = parse_session_bytes(&bytes, dialect);
             let stated = (bytes.len() as i64 - delta).max(0) as u64;
-            let got = parse_in_pieces(&Changing { bytes: &bytes }, stated, dialect, piece, 0).expect("reads");
+            let got = parse_in_pieces(&ShortReads { bytes: &bytes }, stated, dialect, piece, 0).expect("reads");
             same_parse(&got, &whole)?;
         }
     }

@@ -11,8 +11,8 @@ use std::fmt;
 
 use session_model::{Dialect, EntryType, ParentRef, Record};
 
-use session_model::idhash::{IdHashState, IdMap, IdSet};
 use crate::raw::{self, RawFields};
+use session_model::idhash::{IdHashState, IdMap, IdSet};
 
 /// Which leaf a context query starts from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
