@@ -84,7 +84,7 @@ fn find_from(source: &str, needle: &str, from: usize) -> Option<usize> {
 
 /// `extractStringProperty(source, name, startIndex)`.
 pub(crate) fn extract_string_property(source: &str, name: &str, start: usize) -> Option<String> {
-    string_property_span(source, name, start).map(|raw| decode_fragment(raw))
+    string_property_span(source, name, start).map(decode_fragment)
 }
 
 /// Whether `extractStringProperty(source, name, startIndex)` is `want`, without
