@@ -207,6 +207,21 @@ pub trait ReadAt: Sync {
     /// Reads bytes from `offset` into `buf`; returns how many were read (0 at the
     /// end of the file). May read fewer than asked for.
     fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize>;
+
+    /// Reads into `buf` from `offset` until it is full or the file ends (retrying
+    /// interrupted reads); returns how many bytes were read.
+    fn read_full_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        let mut done = 0;
+        while done < buf.len() {
+            match self.read_at(&mut buf[done..], offset + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
+    }
 }
 
 impl ReadAt for [u8] {
@@ -247,12 +262,11 @@ pub fn parse_session_at<R: ReadAt + ?Sized>(file: &R, size: u64, dialect: Dialec
     parse_in_pieces(file, size, dialect, PIECE, PARALLEL_FROM as u64)
 }
 
-/// One piece's parse: the piece's place, what it gave, its newlines and whether it
-/// holds anything but whitespace; `None` when the whole file must be read instead.
+/// One piece's parse: the piece's place, what it gave and whether it holds anything
+/// but whitespace.
 struct Piece {
     start: u64,
     parsed: ParsedFile,
-    newlines: usize,
     has_content: bool,
     /// The last byte of the file (final piece only).
     last_byte: Option<u8>,
@@ -309,11 +323,17 @@ fn parse_in_pieces<R: ReadAt + ?Sized>(
         return whole(file);
     }
     let mut out = ParsedFile::default();
-    let mut lines_before = 0;
+    // Lines before a piece, counted only up to the last piece with a diagnostic (the
+    // file is read again for that: only damaged files have diagnostics).
+    let (mut lines_before, mut counted_to) = (0, 0);
     let mut end = 0;
     for (_, p) in results {
         let Some(p) = p else { return whole(file) };
         let base = usize::try_from(p.start).unwrap_or(usize::MAX);
+        if !p.parsed.diagnostics.is_empty() && counted_to < p.start {
+            lines_before += count_newlines(file, counted_to, p.start)?;
+            counted_to = p.start;
+        }
         let ParsedFile { title_slot, records, diagnostics, malformed, .. } = p.parsed;
         if title_slot.is_some() {
             out.title_slot = title_slot;
@@ -326,7 +346,6 @@ fn parse_in_pieces<R: ReadAt + ?Sized>(
         }));
         out.malformed += malformed;
         out.has_content |= p.has_content;
-        lines_before += p.newlines;
         if let Some(b) = p.last_byte {
             out.ends_with_newline = b == b'\n';
         }
@@ -335,6 +354,22 @@ fn parse_in_pieces<R: ReadAt + ?Sized>(
     out.byte_len = usize::try_from(end).unwrap_or(usize::MAX);
     check_structure(&mut out);
     Ok(out)
+}
+
+/// Counts the `\n` bytes of the file in `[from, to)`.
+fn count_newlines<R: ReadAt + ?Sized>(file: &R, from: u64, to: u64) -> std::io::Result<usize> {
+    let mut buf = vec![0u8; PIECE.min(to - from) as usize];
+    let (mut at, mut count) = (from, 0);
+    while at < to {
+        let want = buf.len().min((to - at) as usize);
+        let n = file.read_full_at(&mut buf[..want], at)?;
+        if n == 0 {
+            break;
+        }
+        count += memchr::memchr_iter(b'\n', &buf[..n]).count();
+        at += n as u64;
+    }
+    Ok(count)
 }
 
 /// Reads from `offset` to the end of the file, appending to `buf`.
@@ -351,21 +386,6 @@ fn read_to_end_at<R: ReadAt + ?Sized>(file: &R, buf: &mut Vec<u8>, mut offset: u
             Err(e) => return Err(e),
         }
     }
-}
-
-/// Reads into `buf` from `offset` until it is full or the file ends; returns how
-/// many bytes were read.
-fn read_full_at<R: ReadAt + ?Sized>(file: &R, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-    let mut done = 0;
-    while done < buf.len() {
-        match file.read_at(&mut buf[done..], offset + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
 }
 
 /// Reads and parses piece `k`: the lines that start in `[k * piece, (k + 1) * piece)`
@@ -387,7 +407,7 @@ fn read_piece<R: ReadAt + ?Sized>(
     let want = usize::try_from(hi - lo).map_err(std::io::Error::other)?;
     buf.clear();
     buf.resize(want, 0);
-    if read_full_at(file, buf, lo)? < want {
+    if file.read_full_at(buf, lo)? < want {
         return Ok(None); // The file shrank.
     }
     let start = if k == 0 {
@@ -404,7 +424,6 @@ fn read_piece<R: ReadAt + ?Sized>(
                 return Ok(Some(Piece {
                     start: hi,
                     parsed: ParsedFile::default(),
-                    newlines: 0,
                     has_content: false,
                     last_byte: None,
                 }));
@@ -424,7 +443,7 @@ fn read_piece<R: ReadAt + ?Sized>(
             from = buf.len();
             let at = lo + buf.len() as u64;
             buf.resize(buf.len() + (64 << 10), 0);
-            let n = read_full_at(file, &mut buf[from..], at)?;
+            let n = file.read_full_at(&mut buf[from..], at)?;
             buf.truncate(from + n);
             if n == 0 {
                 return Ok(None); // A line runs to the end of the file: read it whole.
@@ -450,7 +469,6 @@ fn read_piece<R: ReadAt + ?Sized>(
     Ok(Some(Piece {
         start: lo + start as u64,
         parsed,
-        newlines: memchr::memchr_iter(b'\n', bytes).count(),
         has_content: bytes.iter().any(|b| !b.is_ascii_whitespace()),
         last_byte: if last { Some(bytes.last().copied().unwrap_or(b'\n')) } else { None },
     }))
@@ -818,6 +836,22 @@ mod tests {
         }
     }
 
+    /// Lines (and parts of lines) that exercise the parsers: a header, entries, a
+    /// value across lines, glued and torn values, garbage, blank and CRLF lines.
+    const LINES: &[&str] = &[
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n",
+        "{\"type\":\"custom\",\"id\":\"a\",\"parentId\":null}\n",
+        "{\"type\":\"custom\",\n\"id\":\"b\"}\n",
+        "{\"type\":\"custom\",\"id\":\"c\"}garbage\n",
+        "not json\n",
+        "\n",
+        "  \r\n",
+        "null\n",
+        "[1,\n",
+        "{\"type\":\"custom\"",
+        "\"str\"\n",
+    ];
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
 
@@ -825,19 +859,7 @@ mod tests {
         /// text: values spanning the middle, torn or glued values, blank lines.
         #[test]
         fn two_halves_parse_like_one_pass(
-            pieces in proptest::collection::vec(proptest::sample::select(vec![
-                "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n",
-                "{\"type\":\"custom\",\"id\":\"a\",\"parentId\":null}\n",
-                "{\"type\":\"custom\",\n\"id\":\"b\"}\n",
-                "{\"type\":\"custom\",\"id\":\"c\"}garbage\n",
-                "not json\n",
-                "\n",
-                "  \r\n",
-                "null\n",
-                "[1,\n",
-                "{\"type\":\"custom\"",
-                "\"str\"\n",
-            ]), 0..24),
+            pieces in proptest::collection::vec(proptest::sample::select(LINES.to_vec()), 0..24),
             dialect in proptest::sample::select(vec![Dialect::Pi, Dialect::Omp]),
         ) {
             let text: String = pieces.concat();
@@ -882,22 +904,11 @@ mod tests {
         /// stated.
         #[test]
         fn pieces_parse_like_the_whole_file(
-            pieces in proptest::collection::vec(proptest::sample::select(vec![
-                "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n",
-                "{\"type\":\"custom\",\"id\":\"a\",\"parentId\":null}\n",
+            pieces in proptest::collection::vec(proptest::sample::select([LINES, &[
                 "{\"type\":\"custom\",\"id\":\"a\",\"parentId\":null,\"data\":\"\\u00e9\\n\u{e9}\u{1f680}\"}\n",
-                "{\"type\":\"custom\",\n\"id\":\"b\"}\n",
-                "{\"type\":\"custom\",\"id\":\"c\"}garbage\n",
-                "not json\n",
-                "\n",
-                "  \r\n",
-                "null\n",
-                "[1,\n",
-                "{\"type\":\"custom\"",
-                "\"str\"\n",
                 "\u{feff}",
                 "\u{e9}",
-            ]), 0..24),
+            ]].concat()), 0..24),
             slot in proptest::bool::ANY,
             invalid_at in proptest::option::of(proptest::num::usize::ANY),
             piece in 1u64..48,

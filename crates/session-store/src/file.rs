@@ -98,10 +98,10 @@ fn read_whole(path: &Path) -> std::io::Result<Vec<u8>> {
         let mut buf = vec![0u8; len];
         let half = len / 2;
         let (head, tail) = buf.split_at_mut(half);
-        let raw = file.file();
+        let raw = PositionalFile(file.file());
         let (got_head, got_tail) = std::thread::scope(|s| {
-            let second = s.spawn(|| read_full_at(raw, tail, half as u64));
-            let first = read_full_at(raw, head, 0);
+            let second = s.spawn(|| raw.read_full_at(tail, half as u64));
+            let first = raw.read_full_at(head, 0);
             (first, second.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
         });
         let (got_head, got_tail) = (got_head?, got_tail?);
@@ -120,23 +120,23 @@ fn read_whole(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// An open file read by position, by several threads at once (elsewhere the
-/// storage reads files whole).
+/// An open file (owned or borrowed) read by position, by several threads at once
+/// (elsewhere the storage reads files whole).
 #[cfg(any(unix, windows))]
-struct PositionalFile(std::fs::File);
+struct PositionalFile<F>(F);
 
 #[cfg(any(unix, windows))]
-impl ReadAt for PositionalFile {
+impl<F: std::borrow::Borrow<std::fs::File> + Sync> ReadAt for PositionalFile<F> {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
         #[cfg(unix)]
         {
             use std::os::unix::fs::FileExt;
-            self.0.read_at(buf, offset)
+            self.0.borrow().read_at(buf, offset)
         }
         #[cfg(windows)]
         {
             use std::os::windows::fs::FileExt;
-            self.0.seek_read(buf, offset)
+            self.0.borrow().seek_read(buf, offset)
         }
     }
 }
@@ -154,23 +154,6 @@ fn write_all_at(file: &std::fs::File, bytes: &[u8], offset: u64) -> std::io::Res
         f.seek(SeekFrom::Start(offset))?;
         f.write_all(bytes)
     }
-}
-
-/// Reads into `buf` from `offset` until it is full or the file ends; returns how
-/// many bytes were read.
-#[cfg(unix)]
-fn read_full_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-    use std::os::unix::fs::FileExt;
-    let mut done = 0;
-    while done < buf.len() {
-        match file.read_at(&mut buf[done..], offset + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
 }
 
 fn ensure_parent(path: &Path) -> Result<(), StoreError> {
