@@ -1,6 +1,8 @@
 //! Load throughput: `parse_session_bytes` on a generated session of about 50 MB per
 //! dialect, alone and followed by building the id index (`HashMap` id -> position)
-//! that every layer above needs. Criterion reports bytes per second.
+//! that every layer above needs; and `parse_session_at`, which reads the same bytes
+//! in pieces (from memory here, as from the page cache) and parses each as it is
+//! read. Criterion reports bytes per second.
 //!
 //! Run with `cargo bench -p session-model --bench load` (or `cargo xtask bench`).
 
@@ -9,7 +11,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use session_model::{Dialect, parse_session_bytes};
+use session_model::{Dialect, parse_session_at, parse_session_bytes};
 
 // The generator lives in the xtask; the benchmark shares it so both make the same shapes.
 #[allow(dead_code)] // the xtask uses parts of the generator this benchmark does not
@@ -36,6 +38,9 @@ fn load(c: &mut Criterion) {
         group.sample_size(10);
         group.measurement_time(Duration::from_secs(15));
         group.bench_function("parse", |b| b.iter(|| parse_session_bytes(black_box(bytes), dialect)));
+        group.bench_function("parse-in-pieces", |b| {
+            b.iter(|| parse_session_at(black_box(bytes), bytes.len() as u64, dialect).expect("reads from memory"))
+        });
         group.bench_function("parse+index", |b| {
             b.iter(|| {
                 let parsed = parse_session_bytes(black_box(bytes), dialect);
