@@ -300,13 +300,17 @@ fn parse_in_pieces<R: ReadAt + ?Sized>(
             if k >= count {
                 return Ok(done);
             }
-            let got = read_piece(file, size, dialect, piece, k, k + 1 == count, &mut buf)?;
-            let failed = got.is_none();
-            done.push((k, got));
-            if failed {
-                // The whole file is read anyway: stop claiming pieces.
+            let got = read_piece(file, size, dialect, piece, k, k + 1 == count, &mut buf);
+            if !matches!(got, Ok(Some(_))) {
+                // The whole file is read anyway, or the parse fails: stop claiming pieces.
                 next.store(count, std::sync::atomic::Ordering::Relaxed);
-                return Ok(done);
+            }
+            match got? {
+                Some(p) => done.push((k, Some(p))),
+                None => {
+                    done.push((k, None));
+                    return Ok(done);
+                }
             }
         }
     };
@@ -930,6 +934,33 @@ mod tests {
             let stated = (bytes.len() as i64 - delta).max(0) as u64;
             let got = parse_in_pieces(&ShortReads { bytes: &bytes }, stated, dialect, piece, 0).expect("reads");
             same_parse(&got, &whole)?;
+        }
+    }
+
+    /// A file whose reads fail from an offset on.
+    struct FailsFrom<'a> {
+        bytes: &'a [u8],
+        from: u64,
+    }
+
+    impl ReadAt for FailsFrom<'_> {
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+            if offset + buf.len() as u64 > self.from {
+                return Err(std::io::Error::other("the disk failed"));
+            }
+            self.bytes.read_at(buf, offset)
+        }
+    }
+
+    #[test]
+    fn read_errors_are_returned() {
+        let text = "{\"type\":\"custom\",\"id\":\"a\"}\n".repeat(40);
+        for from in [0, 100, 500, text.len() as u64 - 1] {
+            let file = FailsFrom { bytes: text.as_bytes(), from };
+            for (piece, pieces_from) in [(16, 0), (1 << 20, u64::MAX)] {
+                let got = parse_in_pieces(&file, text.len() as u64, Dialect::Pi, piece, pieces_from);
+                assert_eq!(got.map(|p| p.records.len()).map_err(|e| e.to_string()), Err("the disk failed".to_owned()));
+            }
         }
     }
 
