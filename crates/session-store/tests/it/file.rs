@@ -193,3 +193,55 @@ fn large_files_read_while_growing_are_prefixes() -> TestResult {
     }
     Ok(())
 }
+
+/// A large session parsed (in pieces) while another writer appends entries to it:
+/// every parse gives the records of a prefix of the final file, all the records the
+/// file held before, and at most a torn last line, skipped and reported.
+#[test]
+fn large_sessions_parsed_while_growing_are_prefixes() -> TestResult {
+    use session_model::{DiagnosticKind, Dialect, parse_session_bytes};
+    use std::io::Write;
+    let dir = TempDir::new();
+    let p = dir.path().join("growing.jsonl");
+    let mut start =
+        String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n");
+    while start.len() < 6 << 20 {
+        let i = start.len();
+        start.push_str(&format!(
+            "{{\"type\":\"custom\",\"id\":\"b{i}\",\"parentId\":null,\"data\":\"{}\"}}\n",
+            "x".repeat(900)
+        ));
+    }
+    fs_err::write(&p, &start)?;
+    let before = parse_session_bytes(start.as_bytes(), Dialect::Pi).records.len();
+    let writer_path = p.clone();
+    let appender = std::thread::spawn(move || -> std::io::Result<()> {
+        let mut f = fs_err::OpenOptions::new().append(true).open(writer_path)?;
+        for i in 0..2_000 {
+            // Each entry in two writes, so that a parse may find half of one.
+            let line =
+                format!("{{\"type\":\"custom\",\"id\":\"n{i}\",\"parentId\":null,\"data\":\"{}\"}}\n", "y".repeat(500));
+            let (a, b) = line.split_at(line.len() / 2);
+            f.write_all(a.as_bytes())?;
+            f.write_all(b.as_bytes())?;
+        }
+        Ok(())
+    });
+    let s = FileStorage::new();
+    let mut parses = vec![s.read_parsed(&p, Dialect::Pi)?];
+    while !appender.is_finished() {
+        parses.push(s.read_parsed(&p, Dialect::Pi)?);
+    }
+    appender.join().map_err(|_| "appender panicked")??;
+    parses.push(s.read_parsed(&p, Dialect::Pi)?);
+    let last = parse_session_bytes(&fs_err::read(&p)?, Dialect::Pi);
+    assert!(parses.last().map(|p| &p.records) == Some(&last.records));
+    for parsed in &parses {
+        let n = parsed.records.len();
+        assert!(n >= before && parsed.records[..] == last.records[..n], "a parse of {n} records");
+        for d in &parsed.diagnostics {
+            assert!(matches!(d.kind, DiagnosticKind::TornLastLine), "only a torn last line: {d}");
+        }
+    }
+    Ok(())
+}
