@@ -86,20 +86,26 @@ pub(crate) fn read_dir(dir: &Path) -> std::io::Result<Vec<DirEntry>> {
 pub(crate) fn read_all_with_stat<'b>(path: &Path, buf: &'b mut Vec<u8>) -> std::io::Result<(Stat, &'b [u8])> {
     let mut f = fs_err::File::open(path)?;
     let st = stat_of(&f.metadata()?);
-    let size = usize::try_from(st.size).map_err(std::io::Error::other)?;
-    if buf.len() < size {
-        buf.resize(size, 0);
-    }
+    let room = room(buf, usize::try_from(st.size).map_err(std::io::Error::other)?);
     let mut done = 0;
-    while done < size {
-        match f.read(&mut buf[done..size]) {
+    while done < room.len() {
+        match f.read(&mut room[done..]) {
             Ok(0) => break,
             Ok(n) => done += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
-    Ok((st, &buf[..done]))
+    let read: &'b [u8] = room;
+    Ok((st, &read[..done]))
+}
+
+/// The first `n` bytes of a reused buffer, grown (and zeroed) only if it is shorter.
+fn room(buf: &mut Vec<u8>, n: usize) -> &mut [u8] {
+    if buf.len() < n {
+        buf.resize(n, 0);
+    }
+    &mut buf[..n]
 }
 
 /// Reads a whole file.
@@ -118,12 +124,6 @@ pub(crate) fn read_slices<'h, 't>(
     head: &'h mut Vec<u8>,
     tail: &'t mut Vec<u8>,
 ) -> std::io::Result<(Stat, &'h [u8], &'t [u8])> {
-    fn room(buf: &mut Vec<u8>, n: usize) -> &mut [u8] {
-        if buf.len() < n {
-            buf.resize(n, 0);
-        }
-        &mut buf[..n]
-    }
     let mut f = fs_err::File::open(path)?;
     let st = stat_of(&f.metadata()?);
     if !st.is_file {
