@@ -270,9 +270,15 @@ impl Storage for FileStorage {
     fn open_reader(&self, path: &Path) -> Result<(u64, Box<dyn ReadAt + Send>), StoreError> {
         self.check(Op::Read, path)?;
         let io = |e| StoreError::io(Op::Read, path, e);
-        let file = fs_err::File::open(path).map_err(io)?;
-        let size = file.metadata().map_err(io)?.len();
-        Ok((size, Box::new(PositionalFile(file.into_file()))))
+        let mut file = fs_err::File::open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        if !meta.is_file() {
+            // A pipe or a device cannot be read by position: read it through, once.
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes).map_err(io)?;
+            return Ok((bytes.len() as u64, Box::new(bytes)));
+        }
+        Ok((meta.len(), Box::new(PositionalFile(file.into_file()))))
     }
 
     fn read_slices(&self, path: &Path, prefix: u64, suffix: u64) -> Result<(Vec<u8>, Vec<u8>), StoreError> {

@@ -245,3 +245,23 @@ fn large_sessions_parsed_while_growing_are_prefixes() -> TestResult {
     }
     Ok(())
 }
+
+/// A pipe cannot be read by position: a session read from one (`session info
+/// <(cat file)`) is read through and parsed like the file.
+#[cfg(unix)]
+#[test]
+fn sessions_are_parsed_from_pipes() -> TestResult {
+    use session_model::{Dialect, parse_session_bytes};
+    let dir = TempDir::new();
+    let fifo = dir.path().join("pipe.jsonl");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status()?;
+    assert!(made.success(), "mkfifo");
+    let text = "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n{\"type\":\"custom\",\"id\":\"a\",\"parentId\":null}\n";
+    let writer_path = fifo.clone();
+    let writer = std::thread::spawn(move || fs_err::write(writer_path, text));
+    let parsed = FileStorage::new().read_parsed(&fifo, Dialect::Pi)?;
+    writer.join().map_err(|_| "writer panicked")??;
+    assert!(parsed.records == parse_session_bytes(text.as_bytes(), Dialect::Pi).records);
+    assert_eq!(parsed.records.len(), 2);
+    Ok(())
+}
