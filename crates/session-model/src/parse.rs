@@ -323,7 +323,7 @@ fn parse_in_pieces<R: ReadAt + ?Sized>(
         Ok::<_, std::io::Error>(all)
     })?;
     results.sort_by_key(|(k, _)| *k);
-    if results.len() as u64 != count || results.iter().any(|(_, p)| p.is_none()) {
+    if results.len() as u64 != count {
         return whole(file);
     }
     let mut out = ParsedFile::default();

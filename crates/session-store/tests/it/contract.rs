@@ -316,13 +316,7 @@ fn reads_by_position(s: &dyn Storage, root: &Path) -> TestResult {
     check(size == text.len() as u64, "the size")?;
     for (at, len) in [(0, 10), (4 << 20, 100), (size - 5, 100), (size, 10)] {
         let mut buf = vec![0u8; len];
-        let mut got = 0;
-        while got < len {
-            match reader.read_at(&mut buf[got..], at + got as u64)? {
-                0 => break,
-                n => got += n,
-            }
-        }
+        let got = reader.read_full_at(&mut buf, at)?;
         let start = (at as usize).min(text.len());
         check(buf[..got] == text.as_bytes()[start..(start + len).min(text.len())], "bytes at an offset")?;
     }
