@@ -159,6 +159,15 @@ pub enum StoreError {
         /// Why the file could not be cut back.
         rollback: Arc<io::Error>,
     },
+    /// The path names something other than a regular file (a FIFO, a device, a directory, a
+    /// symbolic link where none may be): session files and their locks must be regular files.
+    #[error("not a regular file: {} is a {kind}; session files must be regular files", path.display())]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead (see [`NotRegularFile::kind`](crate::open::NotRegularFile::kind)).
+        kind: &'static str,
+    },
     /// A fault injected by a test (see `Faults`).
     #[error("injected fault: cannot {op} {}", path.display())]
     Injected {
@@ -170,8 +179,12 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// Wraps an IO error, turning `NotFound` and `AlreadyExists` into their own variants.
+    /// Wraps an IO error, turning `NotFound`, `AlreadyExists` and a refused non-regular file
+    /// into their own variants.
     pub fn io(op: Op, path: &Path, err: io::Error) -> StoreError {
+        if let Some(found) = crate::open::NotRegularFile::find(&err) {
+            return StoreError::NotRegular { path: found.path.clone(), kind: found.kind };
+        }
         match err.kind() {
             io::ErrorKind::NotFound => StoreError::NotFound { path: path.to_path_buf() },
             io::ErrorKind::AlreadyExists => StoreError::AlreadyExists { path: path.to_path_buf() },
@@ -179,8 +192,12 @@ impl StoreError {
         }
     }
 
-    /// Wraps an IO error as [`StoreError::Io`] whatever its kind.
+    /// Wraps an IO error as [`StoreError::Io`] whatever its kind (only a refused non-regular file
+    /// still becomes [`StoreError::NotRegular`]).
     pub fn io_raw(op: Op, path: &Path, err: io::Error) -> StoreError {
+        if let Some(found) = crate::open::NotRegularFile::find(&err) {
+            return StoreError::NotRegular { path: found.path.clone(), kind: found.kind };
+        }
         StoreError::Io { op, path: path.to_path_buf(), source: Arc::new(err) }
     }
 

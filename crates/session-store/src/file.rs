@@ -59,7 +59,8 @@ impl FileStorage {
     /// Opens `path` with `options` and writes `bytes` (a fault plan may cut it short).
     fn write_with(&self, options: &fs_err::OpenOptions, op: Op, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         ensure_parent(path)?;
-        let mut f = options.open(path).map_err(|e| StoreError::io(op, path, e))?;
+        let mut f =
+            crate::open::open_regular_with(&mut options.clone(), path).map_err(|e| StoreError::io(op, path, e))?;
         let (n, injected) = plan_write(self.faults.as_ref(), op, path, bytes.len());
         f.write_all(&bytes[..n]).map_err(|e| StoreError::io_raw(op, path, e))?;
         injected.map_or(Ok(()), Err)
@@ -89,7 +90,7 @@ const PARALLEL_READ: u64 = 8 << 20;
 /// session: 25-32 ms in one thread, 14-16 ms in two). A file that shrank meanwhile
 /// ends where its reads ended; one that grew is read on to its new end.
 fn read_whole(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut file = fs_err::File::open(path)?;
+    let mut file = crate::open::open_regular(path)?;
     let len = file.metadata()?.len();
     #[cfg(unix)]
     if len >= PARALLEL_READ
@@ -214,7 +215,8 @@ fn rollback(file: &fs_err::File, path: &Path, before: u64, error: StoreError) ->
 }
 
 fn open_append(path: &Path) -> Result<fs_err::File, StoreError> {
-    fs_err::OpenOptions::new().append(true).create(true).open(path).map_err(|e| StoreError::io(Op::Open, path, e))
+    crate::open::open_regular_with(fs_err::OpenOptions::new().append(true).create(true), path)
+        .map_err(|e| StoreError::io(Op::Open, path, e))
 }
 
 impl Storage for FileStorage {
@@ -270,21 +272,16 @@ impl Storage for FileStorage {
     fn open_reader(&self, path: &Path) -> Result<(u64, Box<dyn ReadAt + Send>), StoreError> {
         self.check(Op::Read, path)?;
         let io = |e| StoreError::io(Op::Read, path, e);
-        let mut file = fs_err::File::open(path).map_err(io)?;
+        // Only regular files: a FIFO or a device is refused, never waited on.
+        let file = crate::open::open_regular(path).map_err(io)?;
         let meta = file.metadata().map_err(io)?;
-        if !meta.is_file() {
-            // A pipe or a device cannot be read by position: read it through, once.
-            let mut bytes = Vec::new();
-            file.read_to_end(&mut bytes).map_err(io)?;
-            return Ok((bytes.len() as u64, Box::new(bytes)));
-        }
         Ok((meta.len(), Box::new(PositionalFile(file.into_file()))))
     }
 
     fn read_slices(&self, path: &Path, prefix: u64, suffix: u64) -> Result<(Vec<u8>, Vec<u8>), StoreError> {
         self.check(Op::Read, path)?;
         let io = |e| StoreError::io(Op::Read, path, e);
-        let mut f = fs_err::File::open(path).map_err(io)?;
+        let mut f = crate::open::open_regular(path).map_err(io)?;
         let size = f.metadata().map_err(io)?.len();
         let head_len = prefix.min(size);
         let mut head = Vec::new();
@@ -349,7 +346,7 @@ impl Storage for FileStorage {
         let _guard = self.publish_check(path, expected)?;
         let io = |e| StoreError::io(Op::Overwrite, path, e);
         // `r+`: the file must exist, and nothing is truncated.
-        let f = fs_err::OpenOptions::new().write(true).open(path).map_err(io)?;
+        let f = crate::open::open_regular_with(fs_err::OpenOptions::new().write(true), path).map_err(io)?;
         let size = f.metadata().map_err(io)?.len();
         crate::storage::check_prefix_fits(path, bytes, size)?;
         let (n, injected) = plan_write(self.faults.as_ref(), Op::Overwrite, path, bytes.len());
@@ -374,7 +371,8 @@ impl Storage for FileStorage {
 
     fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
         self.check(Op::Truncate, path)?;
-        let f = fs_err::OpenOptions::new().write(true).open(path).map_err(|e| StoreError::io(Op::Truncate, path, e))?;
+        let f = crate::open::open_regular_with(fs_err::OpenOptions::new().write(true), path)
+            .map_err(|e| StoreError::io(Op::Truncate, path, e))?;
         f.set_len(len).map_err(|e| StoreError::io_raw(Op::Truncate, path, e))
     }
 

@@ -60,6 +60,7 @@ mod fault;
 mod file;
 mod lock;
 mod memory;
+pub mod open;
 pub mod persist;
 mod storage;
 

@@ -1,18 +1,26 @@
-//! omp's two publish locks on a session file, taken from Rust without `libc`.
+//! omp's two publish locks on a session file.
 //!
-//! For a session file `<dir>/<name>`:
+//! For a session file `<dir>/<name>`, both locks live beside it, where omp keeps them:
 //!
-//! 1. the OS gate: an exclusive `flock`-style lock ([`std::fs::File::try_lock`]) on a gate file
-//!    named by the SHA-256 of the session file's absolute path, in a `session-store-locks`
-//!    directory under the system temp dir; created if needed and never deleted (so it never
-//!    races with its own removal), and kept out of the session directory, which holds only what
-//!    the references leave there; the kernel drops the lock when the holder dies;
+//! 1. the OS gate `<dir>/.<name>.lock.os`: an exclusive `flock`-style lock
+//!    ([`std::fs::File::try_lock`]) on a file created if needed (mode 0600) and never deleted while
+//!    the session exists (so it never races with its own removal); the kernel drops the lock when
+//!    the holder dies;
 //! 2. the lock file `<dir>/.<name>.lock`, created exclusively (mode 0600) with the record
 //!    `<pid>:<epoch-ms>\n` and re-read to verify ownership. An existing lock file is stolen only
 //!    when its pid is dead (`/proc/<pid>` is gone or a zombie; on systems without `/proc` a pid is
 //!    assumed alive) or when it holds no parseable record and is older than 500 ms.
 //!
-//! Both are polled every 2 ms until the caller's deadline. omp takes the same lock file, so a
+//! Both are opened without following symbolic links and without blocking, and both must be
+//! regular files ([`crate::open`]): a link or a FIFO planted in their place is refused with
+//! [`StoreError::NotRegular`], never followed, so nobody who can create files in the session's
+//! folder can make a writer create or truncate a file elsewhere. The gate is opened read-only
+//! once it exists (a `flock` needs no write access), so an open never truncates anything. Keeping
+//! the locks beside the session means only those who can write the session's folder take part
+//! in its locking: there is no shared, predictable directory in which another user could lock
+//! everyone else out. A lock file this process created is removed on every error path.
+//!
+//! Both are polled every 2 ms until the caller's deadline. omp takes the same two files, so a
 //! Rust writer and an omp writer never publish into the same file at the same moment.
 //!
 //! An append writer holds the locks for its whole life ([`lock_for_writer`]): each append is
@@ -38,6 +46,8 @@ use crate::storage::{LockWait, SessionLock};
 pub(crate) const PUBLISH_WAIT: Duration = Duration::from_millis(500);
 const POLL: Duration = Duration::from_millis(2);
 const UNPARSEABLE_STALE_MS: i64 = 500;
+/// How many stale lock files one acquisition removes before it waits like any contender.
+const MAX_STEALS: u32 = 16;
 
 /// Per-path replacement counters: a whole-file write bumps the path's counter so that an open
 /// writer of this process notices without a `stat` per append.
@@ -75,18 +85,16 @@ pub(crate) fn registry_key(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Returns `(<gate file>, <dir>/.<name>.lock)` for a session file.
+/// Returns `(<dir>/.<name>.lock.os, <dir>/.<name>.lock)` for a session file.
 pub(crate) fn lock_paths(path: &Path) -> Result<(PathBuf, PathBuf), StoreError> {
-    use sha2::Digest;
     let name = path.file_name().ok_or_else(|| StoreError::NotAFile { path: path.to_path_buf() })?;
-    let mut lock = std::ffi::OsString::from(".");
-    lock.push(name);
-    lock.push(".lock");
-    let key = registry_key(path);
-    let digest = sha2::Sha256::digest(key.as_os_str().as_encoded_bytes());
-    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-    let gate = std::env::temp_dir().join("session-store-locks").join(format!("{hex}.gate"));
-    Ok((gate, path.with_file_name(lock)))
+    let sibling = |suffix: &str| {
+        let mut n = std::ffi::OsString::from(".");
+        n.push(name);
+        n.push(suffix);
+        path.with_file_name(n)
+    };
+    Ok((sibling(".lock.os"), sibling(".lock")))
 }
 
 /// A held pair of locks; releases on drop.
@@ -215,12 +223,10 @@ fn acquire(
         f.check(Op::Lock, path)?;
     }
     let (os_path, lockfile) = lock_paths(path)?;
-    for p in [&os_path, &lockfile] {
-        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs_err::create_dir_all(dir).map_err(|e| StoreError::io(Op::EnsureDir, dir, e))?;
-        }
+    if let Some(dir) = lockfile.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs_err::create_dir_all(dir).map_err(|e| StoreError::io(Op::EnsureDir, dir, e))?;
     }
-    let os = open_private(&os_path, false).map_err(|e| StoreError::io_raw(Op::Lock, &os_path, e))?;
+    let os = open_gate(&os_path).map_err(|e| StoreError::io_raw(Op::Lock, &os_path, e))?;
     loop {
         match os.file().try_lock() {
             Ok(()) => break,
@@ -234,18 +240,32 @@ fn acquire(
         }
     }
     let record = format!("{}:{}\n", std::process::id(), clock.now_ms());
+    let mut steals = 0;
     loop {
-        match open_private(&lockfile, true) {
+        match create_private(&lockfile) {
             Ok(mut f) => {
-                f.write_all(record.as_bytes()).map_err(|e| StoreError::io_raw(Op::Lock, &lockfile, e))?;
+                // A fault plan's full disk applies to the record as to any data write.
+                let (n, injected) = crate::fault::plan_write(faults, Op::Lock, &lockfile, record.len());
+                let written = f
+                    .write_all(&record.as_bytes()[..n])
+                    .map_err(|e| StoreError::io_raw(Op::Lock, &lockfile, e))
+                    .and_then(|()| injected.map_or(Ok(()), Err));
                 drop(f);
+                if let Err(e) = written {
+                    // A full disk must not leave an empty lock file for others to wait on.
+                    let _ = fs_err::remove_file(&lockfile);
+                    return Err(e);
+                }
                 if read_small(&lockfile).as_deref() == Some(record.as_str()) {
                     return Ok(FileLockGuard { os: Some(os), lockfile, record, registered: None });
                 }
                 // Someone replaced our file between create and verify; treat as contended.
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                if steal_if_stale(&lockfile, clock) {
+                // A steal removed the file (or it vanished): retry at once, a bounded number of
+                // times (only a writer that keeps planting stale files could make us steal again).
+                if steal_if_stale(&lockfile, clock) && steals < MAX_STEALS {
+                    steals += 1;
                     continue;
                 }
             }
@@ -258,23 +278,40 @@ fn acquire(
     }
 }
 
-fn open_private(path: &Path, create_new: bool) -> std::io::Result<fs_err::File> {
-    let mut o = fs_err::OpenOptions::new();
-    if create_new {
-        o.write(true).create_new(true);
-    } else {
-        o.read(true).write(true).create(true).truncate(false);
+/// Opens (creating it if needed) the OS gate: read-only once it exists, never through a link.
+fn open_gate(path: &Path) -> std::io::Result<fs_err::File> {
+    loop {
+        let mut existing = fs_err::OpenOptions::new();
+        existing.read(true);
+        match crate::open::open_no_follow(&mut existing, path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            other => return other,
+        }
+        match create_private(path) {
+            // Created by someone else meanwhile: open theirs.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            other => return other,
+        }
     }
+}
+
+/// Creates `path` exclusively (mode 0600), never through a link.
+fn create_private(path: &Path) -> std::io::Result<fs_err::File> {
+    let mut o = fs_err::OpenOptions::new();
+    o.write(true).create_new(true);
     #[cfg(unix)]
     {
         use fs_err::os::unix::fs::OpenOptionsExt;
         o.mode(0o600);
     }
-    o.open(path)
+    crate::open::open_no_follow(&mut o, path)
 }
 
+/// Reads a lock record: at most 256 bytes of a regular file, never through a link or a FIFO.
 fn read_small(path: &Path) -> Option<String> {
-    let mut f = fs_err::File::open(path).ok()?;
+    let mut options = fs_err::OpenOptions::new();
+    options.read(true);
+    let mut f = crate::open::open_no_follow(&mut options, path).ok()?;
     let mut s = String::new();
     Read::by_ref(&mut f).take(256).read_to_string(&mut s).ok()?;
     Some(s)
@@ -282,23 +319,26 @@ fn read_small(path: &Path) -> Option<String> {
 
 /// Removes a lock file left by a dead process; returns true when the caller should retry.
 fn steal_if_stale(lockfile: &Path, clock: &dyn Clock) -> bool {
-    let Some(content) = read_small(lockfile) else {
-        // Vanished between our create and read: retry at once.
-        return !lockfile.exists();
+    // `lstat`: a link or a FIFO in the lock file's place is judged (and removed) itself.
+    let meta = match fs_err::symlink_metadata(lockfile) {
+        Ok(m) => m,
+        // Vanished between our create and this look: retry at once.
+        Err(e) => return e.kind() == std::io::ErrorKind::NotFound,
     };
-    let stale = match parse_record(&content) {
+    let content = read_small(lockfile);
+    let stale = match content.as_deref().and_then(parse_record) {
         Some((pid, _)) => !pid_alive(pid),
         None => {
-            let age = fs_err::metadata(lockfile)
+            let age = meta
+                .modified()
                 .ok()
-                .and_then(|m| m.modified().ok())
                 .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                 .and_then(|d| i64::try_from(d.as_millis()).ok())
                 .map(|mtime| clock.now_ms() - mtime);
             age.is_some_and(|a| a > UNPARSEABLE_STALE_MS)
         }
     };
-    if !stale || read_small(lockfile).as_deref() != Some(content.as_str()) {
+    if !stale || read_small(lockfile) != content {
         return false;
     }
     match fs_err::remove_file(lockfile) {
@@ -337,10 +377,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lock_paths_keep_only_the_lock_file_beside_the_session() -> Result<(), StoreError> {
+    fn lock_paths_are_omps_siblings_of_the_session() -> Result<(), StoreError> {
         let (os, lf) = lock_paths(Path::new("/d/s.jsonl"))?;
-        assert!(os.starts_with(std::env::temp_dir().join("session-store-locks")));
-        assert_ne!(os, lock_paths(Path::new("/d/t.jsonl"))?.0);
+        assert_eq!(os, Path::new("/d/.s.jsonl.lock.os"));
         assert_eq!(lf, Path::new("/d/.s.jsonl.lock"));
         Ok(())
     }

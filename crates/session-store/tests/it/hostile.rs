@@ -1,0 +1,157 @@
+//! Regression tests for a file system that someone else prepared: links and FIFOs planted
+//! where a session or its locks should be, and a disk that fills up under the lock.
+//!
+//! Each case is one a local attacker or an unlucky user can produce; none may hang, follow a
+//! link out of the session's folder, or leave a file behind that blocks the next writer.
+
+#![cfg(unix)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use session_store::clock::{Clock, ManualClock, SystemClock};
+use session_store::{Durability, ExpectedSize, FaultStorage, Faults, FileStorage, LockWait, Storage, StoreError};
+
+use crate::support::{TempDir, raw_names};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+fn mkfifo(path: &Path) -> TestResult {
+    let made = std::process::Command::new("mkfifo").arg(path).status()?;
+    if !made.success() {
+        return Err("mkfifo failed".into());
+    }
+    Ok(())
+}
+
+fn is_not_regular(r: Result<impl Sized, StoreError>, kind: &str) -> bool {
+    matches!(r, Err(StoreError::NotRegular { kind: k, .. }) if k == kind)
+}
+
+/// The OS gate is omp's `.<name>.lock.os` beside the session; a link planted there is
+/// refused, and the file it names is neither created nor truncated.
+#[test]
+fn a_link_in_place_of_the_gate_is_refused_not_followed() -> TestResult {
+    let dir = TempDir::new();
+    let p = dir.path().join("s.jsonl");
+    let victim = dir.path().join("victim");
+    fs_err::write(&victim, b"precious")?;
+    let absent = dir.path().join("absent");
+    let s = FileStorage::new();
+    drop(s.lock(&p, LockWait::NoWait)?);
+    let gate = dir.path().join(".s.jsonl.lock.os");
+    assert!(gate.is_file(), "the gate lives beside the session, where omp keeps it");
+    fs_err::remove_file(&gate)?;
+
+    for target in [&victim, &absent] {
+        std::os::unix::fs::symlink(target, &gate)?;
+        let locked = s.lock(&p, LockWait::NoWait);
+        assert!(is_not_regular(locked.as_ref().map(|_| ()).map_err(Clone::clone), "symbolic link"), "{locked:?}");
+        assert!(is_not_regular(s.append(&p, b"x\n"), "symbolic link"));
+        assert!(is_not_regular(s.write_atomic(&p, b"y\n", ExpectedSize::Any), "symbolic link"));
+        assert!(is_not_regular(s.open_writer(&p, Durability::None), "symbolic link"));
+        fs_err::remove_file(&gate)?;
+    }
+    assert_eq!(fs_err::read(&victim)?, b"precious");
+    assert!(!absent.exists(), "nothing was created through the link");
+    assert!(!p.exists(), "nothing was written");
+    Ok(())
+}
+
+/// A link planted as the lock file (`.<name>.lock`) is never followed: the exclusive create
+/// fails on it, it is judged as an unparseable lock by its own age, and stolen (the link
+/// removed, its target untouched) once older than 500 ms.
+#[test]
+fn a_link_in_place_of_the_lock_file_is_judged_as_a_stale_lock() -> TestResult {
+    let dir = TempDir::new();
+    let p = dir.path().join("s.jsonl");
+    let victim = dir.path().join("victim");
+    fs_err::write(&victim, b"1:1\n")?;
+    let lockfile = dir.path().join(".s.jsonl.lock");
+    std::os::unix::fs::symlink(&victim, &lockfile)?;
+    let clock = Arc::new(ManualClock::new(SystemClock.now_ms()));
+    let s = FileStorage::with_clock(clock.clone());
+    // pid 1 runs, but the record is not read through the link: a young unknown lock is respected.
+    assert!(matches!(s.lock(&p, LockWait::NoWait), Err(StoreError::Locked { .. })));
+    clock.advance(10_000);
+    s.append(&p, b"x\n")?;
+    assert_eq!(fs_err::read(&victim)?, b"1:1\n", "the link's target is untouched");
+    assert_eq!(raw_names(dir.path()), [".s.jsonl.lock.os", "s.jsonl", "victim"], "the link is gone");
+    Ok(())
+}
+
+/// A FIFO planted as the lock file cannot block a writer: it is not read (no open waits for
+/// a peer) and is removed like any unparseable stale lock.
+#[test]
+fn a_fifo_in_place_of_the_lock_file_does_not_block() -> TestResult {
+    let dir = TempDir::new();
+    let p = dir.path().join("s.jsonl");
+    mkfifo(&dir.path().join(".s.jsonl.lock"))?;
+    let clock = Arc::new(ManualClock::new(SystemClock.now_ms()));
+    clock.advance(10_000);
+    let s = FileStorage::with_clock(clock);
+    s.append(&p, b"x\n")?;
+    assert_eq!(s.read(&p)?, b"x\n");
+    Ok(())
+}
+
+/// Every operation on a session path that names a FIFO fails at once with a typed error
+/// instead of waiting for a writer that never comes; listing skips it.
+#[test]
+fn a_fifo_session_is_refused_by_every_operation() -> TestResult {
+    let dir = TempDir::new();
+    let fifo = dir.path().join("pipe.jsonl");
+    mkfifo(&fifo)?;
+    fs_err::write(dir.path().join("real.jsonl"), b"{}\n")?;
+    let s = FileStorage::new();
+    let started = Instant::now();
+    assert!(is_not_regular(s.read(&fifo), "fifo"));
+    assert!(is_not_regular(s.read_parsed(&fifo, session_model::Dialect::Pi), "fifo"));
+    assert!(is_not_regular(s.open_reader(&fifo).map(|_| ()), "fifo"));
+    assert!(is_not_regular(s.read_slices(&fifo, 4096, 32768), "fifo"));
+    // Opening a FIFO for writing without a reader fails at once (ENXIO) or is refused.
+    assert!(s.truncate(&fifo, 0).is_err());
+    assert!(s.append(&fifo, b"x\n").is_err());
+    assert!(s.write(&fifo, b"x\n").is_err());
+    assert!(s.open_writer(&fifo, Durability::None).is_err());
+    assert!(s.overwrite_prefix(&fifo, b"x", ExpectedSize::Any, Durability::None).is_err());
+    assert_eq!(s.stat(&fifo)?.map(|st| st.is_file), Some(false));
+    assert_eq!(s.list(dir.path())?, ["real.jsonl"]);
+    assert!(started.elapsed() < Duration::from_secs(60), "nothing waited for a peer");
+    let message = s.read(&fifo).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.contains("pipe.jsonl") && message.contains("fifo"), "{message}");
+    Ok(())
+}
+
+/// A disk that fills up while the lock record is written leaves no empty `.<name>.lock`
+/// behind: the next writer (once space is back) takes the lock at once.
+#[test]
+fn a_full_disk_while_locking_leaves_no_lock_file() -> TestResult {
+    let dir = TempDir::new();
+    let p = dir.path().join("s.jsonl");
+    let faults = Faults::new();
+    let s = FileStorage::new().with_faults(faults.clone());
+    faults.disk_full_after(3);
+    let err = s.append(&p, b"x\n").err().ok_or("append on a full disk succeeded")?;
+    assert_eq!(err.io_kind(), Some(std::io::ErrorKind::StorageFull), "{err}");
+    assert_eq!(raw_names(dir.path()), [".s.jsonl.lock.os"], "no empty lock file left");
+    faults.clear();
+    let quick = FileStorage::new();
+    quick.lock(&p, LockWait::NoWait)?.release()?;
+    quick.append(&p, b"x\n")?;
+    Ok(())
+}
+
+/// The same through the trait-level fault wrapper: a refused lock leaves nothing either.
+#[test]
+fn a_failed_lock_through_the_wrapper_leaves_nothing() -> TestResult {
+    let dir = TempDir::new();
+    let p = dir.path().join("s.jsonl");
+    let faults = Faults::new();
+    let s = FaultStorage::new(FileStorage::new(), faults.clone());
+    faults.fail_next(session_store::Op::Lock, 1);
+    assert!(s.lock(&p, LockWait::NoWait).is_err());
+    assert!(raw_names(dir.path()).iter().all(|n| !n.ends_with(".lock")));
+    Ok(())
+}
