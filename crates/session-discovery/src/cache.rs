@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use session_model::Dialect;
-use session_store::{Durability, ExpectedSize, FileStorage, Storage};
+use session_store::{FileStorage, Storage};
 
 use crate::info::{SessionInfo, SessionStatus};
 
@@ -250,7 +250,9 @@ impl ListCache {
         let _ = storage.ensure_dir(dir);
         evict(&storage, dir, &self.file);
         let old_file = self.old_file.as_ref();
-        let _ = storage.write_atomic_stream(&self.file, ExpectedSize::Any, Durability::None, &mut |w| {
+        // A cache is no session: no append writer holds it, so no session lock is taken
+        // (and no lock files are left in the cache directory).
+        let _ = session_store::atomic::write_atomic_stream(&self.file, false, &mut |w| {
             w.write_all(&head)?;
             w.write_all(&records)?;
             for t in &texts {
@@ -328,7 +330,7 @@ fn read_at_into(file: &fs_err::File, range: &Range<u64>, buf: &mut Vec<u8>) -> s
 /// a complete cache of this dialect and scope.
 fn read_records(path: &Path, dialect: Dialect, scope: &str) -> Option<(fs_err::File, Vec<u8>, i64, Index)> {
     use std::io::Read;
-    let mut file = fs_err::File::open(path).ok()?;
+    let mut file = crate::io::open(path).ok()?;
     let size = file.metadata().ok()?.len();
     let mut head = vec![0u8; 8 + 4 + 4 + dialect.name().len() + 4 + scope.len() + HEADER_TAIL];
     file.read_exact(&mut head).ok()?;

@@ -84,7 +84,7 @@ pub(crate) fn read_dir(dir: &Path) -> std::io::Result<Vec<DirEntry>> {
 /// only find the end. `buf` is a reused buffer: it only grows (zeroed once), so that
 /// reading a file costs neither an allocation nor clearing memory.
 pub(crate) fn read_all_with_stat<'b>(path: &Path, buf: &'b mut Vec<u8>) -> std::io::Result<(Stat, &'b [u8])> {
-    let mut f = fs_err::File::open(path)?;
+    let mut f = open(path)?;
     let st = stat_of(&f.metadata()?);
     let room = room(buf, usize::try_from(st.size).map_err(std::io::Error::other)?);
     let mut done = 0;
@@ -110,7 +110,16 @@ fn room(buf: &mut Vec<u8>, n: usize) -> &mut [u8] {
 
 /// Reads a whole file.
 pub(crate) fn read_all(path: &Path) -> std::io::Result<Vec<u8>> {
-    fs_err::read(path)
+    let mut out = Vec::new();
+    open(path)?.read_to_end(&mut out)?;
+    Ok(out)
+}
+
+/// Opens a regular file for reading, as every read of discovery does: without waiting
+/// (a FIFO planted in a sessions folder is refused at once, never read) and refusing
+/// anything but a regular file (`session_store::open`).
+pub(crate) fn open(path: &Path) -> std::io::Result<fs_err::File> {
+    session_store::open::open_regular(path)
 }
 
 /// Reads at most `prefix` bytes from the start and the last `suffix` bytes of a file
@@ -124,11 +133,8 @@ pub(crate) fn read_slices<'h, 't>(
     head: &'h mut Vec<u8>,
     tail: &'t mut Vec<u8>,
 ) -> std::io::Result<(Stat, &'h [u8], &'t [u8])> {
-    let mut f = fs_err::File::open(path)?;
+    let mut f = open(path)?;
     let st = stat_of(&f.metadata()?);
-    if !st.is_file {
-        return Ok((st, &[], &[]));
-    }
     let size = st.size;
     let p = prefix.min(size) as usize;
     if suffix >= size && size > prefix {
@@ -154,7 +160,7 @@ pub(crate) fn read_slices<'h, 't>(
 
 /// Reads up to `limit` bytes from the start of a file.
 pub(crate) fn read_prefix(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
-    let f = fs_err::File::open(path)?;
+    let f = open(path)?;
     let mut out = Vec::new();
     f.take(limit).read_to_end(&mut out)?;
     Ok(out)
@@ -199,10 +205,8 @@ pub(crate) fn remove_any(path: &Path) -> std::io::Result<()> {
 /// Writes a small whole file (breadcrumbs), atomically: a reader never sees half a
 /// breadcrumb (omp writes it in place).
 pub(crate) fn write_small(path: &Path, content: &str) -> std::io::Result<()> {
-    use session_store::Storage;
-    session_store::FileStorage::new()
-        .write_atomic(path, content.as_bytes(), session_store::ExpectedSize::Any)
-        .map_err(store_error)
+    // No session lock: a breadcrumb is no session, and omp writes it without one.
+    session_store::atomic::write_atomic(path, content.as_bytes()).map_err(store_error)
 }
 
 /// Returns the canonical path, or `None` if it cannot be resolved.

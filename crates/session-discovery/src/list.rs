@@ -24,6 +24,25 @@ pub struct Progress<'a> {
     /// every 100th for `list_all` —, last), the sessions found so far (after the cwd
     /// filter), in completion order; sort them by `modified` to display.
     pub partial: Option<&'a [SessionInfo]>,
+    /// The `.jsonl` entries of the listed directories that are not regular files
+    /// (FIFOs, sockets, devices) and were skipped without being opened, so that
+    /// nobody who can create a file there can make a listing wait; the same slice
+    /// at every report.
+    pub skipped: &'a [PathBuf],
+}
+
+/// The session files a listing reads, and the entries it skips.
+#[derive(Debug, Default)]
+struct Listed {
+    files: Vec<PathBuf>,
+    skipped: Vec<PathBuf>,
+}
+
+impl Listed {
+    fn extend(&mut self, other: Listed) {
+        self.files.extend(other.files);
+        self.skipped.extend(other.skipped);
+    }
 }
 
 /// Where a resume argument was found.
@@ -105,7 +124,7 @@ impl Discovery {
     fn collect(
         &self,
         scope: &str,
-        list_files: impl FnOnce() -> Result<Vec<PathBuf>, DiscoveryError> + Send,
+        list_files: impl FnOnce() -> Result<Listed, DiscoveryError> + Send,
         build: impl Fn(&Path) -> Option<SessionInfo> + Sync,
         keep: &(dyn Fn(&SessionInfo) -> bool + Sync),
         publish_every: usize,
@@ -120,7 +139,7 @@ impl Discovery {
             (cache, files.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
         });
         let files = files?;
-        if files.len() < *min {
+        if files.files.len() < *min {
             return Ok(collect(&files, build, keep, publish_every, progress));
         }
         let out = collect(&files, |p| cache.info(p, &build), keep, publish_every, progress);
@@ -209,7 +228,9 @@ impl Discovery {
             }
             (Dialect::Pi, None) => {
                 let files = || {
-                    let mut files: Vec<(PathBuf, Option<io::Stat>)> = bucket_files(&self.dirs.sessions_root, false)?
+                    let listed = bucket_files(&self.dirs.sessions_root, false)?;
+                    let mut files: Vec<(PathBuf, Option<io::Stat>)> = listed
+                        .files
                         .into_iter()
                         .map(|p| {
                             let st = io::stat(&p).ok();
@@ -221,7 +242,7 @@ impl Discovery {
                         let mtime = st.map(|s| s.mtime_ns);
                         (mtime.is_none(), std::cmp::Reverse(mtime), std::cmp::Reverse(collation_key(&file_name(path))))
                     });
-                    Ok(files.into_iter().map(|f| f.0).collect())
+                    Ok(Listed { files: files.into_iter().map(|f| f.0).collect(), skipped: listed.skipped })
                 };
                 let scope = format!("all\0{}", self.dirs.sessions_root.display());
                 let mut out = self.collect(&scope, files, pi_scan::build_session_info, &|_| true, 100, progress)?;
@@ -403,7 +424,7 @@ impl Discovery {
             Dialect::Pi => pi_dir_files(&dir),
             Dialect::Omp => omp_dir_files(&dir),
         };
-        let Ok(files) = files else { return Vec::new() };
+        let Ok(Listed { files, .. }) = files else { return Vec::new() };
         let mut by_mtime: Vec<(PathBuf, io::Stat)> =
             files.into_iter().filter_map(|f| io::stat(&f).ok().map(|s| (f, s))).collect();
         by_mtime.sort_by_key(|f| std::cmp::Reverse(f.1.mtime_ns));
@@ -467,41 +488,61 @@ fn file_name(p: &Path) -> String {
 
 /// pi's session files of a flat directory: `*.jsonl` names, descending by
 /// `localeCompare`. A missing directory has none.
-fn pi_dir_files(dir: &Path) -> Result<Vec<PathBuf>, DiscoveryError> {
+fn pi_dir_files(dir: &Path) -> Result<Listed, DiscoveryError> {
     let entries = match io::read_dir(dir) {
         Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Listed::default()),
         Err(source) => return Err(DiscoveryError::ReadDir { path: dir.to_path_buf(), source }),
     };
-    let mut names: Vec<_> = entries.into_iter().filter(|e| e.name.ends_with(".jsonl")).collect();
+    let (mut names, skipped) = split_special(entries.into_iter().filter(|e| e.name.ends_with(".jsonl")));
     names.sort_by_cached_key(|e| std::cmp::Reverse(collation_key(&e.name)));
-    Ok(names.into_iter().map(|e| e.path).collect())
+    Ok(Listed { files: names.into_iter().map(|e| e.path).collect(), skipped })
+}
+
+/// Separates the entries that are neither files, directories nor links (FIFOs, sockets,
+/// devices, as the directory itself reports them) from the rest. A link to such a
+/// thing is kept: its open refuses it without waiting.
+fn split_special(entries: impl Iterator<Item = io::DirEntry>) -> (Vec<io::DirEntry>, Vec<PathBuf>) {
+    let mut skipped = Vec::new();
+    let kept = entries
+        .filter_map(|e| {
+            if e.is_file || e.is_dir_or_symlink {
+                Some(e)
+            } else {
+                skipped.push(e.path);
+                None
+            }
+        })
+        .collect();
+    (kept, skipped)
 }
 
 /// omp's session files of a directory (`*.jsonl` glob: regular files, no dot files).
-fn omp_dir_files(dir: &Path) -> Result<Vec<PathBuf>, DiscoveryError> {
+fn omp_dir_files(dir: &Path) -> Result<Listed, DiscoveryError> {
     let entries = match io::read_dir(dir) {
         Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Listed::default()),
         Err(source) => return Err(DiscoveryError::ReadDir { path: dir.to_path_buf(), source }),
     };
-    Ok(entries
+    let (kept, skipped) =
+        split_special(entries.into_iter().filter(|e| e.name.ends_with(".jsonl") && !e.name.starts_with('.')));
+    let files = kept
         .into_iter()
-        .filter(|e| e.name.ends_with(".jsonl") && !e.name.starts_with('.'))
         .filter(|e| e.is_file || (e.is_symlink && io::stat(&e.path).is_ok_and(|s| s.is_file)))
         .map(|e| e.path)
-        .collect())
+        .collect();
+    Ok(Listed { files, skipped })
 }
 
 /// Session files one level below the sessions root. pi: subdirectories and
 /// symlinks, every `*.jsonl` name; omp: the `*/*.jsonl` glob.
-fn bucket_files(root: &Path, omp: bool) -> Result<Vec<PathBuf>, DiscoveryError> {
+fn bucket_files(root: &Path, omp: bool) -> Result<Listed, DiscoveryError> {
     let buckets = match io::read_dir(root) {
         Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Listed::default()),
         Err(source) => return Err(DiscoveryError::ReadDir { path: root.to_path_buf(), source }),
     };
-    let mut out = Vec::new();
+    let mut out = Listed::default();
     for b in buckets.into_iter().filter(|b| b.is_dir_or_symlink) {
         if omp && b.name.starts_with('.') {
             continue;
@@ -624,13 +665,17 @@ fn push_primary(key: &mut Vec<u8>, (class, value): (u8, u32)) {
 /// Builds infos for `files` on worker threads and reports progress in completion
 /// order on the calling thread. Returns the kept infos in file order.
 fn collect(
-    files: &[PathBuf],
+    listed: &Listed,
     build: impl Fn(&Path) -> Option<SessionInfo> + Sync,
     keep: &(dyn Fn(&SessionInfo) -> bool + Sync),
     publish_every: usize,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Vec<SessionInfo> {
+    let (files, skipped) = (&listed.files[..], &listed.skipped[..]);
     let total = files.len();
+    if total == 0 && !skipped.is_empty() {
+        progress(Progress { loaded: 0, total, partial: None, skipped });
+    }
     let mut done: Vec<SessionInfo> = Vec::with_capacity(total);
     let mut done_idx: Vec<usize> = Vec::with_capacity(total);
     let mut loaded = 0;
@@ -641,7 +686,7 @@ fn collect(
             done_idx.push(idx);
         }
         let publish = loaded == 1 || loaded % publish_every == 0 || loaded == total;
-        progress(Progress { loaded, total, partial: publish.then_some(&done[..]) });
+        progress(Progress { loaded, total, partial: publish.then_some(&done[..]), skipped });
     };
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16).min(total / 8 + 1);
     if workers <= 1 {

@@ -58,6 +58,19 @@ pub(crate) fn write_atomic_with<G>(
     sync_dir_with(&dir, faults)
 }
 
+/// Replaces `path` atomically with the content `fill` writes piece by piece, taking no
+/// session lock: for files that are not sessions (caches, breadcrumbs), which no append
+/// writer holds open. With `sync` false the data and the rename are not synced: readers
+/// still see the file appear whole, but a power loss may leave it missing, empty or cut
+/// short. Returns the number of bytes written.
+pub fn write_atomic_stream(
+    path: &Path,
+    sync: bool,
+    fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<u64, StoreError> {
+    write_atomic_stream_with(path, fill, sync, || Ok(()))
+}
+
 /// [`write_atomic_with`] for content produced piece by piece by `fill` (written
 /// through a buffer straight into the temporary file, large vectored writes
 /// directly); returns the bytes written. Used without a fault plan only.

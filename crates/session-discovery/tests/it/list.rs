@@ -353,3 +353,36 @@ fn pi_lists_headers_whatever_their_id() {
     assert!(ids.contains(&None), "a missing id is omitted, as JSON.stringify drops undefined");
     assert!(ids.contains(&Some(serde_json::json!(7))), "a numeric id stays a number");
 }
+
+/// A FIFO (and a link to one) named like a session in a sessions folder neither stops a
+/// listing, a lookup or a resume nor is opened: the FIFO is reported as skipped, the real
+/// session is listed, and every call returns.
+#[cfg(unix)]
+#[test]
+fn fifos_in_a_sessions_folder_are_skipped_without_waiting() {
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        let td = TempDir::new("fifo-list");
+        let dir = td.path().join("s");
+        let real = dir.join("2026-01-01T00-00-00-000Z_a.jsonl");
+        write(&real, &lines(&[header("a", "2026-01-01T00:00:00.000Z", "/tmp"), user("u1", "hello", 1000)]), 5);
+        let fifo = dir.join("2026-01-02T00-00-00-000Z_f.jsonl");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs").success());
+        std::os::unix::fs::symlink(&fifo, dir.join("2026-01-03T00-00-00-000Z_l.jsonl")).expect("symlink");
+        let d = disc(dialect, td.path());
+        let mut skipped = Vec::new();
+        let got = d
+            .list("/tmp", Some(&dir), &mut |p| {
+                if skipped.is_empty() {
+                    skipped = p.skipped.to_vec();
+                }
+            })
+            .expect("listing");
+        assert_eq!(got.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), ["a"], "{dialect:?}");
+        assert_eq!(skipped, [fifo.clone()], "{dialect:?}");
+        assert_eq!(d.list_all(Some(&dir), &mut |_| {}).expect("listing all").len(), 1);
+        assert!(d.find_most_recent(&dir, None).is_some());
+        let resumed = d.resolve_resumable("a", "/tmp", Some(&dir)).expect("resume");
+        assert!(matches!(resumed, ResumeTarget::Session { .. }), "{dialect:?}: {resumed:?}");
+        assert_eq!(d.recent(&dir, 10, 0).len(), 1, "{dialect:?}");
+    }
+}
