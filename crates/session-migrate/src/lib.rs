@@ -98,7 +98,18 @@ pub fn migrate(records: &mut [Record], new_id: &mut dyn FnMut() -> String) -> Mi
         Some(v) => v.clone(),
     };
     m.found_version = header.get("version").map(session_model::json::to_js_string);
-    let num = js_to_number(&version);
+    // A number is read from its text, as `JSON.parse` reads it: `1e400` is `Infinity`
+    // (no step runs) and `-1e400` is `-Infinity` (both run), where the value view holds
+    // the `null` that `JSON.stringify` would write.
+    let raw = session_model::scan::Obj::parse(header.text()).and_then(|o| o.get("version"));
+    let num = match raw.and_then(session_model::scan::number) {
+        Some(n) => {
+            // As written: the value view holds `null` for a number beyond a double.
+            m.found_version = raw.map(str::to_owned);
+            Some(n)
+        }
+        None => js_to_number(&version),
+    };
     if num.is_some_and(|v| v >= 3.0) {
         return m;
     }
@@ -256,6 +267,37 @@ mod tests {
             format!("id{n:06}")
         });
         (records.iter().map(|r| r.text().to_owned()).collect(), m)
+    }
+
+    /// `JSON.parse` reads `1e400` as `Infinity` (at least 3: nothing runs, so nothing is
+    /// rewritten and no id changes) and `-1e400` as `-Infinity` (both steps run once;
+    /// the result records version 3 and migrates no further).
+    #[test]
+    fn versions_beyond_a_double_migrate_as_javascript_compares_them() {
+        let body = concat!(
+            "\n",
+            r#"{"type":"message","id":"a1","parentId":null,"timestamp":"t","message":{"role":"user","content":"hi","timestamp":1}}"#,
+            "\n",
+            r#"{"type":"label","id":"l1","parentId":"a1","timestamp":"t","targetId":"a1","label":"x"}"#,
+            "\n",
+        );
+        for big in ["1e400", "1e309", "1E+400", "\"Infinity\""] {
+            let file = format!(r#"{{"type":"session","version":{big},"id":"s","timestamp":"t","cwd":"/"}}"#) + body;
+            let (out, m) = run(&file);
+            assert!(!m.ran(), "{big}: {m:?}");
+            assert_eq!(m.found_version.as_deref(), Some(big), "{big}");
+            assert_eq!(out.join("\n") + "\n", file, "{big}: untouched");
+        }
+        for small in ["-1e400", "-1e309"] {
+            let file = format!(r#"{{"type":"session","version":{small},"id":"s","timestamp":"t","cwd":"/"}}"#) + body;
+            let (out, m) = run(&file);
+            assert!(m.v1_to_v2 && m.v2_to_v3, "{small}: {m:?}");
+            assert_eq!(m.found_version.as_deref(), Some(small));
+            assert_eq!(out[0], r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}"#);
+            let (again, m2) = run(&(out.join("\n") + "\n"));
+            assert!(!m2.ran(), "a migrated file migrates no further");
+            assert_eq!(again, out);
+        }
     }
 
     #[test]

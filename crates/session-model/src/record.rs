@@ -299,11 +299,52 @@ fn scalar(raw: Option<&str>) -> Scalar<'_> {
     }
 }
 
-/// Parses JSON text into a value; text that only JavaScript accepts (escaped lone
-/// surrogates) is read with U+FFFD in their place. `None` when even that fails
-/// (nesting deeper than the JSON reader allows).
+/// Parses JSON text into a value; text that only JavaScript accepts is read as
+/// `JSON.stringify(JSON.parse(text))` would write it back: escaped lone surrogates with
+/// U+FFFD in their place, numbers beyond a double (`1e400`, which JavaScript reads as
+/// `Infinity`) as `null`. `None` when even that fails (nesting deeper than the JSON
+/// reader allows).
 fn parse_value(text: &str) -> Option<Value> {
-    serde_json::from_str(text).ok().or_else(|| serde_json::from_str(&replace_lone_surrogates(text)).ok())
+    serde_json::from_str(text).ok().or_else(|| {
+        let text = replace_lone_surrogates(text);
+        serde_json::from_str(&text).ok().or_else(|| serde_json::from_str(&replace_infinite_numbers(&text)).ok())
+    })
+}
+
+/// Replaces every number of validated JSON text that a double cannot hold (it parses to
+/// an infinity) by `null`, which is what `JSON.stringify` writes for `Infinity`.
+pub(crate) fn replace_infinite_numbers(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut i, mut last) = (0, 0);
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                // Skip the string (validated: every quote inside is escaped).
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                i += 1;
+                while i < b.len() && matches!(b[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
+                    i += 1;
+                }
+                let token = &text[start..i];
+                if token.parse::<f64>().is_ok_and(f64::is_infinite) {
+                    out.push_str(&text[last..start]);
+                    out.push_str("null");
+                    last = i;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 /// Replaces escaped lone surrogates (`\ud800` without its pair) by `\ufffd`.
@@ -720,6 +761,18 @@ impl Serialize for Record {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Numbers beyond a double are `Infinity` in JavaScript and `null` once
+    /// `JSON.stringify` writes them back; the text itself is kept.
+    #[test]
+    fn numbers_beyond_a_double_read_as_json_stringify_writes_them() -> Result<(), RecordParseError> {
+        let text = r#"{"a":1e400,"b":"1e400 \"2e999\"","c":[-1e400,2,1e-400],"d":{"e":1E309}}"#;
+        let r = Record::parse(text)?;
+        assert_eq!(r.text(), text);
+        assert_eq!(r.canonical_line(), r#"{"a":null,"b":"1e400 \"2e999\"","c":[null,2,0],"d":{"e":null}}"#);
+        assert_eq!(r.get("a"), Some(&Value::Null));
+        Ok(())
+    }
 
     #[test]
     fn skeleton_and_message_range() {
