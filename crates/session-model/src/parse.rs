@@ -106,6 +106,9 @@ pub struct ParsedFile {
     pub title_slot: Option<TitleSlot>,
     /// Every kept value in file order, the header included.
     pub records: Vec<Record>,
+    /// The byte offset in the file of the line (pi) or value (omp) each record was read
+    /// from, parallel to [`ParsedFile::records`].
+    pub record_offsets: Vec<usize>,
     /// Everything skipped or noticed.
     pub diagnostics: Vec<Diagnostic>,
     /// Number of malformed records (omp's `malformedRecords`): unparseable text,
@@ -197,9 +200,36 @@ pub fn parse_session_bytes(bytes: &[u8], dialect: Dialect) -> ParsedFile {
         for d in &mut out.diagnostics[first_own..] {
             d.offset = original_offset(&shifts, d.offset);
         }
+        for o in &mut out.record_offsets {
+            *o = original_offset(&shifts, *o);
+        }
     }
-    check_structure(&mut out);
+    let notes = check_structure(&out);
+    let mut lines = ByteLines::default();
+    for (offset, kind) in notes {
+        let line = lines.line_at(bytes, offset);
+        out.diagnostics.push(Diagnostic { line, offset, kind });
+    }
     out
+}
+
+/// Line numbers of increasing offsets in bytes, counted once over the bytes.
+#[derive(Default)]
+struct ByteLines {
+    pos: usize,
+    newlines: usize,
+}
+
+impl ByteLines {
+    fn line_at(&mut self, bytes: &[u8], offset: usize) -> usize {
+        let offset = offset.min(bytes.len());
+        if offset < self.pos {
+            *self = ByteLines::default();
+        }
+        self.newlines += memchr::memchr_iter(b'\n', &bytes[self.pos..offset]).count();
+        self.pos = offset;
+        self.newlines + 1
+    }
 }
 
 /// A file read by position: what [`parse_session_at`] reads from.
@@ -338,11 +368,12 @@ fn parse_in_pieces<R: ReadAt + ?Sized>(
             lines_before += count_newlines(file, counted_to, p.start)?;
             counted_to = p.start;
         }
-        let ParsedFile { title_slot, records, diagnostics, malformed, .. } = p.parsed;
+        let ParsedFile { title_slot, records, record_offsets, diagnostics, malformed, .. } = p.parsed;
         if title_slot.is_some() {
             out.title_slot = title_slot;
         }
         out.records.extend(records);
+        out.record_offsets.extend(record_offsets.into_iter().map(|o| o + base));
         out.diagnostics.extend(diagnostics.into_iter().map(|mut d| {
             d.line += lines_before;
             d.offset += base;
@@ -356,7 +387,17 @@ fn parse_in_pieces<R: ReadAt + ?Sized>(
         end = end.max(p.start + p.parsed.byte_len as u64);
     }
     out.byte_len = usize::try_from(end).unwrap_or(usize::MAX);
-    check_structure(&mut out);
+    // Record-level notes (rare: damaged files only) get their lines by counting the
+    // file's newlines again, once, up to the last of them.
+    let (mut at, mut newlines) = (0u64, 0usize);
+    for (offset, kind) in check_structure(&out) {
+        let to = offset as u64;
+        if to > at {
+            newlines += count_newlines(file, at, to)?;
+            at = to;
+        }
+        out.diagnostics.push(Diagnostic { line: newlines + 1, offset, kind });
+    }
     Ok(out)
 }
 
@@ -596,6 +637,7 @@ fn parse_text_from_size(text: &str, dialect: Dialect, out: &mut ParsedFile, para
     if first.pos == split {
         let (part, _) = second;
         out.records.extend(part.records);
+        out.record_offsets.extend(part.record_offsets);
         out.diagnostics.extend(part.diagnostics);
         out.malformed += part.malformed;
     } else {
@@ -640,6 +682,7 @@ fn parse_pi(text: &str, from: usize, stop_at: usize, out: &mut ParsedFile, lines
                         push_diag(out, lines, text, start, DiagnosticKind::MissingFinalNewline);
                     }
                     out.records.push(r);
+                    out.record_offsets.push(start);
                 }
                 Err(e) => {
                     out.malformed += 1;
@@ -761,6 +804,7 @@ fn keep_omp(r: Record, text: &str, pos: usize, out: &mut ParsedFile, lines: &mut
         return;
     }
     out.records.push(r);
+    out.record_offsets.push(pos);
 }
 
 fn note_blank_lines(text: &str, from: usize, to: usize, out: &mut ParsedFile, lines: &mut LineCounter) {
@@ -779,32 +823,31 @@ fn note_blank_lines(text: &str, from: usize, to: usize, out: &mut ParsedFile, li
     }
 }
 
-/// Reports non-object values, stray headers and duplicate ids of a parsed file.
-fn check_structure(out: &mut ParsedFile) {
+/// Returns the non-object values, stray headers and duplicate ids of a parsed file,
+/// each with the byte offset of its record, in file order.
+fn check_structure(out: &ParsedFile) -> Vec<(usize, DiagnosticKind)> {
     // Sized for every id at once: growing would hash every id again.
     let mut seen = crate::idhash::IdSet::with_capacity_and_hasher(out.records.len(), Default::default());
     let mut notes = Vec::new();
     for (i, r) in out.records.iter().enumerate() {
+        let offset = out.record_offsets.get(i).copied().unwrap_or(0);
         if !r.is_object() {
-            notes.push(DiagnosticKind::NonObject { text: r.text().to_owned() });
+            notes.push((offset, DiagnosticKind::NonObject { text: r.text().to_owned() }));
             continue;
         }
         if r.is_header() {
             if i > 0 {
-                notes.push(DiagnosticKind::DuplicateHeader);
+                notes.push((offset, DiagnosticKind::DuplicateHeader));
             }
             continue;
         }
         if let Some(id) = r.id()
             && !seen.insert(id)
         {
-            notes.push(DiagnosticKind::DuplicateId { id: id.to_owned() });
+            notes.push((offset, DiagnosticKind::DuplicateId { id: id.to_owned() }));
         }
     }
-    // Record-level notes carry no byte offset of their own; report them at line 0.
-    for kind in notes {
-        out.diagnostics.push(Diagnostic { line: 0, offset: 0, kind });
-    }
+    notes
 }
 
 #[cfg(test)]
@@ -813,6 +856,42 @@ mod tests {
 
     fn texts(p: &ParsedFile) -> Vec<&str> {
         p.records.iter().map(Record::text).collect()
+    }
+
+    /// Record-level notes (a value that is not an object, a second header, a duplicate
+    /// id) carry the line and byte offset of their record, whole and in pieces.
+    #[test]
+    fn record_notes_carry_their_true_place() -> std::io::Result<()> {
+        let lines = [
+            r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}"#,
+            r#"{"type":"custom","id":"a","parentId":null}"#,
+            "42",
+            r#"{"type":"custom","id":"a","parentId":null}"#,
+            r#"{"type":"session","version":3,"id":"s2","timestamp":"t","cwd":"/"}"#,
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let start = |n: usize| lines[..n].iter().map(|l| l.len() + 1).sum::<usize>();
+        for dialect in [Dialect::Pi, Dialect::Omp] {
+            let whole = parse_session_bytes(text.as_bytes(), dialect);
+            let notes: Vec<(usize, usize, DiagnosticKind)> =
+                whole.diagnostics.iter().map(|d| (d.line, d.offset, d.kind.clone())).collect();
+            assert_eq!(
+                notes,
+                [
+                    (3, start(2), DiagnosticKind::NonObject { text: "42".into() }),
+                    (4, start(3), DiagnosticKind::DuplicateId { id: "a".into() }),
+                    (5, start(4), DiagnosticKind::DuplicateHeader),
+                ],
+                "{dialect:?}"
+            );
+            let bytes = text.as_bytes();
+            for piece in [1, 7, 40] {
+                let pieces = parse_in_pieces(&bytes.to_vec(), bytes.len() as u64, dialect, piece, 0)?;
+                assert_eq!(pieces.diagnostics, whole.diagnostics, "{dialect:?} in pieces of {piece}");
+                assert_eq!(pieces.record_offsets, whole.record_offsets);
+            }
+        }
+        Ok(())
     }
 
     #[test]
