@@ -11,6 +11,11 @@
 //!
 //! Any failure before the rename deletes the temporary file and leaves `<name>` untouched.
 //!
+//! The new file keeps the mode of the one it replaces, and its owner and group where the
+//! process may set them (root, or a group it belongs to): a 0600 session stays 0600. The
+//! temporary file is created 0600, exclusively and never through a link, and given the
+//! old file's mode before any content is written.
+//!
 //! A new file written with [`crate::Durability::None`] skips the syncs of steps 2 and 5
 //! (see [`crate::Storage::write_atomic_stream`]): readers still never see it partly
 //! written, but after a power loss it may be missing, empty or cut short.
@@ -88,11 +93,7 @@ pub(crate) fn write_atomic_stream_with<G>(
     fs_err::create_dir_all(&dir).map_err(|e| StoreError::io(Op::EnsureDir, &dir, e))?;
     let temp = temp_path(path)?;
     let result = (|| {
-        let file = fs_err::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-            .map_err(|e| StoreError::io_raw(Op::WriteTemp, path, e))?;
+        let file = create_temp(&temp, path).map_err(|e| StoreError::io_raw(Op::WriteTemp, path, e))?;
         // The std file under the buffer: it takes large vectored writes (`writev`) as they are.
         let (file, _) = file.into_parts();
         let mut out = Counting { inner: std::io::BufWriter::with_capacity(STREAM_BUFFER, file), written: 0 };
@@ -148,12 +149,40 @@ impl<W: Write> Write for Counting<W> {
     }
 }
 
+/// Creates the temporary file of a replace of `target`, exclusively and never through a
+/// link, with `target`'s permissions and (where this process may give them) its owner and
+/// group, so a replaced session stays exactly as private as it was. The file is created
+/// 0600 and only then given the target's mode: its content is never more exposed than the
+/// target's. A new file (no `target` yet) gets the default mode (0666 less the umask).
+fn create_temp(temp: &Path, target: &Path) -> std::io::Result<fs_err::File> {
+    let existing = fs_err::metadata(target).ok().filter(std::fs::Metadata::is_file);
+    let mut options = fs_err::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    if existing.is_some() {
+        use fs_err::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let file = crate::open::open_no_follow(&mut options, temp)?;
+    #[cfg(unix)]
+    if let Some(meta) = existing {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let mine = file.metadata()?;
+        if (mine.uid(), mine.gid()) != (meta.uid(), meta.gid()) {
+            // Only root may give a file away; anyone may keep a group they belong to. A
+            // replace that cannot keep the owner keeps the mode and goes on: whoever may
+            // replace the file may already write it.
+            let _ = std::os::unix::fs::fchown(file.file(), Some(meta.uid()), Some(meta.gid()))
+                .or_else(|_| std::os::unix::fs::fchown(file.file(), None, Some(meta.gid())));
+        }
+        // After the owner: a change of owner clears the set-id bits.
+        file.set_permissions(std::fs::Permissions::from_mode(meta.mode() & 0o7777))?;
+    }
+    Ok(file)
+}
+
 fn write_temp(temp: &Path, target: &Path, bytes: &[u8], faults: Option<&Faults>) -> Result<(), StoreError> {
-    let mut file = fs_err::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(temp)
-        .map_err(|e| StoreError::io_raw(Op::WriteTemp, target, e))?;
+    let mut file = create_temp(temp, target).map_err(|e| StoreError::io_raw(Op::WriteTemp, target, e))?;
     let (n, injected) = plan_write(faults, Op::WriteTemp, target, bytes.len());
     file.write_all(&bytes[..n]).map_err(|e| StoreError::io_raw(Op::WriteTemp, target, e))?;
     if let Some(e) = injected {

@@ -6,6 +6,7 @@
 
 #![cfg(unix)]
 
+use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -153,5 +154,38 @@ fn a_failed_lock_through_the_wrapper_leaves_nothing() -> TestResult {
     faults.fail_next(session_store::Op::Lock, 1);
     assert!(s.lock(&p, LockWait::NoWait).is_err());
     assert!(raw_names(dir.path()).iter().all(|n| !n.ends_with(".lock")));
+    Ok(())
+}
+
+/// A rewrite keeps the mode of the file it replaces (a private session stays private),
+/// and its owner and group where the process may set them (as root: always).
+#[test]
+fn rewrites_keep_mode_and_owner() -> TestResult {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = TempDir::new();
+    let s = FileStorage::new();
+    for (i, mode) in [0o600u32, 0o640, 0o644, 0o604].into_iter().enumerate() {
+        let p = dir.path().join(format!("s{i}.jsonl"));
+        fs_err::write(&p, b"a\n")?;
+        fs_err::set_permissions(&p, std::fs::Permissions::from_mode(mode))?;
+        s.write_atomic(&p, b"b\n", ExpectedSize::Bytes(2))?;
+        assert_eq!(fs_err::metadata(&p)?.mode() & 0o7777, mode, "write_atomic of a {mode:o} file");
+        s.write_atomic_stream(&p, ExpectedSize::Bytes(2), Durability::Fsync, &mut |w| w.write_all(b"cc\n"))?;
+        assert_eq!(fs_err::metadata(&p)?.mode() & 0o7777, mode, "write_atomic_stream of a {mode:o} file");
+        s.overwrite_prefix(&p, b"d", ExpectedSize::Bytes(3), Durability::None)?;
+        assert_eq!(fs_err::metadata(&p)?.mode() & 0o7777, mode);
+    }
+    // Giving a file to another user needs root (CI runs as root); elsewhere this part
+    // cannot be set up and says so.
+    let p = dir.path().join("theirs.jsonl");
+    fs_err::write(&p, b"a\n")?;
+    let given = std::process::Command::new("chown").arg("12345:12346").arg(&p).status()?.success();
+    if given {
+        s.write_atomic(&p, b"b\n", ExpectedSize::Bytes(2))?;
+        let m = fs_err::metadata(&p)?;
+        assert_eq!((m.uid(), m.gid()), (12345, 12346), "owner and group kept");
+    } else {
+        eprintln!("rewrites_keep_mode_and_owner: not root, the owner part was not run");
+    }
     Ok(())
 }
