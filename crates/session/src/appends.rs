@@ -2,6 +2,8 @@
 //! dialects. Each builds its record with the dialect's exact key order, attaches it to
 //! the leaf, persists it by the dialect's rules and returns the new entry's id.
 
+use std::path::Path;
+
 use serde_json::Value;
 use session_model::entries::{self, Base};
 use session_model::{Dialect, EntryType, Record};
@@ -176,8 +178,10 @@ impl SessionManager {
                         return Err(e);
                     }
                 };
-                if in_place {
-                    self.persist_title()?;
+                if in_place && let Err(e) = self.persist_title() {
+                    // The entry is in the file: say so, or a retry would append it twice.
+                    let path = self.session_file().map(Path::to_path_buf).unwrap_or_default();
+                    return Err(SessionError::TitleNotPersisted { path, entry_id: id, source: Box::new(e) });
                 }
                 Ok(Some(id))
             }

@@ -78,9 +78,37 @@ pub enum SessionError {
         /// The first error.
         message: String,
     },
+    /// The session file does not exist (an open that must not create it).
+    #[error("session file not found: {}; check the path, or open it as the agent does to start a new session there", path.display())]
+    NotFound {
+        /// The missing file.
+        path: PathBuf,
+    },
+    /// The session was opened read-only; nothing was written.
+    #[error("session {} was opened read-only; open it for writing to change it", path.display())]
+    ReadOnly {
+        /// The session file.
+        path: PathBuf,
+    },
     /// The title slot could not be written.
     #[error(transparent)]
     Slot(#[from] session_model::SlotTooLong),
+    /// A rename's `title_change` entry was appended and is in the file, but the title
+    /// slot and header that listings read still hold the old title: the file kept
+    /// changing under another writer. Do not rename again (that appends a second entry);
+    /// reopen the session, whose next full rewrite carries the title.
+    #[error(
+        "the title change {entry_id} was appended to {} but its title slot was not updated ({source}); reopen the session instead of renaming again",
+        path.display()
+    )]
+    TitleNotPersisted {
+        /// The session file.
+        path: PathBuf,
+        /// The id of the `title_change` entry that landed.
+        entry_id: String,
+        /// Why the slot could not be written.
+        source: Box<SessionError>,
+    },
     /// An IO failure outside the storage (resolving the working directory).
     #[error("cannot resolve {}: {source}", path.display())]
     Path {

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use session_model::entries::{self, Base};
 use session_model::{Diagnostic, Dialect, EntryType, HeaderCheck, Record, SLOT_BYTES, TitleSlot, ids, timestamp};
-use session_store::{AppendWriter, ExpectedSize};
+use session_store::{AppendWriter, ExpectedSize, StoreError};
 use session_tree::SessionTree;
 
 use crate::body::{Body, persist_line};
@@ -54,17 +54,46 @@ pub struct SessionManager {
     line_buf: Vec<u8>,
     failure: Option<String>,
     diagnostics: Vec<Diagnostic>,
+    /// Opened with [`OpenMode::ReadOnly`]: every write is refused.
+    read_only: bool,
+    /// What the open did (or, read-only, did in memory only).
+    load_report: LoadReport,
 }
 
-/// What [`SessionManager::open`] did to the file while loading it.
+/// How [`SessionManager::open_with`] treats the file it opens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OpenMode {
+    /// As the dialect's agent opens it ([`SessionManager::open`]): a missing file starts
+    /// a new session at that path, an empty file gets a fresh header, a migration or a
+    /// torn last line (pi) is written back at once.
+    #[default]
+    AsAgent,
+    /// As [`OpenMode::AsAgent`], but a missing file is [`SessionError::NotFound`].
+    MustExist,
+    /// Never writes and never creates: a missing file is [`SessionError::NotFound`];
+    /// a migration, a repaired last line or the fresh header of an empty file happen in
+    /// memory only ([`SessionManager::load_report`] says which), so the session reads
+    /// exactly as the agent would see it after opening. Every write through the
+    /// manager then fails with [`SessionError::ReadOnly`] and changes nothing.
+    ReadOnly,
+}
+
+/// What [`SessionManager::open`] did to the file while loading it (with
+/// [`OpenMode::ReadOnly`]: what it did in memory, the file left as it was).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LoadReport {
     /// A newline was appended after a torn or unterminated last line (pi).
     pub repaired_final_newline: bool,
     /// The file was migrated from an older version.
     pub migrated: bool,
+    /// The header `version` the file had before a migration, as written (`None` when
+    /// absent).
+    pub migrated_from: Option<String>,
     /// The file was empty and received a fresh header.
     pub reinitialised: bool,
+    /// Whether the file was written while opening (always false read-only).
+    pub wrote: bool,
 }
 
 impl SessionManager {
@@ -91,6 +120,8 @@ impl SessionManager {
             line_buf: Vec::new(),
             failure: None,
             diagnostics: Vec::new(),
+            read_only: false,
+            load_report: LoadReport::default(),
         }
     }
 
@@ -100,13 +131,56 @@ impl SessionManager {
     /// first-write rule; omp writes its header at once). An empty file gets a fresh
     /// header. A non-empty file without a valid header is an error and is never
     /// modified.
+    ///
+    /// ```
+    /// use session::{Dialect, Env, SessionManager};
+    /// # fn main() -> Result<(), session::SessionError> {
+    /// let mut m = SessionManager::open(Dialect::Pi, std::path::Path::new("/s/a.jsonl"), Env::memory())?;
+    /// m.append_message(serde_json::json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    /// assert_eq!(m.tree().entries().len(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn open(dialect: Dialect, path: &Path, env: Env) -> Result<SessionManager> {
+        SessionManager::open_with(dialect, path, env, OpenMode::AsAgent)
+    }
+
+    /// Opens the session file at `path` for reading only: nothing is ever written or
+    /// created, and a missing file is [`SessionError::NotFound`]. The session reads as
+    /// the agent would see it after opening (migrated, repaired in memory);
+    /// [`SessionManager::load_report`] says what the agent would have written.
+    pub fn open_read_only(dialect: Dialect, path: &Path, env: Env) -> Result<SessionManager> {
+        SessionManager::open_with(dialect, path, env, OpenMode::ReadOnly)
+    }
+
+    /// Opens the session file at `path` as `mode` says.
+    pub fn open_with(dialect: Dialect, path: &Path, env: Env, mode: OpenMode) -> Result<SessionManager> {
         let path = absolute(&env.process_cwd, path);
         let dir = path.parent().map(Path::to_path_buf);
         let process_cwd = env.process_cwd.to_string_lossy().into_owned();
         let mut m = SessionManager::blank(dialect, env, process_cwd, dir, true);
-        m.load_file(&path)?;
+        m.read_only = mode == OpenMode::ReadOnly;
+        let must_exist = mode != OpenMode::AsAgent;
+        m.load_report = m.load_file(&path, must_exist)?;
         Ok(m)
+    }
+
+    /// Returns what opening the file did (or, read-only, would have written).
+    pub fn load_report(&self) -> &LoadReport {
+        &self.load_report
+    }
+
+    /// Returns whether the manager was opened read-only ([`OpenMode::ReadOnly`]).
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Fails with [`SessionError::ReadOnly`] when the manager may not write.
+    fn writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(SessionError::ReadOnly { path: self.file.clone().unwrap_or_default() });
+        }
+        Ok(())
     }
 
     /// Starts a new persisted session for `cwd` in `session_dir`; no file is written
@@ -185,13 +259,19 @@ impl SessionManager {
         Ok(())
     }
 
-    fn load_file(&mut self, path: &Path) -> Result<LoadReport> {
+    fn load_file(&mut self, path: &Path, must_exist: bool) -> Result<LoadReport> {
         let mut report = LoadReport::default();
         let storage = self.env.storage.clone();
+        let write = !self.read_only;
         let stat = storage.stat(path)?;
         let Some(stat) = stat else {
+            if must_exist {
+                return Err(SessionError::NotFound { path: path.to_path_buf() });
+            }
             // Missing: a new session at this exact path (omp writes it at once).
-            self.fresh_at(path, self.dialect == Dialect::Omp, None)?;
+            let now = self.dialect == Dialect::Omp;
+            self.fresh_at(path, now, None)?;
+            report.wrote = now;
             return Ok(report);
         };
         let parsed = storage.read_parsed(path, self.dialect)?;
@@ -199,7 +279,8 @@ impl SessionManager {
             HeaderCheck::Valid { .. } => {}
             HeaderCheck::Empty if self.dialect == Dialect::Omp || stat.size == 0 => {
                 report.reinitialised = true;
-                self.fresh_at(path, true, Some(stat.size))?;
+                report.wrote = write;
+                self.fresh_at(path, write, Some(stat.size))?;
                 return Ok(report);
             }
             _ => {
@@ -213,13 +294,19 @@ impl SessionManager {
         self.diagnostics = parsed.diagnostics;
         let mut records = parsed.records;
         if self.dialect == Dialect::Pi && !parsed.ends_with_newline {
-            storage.append(path, b"\n")?;
+            if write {
+                storage.append(path, b"\n")?;
+                report.wrote = true;
+            }
             report.repaired_final_newline = true;
         }
         let migration = session_migrate::migrate(&mut records, &mut || {
             ids::new_entry_id(self.dialect, &mut rand::rng(), |_| false)
         });
         report.migrated = migration.ran();
+        if report.migrated {
+            report.migrated_from = migration.found_version.clone();
+        }
         let header = records.remove(0);
         if let Some(cwd) = header.get_str("cwd")
             && !(self.dialect == Dialect::Pi && cwd.is_empty())
@@ -231,9 +318,10 @@ impl SessionManager {
                 self.header = header;
                 self.replace_entries(records, None);
                 self.flushed = true;
-                if report.migrated {
+                if report.migrated && write {
                     let size = stat.size + u64::from(report.repaired_final_newline);
                     self.publish(path, ExpectedSize::Bytes(size))?;
+                    report.wrote = true;
                 }
             }
             Dialect::Omp => {
@@ -369,6 +457,7 @@ impl SessionManager {
     }
 
     fn persist_appended(&mut self, line: &str) -> Result<()> {
+        self.writable()?;
         if !self.persist || self.file.is_none() {
             return Ok(());
         }
@@ -569,24 +658,33 @@ impl SessionManager {
 
     /// Writes the title slot over the first line of the session file, in place
     /// (`updateSessionTitle`); returns whether it did. It does not when that line is
-    /// not a slot of exactly [`SLOT_BYTES`] bytes; the storage refuses when the file
-    /// no longer has the size this manager last left it at.
+    /// not a slot of exactly [`SLOT_BYTES`] bytes. The slot is all it writes, so lines
+    /// another writer appended meanwhile do not stop it: the storage checks the size it
+    /// has just seen (a file replaced or cut in between is looked at again), and an
+    /// append that lands between the look and the write makes it look again, a few
+    /// times.
     fn overwrite_slot(&self) -> Result<bool> {
-        let (Some(path), Some(size), Some(slot)) = (self.file.as_deref(), self.expected_size, self.slot.as_ref())
-        else {
+        const LOOKS: usize = 8;
+        let (Some(path), Some(_), Some(slot)) = (self.file.as_deref(), self.expected_size, self.slot.as_ref()) else {
             return Ok(false);
         };
         let line = slot.to_line()?;
         let storage = &self.env.storage;
-        let (head, _) = storage.read_slices(path, SLOT_BYTES as u64, 0)?;
-        let is_slot = head.len() == SLOT_BYTES
-            && head.iter().position(|&b| b == b'\n') == Some(SLOT_BYTES - 1)
-            && std::str::from_utf8(&head[..SLOT_BYTES - 1]).ok().and_then(TitleSlot::parse).is_some();
-        if !is_slot {
-            return Ok(false);
+        for _ in 0..LOOKS {
+            let Some(size) = storage.stat(path)?.map(|s| s.size) else { return Ok(false) };
+            let (head, _) = storage.read_slices(path, SLOT_BYTES as u64, 0)?;
+            let is_slot = head.len() == SLOT_BYTES
+                && head.iter().position(|&b| b == b'\n') == Some(SLOT_BYTES - 1)
+                && std::str::from_utf8(&head[..SLOT_BYTES - 1]).ok().and_then(TitleSlot::parse).is_some();
+            if !is_slot {
+                return Ok(false);
+            }
+            match storage.overwrite_prefix(path, line.as_bytes(), ExpectedSize::Bytes(size), self.env.durability) {
+                Err(StoreError::Conflict { .. }) => continue,
+                done => return done.map(|()| true).map_err(Into::into),
+            }
         }
-        storage.overwrite_prefix(path, line.as_bytes(), ExpectedSize::Bytes(size), self.env.durability)?;
-        Ok(true)
+        Ok(false)
     }
 
     /// Returns pi's system-message snapshot of the current context
@@ -607,6 +705,7 @@ impl SessionManager {
     /// this one (`createBranchedSession`) and switches this manager to it. Returns
     /// the new file (`None` in memory).
     pub fn create_branched_session(&mut self, leaf_id: &str) -> Result<Option<PathBuf>> {
+        self.writable()?;
         let path: Vec<Record> = self.tree.get_branch(Some(leaf_id)).into_iter().cloned().collect();
         if path.is_empty() {
             return Err(SessionError::EntryNotFound { id: leaf_id.to_owned() });

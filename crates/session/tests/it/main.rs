@@ -1,5 +1,7 @@
 //! Integration tests of the facade.
 
 mod layering;
-mod manager;
+pub(crate) mod manager;
+mod races;
+mod readonly;
 mod roundtrip;
