@@ -2,7 +2,7 @@
 //!
 //! An atomic replace of `<dir>/<name>`:
 //!
-//! 1. creates `<dir>` if needed, then `<dir>/.<name>.<16 random hex>.tmp` exclusively;
+//! 1. creates `<dir>` if needed, then `<dir>/.<name>.<pid>.<16 random hex>.tmp` exclusively;
 //! 2. writes the new content and `sync_data`s it, so the data is on disk before it has a name;
 //! 3. runs the caller's publish step (take the publish lock, check the expected size), holding
 //!    whatever it returns until the rename is done;
@@ -22,8 +22,9 @@
 //!
 //! What a reader can observe: before step 4 the old file (or none); after it the complete new
 //! file. After a crash or power loss at any point a reader finds either the complete old file or
-//! the complete new one, never a mixture, plus possibly an orphaned `.<name>.*.tmp` (dot-files are
-//! ignored by listing). Only when step 5 fails is the outcome after a power loss open (old or new,
+//! the complete new one, never a mixture, plus possibly an orphaned `.<name>.<pid>.<hex>.tmp`
+//! (dot-files are ignored by listing), which the next replace this process publishes into the
+//! same directory removes once its pid no longer runs ([`remove_dead_temps`]). Only when step 5 fails is the outcome after a power loss open (old or new,
 //! each complete); the error is reported.
 
 use std::io::Write;
@@ -60,6 +61,7 @@ pub(crate) fn write_atomic_with<G>(
         let _ = fs_err::remove_file(&temp);
         return result;
     }
+    remove_dead_temps_once(&dir);
     sync_dir_with(&dir, faults)
 }
 
@@ -110,6 +112,7 @@ pub(crate) fn write_atomic_stream_with<G>(
     })();
     match result {
         Ok(written) => {
+            remove_dead_temps_once(&dir);
             if sync {
                 sync_dir_with(&dir, None)?;
             }
@@ -248,14 +251,63 @@ pub(crate) fn parent_dir(path: &Path) -> Result<PathBuf, StoreError> {
     })
 }
 
-/// Returns a fresh temporary path `<dir>/.<name>.<16 random hex>.tmp` beside `path`.
+/// Returns a fresh temporary path `<dir>/.<name>.<pid>.<16 random hex>.tmp` beside
+/// `path`; the pid says whose it is, so a temporary file left by a killed writer can be
+/// told from one being written ([`remove_dead_temps`]).
 pub(crate) fn temp_path(path: &Path) -> Result<PathBuf, StoreError> {
     use rand::Rng;
     let name = path.file_name().ok_or_else(|| StoreError::NotAFile { path: path.to_path_buf() })?;
     let mut tmp = std::ffi::OsString::from(".");
     tmp.push(name);
-    tmp.push(format!(".{:016x}.tmp", rand::rng().next_u64()));
+    tmp.push(format!(".{}.{:016x}.tmp", std::process::id(), rand::rng().next_u64()));
     Ok(path.with_file_name(tmp))
+}
+
+/// Returns the pid of a temporary file name made by [`temp_path`], if it is one.
+fn temp_owner(file_name: &str) -> Option<u32> {
+    let rest = file_name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (rest, hex) = rest.rsplit_once('.')?;
+    let (name, pid) = rest.rsplit_once('.')?;
+    let ours = !name.is_empty()
+        && hex.len() == 16
+        && hex.bytes().all(|b| b.is_ascii_hexdigit())
+        && !pid.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit());
+    ours.then(|| pid.parse().ok()).flatten()
+}
+
+/// Removes the temporary files of `dir` that writers of this workspace left when they
+/// were killed before their rename (their pid names a process that no longer runs).
+/// Files of other programs, and of live writers, are left alone. Returns how many it
+/// removed.
+pub fn remove_dead_temps(dir: &Path) -> usize {
+    let Ok(entries) = fs_err::read_dir(dir) else { return 0 };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temp_owner) else { continue };
+        if pid != std::process::id() && !crate::lock::pid_alive(pid) && fs_err::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// [`remove_dead_temps`] the first time this process publishes into `dir`: a crashed
+/// writer's leftovers go with the next successful replace, at the cost of one
+/// directory listing per directory and process.
+fn remove_dead_temps_once(dir: &Path) {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static SWEPT: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
+    let first = SWEPT
+        .get_or_init(|| Mutex::new(HashSet::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(dir.to_path_buf());
+    if first {
+        remove_dead_temps(dir);
+    }
 }
 
 #[cfg(test)]
@@ -263,12 +315,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn temp_names_are_hidden_siblings() -> Result<(), StoreError> {
+    fn temp_names_are_hidden_siblings_that_name_their_writer() -> Result<(), StoreError> {
         let t = temp_path(Path::new("/x/s.jsonl"))?;
         let name = t.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
         assert!(name.starts_with(".s.jsonl.") && name.ends_with(".tmp"), "{name}");
-        assert_eq!(name.len(), ".s.jsonl.".len() + 16 + 4);
+        let pid = std::process::id().to_string();
+        assert_eq!(name.len(), ".s.jsonl.".len() + pid.len() + 1 + 16 + 4);
         assert_eq!(t.parent(), Some(Path::new("/x")));
+        assert_eq!(temp_owner(&name), Some(std::process::id()));
+        assert_eq!(temp_owner(".a.b.jsonl.12.0123456789abcdef.tmp"), Some(12));
+        // omp's own temporary files, and anything else, are not ours.
+        assert_eq!(temp_owner(".s.jsonl.0123456789abcdef.tmp"), None);
+        assert_eq!(temp_owner(".s.jsonl.1a.0123456789abcdef.tmp"), None);
+        assert_eq!(temp_owner("s.jsonl.12.0123456789abcdef.tmp"), None);
         Ok(())
     }
 

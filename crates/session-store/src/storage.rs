@@ -198,8 +198,9 @@ pub trait Storage: Send + Sync {
     ///
     /// A mismatch fails with [`StoreError::Conflict`] and leaves the file alone. On success the
     /// new content is durable. A reader (or a reader after a crash) sees either the complete old
-    /// file or the complete new one, never a mixture; a crash may leave a `.<name>.<random>.tmp`
-    /// file beside it.
+    /// file or the complete new one, never a mixture; a crash may leave a
+    /// `.<name>.<pid>.<random>.tmp` file beside it, which the file storage removes with its next
+    /// replace in that directory.
     fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError>;
 
     /// [`Storage::write_atomic`] for content that `fill` writes piece by piece, so a

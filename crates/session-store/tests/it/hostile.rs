@@ -189,3 +189,24 @@ fn rewrites_keep_mode_and_owner() -> TestResult {
     }
     Ok(())
 }
+
+/// Temporary files left by a killed writer (its pid no longer runs) go with the next
+/// replace in their directory; those of a live writer and of other programs stay.
+#[test]
+fn a_killed_writers_temporary_files_are_removed_by_the_next_replace() -> TestResult {
+    let dir = TempDir::new();
+    let mut child = std::process::Command::new("true").spawn()?;
+    let dead = child.id();
+    child.wait()?;
+    let left = format!(".s.jsonl.{dead}.0123456789abcdef.tmp");
+    let live = ".s.jsonl.1.0123456789abcdef.tmp";
+    let foreign = ".s.jsonl.0123456789abcdef.tmp";
+    for name in [left.as_str(), live, foreign] {
+        fs_err::write(dir.path().join(name), b"partial")?;
+    }
+    FileStorage::new().write_atomic(&dir.path().join("s.jsonl"), b"a\n", ExpectedSize::Missing)?;
+    let names = raw_names(dir.path());
+    assert!(!names.contains(&left), "{names:?}");
+    assert!(names.iter().any(|n| n == live) && names.iter().any(|n| n == foreign), "{names:?}");
+    Ok(())
+}
