@@ -17,7 +17,7 @@ with open(os.path.join(root, "docs", "conformance-deviations.md"), encoding="utf
             allowed.add((m.group(1), m.group(2)))
 
 cmd = [sys.executable, os.path.join(corpus, "check.py"), os.path.join(corpus, "out", "public"),
-       "--lenient-crashes", "-v", "--cmd", "./target/release/session --dialect {ref} {args}"]
+       "--lenient-crashes", "-v", "--cmd", "./target/release/session --dialect {ref} --as-agent --json {args}"]
 p = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
 # check.py's own totals count listed deviations as failures; show them reworded, and
 # end with our verdict instead.

@@ -58,7 +58,7 @@ def compare(dialect: str, path: str, verbose: bool) -> list[str]:
                     (shutil.copytree if os.path.isdir(src) else shutil.copyfile)(src, os.path.join(work, name))
                 target = os.path.join(work, os.path.basename(path))
                 args = [q[0], target, *q[1:], *[a.replace(os.path.dirname(path), work) for a in extra]]
-                cmd = [OURS, "--dialect", dialect, *args] if side == "ours" else [REF, "--dialect", dialect, *args]
+                cmd = [OURS, "--dialect", dialect, "--as-agent", *args] if side == "ours" else [REF, "--dialect", dialect, *args]
                 code, out = run(cmd, work)
                 answers.append((code, json.loads(json.dumps(out).replace(work, "{dir}"))))
             finally:

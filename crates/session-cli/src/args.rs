@@ -6,7 +6,13 @@ use session::Dialect;
 
 /// The usage text.
 pub(crate) const USAGE: &str = "\
-usage: session [--dialect pi|omp] [--blob-dir DIR] [--json] COMMAND ...
+usage: session [--dialect pi|omp] [--blob-dir DIR] [--json] [--as-agent] COMMAND ...
+
+Inspecting commands never write: every file keeps its bytes, mode and mtime, and a
+missing file is an error. They answer as the agent would after opening the file (a
+migration or repair happens in memory only). --as-agent opens files as the agent
+itself does instead (writing back a migration or a repaired last line, a header into
+an empty file, a new session at a missing path).
 
 Inspect (one JSON value on stdout, as the reference's API returns it):
   info FILE                                  header, leaf id and name
@@ -44,6 +50,7 @@ pub(crate) struct Args {
     pub dialect: Option<Dialect>,
     pub blob_dir: Option<PathBuf>,
     pub json: bool,
+    pub as_agent: bool,
     pub command: String,
     pub positional: Vec<String>,
     pub leaf: Option<LeafArg>,
@@ -87,6 +94,7 @@ impl Args {
                 "--dialect" => a.dialect = Some(take(&mut it)?.parse().map_err(|e| format!("{e}"))?),
                 "--blob-dir" => a.blob_dir = Some(PathBuf::from(take(&mut it)?)),
                 "--json" => a.json = true,
+                "--as-agent" => a.as_agent = true,
                 "--leaf" => a.leaf = Some(LeafArg::Id(take(&mut it)?)),
                 "--leaf-null" => a.leaf = Some(LeafArg::Null),
                 "--transcript" => a.transcript = true,

@@ -6,7 +6,7 @@ use serde_json::Value;
 use session::model::json::{write_js_str, write_js_value};
 use session::store::blob::BlobStore;
 use session::tree::{self, Leaf};
-use session::{Dialect, Env, SessionManager};
+use session::{Dialect, Env, OpenMode, SessionManager};
 
 use crate::args::{Args, LeafArg};
 
@@ -61,10 +61,23 @@ fn dialect_for(a: &Args, file: &Path) -> Dialect {
     }
 }
 
+/// Opens the session to inspect it: read-only (nothing written, a missing file is an
+/// error), or as the agent opens it with `--as-agent`.
 fn open(a: &Args) -> Result<SessionManager> {
+    open_as(a, OpenMode::ReadOnly)
+}
+
+/// Opens the session to write to it: it must exist (`--as-agent`: as the agent opens it,
+/// a missing file starting a new session there).
+fn open_for_writing(a: &Args) -> Result<SessionManager> {
+    open_as(a, OpenMode::MustExist)
+}
+
+fn open_as(a: &Args, mode: OpenMode) -> Result<SessionManager> {
     let file = PathBuf::from(a.arg(0, "a session file")?);
     let dialect = dialect_for(a, &file);
-    Ok(SessionManager::open(dialect, &file, env(a, dialect))?)
+    let mode = if a.as_agent { OpenMode::AsAgent } else { mode };
+    Ok(SessionManager::open_with(dialect, &file, env(a, dialect), mode)?)
 }
 
 /// Applies `--leaf` / `--leaf-null` as the reference does: `branch(id)` or `resetLeaf()`.
@@ -193,7 +206,7 @@ fn append(a: &Args) -> Result<String> {
         Some(d) => Some(serde_json::from_str(d).map_err(|e| format!("--data is not JSON: {e}"))?),
         None => None,
     };
-    let mut m = open(a)?;
+    let mut m = open_for_writing(a)?;
     let id = m.append_custom_entry(custom_type, data)?;
     m.close()?;
     let mut out = String::from("{\"id\":");
@@ -207,7 +220,7 @@ fn append(a: &Args) -> Result<String> {
 /// `{"id": …}`, with `null` when omp refuses the name (empty after cleaning).
 fn rename(a: &Args) -> Result<String> {
     let name = a.arg(1, "a name")?.to_owned();
-    let mut m = open(a)?;
+    let mut m = open_for_writing(a)?;
     let id = m.set_session_name(&name, Some("user"))?;
     m.close()?;
     let mut out = String::from("{\"id\":");
@@ -231,7 +244,7 @@ fn extract(a: &Args) -> Result<String> {
         Some(LeafArg::Id(id)) => id.clone(),
         _ => return Err("extract needs --leaf ID".into()),
     };
-    let mut m = open(a)?;
+    let mut m = open_for_writing(a)?;
     let path = m.create_branched_session(&leaf)?;
     m.close()?;
     Ok(path_json(path.as_deref()))

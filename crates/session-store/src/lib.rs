@@ -68,6 +68,7 @@ pub use blob::{BlobRef, BlobStore};
 pub use error::{Op, StoreError};
 pub use fault::{FaultStorage, Faults};
 pub use file::FileStorage;
+pub use lock::lock_paths;
 pub use memory::MemoryStorage;
 pub use storage::{
     AppendWriter, Durability, ExpectedSize, FileStat, LockWait, SessionLock, Storage, artifacts_dir, is_backup_of,

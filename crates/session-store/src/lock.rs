@@ -1,24 +1,30 @@
 //! omp's two publish locks on a session file.
 //!
-//! For a session file `<dir>/<name>`, both locks live beside it, where omp keeps them:
+//! For a session file `<dir>/<name>`:
 //!
-//! 1. the OS gate `<dir>/.<name>.lock.os`: an exclusive `flock`-style lock
-//!    ([`std::fs::File::try_lock`]) on a file created if needed (mode 0600) and never deleted while
-//!    the session exists (so it never races with its own removal); the kernel drops the lock when
-//!    the holder dies;
-//! 2. the lock file `<dir>/.<name>.lock`, created exclusively (mode 0600) with the record
+//! 1. the OS gate: an exclusive `flock`-style lock ([`std::fs::File::try_lock`]) on a gate
+//!    file named by the SHA-256 of the session file's absolute path, in a directory private
+//!    to this process's user: `$XDG_RUNTIME_DIR/session-store-locks`, else
+//!    `<temp dir>/session-store-locks-<uid>`, created with mode 0700 and used only when it is
+//!    a real directory owned by the user that nobody else can enter (a directory someone else
+//!    made first, or a link planted in its place, is passed over). Only when no such
+//!    directory can be had does the gate fall back to omp's own `<dir>/.<name>.lock.os`. The
+//!    gate is created if needed (mode 0600), never deleted (so it never races with its own
+//!    removal), and leaves nothing in the session's folder; the kernel drops the lock when
+//!    the holder dies. Being per user, it can never lock another user out;
+//! 2. the lock file `<dir>/.<name>.lock`, omp's, created exclusively (mode 0600) with the record
 //!    `<pid>:<epoch-ms>\n` and re-read to verify ownership. An existing lock file is stolen only
 //!    when its pid is dead (`/proc/<pid>` is gone or a zombie; on systems without `/proc` a pid is
-//!    assumed alive) or when it holds no parseable record and is older than 500 ms.
+//!    assumed alive) or when it holds no parseable record and is older than 500 ms. It is what
+//!    excludes writers of other users and omp's writers.
 //!
 //! Both are opened without following symbolic links and without blocking, and both must be
 //! regular files ([`crate::open`]): a link or a FIFO planted in their place is refused with
-//! [`StoreError::NotRegular`], never followed, so nobody who can create files in the session's
-//! folder can make a writer create or truncate a file elsewhere. The gate is opened read-only
-//! once it exists (a `flock` needs no write access), so an open never truncates anything. Keeping
-//! the locks beside the session means only those who can write the session's folder take part
-//! in its locking: there is no shared, predictable directory in which another user could lock
-//! everyone else out. A lock file this process created is removed on every error path.
+//! [`StoreError::NotRegular`] (the gate) or judged as a stale lock by its own age and removed
+//! (the lock file), never followed, so nobody who can create files in the session's folder can
+//! make a writer create or truncate a file elsewhere. The gate is opened read-only once it
+//! exists (a `flock` needs no write access), so an open never truncates anything. A lock file
+//! this process created is removed on every error path.
 //!
 //! Both are polled every 2 ms until the caller's deadline. omp takes the same two files, so a
 //! Rust writer and an omp writer never publish into the same file at the same moment.
@@ -85,8 +91,11 @@ pub(crate) fn registry_key(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Returns `(<dir>/.<name>.lock.os, <dir>/.<name>.lock)` for a session file.
-pub(crate) fn lock_paths(path: &Path) -> Result<(PathBuf, PathBuf), StoreError> {
+/// Returns the two lock files of a session file: its OS gate and omp's lock file
+/// `<dir>/.<name>.lock` (see the [module docs](self)). The gate is
+/// `<private gate dir>/<sha256 of the absolute path, 32 hex>.gate` ([`private_gate_dir`]),
+/// or omp's own `<dir>/.<name>.lock.os` when no private directory can be had.
+pub fn lock_paths(path: &Path) -> Result<(PathBuf, PathBuf), StoreError> {
     let name = path.file_name().ok_or_else(|| StoreError::NotAFile { path: path.to_path_buf() })?;
     let sibling = |suffix: &str| {
         let mut n = std::ffi::OsString::from(".");
@@ -94,7 +103,79 @@ pub(crate) fn lock_paths(path: &Path) -> Result<(PathBuf, PathBuf), StoreError> 
         n.push(suffix);
         path.with_file_name(n)
     };
-    Ok((sibling(".lock.os"), sibling(".lock")))
+    let gate = match private_gate_dir() {
+        Some(dir) => {
+            use sha2::Digest;
+            let digest = sha2::Sha256::digest(registry_key(path).as_os_str().as_encoded_bytes());
+            let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+            dir.join(format!("{hex}.gate"))
+        }
+        None => sibling(".lock.os"),
+    };
+    Ok((gate, sibling(".lock")))
+}
+
+/// Returns this process's private directory for OS gates, chosen once: the first of
+/// `$XDG_RUNTIME_DIR/session-store-locks` and `<temp dir>/session-store-locks-<uid>` that
+/// is (or can be made) a real directory owned by this process's user with no access for
+/// anyone else ([`claim_private_dir`]). `None` when neither is.
+fn private_gate_dir() -> Option<&'static Path> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let uid = own_uid()?;
+        let mut candidates = Vec::new();
+        if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).filter(|d| d.is_absolute())
+            && is_private_dir(&runtime, uid)
+        {
+            candidates.push(runtime.join("session-store-locks"));
+        }
+        candidates.push(std::env::temp_dir().join(format!("session-store-locks-{uid}")));
+        candidates.into_iter().find(|c| claim_private_dir(c, uid))
+    })
+    .as_deref()
+}
+
+/// Returns the uid this process creates files as (learnt from a directory it creates
+/// and removes at once; std has no safe `geteuid`).
+#[cfg(unix)]
+fn own_uid() -> Option<u32> {
+    use rand::Rng;
+    use std::os::unix::fs::MetadataExt;
+    let probe = std::env::temp_dir().join(format!(".session-store-uid-{:016x}", rand::rng().next_u64()));
+    fs_err::create_dir(&probe).ok()?;
+    let uid = fs_err::symlink_metadata(&probe).ok().map(|m| m.uid());
+    let _ = fs_err::remove_dir(&probe);
+    uid
+}
+
+#[cfg(not(unix))]
+fn own_uid() -> Option<u32> {
+    None
+}
+
+/// Returns whether `dir` is a directory (not a link to one) owned by `uid` that nobody
+/// else may enter, list or write.
+#[cfg(unix)]
+fn is_private_dir(dir: &Path, uid: u32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    fs_err::symlink_metadata(dir).is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0)
+}
+
+#[cfg(not(unix))]
+fn is_private_dir(_dir: &Path, _uid: u32) -> bool {
+    false
+}
+
+/// Creates `dir` with mode 0700 if it is missing, then checks that it is private to
+/// `uid` ([`is_private_dir`]): a directory someone else made first (or a link planted
+/// there) is never used, so nobody can redirect our gates or lock us out.
+fn claim_private_dir(dir: &Path, uid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        let _ = std::fs::DirBuilder::new().mode(0o700).create(dir);
+    }
+    is_private_dir(dir, uid)
 }
 
 /// A held pair of locks; releases on drop.
@@ -377,10 +458,44 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lock_paths_are_omps_siblings_of_the_session() -> Result<(), StoreError> {
+    fn the_lock_file_is_omps_and_the_gate_is_private() -> Result<(), StoreError> {
         let (os, lf) = lock_paths(Path::new("/d/s.jsonl"))?;
-        assert_eq!(os, Path::new("/d/.s.jsonl.lock.os"));
         assert_eq!(lf, Path::new("/d/.s.jsonl.lock"));
+        assert_ne!(os, lock_paths(Path::new("/d/t.jsonl"))?.0);
+        match private_gate_dir() {
+            Some(dir) => {
+                assert!(os.starts_with(dir), "{}", os.display());
+                assert!(is_private_dir(dir, own_uid().unwrap_or(u32::MAX)));
+            }
+            None => assert_eq!(os, Path::new("/d/.s.jsonl.lock.os")),
+        }
+        Ok(())
+    }
+
+    /// A gate directory someone else prepared (too open, or a link to a directory) is
+    /// never used; a missing one is made private.
+    #[cfg(unix)]
+    #[test]
+    fn only_private_gate_directories_are_claimed() -> Result<(), Box<dyn std::error::Error>> {
+        use std::os::unix::fs::PermissionsExt;
+        let uid = own_uid().ok_or("no uid")?;
+        let base = std::env::temp_dir().join(format!("session-store-gates-{}", std::process::id()));
+        let _ = fs_err::remove_dir_all(&base);
+        fs_err::create_dir_all(&base)?;
+        let fresh = base.join("fresh");
+        assert!(claim_private_dir(&fresh, uid));
+        let open = base.join("open");
+        fs_err::create_dir(&open)?;
+        fs_err::set_permissions(&open, std::fs::Permissions::from_mode(0o777))?;
+        assert!(!claim_private_dir(&open, uid), "a world-writable directory");
+        let link = base.join("link");
+        std::os::unix::fs::symlink(&fresh, &link)?;
+        assert!(!claim_private_dir(&link, uid), "a link to a private directory");
+        assert!(!claim_private_dir(&fresh, uid.wrapping_add(1)), "someone else's directory");
+        let file = base.join("file");
+        fs_err::write(&file, b"")?;
+        assert!(!claim_private_dir(&file, uid));
+        fs_err::remove_dir_all(&base)?;
         Ok(())
     }
 

@@ -30,10 +30,12 @@ fn is_not_regular(r: Result<impl Sized, StoreError>, kind: &str) -> bool {
     matches!(r, Err(StoreError::NotRegular { kind: k, .. }) if k == kind)
 }
 
-/// The OS gate is omp's `.<name>.lock.os` beside the session; a link planted there is
-/// refused, and the file it names is neither created nor truncated.
+/// The OS gate lives in a directory private to the user (nothing is left in the
+/// session's folder, and no other user can prepare it); a link planted in place of the
+/// gate file is refused, and the file it names is neither created nor truncated.
 #[test]
-fn a_link_in_place_of_the_gate_is_refused_not_followed() -> TestResult {
+fn the_gate_is_private_and_a_link_in_its_place_is_refused() -> TestResult {
+    use std::os::unix::fs::MetadataExt;
     let dir = TempDir::new();
     let p = dir.path().join("s.jsonl");
     let victim = dir.path().join("victim");
@@ -41,8 +43,13 @@ fn a_link_in_place_of_the_gate_is_refused_not_followed() -> TestResult {
     let absent = dir.path().join("absent");
     let s = FileStorage::new();
     drop(s.lock(&p, LockWait::NoWait)?);
-    let gate = dir.path().join(".s.jsonl.lock.os");
-    assert!(gate.is_file(), "the gate lives beside the session, where omp keeps it");
+    assert_eq!(raw_names(dir.path()), ["victim"], "no lock file is left in the session's folder");
+    let (gate, lockfile) = session_store::lock_paths(&p)?;
+    assert_eq!(lockfile, dir.path().join(".s.jsonl.lock"));
+    let gate_dir = gate.parent().ok_or("the gate has a folder")?;
+    assert!(!gate_dir.starts_with(dir.path()), "{}", gate.display());
+    let meta = fs_err::symlink_metadata(gate_dir)?;
+    assert!(meta.is_dir() && meta.mode() & 0o077 == 0, "the gate folder is private: {:o}", meta.mode());
     fs_err::remove_file(&gate)?;
 
     for target in [&victim, &absent] {
@@ -57,6 +64,7 @@ fn a_link_in_place_of_the_gate_is_refused_not_followed() -> TestResult {
     assert_eq!(fs_err::read(&victim)?, b"precious");
     assert!(!absent.exists(), "nothing was created through the link");
     assert!(!p.exists(), "nothing was written");
+    drop(s.lock(&p, LockWait::NoWait)?);
     Ok(())
 }
 
@@ -78,7 +86,7 @@ fn a_link_in_place_of_the_lock_file_is_judged_as_a_stale_lock() -> TestResult {
     clock.advance(10_000);
     s.append(&p, b"x\n")?;
     assert_eq!(fs_err::read(&victim)?, b"1:1\n", "the link's target is untouched");
-    assert_eq!(raw_names(dir.path()), [".s.jsonl.lock.os", "s.jsonl", "victim"], "the link is gone");
+    assert_eq!(raw_names(dir.path()), ["s.jsonl", "victim"], "the link is gone");
     Ok(())
 }
 
@@ -136,7 +144,7 @@ fn a_full_disk_while_locking_leaves_no_lock_file() -> TestResult {
     faults.disk_full_after(3);
     let err = s.append(&p, b"x\n").err().ok_or("append on a full disk succeeded")?;
     assert_eq!(err.io_kind(), Some(std::io::ErrorKind::StorageFull), "{err}");
-    assert_eq!(raw_names(dir.path()), [".s.jsonl.lock.os"], "no empty lock file left");
+    assert!(raw_names(dir.path()).is_empty(), "no empty lock file left");
     faults.clear();
     let quick = FileStorage::new();
     quick.lock(&p, LockWait::NoWait)?.release()?;
