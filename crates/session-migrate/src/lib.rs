@@ -50,10 +50,16 @@ pub struct Migration {
 }
 
 impl Migration {
-    /// Returns whether the records changed (or the reference would say so), so the
-    /// file must be rewritten.
+    /// Returns whether the reference counts the file as migrated (a step ran, or the
+    /// version matched no step); the references rewrite the file then.
     pub fn ran(&self) -> bool {
         self.v1_to_v2 || self.v2_to_v3 || self.unrecognised_version
+    }
+
+    /// Returns whether a step changed the records, so that writing them back changes
+    /// the file (an unrecognised version alone changes nothing).
+    pub fn changed(&self) -> bool {
+        self.v1_to_v2 || self.v2_to_v3
     }
 }
 

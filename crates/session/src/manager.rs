@@ -318,7 +318,9 @@ impl SessionManager {
                 self.header = header;
                 self.replace_entries(records, None);
                 self.flushed = true;
-                if report.migrated && write {
+                // An unrecognised version counts as migrated but changes no byte: pi
+                // would rewrite the same file on every open; we write nothing.
+                if migration.changed() && write {
                     let size = stat.size + u64::from(report.repaired_final_newline);
                     self.publish(path, ExpectedSize::Bytes(size))?;
                     report.wrote = true;

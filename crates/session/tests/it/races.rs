@@ -85,3 +85,55 @@ fn omp_renames_racing_appends_report_what_landed() -> Result<()> {
     eprintln!("renames: {ok} ok, {partial} partial, {refused} refused; {appended} appends");
     Ok(())
 }
+
+/// Two writers appending to one session: every append that returned `Ok` is in the file
+/// exactly once, every one that failed is absent, and the file loads clean.
+#[test]
+fn appends_racing_appends_land_once_or_not_at_all() -> Result<()> {
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        let tmp = TempDir::new("race-append");
+        let mut first = SessionManager::create(dialect, "/w", tmp.path(), env_in(tmp.path()))?;
+        first.append_message(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+        first.append_message(
+            json!({"role": "assistant", "content": [{"type": "text", "text": "yo"}], "timestamp": 2}),
+        )?;
+        let path = first.session_file().ok_or("a file")?.to_path_buf();
+        first.close()?;
+        let writers: Vec<_> = (0..2)
+            .map(|w| {
+                let (path, dir) = (path.clone(), tmp.path().to_path_buf());
+                std::thread::spawn(move || -> std::result::Result<Vec<(String, bool)>, String> {
+                    let mut results = Vec::new();
+                    for i in 0..40 {
+                        let tag = format!("w{w}-{i}");
+                        let mut m = SessionManager::open(dialect, &path, env_in(&dir)).map_err(|e| e.to_string())?;
+                        let ok = m.append_custom_entry("race", Some(json!({"tag": tag}))).is_ok();
+                        let closed = m.close().is_ok();
+                        results.push((tag, ok && closed));
+                    }
+                    Ok(results)
+                })
+            })
+            .collect();
+        let mut results = Vec::new();
+        for w in writers {
+            results.extend(w.join().map_err(|_| "a writer panicked")??);
+        }
+        let parsed = parse_session_bytes(&fs_err::read(&path)?, dialect);
+        assert!(parsed.diagnostics.is_empty(), "{dialect:?}: {:?}", parsed.diagnostics);
+        let count = |tag: &str| {
+            parsed
+                .records
+                .iter()
+                .filter(|r| r.get("data").and_then(|d| d.get("tag")).and_then(|t| t.as_str()) == Some(tag))
+                .count()
+        };
+        let mut landed = 0;
+        for (tag, ok) in &results {
+            assert_eq!(count(tag), usize::from(*ok), "{dialect:?} {tag}: acknowledged {ok}");
+            landed += usize::from(*ok);
+        }
+        assert!(landed > 0, "{dialect:?}: some appends went through");
+    }
+    Ok(())
+}

@@ -28,9 +28,12 @@ fn testdata_files() -> Vec<PathBuf> {
     out
 }
 
+/// One file as a read must leave it: name, bytes, mode, mtime (seconds, nanoseconds).
+type FileState = (String, Vec<u8>, u32, i64, i64);
+
 /// What a read must not change: the names in the folder and each file's bytes, mode
 /// and mtime.
-fn snapshot(dir: &Path) -> Result<Vec<(String, Vec<u8>, u32, i64, i64)>> {
+fn snapshot(dir: &Path) -> Result<Vec<FileState>> {
     let mut out = Vec::new();
     for e in fs_err::read_dir(dir)? {
         let e = e?;
@@ -166,5 +169,25 @@ fn versions_beyond_a_double_never_churn() -> Result<()> {
             assert_eq!(fs_err::read(&path)?, after_first, "{dialect:?} {version}: the second open wrote");
         }
     }
+    Ok(())
+}
+
+/// A version that matches no step (`"x"`) counts as migrated, as the references say, but
+/// changes no byte, so pi's open writes nothing (pi would rewrite the same bytes).
+#[test]
+fn an_unrecognised_version_is_reported_and_not_rewritten() -> Result<()> {
+    let tmp = TempDir::new("odd-version");
+    let path = tmp.path().join("s.jsonl");
+    let text = concat!(
+        r#"{"type":"session","version":"x","id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#,
+        "\n",
+        r#"{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#,
+        "\n"
+    );
+    fs_err::write(&path, text)?;
+    let before = snapshot(tmp.path())?;
+    let m = SessionManager::open(Dialect::Pi, &path, env_in(tmp.path()))?;
+    assert!(m.load_report().migrated && !m.load_report().wrote, "{:?}", m.load_report());
+    assert_eq!(snapshot(tmp.path())?, before);
     Ok(())
 }
