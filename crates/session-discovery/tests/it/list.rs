@@ -378,7 +378,7 @@ fn fifos_in_a_sessions_folder_are_skipped_without_waiting() {
             })
             .expect("listing");
         assert_eq!(got.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), ["a"], "{dialect:?}");
-        assert_eq!(skipped, [fifo.clone()], "{dialect:?}");
+        assert_eq!(skipped, std::slice::from_ref(&fifo), "{dialect:?}");
         assert_eq!(d.list_all(Some(&dir), &mut |_| {}).expect("listing all").len(), 1);
         assert!(d.find_most_recent(&dir, None).is_some());
         let resumed = d.resolve_resumable("a", "/tmp", Some(&dir)).expect("resume");

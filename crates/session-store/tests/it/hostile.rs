@@ -6,7 +6,6 @@
 
 #![cfg(unix)]
 
-use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
