@@ -91,10 +91,14 @@ pub(crate) fn registry_key(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Returns the two lock files of a session file: its OS gate and omp's lock file
-/// `<dir>/.<name>.lock` (see the [module docs](self)). The gate is
-/// `<private gate dir>/<sha256 of the absolute path, 32 hex>.gate` ([`private_gate_dir`]),
-/// or omp's own `<dir>/.<name>.lock.os` when no private directory can be had.
+/// Returns the two lock files of a session file, `(OS gate, lock file)`, that
+/// [`Storage::lock`](crate::Storage::lock) and every write of the file storage take.
+///
+/// The lock file is omp's `<dir>/.<name>.lock`. The gate is
+/// `<gate dir>/<sha256 of the absolute path, 32 hex>.gate` in a directory private to this
+/// process's user (`$XDG_RUNTIME_DIR/session-store-locks`, else
+/// `<temp dir>/session-store-locks-<uid>`: a real directory owned by the user, mode
+/// 0700), or omp's own `<dir>/.<name>.lock.os` when no such directory can be had.
 pub fn lock_paths(path: &Path) -> Result<(PathBuf, PathBuf), StoreError> {
     let name = path.file_name().ok_or_else(|| StoreError::NotAFile { path: path.to_path_buf() })?;
     let sibling = |suffix: &str| {
