@@ -1,131 +1,274 @@
-//! Command-line parsing (no dependency: the grammar is small and fixed).
+//! The command line: clap's derive, one variant per command, each with its own help and
+//! an example.
 
 use std::path::PathBuf;
 
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use session::Dialect;
 
-/// The usage text.
-pub(crate) const USAGE: &str = "\
-usage: session [--dialect pi|omp] [--blob-dir DIR] [--json] [--as-agent] COMMAND ...
+const AFTER_HELP: &str = "\
+Inspecting commands never write: every file keeps its bytes, mode and mtime, and a missing
+file is an error. They answer as the agent would after opening the file (a migration or a
+repaired last line happens in memory only). --as-agent opens files as the agent itself
+does instead.
 
-Inspecting commands never write: every file keeps its bytes, mode and mtime, and a
-missing file is an error. They answer as the agent would after opening the file (a
-migration or repair happens in memory only). --as-agent opens files as the agent
-itself does instead (writing back a migration or a repaired last line, a header into
-an empty file, a new session at a missing path).
+Exit status: 0 ok; 1 failure, not found, or damage found by `check`; 2 usage.
+See docs/cli.md for every command's output.";
 
-Inspect (one JSON value on stdout, as the reference's API returns it):
-  info FILE                                  header, leaf id and name
-  entries FILE [--full]                      entry ids (or whole entries) in file order
-  tree FILE                                  the entry tree with labels
-  context FILE [--leaf ID|--leaf-null] [--transcript]
-                                             what the model sees at that leaf
-  projection FILE [--leaf ID|--leaf-null]    pi: entries with the messages they produce
-  branch FILE [--leaf ID]                    entry ids from the root to the leaf
-  check FILE                                 what the loader skipped or repaired, line by line
-
-Write:
-  append FILE --custom-type T --data JSON    append a custom entry
-  extract FILE --leaf ID                     write the path to ID as a new session
-  fork FILE --cwd CWD --session-dir DIR      copy the session for another directory
-  rename FILE NAME                           name the session (pi: session_info; omp: title)
-
-Find:
-  ls [DIR] [--cwd CWD] [--all]               sessions of a directory (default: this one's)
-  resume ARG [--cwd CWD]                     path of the session an id or name prefix names
-  history search QUERY [--limit N]           search the prompt history
-
---dialect defaults to the file's own (a title slot means omp), else pi; for ls and
-resume it defaults to pi, for history to omp. --omp-home omp|musepi picks omp's home
-(~/.omp or ~/.musepi; default musepi). ls, resume and history print a table on a
-terminal and JSON otherwise (or with --json). ls and resume keep what they learn
-about each session file in ${XDG_CACHE_HOME:-~/.cache}/session-store and read a file
-again only when it changed; --no-cache (or SESSION_NO_CACHE=1) scans every file.
-";
-
-/// Parsed command line.
-#[derive(Debug, Default)]
-pub(crate) struct Args {
-    pub help: bool,
-    pub dialect: Option<Dialect>,
-    pub blob_dir: Option<PathBuf>,
-    pub json: bool,
-    pub as_agent: bool,
-    pub command: String,
-    pub positional: Vec<String>,
-    pub leaf: Option<LeafArg>,
-    pub transcript: bool,
-    pub full: bool,
-    pub all: bool,
-    pub no_cache: bool,
-    pub custom_type: Option<String>,
-    pub data: Option<String>,
-    pub cwd: Option<String>,
-    pub session_dir: Option<PathBuf>,
-    pub limit: Option<usize>,
-    pub omp_home: session::discovery::OmpHome,
+/// List, inspect, search, repair and move the sessions of pi and omp.
+#[derive(Debug, Parser)]
+#[command(name = "session", version, about, after_help = AFTER_HELP, propagate_version = true)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) global: Global,
+    #[command(subcommand)]
+    pub(crate) command: Command,
 }
 
-/// `--leaf ID` or `--leaf-null`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum LeafArg {
-    Id(String),
-    Null,
+/// Options every command takes, before or after its own arguments.
+#[derive(Debug, Args)]
+pub(crate) struct Global {
+    /// Whose rules apply. Default: the file's own (a title slot means omp), else pi; pi
+    /// for `ls` and `resume`, omp for `history`.
+    #[arg(long, global = true, value_enum)]
+    pub(crate) dialect: Option<DialectArg>,
+    /// omp's blob store (default: `<omp agent dir>/blobs`).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) blob_dir: Option<PathBuf>,
+    /// omp's home: `~/.omp` (omp's own) or `~/.musepi` (the design documents' name).
+    #[arg(long, global = true, value_enum, default_value_t = OmpHomeArg::Omp)]
+    pub(crate) omp_home: OmpHomeArg,
+    /// Print JSON (the documented contract shapes) even on a terminal.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    /// Open files as the agent does: write back a migration or a repaired last line,
+    /// write a header into an empty file, start a new session at a missing path.
+    #[arg(long, global = true)]
+    pub(crate) as_agent: bool,
 }
 
-impl Args {
-    pub(crate) fn parse(argv: &[String]) -> Result<Args, String> {
-        let mut a = Args::default();
-        let mut it = argv.iter();
-        let value = |it: &mut std::slice::Iter<'_, String>, k: &str| -> Result<String, String> {
-            it.next().cloned().ok_or_else(|| format!("{k} needs a value"))
-        };
-        while let Some(arg) = it.next() {
-            let (key, inline) = match arg.split_once('=') {
-                Some((k, v)) if k.starts_with("--") => (k, Some(v.to_owned())),
-                _ => (arg.as_str(), None),
-            };
-            let take = |it: &mut std::slice::Iter<'_, String>| match &inline {
-                Some(v) => Ok(v.clone()),
-                None => value(it, key),
-            };
-            match key {
-                "-h" | "--help" => a.help = true,
-                "--dialect" => a.dialect = Some(take(&mut it)?.parse().map_err(|e| format!("{e}"))?),
-                "--blob-dir" => a.blob_dir = Some(PathBuf::from(take(&mut it)?)),
-                "--json" => a.json = true,
-                "--as-agent" => a.as_agent = true,
-                "--leaf" => a.leaf = Some(LeafArg::Id(take(&mut it)?)),
-                "--leaf-null" => a.leaf = Some(LeafArg::Null),
-                "--transcript" => a.transcript = true,
-                "--full" => a.full = true,
-                "--all" => a.all = true,
-                "--no-cache" => a.no_cache = true,
-                "--custom-type" => a.custom_type = Some(take(&mut it)?),
-                "--data" => a.data = Some(take(&mut it)?),
-                "--cwd" => a.cwd = Some(take(&mut it)?),
-                "--session-dir" => a.session_dir = Some(PathBuf::from(take(&mut it)?)),
-                "--omp-home" => {
-                    a.omp_home = match take(&mut it)?.as_str() {
-                        "omp" => session::discovery::OmpHome::Omp,
-                        "musepi" => session::discovery::OmpHome::MusePi,
-                        other => return Err(format!("--omp-home takes omp or musepi, not {other:?}")),
-                    }
-                }
-                "--limit" => a.limit = Some(take(&mut it)?.parse().map_err(|_| "--limit takes a number".to_owned())?),
-                k if k.starts_with("--") => return Err(format!("unknown option {k}")),
-                _ if a.command.is_empty() => a.command = arg.clone(),
-                _ => a.positional.push(arg.clone()),
-            }
-        }
-        if a.command.is_empty() && !a.help {
-            return Err("no command given".into());
-        }
-        Ok(a)
-    }
+/// `--dialect`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DialectArg {
+    /// pi 1.6.
+    Pi,
+    /// omp (oh-my-pi) 18.3.4.
+    Omp,
+}
 
-    /// Returns positional argument `i` or an error naming `what`.
-    pub(crate) fn arg(&self, i: usize, what: &str) -> Result<&str, String> {
-        self.positional.get(i).map(String::as_str).ok_or_else(|| format!("{} needs {what}", self.command))
+impl From<DialectArg> for Dialect {
+    fn from(d: DialectArg) -> Dialect {
+        match d {
+            DialectArg::Pi => Dialect::Pi,
+            DialectArg::Omp => Dialect::Omp,
+        }
     }
+}
+
+/// `--omp-home`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum OmpHomeArg {
+    /// `~/.omp`, where omp keeps its sessions.
+    Omp,
+    /// `~/.musepi`.
+    Musepi,
+}
+
+impl From<OmpHomeArg> for session::discovery::OmpHome {
+    fn from(h: OmpHomeArg) -> session::discovery::OmpHome {
+        match h {
+            OmpHomeArg::Omp => session::discovery::OmpHome::Omp,
+            OmpHomeArg::Musepi => session::discovery::OmpHome::MusePi,
+        }
+    }
+}
+
+/// Where the leaf goes before a query: an entry, or before the first entry.
+#[derive(Debug, Args)]
+#[group(multiple = false)]
+pub(crate) struct LeafArgs {
+    /// Move the leaf to this entry first (the reference's `branch(id)`).
+    #[arg(long, value_name = "ID")]
+    pub(crate) leaf: Option<String>,
+    /// Reset the leaf to before the first entry (`resetLeaf()`).
+    #[arg(long)]
+    pub(crate) leaf_null: bool,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Show the header, the current leaf and the session name.
+    #[command(after_help = "Example: session info ~/.pi/agent/sessions/--home-me-proj--/2026-…jsonl")]
+    Info {
+        /// The session file.
+        file: PathBuf,
+    },
+    /// List the entries in file order (their ids, or with --full the entries).
+    #[command(after_help = "Example: session entries FILE --full")]
+    Entries {
+        /// The session file.
+        file: PathBuf,
+        /// Print whole entries instead of ids.
+        #[arg(long)]
+        full: bool,
+    },
+    /// Show the entry tree with labels and the active branch.
+    #[command(after_help = "Example: session tree FILE")]
+    Tree {
+        /// The session file.
+        file: PathBuf,
+    },
+    /// Show what the model sees at the leaf (a transcript on a terminal).
+    #[command(after_help = "Example: session context FILE --leaf 1a2b3c4d")]
+    Context {
+        /// The session file.
+        file: PathBuf,
+        #[command(flatten)]
+        leaf: LeafArgs,
+        /// omp: the transcript variant of the context.
+        #[arg(long)]
+        transcript: bool,
+    },
+    /// pi: each entry on the path with the messages it produces.
+    #[command(after_help = "Example: session --dialect pi projection FILE")]
+    Projection {
+        /// The session file.
+        file: PathBuf,
+        #[command(flatten)]
+        leaf: LeafArgs,
+    },
+    /// List the entry ids from the root to the leaf.
+    #[command(after_help = "Example: session branch FILE --leaf 1a2b3c4d")]
+    Branch {
+        /// The session file.
+        file: PathBuf,
+        /// The leaf to walk up from (default: the current leaf).
+        #[arg(long, value_name = "ID")]
+        leaf: Option<String>,
+    },
+    /// Report what the loader skipped or repaired, by line; exit 1 if anything.
+    #[command(after_help = "Example: session check FILE || echo damaged")]
+    Check {
+        /// The session file.
+        file: PathBuf,
+    },
+    /// Append a custom entry.
+    #[command(after_help = "Example: session append FILE --custom-type note --data '{\"text\":\"hi\"}'")]
+    Append {
+        /// The session file (it must exist; with --as-agent a missing one starts a session).
+        file: PathBuf,
+        /// The entry's `customType`.
+        #[arg(long, value_name = "T")]
+        custom_type: String,
+        /// The entry's `data`, as JSON.
+        #[arg(long, value_name = "JSON")]
+        data: Option<String>,
+    },
+    /// Write the path from the root to an entry as a new session next to the file.
+    #[command(after_help = "Example: session extract FILE --leaf 1a2b3c4d")]
+    Extract {
+        /// The session file.
+        file: PathBuf,
+        /// The last entry of the new session.
+        #[arg(long, value_name = "ID")]
+        leaf: String,
+    },
+    /// Copy the whole session for another working directory.
+    #[command(after_help = "Example: session fork FILE --cwd /home/me/other --session-dir /tmp/forks")]
+    Fork {
+        /// The session file (left as it is).
+        file: PathBuf,
+        /// The working directory of the copy.
+        #[arg(long, value_name = "CWD")]
+        cwd: String,
+        /// Where the copy is written.
+        #[arg(long, value_name = "DIR")]
+        session_dir: PathBuf,
+    },
+    /// Name the session as a person does in the agent (pi: session_info; omp: title).
+    #[command(after_help = "Example: session rename FILE 'Fix the config loader'")]
+    Rename {
+        /// The session file.
+        file: PathBuf,
+        /// The new name.
+        name: String,
+    },
+    /// Label an entry (an empty label clears it).
+    #[command(after_help = "Example: session label FILE 1a2b3c4d 'before the refactor'")]
+    Label {
+        /// The session file.
+        file: PathBuf,
+        /// The entry to label.
+        id: String,
+        /// The label (empty or absent: clear it).
+        text: Option<String>,
+    },
+    /// Upgrade the file to format version 3 in place, keeping the original as a backup.
+    #[command(after_help = "Example: session migrate FILE   # keeps FILE.<time>.bak")]
+    Migrate {
+        /// The session file.
+        file: PathBuf,
+        /// Do not keep the original.
+        #[arg(long)]
+        no_backup: bool,
+    },
+    /// List sessions of a directory (default: the current directory's sessions).
+    #[command(after_help = "Example: session ls --all")]
+    Ls {
+        /// A session directory to list instead of the working directory's.
+        dir: Option<PathBuf>,
+        /// Whose sessions (default: the process's working directory).
+        #[arg(long, value_name = "CWD")]
+        cwd: Option<String>,
+        /// Every project's sessions.
+        #[arg(long)]
+        all: bool,
+        /// Read every file instead of the listing cache (also SESSION_NO_CACHE=1).
+        #[arg(long)]
+        no_cache: bool,
+    },
+    /// Print the session an id prefix or a file-name prefix names.
+    #[command(after_help = "Example: session resume 01a2")]
+    Resume {
+        /// An id prefix, a file-name prefix or a path.
+        query: String,
+        /// Whose sessions to search first (default: the process's working directory).
+        #[arg(long, value_name = "CWD")]
+        cwd: Option<String>,
+        /// A session directory to search instead of the default one.
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
+        /// Read every file instead of the listing cache.
+        #[arg(long)]
+        no_cache: bool,
+    },
+    /// Search omp's prompt history.
+    History {
+        #[command(subcommand)]
+        command: HistoryCommand,
+    },
+    /// Print a completion script for a shell.
+    #[command(after_help = "Example: session completions bash > ~/.local/share/bash-completion/completions/session")]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// `history` commands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum HistoryCommand {
+    /// Full-text search over the prompts, newest first.
+    #[command(after_help = "Example: session history search 'config loader' --limit 10")]
+    Search {
+        /// The words to find.
+        query: String,
+        /// At most this many prompts.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Only prompts given in this directory.
+        #[arg(long, value_name = "CWD")]
+        cwd: Option<String>,
+    },
 }

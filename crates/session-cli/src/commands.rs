@@ -1,5 +1,9 @@
-//! The commands: each returns the text to print (one JSON value for the queries).
+//! The file commands: each returns what to print and the exit status. With `--json`, or
+//! when stdout is not a terminal, the inspecting commands print one JSON value shaped
+//! exactly as the reference's API returns it (`docs/cli.md`); on a terminal they print
+//! for a person (`crate::human`).
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -8,39 +12,72 @@ use session::store::blob::BlobStore;
 use session::tree::{self, Leaf};
 use session::{Dialect, Env, OpenMode, SessionManager};
 
-use crate::args::{Args, LeafArg};
+use crate::args::{Cli, Command, Global, LeafArgs};
+use crate::human;
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+pub(crate) type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-pub(crate) fn run(a: &Args) -> Result<String> {
-    match a.command.as_str() {
-        "info" => info(a),
-        "entries" => entries(a),
-        "tree" => tree_cmd(a),
-        "context" => context(a),
-        "projection" => projection(a),
-        "branch" => branch(a),
-        "check" => check(a),
-        "append" => append(a),
-        "extract" => extract(a),
-        "fork" => fork(a),
-        "rename" => rename(a),
-        "ls" => crate::find::ls(a),
-        "resume" => crate::find::resume(a),
-        "history" => crate::find::history(a),
-        other => Err(format!("unknown command {other:?}; see session --help").into()),
+/// What a command prints on stdout and how the process exits.
+pub(crate) struct Output {
+    /// The text (a newline is added).
+    pub(crate) text: String,
+    /// Exit status 1 for "done, but something is wrong" (`check` found damage).
+    pub(crate) failed: bool,
+}
+
+impl From<String> for Output {
+    fn from(text: String) -> Output {
+        Output { text, failed: false }
     }
+}
+
+/// Whether to print JSON: asked for, or stdout is not a terminal.
+pub(crate) fn wants_json(g: &Global) -> bool {
+    g.json || !std::io::stdout().is_terminal()
+}
+
+pub(crate) fn run(cli: &Cli) -> Result<Output> {
+    let g = &cli.global;
+    let json = wants_json(g);
+    Ok(match &cli.command {
+        Command::Info { file } => info(g, file, json)?.into(),
+        Command::Entries { file, full } => entries(g, file, *full, json)?.into(),
+        Command::Tree { file } => tree_cmd(g, file, json)?.into(),
+        Command::Context { file, leaf, transcript } => context(g, file, leaf, *transcript, json)?.into(),
+        Command::Projection { file, leaf } => projection(g, file, leaf)?.into(),
+        Command::Branch { file, leaf } => branch(g, file, leaf.as_deref(), json)?.into(),
+        Command::Check { file } => check(g, file, json)?,
+        Command::Append { file, custom_type, data } => append(g, file, custom_type, data.as_deref())?.into(),
+        Command::Extract { file, leaf } => extract(g, file, leaf)?.into(),
+        Command::Fork { file, cwd, session_dir } => fork(g, file, cwd, session_dir)?.into(),
+        Command::Rename { file, name } => rename(g, file, name)?.into(),
+        Command::Label { file, id, text } => label(g, file, id, text.as_deref())?.into(),
+        Command::Migrate { file, no_backup } => migrate(g, file, *no_backup, json)?.into(),
+        Command::Ls { dir, cwd, all, no_cache } => {
+            crate::find::ls(g, dir.as_deref(), cwd.as_deref(), *all, *no_cache)?.into()
+        }
+        Command::Resume { query, cwd, session_dir, no_cache } => {
+            crate::find::resume(g, query, cwd.as_deref(), session_dir.as_deref(), *no_cache)?.into()
+        }
+        Command::History { command } => crate::find::history(g, command)?.into(),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_complete::generate(*shell, &mut cmd, "session", &mut out);
+            String::from_utf8(out)?.trim_end().to_owned().into()
+        }
+    })
 }
 
 /// The environment for `dialect`: real files, and for omp the blob store (`--blob-dir`,
 /// else `<agent dir>/blobs` as omp uses it).
-fn env(a: &Args, dialect: Dialect) -> Env {
+fn env(g: &Global, dialect: Dialect) -> Env {
     let env = Env::files();
-    let blobs = match (&a.blob_dir, dialect) {
+    let blobs = match (&g.blob_dir, dialect) {
         (Some(dir), _) => Some(dir.clone()),
         (None, Dialect::Omp) => session::discovery::Env::from_process_env()
             .ok()
-            .map(|e| session::discovery::AgentDirs::omp(&e, a.omp_home).agent_dir.join("blobs")),
+            .map(|e| session::discovery::AgentDirs::omp(&e, g.omp_home.into()).agent_dir.join("blobs")),
         (None, Dialect::Pi) => None,
     };
     match blobs {
@@ -50,9 +87,9 @@ fn env(a: &Args, dialect: Dialect) -> Env {
 }
 
 /// The dialect from `--dialect`, else the file's own (a title slot means omp).
-fn dialect_for(a: &Args, file: &Path) -> Dialect {
-    if let Some(d) = a.dialect {
-        return d;
+fn dialect_for(g: &Global, file: &Path) -> Dialect {
+    if let Some(d) = g.dialect {
+        return d.into();
     }
     use session::store::Storage;
     match session::store::FileStorage::new().read_slices(file, 16, 0) {
@@ -63,29 +100,28 @@ fn dialect_for(a: &Args, file: &Path) -> Dialect {
 
 /// Opens the session to inspect it: read-only (nothing written, a missing file is an
 /// error), or as the agent opens it with `--as-agent`.
-fn open(a: &Args) -> Result<SessionManager> {
-    open_as(a, OpenMode::ReadOnly)
+fn open(g: &Global, file: &Path) -> Result<SessionManager> {
+    open_as(g, file, OpenMode::ReadOnly)
 }
 
 /// Opens the session to write to it: it must exist (`--as-agent`: as the agent opens it,
 /// a missing file starting a new session there).
-fn open_for_writing(a: &Args) -> Result<SessionManager> {
-    open_as(a, OpenMode::MustExist)
+fn open_for_writing(g: &Global, file: &Path) -> Result<SessionManager> {
+    open_as(g, file, OpenMode::MustExist)
 }
 
-fn open_as(a: &Args, mode: OpenMode) -> Result<SessionManager> {
-    let file = PathBuf::from(a.arg(0, "a session file")?);
-    let dialect = dialect_for(a, &file);
-    let mode = if a.as_agent { OpenMode::AsAgent } else { mode };
-    Ok(SessionManager::open_with(dialect, &file, env(a, dialect), mode)?)
+fn open_as(g: &Global, file: &Path, mode: OpenMode) -> Result<SessionManager> {
+    let dialect = dialect_for(g, file);
+    let mode = if g.as_agent { OpenMode::AsAgent } else { mode };
+    Ok(SessionManager::open_with(dialect, file, env(g, dialect), mode)?)
 }
 
 /// Applies `--leaf` / `--leaf-null` as the reference does: `branch(id)` or `resetLeaf()`.
-fn apply_leaf(a: &Args, m: &mut SessionManager) -> Result<()> {
-    match &a.leaf {
-        Some(LeafArg::Id(id)) => m.tree_mut().branch(id)?,
-        Some(LeafArg::Null) => m.tree_mut().reset_leaf(),
-        None => {}
+fn apply_leaf(leaf: &LeafArgs, m: &mut SessionManager) -> Result<()> {
+    if let Some(id) = &leaf.leaf {
+        m.tree_mut().branch(id)?;
+    } else if leaf.leaf_null {
+        m.tree_mut().reset_leaf();
     }
     Ok(())
 }
@@ -97,8 +133,11 @@ fn push_opt_str(out: &mut String, s: Option<&str>) {
     }
 }
 
-fn info(a: &Args) -> Result<String> {
-    let m = open(a)?;
+fn info(g: &Global, file: &Path, json: bool) -> Result<String> {
+    let m = open(g, file)?;
+    if !json {
+        return Ok(human::info(&m));
+    }
     let mut out = String::from("{\"header\":");
     out.push_str(&m.header().line());
     let t = m.tree();
@@ -113,14 +152,17 @@ fn info(a: &Args) -> Result<String> {
     Ok(out)
 }
 
-fn entries(a: &Args) -> Result<String> {
-    let m = open(a)?;
+fn entries(g: &Global, file: &Path, full: bool, json: bool) -> Result<String> {
+    let m = open(g, file)?;
+    if !json {
+        return Ok(human::entries(&m, full));
+    }
     let mut out = String::from("[");
     for (i, r) in m.tree().entries().iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        if a.full {
+        if full {
             out.push_str(&r.line());
         } else {
             push_opt_str(&mut out, r.id());
@@ -130,41 +172,48 @@ fn entries(a: &Args) -> Result<String> {
     Ok(out)
 }
 
-fn tree_cmd(a: &Args) -> Result<String> {
-    let m = open(a)?;
+fn tree_cmd(g: &Global, file: &Path, json: bool) -> Result<String> {
+    let m = open(g, file)?;
     let nodes = m.tree().tree();
+    if !json {
+        return Ok(human::tree(&m, &nodes));
+    }
     Ok(tree::tree_to_json(&nodes, m.dialect() == Dialect::Pi))
 }
 
-fn context(a: &Args) -> Result<String> {
-    let mut m = open(a)?;
-    apply_leaf(a, &mut m)?;
-    Ok(match m.dialect() {
+fn context(g: &Global, file: &Path, leaf: &LeafArgs, transcript: bool, json: bool) -> Result<String> {
+    let mut m = open(g, file)?;
+    apply_leaf(leaf, &mut m)?;
+    let text = match m.dialect() {
         Dialect::Pi => tree::pi::build_context(m.tree(), Leaf::Current).to_json_string(),
         Dialect::Omp => {
-            let opts = tree::omp::ContextOptions { transcript: a.transcript };
+            let opts = tree::omp::ContextOptions { transcript };
             tree::omp::build_context(m.tree(), Leaf::Current, opts).to_json_string()
         }
-    })
+    };
+    if !json {
+        return human::transcript(&text);
+    }
+    Ok(text)
 }
 
-fn projection(a: &Args) -> Result<String> {
-    let mut m = open(a)?;
+fn projection(g: &Global, file: &Path, leaf: &LeafArgs) -> Result<String> {
+    let mut m = open(g, file)?;
     if m.dialect() != Dialect::Pi {
         return Err("projection is a pi query; use context for omp".into());
     }
-    apply_leaf(a, &mut m)?;
+    apply_leaf(leaf, &mut m)?;
     Ok(tree::pi::build_projection(m.tree(), Leaf::Current).to_json_string())
 }
 
-fn branch(a: &Args) -> Result<String> {
-    let m = open(a)?;
-    let from = match &a.leaf {
-        Some(LeafArg::Id(id)) => Some(id.as_str()),
-        _ => None,
-    };
+fn branch(g: &Global, file: &Path, leaf: Option<&str>, json: bool) -> Result<String> {
+    let m = open(g, file)?;
+    let path = m.tree().get_branch(leaf);
+    if !json {
+        return Ok(human::branch(&path));
+    }
     let mut out = String::from("[");
-    for (i, r) in m.tree().get_branch(from).iter().enumerate() {
+    for (i, r) in path.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
@@ -174,8 +223,12 @@ fn branch(a: &Args) -> Result<String> {
     Ok(out)
 }
 
-fn check(a: &Args) -> Result<String> {
-    let m = open(a)?;
+fn check(g: &Global, file: &Path, json: bool) -> Result<Output> {
+    let m = open(g, file)?;
+    let damaged = !m.diagnostics().is_empty() || !m.tree().diagnostics().is_empty();
+    if !json {
+        return Ok(Output { text: human::check(file, &m), failed: damaged });
+    }
     let mut out = String::from("{\"diagnostics\":[");
     for (i, d) in m.diagnostics().iter().enumerate() {
         if i > 0 {
@@ -197,34 +250,86 @@ fn check(a: &Args) -> Result<String> {
         write_js_str(&mut out, &d.to_string());
     }
     out.push_str("]}");
-    Ok(out)
+    Ok(Output { text: out, failed: damaged })
 }
 
-fn append(a: &Args) -> Result<String> {
-    let custom_type = a.custom_type.as_deref().ok_or("append needs --custom-type")?;
-    let data: Option<Value> = match &a.data {
+fn id_json(id: Option<&str>) -> String {
+    let mut out = String::from("{\"id\":");
+    push_opt_str(&mut out, id);
+    out.push('}');
+    out
+}
+
+fn append(g: &Global, file: &Path, custom_type: &str, data: Option<&str>) -> Result<String> {
+    let data: Option<Value> = match data {
         Some(d) => Some(serde_json::from_str(d).map_err(|e| format!("--data is not JSON: {e}"))?),
         None => None,
     };
-    let mut m = open_for_writing(a)?;
+    let mut m = open_for_writing(g, file)?;
     let id = m.append_custom_entry(custom_type, data)?;
     m.close()?;
-    let mut out = String::from("{\"id\":");
-    write_js_str(&mut out, &id);
-    out.push('}');
-    Ok(out)
+    Ok(id_json(Some(&id)))
 }
 
 /// Names the session as a person would in the agent (pi: a `session_info` entry;
 /// omp: a `title_change` entry and the title slot, written in place). Prints
 /// `{"id": …}`, with `null` when omp refuses the name (empty after cleaning).
-fn rename(a: &Args) -> Result<String> {
-    let name = a.arg(1, "a name")?.to_owned();
-    let mut m = open_for_writing(a)?;
-    let id = m.set_session_name(&name, Some("user"))?;
+fn rename(g: &Global, file: &Path, name: &str) -> Result<String> {
+    let mut m = open_for_writing(g, file)?;
+    let id = m.set_session_name(name, Some("user"))?;
     m.close()?;
-    let mut out = String::from("{\"id\":");
-    push_opt_str(&mut out, id.as_deref());
+    Ok(id_json(id.as_deref()))
+}
+
+/// Labels an entry (`label` entry); an empty or absent text clears the label.
+fn label(g: &Global, file: &Path, id: &str, text: Option<&str>) -> Result<String> {
+    let mut m = open_for_writing(g, file)?;
+    if m.tree().get(id).is_none() {
+        return Err(format!("no entry {id:?} in {}; `session entries` lists the ids", file.display()).into());
+    }
+    let label_id = m.set_label(id, text.filter(|t| !t.is_empty()))?;
+    m.close()?;
+    Ok(id_json(Some(&label_id)))
+}
+
+/// Upgrades the file to version 3 in place, atomically; the original is kept as
+/// `<file>.<epoch ms>.bak` (omp's backup naming) unless `no_backup`.
+fn migrate(g: &Global, file: &Path, no_backup: bool, json: bool) -> Result<String> {
+    use session::store::Storage;
+    let dialect = dialect_for(g, file);
+    let probe = SessionManager::open_read_only(dialect, file, env(g, dialect))?;
+    let report = probe.load_report().clone();
+    drop(probe);
+    let mut backup = None;
+    if report.migrated {
+        let storage = session::store::FileStorage::new();
+        let original = storage.read(file)?;
+        if !no_backup {
+            let mut name = file.as_os_str().to_owned();
+            name.push(format!(".{}.bak", session::store::clock::Clock::now_ms(&session::store::clock::SystemClock)));
+            let path = PathBuf::from(name);
+            storage.write_new(&path, &original)?;
+            backup = Some(path);
+        }
+        let mut m = SessionManager::open_with(dialect, file, env(g, dialect), OpenMode::MustExist)?;
+        if !m.load_report().wrote {
+            m.rewrite_entries()?;
+        }
+        m.close()?;
+    }
+    if !json {
+        return Ok(match (&report.migrated, &backup) {
+            (false, _) => format!("{}: already version 3, nothing written", file.display()),
+            (true, Some(b)) => format!("{}: migrated to version 3 (original kept as {})", file.display(), b.display()),
+            (true, None) => format!("{}: migrated to version 3", file.display()),
+        });
+    }
+    let mut out = String::from("{\"migrated\":");
+    out.push_str(if report.migrated { "true" } else { "false" });
+    out.push_str(",\"from\":");
+    push_opt_str(&mut out, report.migrated_from.as_deref());
+    out.push_str(",\"backup\":");
+    push_opt_str(&mut out, backup.as_deref().map(|p| p.to_string_lossy()).as_deref());
     out.push('}');
     Ok(out)
 }
@@ -239,23 +344,16 @@ fn path_json(p: Option<&Path>) -> String {
     out
 }
 
-fn extract(a: &Args) -> Result<String> {
-    let leaf = match &a.leaf {
-        Some(LeafArg::Id(id)) => id.clone(),
-        _ => return Err("extract needs --leaf ID".into()),
-    };
-    let mut m = open_for_writing(a)?;
-    let path = m.create_branched_session(&leaf)?;
+fn extract(g: &Global, file: &Path, leaf: &str) -> Result<String> {
+    let mut m = open_for_writing(g, file)?;
+    let path = m.create_branched_session(leaf)?;
     m.close()?;
     Ok(path_json(path.as_deref()))
 }
 
-fn fork(a: &Args) -> Result<String> {
-    let file = PathBuf::from(a.arg(0, "a session file")?);
-    let dialect = dialect_for(a, &file);
-    let cwd = a.cwd.as_deref().ok_or("fork needs --cwd")?;
-    let dir = a.session_dir.as_deref().ok_or("fork needs --session-dir")?;
-    let m = SessionManager::fork_from(dialect, &file, cwd, dir, env(a, dialect))?;
+fn fork(g: &Global, file: &Path, cwd: &str, dir: &Path) -> Result<String> {
+    let dialect = dialect_for(g, file);
+    let m = SessionManager::fork_from(dialect, file, cwd, dir, env(g, dialect))?;
     let out = path_json(m.session_file());
     m.close()?;
     Ok(out)

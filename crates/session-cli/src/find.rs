@@ -4,7 +4,7 @@
 //! conformance contract), and a readable table on a terminal.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use session::Dialect;
@@ -13,27 +13,22 @@ use session::history::{HistoryOptions, HistoryScope, HistoryStore, history_db_pa
 use session::model::json::write_js_str;
 use session::model::timestamp::format_iso_millis;
 
-use crate::args::Args;
+use crate::args::{Global, HistoryCommand};
+use crate::commands::{Result, wants_json};
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
-
-fn wants_json(a: &Args) -> bool {
-    a.json || !std::io::stdout().is_terminal()
-}
-
-fn discovery_for(a: &Args) -> Result<Discovery> {
+fn discovery_for(g: &Global, no_cache: bool) -> Result<Discovery> {
     let env = discovery::Env::from_process_env()?;
-    let dialect = a.dialect.unwrap_or(Dialect::Pi);
-    let discovery = Discovery::new(AgentDirs::for_dialect(dialect, &env, a.omp_home));
-    if a.no_cache || env.var("SESSION_NO_CACHE").is_some_and(|v| v != "0") {
+    let dialect = g.dialect.map_or(Dialect::Pi, Dialect::from);
+    let discovery = Discovery::new(AgentDirs::for_dialect(dialect, &env, g.omp_home.into()));
+    if no_cache || env.var("SESSION_NO_CACHE").is_some_and(|v| v != "0") {
         return Ok(discovery);
     }
     Ok(discovery.with_list_cache(Discovery::default_cache_dir(&env), 64))
 }
 
-fn cwd_arg(a: &Args) -> Result<String> {
-    match &a.cwd {
-        Some(c) => Ok(c.clone()),
+fn cwd_arg(cwd: Option<&str>) -> Result<String> {
+    match cwd {
+        Some(c) => Ok(c.to_owned()),
         None => Ok(std::env::current_dir()?.to_string_lossy().into_owned()),
     }
 }
@@ -70,16 +65,23 @@ impl ProgressLine {
     }
 }
 
-pub(crate) fn ls(a: &Args) -> Result<String> {
-    let d = discovery_for(a)?;
-    let cwd = cwd_arg(a)?;
-    let dir = a.positional.first().map(PathBuf::from);
+pub(crate) fn ls(g: &Global, dir: Option<&Path>, cwd: Option<&str>, all: bool, no_cache: bool) -> Result<String> {
+    let d = discovery_for(g, no_cache)?;
+    let cwd = cwd_arg(cwd)?;
     let mut bar = ProgressLine::new();
-    let mut progress = |p: Progress<'_>| bar.update(&p);
-    let sessions =
-        if a.all { d.list_all(dir.as_deref(), &mut progress)? } else { d.list(&cwd, dir.as_deref(), &mut progress)? };
+    let mut skipped: Vec<PathBuf> = Vec::new();
+    let mut progress = |p: Progress<'_>| {
+        if skipped.is_empty() && !p.skipped.is_empty() {
+            skipped = p.skipped.to_vec();
+        }
+        bar.update(&p);
+    };
+    let sessions = if all { d.list_all(dir, &mut progress)? } else { d.list(&cwd, dir, &mut progress)? };
     bar.finish();
-    if wants_json(a) {
+    for s in &skipped {
+        eprintln!("note: skipped {}: not a regular file", s.display());
+    }
+    if wants_json(g) {
         return Ok(discovery::sessions_to_json(d.dialect(), &sessions));
     }
     Ok(table(&sessions))
@@ -115,11 +117,16 @@ fn table(sessions: &[SessionInfo]) -> String {
     out
 }
 
-pub(crate) fn resume(a: &Args) -> Result<String> {
-    let d = discovery_for(a)?;
-    let cwd = cwd_arg(a)?;
-    let arg = a.arg(0, "an id, a file-name prefix or a path")?;
-    let (path, scope): (PathBuf, &str) = match d.resolve_resumable(arg, &cwd, a.session_dir.as_deref())? {
+pub(crate) fn resume(
+    g: &Global,
+    arg: &str,
+    cwd: Option<&str>,
+    session_dir: Option<&Path>,
+    no_cache: bool,
+) -> Result<String> {
+    let d = discovery_for(g, no_cache)?;
+    let cwd = cwd_arg(cwd)?;
+    let (path, scope): (PathBuf, &str) = match d.resolve_resumable(arg, &cwd, session_dir)? {
         ResumeTarget::Path(p) => (p, "path"),
         ResumeTarget::Session { session, scope } => {
             (session.path, if scope == discovery::Scope::Local { "local" } else { "global" })
@@ -128,7 +135,7 @@ pub(crate) fn resume(a: &Args) -> Result<String> {
             return Err(format!("no session matches {arg:?}; try `session ls --all` to see every session").into());
         }
     };
-    if !wants_json(a) {
+    if !wants_json(g) {
         return Ok(path.display().to_string());
     }
     let mut out = String::from("{\"path\":");
@@ -139,16 +146,11 @@ pub(crate) fn resume(a: &Args) -> Result<String> {
     Ok(out)
 }
 
-pub(crate) fn history(a: &Args) -> Result<String> {
-    match a.positional.first().map(String::as_str) {
-        Some("search") => {}
-        Some(other) => return Err(format!("unknown history command {other:?}; use `history search QUERY`").into()),
-        None => return Err("history needs a command: `history search QUERY`".into()),
-    }
-    let query = a.arg(1, "a query")?;
-    let dialect = a.dialect.unwrap_or(Dialect::Omp);
+pub(crate) fn history(g: &Global, command: &HistoryCommand) -> Result<String> {
+    let HistoryCommand::Search { query, limit, cwd } = command;
+    let dialect = g.dialect.map_or(Dialect::Omp, Dialect::from);
     let env = discovery::Env::from_process_env()?;
-    let dirs = AgentDirs::for_dialect(dialect, &env, a.omp_home);
+    let dirs = AgentDirs::for_dialect(dialect, &env, g.omp_home.into());
     let path = history_db_path(&dirs.agent_dir);
     if !path.exists() {
         return Err(format!("no prompt history at {}", path.display()).into());
@@ -157,8 +159,12 @@ pub(crate) fn history(a: &Args) -> Result<String> {
     for notice in &opened.notices {
         eprintln!("note: {notice:?}");
     }
-    let rows = opened.store.search(query, a.limit.unwrap_or(50), &history_scope(a))?;
-    if !wants_json(a) {
+    let scope = match cwd {
+        Some(c) => HistoryScope::Cwd(c.clone()),
+        None => HistoryScope::Global,
+    };
+    let rows = opened.store.search(query, *limit, &scope)?;
+    if !wants_json(g) {
         let mut out = String::new();
         for r in &rows {
             out.push_str(&format!("{}  {}\n", format_iso_millis(r.created_at * 1000), shorten(&r.prompt, 100)));
@@ -184,11 +190,4 @@ pub(crate) fn history(a: &Args) -> Result<String> {
     }
     out.push(']');
     Ok(out)
-}
-
-fn history_scope(a: &Args) -> HistoryScope {
-    match &a.cwd {
-        Some(c) => HistoryScope::Cwd(c.clone()),
-        None => HistoryScope::Global,
-    }
 }

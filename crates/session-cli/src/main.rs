@@ -1,36 +1,33 @@
 //! `session`: list, inspect, search, repair and move the sessions of pi and omp.
 //!
-//! Every query command prints one JSON value on stdout, shaped exactly as the
-//! reference's own API returns it (see `docs/cli.md`); errors go to stderr with a
-//! non-zero exit status.
+//! Every inspecting command prints, with `--json` or when stdout is not a terminal, one
+//! JSON value shaped exactly as the reference's own API returns it (see `docs/cli.md`),
+//! and text for a person on a terminal. Errors go to stderr: exit status 1 for a
+//! failure, 2 for a command line that cannot be parsed.
 
 mod args;
 mod commands;
 mod find;
+mod human;
 
 use std::io::Write;
 use std::process::ExitCode;
 
+use clap::Parser;
+
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let parsed = match args::Args::parse(&argv) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}\n\n{}", args::USAGE);
-            return ExitCode::from(2);
-        }
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        // Usage errors exit 2; `--help` and `--version` print and exit 0.
+        Err(e) => e.exit(),
     };
-    if parsed.help {
-        println!("{}", args::USAGE);
-        return ExitCode::SUCCESS;
-    }
-    match commands::run(&parsed) {
+    match commands::run(&cli) {
         Ok(out) => {
             let mut stdout = std::io::stdout().lock();
-            if writeln!(stdout, "{out}").and_then(|()| stdout.flush()).is_err() {
+            if writeln!(stdout, "{}", out.text).and_then(|()| stdout.flush()).is_err() {
                 return ExitCode::FAILURE;
             }
-            ExitCode::SUCCESS
+            if out.failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
         }
         Err(e) => {
             eprintln!("error: {e}");

@@ -579,6 +579,29 @@ impl SessionManager {
         }
     }
 
+    /// Writes the whole session to its file now, atomically, in place of what is there
+    /// (omp's `rewriteEntries`): a migration done at open, or edits made in memory,
+    /// become the file. Fails with [`StoreError::Conflict`] (and writes nothing) when the
+    /// file changed size meanwhile (omp: since this manager last read or wrote it; pi:
+    /// since just before the write); the file keeps its mode.
+    pub fn rewrite_entries(&mut self) -> Result<()> {
+        self.writable()?;
+        let path = self.file.clone().ok_or_else(|| SessionError::NotFound { path: PathBuf::new() })?;
+        match self.dialect {
+            Dialect::Omp => self.rewrite_omp(),
+            Dialect::Pi => {
+                self.close_writer();
+                let expected = match self.env.storage.stat(&path)? {
+                    Some(st) => ExpectedSize::Bytes(st.size),
+                    None => ExpectedSize::Missing,
+                };
+                self.publish_current(expected)?;
+                self.flushed = true;
+                Ok(())
+            }
+        }
+    }
+
     /// Flushes and closes the session's writer.
     pub fn close(mut self) -> Result<()> {
         self.flush()?;

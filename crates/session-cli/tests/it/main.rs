@@ -82,3 +82,156 @@ fn rename_writes_an_omp_title_slot_in_place() -> Result<()> {
     assert_eq!(session(&["--dialect", "omp", "rename", f, " \n "], &tmp.0)?["id"], serde_json::Value::Null);
     Ok(())
 }
+
+/// Runs `session ARGS` and returns (exit code, stdout, stderr).
+fn run(args: &[&str], cwd: &Path) -> Result<(i32, String, String)> {
+    let out = Command::new(env!("CARGO_BIN_EXE_session"))
+        .args(args)
+        .current_dir(cwd)
+        .env("SESSION_NO_CACHE", "1")
+        .output()?;
+    Ok((
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+/// One file as a read must leave it: name, bytes, mode, mtime (seconds, nanoseconds).
+type FileState = (String, Vec<u8>, u32, i64, i64);
+
+/// Every file of the folder: name, bytes, mode, mtime.
+fn state(dir: &Path) -> Result<Vec<FileState>> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    for e in fs_err::read_dir(dir)? {
+        let e = e?;
+        let m = fs_err::symlink_metadata(e.path())?;
+        let bytes = if m.is_file() { fs_err::read(e.path())? } else { Vec::new() };
+        out.push((e.file_name().to_string_lossy().into_owned(), bytes, m.mode(), m.mtime(), m.mtime_nsec()));
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Every inspecting command, over every file of `testdata/` and a missing one, in both
+/// dialects, leaves every file as it found it (bytes, mode, mtime) and creates nothing.
+#[cfg(unix)]
+#[test]
+fn inspecting_commands_never_write() -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    let tmp = TempDir::new("read-only")?;
+    let mut files = Vec::new();
+    for sub in ["v1", "v2", "v3", "corrupt", "sample", "generated"] {
+        for e in fs_err::read_dir(testdata.join(sub))? {
+            let p = e?.path();
+            if p.extension().is_some_and(|x| x == "jsonl") {
+                let copy = tmp.0.join(format!("{sub}-{}", p.file_name().and_then(|n| n.to_str()).unwrap_or("x")));
+                fs_err::copy(&p, &copy)?;
+                fs_err::set_permissions(&copy, std::fs::Permissions::from_mode(0o600))?;
+                files.push(copy);
+            }
+        }
+    }
+    assert!(files.len() > 20);
+    let missing = tmp.0.join("missing.jsonl");
+    let before = state(&tmp.0)?;
+    let mut answered = 0;
+    for file in files.iter().chain([&missing]) {
+        let f = file.to_str().ok_or("utf-8 path")?;
+        for dialect in ["pi", "omp"] {
+            let queries: [&[&str]; 9] = [
+                &["info", f],
+                &["entries", f],
+                &["entries", f, "--full"],
+                &["tree", f],
+                &["context", f],
+                &["context", f, "--leaf-null"],
+                &["branch", f],
+                &["check", f],
+                &["projection", f],
+            ];
+            for q in queries {
+                let mut args = vec!["--dialect", dialect];
+                args.extend_from_slice(q);
+                let (code, _, err) = run(&args, &tmp.0)?;
+                if file == &missing {
+                    assert_eq!(code, 1, "{args:?}");
+                    assert!(err.contains("missing.jsonl"), "{args:?}: {err}");
+                } else if code == 0 {
+                    answered += 1;
+                }
+            }
+        }
+    }
+    assert!(answered > 200, "most queries answer ({answered})");
+    assert_eq!(state(&tmp.0)?, before, "an inspecting command wrote");
+    Ok(())
+}
+
+/// The command line is checked: typos get a suggestion, unknown options and extra
+/// arguments are refused with exit 2, `--version` and per-command help work, and
+/// `check` exits 1 when it found damage.
+#[test]
+fn usage_errors_exit_2_and_check_reports_damage() -> Result<()> {
+    let tmp = TempDir::new("usage")?;
+    let (code, _, err) = run(&["infoo", "x"], &tmp.0)?;
+    assert_eq!(code, 2);
+    assert!(err.contains("info"), "a suggestion: {err}");
+    assert_eq!(run(&["info", "a", "b"], &tmp.0)?.0, 2);
+    assert_eq!(run(&["info", "a", "--bogus"], &tmp.0)?.0, 2);
+    let (code, out, _) = run(&["--version"], &tmp.0)?;
+    assert!(code == 0 && out.starts_with("session "), "{out}");
+    let (code, out, _) = run(&["context", "--help"], &tmp.0)?;
+    assert!(code == 0 && out.contains("--leaf") && out.contains("Example"), "{out}");
+    let (code, out, _) = run(&["completions", "bash"], &tmp.0)?;
+    assert!(code == 0 && out.contains("session"), "completions");
+
+    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    let clean = testdata.join("sample/pi.jsonl");
+    let torn = testdata.join("corrupt/torn-last-line.jsonl");
+    let (code, out, _) = run(&["--json", "check", clean.to_str().ok_or("path")?], &tmp.0)?;
+    assert_eq!(code, 0, "{out}");
+    let (code, out, _) = run(&["--json", "check", torn.to_str().ok_or("path")?], &tmp.0)?;
+    assert_eq!(code, 1, "damage found: {out}");
+    let v: serde_json::Value = serde_json::from_str(&out)?;
+    assert!(v["diagnostics"].as_array().is_some_and(|d| !d.is_empty()));
+    Ok(())
+}
+
+/// `migrate` upgrades a v1 file in place, keeps the original as a backup and the mode;
+/// a second run writes nothing. `label` labels an entry.
+#[cfg(unix)]
+#[test]
+fn migrate_keeps_a_backup_and_label_labels() -> Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    for dialect in ["pi", "omp"] {
+        let tmp = TempDir::new(&format!("migrate-{dialect}"))?;
+        let file = tmp.0.join("s.jsonl");
+        fs_err::copy(testdata.join(format!("v1/{dialect}.jsonl")), &file)?;
+        fs_err::set_permissions(&file, std::fs::Permissions::from_mode(0o600))?;
+        let original = fs_err::read(&file)?;
+        let f = file.to_str().ok_or("path")?;
+        let out = session(&["--dialect", dialect, "migrate", f], &tmp.0)?;
+        assert_eq!(out["migrated"], true, "{dialect}: {out}");
+        let backup = PathBuf::from(out["backup"].as_str().ok_or("a backup")?);
+        assert_eq!(fs_err::read(&backup)?, original);
+        assert_eq!(fs_err::metadata(&file)?.mode() & 0o777, 0o600, "{dialect}: mode kept");
+        let info = session(&["--dialect", dialect, "info", f], &tmp.0)?;
+        assert_eq!(info["header"]["version"], 3, "{dialect}: {info}");
+        let after = fs_err::read(&file)?;
+        let again = session(&["--dialect", dialect, "migrate", f], &tmp.0)?;
+        assert_eq!(again["migrated"], false);
+        assert_eq!(fs_err::read(&file)?, after, "{dialect}: the second migrate wrote");
+
+        let ids = session(&["--dialect", dialect, "entries", f], &tmp.0)?;
+        let first = ids[0].as_str().ok_or("an id")?.to_owned();
+        session(&["--dialect", dialect, "label", f, &first, "start"], &tmp.0)?;
+        let tree = session(&["--dialect", dialect, "tree", f], &tmp.0)?;
+        assert_eq!(tree[0]["label"], "start", "{dialect}: {tree}");
+        assert_eq!(run(&["--dialect", dialect, "label", f, "nope", "x"], &tmp.0)?.0, 1);
+    }
+    Ok(())
+}
