@@ -213,7 +213,7 @@ pub(crate) enum Command {
         #[arg(long)]
         no_backup: bool,
     },
-    /// List sessions of a directory (default: the current directory's sessions).
+    /// List sessions: the current directory's, of both agents (or --dialect's).
     #[command(after_help = "Example: session ls --all")]
     Ls {
         /// A session directory to list instead of the working directory's.
@@ -227,6 +227,9 @@ pub(crate) enum Command {
         /// Read every file instead of the listing cache (also SESSION_NO_CACHE=1).
         #[arg(long)]
         no_cache: bool,
+        /// One JSON object a line (each with its `agent`).
+        #[arg(long)]
+        jsonl: bool,
     },
     /// Print the session an id prefix or a file-name prefix names.
     #[command(after_help = "Example: session resume 01a2")]

@@ -53,8 +53,15 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
         Command::Rename { file, name } => rename(g, file, name)?.into(),
         Command::Label { file, id, text } => label(g, file, id, text.as_deref())?.into(),
         Command::Migrate { file, no_backup } => migrate(g, file, *no_backup, json)?.into(),
-        Command::Ls { dir, cwd, all, no_cache } => {
-            crate::find::ls(g, dir.as_deref(), cwd.as_deref(), *all, *no_cache)?.into()
+        Command::Ls { dir, cwd, all, no_cache, jsonl } => {
+            let o = crate::find::LsOptions {
+                dir: dir.as_deref(),
+                cwd: cwd.as_deref(),
+                all: *all,
+                no_cache: *no_cache,
+                jsonl: *jsonl,
+            };
+            crate::find::ls(g, &o)?.into()
         }
         Command::Resume { query, cwd, session_dir, no_cache } => {
             crate::find::resume(g, query, cwd.as_deref(), session_dir.as_deref(), *no_cache)?.into()

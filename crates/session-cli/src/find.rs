@@ -16,10 +16,12 @@ use session::model::timestamp::format_iso_millis;
 use crate::args::{Global, HistoryCommand};
 use crate::commands::{Result, wants_json};
 
-fn discovery_for(g: &Global, no_cache: bool) -> Result<Discovery> {
+fn discovery_for(g: &Global, dialect: Dialect, no_cache: bool) -> Result<Discovery> {
     let env = discovery::Env::from_process_env()?;
-    let dialect = g.dialect.map_or(Dialect::Pi, Dialect::from);
-    let discovery = Discovery::new(AgentDirs::for_dialect(dialect, &env, g.omp_home.into()));
+    let mut discovery = Discovery::new(AgentDirs::for_dialect(dialect, &env, g.omp_home.into()));
+    if !g.as_agent {
+        discovery = discovery.read_only();
+    }
     if no_cache || env.var("SESSION_NO_CACHE").is_some_and(|v| v != "0") {
         return Ok(discovery);
     }
@@ -65,54 +67,109 @@ impl ProgressLine {
     }
 }
 
-pub(crate) fn ls(g: &Global, dir: Option<&Path>, cwd: Option<&str>, all: bool, no_cache: bool) -> Result<String> {
-    let d = discovery_for(g, no_cache)?;
-    let cwd = cwd_arg(cwd)?;
-    let mut bar = ProgressLine::new();
-    let mut skipped: Vec<PathBuf> = Vec::new();
-    let mut progress = |p: Progress<'_>| {
-        if skipped.is_empty() && !p.skipped.is_empty() {
-            skipped = p.skipped.to_vec();
-        }
-        bar.update(&p);
+/// `ls`: one dialect's listing in its reference's shape (`--dialect`), or both agents'
+/// sessions merged newest first, each JSON object with an `agent` field.
+pub(crate) fn ls(g: &Global, o: &LsOptions<'_>) -> Result<String> {
+    let dialects = match g.dialect {
+        Some(d) => vec![Dialect::from(d)],
+        None => vec![Dialect::Pi, Dialect::Omp],
     };
-    let sessions = if all { d.list_all(dir, &mut progress)? } else { d.list(&cwd, dir, &mut progress)? };
+    let cwd = cwd_arg(o.cwd)?;
+    let mut bar = ProgressLine::new();
+    let mut found: Vec<(Dialect, Vec<SessionInfo>)> = Vec::new();
+    for dialect in dialects {
+        let d = discovery_for(g, dialect, o.no_cache)?;
+        let mut skipped: Vec<PathBuf> = Vec::new();
+        let mut progress = |p: Progress<'_>| {
+            if skipped.is_empty() && !p.skipped.is_empty() {
+                skipped = p.skipped.to_vec();
+            }
+            bar.update(&p);
+        };
+        let sessions = if o.all { d.list_all(o.dir, &mut progress)? } else { d.list(&cwd, o.dir, &mut progress)? };
+        for s in &skipped {
+            eprintln!("note: skipped {}: not a regular file", s.display());
+        }
+        found.push((dialect, sessions));
+    }
     bar.finish();
-    for s in &skipped {
-        eprintln!("note: skipped {}: not a regular file", s.display());
+    if let [(dialect, sessions)] = &found[..]
+        && wants_json(g)
+        && !o.jsonl
+    {
+        return Ok(discovery::sessions_to_json(*dialect, sessions));
+    }
+    // Both agents (or a stream): each session's reference shape, with its agent.
+    let mut merged: Vec<(i64, Dialect, serde_json::Value)> = Vec::new();
+    for (dialect, sessions) in &found {
+        let values: Vec<serde_json::Value> = serde_json::from_str(&discovery::sessions_to_json(*dialect, sessions))?;
+        for (s, mut v) in sessions.iter().zip(values) {
+            if let Some(obj) = v.as_object_mut() {
+                obj.insert("agent".into(), dialect.name().into());
+            }
+            merged.push((s.modified, *dialect, v));
+        }
+    }
+    merged.sort_by_key(|m| std::cmp::Reverse(m.0));
+    if o.jsonl {
+        return Ok(merged.iter().map(|(_, _, v)| v.to_string()).collect::<Vec<_>>().join("\n"));
     }
     if wants_json(g) {
-        return Ok(discovery::sessions_to_json(d.dialect(), &sessions));
+        return Ok(serde_json::Value::Array(merged.into_iter().map(|m| m.2).collect()).to_string());
     }
-    Ok(table(&sessions))
+    let mut rows: Vec<(Dialect, &SessionInfo)> =
+        found.iter().flat_map(|(d, ss)| ss.iter().map(move |s| (*d, s))).collect();
+    rows.sort_by_key(|(_, s)| std::cmp::Reverse(s.modified));
+    Ok(table(&rows))
+}
+
+/// What `ls` lists.
+pub(crate) struct LsOptions<'a> {
+    /// A session directory instead of the working directory's.
+    pub(crate) dir: Option<&'a Path>,
+    /// Whose sessions.
+    pub(crate) cwd: Option<&'a str>,
+    /// Every project's.
+    pub(crate) all: bool,
+    /// Skip the listing cache.
+    pub(crate) no_cache: bool,
+    /// One JSON object a line.
+    pub(crate) jsonl: bool,
 }
 
 fn shorten(s: &str, max: usize) -> String {
-    let one_line: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() <= max {
-        return one_line;
-    }
-    let mut out: String = one_line.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
+    crate::table::fit(s, max)
 }
 
-fn table(sessions: &[SessionInfo]) -> String {
+fn table(sessions: &[(Dialect, &SessionInfo)]) -> String {
+    use crate::table::{Column, render};
     if sessions.is_empty() {
         return "no sessions".into();
     }
-    let mut out = format!("{:<24}  {:<36}  {:>5}  {}\n", "MODIFIED (UTC)", "ID", "MSGS", "NAME / FIRST MESSAGE");
-    for s in sessions {
-        let modified = format_iso_millis(s.modified);
-        let name = s.name.as_deref().or(s.title.as_deref()).unwrap_or(&s.first_message);
-        out.push_str(&format!(
-            "{:<24}  {:<36}  {:>5}  {}\n",
-            &modified[..modified.len().min(24)],
-            shorten(&s.id, 36),
-            s.message_count,
-            shorten(name, 60)
-        ));
-    }
+    let now = session::store::clock::Clock::now_ms(&session::store::clock::SystemClock);
+    let columns = [
+        Column { header: "MODIFIED", right: false, flex: 0 },
+        Column { header: "AGENT", right: false, flex: 0 },
+        Column { header: "MSGS", right: true, flex: 0 },
+        Column { header: "ID", right: false, flex: 0 },
+        Column { header: "NAME / FIRST MESSAGE", right: false, flex: 3 },
+        Column { header: "CWD", right: false, flex: 2 },
+    ];
+    let rows: Vec<Vec<String>> = sessions
+        .iter()
+        .map(|(d, s)| {
+            let name = s.name.as_deref().or(s.title.as_deref()).unwrap_or(&s.first_message);
+            vec![
+                discovery::time_ago(s.modified, now),
+                d.name().to_owned(),
+                s.message_count.to_string(),
+                s.id.chars().take(8).collect(),
+                name.to_owned(),
+                s.cwd.clone(),
+            ]
+        })
+        .collect();
+    let mut out = render(&columns, &rows, crate::table::width(), crate::table::colour());
     out.push_str(&format!("{} session(s)", sessions.len()));
     out
 }
@@ -124,7 +181,7 @@ pub(crate) fn resume(
     session_dir: Option<&Path>,
     no_cache: bool,
 ) -> Result<String> {
-    let d = discovery_for(g, no_cache)?;
+    let d = discovery_for(g, g.dialect.map_or(Dialect::Pi, Dialect::from), no_cache)?;
     let cwd = cwd_arg(cwd)?;
     let (path, scope): (PathBuf, &str) = match d.resolve_resumable(arg, &cwd, session_dir)? {
         ResumeTarget::Path(p) => (p, "path"),

@@ -9,6 +9,7 @@ mod args;
 mod commands;
 mod find;
 mod human;
+mod table;
 
 use std::io::Write;
 use std::process::ExitCode;

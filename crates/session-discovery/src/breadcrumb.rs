@@ -178,7 +178,7 @@ impl Discovery {
         }
         let d = match dir {
             Some(d) => PathBuf::from(env.resolve(&d.to_string_lossy())),
-            None => self.dirs().ensure_default_session_dir(cwd)?,
+            None => self.session_dir_of(cwd)?,
         };
         Ok(self.find_most_recent_non_empty(&d).map_or(ContinueDecision::New, |s| ContinueDecision::Open(Box::new(s))))
     }

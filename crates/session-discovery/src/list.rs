@@ -88,6 +88,8 @@ pub struct Discovery {
     dirs: AgentDirs,
     /// Where the listing cache lives and the smallest listing it is used for.
     cache: Option<(PathBuf, usize)>,
+    /// Never create, move or rename anything in the agents' directories.
+    read_only: bool,
 }
 
 fn noop(_: Progress<'_>) {}
@@ -95,7 +97,26 @@ fn noop(_: Progress<'_>) {}
 impl Discovery {
     /// Creates discovery over `dirs`.
     pub fn new(dirs: AgentDirs) -> Discovery {
-        Discovery { dirs, cache: None }
+        Discovery { dirs, cache: None, read_only: false }
+    }
+
+    /// Makes every call leave the agents' directories as it found them: the default
+    /// session directory of a cwd is not created when missing (it lists as empty),
+    /// omp's legacy buckets are not moved and its orphaned backups are not promoted
+    /// (the references do all three while listing). The listing cache, outside those
+    /// directories, is still kept.
+    pub fn read_only(mut self) -> Discovery {
+        self.read_only = true;
+        self
+    }
+
+    /// Returns the default session directory of `cwd`: created (and omp's legacy
+    /// buckets moved into it) as the references do, or only named when read-only.
+    pub(crate) fn session_dir_of(&self, cwd: &str) -> Result<PathBuf, DiscoveryError> {
+        if self.read_only {
+            return Ok(self.dirs.default_session_dir(cwd));
+        }
+        self.dirs.ensure_default_session_dir(cwd)
     }
 
     /// Keeps what listings learn about each session file in `dir` between runs and
@@ -180,7 +201,7 @@ impl Discovery {
                 let filter = !self.dirs.is_default_dir(d, cwd);
                 (self.resolve_dir(d), filter)
             }
-            None => (self.dirs.ensure_default_session_dir(cwd)?, false),
+            None => (self.session_dir_of(cwd)?, false),
         };
         match self.dialect() {
             Dialect::Pi => {
@@ -269,7 +290,7 @@ impl Discovery {
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Vec<SessionInfo>, DiscoveryError> {
         let files = || {
-            if recover {
+            if recover && !self.read_only {
                 recover_orphaned_backups(dir);
             }
             omp_dir_files(dir)
@@ -346,7 +367,7 @@ impl Discovery {
             Dialect::Pi => {
                 let (d, filter) = match dir {
                     Some(d) => (self.resolve_dir(d), !self.dirs.is_default_dir(d, cwd)),
-                    None => (self.dirs.ensure_default_session_dir(cwd)?, false),
+                    None => (self.session_dir_of(cwd)?, false),
                 };
                 let resolved_cwd = self.dirs.env.resolve(cwd);
                 let Ok(entries) = io::read_dir(&d) else { return Ok(None) };
@@ -359,7 +380,7 @@ impl Discovery {
             Dialect::Omp => {
                 let d = match dir {
                     Some(d) => self.resolve_dir(d),
-                    None => self.dirs.ensure_default_session_dir(cwd)?,
+                    None => self.session_dir_of(cwd)?,
                 };
                 Ok(self.omp_scan_dir(&d, true, true, &mut noop)?.into_iter().find(|s| s.id == id).map(|s| s.path))
             }
@@ -385,7 +406,7 @@ impl Discovery {
             Dialect::Omp => {
                 let local_dir = match dir {
                     Some(d) => self.resolve_dir(d),
-                    None => self.dirs.ensure_default_session_dir(cwd)?,
+                    None => self.session_dir_of(cwd)?,
                 };
                 let local = self.omp_scan_dir(&local_dir, true, true, &mut noop)?;
                 if let Some(s) = local.into_iter().find(|s| omp_matches(s, arg)) {
