@@ -231,8 +231,8 @@ pub(crate) enum Command {
         #[arg(long)]
         jsonl: bool,
     },
-    /// Print the session an id prefix or a file-name prefix names.
-    #[command(after_help = "Example: session resume 01a2")]
+    /// Print the session an id prefix, a file-name prefix, a name or a first message names.
+    #[command(after_help = "Example: session resume 01a2\n         session resume 'config loader'")]
     Resume {
         /// An id prefix, a file-name prefix or a path.
         query: String,
@@ -242,6 +242,16 @@ pub(crate) enum Command {
         /// A session directory to search instead of the default one.
         #[arg(long, value_name = "DIR")]
         session_dir: Option<PathBuf>,
+        /// Read every file instead of the listing cache.
+        #[arg(long)]
+        no_cache: bool,
+    },
+    /// Print the session the agent's own --continue would open here (writes nothing).
+    #[command(after_help = "Example: session continue --dialect omp")]
+    Continue {
+        /// Whose sessions (default: the process's working directory).
+        #[arg(long, value_name = "CWD")]
+        cwd: Option<String>,
         /// Read every file instead of the listing cache.
         #[arg(long)]
         no_cache: bool,

@@ -66,6 +66,7 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
         Command::Resume { query, cwd, session_dir, no_cache } => {
             crate::find::resume(g, query, cwd.as_deref(), session_dir.as_deref(), *no_cache)?.into()
         }
+        Command::Continue { cwd, no_cache } => crate::find::continue_cmd(g, cwd.as_deref(), *no_cache)?.into(),
         Command::History { command } => crate::find::history(g, command)?.into(),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

@@ -174,6 +174,10 @@ fn table(sessions: &[(Dialect, &SessionInfo)]) -> String {
     out
 }
 
+/// `resume QUERY`: the reference's own lookup (an id prefix, a file-name prefix or a
+/// path) in the dialect given or in pi then omp; failing that, the sessions of both
+/// agents whose name, title or first message contains the query (case-insensitively):
+/// one is the answer, several are an error that lists them.
 pub(crate) fn resume(
     g: &Global,
     arg: &str,
@@ -181,17 +185,64 @@ pub(crate) fn resume(
     session_dir: Option<&Path>,
     no_cache: bool,
 ) -> Result<String> {
-    let d = discovery_for(g, g.dialect.map_or(Dialect::Pi, Dialect::from), no_cache)?;
     let cwd = cwd_arg(cwd)?;
-    let (path, scope): (PathBuf, &str) = match d.resolve_resumable(arg, &cwd, session_dir)? {
-        ResumeTarget::Path(p) => (p, "path"),
-        ResumeTarget::Session { session, scope } => {
-            (session.path, if scope == discovery::Scope::Local { "local" } else { "global" })
-        }
-        ResumeTarget::NotFound => {
-            return Err(format!("no session matches {arg:?}; try `session ls --all` to see every session").into());
-        }
+    let dialects = match g.dialect {
+        Some(d) => vec![Dialect::from(d)],
+        None => vec![Dialect::Pi, Dialect::Omp],
     };
+    let mut hit: Option<(Dialect, PathBuf, &str)> = None;
+    for &dialect in &dialects {
+        let d = discovery_for(g, dialect, no_cache)?;
+        match d.resolve_resumable(arg, &cwd, session_dir)? {
+            ResumeTarget::Path(p) => {
+                hit = Some((dialect, p, "path"));
+                break;
+            }
+            ResumeTarget::Session { session, scope } => {
+                let scope = if scope == discovery::Scope::Local { "local" } else { "global" };
+                hit = Some((dialect, session.path, scope));
+                break;
+            }
+            ResumeTarget::NotFound => {}
+        }
+    }
+    if hit.is_none() {
+        let needle = arg.to_lowercase();
+        let mut matches: Vec<(Dialect, SessionInfo)> = Vec::new();
+        for &dialect in &dialects {
+            let d = discovery_for(g, dialect, no_cache)?;
+            for s in d.list_all(session_dir, &mut |_| {})? {
+                let name = s.name.as_deref().or(s.title.as_deref()).unwrap_or_default();
+                if name.to_lowercase().contains(&needle) || s.first_message.to_lowercase().contains(&needle) {
+                    matches.push((dialect, s));
+                }
+            }
+        }
+        match matches.len() {
+            0 => {
+                return Err(format!(
+                    "no session matches {arg:?} (by id, file name, name or first message); `session ls --all` lists every session"
+                )
+                .into());
+            }
+            1 => {
+                let (dialect, s) = matches.remove(0);
+                hit = Some((dialect, s.path, "name"));
+            }
+            n => {
+                let mut text = format!("{n} sessions match {arg:?}; give more of the name or an id prefix:");
+                for (dialect, s) in matches.iter().take(10) {
+                    let name = s.name.as_deref().or(s.title.as_deref()).unwrap_or(&s.first_message);
+                    text.push_str(&format!("\n  {}  {:<3}  {}", s.id, dialect.name(), shorten(name, 60)));
+                }
+                if n > 10 {
+                    text.push_str(&format!("\n  … and {} more", n - 10));
+                }
+                return Err(text.into());
+            }
+        }
+    }
+    let Some((dialect, path, scope)) = hit else { return Err("no session found".into()) };
     if !wants_json(g) {
         return Ok(path.display().to_string());
     }
@@ -199,6 +250,71 @@ pub(crate) fn resume(
     write_js_str(&mut out, &path.to_string_lossy());
     out.push_str(",\"scope\":");
     write_js_str(&mut out, scope);
+    if g.dialect.is_none() {
+        out.push_str(",\"agent\":");
+        write_js_str(&mut out, dialect.name());
+    }
+    out.push('}');
+    Ok(out)
+}
+
+/// `continue`: the session the agent's own `--continue` would open in `cwd` (omp: the
+/// terminal's breadcrumb first, then the newest non-empty session; pi: the newest
+/// session of the directory), or, without `--dialect`, the newer of the two agents'
+/// picks. Writes nothing (no breadcrumb).
+pub(crate) fn continue_cmd(g: &Global, cwd: Option<&str>, no_cache: bool) -> Result<String> {
+    let cwd = cwd_arg(cwd)?;
+    let dialects = match g.dialect {
+        Some(d) => vec![Dialect::from(d)],
+        None => vec![Dialect::Pi, Dialect::Omp],
+    };
+    let env = discovery::Env::from_process_env()?;
+    let mut best: Option<(i64, Dialect, PathBuf, &str)> = None;
+    for dialect in dialects {
+        let d = discovery_for(g, dialect, no_cache)?;
+        let pick = match dialect {
+            Dialect::Omp => match d.continue_recent(&cwd, None, env.terminal_id().as_deref())? {
+                discovery::ContinueDecision::Open(s) => Some((s.modified, s.path, "open")),
+                discovery::ContinueDecision::Reroot { session_file, .. } => {
+                    use session::store::Storage;
+                    let stat = session::store::FileStorage::new().stat(&session_file)?;
+                    let modified = stat.map_or(0, |s| s.mtime_ms);
+                    Some((modified, session_file, "reroot"))
+                }
+                discovery::ContinueDecision::New => None,
+            },
+            Dialect::Pi => {
+                let dir = d.dirs().default_session_dir(&cwd);
+                d.find_most_recent(&dir, None).map(|p| {
+                    let modified = d
+                        .list("", Some(&dir), &mut |_| {})
+                        .ok()
+                        .and_then(|ss| ss.into_iter().find(|s| s.path == p).map(|s| s.modified));
+                    (modified.unwrap_or(0), p, "open")
+                })
+            }
+        };
+        if let Some((modified, path, how)) = pick
+            && best.as_ref().is_none_or(|b| modified > b.0)
+        {
+            best = Some((modified, dialect, path, how));
+        }
+    }
+    let Some((_, dialect, path, how)) = best else {
+        if wants_json(g) {
+            return Ok("{\"path\":null,\"decision\":\"new\"}".to_owned());
+        }
+        return Err(format!("no session to continue in {cwd}; the agent would start a new one").into());
+    };
+    if !wants_json(g) {
+        return Ok(path.display().to_string());
+    }
+    let mut out = String::from("{\"path\":");
+    write_js_str(&mut out, &path.to_string_lossy());
+    out.push_str(",\"decision\":");
+    write_js_str(&mut out, how);
+    out.push_str(",\"agent\":");
+    write_js_str(&mut out, dialect.name());
     out.push('}');
     Ok(out)
 }

@@ -235,3 +235,69 @@ fn migrate_keeps_a_backup_and_label_labels() -> Result<()> {
     }
     Ok(())
 }
+
+/// `ls`, `resume` and `continue` find both agents' sessions under their real homes
+/// (`~/.pi/agent`, `~/.omp/agent`), create nothing there, and `resume` by name either
+/// finds one session or lists the candidates.
+#[cfg(unix)]
+#[test]
+fn sessions_are_found_in_both_agents_homes() -> Result<()> {
+    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    let tmp = TempDir::new("homes")?;
+    let home = tmp.0.join("home");
+    let work = tmp.0.join("work");
+    fs_err::create_dir_all(&work)?;
+    let pi_dir = home
+        .join(".pi/agent/sessions")
+        .join(format!("--{}--", work.to_string_lossy().trim_start_matches('/').replace('/', "-")));
+    let omp_dir = home
+        .join(".omp/agent/sessions")
+        .join(format!("-{}", work.to_string_lossy().trim_start_matches('/').replace('/', "-")));
+    fs_err::create_dir_all(&pi_dir)?;
+    fs_err::create_dir_all(&omp_dir)?;
+    fs_err::copy(testdata.join("sample/pi.jsonl"), pi_dir.join("2026-01-01T00-00-00-000Z_a.jsonl"))?;
+    fs_err::copy(testdata.join("sample/omp.jsonl"), omp_dir.join("2026-01-02T00-00-00-000Z_b.jsonl"))?;
+    let before = state(&pi_dir)?;
+    let run_home = |args: &[&str]| -> Result<(i32, String, String)> {
+        let out = Command::new(env!("CARGO_BIN_EXE_session"))
+            .args(args)
+            .current_dir(&work)
+            .env("HOME", &home)
+            .env_remove("PI_CODING_AGENT_DIR")
+            .env_remove("PI_CONFIG_DIR")
+            .env_remove("XDG_DATA_HOME")
+            .env("SESSION_NO_CACHE", "1")
+            .output()?;
+        Ok((
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into(),
+            String::from_utf8_lossy(&out.stderr).into(),
+        ))
+    };
+    let (code, out, err) = run_home(&["ls", "--json"])?;
+    assert_eq!(code, 0, "{err}");
+    let listed: serde_json::Value = serde_json::from_str(&out)?;
+    let agents: Vec<&str> = listed.as_array().ok_or("an array")?.iter().filter_map(|s| s["agent"].as_str()).collect();
+    assert_eq!(agents.len(), 2, "{out}");
+    assert!(agents.contains(&"pi") && agents.contains(&"omp"), "{out}");
+    let (code, out, _) = run_home(&["ls", "--jsonl"])?;
+    assert_eq!((code, out.lines().count()), (0, 2));
+
+    let (code, out, err) = run_home(&["resume", "--json", "value write"])?;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("_a.jsonl") && out.contains("\"agent\":\"pi\""), "{out}");
+    let (code, _, err) = run_home(&["resume", "a"])?;
+    assert_eq!(code, 1);
+    assert!(err.contains("2 sessions match") && err.contains("pi") && err.contains("omp"), "{err}");
+    let (code, out, err) = run_home(&["continue", "--json", "--dialect", "pi"])?;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("_a.jsonl"), "{out}");
+    assert_eq!(state(&pi_dir)?, before, "finding wrote to the sessions folder");
+    // A directory with no sessions: nothing is created for it.
+    let other = tmp.0.join("elsewhere");
+    fs_err::create_dir_all(&other)?;
+    let (code, out, _) = run_home(&["ls", "--json", "--dialect", "pi", "--cwd", other.to_str().ok_or("path")?])?;
+    assert_eq!((code, out.trim()), (0, "[]"));
+    assert_eq!(fs_err::read_dir(home.join(".pi/agent/sessions"))?.count(), 1, "no bucket created");
+    Ok(())
+}
