@@ -213,6 +213,43 @@ pub(crate) enum Command {
         #[arg(long)]
         no_backup: bool,
     },
+    /// Write the session as the loader reads it (damage dropped, old versions migrated),
+    /// keeping the original as a backup.
+    #[command(after_help = "Example: session repair FILE   # keeps FILE.<time>.bak")]
+    Repair {
+        /// The session file (never written when it does not load).
+        file: PathBuf,
+        /// Do not keep the original.
+        #[arg(long)]
+        no_backup: bool,
+    },
+    /// Delete a session with its artifacts directory and backups (asks first).
+    #[command(after_help = "Example: session rm FILE --yes")]
+    Rm {
+        /// The session file.
+        file: PathBuf,
+        /// Do not ask.
+        #[arg(long, short)]
+        yes: bool,
+    },
+    /// Write the branch to the leaf as a readable document (Markdown or one HTML file).
+    #[command(after_help = "Example: session export FILE --format html > session.html")]
+    Export {
+        /// The session file.
+        file: PathBuf,
+        /// The leaf whose branch to export (default: the current leaf).
+        #[arg(long, value_name = "ID")]
+        leaf: Option<String>,
+        /// The document's format.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Md)]
+        format: ExportFormat,
+    },
+    /// Count sessions, bytes, entries by type, tokens and cost.
+    #[command(after_help = "Example: session stats")]
+    Stats {
+        /// A sessions root or folder instead of both agents' homes.
+        dir: Option<PathBuf>,
+    },
     /// List sessions: the current directory's, of both agents (or --dialect's).
     #[command(after_help = "Example: session ls --all")]
     Ls {
@@ -267,6 +304,15 @@ pub(crate) enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+}
+
+/// `export --format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ExportFormat {
+    /// Markdown.
+    Md,
+    /// One self-contained HTML file, images inlined.
+    Html,
 }
 
 /// `history` commands.

@@ -4,7 +4,7 @@
 //! for a person (`crate::human`).
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 use session::model::json::{write_js_str, write_js_value};
@@ -53,6 +53,10 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
         Command::Rename { file, name } => rename(g, file, name)?.into(),
         Command::Label { file, id, text } => label(g, file, id, text.as_deref())?.into(),
         Command::Migrate { file, no_backup } => migrate(g, file, *no_backup, json)?.into(),
+        Command::Repair { file, no_backup } => crate::jobs::repair(g, file, *no_backup, json)?.into(),
+        Command::Rm { file, yes } => crate::jobs::rm(file, *yes)?.into(),
+        Command::Export { file, leaf, format } => crate::jobs::export(g, file, leaf.as_deref(), *format)?.into(),
+        Command::Stats { dir } => crate::jobs::stats(g, dir.as_deref())?.into(),
         Command::Ls { dir, cwd, all, no_cache, jsonl } => {
             let o = crate::find::LsOptions {
                 dir: dir.as_deref(),
@@ -79,7 +83,7 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
 
 /// The environment for `dialect`: real files, and for omp the blob store (`--blob-dir`,
 /// else `<agent dir>/blobs` as omp uses it).
-fn env(g: &Global, dialect: Dialect) -> Env {
+pub(crate) fn env(g: &Global, dialect: Dialect) -> Env {
     let env = Env::files();
     let blobs = match (&g.blob_dir, dialect) {
         (Some(dir), _) => Some(dir.clone()),
@@ -95,7 +99,7 @@ fn env(g: &Global, dialect: Dialect) -> Env {
 }
 
 /// The dialect from `--dialect`, else the file's own (a title slot means omp).
-fn dialect_for(g: &Global, file: &Path) -> Dialect {
+pub(crate) fn dialect_for(g: &Global, file: &Path) -> Dialect {
     if let Some(d) = g.dialect {
         return d.into();
     }
@@ -108,7 +112,7 @@ fn dialect_for(g: &Global, file: &Path) -> Dialect {
 
 /// Opens the session to inspect it: read-only (nothing written, a missing file is an
 /// error), or as the agent opens it with `--as-agent`.
-fn open(g: &Global, file: &Path) -> Result<SessionManager> {
+pub(crate) fn open(g: &Global, file: &Path) -> Result<SessionManager> {
     open_as(g, file, OpenMode::ReadOnly)
 }
 
@@ -303,21 +307,14 @@ fn label(g: &Global, file: &Path, id: &str, text: Option<&str>) -> Result<String
 /// Upgrades the file to version 3 in place, atomically; the original is kept as
 /// `<file>.<epoch ms>.bak` (omp's backup naming) unless `no_backup`.
 fn migrate(g: &Global, file: &Path, no_backup: bool, json: bool) -> Result<String> {
-    use session::store::Storage;
     let dialect = dialect_for(g, file);
     let probe = SessionManager::open_read_only(dialect, file, env(g, dialect))?;
     let report = probe.load_report().clone();
     drop(probe);
     let mut backup = None;
     if report.migrated {
-        let storage = session::store::FileStorage::new();
-        let original = storage.read(file)?;
         if !no_backup {
-            let mut name = file.as_os_str().to_owned();
-            name.push(format!(".{}.bak", session::store::clock::Clock::now_ms(&session::store::clock::SystemClock)));
-            let path = PathBuf::from(name);
-            storage.write_new(&path, &original)?;
-            backup = Some(path);
+            backup = Some(crate::jobs::back_up(file)?);
         }
         let mut m = SessionManager::open_with(dialect, file, env(g, dialect), OpenMode::MustExist)?;
         if !m.load_report().wrote {

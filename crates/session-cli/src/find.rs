@@ -16,7 +16,7 @@ use session::model::timestamp::format_iso_millis;
 use crate::args::{Global, HistoryCommand};
 use crate::commands::{Result, wants_json};
 
-fn discovery_for(g: &Global, dialect: Dialect, no_cache: bool) -> Result<Discovery> {
+pub(crate) fn discovery_for(g: &Global, dialect: Dialect, no_cache: bool) -> Result<Discovery> {
     let env = discovery::Env::from_process_env()?;
     let mut discovery = Discovery::new(AgentDirs::for_dialect(dialect, &env, g.omp_home.into()));
     if !g.as_agent {

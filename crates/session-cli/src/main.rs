@@ -9,6 +9,7 @@ mod args;
 mod commands;
 mod find;
 mod human;
+mod jobs;
 mod table;
 
 use std::io::Write;

@@ -1,0 +1,351 @@
+//! The jobs beyond the references' API: `repair`, `rm`, `export` and `stats`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{BufRead, IsTerminal, Write as _};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use session::store::Storage;
+use session::tree::{self, Leaf};
+use session::{Dialect, OpenMode, SessionManager};
+
+use crate::args::{ExportFormat, Global};
+use crate::commands::{Result, dialect_for, env, open, wants_json};
+
+/// Returns `<file>.<epoch ms>.bak`, omp's backup naming (its listing promotes such a
+/// backup only when the session itself is missing).
+fn backup_path(file: &Path) -> PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(format!(".{}.bak", session::store::clock::Clock::now_ms(&session::store::clock::SystemClock)));
+    PathBuf::from(name)
+}
+
+/// Copies `file` to a new backup beside it and returns the backup's path.
+pub(crate) fn back_up(file: &Path) -> Result<PathBuf> {
+    let storage = session::store::FileStorage::new();
+    let bytes = storage.read(file)?;
+    let path = backup_path(file);
+    storage.write_new(&path, &bytes)?;
+    Ok(path)
+}
+
+/// `repair FILE`: writes the session as the loader reads it (garbage lines, a torn
+/// last line and blank lines dropped, a v1/v2 file migrated), atomically, keeping the
+/// original as a backup unless `no_backup`. A file that does not load (no valid
+/// header) is never written. A clean file is left alone.
+pub(crate) fn repair(g: &Global, file: &Path, no_backup: bool, json: bool) -> Result<String> {
+    let probe = open(g, file)?;
+    let findings = probe.diagnostics().len();
+    let migrated = probe.load_report().migrated;
+    drop(probe);
+    let damaged = findings > 0 || migrated;
+    let mut backup = None;
+    if damaged {
+        if !no_backup {
+            backup = Some(back_up(file)?);
+        }
+        let dialect = dialect_for(g, file);
+        let mut m = SessionManager::open_with(dialect, file, env(g, dialect), OpenMode::MustExist)?;
+        m.rewrite_entries()?;
+        m.close()?;
+    }
+    if json {
+        let mut out = serde_json::Map::new();
+        out.insert("repaired".into(), damaged.into());
+        out.insert("findings".into(), findings.into());
+        out.insert("migrated".into(), migrated.into());
+        out.insert("backup".into(), backup.as_ref().map(|b| Value::from(b.to_string_lossy().into_owned())).into());
+        return Ok(Value::Object(out).to_string());
+    }
+    Ok(match (damaged, backup) {
+        (false, _) => format!("{}: nothing to repair", file.display()),
+        (true, Some(b)) => format!(
+            "{}: repaired ({findings} finding(s){}); original kept as {}",
+            file.display(),
+            if migrated { ", migrated" } else { "" },
+            b.display()
+        ),
+        (true, None) => format!("{}: repaired ({findings} finding(s))", file.display()),
+    })
+}
+
+/// `rm FILE`: deletes the session with its artifacts directory and backups, after
+/// asking on a terminal (or with `yes`).
+pub(crate) fn rm(file: &Path, yes: bool) -> Result<String> {
+    let storage = session::store::FileStorage::new();
+    match storage.stat(file)? {
+        Some(st) if st.is_file => {}
+        Some(_) => return Err(format!("{} is not a session file", file.display()).into()),
+        None => return Err(format!("session file not found: {}", file.display()).into()),
+    }
+    if !yes {
+        if !std::io::stdin().is_terminal() {
+            return Err(format!("refusing to delete {} without --yes (stdin is not a terminal)", file.display()).into());
+        }
+        eprint!("delete {} and its artifacts? [y/N] ", file.display());
+        std::io::stderr().flush()?;
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            return Err("nothing deleted".into());
+        }
+    }
+    storage.delete_with_artifacts(file)?;
+    Ok(format!("deleted {}", file.display()))
+}
+
+fn html_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// One block of a message, rendered for the document.
+enum Piece {
+    Text(String),
+    Thinking(String),
+    ToolCall { name: String, args: String },
+    Image { mime: String, data: String },
+    Other(String),
+}
+
+fn pieces(content: Option<&Value>) -> Vec<Piece> {
+    match content {
+        Some(Value::String(s)) => vec![Piece::Text(s.clone())],
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .map(|b| {
+                let s = |k: &str| b.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+                match b.get("type").and_then(Value::as_str) {
+                    Some("text") => Piece::Text(s("text")),
+                    Some("thinking") => Piece::Thinking(s("thinking")),
+                    Some("toolCall") => Piece::ToolCall {
+                        name: s("name"),
+                        args: b.get("arguments").map(|a| serde_json::to_string_pretty(a).unwrap_or_default()).unwrap_or_default(),
+                    },
+                    Some("image") => Piece::Image { mime: s("mimeType"), data: s("data") },
+                    Some(other) => Piece::Other(other.to_owned()),
+                    None => Piece::Other("block".to_owned()),
+                }
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A heading for a message of the projected context.
+fn heading(msg: &Value) -> String {
+    let role = msg.get("role").and_then(Value::as_str).unwrap_or("?");
+    match role {
+        "toolResult" => {
+            let name = msg.get("toolName").and_then(Value::as_str).unwrap_or("tool");
+            let error = msg.get("isError").and_then(Value::as_bool) == Some(true);
+            format!("Result of {name}{}", if error { " (error)" } else { "" })
+        }
+        "compactionSummary" => "Summary of earlier messages".to_owned(),
+        "branchSummary" => "Summary of another branch".to_owned(),
+        "user" => "User".to_owned(),
+        "assistant" => "Assistant".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+/// `export FILE`: the branch to the leaf as a readable document, Markdown or one
+/// self-contained HTML file (images inlined; omp's blob references resolved from the
+/// blob store).
+pub(crate) fn export(g: &Global, file: &Path, leaf: Option<&str>, format: ExportFormat) -> Result<String> {
+    let mut m = open(g, file)?;
+    if let Some(id) = leaf {
+        m.tree_mut().branch(id)?;
+    }
+    let context = match m.dialect() {
+        Dialect::Pi => tree::pi::build_context(m.tree(), Leaf::Current).to_json_string(),
+        Dialect::Omp => {
+            tree::omp::build_context(m.tree(), Leaf::Current, tree::omp::ContextOptions { transcript: true })
+                .to_json_string()
+        }
+    };
+    let context: Value = serde_json::from_str(&context)?;
+    let messages = context.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+    let title = m.session_name().unwrap_or_else(|| format!("Session {}", m.session_id()));
+    let mut out = String::new();
+    match format {
+        ExportFormat::Md => {
+            let _ = writeln!(out, "# {title}\n\n`{}` · {} · {}\n", m.session_id(), m.cwd(), m.header().get_str("timestamp").unwrap_or(""));
+            for msg in &messages {
+                let _ = writeln!(out, "## {}\n", heading(msg));
+                if let Some(summary) = msg.get("summary").and_then(Value::as_str) {
+                    let _ = writeln!(out, "{summary}\n");
+                }
+                for p in pieces(msg.get("content")) {
+                    match p {
+                        Piece::Text(t) => {
+                            let _ = writeln!(out, "{t}\n");
+                        }
+                        Piece::Thinking(t) => {
+                            let quoted: Vec<String> = t.lines().map(|l| format!("> {l}")).collect();
+                            let _ = writeln!(out, "> *thinking*\n{}\n", quoted.join("\n"));
+                        }
+                        Piece::ToolCall { name, args } => {
+                            let _ = writeln!(out, "**→ {name}**\n\n```json\n{args}\n```\n");
+                        }
+                        Piece::Image { mime, .. } => {
+                            let _ = writeln!(out, "*[image {mime}]*\n");
+                        }
+                        Piece::Other(t) => {
+                            let _ = writeln!(out, "*[{t}]*\n");
+                        }
+                    }
+                }
+            }
+        }
+        ExportFormat::Html => {
+            let _ = write!(
+                out,
+                "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{}</title><style>\
+                 body{{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;line-height:1.5}}\
+                 section{{border-left:4px solid #ccc;padding:.2rem 1rem;margin:1rem 0}}\
+                 section.user{{border-color:#3b82f6}}section.assistant{{border-color:#10b981}}\
+                 section.toolResult{{border-color:#a3a3a3;font-size:.9em}}pre{{background:#f4f4f5;padding:.6rem;overflow:auto;white-space:pre-wrap}}\
+                 .thinking{{color:#6b7280;font-style:italic}}img{{max-width:100%}}h2{{font-size:1rem;margin:.2rem 0}}\
+                 </style></head><body>\n<h1>{}</h1>\n<p><code>{}</code> · {}</p>\n",
+                html_escape(&title),
+                html_escape(&title),
+                html_escape(m.session_id()),
+                html_escape(m.cwd())
+            );
+            for msg in &messages {
+                let role = msg.get("role").and_then(Value::as_str).unwrap_or("other");
+                let _ = write!(out, "<section class=\"{}\"><h2>{}</h2>\n", html_escape(role), html_escape(&heading(msg)));
+                if let Some(summary) = msg.get("summary").and_then(Value::as_str) {
+                    let _ = writeln!(out, "<pre>{}</pre>", html_escape(summary));
+                }
+                for p in pieces(msg.get("content")) {
+                    let _ = match p {
+                        Piece::Text(t) => writeln!(out, "<pre>{}</pre>", html_escape(&t)),
+                        Piece::Thinking(t) => writeln!(out, "<pre class=\"thinking\">{}</pre>", html_escape(&t)),
+                        Piece::ToolCall { name, args } => {
+                            writeln!(out, "<p>→ <b>{}</b></p><pre>{}</pre>", html_escape(&name), html_escape(&args))
+                        }
+                        Piece::Image { mime, data } => {
+                            let safe = data.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
+                            if safe && mime.starts_with("image/") {
+                                writeln!(out, "<img alt=\"image\" src=\"data:{};base64,{data}\">", html_escape(&mime))
+                            } else {
+                                writeln!(out, "<p><i>[image]</i></p>")
+                            }
+                        }
+                        Piece::Other(t) => writeln!(out, "<p><i>[{}]</i></p>", html_escape(&t)),
+                    };
+                }
+                out.push_str("</section>\n");
+            }
+            out.push_str("</body></html>");
+        }
+    }
+    Ok(out.trim_end().to_owned())
+}
+
+/// `stats`: for every session under the agents' homes (or `dir`): counts, bytes, the
+/// largest sessions, entries by type, and tokens and cost summed from assistant usage.
+pub(crate) fn stats(g: &Global, dir: Option<&Path>) -> Result<String> {
+    let dialects = match g.dialect {
+        Some(d) => vec![Dialect::from(d)],
+        None => vec![Dialect::Pi, Dialect::Omp],
+    };
+    let storage = session::store::FileStorage::new();
+    let (mut sessions, mut bytes, mut unreadable) = (0u64, 0u64, 0u64);
+    let mut largest: Vec<(u64, PathBuf)> = Vec::new();
+    let mut by_type: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut input, mut output, mut cache_read, mut cost) = (0f64, 0f64, 0f64, 0f64);
+    for dialect in dialects {
+        let d = crate::find::discovery_for(g, dialect, false)?;
+        for info in d.list_all(dir, &mut |_| {})? {
+            let size = storage.stat(&info.path)?.map_or(0, |s| s.size);
+            sessions += 1;
+            bytes += size;
+            largest.push((size, info.path.clone()));
+            let Ok(m) = SessionManager::open_with(dialect, &info.path, env(g, dialect), OpenMode::ReadOnly) else {
+                unreadable += 1;
+                continue;
+            };
+            for r in m.tree().entries() {
+                *by_type.entry(r.type_str().unwrap_or("?").to_owned()).or_default() += 1;
+                if r.message_role() == Some("assistant")
+                    && let Some(usage) = r.get("message").and_then(|msg| msg.get("usage"))
+                {
+                    let n = |k: &str| usage.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+                    input += n("input");
+                    output += n("output");
+                    cache_read += n("cacheRead");
+                    cost += usage.get("cost").and_then(|c| c.get("total")).and_then(Value::as_f64).unwrap_or(0.0);
+                }
+            }
+        }
+    }
+    largest.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    largest.truncate(5);
+    if wants_json(g) {
+        let v = serde_json::json!({
+            "sessions": sessions,
+            "bytes": bytes,
+            "unreadable": unreadable,
+            "largest": largest.iter().map(|(n, p)| serde_json::json!({"path": p.to_string_lossy(), "bytes": n})).collect::<Vec<_>>(),
+            "entriesByType": by_type,
+            "tokens": {"input": input, "output": output, "cacheRead": cache_read},
+            "cost": cost,
+        });
+        return Ok(v.to_string());
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "{sessions} session(s), {}", human_bytes(bytes));
+    if unreadable > 0 {
+        let _ = writeln!(out, "{unreadable} could not be read (see `session check`)");
+    }
+    let _ = writeln!(out, "\nlargest:");
+    for (n, p) in &largest {
+        let _ = writeln!(out, "  {:>9}  {}", human_bytes(*n), p.display());
+    }
+    let _ = writeln!(out, "\nentries by type:");
+    for (t, n) in &by_type {
+        let _ = writeln!(out, "  {n:>9}  {t}");
+    }
+    let _ = write!(
+        out,
+        "\ntokens: {input:.0} input, {output:.0} output, {cache_read:.0} cache read\ncost: ${cost:.4}"
+    );
+    Ok(out)
+}
+
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 { format!("{n} B") } else { format!("{v:.1} {}", UNITS[unit]) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_is_escaped_and_sizes_read_well() {
+        assert_eq!(html_escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(3 * 1024 * 1024), "3.0 MiB");
+    }
+}
