@@ -65,7 +65,7 @@ mod storage;
 
 pub use blob::{BlobRef, BlobStore};
 pub use error::{Op, StoreError};
-pub use fault::{FaultStorage, Faults};
+pub use fault::{Boundary, CrashKind, FaultStorage, Faults};
 pub use file::FileStorage;
 pub use memory::MemoryStorage;
 pub use storage::{

@@ -81,6 +81,26 @@ impl MemoryStorage {
         }
     }
 
+    /// Returns an independent copy of every file (with how much of it is synced) and
+    /// directory, sharing the clock; locks are not copied. A test can check the copy
+    /// (possibly writing to it) and still simulate a power loss on the original.
+    pub fn snapshot(&self) -> MemoryStorage {
+        let st = self.state();
+        let files = st
+            .files
+            .iter()
+            .map(|(p, f)| (p.clone(), MemFile { data: f.data.clone(), mtime_ms: f.mtime_ms, synced: f.synced }))
+            .collect();
+        let state = State { files, dirs: st.dirs.clone(), locks: HashSet::new() };
+        MemoryStorage { inner: Arc::new(Inner { state: Mutex::new(state), clock: self.inner.clock.clone() }) }
+    }
+
+    /// Returns the path of every file, dot-files included (which [`Storage::list`] skips),
+    /// sorted: a test can check that nothing was left behind.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.state().files.keys().cloned().collect()
+    }
+
     /// Returns how many bytes of `path` would survive a power loss, or `None` when it is missing.
     pub fn synced_len(&self, path: &Path) -> Option<usize> {
         self.state().files.get(path).map(|f| f.synced)
