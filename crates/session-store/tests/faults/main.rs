@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use session_store::{
-    Boundary, CrashKind, Durability, ExpectedSize, FaultStorage, Faults, FileStorage, MemoryStorage, Op, Storage,
-    StoreError,
+    BlobRef, BlobStore, Boundary, CrashKind, Durability, ExpectedSize, FaultStorage, Faults, FileStorage,
+    MemoryStorage, Op, Storage, StoreError,
 };
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -304,5 +304,25 @@ fn the_crash_hook_sees_the_files_of_the_moment_and_the_error_path_cleans_up() ->
     assert_eq!(*seen.lock().unwrap_or_else(|p| p.into_inner()), [(Op::Rename, 1)], "the temporary file at death");
     assert_eq!(fs_err::read(&path)?, b"v2\n");
     assert!(strays(&dir.0).is_empty(), "the error path removed it: {:?}", strays(&dir.0));
+    Ok(())
+}
+
+#[test]
+fn blob_puts_obey_the_fault_plan() -> TestResult {
+    let dir = TempDir::new();
+    let faults = Faults::new();
+    let store = BlobStore::open(dir.0.join("blobs")).with_faults(faults.clone());
+    let bytes = vec![7u8; 3000];
+    faults.record_boundaries();
+    let blob = store.put(&bytes, Some("image/png"))?;
+    assert_eq!(ops(&faults.boundaries()), [Op::WriteTemp, Op::SyncData, Op::Rename, Op::SyncDir, Op::Link]);
+    let other = vec![8u8; 3000];
+    faults.crash_at(3, CrashKind::Before);
+    assert!(store.put(&other, None).is_err());
+    assert_eq!(store.get(&BlobRef::for_bytes(&other))?, None, "no blob before its rename");
+    faults.clear();
+    assert_eq!(store.get(&blob)?, Some(bytes));
+    let names = strays(&dir.0.join("blobs"));
+    assert_eq!(names.len(), 2, "the blob and its sidecar, no temporary file: {names:?}");
     Ok(())
 }
