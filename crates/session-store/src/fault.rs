@@ -448,6 +448,33 @@ impl<S: Storage> Storage for FaultStorage<S> {
         self.faults.check(Op::SyncDir, path)
     }
 
+    fn write_atomic_stream(
+        &self,
+        path: &Path,
+        expected: ExpectedSize,
+        durability: Durability,
+        fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+    ) -> Result<u64, StoreError> {
+        // The boundaries of the file storage's streamed write: without durability it skips
+        // both syncs.
+        let bytes = crate::storage::collect(path, fill)?;
+        let (_, err) = plan_write(Some(&self.faults), Op::WriteTemp, path, bytes.len());
+        if let Some(e) = err {
+            return Err(e);
+        }
+        let sync = durability != Durability::None;
+        if sync {
+            self.faults.check(Op::SyncData, path)?;
+        }
+        self.faults.check(Op::Rename, path)?;
+        let written = self.inner.write_atomic_stream(path, expected, durability, &mut |w| w.write_all(&bytes))?;
+        if sync {
+            // The rename happened; a failed directory sync is still reported.
+            self.faults.check(Op::SyncDir, path)?;
+        }
+        Ok(written)
+    }
+
     fn overwrite_prefix(
         &self,
         path: &Path,
