@@ -21,7 +21,8 @@
 //! and every later one (reads included) fails with [`StoreError::Injected`], and
 //! [`FaultStorage`] then leaves its inner storage exactly as the death left it (no roll-back,
 //! no close, no sync). A [`CrashKind::Torn`] crash at a data write lets the first half of its
-//! bytes through first, as a death in the middle of a `write` would.
+//! bytes through first, as a death in the middle of a `write` would. [`Faults::fail_at`]
+//! makes the `k`-th boundary fail once instead, and the process lives on.
 
 use std::fmt;
 use std::io;
@@ -99,6 +100,10 @@ struct Crash {
     /// The boundary where the crash happened; from then on every call fails.
     fired: Option<Boundary>,
     hook: Option<CrashHook>,
+    /// The armed transient fault: the `k`-th boundary fails once (the process lives on).
+    fail_at: Option<usize>,
+    /// The boundary where the transient fault fired.
+    failed: Option<Boundary>,
 }
 
 impl fmt::Debug for Crash {
@@ -109,6 +114,8 @@ impl fmt::Debug for Crash {
             .field("at", &self.at)
             .field("fired", &self.fired)
             .field("hook", &self.hook.is_some())
+            .field("fail_at", &self.fail_at)
+            .field("failed", &self.failed)
             .finish_non_exhaustive()
     }
 }
@@ -124,6 +131,8 @@ enum CrashStep {
     Go,
     /// The process is dead: fail with this error; `Some(n)`: after `n` bytes of the write.
     Dead(StoreError, Option<usize>),
+    /// A transient fault: this call fails (a data write stores nothing), later ones work.
+    Fail(StoreError),
 }
 
 /// A shared, mutable fault plan; clones share the same plan.
@@ -209,6 +218,20 @@ impl Faults {
         self.plan().crash.hook = Some(Arc::new(hook));
     }
 
+    /// Makes the `k`-th boundary from now (1-based) fail once with [`StoreError::Injected`]
+    /// while the process lives on: unlike a crash, the code's clean-up runs and every later
+    /// call works (a failed data write stores nothing, as [`FaultStorage`] models any failed
+    /// write). [`Faults::failed`] tells whether it fired.
+    pub fn fail_at(&self, k: usize) {
+        let mut p = self.plan();
+        p.crash = Crash { fail_at: Some(k), hook: p.crash.hook.take(), ..Crash::default() };
+    }
+
+    /// Returns the boundary where a [`Faults::fail_at`] fault fired, or `None`.
+    pub fn failed(&self) -> Option<Boundary> {
+        self.plan().crash.failed.clone()
+    }
+
     /// Returns the boundary where an armed crash fired, or `None`.
     pub fn crashed(&self) -> Option<Boundary> {
         self.plan().crash.fired.clone()
@@ -227,13 +250,18 @@ impl Faults {
             if c.fired.is_some() {
                 return CrashStep::Dead(StoreError::Injected { op, path: path.to_path_buf() }, None);
             }
-            if !is_boundary(op) || !(c.recording || c.at.is_some()) {
+            if !is_boundary(op) || !(c.recording || c.at.is_some() || c.fail_at.is_some()) {
                 return CrashStep::Go;
             }
             c.seen += 1;
             let boundary = Boundary { op, path: path.to_path_buf(), len };
             if c.recording {
                 c.trace.push(boundary.clone());
+            }
+            if c.fail_at == Some(c.seen) {
+                c.failed = Some(boundary);
+                p.injected += 1;
+                return CrashStep::Fail(StoreError::Injected { op, path: path.to_path_buf() });
             }
             let kind = match c.at {
                 Some((k, kind)) if k == c.seen => kind,
@@ -268,10 +296,10 @@ impl Faults {
 
     /// Fails when the plan says `op` on `path` fails now.
     pub(crate) fn check(&self, op: Op, path: &Path) -> Result<(), StoreError> {
-        if let CrashStep::Dead(e, _) = self.crash_step(op, path, None) {
-            return Err(e);
+        match self.crash_step(op, path, None) {
+            CrashStep::Go => self.check_planned(op, path),
+            CrashStep::Dead(e, _) | CrashStep::Fail(e) => Err(e),
         }
-        self.check_planned(op, path)
     }
 
     /// [`Faults::check`] without the crash part.
@@ -302,8 +330,10 @@ impl Faults {
 
     /// Decides how much of a `len`-byte data write goes through and consumes the disk budget.
     pub(crate) fn on_write(&self, op: Op, path: &Path, len: usize) -> WriteVerdict {
-        if let CrashStep::Dead(e, torn) = self.crash_step(op, path, Some(len)) {
-            return WriteVerdict::Crash(torn.unwrap_or(0), e);
+        match self.crash_step(op, path, Some(len)) {
+            CrashStep::Go => {}
+            CrashStep::Dead(e, torn) => return WriteVerdict::Crash(torn.unwrap_or(0), e),
+            CrashStep::Fail(e) => return WriteVerdict::Partial(0, Some(e)),
         }
         if let Err(e) = self.check_planned(op, path) {
             return WriteVerdict::Partial(0, Some(e));

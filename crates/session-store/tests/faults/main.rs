@@ -326,3 +326,21 @@ fn blob_puts_obey_the_fault_plan() -> TestResult {
     assert_eq!(names.len(), 2, "the blob and its sidecar, no temporary file: {names:?}");
     Ok(())
 }
+
+#[test]
+fn a_transient_fault_fails_one_boundary_and_the_process_lives_on() -> TestResult {
+    let faults = Faults::new();
+    let s = FaultStorage::new(MemoryStorage::new(), faults.clone());
+    let p = Path::new("/d/s.jsonl");
+    s.write_atomic(p, GOOD, ExpectedSize::Missing)?;
+    let mut w = s.open_writer(p, Durability::None)?;
+    faults.fail_at(1);
+    assert!(matches!(w.append(b"{\"n\":1}\n"), Err(StoreError::Injected { op: Op::Append, .. })));
+    assert_eq!(faults.failed().map(|b| b.op), Some(Op::Append));
+    assert!(faults.crashed().is_none(), "not a death");
+    assert_eq!(s.read(p)?, GOOD, "a failed append stores nothing");
+    assert!(w.append(b"{\"n\":2}\n").is_err(), "the writer latched its error");
+    s.append(p, b"{\"n\":3}\n")?;
+    assert!(s.read(p)?.ends_with(b"{\"n\":3}\n"), "later calls work");
+    Ok(())
+}
