@@ -44,6 +44,8 @@ pub(crate) struct Promises {
     pub(crate) new_files: Vec<NewFiles>,
     pub(crate) raws: Vec<RawPromise>,
     pub(crate) blobs: Vec<BlobPromise>,
+    /// Set by a scenario whose session did not heal after a transient fault.
+    pub(crate) stuck: Option<String>,
 }
 
 impl Promises {

@@ -22,6 +22,9 @@ pub(crate) struct Case {
     pub(crate) level: Level,
     pub(crate) durability: Durability,
     pub(crate) run: Run,
+    /// Whether the case is also explored with a transient fault at every boundary (the
+    /// scenario then goes on after a failed step and records whether the session healed).
+    pub(crate) transient: bool,
 }
 
 impl Case {
@@ -38,7 +41,7 @@ pub(crate) fn cases() -> Vec<Case> {
     const DURABILITIES: [Durability; 3] = [Durability::None, Durability::Flush, Durability::Fsync];
     let mut out = Vec::new();
     let mut add = |op, variant: String, level, durability, run: Run| {
-        out.push(Case { op, variant, level, durability, run });
+        out.push(Case { op, variant, level, durability, run, transient: op == "append" });
     };
     for level in [Level::Memory, Level::Files] {
         // The files level explores the real write paths; one durability each keeps it short,
@@ -95,12 +98,35 @@ pub(crate) fn durability_name(d: Durability) -> &'static str {
     }
 }
 
-/// Stops a scenario at an error: expected once the crash fired, a failure before.
+/// Stops a scenario at an error: expected once the crash (or a transient fault) fired, a
+/// failure before.
 fn died(rig: &Rig, e: impl std::fmt::Display) -> Result<()> {
-    match rig.faults.crashed() {
+    match rig.faults.crashed().or_else(|| rig.faults.failed()) {
         Some(_) => Ok(()),
-        None => Err(format!("error without a crash: {e}").into()),
+        None => Err(format!("error without a fault: {e}").into()),
     }
+}
+
+/// What became of one step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// It returned success.
+    Acked,
+    /// It failed after a transient fault: the process lives on and the scenario goes on.
+    Failed,
+    /// It failed after the crash: the process is dead.
+    Stopped,
+}
+
+/// Returns what an error of a step means (see [`Outcome`]).
+fn outcome_of(rig: &Rig, e: impl std::fmt::Display) -> Result<Outcome> {
+    if rig.faults.crashed().is_some() {
+        return Ok(Outcome::Stopped);
+    }
+    if rig.faults.failed().is_some() {
+        return Ok(Outcome::Failed);
+    }
+    Err(format!("error without a fault: {e}").into())
 }
 
 /// Runs a step; on an error the scenario stops (see [`died`]).
@@ -142,9 +168,9 @@ fn file_of(m: &SessionManager) -> Result<PathBuf> {
     Ok(m.session_file().ok_or("the session has no file")?.to_path_buf())
 }
 
-/// Appends entry `i` of a varied sequence and records it; returns false when the scenario
-/// stopped. pi persists from its first user message on, omp from its first assistant message.
-fn append_one(rig: &Rig, m: &mut SessionManager, p: &mut Promises, s: usize, i: usize) -> Result<bool> {
+/// Appends entry `i` of a varied sequence and records it. pi persists from its first user
+/// message on, omp from its first assistant message.
+fn append_one(rig: &Rig, m: &mut SessionManager, p: &mut Promises, s: usize, i: usize) -> Result<Outcome> {
     let dialect = m.dialect();
     let kind = i % 6;
     let result = match kind {
@@ -162,10 +188,7 @@ fn append_one(rig: &Rig, m: &mut SessionManager, p: &mut Promises, s: usize, i: 
     };
     let id = match result {
         Ok(id) => id,
-        Err(e) => {
-            died(rig, e)?;
-            return Ok(false);
-        }
+        Err(e) => return outcome_of(rig, e),
     };
     let promise = &mut p.sessions[s];
     let persisted = match dialect {
@@ -180,28 +203,61 @@ fn append_one(rig: &Rig, m: &mut SessionManager, p: &mut Promises, s: usize, i: 
     if kind == 3 && dialect == Dialect::Omp {
         promise.texts.push((id, image_data(i)));
     }
-    Ok(true)
+    Ok(Outcome::Acked)
 }
 
 /// Appends `n` entries (`first` is the index of the first in the sequence), flushing every
-/// third one with [`Durability::Flush`].
+/// third one with [`Durability::Flush`]; returns false when the process died. After a
+/// transient fault it goes on, and records in `p.stuck` when the session does not heal:
+/// omp heals by its next full rewrite, pi only while its first write is not yet done (later
+/// the append writer latches its first error, by design).
 fn append_many(rig: &Rig, m: &mut SessionManager, p: &mut Promises, s: usize, first: usize, n: usize) -> Result<bool> {
+    // Once a step failed: whether the session must heal, and the steps since.
+    let mut must_heal = None;
     for i in first..first + n {
-        if !append_one(rig, m, p, s, i)? {
-            return Ok(false);
-        }
-        if rig.durability == Durability::Flush && i % 3 == 2 {
-            if let Err(e) = m.flush() {
-                died(rig, e)?;
-                return Ok(false);
+        let written_before = !p.sessions[s].acked.is_empty();
+        let mut outcome = append_one(rig, m, p, s, i)?;
+        if outcome == Outcome::Acked && rig.durability == Durability::Flush && i % 3 == 2 {
+            match m.flush() {
+                Ok(()) => p.sessions[s].flushed(),
+                Err(e) => outcome = outcome_of(rig, e)?,
             }
-            p.sessions[s].flushed();
+        }
+        match outcome {
+            Outcome::Stopped => return Ok(false),
+            Outcome::Failed if must_heal.is_none() => {
+                must_heal = Some(m.dialect() == Dialect::Omp || !written_before);
+            }
+            _ => {}
+        }
+    }
+    if must_heal == Some(true) {
+        // Assistant messages are written by both dialects' first-write rules: the session
+        // has healed when one is.
+        let mut healed = false;
+        for probe in 0..2 {
+            match m.append_message(assistant(&format!("probe {probe}"))) {
+                Ok(id) => {
+                    p.sessions[s].written(&id);
+                    healed = true;
+                }
+                Err(e) => {
+                    if outcome_of(rig, &e)? == Outcome::Stopped {
+                        return Ok(false);
+                    }
+                    if probe == 1 && !healed {
+                        let failure = rig.faults.failed().map(|b| b.to_string()).unwrap_or_default();
+                        p.stuck = Some(format!("the session is stuck: after one failed {failure}, appends fail: {e}"));
+                    }
+                }
+            }
         }
     }
     Ok(true)
 }
 
-/// Closes the session; with [`Durability::Flush`] that syncs it.
+/// Closes the session; with [`Durability::Flush`] that syncs it. After a transient fault the
+/// close reports the latched error.
 fn close(rig: &Rig, m: SessionManager, p: &mut Promises, s: usize) -> Result<()> {
     step!(rig, m.close());
     p.sessions[s].flushed();
