@@ -9,7 +9,7 @@
 //! * `--points N` sets `SESSION_CRASH_POINTS`, the number of crash points to explore
 //!   (the operations are explored at growing sizes until it is reached; CI: 1,000);
 //! * `--kills N` sets `SESSION_CRASH_KILLS`, the number of SIGKILLs per operation
-//!   (CI: 200, the facade's non-append operations half as many);
+//!   (CI: 200);
 //! * `--require-temp-cleanup` sets `SESSION_CRASH_REQUIRE_TEMP_CLEANUP=1`: the next
 //!   writer must have removed a dead writer's temporary files;
 //! * `--known-bugs` sets `SESSION_CRASH_KNOWN_BUGS=1`: the explorer also runs the crash

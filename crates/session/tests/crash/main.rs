@@ -16,7 +16,7 @@
 //! must name the dead pid, be stolen, and be gone after that write. Temporary files of dead
 //! writers are counted; `SESSION_CRASH_REQUIRE_TEMP_CLEANUP=1` requires the next writer to
 //! have removed them. `SESSION_CRASH_KILLS` sets the number of kills per operation
-//! (default 200 for appends, half that for the others).
+//! (default 200).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -32,7 +32,7 @@ use session::{Dialect, Env, SessionManager};
 const CHILD_ENV: &str = "SESSION_FACADE_CRASH_CHILD";
 const MODE_ENV: &str = "SESSION_FACADE_CRASH_MODE";
 const VARIANT_ENV: &str = "SESSION_FACADE_CRASH_VARIANT";
-/// Kills of the append writer in CI; the other operations get half as many each.
+/// Kills per operation in CI.
 const CI_KILLS: usize = 200;
 
 type Error = Box<dyn std::error::Error>;
@@ -85,12 +85,11 @@ fn main() -> ExitCode {
     if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
 
-fn kills(mode: &str) -> Result<usize> {
-    let base = match std::env::var("SESSION_CRASH_KILLS") {
-        Ok(v) => return Ok(v.parse().map_err(|e| format!("SESSION_CRASH_KILLS={v}: {e}"))?),
-        Err(_) => CI_KILLS,
-    };
-    Ok(if mode == "append" { base } else { base / 2 })
+fn kills() -> Result<usize> {
+    match std::env::var("SESSION_CRASH_KILLS") {
+        Ok(v) => Ok(v.parse().map_err(|e| format!("SESSION_CRASH_KILLS={v}: {e}"))?),
+        Err(_) => Ok(CI_KILLS),
+    }
 }
 
 fn require_temp_cleanup() -> bool {
@@ -317,7 +316,7 @@ fn parent(mode: &str, variants: &[&str]) -> Result<Summary> {
     let exe = std::env::current_exe()?;
     let mut rng = rand::rng();
     let mut summary = Summary::default();
-    let wanted = kills(mode)?;
+    let wanted = kills()?;
     while summary.kills < wanted {
         let variant = variants[summary.kills % variants.len()];
         let dir = base.0.join(format!("k{}", summary.kills));
