@@ -15,6 +15,7 @@ use std::process::{Command, ExitCode};
 
 use session_model::Dialect;
 
+mod crash;
 mod generate;
 
 use generate::{Options, Profile};
@@ -22,7 +23,8 @@ use generate::{Options, Profile};
 const USAGE: &str = "usage:
   cargo xtask fixtures [--check]
   cargo xtask gen-session --entries N --seed S [--dialect pi|omp] OUT
-  cargo xtask bench";
+  cargo xtask bench
+  cargo xtask crash [--points N] [--kills N] [--require-temp-cleanup] [--known-bugs]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -30,6 +32,7 @@ fn main() -> ExitCode {
         Some("fixtures") => fixtures(&args[1..]),
         Some("gen-session") => gen_session(&args[1..]),
         Some("bench") => bench(&args[1..]),
+        Some("crash") => crash::run(&args[1..], USAGE),
         _ => Err(format!("unknown or missing task\n{USAGE}")),
     };
     match result {

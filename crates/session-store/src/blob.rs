@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 
 use crate::atomic;
 use crate::error::{Op, StoreError};
+use crate::fault::Faults;
 
 /// The prefix of every blob reference string.
 pub const BLOB_REF_PREFIX: &str = "blob:sha256:";
@@ -111,17 +112,30 @@ enum Backend {
 #[derive(Clone, Debug)]
 pub struct BlobStore {
     backend: Backend,
+    faults: Option<Faults>,
 }
 
 impl BlobStore {
     /// Returns the store rooted at `dir` (created on the first write).
     pub fn open(dir: impl Into<PathBuf>) -> BlobStore {
-        BlobStore { backend: Backend::Dir(dir.into()) }
+        BlobStore { backend: Backend::Dir(dir.into()), faults: None }
     }
 
     /// Returns an empty store kept in memory.
     pub fn in_memory() -> BlobStore {
-        BlobStore { backend: Backend::Memory(Arc::default()) }
+        BlobStore { backend: Backend::Memory(Arc::default()), faults: None }
+    }
+
+    /// Makes the store's file writes fail as `faults` says (the atomic write's temporary
+    /// file, sync, rename and directory sync, and the sidecar's link); for fault and crash
+    /// tests. A store in memory has nothing to fail.
+    pub fn with_faults(mut self, faults: Faults) -> BlobStore {
+        self.faults = Some(faults);
+        self
+    }
+
+    fn check(&self, op: Op, path: &Path) -> Result<(), StoreError> {
+        self.faults.as_ref().map_or(Ok(()), |f| f.check(op, path))
     }
 
     /// Returns the store's directory (`None` in memory).
@@ -148,16 +162,17 @@ impl BlobStore {
             }
             Backend::Dir(dir) => {
                 let path = dir.join(&blob.hex);
+                self.check(Op::Read, &path)?;
                 let identical = match fs_err::read(&path) {
                     Ok(existing) => existing == bytes,
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
                     Err(e) => return Err(StoreError::io_raw(Op::Read, &path, e)),
                 };
                 if !identical {
-                    atomic::write_atomic(&path, bytes)?;
+                    atomic::write_atomic_with(&path, bytes, self.faults.as_ref(), || Ok(()))?;
                 }
                 if let Some(ext) = mime.and_then(extension_for_mime) {
-                    write_sidecar(&path, &dir.join(format!("{}.{ext}", blob.hex)), bytes);
+                    write_sidecar(&path, &dir.join(format!("{}.{ext}", blob.hex)), bytes, self.faults.as_ref());
                 }
             }
         }
@@ -202,8 +217,13 @@ impl BlobStore {
     }
 }
 
-fn write_sidecar(canonical: &Path, sidecar: &Path, bytes: &[u8]) {
+fn write_sidecar(canonical: &Path, sidecar: &Path, bytes: &[u8], faults: Option<&Faults>) {
     if sidecar.exists() {
+        return;
+    }
+    if let Some(f) = faults
+        && f.check(Op::Link, sidecar).is_err()
+    {
         return;
     }
     match fs_err::hard_link(canonical, sidecar) {
@@ -211,7 +231,7 @@ fn write_sidecar(canonical: &Path, sidecar: &Path, bytes: &[u8]) {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         // File systems without hard links get a copy; a failed sidecar only costs viewer support.
         Err(_) => {
-            let _ = atomic::write_atomic(sidecar, bytes);
+            let _ = atomic::write_atomic_with(sidecar, bytes, faults, || Ok(()));
         }
     }
 }

@@ -12,9 +12,21 @@
 //!   atomic replace leaves the old file).
 //!
 //! Power loss is simulated by [`MemoryStorage::power_loss`](crate::MemoryStorage::power_loss).
+//!
+//! For crash-point exploration a plan also counts *boundaries*: every storage call that
+//! changes something or makes it durable (each write, sync, rename, truncate, lock, open,
+//! unlink, link, directory creation; not the reads `exists`, `stat`, `list`, `read`).
+//! [`Faults::record_boundaries`] lists the boundaries one run of an operation passes;
+//! [`Faults::crash_at`] makes the `k`-th boundary of the next run a process death: that call
+//! and every later one (reads included) fails with [`StoreError::Injected`], and
+//! [`FaultStorage`] then leaves its inner storage exactly as the death left it (no roll-back,
+//! no close, no sync). A [`CrashKind::Torn`] crash at a data write lets the first half of its
+//! bytes through first, as a death in the middle of a `write` would. [`Faults::fail_at`]
+//! makes the `k`-th boundary fail once instead, and the process lives on.
 
+use std::fmt;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::{Op, StoreError};
@@ -28,6 +40,99 @@ struct Plan {
     short_write: Option<usize>,
     fail_ops: Vec<(Op, u32)>,
     injected: u64,
+    crash: Crash,
+}
+
+/// What a crash at a boundary does to the call it interrupts (see [`Faults::crash_at`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrashKind {
+    /// The process dies just before the call: the call has no effect.
+    Before,
+    /// The process dies in the middle of a data write (`write`, `write_new`, `append`, an
+    /// append writer's `append`, `overwrite_prefix`): the first half of the bytes reach the
+    /// file (through [`FaultStorage`]; a file storage with this plan rolls the write back, as
+    /// after any failed write). At any other boundary, or for a write of less than two bytes,
+    /// it is [`CrashKind::Before`].
+    Torn,
+}
+
+/// One storage call that counts as a crash boundary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Boundary {
+    /// The operation.
+    pub op: Op,
+    /// The path it was applied to.
+    pub path: PathBuf,
+    /// The number of bytes of a data write (`None` for other operations).
+    pub len: Option<usize>,
+}
+
+impl Boundary {
+    /// Returns whether a [`CrashKind::Torn`] crash here would leave a torn write.
+    pub fn can_tear(&self) -> bool {
+        self.len.is_some_and(|n| n > 1) && self.op != Op::WriteTemp
+    }
+}
+
+impl fmt::Display for Boundary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.op, self.path.display())?;
+        match self.len {
+            Some(n) => write!(f, " ({n} bytes)"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Called once when a crash point is reached, before the call (or its torn part) runs.
+type CrashHook = Arc<dyn Fn(&Boundary) + Send + Sync>;
+
+/// The crash-point part of a plan.
+#[derive(Default)]
+struct Crash {
+    /// Boundaries passed since counting started.
+    seen: usize,
+    /// Whether passed boundaries are kept in `trace`.
+    recording: bool,
+    trace: Vec<Boundary>,
+    /// The armed crash point: the `k`-th boundary (1-based) and what it does.
+    at: Option<(usize, CrashKind)>,
+    /// The boundary where the crash happened; from then on every call fails.
+    fired: Option<Boundary>,
+    hook: Option<CrashHook>,
+    /// The armed transient fault: the `k`-th boundary fails once (the process lives on).
+    fail_at: Option<usize>,
+    /// The boundary where the transient fault fired.
+    failed: Option<Boundary>,
+}
+
+impl fmt::Debug for Crash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Crash")
+            .field("seen", &self.seen)
+            .field("recording", &self.recording)
+            .field("at", &self.at)
+            .field("fired", &self.fired)
+            .field("hook", &self.hook.is_some())
+            .field("fail_at", &self.fail_at)
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Returns whether a call of `op` is a crash boundary: everything but the pure reads.
+fn is_boundary(op: Op) -> bool {
+    !matches!(op, Op::Exists | Op::Stat | Op::List | Op::Read)
+}
+
+/// What the crash part of a plan says about one call.
+enum CrashStep {
+    /// No crash here: the call goes on (other faults may still apply).
+    Go,
+    /// The process is dead: fail with this error; `Some(n)`: after `n` bytes of the write.
+    Dead(StoreError, Option<usize>),
+    /// A transient fault: this call fails (a data write stores nothing), later ones work.
+    Fail(StoreError),
 }
 
 /// A shared, mutable fault plan; clones share the same plan.
@@ -43,6 +148,9 @@ pub(crate) enum WriteVerdict {
     All,
     /// Write this many bytes, then report the error (`None`: report a short write).
     Partial(usize, Option<StoreError>),
+    /// The process dies here: this many bytes reach the file (0: none, and the call must have
+    /// no effect at all), then the error is reported and nothing may clean up.
+    Crash(usize, StoreError),
 }
 
 impl Faults {
@@ -81,7 +189,100 @@ impl Faults {
         self.plan().fail_ops.push((op, n));
     }
 
-    /// Removes every planned fault.
+    /// Starts counting crash boundaries from zero and keeping a list of them (see the module
+    /// docs); [`Faults::boundaries`] returns the list. Nothing fails because of it.
+    pub fn record_boundaries(&self) {
+        let mut p = self.plan();
+        p.crash = Crash { recording: true, hook: p.crash.hook.take(), ..Crash::default() };
+    }
+
+    /// Returns the boundaries passed since [`Faults::record_boundaries`] (empty when not
+    /// recording).
+    pub fn boundaries(&self) -> Vec<Boundary> {
+        self.plan().crash.trace.clone()
+    }
+
+    /// Arms a crash at the `k`-th boundary from now (1-based; 0 never fires): that call fails
+    /// with [`StoreError::Injected`], as does every later call of any kind, as if the process
+    /// had died there. [`FaultStorage`] leaves its inner storage as the death left it.
+    /// [`Faults::clear`] revives the plan.
+    pub fn crash_at(&self, k: usize, kind: CrashKind) {
+        let mut p = self.plan();
+        p.crash = Crash { at: Some((k, kind)), hook: p.crash.hook.take(), ..Crash::default() };
+    }
+
+    /// Calls `hook` with the boundary when an armed crash fires, before the call (or the torn
+    /// part of it) runs, outside the plan's lock: a test can copy the files a process death
+    /// at that moment leaves behind. One hook at a time; [`Faults::clear`] removes it.
+    pub fn on_crash(&self, hook: impl Fn(&Boundary) + Send + Sync + 'static) {
+        self.plan().crash.hook = Some(Arc::new(hook));
+    }
+
+    /// Makes the `k`-th boundary from now (1-based) fail once with [`StoreError::Injected`]
+    /// while the process lives on: unlike a crash, the code's clean-up runs and every later
+    /// call works (a failed data write stores nothing, as [`FaultStorage`] models any failed
+    /// write). [`Faults::failed`] tells whether it fired.
+    pub fn fail_at(&self, k: usize) {
+        let mut p = self.plan();
+        p.crash = Crash { fail_at: Some(k), hook: p.crash.hook.take(), ..Crash::default() };
+    }
+
+    /// Returns the boundary where a [`Faults::fail_at`] fault fired, or `None`.
+    pub fn failed(&self) -> Option<Boundary> {
+        self.plan().crash.failed.clone()
+    }
+
+    /// Returns the boundary where an armed crash fired, or `None`.
+    pub fn crashed(&self) -> Option<Boundary> {
+        self.plan().crash.fired.clone()
+    }
+
+    /// Returns whether an armed crash has fired (every call now fails).
+    pub(crate) fn is_dead(&self) -> bool {
+        self.plan().crash.fired.is_some()
+    }
+
+    /// Applies the crash part of the plan to one call.
+    fn crash_step(&self, op: Op, path: &Path, len: Option<usize>) -> CrashStep {
+        let (hook, boundary, torn) = {
+            let mut p = self.plan();
+            let c = &mut p.crash;
+            if c.fired.is_some() {
+                return CrashStep::Dead(StoreError::Injected { op, path: path.to_path_buf() }, None);
+            }
+            if !is_boundary(op) || !(c.recording || c.at.is_some() || c.fail_at.is_some()) {
+                return CrashStep::Go;
+            }
+            c.seen += 1;
+            let boundary = Boundary { op, path: path.to_path_buf(), len };
+            if c.recording {
+                c.trace.push(boundary.clone());
+            }
+            if c.fail_at == Some(c.seen) {
+                c.failed = Some(boundary);
+                p.injected += 1;
+                return CrashStep::Fail(StoreError::Injected { op, path: path.to_path_buf() });
+            }
+            let kind = match c.at {
+                Some((k, kind)) if k == c.seen => kind,
+                _ => return CrashStep::Go,
+            };
+            let torn = match kind {
+                CrashKind::Torn if boundary.can_tear() => len.map(|n| n / 2),
+                _ => None,
+            };
+            c.fired = Some(boundary.clone());
+            let hook = c.hook.clone();
+            p.injected += 1;
+            (hook, boundary, torn)
+        };
+        if let Some(hook) = hook {
+            hook(&boundary);
+        }
+        CrashStep::Dead(StoreError::Injected { op, path: path.to_path_buf() }, torn)
+    }
+
+    /// Removes every planned fault (and an armed or fired crash, and the crash hook).
     pub fn clear(&self) {
         let mut p = self.plan();
         let injected = p.injected;
@@ -95,6 +296,14 @@ impl Faults {
 
     /// Fails when the plan says `op` on `path` fails now.
     pub(crate) fn check(&self, op: Op, path: &Path) -> Result<(), StoreError> {
+        match self.crash_step(op, path, None) {
+            CrashStep::Go => self.check_planned(op, path),
+            CrashStep::Dead(e, _) | CrashStep::Fail(e) => Err(e),
+        }
+    }
+
+    /// [`Faults::check`] without the crash part.
+    fn check_planned(&self, op: Op, path: &Path) -> Result<(), StoreError> {
         let mut p = self.plan();
         if let Some(slot) = p.fail_ops.iter_mut().find(|(o, n)| *o == op && *n > 0) {
             slot.1 -= 1;
@@ -121,7 +330,12 @@ impl Faults {
 
     /// Decides how much of a `len`-byte data write goes through and consumes the disk budget.
     pub(crate) fn on_write(&self, op: Op, path: &Path, len: usize) -> WriteVerdict {
-        if let Err(e) = self.check(op, path) {
+        match self.crash_step(op, path, Some(len)) {
+            CrashStep::Go => {}
+            CrashStep::Dead(e, torn) => return WriteVerdict::Crash(torn.unwrap_or(0), e),
+            CrashStep::Fail(e) => return WriteVerdict::Partial(0, Some(e)),
+        }
+        if let Err(e) = self.check_planned(op, path) {
             return WriteVerdict::Partial(0, Some(e));
         }
         let mut p = self.plan();
@@ -147,12 +361,19 @@ impl Faults {
 /// Applies a fault plan (if any) to a data write: returns the number of bytes to write and the
 /// error to report after writing them.
 pub(crate) fn plan_write(faults: Option<&Faults>, op: Op, path: &Path, len: usize) -> (usize, Option<StoreError>) {
-    match faults.map(|f| f.on_write(op, path, len)) {
-        None | Some(WriteVerdict::All) => (len, None),
-        Some(WriteVerdict::Partial(n, err)) => {
-            let err = err.unwrap_or_else(|| short_write_error(op, path));
-            (n, Some(err))
-        }
+    match faults {
+        None => (len, None),
+        Some(f) => split_verdict(f.on_write(op, path, len), op, path, len),
+    }
+}
+
+/// Turns a verdict on a `len`-byte write into the number of bytes to write and the error to
+/// report after writing them.
+fn split_verdict(verdict: WriteVerdict, op: Op, path: &Path, len: usize) -> (usize, Option<StoreError>) {
+    match verdict {
+        WriteVerdict::All => (len, None),
+        WriteVerdict::Partial(n, err) => (n, Some(err.unwrap_or_else(|| short_write_error(op, path)))),
+        WriteVerdict::Crash(n, err) => (n, Some(err)),
     }
 }
 
@@ -167,6 +388,12 @@ pub(crate) fn short_write_error(op: Op, path: &Path) -> StoreError {
 /// [`Storage::write_new`] stores the prefix that fits, an append (plain or through a writer)
 /// stores nothing, an atomic replace leaves the old file untouched. With an empty plan it behaves
 /// exactly like the wrapped storage.
+///
+/// A crash ([`Faults::crash_at`]) is not a failure but a death: the call at the crash point has
+/// no effect (a [`CrashKind::Torn`] data write leaves its first half), nothing is rolled back,
+/// and no later call (writer closes included) reaches the wrapped storage. An atomic replace
+/// passes four boundaries (temporary write, sync, rename, directory sync) and replaces the file
+/// between the last two.
 #[derive(Debug)]
 pub struct FaultStorage<S> {
     inner: S,
@@ -222,13 +449,19 @@ impl<S: Storage> Storage for FaultStorage<S> {
     }
 
     fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        let (n, err) = plan_write(Some(&self.faults), Op::Write, path, bytes.len());
+        let (n, err) = match self.faults.on_write(Op::Write, path, bytes.len()) {
+            WriteVerdict::Crash(0, e) => return Err(e),
+            verdict => split_verdict(verdict, Op::Write, path, bytes.len()),
+        };
         self.inner.write(path, &bytes[..n])?;
         err.map_or(Ok(()), Err)
     }
 
     fn write_new(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        let (n, err) = plan_write(Some(&self.faults), Op::WriteNew, path, bytes.len());
+        let (n, err) = match self.faults.on_write(Op::WriteNew, path, bytes.len()) {
+            WriteVerdict::Crash(0, e) => return Err(e),
+            verdict => split_verdict(verdict, Op::WriteNew, path, bytes.len()),
+        };
         self.inner.write_new(path, &bytes[..n])?;
         err.map_or(Ok(()), Err)
     }
@@ -245,6 +478,33 @@ impl<S: Storage> Storage for FaultStorage<S> {
         self.faults.check(Op::SyncDir, path)
     }
 
+    fn write_atomic_stream(
+        &self,
+        path: &Path,
+        expected: ExpectedSize,
+        durability: Durability,
+        fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+    ) -> Result<u64, StoreError> {
+        // The boundaries of the file storage's streamed write: without durability it skips
+        // both syncs.
+        let bytes = crate::storage::collect(path, fill)?;
+        let (_, err) = plan_write(Some(&self.faults), Op::WriteTemp, path, bytes.len());
+        if let Some(e) = err {
+            return Err(e);
+        }
+        let sync = durability != Durability::None;
+        if sync {
+            self.faults.check(Op::SyncData, path)?;
+        }
+        self.faults.check(Op::Rename, path)?;
+        let written = self.inner.write_atomic_stream(path, expected, durability, &mut |w| w.write_all(&bytes))?;
+        if sync {
+            // The rename happened; a failed directory sync is still reported.
+            self.faults.check(Op::SyncDir, path)?;
+        }
+        Ok(written)
+    }
+
     fn overwrite_prefix(
         &self,
         path: &Path,
@@ -253,7 +513,10 @@ impl<S: Storage> Storage for FaultStorage<S> {
         durability: Durability,
     ) -> Result<(), StoreError> {
         // A short write leaves the first bytes written: a torn overwrite.
-        let (n, err) = plan_write(Some(&self.faults), Op::Overwrite, path, bytes.len());
+        let (n, err) = match self.faults.on_write(Op::Overwrite, path, bytes.len()) {
+            WriteVerdict::Crash(0, e) => return Err(e),
+            verdict => split_verdict(verdict, Op::Overwrite, path, bytes.len()),
+        };
         self.inner.overwrite_prefix(path, &bytes[..n], expected, durability)?;
         if let Some(e) = err {
             return Err(e);
@@ -265,10 +528,17 @@ impl<S: Storage> Storage for FaultStorage<S> {
     }
 
     fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        let (_, err) = plan_write(Some(&self.faults), Op::Append, path, bytes.len());
-        match err {
-            Some(e) => Err(e),
-            None => self.inner.append(path, bytes),
+        match self.faults.on_write(Op::Append, path, bytes.len()) {
+            WriteVerdict::All => self.inner.append(path, bytes),
+            // A failed append is rolled back: nothing stays.
+            WriteVerdict::Partial(_, err) => Err(err.unwrap_or_else(|| short_write_error(Op::Append, path))),
+            // A death leaves what was written, and nobody rolls it back.
+            WriteVerdict::Crash(n, e) => {
+                if n > 0 {
+                    let _ = self.inner.append(path, &bytes[..n]);
+                }
+                Err(e)
+            }
         }
     }
 
@@ -329,9 +599,20 @@ impl AppendWriter for FaultWriter {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
-        let (_, err) = plan_write(Some(&self.faults), Op::Append, &self.path, line.len());
-        if let Some(e) = err {
-            return Err(self.latch(e));
+        match self.faults.on_write(Op::Append, &self.path, line.len()) {
+            WriteVerdict::All => {}
+            WriteVerdict::Partial(_, err) => {
+                // A failed append is rolled back: nothing stays.
+                let e = err.unwrap_or_else(|| short_write_error(Op::Append, &self.path));
+                return Err(self.latch(e));
+            }
+            WriteVerdict::Crash(n, e) => {
+                // A death leaves what was written, and nobody rolls it back.
+                if n > 0 {
+                    let _ = self.inner.append(&line[..n]);
+                }
+                return Err(self.latch(e));
+            }
         }
         if self.durability == Durability::Fsync
             && let Err(e) = self.faults.check(Op::SyncData, &self.path)
@@ -358,7 +639,12 @@ impl AppendWriter for FaultWriter {
     }
 
     fn close(self: Box<Self>) -> Result<(), StoreError> {
-        let FaultWriter { inner, failed, .. } = *self;
+        let FaultWriter { inner, failed, faults, path, .. } = *self;
+        if faults.is_dead() {
+            // A dead process neither flushes nor syncs: the inner writer is dropped unclosed.
+            drop(inner);
+            return Err(failed.unwrap_or(StoreError::Injected { op: Op::SyncData, path }));
+        }
         let closed = inner.close();
         match failed {
             Some(e) => Err(e),

@@ -18,7 +18,8 @@
 //!   `<pid>:<ms>`), so Rust and omp writers never interleave inside a line.
 //! * [`MemoryStorage`] keeps files in a map with mtimes from a [`clock::Clock`], tracks synced
 //!   bytes and can simulate a power loss. [`FaultStorage`] and [`Faults`] inject full disks,
-//!   failing renames and syncs, and short writes for tests.
+//!   failing renames and syncs, and short writes for tests, and count the storage calls of
+//!   an operation so that a test can kill it at each one ([`Faults::crash_at`]).
 //! * [`persist`] turns an entry into its on-disk JSON (large-string truncation, image
 //!   externalization, dropped `jsonlEvents`) and back; [`blob`] is the content-addressed store
 //!   the images go to; [`base64`] decodes as leniently as Node does.
@@ -66,7 +67,7 @@ mod storage;
 
 pub use blob::{BlobRef, BlobStore};
 pub use error::{Op, StoreError};
-pub use fault::{FaultStorage, Faults};
+pub use fault::{Boundary, CrashKind, FaultStorage, Faults};
 pub use file::FileStorage;
 pub use lock::lock_paths;
 pub use memory::MemoryStorage;

@@ -72,13 +72,34 @@ impl MemoryStorage {
 
     /// Drops every byte that was not synced, as a power loss would.
     ///
-    /// Synced bytes are those of atomic replaces, renames, and appends made durable by a writer's
-    /// [`Durability`]. A file that was only written without sync survives as an empty file.
+    /// Synced bytes are those of atomic replaces (except a [`Storage::write_atomic_stream`] with
+    /// [`Durability::None`]), renames, and appends made durable by a writer's [`Durability`]. A
+    /// file that was only written without sync survives as an empty file.
     pub fn power_loss(&self) {
         let mut st = self.state();
         for f in st.files.values_mut() {
             f.data.truncate(f.synced);
         }
+    }
+
+    /// Returns an independent copy of every file (with how much of it is synced) and
+    /// directory, sharing the clock; locks are not copied. A test can check the copy
+    /// (possibly writing to it) and still simulate a power loss on the original.
+    pub fn snapshot(&self) -> MemoryStorage {
+        let st = self.state();
+        let files = st
+            .files
+            .iter()
+            .map(|(p, f)| (p.clone(), MemFile { data: f.data.clone(), mtime_ms: f.mtime_ms, synced: f.synced }))
+            .collect();
+        let state = State { files, dirs: st.dirs.clone(), locks: HashSet::new() };
+        MemoryStorage { inner: Arc::new(Inner { state: Mutex::new(state), clock: self.inner.clock.clone() }) }
+    }
+
+    /// Returns the path of every file, dot-files included (which [`Storage::list`] skips),
+    /// sorted: a test can check that nothing was left behind.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.state().files.keys().cloned().collect()
     }
 
     /// Returns how many bytes of `path` would survive a power loss, or `None` when it is missing.
@@ -188,6 +209,27 @@ impl Storage for MemoryStorage {
         expected.check(path, found)?;
         st.put(path, bytes.to_vec(), bytes.len(), now);
         Ok(())
+    }
+
+    fn write_atomic_stream(
+        &self,
+        path: &Path,
+        expected: ExpectedSize,
+        durability: Durability,
+        fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+    ) -> Result<u64, StoreError> {
+        require_file(path)?;
+        let bytes = crate::storage::collect(path, fill)?;
+        let now = self.now();
+        let mut st = self.state();
+        let found = st.files.get(path).map(|f| f.data.len() as u64);
+        expected.check(path, found)?;
+        // Unsynced (`Durability::None`), the file may be empty after a power loss: readers saw
+        // it whole, the disk may never have held its data.
+        let synced = if durability == Durability::None { 0 } else { bytes.len() };
+        let len = bytes.len() as u64;
+        st.put(path, bytes, synced, now);
+        Ok(len)
     }
 
     fn overwrite_prefix(

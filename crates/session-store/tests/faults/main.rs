@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use session_store::{
-    Durability, ExpectedSize, FaultStorage, Faults, FileStorage, MemoryStorage, Op, Storage, StoreError,
+    BlobRef, BlobStore, Boundary, CrashKind, Durability, ExpectedSize, FaultStorage, Faults, FileStorage,
+    MemoryStorage, Op, Storage, StoreError,
 };
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -202,5 +203,144 @@ fn power_loss_keeps_acknowledged_fsync_lines() -> TestResult {
     let mut expected = GOOD.to_vec();
     expected.extend_from_slice(b"{\"n\":1}\n");
     assert_eq!(s.read(p)?, expected);
+    Ok(())
+}
+
+fn ops(boundaries: &[Boundary]) -> Vec<Op> {
+    boundaries.iter().map(|b| b.op).collect()
+}
+
+#[test]
+fn boundaries_are_counted_and_reads_are_not() -> TestResult {
+    let faults = Faults::new();
+    let s = FaultStorage::new(MemoryStorage::new(), faults.clone());
+    let p = Path::new("/d/s.jsonl");
+    faults.record_boundaries();
+    s.write_atomic(p, GOOD, ExpectedSize::Missing)?;
+    assert_eq!(s.read(p)?, GOOD);
+    assert!(s.stat(p)?.is_some());
+    let mut w = s.open_writer(p, Durability::Fsync)?;
+    w.append(b"{\"n\":1}\n")?;
+    w.close()?;
+    let b = faults.boundaries();
+    assert_eq!(
+        ops(&b),
+        [Op::WriteTemp, Op::SyncData, Op::Rename, Op::SyncDir, Op::Open, Op::Append, Op::SyncData],
+        "{b:?}"
+    );
+    assert_eq!(b[0].len, Some(GOOD.len()));
+    assert!(!b[0].can_tear(), "a temporary file is never seen torn");
+    assert!(b[5].can_tear());
+    assert!(faults.crashed().is_none(), "counting fails nothing");
+    Ok(())
+}
+
+#[test]
+fn a_crash_freezes_the_storage_as_the_death_left_it() -> TestResult {
+    let faults = Faults::new();
+    let s = FaultStorage::new(MemoryStorage::new(), faults.clone());
+    let p = Path::new("/d/s.jsonl");
+    s.write_atomic(p, GOOD, ExpectedSize::Missing)?;
+    // Die at the sync of the temporary file: the old file stays.
+    faults.crash_at(2, CrashKind::Before);
+    let err = s.write_atomic(p, b"new\n", ExpectedSize::Any);
+    assert!(matches!(err, Err(StoreError::Injected { op: Op::SyncData, .. })), "{err:?}");
+    assert_eq!(faults.crashed().map(|b| b.op), Some(Op::SyncData));
+    // Dead: every later call fails, reads included, and nothing reaches the inner storage.
+    assert!(s.read(p).is_err());
+    assert!(s.append(p, b"more\n").is_err());
+    assert!(s.truncate(p, 0).is_err());
+    assert_eq!(s.inner().read(p)?, GOOD);
+    faults.clear();
+    assert_eq!(s.read(p)?, GOOD, "cleared: alive again");
+    // Die after the rename, at the directory sync: the new file is in place.
+    faults.crash_at(4, CrashKind::Before);
+    assert!(s.write_atomic(p, b"new\n", ExpectedSize::Any).is_err());
+    assert_eq!(s.inner().read(p)?, b"new\n");
+    Ok(())
+}
+
+#[test]
+fn a_torn_crash_leaves_half_a_line_that_nobody_rolls_back_or_syncs() -> TestResult {
+    let faults = Faults::new();
+    let s = FaultStorage::new(MemoryStorage::new(), faults.clone());
+    let p = Path::new("/d/s.jsonl");
+    s.write_atomic(p, GOOD, ExpectedSize::Missing)?;
+    let mut w = s.open_writer(p, Durability::Flush)?;
+    let line = b"{\"n\":1,\"pad\":\"xxxxxxxx\"}\n";
+    faults.crash_at(1, CrashKind::Torn);
+    assert!(w.append(line).is_err());
+    let mut expected = GOOD.to_vec();
+    expected.extend_from_slice(&line[..line.len() / 2]);
+    assert_eq!(s.inner().read(p)?, expected, "half the line, not rolled back");
+    assert!(w.close().is_err(), "a dead writer does not close");
+    assert_eq!(s.inner().synced_len(p), Some(GOOD.len()), "nor sync");
+    s.inner().power_loss();
+    assert_eq!(s.inner().read(p)?, GOOD);
+
+    // A Before crash of a plain write has no effect at all (no truncation).
+    faults.crash_at(1, CrashKind::Before);
+    assert!(s.write(p, b"other\n").is_err());
+    assert_eq!(s.inner().read(p)?, GOOD);
+    Ok(())
+}
+
+#[test]
+fn the_crash_hook_sees_the_files_of_the_moment_and_the_error_path_cleans_up() -> TestResult {
+    let (dir, path, _, _) = file_setup()?;
+    let faults = Faults::new();
+    let s = FileStorage::new().with_faults(faults.clone());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (at, seen_in_hook) = (dir.0.clone(), seen.clone());
+    faults.on_crash(move |b| {
+        let temps = strays(&at).into_iter().filter(|n| n.ends_with(".tmp")).count();
+        seen_in_hook.lock().unwrap_or_else(|p| p.into_inner()).push((b.op, temps));
+    });
+    faults.record_boundaries();
+    s.write_atomic(&path, b"v2\n", ExpectedSize::Bytes(GOOD.len() as u64))?;
+    let rename = faults.boundaries().iter().position(|b| b.op == Op::Rename).ok_or("no rename boundary")?;
+    faults.crash_at(rename + 1, CrashKind::Before);
+    assert!(s.write_atomic(&path, b"v3\n", ExpectedSize::Bytes(3)).is_err());
+    assert_eq!(*seen.lock().unwrap_or_else(|p| p.into_inner()), [(Op::Rename, 1)], "the temporary file at death");
+    assert_eq!(fs_err::read(&path)?, b"v2\n");
+    assert!(strays(&dir.0).is_empty(), "the error path removed it: {:?}", strays(&dir.0));
+    Ok(())
+}
+
+#[test]
+fn blob_puts_obey_the_fault_plan() -> TestResult {
+    let dir = TempDir::new();
+    let faults = Faults::new();
+    let store = BlobStore::open(dir.0.join("blobs")).with_faults(faults.clone());
+    let bytes = vec![7u8; 3000];
+    faults.record_boundaries();
+    let blob = store.put(&bytes, Some("image/png"))?;
+    assert_eq!(ops(&faults.boundaries()), [Op::WriteTemp, Op::SyncData, Op::Rename, Op::SyncDir, Op::Link]);
+    let other = vec![8u8; 3000];
+    faults.crash_at(3, CrashKind::Before);
+    assert!(store.put(&other, None).is_err());
+    assert_eq!(store.get(&BlobRef::for_bytes(&other))?, None, "no blob before its rename");
+    faults.clear();
+    assert_eq!(store.get(&blob)?, Some(bytes));
+    let names = strays(&dir.0.join("blobs"));
+    assert_eq!(names.len(), 2, "the blob and its sidecar, no temporary file: {names:?}");
+    Ok(())
+}
+
+#[test]
+fn a_transient_fault_fails_one_boundary_and_the_process_lives_on() -> TestResult {
+    let faults = Faults::new();
+    let s = FaultStorage::new(MemoryStorage::new(), faults.clone());
+    let p = Path::new("/d/s.jsonl");
+    s.write_atomic(p, GOOD, ExpectedSize::Missing)?;
+    let mut w = s.open_writer(p, Durability::None)?;
+    faults.fail_at(1);
+    assert!(matches!(w.append(b"{\"n\":1}\n"), Err(StoreError::Injected { op: Op::Append, .. })));
+    assert_eq!(faults.failed().map(|b| b.op), Some(Op::Append));
+    assert!(faults.crashed().is_none(), "not a death");
+    assert_eq!(s.read(p)?, GOOD, "a failed append stores nothing");
+    assert!(w.append(b"{\"n\":2}\n").is_err(), "the writer latched its error");
+    s.append(p, b"{\"n\":3}\n")?;
+    assert!(s.read(p)?.ends_with(b"{\"n\":3}\n"), "later calls work");
     Ok(())
 }

@@ -44,7 +44,15 @@ fn power_loss_keeps_only_synced_bytes() -> TestResult {
     n.append(b"1\n")?;
     n.flush()?;
 
+    let streamed = Path::new("/d/streamed.jsonl");
+    let unsynced = Path::new("/d/unsynced.jsonl");
+    s.write_atomic_stream(streamed, ExpectedSize::Missing, Durability::Flush, &mut |w| w.write_all(b"whole\n"))?;
+    s.write_atomic_stream(unsynced, ExpectedSize::Missing, Durability::None, &mut |w| w.write_all(b"whole\n"))?;
+    assert_eq!(s.read(unsynced)?, b"whole\n", "readers see it whole");
+
     s.power_loss();
+    assert_eq!(s.read(streamed)?, b"whole\n");
+    assert_eq!(s.read(unsynced)?, b"", "a new file written without durability may be empty");
     assert_eq!(s.read(atomic)?, b"header\n");
     assert_eq!(s.read(fsync)?, b"1\n2\n");
     assert_eq!(s.read(flush)?, b"1\n");

@@ -1,0 +1,327 @@
+//! The environment of one explored run (memory or real files, one fault plan) and the
+//! views its state is checked through.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use session::Env;
+use session::store::clock::SystemClock;
+use session::store::{BlobStore, Durability, FaultStorage, Faults, FileStorage, MemoryStorage, Storage};
+
+use crate::Result;
+
+/// Where a run's files live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Level {
+    /// [`FaultStorage`] over [`MemoryStorage`]: deaths at trait-level boundaries, torn
+    /// writes, power loss.
+    Memory,
+    /// [`FileStorage::with_faults`] on a temporary directory: deaths at the boundaries
+    /// inside the real write paths, a copy of the directory taken at the moment of death,
+    /// and the clean-up of the error path.
+    Files,
+}
+
+impl Level {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Level::Memory => "memory",
+            Level::Files => "files",
+        }
+    }
+}
+
+/// A temporary directory removed on drop.
+pub(crate) struct TempDir(pub(crate) PathBuf);
+
+impl TempDir {
+    pub(crate) fn new(base: &Path, name: &str) -> Result<TempDir> {
+        use rand::Rng;
+        let dir = base.join(format!("{name}-{:016x}", rand::rng().next_u64()));
+        fs_err::create_dir_all(&dir)?;
+        Ok(TempDir(dir))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs_err::remove_dir_all(&self.0);
+    }
+}
+
+/// One run: a fault plan, the storage and blob store that obey it, and where they write.
+pub(crate) struct Rig {
+    pub(crate) level: Level,
+    pub(crate) faults: Faults,
+    pub(crate) durability: Durability,
+    /// Everything the run writes is below this directory.
+    pub(crate) root: PathBuf,
+    memory: MemoryStorage,
+    storage: Arc<dyn Storage>,
+    blobs: BlobStore,
+    /// Files: where the hook copies `root` when the process dies.
+    died: Option<PathBuf>,
+    /// Files: an error of that copy (the hook cannot return one).
+    copy_error: Arc<Mutex<Option<String>>>,
+    _temp: Option<TempDir>,
+}
+
+impl Rig {
+    /// Returns a fresh rig; a files rig lives in a new directory below `base`.
+    pub(crate) fn new(level: Level, durability: Durability, base: &Path) -> Result<Rig> {
+        let faults = Faults::new();
+        let memory = MemoryStorage::new();
+        let copy_error = Arc::new(Mutex::new(None));
+        match level {
+            Level::Memory => Ok(Rig {
+                level,
+                storage: Arc::new(FaultStorage::new(memory.clone(), faults.clone())),
+                blobs: BlobStore::in_memory(),
+                faults,
+                durability,
+                root: PathBuf::from("/crash"),
+                memory,
+                died: None,
+                copy_error,
+                _temp: None,
+            }),
+            Level::Files => {
+                let temp = TempDir::new(base, "run")?;
+                let root = temp.0.join("live");
+                let died = temp.0.join("died");
+                fs_err::create_dir_all(&root)?;
+                let (from, to, error) = (root.clone(), died.clone(), copy_error.clone());
+                // A process death at this boundary leaves exactly what is on disk now.
+                faults.on_crash(move |_| {
+                    if let Err(e) = copy_tree(&from, &to) {
+                        *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                    }
+                });
+                Ok(Rig {
+                    level,
+                    storage: Arc::new(FileStorage::new().with_faults(faults.clone())),
+                    blobs: BlobStore::open(root.join("blobs")).with_faults(faults.clone()),
+                    faults,
+                    durability,
+                    root,
+                    memory,
+                    died: Some(died),
+                    copy_error,
+                    _temp: Some(temp),
+                })
+            }
+        }
+    }
+
+    /// Returns the environment the explored operation runs in (faults apply).
+    pub(crate) fn env(&self) -> Env {
+        Env {
+            storage: self.storage.clone(),
+            clock: Arc::new(SystemClock),
+            blobs: Some(self.blobs.clone()),
+            durability: self.durability,
+            process_cwd: self.root.clone(),
+        }
+    }
+
+    /// Returns the storage the explored operation writes through (faults apply).
+    pub(crate) fn storage(&self) -> &dyn Storage {
+        self.storage.as_ref()
+    }
+
+    /// Returns the blob store the explored operation writes through (faults apply).
+    pub(crate) fn blobs(&self) -> &BlobStore {
+        &self.blobs
+    }
+
+    /// Returns the directory of the run's sessions.
+    pub(crate) fn sessions(&self) -> PathBuf {
+        self.root.join("sessions")
+    }
+
+    /// Returns the directory forks are written to.
+    pub(crate) fn forks(&self) -> PathBuf {
+        self.root.join("forks")
+    }
+
+    /// Drops every byte that was not synced (memory only).
+    pub(crate) fn power_loss(&self) {
+        self.memory.power_loss();
+    }
+
+    /// Returns the state the run left, read without faults (memory: a copy of it, so that
+    /// what a check writes does not change what a power loss finds).
+    pub(crate) fn live(&self) -> View {
+        match self.level {
+            Level::Memory => {
+                let copy = self.memory.snapshot();
+                View {
+                    storage: Arc::new(copy.clone()),
+                    blobs: self.blobs.clone(),
+                    from: self.root.clone(),
+                    to: self.root.clone(),
+                    memory: Some(copy),
+                }
+            }
+            Level::Files => View {
+                storage: Arc::new(FileStorage::new()),
+                blobs: BlobStore::open(self.root.join("blobs")),
+                from: self.root.clone(),
+                to: self.root.clone(),
+                memory: None,
+            },
+        }
+    }
+
+    /// Returns the state the run left, read and written without faults (memory: the
+    /// storage itself).
+    pub(crate) fn live_in_place(&self) -> View {
+        match self.level {
+            Level::Memory => View {
+                storage: Arc::new(self.memory.clone()),
+                blobs: self.blobs.clone(),
+                from: self.root.clone(),
+                to: self.root.clone(),
+                memory: Some(self.memory.clone()),
+            },
+            Level::Files => View {
+                storage: Arc::new(FileStorage::new()),
+                blobs: BlobStore::open(self.root.join("blobs")),
+                from: self.root.clone(),
+                to: self.root.clone(),
+                memory: None,
+            },
+        }
+    }
+
+    /// Returns the copy of the files taken when the process died (files only).
+    pub(crate) fn died(&self) -> Result<Option<View>> {
+        if let Some(e) = self.copy_error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return Err(format!("copying the files at the crash point failed: {e}").into());
+        }
+        let Some(died) = &self.died else { return Ok(None) };
+        if !died.exists() {
+            return Err("the crash hook did not run".into());
+        }
+        Ok(Some(View {
+            storage: Arc::new(FileStorage::new()),
+            blobs: BlobStore::open(died.join("blobs")),
+            from: self.root.clone(),
+            to: died.clone(),
+            memory: None,
+        }))
+    }
+}
+
+/// A state to check: the files a run left (or a copy of them), read without faults.
+pub(crate) struct View {
+    pub(crate) storage: Arc<dyn Storage>,
+    pub(crate) blobs: BlobStore,
+    /// Paths below `from` (as the run named them) are found below `to`.
+    from: PathBuf,
+    to: PathBuf,
+    memory: Option<MemoryStorage>,
+}
+
+impl View {
+    /// Returns where the run's `path` is in this view.
+    pub(crate) fn path(&self, path: &Path) -> PathBuf {
+        match path.strip_prefix(&self.from) {
+            Ok(rel) => self.to.join(rel),
+            Err(_) => path.to_path_buf(),
+        }
+    }
+
+    /// Returns an environment that reads and writes this view (no faults, no fsync).
+    pub(crate) fn env(&self) -> Env {
+        Env {
+            storage: self.storage.clone(),
+            clock: Arc::new(SystemClock),
+            blobs: Some(self.blobs.clone()),
+            durability: Durability::None,
+            process_cwd: self.to.clone(),
+        }
+    }
+
+    /// Returns every file of the view, dot-files included, sorted.
+    pub(crate) fn files(&self) -> Result<Vec<PathBuf>> {
+        match &self.memory {
+            Some(m) => Ok(m.paths().into_iter().filter(|p| p.starts_with(&self.to)).collect()),
+            None => {
+                let mut out = Vec::new();
+                walk(&self.to, &mut out)?;
+                out.sort();
+                Ok(out)
+            }
+        }
+    }
+}
+
+/// Returns whether `path` names a temporary file of an atomic write (`.<name>.<hex>.tmp`).
+pub(crate) fn is_temp(path: &Path) -> bool {
+    file_name(path).is_some_and(|n| n.starts_with('.') && n.ends_with(".tmp"))
+}
+
+/// Returns whether `path` names a session lock file (`.<name>.lock`).
+pub(crate) fn is_lock(path: &Path) -> bool {
+    file_name(path).is_some_and(|n| n.starts_with('.') && n.ends_with(".lock"))
+}
+
+/// Returns the lock file of the session file `path`.
+pub(crate) fn lock_of(path: &Path) -> PathBuf {
+    let name = file_name(path).unwrap_or_default();
+    path.with_file_name(format!(".{name}.lock"))
+}
+
+pub(crate) fn file_name(path: &Path) -> Option<&str> {
+    path.file_name().and_then(|n| n.to_str())
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = match fs_err::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            walk(&path, out)?;
+        } else {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Copies the tree `from` to `to` (which must not exist yet).
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    fs_err::create_dir_all(to)?;
+    for entry in fs_err::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            fs_err::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Rewrites every lock record of this process in the view's files to name `dead_pid`: the
+/// copy then shows what a writer that died at the crash point leaves (its lock files name
+/// its pid, and that process is gone). Returns how many lock files there are.
+pub(crate) fn bury_own_locks(view: &View, dead_pid: u32) -> Result<usize> {
+    let own = format!("{}:", std::process::id());
+    let mut locks = 0;
+    for path in view.files()?.into_iter().filter(|p| is_lock(p)) {
+        locks += 1;
+        let record = fs_err::read_to_string(&path)?;
+        if let Some(ms) = record.strip_prefix(&own) {
+            fs_err::write(&path, format!("{dead_pid}:{ms}"))?;
+        }
+    }
+    Ok(locks)
+}

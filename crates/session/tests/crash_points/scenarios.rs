@@ -1,0 +1,538 @@
+//! The explored operations. Each scenario sets its files up (nothing is armed yet), calls
+//! `arm` where the explored operation begins, runs it step by step and records in
+//! [`Promises`] what each step acknowledged. The first error stops it: after a crash that is
+//! the death; before one it is a failure of the test.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use session::store::{Durability, ExpectedSize, StoreError};
+use session::{Dialect, SessionManager};
+
+use crate::Result;
+use crate::promise::{BlobPromise, NewFiles, Promises, RawPromise};
+use crate::rig::{Level, Rig};
+
+/// One explored operation in one configuration.
+pub(crate) struct Case {
+    /// The operation (`append`, `fork`, ...): the unit of the report.
+    pub(crate) op: &'static str,
+    /// What distinguishes this case (`pi fsync`, `omp slot`).
+    pub(crate) variant: String,
+    pub(crate) level: Level,
+    pub(crate) durability: Durability,
+    pub(crate) run: Run,
+    /// Whether the case is also explored with a transient fault at every boundary (the
+    /// scenario then goes on after a failed step and records whether the session healed).
+    pub(crate) transient: bool,
+}
+
+impl Case {
+    pub(crate) fn name(&self) -> String {
+        format!("{} {} [{}]", self.op, self.variant, self.level.name())
+    }
+}
+
+/// A scenario: `(rig, promises, size, arm)`.
+pub(crate) type Run = Box<dyn Fn(&Rig, &mut Promises, usize, &mut dyn FnMut()) -> Result<()> + Send + Sync>;
+
+/// Returns every case the explorer runs.
+pub(crate) fn cases() -> Vec<Case> {
+    const DURABILITIES: [Durability; 3] = [Durability::None, Durability::Flush, Durability::Fsync];
+    let mut out = Vec::new();
+    let mut add = |op, variant: String, level, durability, run: Run| {
+        out.push(Case { op, variant, level, durability, run, transient: op == "append" });
+    };
+    for level in [Level::Memory, Level::Files] {
+        // The files level explores the real write paths; one durability each keeps it short,
+        // except for appends, whose sync boundaries differ.
+        let durabilities: &[Durability] = match level {
+            Level::Memory => &DURABILITIES,
+            Level::Files => &[Durability::Fsync],
+        };
+        for &d in durabilities {
+            let dn = durability_name(d);
+            for dialect in [Dialect::Pi, Dialect::Omp] {
+                let n = dialect.name();
+                add("append", format!("{n} {dn}"), level, d, Box::new(move |r, p, s, a| append(r, p, s, a, dialect)));
+                add("fork", format!("{n} {dn}"), level, d, Box::new(move |r, p, s, a| fork(r, p, s, a, dialect)));
+                add("extract", format!("{n} {dn}"), level, d, Box::new(move |r, p, s, a| extract(r, p, s, a, dialect)));
+                add(
+                    "rewrite",
+                    format!("{n} migration {dn}"),
+                    level,
+                    d,
+                    Box::new(move |r, p, s, a| migration(r, p, s, a, dialect)),
+                );
+            }
+            add("rename", format!("pi {dn}"), level, d, Box::new(rename_pi));
+            add("rename", format!("omp slot {dn}"), level, d, Box::new(|r, p, s, a| rename_omp(r, p, s, a, true)));
+            add("rename", format!("omp rewrite {dn}"), level, d, Box::new(|r, p, s, a| rename_omp(r, p, s, a, false)));
+            add("rewrite", format!("store {dn}"), level, d, Box::new(atomic_rewrite));
+        }
+        if level == Level::Files {
+            for d in [Durability::None, Durability::Flush] {
+                let dn = durability_name(d);
+                for dialect in [Dialect::Pi, Dialect::Omp] {
+                    let n = dialect.name();
+                    add(
+                        "append",
+                        format!("{n} {dn}"),
+                        level,
+                        d,
+                        Box::new(move |r, p, s, a| append(r, p, s, a, dialect)),
+                    );
+                }
+            }
+            add("blob put", "store".into(), level, Durability::Fsync, Box::new(blob_put));
+        }
+    }
+    out
+}
+
+pub(crate) fn durability_name(d: Durability) -> &'static str {
+    match d {
+        Durability::None => "none",
+        Durability::Flush => "flush",
+        Durability::Fsync => "fsync",
+    }
+}
+
+/// Stops a scenario at an error: expected once the crash (or a transient fault) fired, a
+/// failure before.
+fn died(rig: &Rig, e: impl std::fmt::Display) -> Result<()> {
+    match rig.faults.crashed().or_else(|| rig.faults.failed()) {
+        Some(_) => Ok(()),
+        None => Err(format!("error without a fault: {e}").into()),
+    }
+}
+
+/// What became of one step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// It returned success.
+    Acked,
+    /// It failed after a transient fault: the process lives on and the scenario goes on.
+    Failed,
+    /// It failed after the crash: the process is dead.
+    Stopped,
+}
+
+/// Returns what an error of a step means (see [`Outcome`]).
+fn outcome_of(rig: &Rig, e: impl std::fmt::Display) -> Result<Outcome> {
+    if rig.faults.crashed().is_some() {
+        return Ok(Outcome::Stopped);
+    }
+    if rig.faults.failed().is_some() {
+        return Ok(Outcome::Failed);
+    }
+    Err(format!("error without a fault: {e}").into())
+}
+
+/// Runs a step; on an error the scenario stops (see [`died`]).
+macro_rules! step {
+    ($rig:expr, $e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(e) => return died($rig, e),
+        }
+    };
+}
+
+fn user(text: &str) -> Value {
+    json!({"role": "user", "content": text, "timestamp": 1})
+}
+
+fn assistant(text: &str) -> Value {
+    json!({"role": "assistant", "content": [{"type": "text", "text": text}], "provider": "p", "model": "m", "timestamp": 2})
+}
+
+/// Base64 text of an image large enough to go to omp's blob store, different for each `i`.
+fn image_data(i: usize) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let c = char::from(ALPHABET[i % ALPHABET.len()]);
+    let mut data = format!("{c}{c}{c}{c}");
+    data = data.repeat(350 + i / ALPHABET.len());
+    data
+}
+
+fn image_user(data: &str) -> Value {
+    json!({"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image", "data": data, "mimeType": "image/png"}], "timestamp": 3})
+}
+
+fn ids_of(m: &SessionManager) -> Vec<String> {
+    m.tree().entries().iter().filter_map(|r| r.id().map(str::to_owned)).collect()
+}
+
+fn file_of(m: &SessionManager) -> Result<PathBuf> {
+    Ok(m.session_file().ok_or("the session has no file")?.to_path_buf())
+}
+
+/// Appends entry `i` of a varied sequence and records it. pi persists from its first user
+/// message on, omp from its first assistant message.
+fn append_one(rig: &Rig, m: &mut SessionManager, p: &mut Promises, s: usize, i: usize) -> Result<Outcome> {
+    let dialect = m.dialect();
+    let kind = i % 6;
+    let result = match kind {
+        0 => m.append_message(user(&format!("question {i}"))),
+        1 => m.append_message(assistant(&format!("answer {i}"))),
+        2 => m.append_custom_entry("tick", Some(json!({ "i": i, "pad": "y".repeat(200) }))),
+        3 if dialect == Dialect::Omp => m.append_message(image_user(&image_data(i))),
+        3 => m.append_thinking_level_change(Some("high"), None),
+        4 => match m.tree().entries().first().and_then(|r| r.id()).map(str::to_owned) {
+            Some(target) => m.append_label_change(&target, Some(&format!("label {i}"))),
+            None => m.append_custom_entry("tick", None),
+        },
+        _ if dialect == Dialect::Omp => m.append_model_change_omp(&format!("p/m{i}"), None, false),
+        _ => m.append_model_change_pi("p", &format!("m{i}")),
+    };
+    let id = match result {
+        Ok(id) => id,
+        Err(e) => return outcome_of(rig, e),
+    };
+    let promise = &mut p.sessions[s];
+    let persisted = match dialect {
+        Dialect::Pi => !promise.acked.is_empty() || kind <= 1,
+        Dialect::Omp => !promise.acked.is_empty() || kind == 1,
+    };
+    if persisted {
+        promise.written(&id);
+    } else {
+        promise.held(&id);
+    }
+    if kind == 3 && dialect == Dialect::Omp {
+        promise.texts.push((id, image_data(i)));
+    }
+    Ok(Outcome::Acked)
+}
+
+/// Appends `n` entries (`first` is the index of the first in the sequence), flushing every
+/// third one with [`Durability::Flush`]; returns false when the process died. After a
+/// transient fault it goes on, and records in `p.stuck` when the session does not heal:
+/// omp heals by its next full rewrite, pi only while its first write is not yet done (later
+/// the append writer latches its first error, by design).
+fn append_many(rig: &Rig, m: &mut SessionManager, p: &mut Promises, s: usize, first: usize, n: usize) -> Result<bool> {
+    // Once a step failed: whether the session must heal, and the steps since.
+    let mut must_heal = None;
+    for i in first..first + n {
+        let written_before = !p.sessions[s].acked.is_empty();
+        let mut outcome = append_one(rig, m, p, s, i)?;
+        if outcome == Outcome::Acked && rig.durability == Durability::Flush && i % 3 == 2 {
+            match m.flush() {
+                Ok(()) => p.sessions[s].flushed(),
+                Err(e) => outcome = outcome_of(rig, e)?,
+            }
+        }
+        match outcome {
+            Outcome::Stopped => return Ok(false),
+            Outcome::Failed if must_heal.is_none() => {
+                must_heal = Some(m.dialect() == Dialect::Omp || !written_before);
+            }
+            _ => {}
+        }
+    }
+    if must_heal == Some(true) {
+        // Assistant messages are written by both dialects' first-write rules: the session
+        // has healed when one is.
+        let mut healed = false;
+        for probe in 0..2 {
+            match m.append_message(assistant(&format!("probe {probe}"))) {
+                Ok(id) => {
+                    p.sessions[s].written(&id);
+                    healed = true;
+                }
+                Err(e) => {
+                    if outcome_of(rig, &e)? == Outcome::Stopped {
+                        return Ok(false);
+                    }
+                    if probe == 1 && !healed {
+                        let failure = rig.faults.failed().map(|b| b.to_string()).unwrap_or_default();
+                        p.stuck = Some(format!("the session is stuck: after one failed {failure}, appends fail: {e}"));
+                    }
+                }
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// Closes the session; with [`Durability::Flush`] that syncs it. After a transient fault the
+/// close reports the latched error.
+fn close(rig: &Rig, m: SessionManager, p: &mut Promises, s: usize) -> Result<()> {
+    step!(rig, m.close());
+    p.sessions[s].flushed();
+    Ok(())
+}
+
+/// A new session from its first write on: `create`, then `size + 4` varied appends.
+fn append(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), dialect: Dialect) -> Result<()> {
+    arm();
+    let mut m = step!(rig, SessionManager::create(dialect, "/work", &rig.sessions(), rig.env()));
+    let s = p.session(dialect, &file_of(&m)?, rig.durability);
+    if !append_many(rig, &mut m, p, s, 0, size + 4)? {
+        return Ok(());
+    }
+    close(rig, m, p, s)
+}
+
+/// Writes a session with a label and a side branch, made durable by an atomic rewrite of
+/// its own bytes; returns its file, the leaf of its main branch and that branch's entries
+/// (labels left out).
+fn branchy_session(rig: &Rig, dialect: Dialect) -> Result<(PathBuf, String, Vec<String>)> {
+    let mut m = SessionManager::create(dialect, "/work", &rig.sessions(), rig.env())?;
+    let u1 = m.append_message(user("first question"))?;
+    let a1 = m.append_message(assistant("first answer"))?;
+    m.append_label_change(&u1, Some("start"))?;
+    let u2 = m.append_message(user("second question"))?;
+    let a2 = m.append_message(assistant("second answer"))?;
+    m.tree_mut().branch(&a1)?;
+    m.append_message(user("side question"))?;
+    m.append_message(assistant("side answer"))?;
+    let file = file_of(&m)?;
+    m.close()?;
+    make_durable(rig, &file)?;
+    Ok((file, a2.clone(), vec![u1, a1, u2, a2]))
+}
+
+/// Rewrites a file atomically with its own bytes, so that a power loss keeps all of it.
+fn make_durable(rig: &Rig, file: &Path) -> Result<()> {
+    let bytes = rig.storage().read(file)?;
+    rig.storage().write_atomic(file, &bytes, ExpectedSize::Bytes(bytes.len() as u64))?;
+    Ok(())
+}
+
+/// Promises a set-up session: every entry acknowledged and durable.
+fn promise_setup(rig: &Rig, p: &mut Promises, dialect: Dialect, file: &Path) -> Result<usize> {
+    let m = SessionManager::open(dialect, file, rig.env())?;
+    let s = p.session(dialect, file, rig.durability);
+    let ids = ids_of(&m);
+    p.sessions[s].all_written(ids.iter().map(String::as_str));
+    p.sessions[s].durable = ids;
+    Ok(s)
+}
+
+/// `fork_from` of a durable session, then `size` appends to the fork.
+fn fork(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), dialect: Dialect) -> Result<()> {
+    let (src, _, _) = branchy_session(rig, dialect)?;
+    let source = promise_setup(rig, p, dialect, &src)?;
+    let ids = p.sessions[source].acked.clone();
+    p.new_files.push(NewFiles { dialect, dir: rig.forks(), known: Vec::new(), ids });
+    arm();
+    let mut m = step!(rig, SessionManager::fork_from(dialect, &src, "/work/fork", &rig.forks(), rig.env()));
+    let s = p.session(dialect, &file_of(&m)?, rig.durability);
+    let ids = ids_of(&m);
+    p.sessions[s].all_written(ids.iter().map(String::as_str));
+    if !append_many(rig, &mut m, p, s, 0, size)? {
+        return Ok(());
+    }
+    close(rig, m, p, s)
+}
+
+/// `create_branched_session` of the main branch of a durable session, then `size`
+/// appends to the new session.
+fn extract(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), dialect: Dialect) -> Result<()> {
+    let (src, leaf, branch) = branchy_session(rig, dialect)?;
+    promise_setup(rig, p, dialect, &src)?;
+    p.new_files.push(NewFiles { dialect, dir: rig.sessions(), known: vec![src.clone()], ids: branch });
+    let mut m = SessionManager::open(dialect, &src, rig.env())?;
+    arm();
+    let new = step!(rig, m.create_branched_session(&leaf)).ok_or("no file for the branch")?;
+    let s = p.session(dialect, &new, rig.durability);
+    let ids = ids_of(&m);
+    p.sessions[s].all_written(ids.iter().map(String::as_str));
+    if !append_many(rig, &mut m, p, s, 0, size)? {
+        return Ok(());
+    }
+    close(rig, m, p, s)
+}
+
+/// A version 1 file (no ids), as both references wrote it once.
+fn v1_session(marker: &str) -> String {
+    format!(
+        "{}\n{}\n{}\n",
+        r#"{"type":"session","id":"legacy","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/work"}"#,
+        format_args!(
+            r#"{{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{{"role":"user","content":"{marker} question","timestamp":1}}}}"#
+        ),
+        format_args!(
+            r#"{{"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{{"role":"assistant","content":[{{"type":"text","text":"{marker} answer"}}],"provider":"p","model":"m","timestamp":2}}}}"#
+        ),
+    )
+}
+
+/// The facade's atomic rewrites of a migrated file: pi rewrites it when it opens it, omp
+/// on the next write; then `size` more appends.
+fn migration(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), dialect: Dialect) -> Result<()> {
+    let file = rig.sessions().join("legacy.jsonl");
+    rig.storage().write_atomic(&file, v1_session("legacy").as_bytes(), ExpectedSize::Missing)?;
+    let s = p.session(dialect, &file, rig.durability);
+    p.sessions[s].marks = vec!["legacy question".into(), "legacy answer".into()];
+    let mut m = match dialect {
+        Dialect::Pi => {
+            arm();
+            step!(rig, SessionManager::open(dialect, &file, rig.env()))
+        }
+        Dialect::Omp => {
+            let m = SessionManager::open(dialect, &file, rig.env())?;
+            arm();
+            m
+        }
+    };
+    if dialect == Dialect::Pi {
+        // pi rewrote the migrated file before `open` returned.
+        let ids = ids_of(&m);
+        p.sessions[s].all_written(ids.iter().map(String::as_str));
+    } else {
+        // omp's first write is the full rewrite: it carries the migrated entries.
+        let ids = ids_of(&m);
+        for id in &ids {
+            p.sessions[s].held(id);
+        }
+        let id = step!(rig, m.append_custom_entry("after-migration", None));
+        p.sessions[s].written(&id);
+    }
+    if !append_many(rig, &mut m, p, s, 2, size + 1)? {
+        return Ok(());
+    }
+    close(rig, m, p, s)
+}
+
+/// pi's rename: `size + 2` `session_info` appends.
+fn rename_pi(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut()) -> Result<()> {
+    let (file, _, _) = branchy_session(rig, Dialect::Pi)?;
+    let s = promise_setup(rig, p, Dialect::Pi, &file)?;
+    p.sessions[s].names = vec![None];
+    let mut m = SessionManager::open(Dialect::Pi, &file, rig.env())?;
+    arm();
+    for j in 0..size + 2 {
+        let name = format!("name {j}");
+        let before = p.sessions[s].names.first().cloned().flatten();
+        p.sessions[s].names = vec![before, Some(name.clone())];
+        let id = step!(rig, m.set_session_name(&name, None)).ok_or("pi refused a name")?;
+        p.sessions[s].written(&id);
+        p.sessions[s].names = vec![Some(name)];
+    }
+    close(rig, m, p, s)
+}
+
+/// omp's rename, `size + 2` times: a `title_change` append, then the title slot written
+/// over the first line in place (`slot`), or, for a file without a slot, the first rename
+/// rewrites the whole file (the later ones find the slot it wrote).
+fn rename_omp(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), slot: bool) -> Result<()> {
+    let (file, _, _) = branchy_session(rig, Dialect::Omp)?;
+    if !slot {
+        let bytes = rig.storage().read(&file)?;
+        let cut = bytes.iter().position(|&b| b == b'\n').ok_or("no slot line")? + 1;
+        rig.storage().write_atomic(&file, &bytes[cut..], ExpectedSize::Bytes(bytes.len() as u64))?;
+    }
+    let s = promise_setup(rig, p, Dialect::Omp, &file)?;
+    p.sessions[s].names = vec![None];
+    let mut m = SessionManager::open(Dialect::Omp, &file, rig.env())?;
+    arm();
+    for j in 0..size + 2 {
+        // Long enough that half a slot overwrite stops inside the title.
+        let name = format!("title {j} {}", "t".repeat(40 + j));
+        let before = p.sessions[s].names.first().cloned().flatten();
+        p.sessions[s].names = vec![before, Some(name.clone())];
+        let id = step!(rig, m.set_session_name(&name, Some("user"))).ok_or("omp refused a title")?;
+        p.sessions[s].written(&id);
+        p.sessions[s].names = vec![Some(name)];
+    }
+    close(rig, m, p, s)
+}
+
+/// A small session file's bytes, version `v` (one more entry per version).
+fn raw_version(v: usize) -> Vec<u8> {
+    let mut text = String::from(
+        "{\"type\":\"session\",\"version\":3,\"id\":\"raw\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/work\"}\n",
+    );
+    for i in 0..=v {
+        let parent = if i == 0 { "null".to_owned() } else { format!("\"e{}\"", i - 1) };
+        text.push_str(&format!(
+            "{{\"type\":\"custom\",\"customType\":\"v\",\"data\":{{\"version\":{v},\"pad\":\"{}\"}},\"id\":\"e{i}\",\"parentId\":{parent},\"timestamp\":\"2026-01-01T00:00:00.000Z\"}}\n",
+            "z".repeat(64)
+        ));
+    }
+    text.into_bytes()
+}
+
+/// The store's atomic replaces: `size + 2` versions over one file, alternately with
+/// `write_atomic` and `write_atomic_stream` (in pieces), then a new file streamed with
+/// [`Durability::None`].
+fn atomic_rewrite(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut()) -> Result<()> {
+    let storage = rig.storage();
+    let path = rig.sessions().join("raw.jsonl");
+    storage.write_atomic(&path, &raw_version(0), ExpectedSize::Missing)?;
+    p.raws.push(RawPromise { path: path.clone(), versions: vec![raw_version(0)], acked: Some(0), durable: Some(0) });
+    let fresh = rig.sessions().join("fresh.jsonl");
+    p.raws.push(RawPromise { path: fresh.clone(), versions: vec![raw_version(99)], acked: None, durable: None });
+    arm();
+    for v in 1..size + 3 {
+        let (old, new) = (raw_version(v - 1), raw_version(v));
+        p.raws[0].versions.push(new.clone());
+        let expected = ExpectedSize::Bytes(old.len() as u64);
+        if v % 2 == 1 {
+            step!(rig, storage.write_atomic(&path, &new, expected));
+        } else {
+            step!(rig, stream(storage, &path, expected, Durability::Fsync, &new));
+        }
+        p.raws[0].acked = Some(v);
+        p.raws[0].durable = Some(v);
+    }
+    step!(rig, stream(storage, &fresh, ExpectedSize::Missing, Durability::None, &raw_version(99)));
+    p.raws[1].acked = Some(0);
+    Ok(())
+}
+
+/// The canary: the same versions written with the truncate-and-write [`Storage::write`],
+/// which is not atomic, yet promised like an atomic replace (durability is not promised).
+/// The explorer must find the torn versions, or its checks are blind.
+///
+/// [`Storage::write`]: session::store::Storage::write
+pub(crate) fn canary(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut()) -> Result<()> {
+    let storage = rig.storage();
+    let path = rig.sessions().join("canary.jsonl");
+    storage.write_atomic(&path, &raw_version(0), ExpectedSize::Missing)?;
+    p.raws.push(RawPromise { path: path.clone(), versions: vec![raw_version(0)], acked: Some(0), durable: None });
+    arm();
+    for v in 1..size + 3 {
+        p.raws[0].versions.push(raw_version(v));
+        step!(rig, storage.write(&path, &raw_version(v)));
+        p.raws[0].acked = Some(v);
+    }
+    Ok(())
+}
+
+/// `write_atomic_stream` of `bytes` in three pieces.
+fn stream(
+    storage: &dyn session::store::Storage,
+    path: &Path,
+    expected: ExpectedSize,
+    durability: Durability,
+    bytes: &[u8],
+) -> std::result::Result<u64, StoreError> {
+    let third = bytes.len() / 3;
+    storage.write_atomic_stream(path, expected, durability, &mut |w| {
+        w.write_all(&bytes[..third])?;
+        w.write_all(&bytes[third..2 * third])?;
+        w.write_all(&bytes[2 * third..])
+    })
+}
+
+/// `size + 3` blob puts (every other one an image with a typed sidecar), then the first
+/// again (already stored: no write).
+fn blob_put(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut()) -> Result<()> {
+    let dir = rig.root.join("blobs");
+    p.blobs.push(BlobPromise { dir: Some(dir), ..BlobPromise::default() });
+    let blob = |j: usize| -> Vec<u8> { (0..2000 + j).map(|i| (i * 31 + j * 7) as u8).collect() };
+    arm();
+    for j in 0..size + 3 {
+        let bytes = blob(j);
+        let mime = (j % 2 == 0).then_some("image/png");
+        p.blobs[0].attempted.push((bytes.clone(), mime.map(str::to_owned)));
+        step!(rig, rig.blobs().put(&bytes, mime));
+        p.blobs[0].acked.push(bytes);
+    }
+    step!(rig, rig.blobs().put(&blob(0), Some("image/png")));
+    Ok(())
+}

@@ -1,0 +1,59 @@
+//! `cargo xtask crash`: the crash campaign, longer than CI runs it.
+//!
+//! Runs the three crash test binaries one after another: the crash-point explorer
+//! (`session`'s `crash_points`: a death at every storage boundary of every writing
+//! operation) and the SIGKILL tests of the store and of the facade (`crash` in
+//! `session-store` and `session`). The sizes reach the tests through environment
+//! variables; without an option each test keeps its CI default:
+//!
+//! * `--points N` sets `SESSION_CRASH_POINTS`, the number of crash points to explore
+//!   (the operations are explored at growing sizes until it is reached; CI: 1,000);
+//! * `--kills N` sets `SESSION_CRASH_KILLS`, the number of SIGKILLs per operation
+//!   (CI: 200);
+//! * `--require-temp-cleanup` sets `SESSION_CRASH_REQUIRE_TEMP_CLEANUP=1`: the next
+//!   writer must have removed a dead writer's temporary files;
+//! * `--known-bugs` sets `SESSION_CRASH_KNOWN_BUGS=1`: the explorer also runs the crash
+//!   points of known, unfixed bugs.
+//!
+//! Every binary runs even when an earlier one fails; the task fails if any did.
+
+use std::process::Command;
+
+/// The crash test binaries: `(package, test target)`.
+const BINARIES: [(&str, &str); 3] = [("session", "crash_points"), ("session-store", "crash"), ("session", "crash")];
+
+/// Runs the crash campaign with the sizes `args` ask for.
+pub(crate) fn run(args: &[String], usage: &str) -> Result<(), String> {
+    let mut vars: Vec<(&str, String)> = Vec::new();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut count = |name: &str| -> Result<String, String> {
+            let value = it.next().ok_or(format!("{name} needs a value\n{usage}"))?;
+            value.parse::<usize>().map_err(|e| format!("{name} {value}: {e}"))?;
+            Ok(value.clone())
+        };
+        match arg.as_str() {
+            "--points" => vars.push(("SESSION_CRASH_POINTS", count("--points")?)),
+            "--kills" => vars.push(("SESSION_CRASH_KILLS", count("--kills")?)),
+            "--require-temp-cleanup" => vars.push(("SESSION_CRASH_REQUIRE_TEMP_CLEANUP", "1".into())),
+            "--known-bugs" => vars.push(("SESSION_CRASH_KNOWN_BUGS", "1".into())),
+            other => return Err(format!("unknown option {other}\n{usage}")),
+        }
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let root = crate::repo_root();
+    let mut failed = Vec::new();
+    for (package, test) in BINARIES {
+        println!("xtask crash: cargo test -p {package} --test {test}");
+        let status = Command::new(&cargo)
+            .current_dir(&root)
+            .args(["test", "-p", package, "--test", test])
+            .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
+            .status()
+            .map_err(|e| format!("cannot run cargo test: {e}"))?;
+        if !status.success() {
+            failed.push(format!("{package} --test {test} ({status})"));
+        }
+    }
+    if failed.is_empty() { Ok(()) } else { Err(format!("crash tests failed: {}", failed.join(", "))) }
+}
