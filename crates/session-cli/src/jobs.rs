@@ -131,7 +131,10 @@ fn pieces(content: Option<&Value>) -> Vec<Piece> {
                     Some("thinking") => Piece::Thinking(s("thinking")),
                     Some("toolCall") => Piece::ToolCall {
                         name: s("name"),
-                        args: b.get("arguments").map(|a| serde_json::to_string_pretty(a).unwrap_or_default()).unwrap_or_default(),
+                        args: b
+                            .get("arguments")
+                            .map(|a| serde_json::to_string_pretty(a).unwrap_or_default())
+                            .unwrap_or_default(),
                     },
                     Some("image") => Piece::Image { mime: s("mimeType"), data: s("data") },
                     Some(other) => Piece::Other(other.to_owned()),
@@ -181,7 +184,13 @@ pub(crate) fn export(g: &Global, file: &Path, leaf: Option<&str>, format: Export
     let mut out = String::new();
     match format {
         ExportFormat::Md => {
-            let _ = writeln!(out, "# {title}\n\n`{}` · {} · {}\n", m.session_id(), m.cwd(), m.header().get_str("timestamp").unwrap_or(""));
+            let _ = writeln!(
+                out,
+                "# {title}\n\n`{}` · {} · {}\n",
+                m.session_id(),
+                m.cwd(),
+                m.header().get_str("timestamp").unwrap_or("")
+            );
             for msg in &messages {
                 let _ = writeln!(out, "## {}\n", heading(msg));
                 if let Some(summary) = msg.get("summary").and_then(Value::as_str) {
@@ -226,7 +235,8 @@ pub(crate) fn export(g: &Global, file: &Path, leaf: Option<&str>, format: Export
             );
             for msg in &messages {
                 let role = msg.get("role").and_then(Value::as_str).unwrap_or("other");
-                let _ = write!(out, "<section class=\"{}\"><h2>{}</h2>\n", html_escape(role), html_escape(&heading(msg)));
+                let _ =
+                    write!(out, "<section class=\"{}\"><h2>{}</h2>\n", html_escape(role), html_escape(&heading(msg)));
                 if let Some(summary) = msg.get("summary").and_then(Value::as_str) {
                     let _ = writeln!(out, "<pre>{}</pre>", html_escape(summary));
                 }
@@ -238,7 +248,8 @@ pub(crate) fn export(g: &Global, file: &Path, leaf: Option<&str>, format: Export
                             writeln!(out, "<p>→ <b>{}</b></p><pre>{}</pre>", html_escape(&name), html_escape(&args))
                         }
                         Piece::Image { mime, data } => {
-                            let safe = data.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
+                            let safe =
+                                data.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
                             if safe && mime.starts_with("image/") {
                                 writeln!(out, "<img alt=\"image\" src=\"data:{};base64,{data}\">", html_escape(&mime))
                             } else {
@@ -320,10 +331,7 @@ pub(crate) fn stats(g: &Global, dir: Option<&Path>) -> Result<String> {
     for (t, n) in &by_type {
         let _ = writeln!(out, "  {n:>9}  {t}");
     }
-    let _ = write!(
-        out,
-        "\ntokens: {input:.0} input, {output:.0} output, {cache_read:.0} cache read\ncost: ${cost:.4}"
-    );
+    let _ = write!(out, "\ntokens: {input:.0} input, {output:.0} output, {cache_read:.0} cache read\ncost: ${cost:.4}");
     Ok(out)
 }
 

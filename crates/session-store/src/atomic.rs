@@ -23,8 +23,8 @@
 //! What a reader can observe: before step 4 the old file (or none); after it the complete new
 //! file. After a crash or power loss at any point a reader finds either the complete old file or
 //! the complete new one, never a mixture, plus possibly an orphaned `.<name>.<pid>.<hex>.tmp`
-//! (dot-files are ignored by listing), which the next replace this process publishes into the
-//! same directory removes once its pid no longer runs ([`remove_dead_temps`]). Only when step 5 fails is the outcome after a power loss open (old or new,
+//! (dot-files are ignored by listing), which the next replace or append writer in the same
+//! directory removes once its pid no longer runs ([`remove_dead_leftovers`]). Only when step 5 fails is the outcome after a power loss open (old or new,
 //! each complete); the error is reported.
 
 use std::io::Write;
@@ -61,7 +61,7 @@ pub(crate) fn write_atomic_with<G>(
         let _ = fs_err::remove_file(&temp);
         return result;
     }
-    remove_dead_temps_once(&dir);
+    remove_dead_leftovers(&dir);
     sync_dir_with(&dir, faults)
 }
 
@@ -112,7 +112,7 @@ pub(crate) fn write_atomic_stream_with<G>(
     })();
     match result {
         Ok(written) => {
-            remove_dead_temps_once(&dir);
+            remove_dead_leftovers(&dir);
             if sync {
                 sync_dir_with(&dir, None)?;
             }
@@ -253,7 +253,7 @@ pub(crate) fn parent_dir(path: &Path) -> Result<PathBuf, StoreError> {
 
 /// Returns a fresh temporary path `<dir>/.<name>.<pid>.<16 random hex>.tmp` beside
 /// `path`; the pid says whose it is, so a temporary file left by a killed writer can be
-/// told from one being written ([`remove_dead_temps`]).
+/// told from one being written ([`remove_dead_leftovers`]).
 pub(crate) fn temp_path(path: &Path) -> Result<PathBuf, StoreError> {
     use rand::Rng;
     let name = path.file_name().ok_or_else(|| StoreError::NotAFile { path: path.to_path_buf() })?;
@@ -276,38 +276,35 @@ fn temp_owner(file_name: &str) -> Option<u32> {
     ours.then(|| pid.parse().ok()).flatten()
 }
 
-/// Removes the temporary files of `dir` that writers of this workspace left when they
-/// were killed before their rename (their pid names a process that no longer runs).
-/// Files of other programs, and of live writers, are left alone. Returns how many it
-/// removed.
-pub fn remove_dead_temps(dir: &Path) -> usize {
+/// Removes what writers of this workspace left in `dir` when they were killed:
+/// temporary files whose pid no longer runs, and lock files (`.<name>.lock`) whose
+/// record names a pid that no longer runs while `<name>` itself does not exist (the
+/// lock of a new file that was never published, which no later writer of that file
+/// would steal). Files of other programs, and of live writers, are left alone. Returns
+/// how many it removed.
+///
+/// The file storage runs it after every replace it publishes and when it opens an
+/// append writer, so a crashed writer's leftovers go with the next write in their
+/// directory.
+pub fn remove_dead_leftovers(dir: &Path) -> usize {
     let Ok(entries) = fs_err::read_dir(dir) else { return 0 };
     let mut removed = 0;
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(temp_owner) else { continue };
-        if pid != std::process::id() && !crate::lock::pid_alive(pid) && fs_err::remove_file(entry.path()).is_ok() {
+        let Some(name) = name.to_str() else { continue };
+        if let Some(pid) = temp_owner(name) {
+            if pid != std::process::id() && !crate::lock::pid_alive(pid) && fs_err::remove_file(entry.path()).is_ok() {
+                removed += 1;
+            }
+        } else if let Some(session) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".lock"))
+            && !session.is_empty()
+            && !dir.join(session).exists()
+            && crate::lock::remove_if_dead(&entry.path())
+        {
             removed += 1;
         }
     }
     removed
-}
-
-/// [`remove_dead_temps`] the first time this process publishes into `dir`: a crashed
-/// writer's leftovers go with the next successful replace, at the cost of one
-/// directory listing per directory and process.
-fn remove_dead_temps_once(dir: &Path) {
-    use std::collections::HashSet;
-    use std::sync::{Mutex, OnceLock};
-    static SWEPT: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
-    let first = SWEPT
-        .get_or_init(|| Mutex::new(HashSet::new()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(dir.to_path_buf());
-    if first {
-        remove_dead_temps(dir);
-    }
 }
 
 #[cfg(test)]

@@ -113,17 +113,19 @@ enum Backend {
 pub struct BlobStore {
     backend: Backend,
     faults: Option<Faults>,
+    /// Whether a put already removed what killed writers left in the directory.
+    swept: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl BlobStore {
     /// Returns the store rooted at `dir` (created on the first write).
     pub fn open(dir: impl Into<PathBuf>) -> BlobStore {
-        BlobStore { backend: Backend::Dir(dir.into()), faults: None }
+        BlobStore { backend: Backend::Dir(dir.into()), faults: None, swept: Arc::default() }
     }
 
     /// Returns an empty store kept in memory.
     pub fn in_memory() -> BlobStore {
-        BlobStore { backend: Backend::Memory(Arc::default()), faults: None }
+        BlobStore { backend: Backend::Memory(Arc::default()), faults: None, swept: Arc::default() }
     }
 
     /// Makes the store's file writes fail as `faults` says (the atomic write's temporary
@@ -162,6 +164,11 @@ impl BlobStore {
             }
             Backend::Dir(dir) => {
                 let path = dir.join(&blob.hex);
+                if !self.swept.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    // The first put of a store removes a killed writer's temporary files
+                    // (a put of a blob already stored writes nothing that would).
+                    atomic::remove_dead_leftovers(dir);
+                }
                 self.check(Op::Read, &path)?;
                 let identical = match fs_err::read(&path) {
                     Ok(existing) => existing == bytes,

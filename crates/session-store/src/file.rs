@@ -420,6 +420,8 @@ impl Storage for FileStorage {
         self.check(Op::Open, path)?;
         ensure_parent(path)?;
         let lock = lock::lock_for_writer(path, self.clock.as_ref(), self.faults.as_ref())?;
+        // A writer killed in this directory may have left a temporary or a lock file.
+        atomic::remove_dead_leftovers(&atomic::parent_dir(path)?);
         let existed = path.exists();
         let file = open_append(path)?;
         let ino = inode_of_file(&file);

@@ -327,26 +327,14 @@ fn acquire(
     let record = format!("{}:{}\n", std::process::id(), clock.now_ms());
     let mut steals = 0;
     loop {
-        match create_private(&lockfile) {
-            Ok(mut f) => {
-                // A fault plan's full disk applies to the record as to any data write.
-                let (n, injected) = crate::fault::plan_write(faults, Op::Lock, &lockfile, record.len());
-                let written = f
-                    .write_all(&record.as_bytes()[..n])
-                    .map_err(|e| StoreError::io_raw(Op::Lock, &lockfile, e))
-                    .and_then(|()| injected.map_or(Ok(()), Err));
-                drop(f);
-                if let Err(e) = written {
-                    // A full disk must not leave an empty lock file for others to wait on.
-                    let _ = fs_err::remove_file(&lockfile);
-                    return Err(e);
-                }
+        match publish_record(&lockfile, &record, faults) {
+            Ok(()) => {
                 if read_small(&lockfile).as_deref() == Some(record.as_str()) {
                     return Ok(FileLockGuard { os: Some(os), lockfile, record, registered: None });
                 }
                 // Someone replaced our file between create and verify; treat as contended.
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            Err(StoreError::AlreadyExists { .. }) => {
                 // A steal removed the file (or it vanished): retry at once, a bounded number of
                 // times (only a writer that keeps planting stale files could make us steal again).
                 if steal_if_stale(&lockfile, clock) && steals < MAX_STEALS {
@@ -354,13 +342,56 @@ fn acquire(
                     continue;
                 }
             }
-            Err(e) => return Err(StoreError::io_raw(Op::Lock, &lockfile, e)),
+            Err(e) => return Err(e),
         }
         if past(deadline) {
             return Err(StoreError::Locked { path: path.to_path_buf() });
         }
         std::thread::sleep(POLL);
     }
+}
+
+/// Creates the lock file `lockfile` holding `record`, exclusively: the record is written
+/// to a temporary file (`.<name>.lock.<pid>.<hex>.tmp`) that is then hard-linked to the
+/// lock file's name, so a lock file never exists without its record, whenever the
+/// writer dies (an empty lock would block everyone for 500 ms and name nobody). Fails
+/// with [`StoreError::AlreadyExists`] when the lock file exists. Where the file system
+/// has no hard links, the lock file is created exclusively and written, as omp does.
+/// Nothing is left behind on any error.
+fn publish_record(lockfile: &Path, record: &str, faults: Option<&Faults>) -> Result<(), StoreError> {
+    let io = |e| StoreError::io_raw(Op::Lock, lockfile, e);
+    let write = |f: &mut fs_err::File, at: &Path| -> Result<(), StoreError> {
+        // A fault plan's full disk applies to the record as to any data write.
+        let (n, injected) = crate::fault::plan_write(faults, Op::Lock, at, record.len());
+        f.write_all(&record.as_bytes()[..n]).map_err(|e| StoreError::io_raw(Op::Lock, at, e))?;
+        injected.map_or(Ok(()), Err)
+    };
+    let temp = crate::atomic::temp_path(lockfile)?;
+    let mut f = create_private(&temp).map_err(io)?;
+    let written = write(&mut f, &temp);
+    drop(f);
+    let linked = written.and_then(|()| match std::fs::hard_link(&temp, lockfile) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            Err(StoreError::AlreadyExists { path: lockfile.to_path_buf() })
+        }
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::Unsupported | std::io::ErrorKind::PermissionDenied) => {
+            Ok(false)
+        }
+        Err(e) => Err(io(e)),
+    });
+    let _ = fs_err::remove_file(&temp);
+    if linked? {
+        return Ok(());
+    }
+    // No hard links here: omp's way, removing the file again if its record fails.
+    let mut f = create_private(lockfile).map_err(|e| StoreError::io(Op::Lock, lockfile, e))?;
+    let written = write(&mut f, lockfile);
+    drop(f);
+    if written.is_err() {
+        let _ = fs_err::remove_file(lockfile);
+    }
+    written
 }
 
 /// Opens (creating it if needed) the OS gate: read-only once it exists, never through a link.
@@ -430,6 +461,23 @@ fn steal_if_stale(lockfile: &Path, clock: &dyn Clock) -> bool {
         Ok(()) => true,
         Err(e) => e.kind() == std::io::ErrorKind::NotFound,
     }
+}
+
+/// Removes the lock file `path` when its record names a pid that no longer runs (read
+/// twice, never through a link); returns whether it did.
+pub(crate) fn remove_if_dead(path: &Path) -> bool {
+    let Some(content) = read_small(path) else { return false };
+    let dead = match parse_record(&content) {
+        Some((pid, _)) => !pid_alive(pid),
+        // A writer killed between creating the file and writing its record: judged by
+        // age, as a steal judges it.
+        None => fs_err::symlink_metadata(path)
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age.as_millis() > UNPARSEABLE_STALE_MS as u128),
+    };
+    dead && read_small(path).as_deref() == Some(content.as_str()) && fs_err::remove_file(path).is_ok()
 }
 
 /// Parses `<pid>:<epoch-ms>\n`.

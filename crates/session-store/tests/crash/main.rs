@@ -15,7 +15,7 @@
 //! number of acknowledgements and a random delay. After each check a fresh writer writes
 //! the file again: a lock file the dead writer left must name the dead pid, be stolen, and
 //! be gone after that write. Temporary files of dead writers are counted and reported;
-//! `SESSION_CRASH_REQUIRE_TEMP_CLEANUP=1` requires the next writer to have removed them.
+//! The next writer must have removed them (`SESSION_CRASH_REQUIRE_TEMP_CLEANUP=0` only counts them).
 //!
 //! `SESSION_CRASH_KILLS` sets the number of kills per operation (default 200).
 
@@ -82,7 +82,7 @@ fn kills() -> Result<usize, Error> {
 }
 
 fn require_temp_cleanup() -> bool {
-    std::env::var_os("SESSION_CRASH_REQUIRE_TEMP_CLEANUP").is_some_and(|v| !v.is_empty() && v != "0")
+    std::env::var_os("SESSION_CRASH_REQUIRE_TEMP_CLEANUP").is_none_or(|v| v != "0")
 }
 
 fn id_of(n: u64) -> String {

@@ -197,10 +197,11 @@ fn rewrites_keep_mode_and_owner() -> TestResult {
     Ok(())
 }
 
-/// Temporary files left by a killed writer (its pid no longer runs) go with the next
-/// replace in their directory; those of a live writer and of other programs stay.
+/// Temporary files left by a killed writer (its pid no longer runs), and the lock of a
+/// new file it never published, go with the next replace in their directory; those of
+/// a live writer and of other programs stay.
 #[test]
-fn a_killed_writers_temporary_files_are_removed_by_the_next_replace() -> TestResult {
+fn a_killed_writers_leftovers_are_removed_by_the_next_replace() -> TestResult {
     let dir = TempDir::new();
     let mut child = std::process::Command::new("true").spawn()?;
     let dead = child.id();
@@ -211,9 +212,14 @@ fn a_killed_writers_temporary_files_are_removed_by_the_next_replace() -> TestRes
     for name in [left.as_str(), live, foreign] {
         fs_err::write(dir.path().join(name), b"partial")?;
     }
+    // The lock of a new file that a killed writer never published; a live one stays.
+    fs_err::write(dir.path().join(".never.jsonl.lock"), format!("{dead}:1\n"))?;
+    fs_err::write(dir.path().join(".busy.jsonl.lock"), "1:1\n")?;
     FileStorage::new().write_atomic(&dir.path().join("s.jsonl"), b"a\n", ExpectedSize::Missing)?;
     let names = raw_names(dir.path());
     assert!(!names.contains(&left), "{names:?}");
+    assert!(!names.iter().any(|n| n == ".never.jsonl.lock"), "{names:?}");
+    assert!(names.iter().any(|n| n == ".busy.jsonl.lock"), "{names:?}");
     assert!(names.iter().any(|n| n == live) && names.iter().any(|n| n == foreign), "{names:?}");
     Ok(())
 }

@@ -14,7 +14,7 @@
 //!
 //! After each check a fresh writer appends to every file: a lock file the dead writer left
 //! must name the dead pid, be stolen, and be gone after that write. Temporary files of dead
-//! writers are counted; `SESSION_CRASH_REQUIRE_TEMP_CLEANUP=1` requires the next writer to
+//! writers are counted; the next writer must (unless `SESSION_CRASH_REQUIRE_TEMP_CLEANUP=0`)
 //! have removed them. `SESSION_CRASH_KILLS` sets the number of kills per operation
 //! (default 200).
 
@@ -93,7 +93,7 @@ fn kills() -> Result<usize> {
 }
 
 fn require_temp_cleanup() -> bool {
-    std::env::var_os("SESSION_CRASH_REQUIRE_TEMP_CLEANUP").is_some_and(|v| !v.is_empty() && v != "0")
+    std::env::var_os("SESSION_CRASH_REQUIRE_TEMP_CLEANUP").is_none_or(|v| v != "0")
 }
 
 fn dialect_of(variant: &str) -> Dialect {
@@ -531,6 +531,24 @@ fn next_writers(dialect: Dialect, dir: &Path, killed: &Killed, summary: &mut Sum
     }
     summary.locks += usize::from(locked);
     summary.temps += dirs.iter().map(|d| hidden(d, ".tmp").map(|t| t.len())).sum::<Result<usize>>()?;
+    // A folder whose new session never appeared: its next writer is the next session
+    // written there (nobody writes the lost file again).
+    for sub in ["sessions", "forks"] {
+        let folder = dir.join(sub);
+        let has_session = files.iter().any(|f| f.parent() == Some(folder.as_path()));
+        if folder.exists() && !has_session {
+            let mut m = SessionManager::create(dialect, "/next-writer", &folder, env.clone())?;
+            m.append_message(json!({"role": "user", "content": "next", "timestamp": 1}))?;
+            m.append_message(
+                json!({"role": "assistant", "content": [{"type": "text", "text": "ok"}], "timestamp": 2}),
+            )?;
+            m.close()?;
+        }
+    }
+    // The blob store's folder: its next write is the next image a session stores.
+    if dir.join("blobs").exists() {
+        session::store::blob::BlobStore::open(dir.join("blobs")).put(b"the next writer's image", Some("image/png"))?;
+    }
     for file in &files {
         let mut m = SessionManager::open(dialect, file, env.clone())
             .map_err(|e| format!("the next writer cannot open {}: {e}", file.display()))?;
@@ -544,8 +562,13 @@ fn next_writers(dialect: Dialect, dir: &Path, killed: &Killed, summary: &mut Sum
     }
     let left: Vec<PathBuf> = dirs.iter().map(|d| hidden(d, ".tmp")).collect::<Result<Vec<_>>>()?.concat();
     summary.temps_after += left.len();
-    // Lock files still there belong to files that were never published (nobody writes them again).
-    summary.orphan_locks += dirs.iter().map(|d| hidden(d, ".lock").map(|t| t.len())).sum::<Result<usize>>()?;
+    // A lock file still there would belong to a file never published: the next write in
+    // its folder must have removed it.
+    let orphans: Vec<PathBuf> = dirs.iter().map(|d| hidden(d, ".lock")).collect::<Result<Vec<_>>>()?.concat();
+    summary.orphan_locks += orphans.len();
+    if !orphans.is_empty() {
+        return Err(format!("lock files of the dead writer survive the next write: {orphans:?}").into());
+    }
     if require_temp_cleanup() && !left.is_empty() {
         return Err(format!("temporary files of the dead writer survive the next write: {left:?}").into());
     }

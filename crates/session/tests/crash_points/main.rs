@@ -24,7 +24,7 @@
 //! Sizes: the operations are explored at growing sizes (more appends, more renames) until
 //! `SESSION_CRASH_POINTS` crash points (default 1,000) have been explored, on
 //! `SESSION_CRASH_THREADS` worker threads (default 2).
-//! `SESSION_CRASH_REQUIRE_TEMP_CLEANUP=1` also requires that the next writer removes the
+//! the next writer must also remove (unless `SESSION_CRASH_REQUIRE_TEMP_CLEANUP=0`) the
 //! temporary files of a dead one; `SESSION_CRASH_KNOWN_BUGS=1` includes the crash points
 //! of known, unfixed bugs (see [`known_bug`]); `SESSION_CRASH_FILTER=<text>` explores only
 //! the cases whose name contains the text.
@@ -73,7 +73,8 @@ impl Config {
         let flag = |name| std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0");
         Ok(Config {
             points,
-            require_temp_cleanup: flag("SESSION_CRASH_REQUIRE_TEMP_CLEANUP"),
+            // On unless `SESSION_CRASH_REQUIRE_TEMP_CLEANUP=0`.
+            require_temp_cleanup: std::env::var_os("SESSION_CRASH_REQUIRE_TEMP_CLEANUP").is_none_or(|v| v != "0"),
             known_bugs: flag("SESSION_CRASH_KNOWN_BUGS"),
             filter: std::env::var("SESSION_CRASH_FILTER").ok().filter(|f| !f.is_empty()),
         })
@@ -517,6 +518,10 @@ fn explore_point(
                 next_writers(&died, &promises).map_err(|e| at(format!("{}: {e}", Phase::Died.name()).into()))?;
             leftovers.temps_after_next += after.temps;
             leftovers.orphan_locks += after.locks;
+            if after.locks > 0 {
+                let locks: Vec<_> = died.files()?.into_iter().filter(|p| is_lock(p)).collect();
+                return Err(format!("lock files of the dead writer survive the next write: {locks:?}").into());
+            }
             if config.require_temp_cleanup && after.temps > 0 {
                 let temps: Vec<_> = died.files()?.into_iter().filter(|p| is_temp(p)).collect();
                 return Err(format!("temporary files of the dead writer survive the next write: {temps:?}").into());
@@ -575,6 +580,34 @@ fn next_writers(view: &View, promises: &Promises) -> Result<Leftovers> {
                 sessions.push((n.dialect, f.clone()));
             }
         }
+    }
+    // Where a file was never published, the next writer is the next session written in
+    // its directory (nobody writes that file again).
+    let mut fresh_dirs: Vec<(session::Dialect, std::path::PathBuf)> = Vec::new();
+    for (dialect, path) in &sessions {
+        if !view.storage.exists(path)?
+            && let Some(dir) = path.parent()
+        {
+            fresh_dirs.push((*dialect, dir.to_path_buf()));
+        }
+    }
+    for n in &promises.new_files {
+        let dir = view.path(&n.dir);
+        if !sessions.iter().any(|(_, p)| p.parent() == Some(dir.as_path())) {
+            fresh_dirs.push((n.dialect, dir));
+        }
+    }
+    // The blob store's directory: its next write is the next image a session stores.
+    if files.iter().any(|f| f.parent().and_then(|p| p.file_name()).is_some_and(|n| n == "blobs")) {
+        view.blobs.put(b"the next writer's image", Some("image/png"))?;
+    }
+    for (dialect, dir) in &fresh_dirs {
+        let mut m = SessionManager::create(*dialect, "/next-writer", dir, view.env())?;
+        m.append_message(serde_json::json!({"role": "user", "content": "next", "timestamp": 1}))?;
+        m.append_message(
+            serde_json::json!({"role": "assistant", "content": [{"type": "text", "text": "ok"}], "timestamp": 2}),
+        )?;
+        m.close()?;
     }
     for (dialect, path) in &sessions {
         if !view.storage.exists(path)? {

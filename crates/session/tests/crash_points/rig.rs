@@ -310,17 +310,28 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Rewrites every lock record of this process in the view's files to name `dead_pid`: the
-/// copy then shows what a writer that died at the crash point leaves (its lock files name
-/// its pid, and that process is gone). Returns how many lock files there are.
+/// Rewrites every lock record of this process in the view's files, and the names of its
+/// temporary files, to name `dead_pid`: the copy then shows what a writer that died at
+/// the crash point leaves (its lock files and temporary files name its pid, and that
+/// process is gone). Returns how many lock files there are.
 pub(crate) fn bury_own_locks(view: &View, dead_pid: u32) -> Result<usize> {
     let own = format!("{}:", std::process::id());
+    let own_temp = format!(".{}.", std::process::id());
     let mut locks = 0;
-    for path in view.files()?.into_iter().filter(|p| is_lock(p)) {
-        locks += 1;
-        let record = fs_err::read_to_string(&path)?;
-        if let Some(ms) = record.strip_prefix(&own) {
-            fs_err::write(&path, format!("{dead_pid}:{ms}"))?;
+    for path in view.files()? {
+        if is_lock(&path) {
+            locks += 1;
+            let record = fs_err::read_to_string(&path)?;
+            if let Some(ms) = record.strip_prefix(&own) {
+                fs_err::write(&path, format!("{dead_pid}:{ms}"))?;
+            }
+        } else if is_temp(&path) {
+            // `.<name>.<pid>.<hex>.tmp`: the temporary file names its writer too.
+            let name = file_name(&path).unwrap_or_default().to_owned();
+            if let Some(at) = name.rfind(&own_temp) {
+                let renamed = format!("{}.{dead_pid}.{}", &name[..at], &name[at + own_temp.len()..]);
+                fs_err::rename(&path, path.with_file_name(renamed))?;
+            }
         }
     }
     Ok(locks)
