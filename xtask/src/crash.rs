@@ -13,8 +13,6 @@
 //! * `--allow-temp-leftovers` sets `SESSION_CRASH_REQUIRE_TEMP_CLEANUP=0`: a dead
 //!   writer's temporary files that the next writer did not remove are only counted (by
 //!   default they fail the run);
-//! * `--known-bugs` sets `SESSION_CRASH_KNOWN_BUGS=1`: the explorer also runs the crash
-//!   points of known, unfixed bugs.
 //!
 //! Every binary runs even when an earlier one fails; the task fails if any did.
 
@@ -37,7 +35,6 @@ pub(crate) fn run(args: &[String], usage: &str) -> Result<(), String> {
             "--points" => vars.push(("SESSION_CRASH_POINTS", count("--points")?)),
             "--kills" => vars.push(("SESSION_CRASH_KILLS", count("--kills")?)),
             "--allow-temp-leftovers" => vars.push(("SESSION_CRASH_REQUIRE_TEMP_CLEANUP", "0".into())),
-            "--known-bugs" => vars.push(("SESSION_CRASH_KNOWN_BUGS", "1".into())),
             other => return Err(format!("unknown option {other}\n{usage}")),
         }
     }

@@ -24,7 +24,7 @@ const USAGE: &str = "usage:
   cargo xtask fixtures [--check]
   cargo xtask gen-session --entries N --seed S [--dialect pi|omp] OUT
   cargo xtask bench
-  cargo xtask crash [--points N] [--kills N] [--allow-temp-leftovers] [--known-bugs]";
+  cargo xtask crash [--points N] [--kills N] [--allow-temp-leftovers]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

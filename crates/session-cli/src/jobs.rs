@@ -236,7 +236,7 @@ pub(crate) fn export(g: &Global, file: &Path, leaf: Option<&str>, format: Export
             for msg in &messages {
                 let role = msg.get("role").and_then(Value::as_str).unwrap_or("other");
                 let _ =
-                    write!(out, "<section class=\"{}\"><h2>{}</h2>\n", html_escape(role), html_escape(&heading(msg)));
+                    writeln!(out, "<section class=\"{}\"><h2>{}</h2>", html_escape(role), html_escape(&heading(msg)));
                 if let Some(summary) = msg.get("summary").and_then(Value::as_str) {
                     let _ = writeln!(out, "<pre>{}</pre>", html_escape(summary));
                 }

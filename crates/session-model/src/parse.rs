@@ -75,6 +75,10 @@ pub enum DiagnosticKind {
     },
     /// Records before the header that a reference tolerates.
     BeforeHeader,
+    /// omp: the first line is a title slot that an interrupted in-place rename left
+    /// damaged (an object of type `"title"` that is no valid slot); it is skipped and
+    /// the title comes from the header.
+    DamagedTitleSlot,
 }
 
 impl fmt::Display for Diagnostic {
@@ -84,6 +88,9 @@ impl fmt::Display for Diagnostic {
             DiagnosticKind::BlankLine => f.write_str("blank line skipped"),
             DiagnosticKind::CrLf => f.write_str("CRLF line ending"),
             DiagnosticKind::Bom => f.write_str("UTF-8 byte-order mark"),
+            DiagnosticKind::DamagedTitleSlot => {
+                f.write_str("damaged title slot skipped (the title comes from the header)")
+            }
             DiagnosticKind::InvalidUtf8 => f.write_str("invalid UTF-8 replaced by U+FFFD"),
             DiagnosticKind::Malformed { reason } => write!(f, "not JSON, skipped: {reason}"),
             DiagnosticKind::TornLastLine => f.write_str("torn last line skipped (an interrupted write)"),
@@ -710,11 +717,28 @@ fn omp_start(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) -> usize
     }
     // The title slot is the first physical line when it parses as one.
     let first_end = memchr::memchr(b'\n', &text.as_bytes()[pos..]).map_or(text.len(), |i| pos + i);
-    if let Some(slot) = TitleSlot::parse(&text[pos..first_end]) {
+    let first = &text[pos..first_end];
+    if let Some(slot) = TitleSlot::parse(first) {
         out.title_slot = Some(slot);
+        pos = (first_end + 1).min(text.len());
+    } else if is_title_object(first) {
+        // A slot written over in place and torn by a crash: old bytes after new ones
+        // can still be JSON, of type "title", yet no slot. It is no record either (omp
+        // would then find no header and refuse the session): skip it, as omp's listing
+        // does, and take the title from the header.
+        push_diag(out, lines, text, pos, DiagnosticKind::DamagedTitleSlot);
+        // Counted as malformed, so omp's next write is a full rewrite with a whole slot.
+        out.malformed += 1;
         pos = (first_end + 1).min(text.len());
     }
     pos
+}
+
+/// Returns whether `line` is one JSON object whose `type` is `"title"`.
+fn is_title_object(line: &str) -> bool {
+    let line = line.trim_end_matches('\r');
+    line.starts_with('{')
+        && crate::scan::Obj::parse(line).is_some_and(|o| o.get_str("type").as_deref() == Some("title"))
 }
 
 /// Parses omp's values from `from` until a value starts at or after `stop_at` (a
@@ -889,6 +913,43 @@ mod tests {
                 let pieces = parse_in_pieces(&bytes.to_vec(), bytes.len() as u64, dialect, piece, 0)?;
                 assert_eq!(pieces.diagnostics, whole.diagnostics, "{dialect:?} in pieces of {piece}");
                 assert_eq!(pieces.record_offsets, whole.record_offsets);
+            }
+        }
+        Ok(())
+    }
+
+    /// A title slot torn at any byte by an interrupted in-place rename (new bytes, then
+    /// old ones) never hides the header: the file still loads with its header first.
+    #[test]
+    fn a_torn_title_slot_never_hides_the_header() -> Result<(), crate::SlotTooLong> {
+        let old = TitleSlot { title: "old".into(), source: None, updated_at: "2026-01-01T00:00:00.000Z".into() };
+        let new = TitleSlot {
+            title: "a much longer new title".into(),
+            source: Some("user".into()),
+            updated_at: "2026-12-01T22:33:04.123Z".into(),
+        };
+        let (old, new) = (old.to_line()?, new.to_line()?);
+        let rest = concat!(
+            r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/","title":"h"}"#,
+            "\n",
+            r#"{"type":"custom","id":"a","parentId":null}"#,
+            "\n"
+        );
+        for cut in 0..=old.len() {
+            let torn = format!("{}{}\n{rest}", &new[..cut], &old[cut..]);
+            let parsed = parse_session_bytes(torn.as_bytes(), Dialect::Omp);
+            assert!(
+                parsed.records.first().is_some_and(Record::is_header),
+                "cut at {cut}: {:?}",
+                parsed.records.first()
+            );
+            assert_eq!(parsed.records.len(), 2, "cut at {cut}");
+            if parsed.title_slot.is_none() {
+                assert!(
+                    parsed.diagnostics.iter().any(|d| d.kind == DiagnosticKind::DamagedTitleSlot
+                        || matches!(d.kind, DiagnosticKind::Malformed { .. })),
+                    "cut at {cut}"
+                );
             }
         }
         Ok(())

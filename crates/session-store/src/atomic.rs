@@ -62,7 +62,12 @@ pub(crate) fn write_atomic_with<G>(
         return result;
     }
     remove_dead_leftovers(&dir);
-    sync_dir_with(&dir, faults)
+    sync_dir_with(&dir, faults).map_err(|e| not_durable(path, bytes.len() as u64, e))
+}
+
+/// The error of a replace whose rename happened but whose directory sync failed.
+fn not_durable(path: &Path, written: u64, error: StoreError) -> StoreError {
+    StoreError::NotDurable { path: path.to_path_buf(), written, source: Box::new(error) }
 }
 
 /// Replaces `path` atomically with the content `fill` writes piece by piece, taking no
@@ -114,7 +119,7 @@ pub(crate) fn write_atomic_stream_with<G>(
         Ok(written) => {
             remove_dead_leftovers(&dir);
             if sync {
-                sync_dir_with(&dir, None)?;
+                sync_dir_with(&dir, None).map_err(|e| not_durable(path, written, e))?;
             }
             Ok(written)
         }

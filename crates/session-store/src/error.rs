@@ -168,6 +168,18 @@ pub enum StoreError {
         /// What it is instead (see [`NotRegularFile::kind`](crate::open::NotRegularFile::kind)).
         kind: &'static str,
     },
+    /// A replace landed (readers see the complete new file) but the directory could not
+    /// be synced, so after a power loss the old file may come back. The write must not
+    /// be repeated as if it had failed.
+    #[error("{} was replaced ({written} bytes) but not made durable: {source}; the new content is in place, do not write it again", path.display())]
+    NotDurable {
+        /// The replaced file.
+        path: PathBuf,
+        /// How many bytes the new file holds.
+        written: u64,
+        /// Why the directory sync failed.
+        source: Box<StoreError>,
+    },
     /// A fault injected by a test (see `Faults`).
     #[error("injected fault: cannot {op} {}", path.display())]
     Injected {
@@ -199,6 +211,15 @@ impl StoreError {
             return StoreError::NotRegular { path: found.path.clone(), kind: found.kind };
         }
         StoreError::Io { op, path: path.to_path_buf(), source: Arc::new(err) }
+    }
+
+    /// Returns the size of the new file when this error says a replace landed anyway
+    /// ([`StoreError::NotDurable`]).
+    pub fn landed(&self) -> Option<u64> {
+        match self {
+            StoreError::NotDurable { written, .. } => Some(*written),
+            _ => None,
+        }
     }
 
     /// Returns true for [`StoreError::NotFound`].

@@ -377,6 +377,11 @@ fn split_verdict(verdict: WriteVerdict, op: Op, path: &Path, len: usize) -> (usi
     }
 }
 
+/// The error of a replace that was renamed into place before its directory sync failed.
+fn landed(path: &Path, written: u64, error: StoreError) -> StoreError {
+    StoreError::NotDurable { path: path.to_path_buf(), written, source: Box::new(error) }
+}
+
 /// The error reported when a write stores fewer bytes than asked.
 pub(crate) fn short_write_error(op: Op, path: &Path) -> StoreError {
     StoreError::io_raw(op, path, io::Error::new(io::ErrorKind::WriteZero, "short write"))
@@ -474,8 +479,8 @@ impl<S: Storage> Storage for FaultStorage<S> {
         self.faults.check(Op::SyncData, path)?;
         self.faults.check(Op::Rename, path)?;
         self.inner.write_atomic(path, bytes, expected)?;
-        // The rename happened; a failed directory sync is still reported.
-        self.faults.check(Op::SyncDir, path)
+        // The rename happened; a failed directory sync is still reported, as landed.
+        self.faults.check(Op::SyncDir, path).map_err(|e| landed(path, bytes.len() as u64, e))
     }
 
     fn write_atomic_stream(
@@ -499,8 +504,8 @@ impl<S: Storage> Storage for FaultStorage<S> {
         self.faults.check(Op::Rename, path)?;
         let written = self.inner.write_atomic_stream(path, expected, durability, &mut |w| w.write_all(&bytes))?;
         if sync {
-            // The rename happened; a failed directory sync is still reported.
-            self.faults.check(Op::SyncDir, path)?;
+            // The rename happened; a failed directory sync is still reported, as landed.
+            self.faults.check(Op::SyncDir, path).map_err(|e| landed(path, written, e))?;
         }
         Ok(written)
     }

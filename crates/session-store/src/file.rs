@@ -312,9 +312,11 @@ impl Storage for FileStorage {
     }
 
     fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        atomic::write_atomic_with(path, bytes, self.faults.as_ref(), || self.publish_check(path, expected))?;
-        lock::bump_generation(path);
-        Ok(())
+        let done = atomic::write_atomic_with(path, bytes, self.faults.as_ref(), || self.publish_check(path, expected));
+        if done.as_ref().map_or_else(|e| e.landed().is_some(), |()| true) {
+            lock::bump_generation(path);
+        }
+        done
     }
 
     fn write_atomic_stream(
@@ -331,9 +333,11 @@ impl Storage for FileStorage {
             return Ok(buf.len() as u64);
         }
         let sync = durability != Durability::None;
-        let written = atomic::write_atomic_stream_with(path, fill, sync, || self.publish_check(path, expected))?;
-        lock::bump_generation(path);
-        Ok(written)
+        let written = atomic::write_atomic_stream_with(path, fill, sync, || self.publish_check(path, expected));
+        if written.as_ref().map_or_else(|e| e.landed().is_some(), |_| true) {
+            lock::bump_generation(path);
+        }
+        written
     }
 
     fn overwrite_prefix(

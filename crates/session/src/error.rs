@@ -118,3 +118,12 @@ pub enum SessionError {
         source: std::io::Error,
     },
 }
+
+impl SessionError {
+    /// Returns whether the write this error reports landed anyway (the file was replaced
+    /// but its directory could not be synced, [`StoreError::NotDurable`]): the session
+    /// holds what it wrote, and repeating the call would write it twice.
+    pub fn landed(&self) -> bool {
+        matches!(self, SessionError::Store(e) if e.landed().is_some())
+    }
+}

@@ -451,6 +451,10 @@ impl SessionManager {
         let written = record.clone();
         self.tree.append(record)?;
         if let Err(e) = self.persist_appended(&written.line()) {
+            if e.landed() {
+                // In the file (not yet durable): kept, and the error says so.
+                return Err(e);
+            }
             self.tree.pop_last(previous_leaf);
             self.has_conversation = conversation_before;
             return Err(e);
@@ -472,9 +476,11 @@ impl SessionManager {
                     // pi creates the file exclusively (`wx`); we publish it atomically with
                     // the same must-not-exist check, so a crash or a full disk never
                     // leaves a partial file that would block every later first write.
-                    self.publish_current(ExpectedSize::Missing)?;
-                    self.flushed = true;
-                    return Ok(());
+                    let published = self.publish_current(ExpectedSize::Missing);
+                    if published.as_ref().map_or_else(SessionError::landed, |_| true) {
+                        self.flushed = true;
+                    }
+                    return published.map(|_| ());
                 }
                 self.append_line(line)
             }
@@ -519,14 +525,22 @@ impl SessionManager {
             Some(n) => ExpectedSize::Bytes(n),
             None => ExpectedSize::Missing,
         };
-        match self.publish_current(expected) {
-            Ok(size) => {
-                self.expected_size = Some(size);
-                self.file_is_current = true;
-                self.rewrite_required = false;
-                self.failure = None;
-                Ok(())
-            }
+        let published = self.publish_current(expected);
+        let landed = match &published {
+            Ok(size) => Some(*size),
+            Err(SessionError::Store(e)) => e.landed(),
+            Err(_) => None,
+        };
+        if let Some(size) = landed {
+            // The file is ours now, synced or not: the next write builds on it.
+            self.expected_size = Some(size);
+            self.file_is_current = true;
+            self.rewrite_required = false;
+            self.failure = None;
+        }
+        match published {
+            Ok(_) => Ok(()),
+            Err(e) if landed.is_some() => Err(e),
             Err(e) => {
                 self.file_is_current = false;
                 self.rewrite_required = true;

@@ -94,7 +94,14 @@ fn failing_directory_sync_is_reported_after_the_rename() -> TestResult {
     let (dir, path, s, faults) = file_setup()?;
     faults.fail_next(Op::SyncDir, 1);
     let err = s.write_atomic(&path, b"new\n", ExpectedSize::Any);
-    assert!(matches!(err, Err(StoreError::Injected { op: Op::SyncDir, .. })), "{err:?}");
+    // The error says the replace landed (4 bytes), and why it is not durable.
+    match &err {
+        Err(e @ StoreError::NotDurable { source, .. }) => {
+            assert_eq!(e.landed(), Some(4));
+            assert!(matches!(**source, StoreError::Injected { op: Op::SyncDir, .. }), "{source:?}");
+        }
+        other => return Err(format!("expected NotDurable, got {other:?}").into()),
+    }
     // The complete new file is visible; only its durability is in doubt.
     assert_eq!(s.read(&path)?, b"new\n");
     assert!(strays(&dir.0).is_empty());

@@ -25,9 +25,8 @@
 //! `SESSION_CRASH_POINTS` crash points (default 1,000) have been explored, on
 //! `SESSION_CRASH_THREADS` worker threads (default 2).
 //! the next writer must also remove (unless `SESSION_CRASH_REQUIRE_TEMP_CLEANUP=0`) the
-//! temporary files of a dead one; `SESSION_CRASH_KNOWN_BUGS=1` includes the crash points
-//! of known, unfixed bugs (see [`known_bug`]); `SESSION_CRASH_FILTER=<text>` explores only
-//! the cases whose name contains the text.
+//! temporary files of a dead one; `SESSION_CRASH_FILTER=<text>` explores only the cases
+//! whose name contains the text.
 
 mod promise;
 mod rig;
@@ -41,7 +40,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use session::SessionManager;
-use session::store::{Boundary, CrashKind, ExpectedSize, Op};
+use session::store::{Boundary, CrashKind, ExpectedSize};
 
 use promise::{Leftovers, Phase, Promises};
 use rig::{Level, Rig, TempDir, View, bury_own_locks, file_name, is_lock, is_temp, lock_of};
@@ -60,7 +59,6 @@ const EXIT_ENV: &str = "SESSION_CRASH_POINTS_EXIT";
 struct Config {
     points: usize,
     require_temp_cleanup: bool,
-    known_bugs: bool,
     filter: Option<String>,
 }
 
@@ -70,12 +68,10 @@ impl Config {
             Ok(v) => v.parse().map_err(|e| format!("SESSION_CRASH_POINTS={v}: {e}"))?,
             Err(_) => CI_POINTS,
         };
-        let flag = |name| std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0");
         Ok(Config {
             points,
             // On unless `SESSION_CRASH_REQUIRE_TEMP_CLEANUP=0`.
             require_temp_cleanup: std::env::var_os("SESSION_CRASH_REQUIRE_TEMP_CLEANUP").is_none_or(|v| v != "0"),
-            known_bugs: flag("SESSION_CRASH_KNOWN_BUGS"),
             filter: std::env::var("SESSION_CRASH_FILTER").ok().filter(|f| !f.is_empty()),
         })
     }
@@ -104,9 +100,6 @@ struct Tally {
     torn: usize,
     /// Transient faults explored (not counted as crash points).
     transient: usize,
-    /// Failures at points of known bugs, with their symptom (failing only with
-    /// `SESSION_CRASH_KNOWN_BUGS=1`).
-    known: Vec<String>,
     failures: Vec<String>,
     leftovers: LeftoverTotals,
 }
@@ -118,7 +111,6 @@ impl Tally {
         self.points += other.points;
         self.torn += other.torn;
         self.transient += other.transient;
-        self.known.extend(other.known);
         self.failures.extend(other.failures);
         let (a, b) = (&mut self.leftovers, other.leftovers);
         a.died_with_temps += b.died_with_temps;
@@ -201,14 +193,13 @@ fn report(cases: &[Case], tallies: &[Tally], total: usize, config: &Config, star
     let mut by_level: BTreeMap<&str, usize> = BTreeMap::new();
     for (case, t) in cases.iter().zip(tallies) {
         println!(
-            "crash points: {:<34} {:>4} points ({} boundaries over {} sizes, {} torn){}{}",
+            "crash points: {:<34} {:>4} points ({} boundaries over {} sizes, {} torn){}",
             case.name(),
             t.points,
             t.boundaries,
             t.sizes,
             t.torn,
-            if t.transient > 0 { format!("; {} transient faults", t.transient) } else { String::new() },
-            if t.known.is_empty() { String::new() } else { format!("; {} known-bug failures", t.known.len()) }
+            if t.transient > 0 { format!("; {} transient faults", t.transient) } else { String::new() }
         );
         *by_op.entry(case.op).or_default() += t.points;
         *by_level.entry(case.level.name()).or_default() += t.points;
@@ -219,30 +210,12 @@ fn report(cases: &[Case], tallies: &[Tally], total: usize, config: &Config, star
     let levels: Vec<String> = by_level.iter().map(|(l, n)| format!("{l} {n}")).collect();
     let failures: usize = tallies.iter().map(|t| t.failures.len()).sum();
     let transient: usize = tallies.iter().map(|t| t.transient).sum();
-    let mut known: BTreeMap<&str, usize> = BTreeMap::new();
-    for k in tallies.iter().flat_map(|t| &t.known) {
-        *known.entry(k.split(": ").next().unwrap_or_default()).or_default() += 1;
-    }
     println!(
-        "crash points: {total} explored in {} cases ({}), and {transient} transient faults; {failures} failing, \
-         {} failing as known bugs{}; in {:.1} s",
+        "crash points: {total} explored in {} cases ({}), and {transient} transient faults; {failures} failing; in {:.1} s",
         cases.len(),
         levels.join(", "),
-        known.values().sum::<usize>(),
-        if config.known_bugs { " (counted as failing)" } else { " (SESSION_CRASH_KNOWN_BUGS=1 makes them fail)" },
         started.elapsed().as_secs_f64()
     );
-    for (bug, n) in &known {
-        println!("crash points: known bug at {n} points: {bug}");
-        let example = cases
-            .iter()
-            .zip(tallies)
-            .find_map(|(c, t)| t.known.iter().find(|k| k.starts_with(bug)).map(|k| (c.name(), k)));
-        if let Some((case, k)) = example {
-            let detail: String = k[bug.len()..].trim_start_matches(": ").chars().take(600).collect();
-            println!("crash points:   e.g. {case}: {detail}");
-        }
-    }
     let mut sum = LeftoverTotals::default();
     for (case, t) in cases.iter().zip(tallies).filter(|(c, _)| c.level == Level::Files) {
         let l = t.leftovers;
@@ -370,15 +343,7 @@ fn explore_case(
                 Mode::Transient => "transient fault".to_owned(),
             };
             let failure = format!("size {size}, {what} at boundary {k} of {} ({}): {e}", trace.len(), boundary.op);
-            match known_bug(case, boundary, mode) {
-                Some(bug) if e.to_string().contains(bug.symptom) && !config.known_bugs => {
-                    tally.known.push(format!("{}: {failure}", bug.what));
-                }
-                Some(bug) if e.to_string().contains(bug.symptom) => {
-                    tally.failures.push(format!("{failure} [known bug: {}]", bug.what));
-                }
-                _ => tally.failures.push(failure),
-            }
+            tally.failures.push(failure);
         }
     }
     Ok(explored)
@@ -391,51 +356,6 @@ enum Mode {
     Death(CrashKind),
     /// The call fails once; the process lives on.
     Transient,
-}
-
-/// A known bug in code this test may not change: where it shows and how.
-struct KnownBug {
-    what: &'static str,
-    /// Text of the failure it causes; other failures at its points still fail the run.
-    symptom: &'static str,
-}
-
-/// The points of known bugs in code this test may not change. A failure there with the
-/// bug's symptom is counted and reported, and fails the run only with
-/// `SESSION_CRASH_KNOWN_BUGS=1`.
-fn known_bug(case: &Case, boundary: &Boundary, mode: Mode) -> Option<KnownBug> {
-    // BUG 1 (torn omp title slot): SessionManager::persist_title / overwrite_slot
-    // (crates/session/src/manager.rs) write the slot over the first line in place with
-    // Storage::overwrite_prefix, relying on "a torn slot is not a slot, readers fall back to
-    // the header". But half of a new slot over the old one is often valid JSON, e.g.
-    // `{"type":"title","v":1,"title":"title 0 tt…","source":"user","updatedAt":"2026-12-01T22:33:0      "}`
-    // (no `pad`), which TitleSlot::parse rejects; omp's parser then keeps it as the first
-    // record, the real header becomes a duplicate, and SessionManager::open fails with
-    // "Cannot resume session": the whole session is unreadable.
-    if case.op == "rename"
-        && case.variant.starts_with("omp")
-        && boundary.op == Op::Overwrite
-        && mode == Mode::Death(CrashKind::Torn)
-    {
-        return Some(KnownBug {
-            what: "a torn omp title slot makes the session unloadable",
-            symptom: "Cannot resume session",
-        });
-    }
-    // BUG 2 (stuck after a failed directory sync): when a whole-file publish
-    // (Body::publish through Storage::write_atomic_stream) renamed the new file but the
-    // directory sync after it failed, the store reports the error although the file was
-    // replaced; the manager (crates/session/src/manager.rs: persist_appended for pi's first
-    // write, rewrite_omp for omp) rolls back and keeps its old size token (pi: "must not
-    // exist", omp: the old size), so every later write fails with Conflict until the session
-    // is reopened. pi's own comment says a failed first write must never block later ones.
-    if mode == Mode::Transient && boundary.op == Op::SyncDir {
-        return Some(KnownBug {
-            what: "after a failed directory sync of a publish the session is stuck (Conflict) until reopened",
-            symptom: "the session is stuck",
-        });
-    }
-    None
 }
 
 /// Runs a scenario, turning a panic into an error.

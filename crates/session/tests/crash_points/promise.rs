@@ -195,7 +195,14 @@ fn damage(parsed: &ParsedFile, bytes: &[u8]) -> Result<()> {
     let other: Vec<_> = parsed
         .diagnostics
         .iter()
-        .filter(|d| !matches!(d.kind, DiagnosticKind::TornLastLine | DiagnosticKind::MissingFinalNewline))
+        // A slot torn by an in-place rename is skipped as damaged (the title falls back
+        // to the header): allowed, like a torn last line.
+        .filter(|d| {
+            !matches!(
+                d.kind,
+                DiagnosticKind::TornLastLine | DiagnosticKind::MissingFinalNewline | DiagnosticKind::DamagedTitleSlot
+            )
+        })
         .collect();
     if last > 1 || !other.is_empty() {
         let lines: Vec<String> = parsed
