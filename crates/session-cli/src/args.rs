@@ -26,7 +26,7 @@ pub(crate) struct Cli {
 }
 
 /// Options every command takes, before or after its own arguments.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub(crate) struct Global {
     /// Whose rules apply. Default: the file's own (a title slot means omp), else pi; pi
     /// for `ls` and `resume`, omp for `history`.
@@ -243,6 +243,24 @@ pub(crate) enum Command {
         /// The document's format.
         #[arg(long, value_enum, default_value_t = ExportFormat::Md)]
         format: ExportFormat,
+    },
+    /// Check every session and the blob store; exit 1 when anything is wrong.
+    #[command(after_help = "Example: session fsck            # both agents' homes\n         session fsck DIR --repair")]
+    Fsck {
+        /// Folders to check instead of both agents' sessions roots.
+        dirs: Vec<PathBuf>,
+        /// Rewrite damaged sessions that load, keeping backups (never one that does not load).
+        #[arg(long)]
+        repair: bool,
+    },
+    /// Delete the blobs no session refers to (a dry run unless --yes).
+    #[command(after_help = "Example: session gc --yes")]
+    Gc {
+        /// Folders of sessions instead of both agents' sessions roots.
+        dirs: Vec<PathBuf>,
+        /// Delete instead of listing.
+        #[arg(long, short)]
+        yes: bool,
     },
     /// Count sessions, bytes, entries by type, tokens and cost.
     #[command(after_help = "Example: session stats")]

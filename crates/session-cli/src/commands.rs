@@ -56,6 +56,8 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
         Command::Repair { file, no_backup } => crate::jobs::repair(g, file, *no_backup, json)?.into(),
         Command::Rm { file, yes } => crate::jobs::rm(file, *yes)?.into(),
         Command::Export { file, leaf, format } => crate::jobs::export(g, file, leaf.as_deref(), *format)?.into(),
+        Command::Fsck { dirs, repair } => crate::jobs::fsck(g, dirs, *repair)?,
+        Command::Gc { dirs, yes } => crate::jobs::gc(g, dirs, *yes)?.into(),
         Command::Stats { dir } => crate::jobs::stats(g, dir.as_deref())?.into(),
         Command::Ls { dir, cwd, all, no_cache, jsonl } => {
             let o = crate::find::LsOptions {

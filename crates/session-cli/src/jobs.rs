@@ -357,3 +357,224 @@ mod tests {
         assert_eq!(human_bytes(3 * 1024 * 1024), "3.0 MiB");
     }
 }
+
+/// Returns every `*.jsonl` file under `root` (dot-folders and dot-files skipped), sorted;
+/// symbolic links are not followed into folders.
+fn session_files(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue;
+            }
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                stack.push(e.path());
+            } else if name.ends_with(".jsonl") {
+                out.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Returns the blob hashes a session's text refers to (`blob:sha256:<64 hex>`).
+fn blob_refs(text: &[u8], into: &mut std::collections::BTreeSet<String>) {
+    const PREFIX: &[u8] = b"blob:sha256:";
+    let mut at = 0;
+    while let Some(i) = memchr_find(&text[at..], PREFIX) {
+        let start = at + i + PREFIX.len();
+        if let Some(hex) = text.get(start..start + 64)
+            && hex.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        {
+            into.insert(String::from_utf8_lossy(hex).into_owned());
+        }
+        at = start;
+    }
+}
+
+fn memchr_find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The blob hashes stored in `dir` (files named by 64 lowercase hex digits; typed
+/// sidecars `<hex>.<ext>` belong to them).
+fn stored_blobs(dir: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut out: Vec<(String, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let hex = name.split('.').next()?.to_owned();
+            (hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))).then(|| (hex, e.path()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Where `fsck` and `gc` look: the given folders, else both agents' sessions roots, and
+/// omp's blob store.
+fn roots(g: &Global, dirs: &[PathBuf]) -> Result<(Vec<(Dialect, PathBuf)>, Option<PathBuf>)> {
+    let env = session::discovery::Env::from_process_env()?;
+    let omp = session::discovery::AgentDirs::omp(&env, g.omp_home.into());
+    let blobs = Some(g.blob_dir.clone().unwrap_or_else(|| omp.agent_dir.join("blobs")));
+    if !dirs.is_empty() {
+        let dialect = g.dialect.map(Dialect::from);
+        return Ok((dirs.iter().map(|d| (dialect.unwrap_or(Dialect::Pi), d.clone())).collect(), blobs));
+    }
+    let mut out = Vec::new();
+    if g.dialect.is_none_or(|d| Dialect::from(d) == Dialect::Pi) {
+        out.push((Dialect::Pi, session::discovery::AgentDirs::pi(&env).sessions_root));
+    }
+    if g.dialect.is_none_or(|d| Dialect::from(d) == Dialect::Omp) {
+        out.push((Dialect::Omp, omp.sessions_root));
+    }
+    Ok((out, blobs))
+}
+
+/// `fsck [DIR...]`: checks every session (torn tails, garbage lines, bad headers,
+/// cycles, duplicate ids, unreadable files, references to missing blobs) and the blob
+/// store (blobs no session refers to); prints a line per finding and a summary, and
+/// exits 1 when anything is wrong. With `repair`, damaged sessions that load are
+/// rewritten with a backup (never one that does not load).
+pub(crate) fn fsck(g: &Global, dirs: &[PathBuf], repair_them: bool) -> Result<crate::commands::Output> {
+    let (roots, blob_dir) = roots(g, dirs)?;
+    let storage = session::store::FileStorage::new();
+    let mut findings: Vec<(PathBuf, String)> = Vec::new();
+    let mut referenced = std::collections::BTreeSet::new();
+    let (mut checked, mut repaired) = (0usize, 0usize);
+    for (root_dialect, root) in &roots {
+        for file in session_files(root) {
+            checked += 1;
+            // An agent's home says whose the file is; a folder given by hand, the file itself.
+            let dialect = if dirs.is_empty() || g.dialect.is_some() {
+                *root_dialect
+            } else {
+                crate::commands::dialect_for(g, &file)
+            };
+            match storage.read(&file) {
+                Ok(bytes) => blob_refs(&bytes, &mut referenced),
+                Err(e) => {
+                    findings.push((file.clone(), format!("unreadable: {e}")));
+                    continue;
+                }
+            }
+            let m = match SessionManager::open_with(dialect, &file, env(g, dialect), OpenMode::ReadOnly) {
+                Ok(m) => m,
+                Err(e) => {
+                    findings.push((file.clone(), format!("does not load: {e}")));
+                    continue;
+                }
+            };
+            let before = findings.len();
+            for d in m.diagnostics() {
+                findings.push((file.clone(), d.to_string()));
+            }
+            for d in m.tree().diagnostics() {
+                findings.push((file.clone(), d.to_string()));
+            }
+            let damaged = findings.len() > before;
+            drop(m);
+            if damaged && repair_them {
+                let g2 = Global { dialect: Some(dialect_arg(dialect)), ..g.clone() };
+                match repair(&g2, &file, false, true) {
+                    Ok(_) => repaired += 1,
+                    Err(e) => findings.push((file.clone(), format!("repair failed: {e}"))),
+                }
+            }
+        }
+    }
+    let mut missing = 0;
+    let mut unreferenced = 0;
+    if let Some(dir) = &blob_dir {
+        let stored = stored_blobs(dir);
+        let have: std::collections::BTreeSet<&str> = stored.iter().map(|(h, _)| h.as_str()).collect();
+        for hex in &referenced {
+            if !have.contains(hex.as_str()) {
+                missing += 1;
+                findings.push((dir.join(hex), "referenced by a session but missing from the blob store".to_owned()));
+            }
+        }
+        for (hex, path) in &stored {
+            if !referenced.contains(hex) {
+                unreferenced += 1;
+                findings.push((path.clone(), "no session refers to this blob (`session gc` removes it)".to_owned()));
+            }
+        }
+    }
+    let failed = !findings.is_empty();
+    let text = if wants_json(g) {
+        serde_json::json!({
+            "sessions": checked,
+            "findings": findings.iter().map(|(p, m)| serde_json::json!({"path": p.to_string_lossy(), "message": m})).collect::<Vec<_>>(),
+            "missingBlobs": missing,
+            "unreferencedBlobs": unreferenced,
+            "repaired": repaired,
+        })
+        .to_string()
+    } else {
+        let mut out = String::new();
+        for (p, m) in &findings {
+            let _ = writeln!(out, "{}: {m}", p.display());
+        }
+        let _ = write!(
+            out,
+            "{checked} session(s) checked: {} finding(s), {missing} missing blob(s), {unreferenced} unreferenced blob(s){}",
+            findings.len(),
+            if repair_them { format!(", {repaired} repaired") } else { String::new() }
+        );
+        out
+    };
+    Ok(crate::commands::Output { text, failed })
+}
+
+fn dialect_arg(d: Dialect) -> crate::args::DialectArg {
+    match d {
+        Dialect::Pi => crate::args::DialectArg::Pi,
+        Dialect::Omp => crate::args::DialectArg::Omp,
+    }
+}
+
+/// `gc`: the blobs no session under the agents' homes (or `dirs`) refers to; deletes
+/// them (and their sidecars) only with `yes`, else lists what it would delete.
+pub(crate) fn gc(g: &Global, dirs: &[PathBuf], yes: bool) -> Result<String> {
+    let (roots, blob_dir) = roots(g, dirs)?;
+    let Some(blob_dir) = blob_dir else { return Ok("no blob store".to_owned()) };
+    let storage = session::store::FileStorage::new();
+    let mut referenced = std::collections::BTreeSet::new();
+    for (_, root) in &roots {
+        for file in session_files(root) {
+            // A session that cannot be read might refer to anything: delete nothing.
+            let bytes =
+                storage.read(&file).map_err(|e| format!("{e}; gc deletes nothing while a session is unreadable"))?;
+            blob_refs(&bytes, &mut referenced);
+        }
+    }
+    let mut out = String::new();
+    let (mut count, mut bytes) = (0usize, 0u64);
+    for (hex, path) in stored_blobs(&blob_dir) {
+        if referenced.contains(&hex) {
+            continue;
+        }
+        count += 1;
+        bytes += storage.stat(&path)?.map_or(0, |s| s.size);
+        if yes {
+            storage.unlink(&path)?;
+            let _ = writeln!(out, "deleted {}", path.display());
+        } else {
+            let _ = writeln!(out, "would delete {}", path.display());
+        }
+    }
+    let _ = write!(
+        out,
+        "{count} unreferenced blob file(s), {}{}",
+        human_bytes(bytes),
+        if yes || count == 0 { String::new() } else { "; run with --yes to delete them".to_owned() }
+    );
+    Ok(out)
+}

@@ -301,3 +301,61 @@ fn sessions_are_found_in_both_agents_homes() -> Result<()> {
     assert_eq!(fs_err::read_dir(home.join(".pi/agent/sessions"))?.count(), 1, "no bucket created");
     Ok(())
 }
+
+/// `fsck` finds damage, unloadable files and unreferenced blobs (exit 1), `--repair`
+/// rewrites what loads with a backup and leaves what does not load alone, `gc` deletes
+/// only with `--yes`; `export` writes a self-contained document; `rm` asks for `--yes`
+/// when nobody can answer.
+#[test]
+fn fsck_repair_gc_export_and_rm() -> Result<()> {
+    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    let tmp = TempDir::new("fsck")?;
+    let s = tmp.0.join("s");
+    let blobs = tmp.0.join("blobs");
+    fs_err::create_dir_all(&s)?;
+    fs_err::create_dir_all(&blobs)?;
+    for f in ["corrupt/garbage-lines.jsonl", "corrupt/bad-header-missing.jsonl", "sample/pi.jsonl"] {
+        fs_err::copy(testdata.join(f), s.join(Path::new(f).file_name().ok_or("name")?))?;
+    }
+    let blob = blobs.join("a".repeat(64));
+    fs_err::write(&blob, b"x")?;
+    let unloadable = fs_err::read(s.join("bad-header-missing.jsonl"))?;
+    let (sd, bd) = (s.to_str().ok_or("path")?, blobs.to_str().ok_or("path")?);
+    let (code, out, _) = run(&["--json", "fsck", sd, "--blob-dir", bd], &tmp.0)?;
+    assert_eq!(code, 1, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out)?;
+    assert_eq!((v["sessions"].as_u64(), v["unreferencedBlobs"].as_u64()), (Some(3), Some(1)), "{v}");
+    let (code, out, _) = run(&["--json", "fsck", sd, "--repair", "--blob-dir", bd], &tmp.0)?;
+    assert_eq!(code, 1);
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&out)?["repaired"], 1);
+    assert_eq!(
+        fs_err::read(s.join("bad-header-missing.jsonl"))?,
+        unloadable,
+        "a file that does not load is never written"
+    );
+    let (_, out, _) = run(&["--json", "check", s.join("garbage-lines.jsonl").to_str().ok_or("path")?], &tmp.0)?;
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&out)?["diagnostics"], serde_json::json!([]));
+    assert!(fs_err::read_dir(&s)?.filter_map(|e| e.ok()).any(|e| e.file_name().to_string_lossy().ends_with(".bak")));
+
+    assert_eq!(run(&["gc", sd, "--blob-dir", bd], &tmp.0)?.0, 0);
+    assert!(blob.exists(), "a dry run deletes nothing");
+    assert_eq!(run(&["gc", sd, "--blob-dir", bd, "--yes"], &tmp.0)?.0, 0);
+    assert!(!blob.exists());
+
+    let sample = s.join("pi.jsonl");
+    let sp = sample.to_str().ok_or("path")?;
+    let (code, html, _) = run(&["export", sp, "--format", "html"], &tmp.0)?;
+    assert!(
+        code == 0 && html.starts_with("<!doctype html>") && html.contains("<section class=\"user\">"),
+        "{html:.200}"
+    );
+    assert!(!html.contains("<script"), "nothing to run in an export");
+    let (code, md, _) = run(&["export", sp], &tmp.0)?;
+    assert!(code == 0 && md.starts_with("# ") && md.contains("## User"), "{md:.200}");
+
+    let (code, _, err) = run(&["rm", sp], &tmp.0)?;
+    assert!(code == 1 && err.contains("--yes") && sample.exists(), "{err}");
+    assert_eq!(run(&["rm", sp, "--yes"], &tmp.0)?.0, 0);
+    assert!(!sample.exists());
+    Ok(())
+}
