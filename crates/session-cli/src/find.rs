@@ -48,7 +48,7 @@ impl ProgressLine {
     }
 
     fn update(&mut self, p: &Progress<'_>) {
-        if !self.enabled || self.start.elapsed() < Duration::from_millis(200) {
+        if !self.enabled || self.start.elapsed() < Duration::from_millis(250) {
             return;
         }
         if p.loaded == p.total || p.loaded.is_multiple_of(25) {
