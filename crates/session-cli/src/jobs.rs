@@ -346,17 +346,6 @@ fn human_bytes(n: u64) -> String {
     if unit == 0 { format!("{n} B") } else { format!("{v:.1} {}", UNITS[unit]) }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn html_is_escaped_and_sizes_read_well() {
-        assert_eq!(html_escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(3 * 1024 * 1024), "3.0 MiB");
-    }
-}
 
 /// Returns every `*.jsonl` file under `root` (dot-folders and dot-files skipped), sorted;
 /// symbolic links are not followed into folders.
@@ -577,4 +566,16 @@ pub(crate) fn gc(g: &Global, dirs: &[PathBuf], yes: bool) -> Result<String> {
         if yes || count == 0 { String::new() } else { "; run with --yes to delete them".to_owned() }
     );
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_is_escaped_and_sizes_read_well() {
+        assert_eq!(html_escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(3 * 1024 * 1024), "3.0 MiB");
+    }
 }
