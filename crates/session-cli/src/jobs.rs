@@ -408,7 +408,10 @@ fn stored_blobs(dir: &Path) -> Vec<(String, PathBuf)> {
 
 /// Where `fsck` and `gc` look: the given folders, else both agents' sessions roots, and
 /// omp's blob store.
-fn roots(g: &Global, dirs: &[PathBuf]) -> Result<(Vec<(Dialect, PathBuf)>, Option<PathBuf>)> {
+/// The sessions roots to walk (each with whose they are) and the blob store.
+type Roots = (Vec<(Dialect, PathBuf)>, Option<PathBuf>);
+
+fn roots(g: &Global, dirs: &[PathBuf]) -> Result<Roots> {
     let env = session::discovery::Env::from_process_env()?;
     let omp = session::discovery::AgentDirs::omp(&env, g.omp_home.into());
     let blobs = Some(g.blob_dir.clone().unwrap_or_else(|| omp.agent_dir.join("blobs")));
