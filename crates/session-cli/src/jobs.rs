@@ -346,7 +346,6 @@ fn human_bytes(n: u64) -> String {
     if unit == 0 { format!("{n} B") } else { format!("{v:.1} {}", UNITS[unit]) }
 }
 
-
 /// Returns every `*.jsonl` file under `root` (dot-folders and dot-files skipped), sorted;
 /// symbolic links are not followed into folders.
 fn session_files(root: &Path) -> Vec<PathBuf> {
