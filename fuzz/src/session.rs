@@ -2,6 +2,7 @@
 //! `parse_omp` targets assert, and what `migrate` reuses to write records back.
 
 use serde_json::Value;
+use session_model::scan;
 use session_model::{
     DiagnosticKind, Dialect, HeaderCheck, ParentRef, ParsedFile, ReadAt, Record, parse_session_at,
     parse_session_at_in_pieces, parse_session_bytes, parse_session_bytes_in_halves,
@@ -80,8 +81,25 @@ pub fn check_parse(data: &[u8], dialect: Dialect) -> ParsedFile {
         let line = 1 + data[..d.offset].iter().filter(|&&b| b == b'\n').count();
         assert_eq!(d.line, line, "line and offset disagree: {d}");
     }
+    for d in &parsed.diagnostics {
+        // pi skips the falsy values (`null`, `false`, `0`, `""`), omp only `null`.
+        if let DiagnosticKind::SkippedValue { text } = &d.kind {
+            match dialect {
+                Dialect::Pi => assert!(!scan::truthy(text), "a truthy value was skipped: {d}"),
+                Dialect::Omp => {
+                    assert!(data[d.offset..].starts_with(b"null"), "a value that is not null was skipped: {d}")
+                }
+            }
+        }
+    }
     for r in &parsed.records {
         check_record(r);
+        if !r.is_object() {
+            match dialect {
+                Dialect::Pi => assert!(scan::truthy(r.text()), "a falsy value was kept: {:?}", r.text()),
+                Dialect::Omp => assert!(r.text() != "null", "a null was kept"),
+            }
+        }
     }
     match parsed.header_check(dialect) {
         HeaderCheck::Valid { index } => {
