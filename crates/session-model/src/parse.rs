@@ -562,7 +562,9 @@ fn is_js_ws(c: u8) -> bool {
 }
 
 fn is_falsy(r: &Record) -> bool {
-    !r.is_object() && !crate::json::is_truthy(r.value())
+    // Read from the text: a value that does not fit a tree (`1e400`, which JavaScript
+    // reads as Infinity, or absurd nesting) has no `value()` but is still truthy.
+    !r.is_object() && !crate::scan::truthy(r.text())
 }
 
 fn push_diag(out: &mut ParsedFile, lines: &mut LineCounter, text: &str, offset: usize, kind: DiagnosticKind) {
@@ -775,7 +777,8 @@ fn parse_omp(text: &str, from: usize, stop_at: usize, out: &mut ParsedFile, line
 }
 
 fn keep_omp(r: Record, text: &str, pos: usize, out: &mut ParsedFile, lines: &mut LineCounter) {
-    if !r.is_object() && r.value().is_null() {
+    // The literal `null` only: `-1e400` (no `value()`, -Infinity in JavaScript) is kept.
+    if !r.is_object() && crate::scan::kind(r.text()) == crate::scan::Kind::Null {
         // omp crashes on a null record; skip it and say so.
         out.malformed += 1;
         push_diag(out, lines, text, pos, DiagnosticKind::SkippedValue { text: "null".into() });

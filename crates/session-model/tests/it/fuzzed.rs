@@ -1,0 +1,32 @@
+//! Inputs the fuzz targets of `fuzz/` found, each a regression test of the bug it
+//! showed (the target's name and the property it broke are in each test's doc).
+
+use session_model::{DiagnosticKind, Dialect, parse_session_bytes};
+
+const HEADER: &str = r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#;
+
+/// `parse_pi` (a truthy value was skipped) and `parse_omp` (a value that is not null
+/// was skipped): `1e400` is Infinity in JavaScript, truthy and not null, so both
+/// references keep it; the parser judged it by a JSON tree it cannot have.
+#[test]
+fn numbers_beyond_f64_are_kept_as_javascript_keeps_them() -> Result<(), String> {
+    for (dialect, value) in [(Dialect::Pi, "1e400"), (Dialect::Omp, "-1e400"), (Dialect::Pi, "[-1e999]")] {
+        let file = format!("{HEADER}\n{value}\n");
+        let parsed = parse_session_bytes(file.as_bytes(), dialect);
+        let texts: Vec<&str> = parsed.records.iter().map(|r| r.text()).collect();
+        if texts != [HEADER, value] {
+            return Err(format!("{}: {value} gave records {texts:?}", dialect.name()));
+        }
+        if parsed.diagnostics.iter().any(|d| matches!(d.kind, DiagnosticKind::SkippedValue { .. })) {
+            return Err(format!("{}: {value} reported as skipped: {:?}", dialect.name(), parsed.diagnostics));
+        }
+    }
+    // Values that are falsy in JavaScript are still skipped (pi) and `null` (omp).
+    for (dialect, value) in [(Dialect::Pi, "1e-400"), (Dialect::Pi, "-0"), (Dialect::Pi, "\"\""), (Dialect::Omp, "null")] {
+        let parsed = parse_session_bytes(format!("{HEADER}\n{value}\n").as_bytes(), dialect);
+        if parsed.records.len() != 1 {
+            return Err(format!("{}: {value} was kept", dialect.name()));
+        }
+    }
+    Ok(())
+}
