@@ -306,6 +306,29 @@ fn parse_value(text: &str) -> Option<Value> {
     serde_json::from_str(text).ok().or_else(|| serde_json::from_str(&replace_lone_surrogates(text)).ok())
 }
 
+/// Returns valid JSON `text` without the whitespace between its tokens (string
+/// contents are kept: they hold no raw line break in valid JSON).
+fn without_whitespace(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else if matches!(c, ' ' | '\t' | '\n' | '\r') {
+            continue;
+        } else if c == '"' {
+            in_string = true;
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Replaces escaped lone surrogates (`\ud800` without its pair) by `\ufffd`.
 fn replace_lone_surrogates(text: &str) -> String {
     let b = text.as_bytes();
@@ -565,15 +588,22 @@ impl Record {
     }
 
     /// Returns the text to write for this record on one line (without the newline):
-    /// the original text when it is one line, else the compact serialisation.
+    /// the original text when it is one line, else the compact serialisation (for a
+    /// record that cannot be read into a tree, see [`Record::value`], the text without
+    /// the whitespace between its tokens).
     pub fn line(&self) -> Cow<'_, str> {
-        if self.inner.compact { Cow::Borrowed(&self.inner.text) } else { Cow::Owned(json::to_js_string(self.value())) }
+        if self.inner.compact { Cow::Borrowed(&self.inner.text) } else { Cow::Owned(self.canonical_line()) }
     }
 
     /// Returns the text as `JSON.stringify(JSON.parse(text))` would write it: what a
-    /// reference writes when it re-serialises a loaded record.
+    /// reference writes when it re-serialises a loaded record. A record that cannot
+    /// be read into a tree is written as its text without the whitespace between
+    /// tokens, never as `null`.
     pub fn canonical_line(&self) -> String {
-        json::to_js_string(self.value())
+        match self.try_value() {
+            Some(v) => json::to_js_string(v),
+            None => without_whitespace(&self.inner.text),
+        }
     }
 
     /// Returns whether this record is a JSON object.
