@@ -27,3 +27,18 @@ pub fn offset_in(whole: &str, part: &str) -> usize {
     assert!(at + part.len() <= whole.len(), "a span {part:?} lies outside its text");
     at
 }
+
+/// Returns whether two JSON values are the same JavaScript value: numbers compared
+/// as `f64` (serde_json tells `0` from `0.0`, JavaScript does not), objects by their
+/// members whatever their order (JavaScript orders integer-like keys first).
+pub fn same_json(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+        }
+        (x, y) => x == y,
+    }
+}
