@@ -299,11 +299,40 @@ fn scalar(raw: Option<&str>) -> Scalar<'_> {
     }
 }
 
-/// Parses JSON text into a value; text that only JavaScript accepts (escaped lone
-/// surrogates) is read with U+FFFD in their place. `None` when even that fails
-/// (nesting deeper than the JSON reader allows).
+/// Parses JSON text into a value; text that only JavaScript accepts is read as
+/// `JSON.stringify(JSON.parse(text))` would write it: escaped lone surrogates as
+/// U+FFFD, numbers beyond `f64` (±Infinity in JavaScript) as `null`. `None` when even
+/// that fails (nesting deeper than the JSON reader allows).
 fn parse_value(text: &str) -> Option<Value> {
-    serde_json::from_str(text).ok().or_else(|| serde_json::from_str(&replace_lone_surrogates(text)).ok())
+    serde_json::from_str(text).ok().or_else(|| {
+        let text = replace_lone_surrogates(text);
+        serde_json::from_str(&text).ok().or_else(|| serde_json::from_str(&null_infinite_numbers(&text)).ok())
+    })
+}
+
+/// Replaces the numbers of valid JSON `text` that round to ±Infinity by `null`.
+fn null_infinite_numbers(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut last, mut i) = (0, 0);
+    while i < b.len() {
+        match b[i] {
+            b'"' => i = scan::skip_value(b, i).unwrap_or(b.len()),
+            b'-' | b'0'..=b'9' => {
+                let end = b[i..].iter().position(|c| !matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'));
+                let end = end.map_or(b.len(), |n| i + n);
+                if text[i..end].parse::<f64>().is_ok_and(f64::is_infinite) {
+                    out.push_str(&text[last..i]);
+                    out.push_str("null");
+                    last = end;
+                }
+                i = end;
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 /// Returns valid JSON `text` without the whitespace between its tokens (string
@@ -710,9 +739,10 @@ impl Record {
 
     /// Returns the whole record as a JSON value (parsed on first use, then cached).
     ///
-    /// Text that JavaScript accepts but the JSON reader does not is read as closely as
-    /// possible (lone surrogates become U+FFFD); a record nested too deeply to read
-    /// gives `null` here, and [`Record::map_value`] leaves it unchanged.
+    /// Text that JavaScript accepts but the JSON reader does not is read as
+    /// JavaScript would write it back (lone surrogates become U+FFFD, numbers beyond
+    /// `f64` `null`); a record nested too deeply to read gives `null` here, and
+    /// [`Record::map_value`] leaves it unchanged.
     pub fn value(&self) -> &Value {
         static NULL: Value = Value::Null;
         self.try_value().unwrap_or(&NULL)

@@ -35,9 +35,10 @@ fn numbers_beyond_f64_are_kept_as_javascript_keeps_them() -> Result<(), String> 
 
 /// `parse_pi` and `parse_omp` (the line of a kept record reads as another value): a
 /// record on several lines (omp) or with a `\r` between its tokens (pi) is written back
-/// compacted from its JSON tree, and one with no tree (a number beyond f64, nesting
-/// deeper than the JSON reader allows) was written back as `null`, losing it. Its
-/// line is now its text without the whitespace between tokens.
+/// compacted from its JSON tree, and one without a tree was written back as `null`,
+/// losing it. A number beyond f64 is now read as JavaScript writes it back (`null`),
+/// and a record nested deeper than the JSON reader allows, which still has no tree,
+/// is written as its text without the whitespace between tokens.
 #[test]
 fn records_without_a_tree_are_written_back_whole() -> Result<(), String> {
     let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
@@ -45,12 +46,12 @@ fn records_without_a_tree_are_written_back_whole() -> Result<(), String> {
         (
             Dialect::Omp,
             "{\"type\":\"custom\",\"id\":\"a\",\n\"x\":1e400, \"s\":\" \\\" \\\\\"}".to_owned(),
-            "{\"type\":\"custom\",\"id\":\"a\",\"x\":1e400,\"s\":\" \\\" \\\\\"}".to_owned(),
+            "{\"type\":\"custom\",\"id\":\"a\",\"x\":null,\"s\":\" \\\" \\\\\"}".to_owned(),
         ),
         (
             Dialect::Pi,
             "{\"type\":\"custom\",\r\"id\":\"a\",\"cost\":0.9E84032}".to_owned(),
-            "{\"type\":\"custom\",\"id\":\"a\",\"cost\":0.9E84032}".to_owned(),
+            "{\"type\":\"custom\",\"id\":\"a\",\"cost\":null}".to_owned(),
         ),
         (
             Dialect::Omp,
@@ -70,6 +71,33 @@ fn records_without_a_tree_are_written_back_whole() -> Result<(), String> {
         if again.records.get(1).map(|r| r.text()) != Some(&*line) || again.records[1].id() != Some("a") {
             return Err(format!("{}: {line:?} does not read back", dialect.name()));
         }
+    }
+    Ok(())
+}
+
+/// `migrate` (an entry has no id after v1 → v2): a record with a number beyond f64
+/// had no JSON tree, so `map_value` (and with it every migration step) left it as it
+/// was. JavaScript reads the number as Infinity and writes it back as `null`; so does
+/// the record's value now, and `map_value` changes the record.
+#[test]
+fn records_with_numbers_beyond_f64_have_a_value() -> Result<(), String> {
+    let r =
+        session_model::Record::parse(r#"{"type":"message","message":{"timestamp":1E+21740819604001,"n":[-1e400,1]}}"#)
+            .map_err(|e| e.to_string())?;
+    let value = r.try_value().ok_or("no value")?;
+    if value["message"] != serde_json::json!({"timestamp": null, "n": [null, 1]}) {
+        return Err(format!("read as {value}"));
+    }
+    let mapped = r.map_value(|v| v["id"] = "x".into());
+    if mapped.id() != Some("x")
+        || mapped.text() != r#"{"type":"message","message":{"timestamp":null,"n":[null,1]},"id":"x"}"#
+    {
+        return Err(format!("map_value gave {:?}", mapped.text()));
+    }
+    // A string that looks like such a number is a string.
+    let s = session_model::Record::parse(r#"{"a":"1e400","b":1e400}"#).map_err(|e| e.to_string())?;
+    if s.canonical_line() != r#"{"a":"1e400","b":null}"# {
+        return Err(format!("canonical line {:?}", s.canonical_line()));
     }
     Ok(())
 }
