@@ -6,6 +6,11 @@
 //! * `gen-session --entries N --seed S [--dialect pi|omp] OUT` writes one large,
 //!   realistic session file (about 2.4 KB per entry).
 //! * `bench` runs the criterion benchmarks of the workspace.
+//! * `crash [--points N] [--kills N] [--allow-temp-leftovers]` runs the crash campaign
+//!   (the crash-point explorer and the SIGKILL tests) at the sizes given (see `crash.rs`).
+//! * `fuzz [--time SECS] [--sanitizer address|none] [TARGET...]` seeds the corpora of
+//!   the cargo-fuzz targets in `fuzz/` from `testdata/` and runs each for a set time,
+//!   failing on any crash (see `fuzz.rs`).
 //!
 //! The frozen fixtures (`testdata/v1`, `v2`, `v3`), the corrupt files and the copy of
 //! the conformance corpus are written by hand or copied, never by this tool.
@@ -16,6 +21,7 @@ use std::process::{Command, ExitCode};
 use session_model::Dialect;
 
 mod crash;
+mod fuzz;
 mod generate;
 
 use generate::{Options, Profile};
@@ -24,7 +30,8 @@ const USAGE: &str = "usage:
   cargo xtask fixtures [--check]
   cargo xtask gen-session --entries N --seed S [--dialect pi|omp] OUT
   cargo xtask bench
-  cargo xtask crash [--points N] [--kills N] [--allow-temp-leftovers]";
+  cargo xtask crash [--points N] [--kills N] [--allow-temp-leftovers]
+  cargo xtask fuzz [--time SECS] [--sanitizer address|none] [TARGET...]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -33,6 +40,7 @@ fn main() -> ExitCode {
         Some("gen-session") => gen_session(&args[1..]),
         Some("bench") => bench(&args[1..]),
         Some("crash") => crash::run(&args[1..], USAGE),
+        Some("fuzz") => fuzz::fuzz(&args[1..]),
         _ => Err(format!("unknown or missing task\n{USAGE}")),
     };
     match result {

@@ -358,6 +358,23 @@ mod tests {
         assert!(m.v1_to_v2);
     }
 
+    /// Found by the `migrate` fuzz target: an entry holding a number beyond f64 had no
+    /// JSON tree, so v1 → v2 gave it no id and broke the parent chain.
+    #[test]
+    fn entries_with_numbers_beyond_f64_are_migrated() {
+        let (out, m) = run(concat!(
+            "{\"type\":\"session\",\"id\":\"s\"}\n",
+            "{\"type\":\"message\",\"message\":{\"role\":\"user\",\"timestamp\":1E+21740819604001}}\n",
+            "{\"type\":\"custom\"}\n",
+        ));
+        assert!(m.v1_to_v2);
+        assert_eq!(
+            out[1],
+            r#"{"type":"message","message":{"role":"user","timestamp":null},"id":"id000001","parentId":null}"#
+        );
+        assert_eq!(out[2], r#"{"type":"custom","id":"id000002","parentId":"id000001"}"#);
+    }
+
     #[test]
     fn forward_index_and_non_objects() {
         let (out, _) = run(concat!(

@@ -53,6 +53,8 @@ pub mod timestamp;
 mod title;
 
 pub use parse::{Diagnostic, DiagnosticKind, HeaderCheck, ParsedFile, ReadAt, parse_session_at, parse_session_bytes};
+#[cfg(feature = "fuzzing")]
+pub use parse::{parse_session_at_in_pieces, parse_session_bytes_in_halves};
 pub use record::{EntryType, MessageInfo, ParentRef, Record, RecordParseError, Scalar};
 pub use title::{SLOT_BYTES, SlotTooLong, TitleSlot};
 

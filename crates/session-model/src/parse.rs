@@ -180,6 +180,32 @@ impl ParsedFile {
 /// assert_eq!(parsed.diagnostics.len(), 2); // the garbage line and the torn last line
 /// ```
 pub fn parse_session_bytes(bytes: &[u8], dialect: Dialect) -> ParsedFile {
+    parse_bytes_from_size(bytes, dialect, PARALLEL_FROM)
+}
+
+/// [`parse_session_bytes`] with the size from which the text is parsed in two halves
+/// on two threads (0: always), for the fuzz targets, which compare the two ways on
+/// inputs far smaller than the size the library splits at.
+#[cfg(feature = "fuzzing")]
+pub fn parse_session_bytes_in_halves(bytes: &[u8], dialect: Dialect) -> ParsedFile {
+    parse_bytes_from_size(bytes, dialect, 0)
+}
+
+/// [`parse_session_at`] reading a file of any size in pieces of `piece` bytes, for
+/// the fuzz targets, which compare it with [`parse_session_bytes`] on inputs far
+/// smaller than the size the library reads in pieces from.
+#[cfg(feature = "fuzzing")]
+pub fn parse_session_at_in_pieces<R: ReadAt + ?Sized>(
+    file: &R,
+    size: u64,
+    dialect: Dialect,
+    piece: u64,
+) -> std::io::Result<ParsedFile> {
+    parse_in_pieces(file, size, dialect, piece, 0)
+}
+
+/// [`parse_session_bytes`] with the size from which it parses in two halves.
+fn parse_bytes_from_size(bytes: &[u8], dialect: Dialect, parallel_from: usize) -> ParsedFile {
     let mut out = ParsedFile {
         byte_len: bytes.len(),
         ends_with_newline: bytes.is_empty() || bytes.last() == Some(&b'\n'),
@@ -201,7 +227,7 @@ pub fn parse_session_bytes(bytes: &[u8], dialect: Dialect) -> ParsedFile {
         }
     };
     let first_own = out.diagnostics.len();
-    parse_text(&text, dialect, &mut out);
+    parse_text_from_size(&text, dialect, &mut out, parallel_from);
     if !shifts.is_empty() {
         // Offsets were taken in the decoded text; report them in the file's bytes.
         for d in &mut out.diagnostics[first_own..] {
@@ -584,7 +610,9 @@ fn is_js_ws(c: u8) -> bool {
 }
 
 fn is_falsy(r: &Record) -> bool {
-    !r.is_object() && !crate::json::is_truthy(r.value())
+    // Read from the text: a value that does not fit a tree (`1e400`, which JavaScript
+    // reads as Infinity, or absurd nesting) has no `value()` but is still truthy.
+    !r.is_object() && !crate::scan::truthy(r.text())
 }
 
 fn push_diag(out: &mut ParsedFile, lines: &mut LineCounter, text: &str, offset: usize, kind: DiagnosticKind) {
@@ -603,16 +631,11 @@ struct Stop {
 /// From this size on, a text is parsed in two halves on two threads.
 const PARALLEL_FROM: usize = 4 << 20;
 
-/// Parses `text` into `out` as `dialect` does. Large texts are parsed in two halves
-/// at once: the second half is parsed from the first line start after the middle,
-/// and kept only when the first half's parse ends exactly there (the parsers keep
-/// no state but the position between values, so the result is the same as one
-/// pass; otherwise the first half's parse simply goes on).
-fn parse_text(text: &str, dialect: Dialect, out: &mut ParsedFile) {
-    parse_text_from_size(text, dialect, out, PARALLEL_FROM);
-}
-
-/// [`parse_text`] with the size from which it splits the text.
+/// Parses `text` into `out` as `dialect` does. Texts of `parallel_from` bytes or more
+/// are parsed in two halves at once: the second half is parsed from the first line
+/// start after the middle, and kept only when the first half's parse ends exactly
+/// there (the parsers keep no state but the position between values, so the result
+/// is the same as one pass; otherwise the first half's parse simply goes on).
 fn parse_text_from_size(text: &str, dialect: Dialect, out: &mut ParsedFile, parallel_from: usize) {
     let mut lines = LineCounter::default();
     let start = match dialect {
@@ -821,7 +844,8 @@ fn parse_omp(text: &str, from: usize, stop_at: usize, out: &mut ParsedFile, line
 }
 
 fn keep_omp(r: Record, text: &str, pos: usize, out: &mut ParsedFile, lines: &mut LineCounter) {
-    if !r.is_object() && r.value().is_null() {
+    // The literal `null` only: `-1e400` (no `value()`, -Infinity in JavaScript) is kept.
+    if !r.is_object() && crate::scan::kind(r.text()) == crate::scan::Kind::Null {
         // omp crashes on a null record; skip it and say so.
         out.malformed += 1;
         push_diag(out, lines, text, pos, DiagnosticKind::SkippedValue { text: "null".into() });

@@ -300,50 +300,61 @@ fn scalar(raw: Option<&str>) -> Scalar<'_> {
 }
 
 /// Parses JSON text into a value; text that only JavaScript accepts is read as
-/// `JSON.stringify(JSON.parse(text))` would write it back: escaped lone surrogates with
-/// U+FFFD in their place, numbers beyond a double (`1e400`, which JavaScript reads as
-/// `Infinity`) as `null`. `None` when even that fails (nesting deeper than the JSON
-/// reader allows).
+/// `JSON.stringify(JSON.parse(text))` would write it: escaped lone surrogates as
+/// U+FFFD, numbers beyond `f64` (±Infinity in JavaScript) as `null`. `None` when even
+/// that fails (nesting deeper than the JSON reader allows).
 fn parse_value(text: &str) -> Option<Value> {
     serde_json::from_str(text).ok().or_else(|| {
         let text = replace_lone_surrogates(text);
-        serde_json::from_str(&text).ok().or_else(|| serde_json::from_str(&replace_infinite_numbers(&text)).ok())
+        serde_json::from_str(&text).ok().or_else(|| serde_json::from_str(&null_infinite_numbers(&text)).ok())
     })
 }
 
-/// Replaces every number of validated JSON text that a double cannot hold (it parses to
-/// an infinity) by `null`, which is what `JSON.stringify` writes for `Infinity`.
-pub(crate) fn replace_infinite_numbers(text: &str) -> String {
+/// Replaces the numbers of valid JSON `text` that round to ±Infinity by `null`.
+fn null_infinite_numbers(text: &str) -> String {
     let b = text.as_bytes();
     let mut out = String::with_capacity(text.len());
-    let (mut i, mut last) = (0, 0);
+    let (mut last, mut i) = (0, 0);
     while i < b.len() {
         match b[i] {
-            b'"' => {
-                // Skip the string (validated: every quote inside is escaped).
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    i += if b[i] == b'\\' { 2 } else { 1 };
-                }
-                i += 1;
-            }
+            b'"' => i = scan::skip_value(b, i).unwrap_or(b.len()),
             b'-' | b'0'..=b'9' => {
-                let start = i;
-                i += 1;
-                while i < b.len() && matches!(b[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
-                    i += 1;
-                }
-                let token = &text[start..i];
-                if token.parse::<f64>().is_ok_and(f64::is_infinite) {
-                    out.push_str(&text[last..start]);
+                let end = b[i..].iter().position(|c| !matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'));
+                let end = end.map_or(b.len(), |n| i + n);
+                if text[i..end].parse::<f64>().is_ok_and(f64::is_infinite) {
+                    out.push_str(&text[last..i]);
                     out.push_str("null");
-                    last = i;
+                    last = end;
                 }
+                i = end;
             }
             _ => i += 1,
         }
     }
     out.push_str(&text[last..]);
+    out
+}
+
+/// Returns valid JSON `text` without the whitespace between its tokens (string
+/// contents are kept: they hold no raw line break in valid JSON).
+fn without_whitespace(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else if matches!(c, ' ' | '\t' | '\n' | '\r') {
+            continue;
+        } else if c == '"' {
+            in_string = true;
+        }
+        out.push(c);
+    }
     out
 }
 
@@ -606,15 +617,22 @@ impl Record {
     }
 
     /// Returns the text to write for this record on one line (without the newline):
-    /// the original text when it is one line, else the compact serialisation.
+    /// the original text when it is one line, else the compact serialisation (for a
+    /// record that cannot be read into a tree, see [`Record::value`], the text without
+    /// the whitespace between its tokens).
     pub fn line(&self) -> Cow<'_, str> {
-        if self.inner.compact { Cow::Borrowed(&self.inner.text) } else { Cow::Owned(json::to_js_string(self.value())) }
+        if self.inner.compact { Cow::Borrowed(&self.inner.text) } else { Cow::Owned(self.canonical_line()) }
     }
 
     /// Returns the text as `JSON.stringify(JSON.parse(text))` would write it: what a
-    /// reference writes when it re-serialises a loaded record.
+    /// reference writes when it re-serialises a loaded record. A record that cannot
+    /// be read into a tree is written as its text without the whitespace between
+    /// tokens, never as `null`.
     pub fn canonical_line(&self) -> String {
-        json::to_js_string(self.value())
+        match self.try_value() {
+            Some(v) => json::to_js_string(v),
+            None => without_whitespace(&self.inner.text),
+        }
     }
 
     /// Returns whether this record is a JSON object.
@@ -721,9 +739,10 @@ impl Record {
 
     /// Returns the whole record as a JSON value (parsed on first use, then cached).
     ///
-    /// Text that JavaScript accepts but the JSON reader does not is read as closely as
-    /// possible (lone surrogates become U+FFFD); a record nested too deeply to read
-    /// gives `null` here, and [`Record::map_value`] leaves it unchanged.
+    /// Text that JavaScript accepts but the JSON reader does not is read as
+    /// JavaScript would write it back (lone surrogates become U+FFFD, numbers beyond
+    /// `f64` `null`); a record nested too deeply to read gives `null` here, and
+    /// [`Record::map_value`] leaves it unchanged.
     pub fn value(&self) -> &Value {
         static NULL: Value = Value::Null;
         self.try_value().unwrap_or(&NULL)

@@ -5,6 +5,7 @@
 mod conformance;
 mod corrupt;
 mod frozen;
+mod fuzzed;
 mod generated;
 mod json;
 mod robustness;
