@@ -19,7 +19,8 @@
 use std::process::Command;
 
 /// The crash test binaries: `(package, test target)`.
-const BINARIES: [(&str, &str); 3] = [("session", "crash_points"), ("session-store", "crash"), ("session", "crash")];
+const BINARIES: [(&str, &str); 3] =
+    [("agent-session-store", "crash_points"), ("session-store", "crash"), ("agent-session-store", "crash")];
 
 /// Runs the crash campaign with the sizes `args` ask for.
 pub(crate) fn run(args: &[String], usage: &str) -> Result<(), String> {

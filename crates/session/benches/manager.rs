@@ -3,7 +3,7 @@
 //! session, both written to real files. `fork-io-floor` reads the same source and
 //! writes its bytes to a new file without parsing them: the least a fork can cost.
 //!
-//! Run with `cargo bench -p session --bench manager` (or `cargo xtask bench`).
+//! Run with `cargo bench -p agent-session-store --bench manager` (or `cargo xtask bench`).
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
