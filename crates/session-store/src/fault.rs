@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::{Op, StoreError};
-use crate::storage::{AppendWriter, Durability, ExpectedSize, FileStat, LockWait, SessionLock, Storage};
+use crate::storage::{AppendWriter, DirEntry, Durability, ExpectedSize, FileStat, LockWait, SessionLock, Storage};
 
 #[derive(Debug, Default)]
 struct Plan {
@@ -443,9 +443,36 @@ impl<S: Storage> Storage for FaultStorage<S> {
         self.inner.list(dir)
     }
 
+    fn read_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StoreError> {
+        self.faults.check(Op::List, dir)?;
+        self.inner.read_dir(dir)
+    }
+
     fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError> {
         self.faults.check(Op::Read, path)?;
         self.inner.read(path)
+    }
+
+    fn read_into(&self, path: &Path, buf: &mut Vec<u8>) -> Result<(FileStat, usize), StoreError> {
+        self.faults.check(Op::Read, path)?;
+        self.inner.read_into(path, buf)
+    }
+
+    fn read_slices_into(
+        &self,
+        path: &Path,
+        prefix: u64,
+        suffix: u64,
+        head: &mut Vec<u8>,
+        tail: &mut Vec<u8>,
+    ) -> Result<(FileStat, usize, usize), StoreError> {
+        self.faults.check(Op::Read, path)?;
+        self.inner.read_slices_into(path, prefix, suffix, head, tail)
+    }
+
+    fn remove_empty_dir(&self, dir: &Path) -> Result<(), StoreError> {
+        self.faults.check(Op::RemoveDir, dir)?;
+        self.inner.remove_empty_dir(dir)
     }
 
     fn read_slices(&self, path: &Path, prefix: u64, suffix: u64) -> Result<(Vec<u8>, Vec<u8>), StoreError> {

@@ -13,7 +13,8 @@ use crate::error::{Op, StoreError};
 use crate::fault::{Faults, plan_write, short_write_error};
 use crate::lock;
 use crate::storage::{
-    AppendWriter, Durability, ExpectedSize, FileStat, LockWait, SessionLock, Storage, artifacts_dir, is_backup_of,
+    AppendWriter, DirEntry, Durability, EntryKind, ExpectedSize, FileIdentity, FileStat, LockWait, SessionLock, Storage,
+    artifacts_dir, grow, is_backup_of,
 };
 
 /// Session files on the real file system, with real `fsync`.
@@ -162,14 +163,29 @@ fn ensure_parent(path: &Path) -> Result<(), StoreError> {
     fs_err::create_dir_all(&dir).map_err(|e| StoreError::io(Op::EnsureDir, &dir, e))
 }
 
-fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
-    match meta.modified() {
+/// Returns a time as nanoseconds since the Unix epoch (0 when the platform has none).
+fn epoch_ns(t: std::io::Result<std::time::SystemTime>) -> i64 {
+    match t {
         Ok(t) => match t.duration_since(std::time::UNIX_EPOCH) {
-            Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
-            Err(e) => i64::try_from(e.duration().as_millis()).map(|ms| -ms).unwrap_or(i64::MIN),
+            Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+            Err(e) => i64::try_from(e.duration().as_nanos()).map(|ns| -ns).unwrap_or(i64::MIN),
         },
         Err(_) => 0,
     }
+}
+
+/// Returns what [`Storage::stat`] reports for a file's metadata.
+fn stat_of(meta: &std::fs::Metadata) -> FileStat {
+    let mtime_ns = epoch_ns(meta.modified());
+    #[cfg(unix)]
+    let identity = {
+        use std::os::unix::fs::MetadataExt;
+        let ctime_ns = meta.ctime().saturating_mul(1_000_000_000).saturating_add(meta.ctime_nsec());
+        FileIdentity { mtime_ns, ctime_ns, ino: meta.ino(), dev: meta.dev() }
+    };
+    #[cfg(not(unix))]
+    let identity = FileIdentity { mtime_ns, ctime_ns: epoch_ns(meta.created()), ino: 0, dev: 0 };
+    FileStat { size: meta.len(), mtime_ms: mtime_ns.div_euclid(1_000_000), is_file: meta.is_file(), identity: Some(identity) }
 }
 
 /// Writes `bytes` at the end of `file`; on any failure cuts the file back to its size before.
@@ -233,7 +249,7 @@ impl Storage for FileStorage {
     fn stat(&self, path: &Path) -> Result<Option<FileStat>, StoreError> {
         self.check(Op::Stat, path)?;
         match fs_err::metadata(path) {
-            Ok(m) => Ok(Some(FileStat { size: m.len(), mtime_ms: mtime_ms(&m), is_file: m.is_file() })),
+            Ok(m) => Ok(Some(stat_of(&m))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(StoreError::io_raw(Op::Stat, path, e)),
         }
@@ -263,9 +279,102 @@ impl Storage for FileStorage {
         Ok(names)
     }
 
+    fn read_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StoreError> {
+        self.check(Op::List, dir)?;
+        let entries = match fs_err::read_dir(dir) {
+            Ok(r) => r,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StoreError::io_raw(Op::List, dir, e)),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| StoreError::io_raw(Op::List, dir, e))?;
+            let ft = entry.file_type().map_err(|e| StoreError::io_raw(Op::List, dir, e))?;
+            let kind = if ft.is_file() {
+                EntryKind::File
+            } else if ft.is_dir() {
+                EntryKind::Dir
+            } else if ft.is_symlink() {
+                EntryKind::Symlink
+            } else {
+                EntryKind::Other
+            };
+            out.push(DirEntry { name: entry.file_name().to_string_lossy().into_owned(), kind });
+        }
+        Ok(out)
+    }
+
     fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError> {
         self.check(Op::Read, path)?;
         read_whole(path).map_err(|e| StoreError::io(Op::Read, path, e))
+    }
+
+    fn read_into(&self, path: &Path, buf: &mut Vec<u8>) -> Result<(FileStat, usize), StoreError> {
+        self.check(Op::Read, path)?;
+        let io = |e| StoreError::io(Op::Read, path, e);
+        let mut f = crate::open::open_regular(path).map_err(io)?;
+        let stat = stat_of(&f.metadata().map_err(io)?);
+        let room = grow(buf, usize::try_from(stat.size).map_err(|e| io(std::io::Error::other(e)))?);
+        let mut done = 0;
+        // No further than the stated size: the read that would only find the end is spared.
+        while done < room.len() {
+            match f.read(&mut room[done..]) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io(e)),
+            }
+        }
+        Ok((stat, done))
+    }
+
+    fn read_slices_into(
+        &self,
+        path: &Path,
+        prefix: u64,
+        suffix: u64,
+        head: &mut Vec<u8>,
+        tail: &mut Vec<u8>,
+    ) -> Result<(FileStat, usize, usize), StoreError> {
+        self.check(Op::Read, path)?;
+        let io = |e| StoreError::io(Op::Read, path, e);
+        let mut f = crate::open::open_regular(path).map_err(io)?;
+        let stat = stat_of(&f.metadata().map_err(io)?);
+        let size = stat.size;
+        let p = usize::try_from(prefix.min(size)).map_err(|e| io(std::io::Error::other(e)))?;
+        let whole = usize::try_from(size).map_err(|e| io(std::io::Error::other(e)))?;
+        if suffix >= size && size > prefix {
+            // The tail window is the whole file: one read serves both.
+            let all = grow(tail, whole);
+            f.read_exact(all).map_err(io)?;
+            let (all, head_room) = (&*all, grow(head, p));
+            head_room.copy_from_slice(&all[..p]);
+            return Ok((stat, p, whole));
+        }
+        f.read_exact(grow(head, p)).map_err(io)?;
+        let s = usize::try_from(suffix.min(size)).unwrap_or(whole);
+        if s == 0 {
+            return Ok((stat, p, 0));
+        }
+        if whole == s && s <= p {
+            let (head, tail_room) = (&head[..s], grow(tail, s));
+            tail_room.copy_from_slice(head);
+        } else {
+            f.seek(SeekFrom::Start(size - s as u64)).map_err(io)?;
+            f.read_exact(grow(tail, s)).map_err(io)?;
+        }
+        Ok((stat, p, s))
+    }
+
+    fn remove_empty_dir(&self, dir: &Path) -> Result<(), StoreError> {
+        self.check(Op::RemoveDir, dir)?;
+        match fs_err::remove_dir(dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.kind() == std::io::ErrorKind::DirectoryNotEmpty => {
+                Ok(())
+            }
+            Err(e) => Err(StoreError::io_raw(Op::RemoveDir, dir, e)),
+        }
     }
 
     #[cfg(any(unix, windows))]

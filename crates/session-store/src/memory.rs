@@ -8,7 +8,7 @@ use std::time::Instant;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Op, StoreError};
 use crate::storage::{
-    AppendWriter, Durability, ExpectedSize, FileStat, LockWait, SessionLock, Storage, artifacts_dir, is_backup_of,
+    AppendWriter, DirEntry, Durability, EntryKind, ExpectedSize, FileStat, LockWait, SessionLock, Storage, artifacts_dir, is_backup_of,
     slice_windows,
 };
 
@@ -153,9 +153,9 @@ impl Storage for MemoryStorage {
     fn stat(&self, path: &Path) -> Result<Option<FileStat>, StoreError> {
         let st = self.state();
         if let Some(f) = st.files.get(path) {
-            return Ok(Some(FileStat { size: f.data.len() as u64, mtime_ms: f.mtime_ms, is_file: true }));
+            return Ok(Some(FileStat::new(f.data.len() as u64, f.mtime_ms, true)));
         }
-        Ok(st.dirs.get(path).map(|&mtime_ms| FileStat { size: 0, mtime_ms, is_file: false }))
+        Ok(st.dirs.get(path).map(|&mtime_ms| FileStat::new(0, mtime_ms, false)))
     }
 
     fn list(&self, dir: &Path) -> Result<Vec<String>, StoreError> {
@@ -169,6 +169,23 @@ impl Storage for MemoryStorage {
             .collect();
         names.sort();
         Ok(names)
+    }
+
+    fn read_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StoreError> {
+        let st = self.state();
+        let child = |p: &PathBuf| (p.parent() == Some(dir)).then(|| p.file_name()?.to_str().map(str::to_owned)).flatten();
+        let files = st.files.keys().filter_map(child).map(|name| DirEntry { name, kind: EntryKind::File });
+        let dirs = st.dirs.keys().filter_map(child).map(|name| DirEntry { name, kind: EntryKind::Dir });
+        Ok(files.chain(dirs).collect())
+    }
+
+    fn remove_empty_dir(&self, dir: &Path) -> Result<(), StoreError> {
+        let mut st = self.state();
+        let occupied = st.files.keys().chain(st.dirs.keys()).any(|p| p.parent() == Some(dir));
+        if !occupied {
+            st.dirs.remove(dir);
+        }
+        Ok(())
     }
 
     fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError> {

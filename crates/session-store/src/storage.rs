@@ -17,6 +17,61 @@ pub struct FileStat {
     pub mtime_ms: i64,
     /// True for regular files, false for directories and other kinds.
     pub is_file: bool,
+    /// The finer identity a cache can key on, where the backend has one (the file
+    /// storage: nanosecond times, inode and device); `None` elsewhere.
+    pub identity: Option<FileIdentity>,
+}
+
+impl FileStat {
+    /// Returns the stat of a backend that knows size, mtime and kind only.
+    pub fn new(size: u64, mtime_ms: i64, is_file: bool) -> FileStat {
+        FileStat { size, mtime_ms, is_file, identity: None }
+    }
+
+    /// Returns the modification time in nanoseconds since the Unix epoch (the
+    /// millisecond time scaled where the backend has nothing finer).
+    pub fn mtime_ns(&self) -> i64 {
+        self.identity.map_or(self.mtime_ms.saturating_mul(1_000_000), |i| i.mtime_ns)
+    }
+}
+
+/// A file's identity beyond its size: what the file system changes whenever the file's
+/// content may have changed. Two stats with equal sizes and identities are taken to
+/// describe the same content (git's rule, with its racy window: a change within the
+/// time granularity of the file system can keep both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileIdentity {
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub mtime_ns: i64,
+    /// Status change time (unix) or creation time (elsewhere), nanoseconds since the epoch.
+    pub ctime_ns: i64,
+    /// Inode number (0 where the platform has none).
+    pub ino: u64,
+    /// Device number (0 where the platform has none).
+    pub dev: u64,
+}
+
+/// What kind of thing a directory entry is, as the directory reports it (a link is
+/// not followed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A regular file.
+    File,
+    /// A directory (in key-value backends: a key prefix with keys below it).
+    Dir,
+    /// A symbolic link; [`Storage::stat`] follows it.
+    Symlink,
+    /// Anything else (a FIFO, a socket, a device): never to be opened by a listing.
+    Other,
+}
+
+/// One entry of [`Storage::read_dir`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    /// The entry's name (lossy UTF-8 where the file system allows other names).
+    pub name: String,
+    /// What it is.
+    pub kind: EntryKind,
 }
 
 /// The precondition of a size-checked replace ([`Storage::write_atomic`]), omp's `expectedSize`.
@@ -153,8 +208,53 @@ pub trait Storage: Send + Sync {
     /// the reference's glob does) and a missing directory gives an empty list.
     fn list(&self, dir: &Path) -> Result<Vec<String>, StoreError>;
 
+    /// Returns the entries directly in `dir`, dot-files included, in no particular
+    /// order; a missing directory has none. Unlike [`Storage::list`] it reports
+    /// directories, links and special files too, each with its [`EntryKind`], so that
+    /// a listing can walk a tree of buckets and skip what it must not open.
+    ///
+    /// The default reports the regular files of [`Storage::list`] (no directories, no
+    /// dot-files); backends with directories or key prefixes report them.
+    fn read_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StoreError> {
+        Ok(self.list(dir)?.into_iter().map(|name| DirEntry { name, kind: EntryKind::File }).collect())
+    }
+
     /// Returns the whole file.
     fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError>;
+
+    /// Reads the whole file into `buf` (a buffer reused across calls: it is grown,
+    /// never shrunk) and returns the file's stat and how many bytes of `buf` hold the
+    /// file: the bytes it had when stated (fewer if it shrank meanwhile; bytes appended
+    /// since are not read). Listings read thousands of files through one buffer this
+    /// way, paying neither an allocation nor page faults per file.
+    ///
+    /// The default stats the file and copies [`Storage::read`] into `buf`.
+    fn read_into(&self, path: &Path, buf: &mut Vec<u8>) -> Result<(FileStat, usize), StoreError> {
+        let stat = self.stat(path)?.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
+        let data = self.read(path)?;
+        let n = data.len().min(usize::try_from(stat.size).unwrap_or(usize::MAX));
+        grow(buf, n).copy_from_slice(&data[..n]);
+        Ok((stat, n))
+    }
+
+    /// [`Storage::read_slices`] into reused buffers (grown, never shrunk): returns the
+    /// file's stat and how many bytes of `head` and of `tail` hold the two windows.
+    ///
+    /// The default stats the file and copies [`Storage::read_slices`].
+    fn read_slices_into(
+        &self,
+        path: &Path,
+        prefix: u64,
+        suffix: u64,
+        head: &mut Vec<u8>,
+        tail: &mut Vec<u8>,
+    ) -> Result<(FileStat, usize, usize), StoreError> {
+        let stat = self.stat(path)?.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
+        let (h, t) = self.read_slices(path, prefix, suffix)?;
+        grow(head, h.len()).copy_from_slice(&h);
+        grow(tail, t.len()).copy_from_slice(&t);
+        Ok((stat, h.len(), t.len()))
+    }
 
     /// Opens the file for reads by position: returns its size when opened and a
     /// reader, through which [`Storage::read_parsed`] reads large sessions in pieces
@@ -278,6 +378,16 @@ pub trait Storage: Send + Sync {
     /// Deletes the file; [`StoreError::NotFound`] when it does not exist.
     fn unlink(&self, path: &Path) -> Result<(), StoreError>;
 
+    /// Removes the directory `dir` if it is empty; a directory that is not empty, or
+    /// not there, is left alone without an error.
+    ///
+    /// The default does nothing, which is right for backends whose directories are
+    /// only key prefixes: a prefix with no keys below it is no longer listed.
+    fn remove_empty_dir(&self, dir: &Path) -> Result<(), StoreError> {
+        let _ = dir;
+        Ok(())
+    }
+
     /// Deletes a session journal and what belongs to it (omp `deleteSessionWithArtifacts`).
     ///
     /// Removes the file (a missing file is fine), then the artifacts directory `<path minus
@@ -290,6 +400,15 @@ pub trait Storage: Send + Sync {
 
     /// Takes the advisory lock of the session file `path` (omp's two publish locks on disk).
     fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError>;
+}
+
+/// Returns the first `n` bytes of a reused buffer, grown (and zeroed) only when it is
+/// shorter.
+pub fn grow(buf: &mut Vec<u8>, n: usize) -> &mut [u8] {
+    if buf.len() < n {
+        buf.resize(n, 0);
+    }
+    &mut buf[..n]
 }
 
 /// Fails with [`StoreError::Conflict`] when a file of `size` bytes is too short for
