@@ -12,6 +12,8 @@
 
 use std::path::{Path, PathBuf};
 
+use session_store::Storage;
+
 use crate::env::AgentDirs;
 use crate::error::DiscoveryError;
 use crate::info::SessionInfo;
@@ -56,7 +58,7 @@ pub fn write_breadcrumb(
         text.push_str(&format!("cwdstat {dev} {ino}\n"));
     }
     let dir = dirs.terminal_sessions_dir();
-    io::create_dir_all(&dir).map_err(|source| DiscoveryError::Write { path: dir.clone(), source })?;
+    io::local().ensure_dir(&dir).map_err(|e| DiscoveryError::Write { path: dir.clone(), source: io::to_io(e) })?;
     io::write_small(&path, &text).map_err(|source| DiscoveryError::Write { path, source })
 }
 
@@ -67,8 +69,15 @@ pub fn cwd_identity(cwd: &Path) -> Option<(u64, u64)> {
 
 /// Reads the breadcrumb of `terminal_id`: `None` if absent, unreadable, shorter
 /// than two lines, or naming a file that is neither a regular file nor `fresh`.
+/// The session file is looked for on this machine's file system;
+/// [`Discovery::read_breadcrumb`] looks for it in the discovery's storage.
 pub fn read_breadcrumb(dirs: &AgentDirs, terminal_id: &str) -> Option<Breadcrumb> {
-    let bytes = io::read_all(&breadcrumb_path(dirs, terminal_id)).ok()?;
+    read_breadcrumb_in(&io::local(), dirs, terminal_id)
+}
+
+/// [`read_breadcrumb`], looking for the session file in `storage`.
+fn read_breadcrumb_in(storage: &dyn Storage, dirs: &AgentDirs, terminal_id: &str) -> Option<Breadcrumb> {
+    let bytes = io::local().read(&breadcrumb_path(dirs, terminal_id)).ok()?;
     let text = String::from_utf8_lossy(&bytes);
     let lines: Vec<&str> = session_model::js_trim(&text).split('\n').collect();
     if lines.len() < 2 {
@@ -90,7 +99,7 @@ pub fn read_breadcrumb(dirs: &AgentDirs, terminal_id: &str) -> Option<Breadcrumb
         }
     }
     let session_file = PathBuf::from(lines[1]);
-    let exists = io::stat(&session_file).is_ok_and(|s| s.is_file);
+    let exists = io::stat(storage, &session_file).is_some_and(|s| s.is_file);
     if !exists && !fresh {
         return None;
     }
@@ -115,6 +124,12 @@ pub enum ContinueDecision {
 }
 
 impl Discovery {
+    /// Reads the breadcrumb of `terminal_id` as [`read_breadcrumb`] does, looking for
+    /// its session file in this discovery's storage.
+    pub fn read_breadcrumb(&self, terminal_id: &str) -> Option<Breadcrumb> {
+        read_breadcrumb_in(self.storage(), self.dirs(), terminal_id)
+    }
+
     /// Decides what `--continue` resumes in `cwd` (omp), using the breadcrumb of
     /// `terminal_id` when there is one: a fresh breadcrumb whose file is missing
     /// means a new session; a breadcrumb for this cwd is used directly; for another
@@ -134,7 +149,7 @@ impl Discovery {
             None => true,
             Some(d) => p.starts_with(env.resolve(&d.to_string_lossy())),
         };
-        if let Some(bc) = terminal_id.and_then(|t| read_breadcrumb(self.dirs(), t)) {
+        if let Some(bc) = terminal_id.and_then(|t| self.read_breadcrumb(t)) {
             if bc.fresh && !bc.exists && inside(&bc.session_file) {
                 return Ok(ContinueDecision::New);
             }
@@ -143,7 +158,7 @@ impl Discovery {
             for _ in 0..8 {
                 let Some(parent) = target.parent() else { break };
                 let candidate = parent.with_extension("jsonl");
-                if parent.extension().is_none() && candidate.is_file() {
+                if parent.extension().is_none() && io::stat(self.storage(), &candidate).is_some_and(|s| s.is_file) {
                     target = candidate;
                 } else {
                     break;
@@ -152,7 +167,7 @@ impl Discovery {
             if env.resolve(&bc.cwd) == resolved_cwd {
                 if bc.exists
                     && inside(&target)
-                    && let Some(info) = crate::omp_scan::scan_session_file(&target, true)
+                    && let Some(info) = crate::omp_scan::scan_session_file(self.storage(), &target, true)
                 {
                     return Ok(ContinueDecision::Open(Box::new(info)));
                 }
@@ -160,6 +175,7 @@ impl Discovery {
                 let sessions = self.list_all(Some(bucket), &mut |_| {}).unwrap_or_default();
                 let non_empty: Vec<&SessionInfo> = sessions.iter().filter(|s| !s.is_empty()).collect();
                 let mut candidate = non_empty.first().copied();
+                // The old working directory is on this machine, not in the storage.
                 let old_missing = !Path::new(&env.resolve(&bc.cwd)).exists();
                 let is_crumb = |s: Option<&SessionInfo>| s.is_some_and(|s| s.path == target);
                 if old_missing && is_crumb(candidate) {

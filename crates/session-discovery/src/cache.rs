@@ -52,32 +52,13 @@ pub(crate) struct FileKey {
 }
 
 impl FileKey {
-    /// Returns the identity of the file at `path` (following symlinks).
-    pub(crate) fn of(path: &Path) -> Option<FileKey> {
-        let m = std::fs::metadata(path).ok()?;
-        Some(Self::from_metadata(&m))
-    }
-
-    #[cfg(unix)]
-    fn from_metadata(m: &std::fs::Metadata) -> FileKey {
-        use std::os::unix::fs::MetadataExt;
-        FileKey {
-            size: m.size(),
-            mtime_ns: m.mtime().saturating_mul(1_000_000_000).saturating_add(m.mtime_nsec()),
-            ctime_ns: m.ctime().saturating_mul(1_000_000_000).saturating_add(m.ctime_nsec()),
-            ino: m.ino(),
-            dev: m.dev(),
-        }
-    }
-
-    #[cfg(not(unix))]
-    fn from_metadata(m: &std::fs::Metadata) -> FileKey {
-        let ns = |t: std::io::Result<std::time::SystemTime>| {
-            t.ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-        };
-        FileKey { size: m.len(), mtime_ns: ns(m.modified()), ctime_ns: ns(m.created()), ino: 0, dev: 0 }
+    /// Returns the identity of the file at `path` as `storage` states it (following
+    /// links), or `None` where the storage has no identity to offer: such files are
+    /// never answered from the cache.
+    pub(crate) fn of(storage: &dyn Storage, path: &Path) -> Option<FileKey> {
+        let st = storage.stat(path).ok()??;
+        let id = st.identity?;
+        Some(FileKey { size: st.size, mtime_ns: id.mtime_ns, ctime_ns: id.ctime_ns, ino: id.ino, dev: id.dev })
     }
 }
 
@@ -146,8 +127,13 @@ impl ListCache {
 
     /// Returns the info of `path`: from the cache when the file is unchanged since it
     /// was cached (and was not modified just before), else from `build`.
-    pub(crate) fn info(&self, path: &Path, build: &dyn Fn(&Path) -> Option<SessionInfo>) -> Option<SessionInfo> {
-        let key = FileKey::of(path);
+    pub(crate) fn info(
+        &self,
+        storage: &dyn Storage,
+        path: &Path,
+        build: &dyn Fn(&Path) -> Option<SessionInfo>,
+    ) -> Option<SessionInfo> {
+        let key = FileKey::of(storage, path);
         if let Some(key) = key
             && let Some((cached, spans)) = self.old.get(path.as_os_str().as_encoded_bytes())
             && *cached == key
@@ -330,7 +316,7 @@ fn read_at_into(file: &fs_err::File, range: &Range<u64>, buf: &mut Vec<u8>) -> s
 /// a complete cache of this dialect and scope.
 fn read_records(path: &Path, dialect: Dialect, scope: &str) -> Option<(fs_err::File, Vec<u8>, i64, Index)> {
     use std::io::Read;
-    let mut file = crate::io::open(path).ok()?;
+    let mut file = session_store::open::open_regular(path).ok()?;
     let size = file.metadata().ok()?.len();
     let mut head = vec![0u8; 8 + 4 + 4 + dialect.name().len() + 4 + scope.len() + HEADER_TAIL];
     file.read_exact(&mut head).ok()?;
@@ -555,16 +541,19 @@ mod tests {
         fs_err::create_dir_all(&root).expect("dir");
         let file = root.join("a.jsonl");
         fs_err::write(&file, "{}\n").expect("file");
-        let mtime = FileKey::of(&file).expect("stat").mtime_ns;
+        let mtime = FileKey::of(&FileStorage::new(), &file).expect("stat").mtime_ns;
         fn named(name: &'static str) -> impl Fn(&Path) -> Option<SessionInfo> {
             move |p| Some(SessionInfo { name: Some(name.into()), ..sample(p) })
         }
         for (scope, after_ns, expected) in [("settled", 10 * RACY_NS, "cached"), ("racy", RACY_NS / 2, "rebuilt")] {
             let cache = ListCache::load(&root.join("c"), Dialect::Pi, scope);
-            assert_eq!(cache.info(&file, &named("cached")).and_then(|i| i.name).as_deref(), Some("cached"));
+            assert_eq!(
+                cache.info(&FileStorage::new(), &file, &named("cached")).and_then(|i| i.name).as_deref(),
+                Some("cached")
+            );
             cache.save(mtime + after_ns);
             let cache = ListCache::load(&root.join("c"), Dialect::Pi, scope);
-            let got = cache.info(&file, &named("rebuilt"));
+            let got = cache.info(&FileStorage::new(), &file, &named("rebuilt"));
             assert_eq!(got.as_ref().and_then(|i| i.name.as_deref()), Some(expected), "{scope}");
             assert_eq!(got.map(|i| i.all_messages_text), Some(sample(&file).all_messages_text), "{scope}");
         }

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use session_model::Dialect;
+use session_store::Storage;
 
 use crate::error::DiscoveryError;
 use crate::paths;
@@ -240,14 +241,16 @@ impl AgentDirs {
     }
 
     /// Returns the default session directory of `cwd` the way the references
-    /// compute it: omp first migrates legacy bucket names into it (best effort),
-    /// then both create it (`mkdir -p`).
-    pub fn ensure_default_session_dir(&self, cwd: &str) -> Result<PathBuf, DiscoveryError> {
+    /// compute it, in `storage`: omp first migrates legacy bucket names into it (best
+    /// effort), then both create it (`mkdir -p`).
+    pub fn ensure_default_session_dir(&self, storage: &dyn Storage, cwd: &str) -> Result<PathBuf, DiscoveryError> {
         let dir = self.default_session_dir(cwd);
         if self.dialect == Dialect::Omp {
-            crate::migrate::migrate_buckets(self, cwd, &dir);
+            crate::migrate::migrate_buckets(storage, self, cwd, &dir);
         }
-        crate::io::create_dir_all(&dir).map_err(|source| DiscoveryError::Write { path: dir.clone(), source })?;
+        storage
+            .ensure_dir(&dir)
+            .map_err(|e| DiscoveryError::Write { path: dir.clone(), source: crate::io::to_io(e) })?;
         Ok(dir)
     }
 

@@ -1,10 +1,12 @@
 //! Listing, recent sessions, most-recent lookup, lookup by id and resume matching.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::mpsc;
 
 use session_model::Dialect;
+use session_store::{EntryKind, FileStat, FileStorage, Storage};
 
 use crate::cache::ListCache;
 use crate::env::{AgentDirs, Env};
@@ -83,21 +85,68 @@ pub struct RecentSession {
 }
 
 /// Discovery over one dialect's directories. Every command of the CLI is one call.
-#[derive(Clone, Debug)]
+///
+/// Sessions are read through a [`Storage`]: the file storage by default,
+/// any other backend with [`Discovery::with_storage`].
+#[derive(Clone)]
 pub struct Discovery {
     dirs: AgentDirs,
+    storage: Arc<dyn Storage>,
     /// Where the listing cache lives and the smallest listing it is used for.
     cache: Option<(PathBuf, usize)>,
     /// Never create, move or rename anything in the agents' directories.
     read_only: bool,
 }
 
+impl std::fmt::Debug for Discovery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Discovery")
+            .field("dirs", &self.dirs)
+            .field("cache", &self.cache)
+            .field("read_only", &self.read_only)
+            .finish_non_exhaustive()
+    }
+}
+
 fn noop(_: Progress<'_>) {}
 
 impl Discovery {
-    /// Creates discovery over `dirs`.
+    /// Creates discovery over `dirs`, reading session files from the file system.
     pub fn new(dirs: AgentDirs) -> Discovery {
-        Discovery { dirs, cache: None, read_only: false }
+        Discovery { dirs, storage: Arc::new(FileStorage::new()), cache: None, read_only: false }
+    }
+
+    /// Reads (and, unless [`Discovery::read_only`], creates and moves) sessions through
+    /// `storage` instead of the file system: listing, resume and continue then work on
+    /// that backend. The listing cache is used only for files whose stat carries a
+    /// [`session_store::FileIdentity`] (the file storage's); others are read every time.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use std::sync::Arc;
+    /// use session_discovery::{AgentDirs, Discovery, Env};
+    /// use session_store::{MemoryStorage, Storage};
+    ///
+    /// let storage = Arc::new(MemoryStorage::new());
+    /// let dir = Path::new("/sessions/p");
+    /// storage.write(&dir.join("2026-01-01T00-00-00-000Z_abc.jsonl"), concat!(
+    ///     r#"{"type":"session","version":3,"id":"abc","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#, "\n",
+    ///     r#"{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1767225601000}}"#, "\n",
+    /// ).as_bytes())?;
+    /// let env = Env::new("/home/u", "/p", "/tmp");
+    /// let d = Discovery::new(AgentDirs::pi(&env)).with_storage(storage);
+    /// let sessions = d.list("/p", Some(dir), &mut |_| {}).expect("listed");
+    /// assert_eq!(sessions[0].first_message, "hi");
+    /// # Ok::<(), session_store::StoreError>(())
+    /// ```
+    pub fn with_storage(mut self, storage: Arc<dyn Storage>) -> Discovery {
+        self.storage = storage;
+        self
+    }
+
+    /// Returns the storage sessions are read through.
+    pub fn storage(&self) -> &dyn Storage {
+        &*self.storage
     }
 
     /// Makes every call leave the agents' directories as it found them: the default
@@ -116,7 +165,7 @@ impl Discovery {
         if self.read_only {
             return Ok(self.dirs.default_session_dir(cwd));
         }
-        self.dirs.ensure_default_session_dir(cwd)
+        self.dirs.ensure_default_session_dir(self.storage(), cwd)
     }
 
     /// Keeps what listings learn about each session file in `dir` between runs and
@@ -163,7 +212,7 @@ impl Discovery {
         if files.files.len() < *min {
             return Ok(collect(&files, build, keep, publish_every, progress));
         }
-        let out = collect(&files, |p| cache.info(p, &build), keep, publish_every, progress);
+        let out = collect(&files, |p| cache.info(self.storage(), p, &build), keep, publish_every, progress);
         cache.save(now_ns());
         Ok(out)
     }
@@ -207,8 +256,9 @@ impl Discovery {
             Dialect::Pi => {
                 let keep = |i: &SessionInfo| !filter || self.cwd_matches(&i.cwd, &resolved_cwd);
                 let scope = format!("dir\0{}", dir.display());
-                let files = || pi_dir_files(&dir);
-                let mut out = self.collect(&scope, files, pi_scan::build_session_info, &keep, 10, progress)?;
+                let files = || pi_dir_files(self.storage(), &dir);
+                let build = |p: &Path| pi_scan::build_session_info(self.storage(), p);
+                let mut out = self.collect(&scope, files, build, &keep, 10, progress)?;
                 sort_by_modified(&mut out);
                 Ok(out)
             }
@@ -237,8 +287,9 @@ impl Discovery {
             (Dialect::Pi, Some(d)) => {
                 let dir = self.resolve_dir(d);
                 let scope = format!("dir\0{}", dir.display());
-                let files = || pi_dir_files(&dir);
-                let mut out = self.collect(&scope, files, pi_scan::build_session_info, &|_| true, 10, progress)?;
+                let files = || pi_dir_files(self.storage(), &dir);
+                let build = |p: &Path| pi_scan::build_session_info(self.storage(), p);
+                let mut out = self.collect(&scope, files, build, &|_| true, 10, progress)?;
                 sort_by_modified(&mut out);
                 Ok(out)
             }
@@ -249,31 +300,32 @@ impl Discovery {
             }
             (Dialect::Pi, None) => {
                 let files = || {
-                    let listed = bucket_files(&self.dirs.sessions_root, false)?;
-                    let mut files: Vec<(PathBuf, Option<io::Stat>)> = listed
+                    let listed = bucket_files(self.storage(), &self.dirs.sessions_root, false)?;
+                    let mut files: Vec<(PathBuf, Option<FileStat>)> = listed
                         .files
                         .into_iter()
                         .map(|p| {
-                            let st = io::stat(&p).ok();
+                            let st = io::stat(self.storage(), &p);
                             (p, st)
                         })
                         .collect();
                     // Newest first (unreadable last), then names in reverse locale order.
                     files.sort_by_cached_key(|(path, st)| {
-                        let mtime = st.map(|s| s.mtime_ns);
+                        let mtime = st.map(|s| s.mtime_ns());
                         (mtime.is_none(), std::cmp::Reverse(mtime), std::cmp::Reverse(collation_key(&file_name(path))))
                     });
                     Ok(Listed { files: files.into_iter().map(|f| f.0).collect(), skipped: listed.skipped })
                 };
                 let scope = format!("all\0{}", self.dirs.sessions_root.display());
-                let mut out = self.collect(&scope, files, pi_scan::build_session_info, &|_| true, 100, progress)?;
+                let build = |p: &Path| pi_scan::build_session_info(self.storage(), p);
+                let mut out = self.collect(&scope, files, build, &|_| true, 100, progress)?;
                 sort_by_modified(&mut out);
                 Ok(out)
             }
             (Dialect::Omp, None) => {
-                let files = || bucket_files(&self.dirs.sessions_root, true);
+                let files = || bucket_files(self.storage(), &self.dirs.sessions_root, true);
                 let scope = format!("all\0{}", self.dirs.sessions_root.display());
-                let build = |p: &Path| omp_scan::scan_session_file(p, true);
+                let build = |p: &Path| omp_scan::scan_session_file(self.storage(), p, true);
                 let mut out = self.collect(&scope, files, build, &|_| true, 10, progress)?;
                 sort_omp(&mut out);
                 self.pinned_first(&mut out);
@@ -291,12 +343,12 @@ impl Discovery {
     ) -> Result<Vec<SessionInfo>, DiscoveryError> {
         let files = || {
             if recover && !self.read_only {
-                recover_orphaned_backups(dir);
+                recover_orphaned_backups(self.storage(), dir);
             }
-            omp_dir_files(dir)
+            omp_dir_files(self.storage(), dir)
         };
         let scope = format!("dir\0{with_status}\0{}", dir.display());
-        let build = |p: &Path| omp_scan::scan_session_file(p, with_status);
+        let build = |p: &Path| omp_scan::scan_session_file(self.storage(), p, with_status);
         let mut out = self.collect(&scope, files, build, &|_| true, 10, progress)?;
         sort_omp(&mut out);
         Ok(out)
@@ -314,8 +366,9 @@ impl Discovery {
 
     /// Returns the pinned session ids (omp's `session-pins.json`), empty if none.
     pub fn pinned_ids(&self) -> Vec<String> {
+        // The agent's own configuration, on this machine.
         let path = self.dirs.agent_dir.join("session-pins.json");
-        let Ok(bytes) = io::read_all(&path) else { return Vec::new() };
+        let Ok(bytes) = io::local().read(&path) else { return Vec::new() };
         let text = String::from_utf8_lossy(&bytes);
         let Ok(raw) = crate::jsonscan::parse_whole(&text) else { return Vec::new() };
         crate::jsonscan::array_elements(raw)
@@ -335,15 +388,15 @@ impl Discovery {
         match self.dialect() {
             Dialect::Pi => {
                 let resolved_cwd = cwd.map(|c| self.dirs.env.resolve(c));
-                let entries = io::read_dir(&dir).ok()?;
-                let mut files: Vec<(PathBuf, i128)> = Vec::new();
+                let entries = io::read_dir(self.storage(), &dir).ok()?;
+                let mut files: Vec<(PathBuf, i64)> = Vec::new();
                 for e in entries.into_iter().filter(|e| e.name.ends_with(".jsonl")) {
-                    let st = io::stat(&e.path).ok()?;
-                    files.push((e.path, st.mtime_ns));
+                    let st = io::stat(self.storage(), &e.path)?;
+                    files.push((e.path, st.mtime_ns()));
                 }
                 files.sort_by_key(|f| std::cmp::Reverse(f.1));
                 files.into_iter().map(|f| f.0).find(|p| {
-                    pi_scan::read_header(p).is_some_and(|h| match &resolved_cwd {
+                    pi_scan::read_header(self.storage(), p).is_some_and(|h| match &resolved_cwd {
                         None => true,
                         Some(rc) => h.cwd.as_deref().is_some_and(|c| self.cwd_matches(c, rc)),
                     })
@@ -370,9 +423,9 @@ impl Discovery {
                     None => (self.session_dir_of(cwd)?, false),
                 };
                 let resolved_cwd = self.dirs.env.resolve(cwd);
-                let Ok(entries) = io::read_dir(&d) else { return Ok(None) };
+                let Ok(entries) = io::read_dir(self.storage(), &d) else { return Ok(None) };
                 Ok(entries.into_iter().filter(|e| e.name.ends_with(".jsonl")).map(|e| e.path).find(|p| {
-                    pi_scan::read_header(p).is_some_and(|h| {
+                    pi_scan::read_header(self.storage(), p).is_some_and(|h| {
                         h.id == id && (!filter || h.cwd.as_deref().is_some_and(|c| self.cwd_matches(c, &resolved_cwd)))
                     })
                 }))
@@ -442,21 +495,21 @@ impl Discovery {
     pub fn recent(&self, dir: &Path, limit: usize, now_ms: i64) -> Vec<RecentSession> {
         let dir = self.resolve_dir(dir);
         let files = match self.dialect() {
-            Dialect::Pi => pi_dir_files(&dir),
-            Dialect::Omp => omp_dir_files(&dir),
+            Dialect::Pi => pi_dir_files(self.storage(), &dir),
+            Dialect::Omp => omp_dir_files(self.storage(), &dir),
         };
         let Ok(Listed { files, .. }) = files else { return Vec::new() };
-        let mut by_mtime: Vec<(PathBuf, io::Stat)> =
-            files.into_iter().filter_map(|f| io::stat(&f).ok().map(|s| (f, s))).collect();
-        by_mtime.sort_by_key(|f| std::cmp::Reverse(f.1.mtime_ns));
+        let mut by_mtime: Vec<(PathBuf, FileStat)> =
+            files.into_iter().filter_map(|f| io::stat(self.storage(), &f).map(|s| (f, s))).collect();
+        by_mtime.sort_by_key(|f| std::cmp::Reverse(f.1.mtime_ns()));
         let mut out = Vec::new();
         for (file, _) in by_mtime {
             if out.len() >= limit {
                 break;
             }
             let info = match self.dialect() {
-                Dialect::Pi => pi_scan::build_session_info(&file),
-                Dialect::Omp => omp_scan::scan_session_file(&file, true),
+                Dialect::Pi => pi_scan::build_session_info(self.storage(), &file),
+                Dialect::Omp => omp_scan::scan_session_file(self.storage(), &file, true),
             };
             let Some(info) = info else { continue };
             if self.dialect() == Dialect::Omp && info.is_empty() {
@@ -509,15 +562,17 @@ fn file_name(p: &Path) -> String {
 
 /// pi's session files of a flat directory: `*.jsonl` names, descending by
 /// `localeCompare`. A missing directory has none.
-fn pi_dir_files(dir: &Path) -> Result<Listed, DiscoveryError> {
-    let entries = match io::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Listed::default()),
-        Err(source) => return Err(DiscoveryError::ReadDir { path: dir.to_path_buf(), source }),
-    };
+fn pi_dir_files(storage: &dyn Storage, dir: &Path) -> Result<Listed, DiscoveryError> {
+    let entries = list_dir(storage, dir)?;
     let (mut names, skipped) = split_special(entries.into_iter().filter(|e| e.name.ends_with(".jsonl")));
     names.sort_by_cached_key(|e| std::cmp::Reverse(collation_key(&e.name)));
     Ok(Listed { files: names.into_iter().map(|e| e.path).collect(), skipped })
+}
+
+/// Lists a directory of sessions: a missing one has none, one that cannot be read is
+/// an error.
+fn list_dir(storage: &dyn Storage, dir: &Path) -> Result<Vec<io::DirEntry>, DiscoveryError> {
+    io::read_dir(storage, dir).map_err(|e| DiscoveryError::ReadDir { path: dir.to_path_buf(), source: io::to_io(e) })
 }
 
 /// Separates the entries that are neither files, directories nor links (FIFOs, sockets,
@@ -527,7 +582,7 @@ fn split_special(entries: impl Iterator<Item = io::DirEntry>) -> (Vec<io::DirEnt
     let mut skipped = Vec::new();
     let kept = entries
         .filter_map(|e| {
-            if e.is_file || e.is_dir_or_symlink {
+            if e.kind != EntryKind::Other {
                 Some(e)
             } else {
                 skipped.push(e.path);
@@ -539,17 +594,17 @@ fn split_special(entries: impl Iterator<Item = io::DirEntry>) -> (Vec<io::DirEnt
 }
 
 /// omp's session files of a directory (`*.jsonl` glob: regular files, no dot files).
-fn omp_dir_files(dir: &Path) -> Result<Listed, DiscoveryError> {
-    let entries = match io::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Listed::default()),
-        Err(source) => return Err(DiscoveryError::ReadDir { path: dir.to_path_buf(), source }),
-    };
+fn omp_dir_files(storage: &dyn Storage, dir: &Path) -> Result<Listed, DiscoveryError> {
+    let entries = list_dir(storage, dir)?;
     let (kept, skipped) =
         split_special(entries.into_iter().filter(|e| e.name.ends_with(".jsonl") && !e.name.starts_with('.')));
     let files = kept
         .into_iter()
-        .filter(|e| e.is_file || (e.is_symlink && io::stat(&e.path).is_ok_and(|s| s.is_file)))
+        .filter(|e| match e.kind {
+            EntryKind::File => true,
+            EntryKind::Symlink => io::stat(storage, &e.path).is_some_and(|s| s.is_file),
+            EntryKind::Dir | EntryKind::Other => false,
+        })
         .map(|e| e.path)
         .collect();
     Ok(Listed { files, skipped })
@@ -557,18 +612,14 @@ fn omp_dir_files(dir: &Path) -> Result<Listed, DiscoveryError> {
 
 /// Session files one level below the sessions root. pi: subdirectories and
 /// symlinks, every `*.jsonl` name; omp: the `*/*.jsonl` glob.
-fn bucket_files(root: &Path, omp: bool) -> Result<Listed, DiscoveryError> {
-    let buckets = match io::read_dir(root) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Listed::default()),
-        Err(source) => return Err(DiscoveryError::ReadDir { path: root.to_path_buf(), source }),
-    };
+fn bucket_files(storage: &dyn Storage, root: &Path, omp: bool) -> Result<Listed, DiscoveryError> {
+    let buckets = list_dir(storage, root)?;
     let mut out = Listed::default();
-    for b in buckets.into_iter().filter(|b| b.is_dir_or_symlink) {
+    for b in buckets.into_iter().filter(io::DirEntry::is_dir_or_symlink) {
         if omp && b.name.starts_with('.') {
             continue;
         }
-        let files = if omp { omp_dir_files(&b.path) } else { pi_dir_files(&b.path) };
+        let files = if omp { omp_dir_files(storage, &b.path) } else { pi_dir_files(storage, &b.path) };
         if let Ok(f) = files {
             out.extend(f);
         }
@@ -578,9 +629,9 @@ fn bucket_files(root: &Path, omp: bool) -> Result<Listed, DiscoveryError> {
 
 /// Promotes orphaned `<primary>.jsonl.<x>.bak` backups (newest per primary) to
 /// their missing primary, as omp does before listing a directory.
-pub(crate) fn recover_orphaned_backups(dir: &Path) {
-    let Ok(entries) = io::read_dir(dir) else { return };
-    let mut best: Vec<(PathBuf, PathBuf, i128)> = Vec::new();
+pub(crate) fn recover_orphaned_backups(storage: &dyn Storage, dir: &Path) {
+    let Ok(entries) = io::read_dir(storage, dir) else { return };
+    let mut best: Vec<(PathBuf, PathBuf, i64)> = Vec::new();
     for e in entries {
         if e.name.starts_with('.') {
             continue;
@@ -594,20 +645,20 @@ pub(crate) fn recover_orphaned_backups(dir: &Path) {
         if !primary.ends_with(".jsonl") {
             continue;
         }
-        let Ok(st) = io::stat(&e.path) else { continue };
+        let Some(st) = io::stat(storage, &e.path) else { continue };
         let primary_path = dir.join(primary);
         match best.iter_mut().find(|b| b.0 == primary_path) {
-            Some(b) if st.mtime_ns > b.2 => {
+            Some(b) if st.mtime_ns() > b.2 => {
                 b.1 = e.path;
-                b.2 = st.mtime_ns;
+                b.2 = st.mtime_ns();
             }
             Some(_) => {}
-            None => best.push((primary_path, e.path, st.mtime_ns)),
+            None => best.push((primary_path, e.path, st.mtime_ns())),
         }
     }
     for (primary, backup, _) in best {
-        if !io::exists(&primary) {
-            let _ = io::rename(&backup, &primary);
+        if !io::exists(storage, &primary) {
+            let _ = storage.rename(&backup, &primary);
         }
     }
 }

@@ -8,6 +8,8 @@
 
 use std::path::Path;
 
+use session_store::Storage;
+
 use crate::env::AgentDirs;
 use crate::io;
 use crate::paths;
@@ -15,45 +17,47 @@ use crate::paths;
 /// Merges `old` into `new`: moves each child unless a same-named child exists,
 /// then removes `old` if it became empty. If `new` is not a directory it is
 /// replaced; if it does not exist `old` is renamed.
-pub(crate) fn merge_dir(old: &Path, new: &Path) {
-    if old == new || !old.is_dir() {
+pub(crate) fn merge_dir(storage: &dyn Storage, old: &Path, new: &Path) {
+    if old == new || io::stat(storage, old).is_none_or(|s| s.is_file) {
         return;
     }
-    match std::fs::symlink_metadata(new) {
-        Ok(m) if m.is_dir() => {
-            if let Ok(children) = io::read_dir(old) {
+    match storage.stat(new) {
+        Ok(Some(st)) if !st.is_file => {
+            if let Ok(children) = io::read_dir(storage, old) {
                 for c in children {
                     let target = new.join(&c.name);
-                    if !io::exists(&target) {
-                        let _ = io::rename(&c.path, &target);
+                    if !io::exists(storage, &target) {
+                        let _ = storage.rename(&c.path, &target);
                     }
                 }
             }
-            let _ = io::remove_dir(old);
+            let _ = storage.remove_empty_dir(old);
         }
-        Ok(_) => {
-            if io::remove_any(new).is_ok() {
-                let _ = io::rename(old, new);
+        Ok(Some(_)) => {
+            // A file where the bucket belongs (omp removes whatever is there).
+            if storage.unlink(new).is_ok() {
+                let _ = storage.rename(old, new);
             }
         }
-        Err(_) => {
+        Ok(None) => {
             if let Some(parent) = new.parent() {
-                let _ = io::create_dir_all(parent);
+                let _ = storage.ensure_dir(parent);
             }
-            let _ = io::rename(old, new);
+            let _ = storage.rename(old, new);
         }
+        Err(_) => {}
     }
 }
 
 /// Runs the three migrations for `cwd` whose current bucket is `target`.
-pub(crate) fn migrate_buckets(dirs: &AgentDirs, cwd: &str, target: &Path) {
+pub(crate) fn migrate_buckets(storage: &dyn Storage, dirs: &AgentDirs, cwd: &str, target: &Path) {
     let root = &dirs.sessions_root;
     let home = dirs.env.home.to_string_lossy().into_owned();
     // 1. Old home spelling.
     let home_enc = paths::resolve("/", &home);
     let home_enc = home_enc.strip_prefix(['/', '\\']).unwrap_or(&home_enc).replace(['/', '\\', ':'], "-");
     if !home_enc.is_empty()
-        && let Ok(entries) = io::read_dir(root)
+        && let Ok(entries) = io::read_dir(storage, root)
     {
         let exact = format!("--{home_enc}--");
         let prefix = format!("--{home_enc}-");
@@ -66,7 +70,7 @@ pub(crate) fn migrate_buckets(dirs: &AgentDirs, cwd: &str, target: &Path) {
                 None
             };
             if let Some(n) = new_name {
-                merge_dir(&e.path, &root.join(n));
+                merge_dir(storage, &e.path, &root.join(n));
             }
         }
     }
@@ -74,7 +78,7 @@ pub(crate) fn migrate_buckets(dirs: &AgentDirs, cwd: &str, target: &Path) {
     let resolved = dirs.env.resolve(cwd);
     let legacy = root.join(paths::legacy_absolute_bucket(&resolved));
     if legacy != target {
-        merge_dir(&legacy, target);
+        merge_dir(storage, &legacy, target);
     }
     // 3. Hashed bucket of 17.2.5–17.2.8.
     let c = paths::canonicalize_best_effort(&resolved);
@@ -82,6 +86,6 @@ pub(crate) fn migrate_buckets(dirs: &AgentDirs, cwd: &str, target: &Path) {
     let t = paths::canonicalize_best_effort(&paths::resolve("/", &dirs.env.tmp.to_string_lossy()));
     let hashed = root.join(paths::hashed_bucket_name(&c, &h, &t));
     if hashed != target {
-        merge_dir(&hashed, target);
+        merge_dir(storage, &hashed, target);
     }
 }

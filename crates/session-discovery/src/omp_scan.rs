@@ -11,9 +11,9 @@ use std::path::Path;
 
 use session_model::js_trim;
 use session_model::timestamp::parse_iso_millis;
+use session_store::{FileStat, Storage};
 
 use crate::info::{SessionInfo, SessionStatus};
-use crate::io;
 use crate::jsonscan::{self, Kind, Obj, ScanError};
 
 /// Bytes read from the start of each file.
@@ -322,8 +322,8 @@ pub(crate) fn derive_status(suffix: &str) -> SessionStatus {
 }
 
 /// Whether any line of the file is an assistant `message` entry.
-fn has_assistant_turn(path: &Path) -> bool {
-    let Ok(bytes) = io::read_all(path) else { return false };
+fn has_assistant_turn(storage: &dyn Storage, path: &Path) -> bool {
+    let Ok(bytes) = storage.read(path) else { return false };
     let text = session_model::decode_utf8_lossy(&bytes);
     text.split('\n').filter(|l| l.contains("\"assistant\"")).any(|l| {
         jsonscan::parse_whole(l).ok().and_then(Obj::parse_validated).is_some_and(|o| {
@@ -336,7 +336,7 @@ fn has_assistant_turn(path: &Path) -> bool {
 }
 
 /// Scans one file into omp's `SessionInfo`, or `None` where omp skips it.
-pub(crate) fn scan_session_file(path: &Path, with_status: bool) -> Option<SessionInfo> {
+pub(crate) fn scan_session_file(storage: &dyn Storage, path: &Path, with_status: bool) -> Option<SessionInfo> {
     thread_local! {
         /// The two windows' buffers, reused from file to file.
         static WINDOWS: std::cell::RefCell<(Vec<u8>, Vec<u8>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
@@ -344,13 +344,20 @@ pub(crate) fn scan_session_file(path: &Path, with_status: bool) -> Option<Sessio
     WINDOWS.with(|w| {
         let (head, tail) = &mut *w.borrow_mut();
         let suffix = if with_status { SUFFIX_BYTES } else { 0 };
-        let (st, head, tail) = io::read_slices(path, PREFIX_BYTES, suffix, head, tail).ok()?;
-        scan_windows(path, st, head, tail, with_status)
+        let (st, h, t) = storage.read_slices_into(path, PREFIX_BYTES, suffix, head, tail).ok()?;
+        scan_windows(storage, path, st, &head[..h], &tail[..t], with_status)
     })
 }
 
 /// [`scan_session_file`] of the windows read.
-fn scan_windows(path: &Path, st: io::Stat, head: &[u8], tail: &[u8], with_status: bool) -> Option<SessionInfo> {
+fn scan_windows(
+    storage: &dyn Storage,
+    path: &Path,
+    st: FileStat,
+    head: &[u8],
+    tail: &[u8],
+    with_status: bool,
+) -> Option<SessionInfo> {
     if !st.is_file {
         return None;
     }
@@ -404,7 +411,7 @@ fn scan_windows(path: &Path, st: io::Stat, head: &[u8], tail: &[u8], with_status
     let message_count = parsed_messages.max(count_message_markers(&content));
     let count = |text: &str| finders().assistant.find_iter(text.as_bytes()).count() as u64;
     let mut assistant_turns = parsed_assistant.max(count(&content)).max(count(&suffix));
-    if assistant_turns == 0 && has_assistant_turn(path) {
+    if assistant_turns == 0 && has_assistant_turn(storage, path) {
         assistant_turns = 1;
     }
     let all_messages_text = if all.is_empty() { first_message.clone() } else { all };
@@ -418,7 +425,7 @@ fn scan_windows(path: &Path, st: io::Stat, head: &[u8], tail: &[u8], with_status
         title: header.title.or(short_summary),
         parent_session_path: header.parent,
         created: header.timestamp.as_deref().and_then(parse_iso_millis),
-        modified: st.mtime_ms(),
+        modified: st.mtime_ms,
         message_count,
         assistant_turns: Some(assistant_turns),
         size: Some(st.size),

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use session_model::js_trim;
 use session_model::timestamp::parse_iso_millis;
+use session_store::Storage;
 
 use crate::info::SessionInfo;
 use crate::io;
@@ -33,8 +34,8 @@ pub(crate) fn decode(bytes: &[u8]) -> Cow<'_, str> {
 /// Scans the first lines of a file for its header, as `readSessionHeader` does:
 /// the first line that parses to a truthy value decides. Any error, and a header
 /// that does not fit in 1 MiB, give `None`.
-pub(crate) fn read_header(path: &Path) -> Option<PiHeader> {
-    let bytes = io::read_prefix(path, HEADER_SCAN_LIMIT + 1).ok()?;
+pub(crate) fn read_header(storage: &dyn Storage, path: &Path) -> Option<PiHeader> {
+    let bytes = io::read_prefix(storage, path, HEADER_SCAN_LIMIT + 1).ok()?;
     let at_eof = bytes.len() as u64 <= HEADER_SCAN_LIMIT;
     let window = &bytes[..bytes.len().min(HEADER_SCAN_LIMIT as usize)];
     let text = decode(window);
@@ -216,7 +217,7 @@ struct Header {
 ///
 /// Deviation: a header whose `id` is not a string is not listed (pi lists it with
 /// that id, but cannot open it).
-pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
+pub(crate) fn build_session_info(storage: &dyn Storage, path: &Path) -> Option<SessionInfo> {
     thread_local! {
         /// The file's bytes and the running all-messages text: buffers reused from
         /// file to file, so that a listing neither allocates nor faults in fresh memory
@@ -226,7 +227,7 @@ pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
     BUFS.with(|bufs| {
         let (bytes, all) = &mut *bufs.borrow_mut();
         all.clear();
-        let info = build_with(path, bytes, all);
+        let info = build_with(storage, path, bytes, all);
         // A file far larger than the rest does not keep its memory.
         if bytes.capacity() > 1 << 22 {
             *bytes = Vec::new();
@@ -240,8 +241,9 @@ pub(crate) fn build_session_info(path: &Path) -> Option<SessionInfo> {
 
 /// [`build_session_info`] with the buffers: `bytes` for the file, `all` (empty) for
 /// the text.
-fn build_with(path: &Path, bytes: &mut Vec<u8>, all: &mut String) -> Option<SessionInfo> {
-    let (st, bytes) = io::read_all_with_stat(path, bytes).ok()?;
+fn build_with(storage: &dyn Storage, path: &Path, bytes: &mut Vec<u8>, all: &mut String) -> Option<SessionInfo> {
+    let (st, n) = storage.read_into(path, bytes).ok()?;
+    let bytes = &bytes[..n];
     let text = decode(bytes);
     let mut header: Option<Header> = None;
     let mut message_count = 0u64;
@@ -325,7 +327,7 @@ fn build_with(path: &Path, bytes: &mut Vec<u8>, all: &mut String) -> Option<Sess
     let header_time = ts.as_deref().filter(|t| jsonscan::kind(t) == Kind::String).and_then(|t| js_date(Some(t)));
     let modified = match last_activity.filter(|t| *t > 0.0).and_then(time_clip) {
         Some(t) => t,
-        None => header_time.unwrap_or_else(|| st.mtime_ms()),
+        None => header_time.unwrap_or(st.mtime_ms),
     };
     Some(SessionInfo {
         path: path.to_path_buf(),

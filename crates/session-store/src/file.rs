@@ -13,8 +13,8 @@ use crate::error::{Op, StoreError};
 use crate::fault::{Faults, plan_write, short_write_error};
 use crate::lock;
 use crate::storage::{
-    AppendWriter, DirEntry, Durability, EntryKind, ExpectedSize, FileIdentity, FileStat, LockWait, SessionLock, Storage,
-    artifacts_dir, grow, is_backup_of,
+    AppendWriter, DirEntry, Durability, EntryKind, ExpectedSize, FileIdentity, FileStat, LockWait, SessionLock,
+    Storage, artifacts_dir, grow, is_backup_of,
 };
 
 /// Session files on the real file system, with real `fsync`.
@@ -185,7 +185,12 @@ fn stat_of(meta: &std::fs::Metadata) -> FileStat {
     };
     #[cfg(not(unix))]
     let identity = FileIdentity { mtime_ns, ctime_ns: epoch_ns(meta.created()), ino: 0, dev: 0 };
-    FileStat { size: meta.len(), mtime_ms: mtime_ns.div_euclid(1_000_000), is_file: meta.is_file(), identity: Some(identity) }
+    FileStat {
+        size: meta.len(),
+        mtime_ms: mtime_ns.div_euclid(1_000_000),
+        is_file: meta.is_file(),
+        identity: Some(identity),
+    }
 }
 
 /// Writes `bytes` at the end of `file`; on any failure cuts the file back to its size before.

@@ -8,8 +8,8 @@ use std::time::Instant;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Op, StoreError};
 use crate::storage::{
-    AppendWriter, DirEntry, Durability, EntryKind, ExpectedSize, FileStat, LockWait, SessionLock, Storage, artifacts_dir, is_backup_of,
-    slice_windows,
+    AppendWriter, DirEntry, Durability, EntryKind, ExpectedSize, FileStat, LockWait, SessionLock, Storage,
+    artifacts_dir, is_backup_of, slice_windows,
 };
 
 #[derive(Debug)]
@@ -173,7 +173,8 @@ impl Storage for MemoryStorage {
 
     fn read_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StoreError> {
         let st = self.state();
-        let child = |p: &PathBuf| (p.parent() == Some(dir)).then(|| p.file_name()?.to_str().map(str::to_owned)).flatten();
+        let child =
+            |p: &PathBuf| (p.parent() == Some(dir)).then(|| p.file_name()?.to_str().map(str::to_owned)).flatten();
         let files = st.files.keys().filter_map(child).map(|name| DirEntry { name, kind: EntryKind::File });
         let dirs = st.dirs.keys().filter_map(child).map(|name| DirEntry { name, kind: EntryKind::Dir });
         Ok(files.chain(dirs).collect())

@@ -27,7 +27,8 @@ impl SessionManager {
     ) -> Result<SessionManager, SessionError> {
         let dialect = discovery.dialect();
         let dirs = discovery.dirs();
-        let default_dir = dirs.ensure_default_session_dir(cwd)?;
+        let storage = env.storage.clone();
+        let default_dir = dirs.ensure_default_session_dir(&*storage, cwd)?;
         let dir = session_dir.map_or_else(|| default_dir.clone(), Path::to_path_buf);
         let manager = match dialect {
             Dialect::Pi => {
@@ -51,7 +52,7 @@ impl SessionManager {
                 if let (Some(t), Some(file)) = (terminal, m.session_file()) {
                     // Best effort, as in omp: a breadcrumb that cannot be written only
                     // costs the next `--continue` its shortcut.
-                    let fresh = !file.exists();
+                    let fresh = !storage.exists(file).unwrap_or(false);
                     let _ = write_breadcrumb(dirs, &t, cwd, file, fresh, cwd_identity(Path::new(cwd)));
                 }
                 m

@@ -47,7 +47,7 @@ fn continue_uses_breadcrumb_then_bucket() {
     fs_err::create_dir_all(&cwd).unwrap();
     let cwd_s = cwd.to_string_lossy().into_owned();
     let disc = Discovery::new(d.clone());
-    let bucket = d.ensure_default_session_dir(&cwd_s).unwrap();
+    let bucket = d.ensure_default_session_dir(&session_store::FileStorage::new(), &cwd_s).unwrap();
     let older = bucket.join("1_old.jsonl");
     let newer = bucket.join("2_new.jsonl");
     let body = |id: &str| {

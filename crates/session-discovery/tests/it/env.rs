@@ -90,7 +90,7 @@ fn omp_migrates_legacy_buckets() {
     fs_err::create_dir_all(&hashed).unwrap();
     fs_err::write(hashed.join("a.jsonl"), "dup").unwrap();
     fs_err::write(hashed.join("b.jsonl"), "b").unwrap();
-    let target = d.ensure_default_session_dir(&cwd).unwrap();
+    let target = d.ensure_default_session_dir(&session_store::FileStorage::new(), &cwd).unwrap();
     assert_eq!(target.file_name().unwrap(), "-tmp-proj");
     assert_eq!(fs_err::read_to_string(target.join("a.jsonl")).unwrap(), "a");
     assert_eq!(fs_err::read_to_string(target.join("b.jsonl")).unwrap(), "b");
@@ -111,7 +111,8 @@ fn omp_migrates_old_home_spelling() {
     let old = d.sessions_root.join(format!("--{enc}-p--"));
     fs_err::create_dir_all(&old).unwrap();
     fs_err::write(old.join("s.jsonl"), "x").unwrap();
-    let target = d.ensure_default_session_dir(&home.join("p").to_string_lossy()).unwrap();
+    let target =
+        d.ensure_default_session_dir(&session_store::FileStorage::new(), &home.join("p").to_string_lossy()).unwrap();
     assert_eq!(target.file_name().unwrap(), "-p");
     assert!(target.join("s.jsonl").exists());
     assert!(!old.exists());

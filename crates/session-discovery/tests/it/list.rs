@@ -274,7 +274,7 @@ fn omp_resume_matching() {
     let cwd = td.path().join("proj");
     fs_err::create_dir_all(&cwd).unwrap();
     let cwd = cwd.to_string_lossy().into_owned();
-    let local = d.dirs().ensure_default_session_dir(&cwd).unwrap();
+    let local = d.dirs().ensure_default_session_dir(&session_store::FileStorage::new(), &cwd).unwrap();
     write(
         &local.join("2026-01-01T00-00-00-000Z_AbCdEf.jsonl"),
         &omp_file("abcdef", "2026-01-01T00:00:00.000Z", None, &[]),

@@ -6,4 +6,5 @@ mod env;
 mod info;
 mod list;
 mod paths;
+mod storage;
 mod support;

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use session_store::clock::{Clock, SystemClock};
 use session_store::{
-    Durability, ExpectedSize, FaultStorage, Faults, FileStorage, LockWait, MemoryStorage, Storage, StoreError,
+    Durability, EntryKind, ExpectedSize, FaultStorage, Faults, FileStorage, LockWait, MemoryStorage, Storage,
+    StoreError,
 };
 
 use session_model::{Dialect, parse_session_bytes};
@@ -37,6 +38,9 @@ const CASES: &[(&str, Case)] = &[
     ("ensure_dir_and_stat", ensure_dir_and_stat),
     ("overwrite_prefix_in_place", overwrite_prefix_in_place),
     ("reads_by_position", reads_by_position),
+    ("read_dir_reports_kinds", read_dir_reports_kinds),
+    ("reads_into_reused_buffers", reads_into_reused_buffers),
+    ("remove_empty_dir_keeps_contents", remove_empty_dir_keeps_contents),
 ];
 
 /// Runs every case against a storage made by `make`, reporting all failures at once.
@@ -366,6 +370,70 @@ fn read_slices_windows(s: &dyn Storage, root: &Path) -> TestResult {
         let (h, t) = s.read_slices(&p, prefix, suffix)?;
         check(h == head && t == tail, &format!("slices {prefix},{suffix}: {h:?} {t:?}"))?;
     }
+    Ok(())
+}
+
+fn read_dir_reports_kinds(s: &dyn Storage, root: &Path) -> TestResult {
+    check(s.read_dir(&root.join("missing"))?.is_empty(), "a missing directory has no entries")?;
+    let dir = root.join("d");
+    s.write(&dir.join("b.jsonl"), b"x")?;
+    s.write(&dir.join("a.jsonl"), b"y")?;
+    s.write(&dir.join("bucket/c.jsonl"), b"z")?;
+    let mut entries = s.read_dir(&dir)?;
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+    // Backends without directories report only the files (the trait's default).
+    let files_only = names == ["a.jsonl", "b.jsonl"];
+    check(files_only || names == ["a.jsonl", "b.jsonl", "bucket"], &format!("entries {names:?}"))?;
+    check(entries.iter().filter(|e| e.name.ends_with(".jsonl")).all(|e| e.kind == EntryKind::File), "files")?;
+    if !files_only {
+        check(entries[2].kind == EntryKind::Dir, "the bucket is a directory")?;
+        let below = s.read_dir(&dir.join("bucket"))?;
+        check(below.len() == 1 && below[0].name == "c.jsonl", "entries of the bucket")?;
+    }
+    Ok(())
+}
+
+fn reads_into_reused_buffers(s: &dyn Storage, root: &Path) -> TestResult {
+    let p = root.join("r.jsonl");
+    check(matches!(s.read_into(&p, &mut Vec::new()), Err(StoreError::NotFound { .. })), "missing file")?;
+    s.write(&p, b"0123456789")?;
+    // A buffer holding more than the file: only the first bytes are the file.
+    let mut buf = vec![7u8; 64];
+    let (stat, n) = s.read_into(&p, &mut buf)?;
+    check(stat.size == 10 && stat.is_file && &buf[..n] == b"0123456789", "whole read")?;
+    let cases: [(u64, u64, &[u8], &[u8]); 6] = [
+        (4, 3, b"0123", b"789"),
+        (20, 3, b"0123456789", b"789"),
+        (10, 30, b"0123456789", b"0123456789"),
+        (4, 0, b"0123", b""),
+        (0, 2, b"", b"89"),
+        (4, 30, b"0123", b"0123456789"),
+    ];
+    let (mut head, mut tail) = (vec![9u8; 3], vec![9u8; 50]);
+    for (prefix, suffix, want_head, want_tail) in cases {
+        let (stat, h, t) = s.read_slices_into(&p, prefix, suffix, &mut head, &mut tail)?;
+        check(stat.size == 10, "stat of the windows")?;
+        check(
+            &head[..h] == want_head && &tail[..t] == want_tail,
+            &format!("windows {prefix},{suffix}: {:?} {:?}", &head[..h], &tail[..t]),
+        )?;
+        check(s.read_slices(&p, prefix, suffix)? == (head[..h].to_vec(), tail[..t].to_vec()), "same as read_slices")?;
+    }
+    Ok(())
+}
+
+fn remove_empty_dir_keeps_contents(s: &dyn Storage, root: &Path) -> TestResult {
+    let full = root.join("full");
+    s.write(&full.join("a.jsonl"), b"x")?;
+    s.remove_empty_dir(&full)?;
+    check(s.read(&full.join("a.jsonl"))? == b"x", "a directory with a file stays")?;
+    s.remove_empty_dir(&root.join("never-made"))?;
+    let empty = root.join("empty");
+    s.ensure_dir(&empty)?;
+    s.remove_empty_dir(&empty)?;
+    let listed = s.read_dir(root)?;
+    check(listed.iter().all(|e| e.name != "empty") || listed.iter().all(|e| e.kind == EntryKind::File), "removed")?;
     Ok(())
 }
 

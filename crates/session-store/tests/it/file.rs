@@ -245,3 +245,34 @@ fn large_sessions_parsed_while_growing_are_prefixes() -> TestResult {
     }
     Ok(())
 }
+
+/// Every size against the two windows of `read_slices_into`: smaller than the prefix,
+/// between the windows (one read serves both) and larger than the tail window, into
+/// buffers that already hold something; the windows equal `read_slices`, and the
+/// stat is the file's, with the identity a cache keys on.
+#[test]
+fn reads_into_buffers_are_the_windows_of_the_file() -> TestResult {
+    let dir = TempDir::new();
+    let s = FileStorage::new();
+    let path = dir.path().join("s.jsonl");
+    for size in [0usize, 1, 9, 10, 11, 39, 40, 41, 100] {
+        let content: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+        s.write(&path, &content)?;
+        let mut buf = vec![7u8; 3];
+        let (st, n) = s.read_into(&path, &mut buf)?;
+        assert_eq!((st.size, &buf[..n]), (size as u64, &content[..]), "whole file of {size} bytes");
+        let id = st.identity.ok_or("the file storage has identities")?;
+        assert_eq!(st.mtime_ns(), id.mtime_ns);
+        assert!(id.ino != 0, "inode");
+        for suffix in [0u64, 10, 40] {
+            let (mut head, mut tail) = (vec![7u8; 3], vec![7u8; 50]);
+            let (st, h, t) = s.read_slices_into(&path, 10, suffix, &mut head, &mut tail)?;
+            assert_eq!(st.size, size as u64);
+            assert_eq!(&head[..h], &content[..size.min(10)], "head of {size} bytes");
+            let w = (suffix as usize).min(size);
+            assert_eq!(&tail[..t], &content[size - w..], "tail {suffix} of {size} bytes");
+            assert_eq!(s.read_slices(&path, 10, suffix)?, (head[..h].to_vec(), tail[..t].to_vec()));
+        }
+    }
+    Ok(())
+}
