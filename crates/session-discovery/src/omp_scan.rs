@@ -14,7 +14,7 @@ use session_model::timestamp::parse_iso_millis;
 use session_store::{FileStat, Storage};
 
 use crate::info::{SessionInfo, SessionStatus};
-use crate::jsonscan::{self, Kind, Obj, ScanError};
+use crate::jsonscan::{self, Kind, Lenient, LenientValues, Obj};
 
 /// Bytes read from the start of each file.
 pub const PREFIX_BYTES: u64 = 4096;
@@ -32,35 +32,12 @@ fn decode(bytes: &[u8]) -> Cow<'_, str> {
 /// the raw spans of the values kept, validated (so their parts are split with
 /// [`Obj::parse_validated`]).
 pub(crate) fn parse_jsonl_lenient(text: &str) -> Vec<&str> {
-    let b = text.as_bytes();
-    let mut out = Vec::new();
-    let mut pos = 0;
-    loop {
-        let s = jsonscan::skip_ws(b, pos);
-        if s >= b.len() {
-            break;
-        }
-        match jsonscan::skip_value(b, s) {
-            Ok(end) => {
-                out.push(&text[s..end]);
-                if end >= b.len() || jsonscan::is_ws(b[end]) {
-                    pos = end;
-                    continue;
-                }
-                // Something glued to the value: a syntax error right there.
-                match text[end..].find('\n') {
-                    Some(nl) => pos = end + nl + 1,
-                    None => break,
-                }
-            }
-            Err(ScanError::Incomplete) => break,
-            Err(ScanError::Syntax) => match text[s..].find('\n') {
-                Some(nl) => pos = s + nl + 1,
-                None => break,
-            },
-        }
-    }
-    out
+    LenientValues::new(text, |_| None::<()>)
+        .filter_map(|step| match step {
+            Lenient::Value { start, end, .. } => Some(&text[start..end]),
+            Lenient::Syntax(_) | Lenient::Incomplete { .. } => None,
+        })
+        .collect()
 }
 
 /// `decodeJsonStringFragment`.

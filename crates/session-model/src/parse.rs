@@ -605,10 +605,6 @@ fn line_of(bytes: &[u8], offset: usize) -> usize {
     bytes[..offset.min(bytes.len())].iter().filter(|&&b| b == b'\n').count() + 1
 }
 
-fn is_js_ws(c: u8) -> bool {
-    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
-}
-
 fn is_falsy(r: &Record) -> bool {
     // Read from the text: a value that does not fit a tree (`1e400`, which JavaScript
     // reads as Infinity, or absurd nesting) has no `value()` but is still truthy.
@@ -767,80 +763,75 @@ fn is_title_object(line: &str) -> bool {
 /// Parses omp's values from `from` until a value starts at or after `stop_at` (a
 /// value that starts before it is read whole, wherever it ends).
 fn parse_omp(text: &str, from: usize, stop_at: usize, out: &mut ParsedFile, lines: &mut LineCounter) -> Stop {
-    let mut pos = from;
-    let bytes = text.as_bytes();
-    while pos < stop_at.min(bytes.len()) {
-        // Skip whitespace, noting blank lines.
-        let ws_start = pos;
-        while pos < bytes.len() && is_js_ws(bytes[pos]) {
-            pos += 1;
+    use crate::scan::{Lenient, LenientValues, Skipped};
+    let len = text.len();
+    // Most lines hold exactly one value: validated and parsed in one pass.
+    let mut values = LenientValues::starting_at(text, from, |line| Record::parse(line).ok());
+    loop {
+        let resumed = values.position();
+        if resumed >= stop_at.min(len) {
+            return Stop { pos: resumed, rest_lost: false };
         }
-        note_blank_lines(text, ws_start, pos, out, lines);
-        if pos >= bytes.len() {
-            break;
-        }
-        let line_end = memchr::memchr(b'\n', &text.as_bytes()[pos..]).map(|i| pos + i);
-        // Fast path: the value is the whole rest of this line.
-        let line_text = &text[pos..line_end.unwrap_or(bytes.len())];
-        if let Ok(r) = Record::parse(line_text) {
-            if line_text.ends_with('\r') {
-                push_diag(out, lines, text, pos, DiagnosticKind::CrLf);
+        let Some(step) = values.next() else {
+            note_blank_lines(text, resumed, len, out, lines);
+            return Stop { pos: len, rest_lost: false };
+        };
+        let at = match &step {
+            Lenient::Value { start, .. } => *start,
+            Lenient::Syntax(Skipped { at, .. }) | Lenient::Incomplete { at } => *at,
+        };
+        note_blank_lines(text, resumed, at, out, lines);
+        match step {
+            Lenient::Value { start, end, parsed: Some(r), .. } => {
+                if text[start..end].ends_with('\r') {
+                    push_diag(out, lines, text, start, DiagnosticKind::CrLf);
+                }
+                if end == len {
+                    push_diag(out, lines, text, start, DiagnosticKind::MissingFinalNewline);
+                }
+                keep_omp(r, text, start, out, lines);
             }
-            if line_end.is_none() {
-                push_diag(out, lines, text, pos, DiagnosticKind::MissingFinalNewline);
-            }
-            keep_omp(r, text, pos, out, lines);
-            pos = line_end.map_or(bytes.len(), |e| e + 1);
-            continue;
-        }
-        // Slow path: one value, which may span lines or be followed by garbage.
-        match crate::scan::skip_value(bytes, pos) {
-            Ok(end) => {
-                let value_text = &text[pos..end];
+            Lenient::Value { start, end, parsed: None, glued } => {
+                let value_text = &text[start..end];
                 if value_text.contains('\n') {
-                    push_diag(out, lines, text, pos, DiagnosticKind::SpansLines);
+                    push_diag(out, lines, text, start, DiagnosticKind::SpansLines);
                 }
                 if let Ok(r) = Record::parse(value_text) {
-                    keep_omp(r, text, pos, out, lines);
+                    keep_omp(r, text, start, out, lines);
                 }
-                if end < bytes.len() && !is_js_ws(bytes[end]) {
+                if let Some(Skipped { at, resume }) = glued {
                     // Text glued to the value: the rest of that line is lost.
                     out.malformed += 1;
-                    push_diag(out, lines, text, end, DiagnosticKind::TrailingGarbage);
-                    match memchr::memchr(b'\n', &bytes[end..]) {
-                        Some(i) => pos = end + i + 1,
-                        None => return Stop { pos: bytes.len(), rest_lost: true },
+                    push_diag(out, lines, text, at, DiagnosticKind::TrailingGarbage);
+                    if resume.is_none() {
+                        return Stop { pos: len, rest_lost: true };
                     }
-                } else {
-                    pos = end;
                 }
             }
-            Err(crate::scan::ScanError::Incomplete) => {
+            Lenient::Incomplete { at } => {
                 // An incomplete value runs to the end of the text: omp stops here, so
                 // everything from its start on is lost (a torn tail, or garbage that
                 // swallowed the following lines).
                 out.malformed += 1;
-                let kind = if line_end.is_none() {
+                let kind = if !text[at..].contains('\n') {
                     DiagnosticKind::TornLastLine
                 } else {
                     DiagnosticKind::Malformed {
                         reason: "a value runs to the end of the file; the rest is unreadable".into(),
                     }
                 };
-                push_diag(out, lines, text, pos, kind);
-                return Stop { pos: bytes.len(), rest_lost: true };
+                push_diag(out, lines, text, at, kind);
+                return Stop { pos: len, rest_lost: true };
             }
-            Err(crate::scan::ScanError::Syntax) => {
+            Lenient::Syntax(Skipped { at, resume }) => {
                 out.malformed += 1;
-                push_diag(out, lines, text, pos, DiagnosticKind::Malformed { reason: "not JSON".into() });
-                match line_end {
-                    Some(e) => pos = e + 1,
-                    None => return Stop { pos: bytes.len(), rest_lost: true },
+                push_diag(out, lines, text, at, DiagnosticKind::Malformed { reason: "not JSON".into() });
+                if resume.is_none() {
+                    return Stop { pos: len, rest_lost: true };
                 }
             }
         }
     }
-    Stop { pos, rest_lost: false }
 }
 
 fn keep_omp(r: Record, text: &str, pos: usize, out: &mut ParsedFile, lines: &mut LineCounter) {
