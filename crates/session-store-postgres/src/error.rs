@@ -45,8 +45,14 @@ pub enum ServerError {
         reason: String,
     },
     /// The database refused the statement or the connection failed.
-    #[error("database error: {0}")]
-    Database(#[from] postgres::Error),
+    #[error("database error: {}", detail(.0))]
+    Database(postgres::Error),
+}
+
+impl From<postgres::Error> for ServerError {
+    fn from(e: postgres::Error) -> ServerError {
+        ServerError::Database(e)
+    }
 }
 
 impl ServerError {
@@ -75,6 +81,14 @@ impl ServerError {
     pub(crate) fn at(self, op: Op, path: &Path) -> StoreError {
         let kind = self.kind();
         StoreError::io_raw(op, path, io::Error::new(kind, self))
+    }
+}
+
+/// The server's own message when there is one (`postgres::Error` alone says "db error").
+fn detail(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(d) => format!("{} (SQLSTATE {})", d.message(), d.code().code()),
+        None => e.to_string(),
     }
 }
 

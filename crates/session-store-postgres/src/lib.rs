@@ -2,7 +2,8 @@
 //! so a session written here loads in omp and the other way round.
 //!
 //! [`PostgresStorage`] implements [`session_store::Storage`] and passes the storage contract
-//! (`session_store::contract::run_contract`). Each session file is one row; its path, as a
+//! (`session_store::contract::run_contract`; not the byte cases, since `text` refuses NUL
+//! bytes and invalid UTF-8). Each session file is one row; its path, as a
 //! `/`-separated string, is the key; a directory is a key prefix, and [`Storage::list`]
 //! returns the direct children of one. Connections come from a small pool of synchronous
 //! [`postgres`] clients: nothing async is visible here.
@@ -47,6 +48,27 @@
 //! * Every append and write is one committed statement or transaction: each level of
 //!   [`Durability`](session_store::Durability) is as durable as the server's commit.
 //!
+//! # The native layout
+//!
+//! [`NativePostgresStorage`] is the same [`Storage`] on two tables of its own, for sessions
+//! that grow (omp does not read them):
+//!
+//! ```sql
+//! CREATE TABLE IF NOT EXISTS session_meta (path TEXT PRIMARY KEY, size BIGINT NOT NULL, mtime_ms BIGINT NOT NULL,
+//!     title TEXT, title_source TEXT, title_updated_at TEXT);
+//! CREATE TABLE IF NOT EXISTS session_lines (path TEXT NOT NULL, seq BIGINT NOT NULL, line BYTEA NOT NULL,
+//!     PRIMARY KEY (path, seq));
+//! ```
+//!
+//! `seq` is the byte offset where the row's bytes start: the rows of a file tile its bytes
+//! from 0 to `size`, in `seq` order, so a byte window is an index range. An append is one
+//! statement: it grows `size` in the metadata row (taking its row lock, which orders
+//! concurrent appends) and inserts one row at the old size: O(line), whatever the session's
+//! size. [`NativePostgresStorage::append_if_size`] adds `WHERE size = expected` to the same
+//! statement. Whole writes store one row per line in one transaction; stat and listing read
+//! only `session_meta`. `bytea` holds any byte, so this layout passes the byte cases of the
+//! contract too, and a file is limited only by the table (each row by 1 GiB).
+//!
 //! # Limits and errors
 //!
 //! Every error is a [`StoreError`] naming the path. Causes of this crate are
@@ -78,10 +100,12 @@
 
 mod error;
 mod keys;
+mod native;
 mod pool;
 mod storage;
 
 pub use error::{ConnectError, MAX_CONTENT_BYTES, MAX_KEY_BYTES, ServerError};
+pub use native::{DEFAULT_STEM, NativePostgresStorage, valid_stem};
 pub use storage::{DEFAULT_TABLE, PostgresOptions, PostgresStorage, valid_table_name};
 
 #[cfg(doc)]

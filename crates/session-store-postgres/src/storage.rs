@@ -364,7 +364,7 @@ fn check_len(op: Op, path: &Path, size: u64) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn meta_at(row: &postgres::Row, at: usize) -> Result<TitleMeta, postgres::Error> {
+pub(crate) fn meta_at(row: &postgres::Row, at: usize) -> Result<TitleMeta, postgres::Error> {
     Ok(TitleMeta { title: row.try_get(at)?, source: row.try_get(at + 1)?, updated_at: row.try_get(at + 2)? })
 }
 

@@ -6,5 +6,6 @@
 //! `SESSION_REQUIRE_SERVERS=1` (CI), where it fails.
 
 mod contract;
+mod native;
 mod omp;
 mod support;
