@@ -97,7 +97,12 @@ fn db_kind(e: &postgres::Error) -> io::ErrorKind {
         return io::ErrorKind::ConnectionAborted;
     }
     let Some(db) = e.as_db_error() else {
-        return io::ErrorKind::ConnectionRefused;
+        // Not the server's answer: either no connection could be made, or the one in use
+        // broke (`postgres::Error` tells them apart only in its message).
+        if e.to_string().starts_with("error connecting") {
+            return io::ErrorKind::ConnectionRefused;
+        }
+        return io::ErrorKind::ConnectionAborted;
     };
     let code = db.code().code();
     match code {

@@ -53,7 +53,9 @@
 //!
 //! # Limits and errors
 //!
-//! Every error is a [`StoreError`] naming the path. Causes of this crate are
+//! Every error is a [`StoreError`] naming the path. A write that fails with a lost
+//! connection may or may not have landed: stat before repeating it, or repeat it with a
+//! size check (`append_if_size`), which refuses a duplicate. Causes of this crate are
 //! [`StoreError::Io`] with a [`ServerError`] inside ([`ServerError::find`]) and an
 //! [`std::io::ErrorKind`]:
 //!

@@ -8,7 +8,7 @@ use rand::Rng;
 pub(crate) type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 
 /// Where the admin connection goes; `SESSION_TEST_POSTGRES` overrides it.
-fn admin_conn() -> String {
+pub(crate) fn admin_conn() -> String {
     std::env::var("SESSION_TEST_POSTGRES").unwrap_or_else(|_| "host=/var/run/postgresql dbname=postgres".to_owned())
 }
 
@@ -36,6 +36,12 @@ impl TestDb {
         let base = admin_conn();
         let kept: Vec<&str> = base.split_whitespace().filter(|kv| !kv.starts_with("dbname=")).collect();
         format!("{} dbname={}", kept.join(" "), self.name)
+    }
+
+    /// Returns the database's name.
+    #[allow(dead_code, reason = "used by the faults binary only")]
+    pub(crate) fn name(&self) -> &str {
+        &self.name
     }
 
     /// Returns a plain client on the test's database, for SQL as omp sends it.
