@@ -1,13 +1,22 @@
 //! A small pool of synchronous connections: idle clients are kept for reuse, a closed one is
-//! dropped, and a client taken out stays out (a held session lock keeps its own).
+//! dropped, one idle for a while is checked first (a server restart or an idle timeout kills
+//! connections silently), and a client taken out stays out (a held session lock keeps its
+//! own).
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use postgres::{Client, Config, NoTls};
 
+/// A connection idle this long is checked with a round trip before it is reused.
+const CHECK_AFTER: Duration = Duration::from_secs(2);
+
+/// How long that check may take.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
 pub(crate) struct Pool {
     config: Config,
-    idle: Mutex<Vec<Client>>,
+    idle: Mutex<Vec<(Client, Instant)>>,
     max_idle: usize,
 }
 
@@ -27,8 +36,13 @@ impl Pool {
         loop {
             let next = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
             match next {
-                Some(c) if c.is_closed() => continue,
-                Some(c) => return Ok(Pooled { client: Some(c), pool: self.clone() }),
+                Some((c, _)) if c.is_closed() => continue,
+                Some((mut c, since)) if since.elapsed() >= CHECK_AFTER => {
+                    if c.is_valid(CHECK_TIMEOUT).is_ok() {
+                        return Ok(Pooled { client: Some(c), pool: self.clone() });
+                    }
+                }
+                Some((c, _)) => return Ok(Pooled { client: Some(c), pool: self.clone() }),
                 None => break,
             }
         }
@@ -42,7 +56,7 @@ impl Pool {
         }
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < self.max_idle {
-            idle.push(client);
+            idle.push((client, Instant::now()));
         }
     }
 }

@@ -142,3 +142,36 @@ fn racing_writers_native_layout() -> TestResult {
     let conn = db.conn();
     racing_writers(&|| Ok(Box::new(NativePostgresStorage::connect(&conn)?)))
 }
+
+/// Connections that died while idle in the pool (a server restart, an idle timeout) are
+/// replaced without an error once they have been idle a while.
+#[test]
+fn connections_that_died_idle_are_replaced() -> TestResult {
+    let Some(db) = TestDb::create("connections_that_died_idle_are_replaced")? else { return Ok(()) };
+    let s = PostgresStorage::connect(&db.conn())?;
+    let p = Path::new("/f/s.jsonl");
+    s.write_atomic(p, b"one\n", ExpectedSize::Missing)?;
+    kill_connections(&db)?;
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    s.append(p, b"two\n")?;
+    assert_eq!(s.read(p)?, b"one\ntwo\n");
+    Ok(())
+}
+
+#[test]
+fn urls_connect_too() -> TestResult {
+    let Some(db) = TestDb::create("urls_connect_too")? else { return Ok(()) };
+    let url = format!("postgres://root@127.0.0.1:5432/{}", db.name());
+    let s = match PostgresStorage::connect(&url) {
+        Ok(s) => s,
+        // The socket is what the tests need; TCP may be closed on some machines.
+        Err(session_store_postgres::ConnectError::Connect(e)) => {
+            eprintln!("no TCP connection to {url}: {e}");
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    s.write(Path::new("/u/s.jsonl"), b"x\n")?;
+    assert_eq!(s.list(Path::new("/u"))?, ["s.jsonl"]);
+    Ok(())
+}
