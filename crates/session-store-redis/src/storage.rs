@@ -26,6 +26,9 @@ const LOCK_TTL: Duration = Duration::from_secs(30);
 /// How long a waiting [`Storage::lock`] sleeps between attempts.
 const LOCK_POLL: Duration = Duration::from_millis(10);
 
+/// A pooled connection idle this long is checked with a `PING` before it is reused.
+const CHECK_AFTER: Duration = Duration::from_secs(2);
+
 /// How many keys one `SCAN` step asks for (omp's `COUNT`).
 const SCAN_COUNT: usize = 500;
 
@@ -43,7 +46,7 @@ struct Scripts {
 
 struct Inner {
     client: redis::Client,
-    idle: Mutex<Vec<Connection>>,
+    idle: Mutex<Vec<(Connection, Instant)>>,
     max_idle: usize,
     prefix: String,
     scripts: Arc<Scripts>,
@@ -90,7 +93,7 @@ impl Drop for Conn {
             }
             let mut idle = self.inner.idle.lock().unwrap_or_else(|p| p.into_inner());
             if idle.len() < self.inner.max_idle {
-                idle.push(c);
+                idle.push((c, Instant::now()));
             }
         }
     }
@@ -121,7 +124,7 @@ impl RedisStorage {
         };
         let inner = Inner {
             client,
-            idle: Mutex::new(vec![conn]),
+            idle: Mutex::new(vec![(conn, Instant::now())]),
             max_idle: 8,
             prefix: prefix.to_owned(),
             scripts: Arc::new(scripts),
@@ -199,11 +202,20 @@ impl RedisStorage {
     }
 
     fn conn(&self, op: Op, path: &Path) -> Result<Conn, StoreError> {
-        let idle = self.inner.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let conn = match idle {
-            Some(c) => c,
-            None => self.inner.client.get_connection().map_err(rd(op, path))?,
-        };
+        loop {
+            let idle = self.inner.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            match idle {
+                // Idle a while: a server restart or an idle timeout may have closed it.
+                Some((mut c, since)) if since.elapsed() >= CHECK_AFTER => {
+                    if redis::cmd("PING").query::<String>(&mut c).is_ok() {
+                        return Ok(Conn { conn: Some(c), inner: self.inner.clone() });
+                    }
+                }
+                Some((c, _)) => return Ok(Conn { conn: Some(c), inner: self.inner.clone() }),
+                None => break,
+            }
+        }
+        let conn = self.inner.client.get_connection().map_err(rd(op, path))?;
         Ok(Conn { conn: Some(conn), inner: self.inner.clone() })
     }
 
