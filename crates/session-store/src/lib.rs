@@ -24,7 +24,8 @@
 //!   externalization, dropped `jsonlEvents`) and back; [`blob`] is the content-addressed store
 //!   the images go to; [`base64`] decodes as leniently as Node does.
 //!
-//! All three backends pass one shared contract test suite (`tests/it/contract.rs`).
+//! All three backends pass one shared contract test suite, `contract` (behind the `testing`
+//! feature, so server backends in other crates run the same cases).
 //!
 //! What it does not do: parse session files (`session-model`), decide when to rewrite, retry,
 //! migrate, or talk to SQL/Redis backends. It never deletes blobs. Windows' EPERM move-aside
@@ -56,6 +57,8 @@ pub mod atomic;
 pub mod base64;
 pub mod blob;
 pub mod clock;
+#[cfg(feature = "testing")]
+pub mod contract;
 mod error;
 mod fault;
 mod file;

@@ -1,75 +1,45 @@
-//! The storage contract: one list of cases, run against every backend.
-//!
-//! Each case gets a fresh storage and a fresh root directory (real for [`FileStorage`], only a
-//! name for [`MemoryStorage`]). Adding a backend means adding one `#[test]` that calls
-//! [`run_contract`].
+//! The storage contract (`session_store::contract`) run against the file and memory
+//! backends, their fault wrapper, and a backend with only the trait's required methods.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
-use session_store::clock::{Clock, SystemClock};
+use session_store::contract::{CaseResult, run_byte_contract, run_contract};
 use session_store::{
-    Durability, EntryKind, ExpectedSize, FaultStorage, Faults, FileStorage, LockWait, MemoryStorage, Storage,
-    StoreError,
+    Durability, ExpectedSize, FaultStorage, Faults, FileStorage, LockWait, MemoryStorage, Storage, StoreError,
 };
-
-use session_model::{Dialect, parse_session_bytes};
 
 use crate::support::TempDir;
 
-type TestResult = Result<(), Box<dyn std::error::Error>>;
-type Case = fn(&dyn Storage, &Path) -> TestResult;
+fn temp_root(_case: &str) -> TempDir {
+    TempDir::new()
+}
 
-const CASES: &[(&str, Case)] = &[
-    ("missing_paths", missing_paths),
-    ("write_and_read", write_and_read),
-    ("write_new_is_exclusive", write_new_is_exclusive),
-    ("write_atomic_checks_size", write_atomic_checks_size),
-    ("write_atomic_stream_pieces", write_atomic_stream_pieces),
-    ("append_creates_and_extends", append_creates_and_extends),
-    ("writer_appends_lines", writer_appends_lines),
-    ("writer_follows_replaced_file", writer_follows_replaced_file),
-    ("list_is_sorted_files_only", list_is_sorted_files_only),
-    ("read_slices_windows", read_slices_windows),
-    ("truncate_cuts", truncate_cuts),
-    ("rename_replaces", rename_replaces),
-    ("delete_with_artifacts", delete_with_artifacts),
-    ("locks_exclude", locks_exclude),
-    ("ensure_dir_and_stat", ensure_dir_and_stat),
-    ("overwrite_prefix_in_place", overwrite_prefix_in_place),
-    ("reads_by_position", reads_by_position),
-    ("read_dir_reports_kinds", read_dir_reports_kinds),
-    ("reads_into_reused_buffers", reads_into_reused_buffers),
-    ("remove_empty_dir_keeps_contents", remove_empty_dir_keeps_contents),
-];
+fn memory_root(case: &str) -> String {
+    format!("/contract/{case}")
+}
 
-/// Runs every case against a storage made by `make`, reporting all failures at once.
-fn run_contract(make: &dyn Fn() -> Box<dyn Storage>) -> TestResult {
-    let mut failures = Vec::new();
-    for (name, case) in CASES {
-        let dir = TempDir::new();
-        let storage = make();
-        if let Err(e) = case(storage.as_ref(), dir.path()) {
-            failures.push(format!("{name}: {e}"));
-        }
-    }
-    if failures.is_empty() { Ok(()) } else { Err(failures.join("\n").into()) }
+/// Runs both case lists.
+fn run_all<R: AsRef<Path>>(make: &dyn Fn() -> Box<dyn Storage>, root: &dyn Fn(&str) -> R) -> CaseResult {
+    run_contract(make, root)?;
+    run_byte_contract(make, root)
 }
 
 #[test]
-fn file_storage_meets_the_contract() -> TestResult {
-    run_contract(&|| Box::new(FileStorage::new()))
+fn file_storage_meets_the_contract() -> CaseResult {
+    run_all(&|| Box::new(FileStorage::new()), &temp_root)
 }
 
 #[test]
-fn memory_storage_meets_the_contract() -> TestResult {
-    run_contract(&|| Box::new(MemoryStorage::new()))
+fn memory_storage_meets_the_contract() -> CaseResult {
+    run_all(&|| Box::new(MemoryStorage::new()), &memory_root)?;
+    // A real directory as root changes nothing for memory.
+    run_all(&|| Box::new(MemoryStorage::new()), &temp_root)
 }
 
 #[test]
-fn fault_storage_without_faults_meets_the_contract() -> TestResult {
-    run_contract(&|| Box::new(FaultStorage::new(FileStorage::new(), Faults::new())))?;
-    run_contract(&|| Box::new(FaultStorage::new(MemoryStorage::new(), Faults::new())))
+fn fault_storage_without_faults_meets_the_contract() -> CaseResult {
+    run_all(&|| Box::new(FaultStorage::new(FileStorage::new(), Faults::new())), &temp_root)?;
+    run_all(&|| Box::new(FaultStorage::new(MemoryStorage::new(), Faults::new())), &memory_root)
 }
 
 /// A backend that implements only the required methods: the trait's defaults
@@ -132,388 +102,6 @@ impl Storage for RequiredOnly {
 }
 
 #[test]
-fn default_methods_meet_the_contract() -> TestResult {
-    run_contract(&|| Box::new(RequiredOnly(MemoryStorage::new())))
-}
-
-fn check(cond: bool, what: &str) -> TestResult {
-    if cond { Ok(()) } else { Err(what.to_owned().into()) }
-}
-
-fn missing_paths(s: &dyn Storage, root: &Path) -> TestResult {
-    let p = root.join("nope.jsonl");
-    check(!s.exists(&p)?, "exists on a missing file")?;
-    check(s.stat(&p)?.is_none(), "stat on a missing file")?;
-    check(matches!(s.read(&p), Err(StoreError::NotFound { .. })), "read of a missing file is NotFound")?;
-    check(matches!(s.read_slices(&p, 1, 1), Err(StoreError::NotFound { .. })), "read_slices NotFound")?;
-    check(matches!(s.unlink(&p), Err(StoreError::NotFound { .. })), "unlink NotFound")?;
-    check(matches!(s.rename(&p, &root.join("x")), Err(StoreError::NotFound { .. })), "rename NotFound")?;
-    check(matches!(s.truncate(&p, 0), Err(StoreError::NotFound { .. })), "truncate NotFound")?;
-    check(s.list(&root.join("no-dir"))?.is_empty(), "list of a missing dir")?;
-    Ok(())
-}
-
-fn write_and_read(s: &dyn Storage, root: &Path) -> TestResult {
-    let p = root.join("a/b/s.jsonl");
-    s.write(&p, b"hello\nworld\n")?;
-    check(s.read(&p)? == b"hello\nworld\n", "read back")?;
-    check(s.exists(&p)? && s.exists(&root.join("a/b"))?, "file and created parents exist")?;
-    let st = s.stat(&p)?.ok_or("stat after write")?;
-    check(st.size == 12 && st.is_file, "stat size and kind")?;
-    s.write(&p, b"x")?;
-    check(s.read(&p)? == b"x", "shorter write truncates")?;
-    s.write(&p, b"")?;
-    check(s.read(&p)?.is_empty(), "empty write")?;
-    Ok(())
-}
-
-fn write_new_is_exclusive(s: &dyn Storage, root: &Path) -> TestResult {
-    let p = root.join("d/new.jsonl");
-    s.write_new(&p, b"first\n")?;
-    let again = s.write_new(&p, b"second\n");
-    check(matches!(again, Err(StoreError::AlreadyExists { .. })), "second exclusive create fails")?;
-    check(s.read(&p)? == b"first\n", "content kept")?;
-    Ok(())
-}
-
-fn write_atomic_checks_size(s: &dyn Storage, root: &Path) -> TestResult {
-    let p = root.join("x/s.jsonl");
-    match s.write_atomic(&p, b"a", ExpectedSize::Bytes(1)) {
-        Err(StoreError::Conflict { expected: Some(1), found: None, .. }) => {}
-        other => return Err(format!("expected conflict on a missing file, got {other:?}").into()),
-    }
-    check(!s.exists(&p)?, "failed CAS creates nothing")?;
-    s.write_atomic(&p, b"one\n", ExpectedSize::Missing)?;
-    check(s.read(&p)? == b"one\n", "created")?;
-    match s.write_atomic(&p, b"two\n", ExpectedSize::Missing) {
-        Err(e @ StoreError::Conflict { expected: None, found: Some(4), .. }) => {
-            let msg = e.to_string();
-            check(msg.starts_with("session file changed before rewrite: "), "conflict message")?;
-            check(msg.contains("(expected missing, found 4 bytes)"), "conflict sizes in message")?;
-        }
-        other => return Err(format!("expected conflict on an existing file, got {other:?}").into()),
-    }
-    let wrong = s.write_atomic(&p, b"two\n", ExpectedSize::Bytes(3));
-    check(matches!(wrong, Err(StoreError::Conflict { expected: Some(3), found: Some(4), .. })), "size mismatch")?;
-    check(s.read(&p)? == b"one\n", "conflict leaves the file")?;
-    s.write_atomic(&p, b"two two\n", ExpectedSize::Bytes(4))?;
-    check(s.read(&p)? == b"two two\n", "replaced")?;
-    s.write_atomic(&p, b"3\n", ExpectedSize::Any)?;
-    check(s.read(&p)? == b"3\n", "replaced without check")?;
-    check(s.list(&root.join("x"))? == ["s.jsonl"], "no visible temp files")?;
-    Ok(())
-}
-
-fn write_atomic_stream_pieces(s: &dyn Storage, root: &Path) -> TestResult {
-    let p = root.join("x").join("s.jsonl");
-    let n = s.write_atomic_stream(&p, ExpectedSize::Missing, Durability::None, &mut |w| {
-        for i in 0..1000 {
-            writeln!(w, "{{\"n\":{i}}}")?;
-        }
-        Ok(())
-    })?;
-    let expected: String = (0..1000).map(|i| format!("{{\"n\":{i}}}\n")).collect();
-    check(s.read(&p)? == expected.as_bytes() && n == expected.len() as u64, "pieces written in order, size returned")?;
-    let failed = s.write_atomic_stream(&p, ExpectedSize::Any, Durability::Fsync, &mut |w| {
-        w.write_all(b"partial")?;
-        Err(std::io::Error::other("producer failed"))
-    });
-    check(failed.is_err(), "a failing producer fails the write")?;
-    check(s.read(&p)? == expected.as_bytes(), "and leaves the old file")?;
-    let conflict = s.write_atomic_stream(&p, ExpectedSize::Bytes(1), Durability::Fsync, &mut |w| w.write_all(b"new\n"));
-    check(matches!(conflict, Err(StoreError::Conflict { .. })), "the size check applies")?;
-    check(s.list(&root.join("x"))? == ["s.jsonl"], "no visible temp files")?;
-    // Vectored pieces, small and larger than any buffer, arrive whole and in order.
-    let big = vec![b'b'; 3 << 20];
-    let pieces: Vec<&[u8]> = vec![b"a\n", &big, b"\n", b"c\n"];
-    let v = root.join("x").join("v.jsonl");
-    let n = s.write_atomic_stream(&v, ExpectedSize::Missing, Durability::Fsync, &mut |w| {
-        let mut slices: Vec<std::io::IoSlice<'_>> = pieces.iter().map(|p| std::io::IoSlice::new(p)).collect();
-        let mut bufs = &mut slices[..];
-        while !bufs.is_empty() {
-            let k = w.write_vectored(bufs)?;
-            std::io::IoSlice::advance_slices(&mut bufs, k);
-        }
-        Ok(())
-    })?;
-    let want = pieces.concat();
-    check(s.read(&v)? == want && n == want.len() as u64, "vectored pieces written in order, size returned")?;
-    Ok(())
-}
-
-fn append_creates_and_extends(s: &dyn Storage, root: &Path) -> TestResult {
-    let p = root.join("ap/s.jsonl");
-    s.append(&p, b"1\n")?;
-    s.append(&p, b"2\n")?;
-    s.append(&p, b"")?;
-    check(s.read(&p)? == b"1\n2\n", "appended")?;
-    Ok(())
-}
-
-fn writer_appends_lines(s: &dyn Storage, root: &Path) -> TestResult {
-    for (i, d) in [Durability::None, Durability::Flush, Durability::Fsync].into_iter().enumerate() {
-        let p = root.join(format!("w{i}/s.jsonl"));
-        let mut w = s.open_writer(&p, d)?;
-        check(s.exists(&p)? && s.read(&p)?.is_empty(), "open creates an empty file")?;
-        w.append(b"{\"a\":1}\n")?;
-        check(s.read(&p)? == b"{\"a\":1}\n", "readers see an append at once")?;
-        w.append(b"{\"b\":2}\n")?;
-        w.flush()?;
-        check(w.error().is_none(), "no latched error")?;
-        w.close()?;
-        check(s.read(&p)? == b"{\"a\":1}\n{\"b\":2}\n", "both lines")?;
-        let mut w = s.open_writer(&p, d)?;
-        w.append(b"3\n")?;
-        w.close()?;
-        check(s.read(&p)?.ends_with(b"}\n3\n"), "reopening appends")?;
-    }
-    Ok(())
-}
-
-fn overwrite_prefix_in_place(s: &dyn Storage, root: &Path) -> TestResult {
-    let p = root.join("x/s.jsonl");
-    let none = Durability::None;
-    let missing = s.overwrite_prefix(&p, b"ab", ExpectedSize::Bytes(4), none);
-    check(matches!(missing, Err(StoreError::Conflict { expected: Some(4), found: None, .. })), "missing, expected")?;
-    let missing = s.overwrite_prefix(&p, b"ab", ExpectedSize::Any, none);
-    check(matches!(missing, Err(StoreError::NotFound { .. })), "missing")?;
-    check(!s.exists(&p)?, "nothing created")?;
-    s.write_atomic(&p, b"0123456789\n", ExpectedSize::Missing)?;
-    s.overwrite_prefix(&p, b"abc", ExpectedSize::Bytes(11), Durability::Fsync)?;
-    check(s.read(&p)? == b"abc3456789\n", "the start replaced, the rest kept")?;
-    s.overwrite_prefix(&p, b"XY", ExpectedSize::Any, none)?;
-    check(s.read(&p)? == b"XYc3456789\n", "replaced again")?;
-    let wrong = s.overwrite_prefix(&p, b"zz", ExpectedSize::Bytes(10), none);
-    check(matches!(wrong, Err(StoreError::Conflict { expected: Some(10), found: Some(11), .. })), "size mismatch")?;
-    let long = s.overwrite_prefix(&p, &[b'q'; 12], ExpectedSize::Any, none);
-    check(
-        matches!(long, Err(StoreError::Conflict { expected: Some(12), found: Some(11), .. })),
-        "longer than the file",
-    )?;
-    check(s.read(&p)? == b"XYc3456789\n", "refusals change nothing")?;
-    // An open append writer still appends at the end.
-    let mut w = s.open_writer(&p, none)?;
-    w.append(b"line\n")?;
-    s.overwrite_prefix(&p, b"__", ExpectedSize::Bytes(16), none)?;
-    w.append(b"more\n")?;
-    w.close()?;
-    check(s.read(&p)? == b"__c3456789\nline\nmore\n", "appends around an overwrite")?;
-    Ok(())
-}
-
-fn reads_by_position(s: &dyn Storage, root: &Path) -> TestResult {
-    let p = root.join("x/s.jsonl");
-    check(matches!(s.open_reader(&p).err(), Some(StoreError::NotFound { .. })), "missing")?;
-    check(matches!(s.read_parsed(&p, Dialect::Pi).err(), Some(StoreError::NotFound { .. })), "missing, parsed")?;
-    // Large enough to be parsed in pieces, with a torn last line.
-    let mut text =
-        String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n");
-    let mut i = 0;
-    while text.len() < 5 << 20 {
-        let pad = "é\\n".repeat(i % 500);
-        text.push_str(&format!("{{\"type\":\"custom\",\"id\":\"e{i}\",\"parentId\":null,\"data\":\"{pad}\"}}\n"));
-        i += 1;
-    }
-    text.push_str("{\"type\":");
-    s.write_atomic(&p, text.as_bytes(), ExpectedSize::Missing)?;
-    let (size, reader) = s.open_reader(&p)?;
-    check(size == text.len() as u64, "the size")?;
-    for (at, len) in [(0, 10), (4 << 20, 100), (size - 5, 100), (size, 10)] {
-        let mut buf = vec![0u8; len];
-        let got = reader.read_full_at(&mut buf, at)?;
-        let start = (at as usize).min(text.len());
-        check(buf[..got] == text.as_bytes()[start..(start + len).min(text.len())], "bytes at an offset")?;
-    }
-    for dialect in [Dialect::Pi, Dialect::Omp] {
-        let parsed = s.read_parsed(&p, dialect)?;
-        let whole = parse_session_bytes(text.as_bytes(), dialect);
-        check(parsed.records == whole.records, "the records")?;
-        check(parsed.diagnostics == whole.diagnostics, "the diagnostics")?;
-        check(parsed.records.len() == i + 1, "every entry")?;
-    }
-    Ok(())
-}
-
-fn writer_follows_replaced_file(s: &dyn Storage, root: &Path) -> TestResult {
-    let p = root.join("s.jsonl");
-    let mut w = s.open_writer(&p, Durability::None)?;
-    w.append(b"a\n")?;
-    s.write_atomic(&p, b"X\n", ExpectedSize::Bytes(2))?;
-    w.append(b"b\n")?;
-    w.close()?;
-    check(s.read(&p)? == b"X\nb\n", "append after a rewrite lands in the new file")?;
-    Ok(())
-}
-
-fn list_is_sorted_files_only(s: &dyn Storage, root: &Path) -> TestResult {
-    let d = root.join("l");
-    for name in ["b.jsonl", "a.jsonl", "c.txt", ".hidden.jsonl", "sub/x.jsonl"] {
-        s.write(&d.join(name), b"x")?;
-    }
-    let names = s.list(&d)?;
-    check(names == ["a.jsonl", "b.jsonl", "c.txt"], &format!("list gave {names:?}"))?;
-    Ok(())
-}
-
-fn read_slices_windows(s: &dyn Storage, root: &Path) -> TestResult {
-    let p = root.join("r.jsonl");
-    s.write(&p, b"0123456789")?;
-    let cases: [(u64, u64, &[u8], &[u8]); 6] = [
-        (4, 3, b"0123", b"789"),
-        (20, 3, b"0123456789", b"789"),
-        (10, 30, b"0123456789", b"0123456789"),
-        (4, 0, b"0123", b""),
-        (0, 2, b"", b"89"),
-        (8, 5, b"01234567", b"56789"),
-    ];
-    for (prefix, suffix, head, tail) in cases {
-        let (h, t) = s.read_slices(&p, prefix, suffix)?;
-        check(h == head && t == tail, &format!("slices {prefix},{suffix}: {h:?} {t:?}"))?;
-    }
-    Ok(())
-}
-
-fn read_dir_reports_kinds(s: &dyn Storage, root: &Path) -> TestResult {
-    check(s.read_dir(&root.join("missing"))?.is_empty(), "a missing directory has no entries")?;
-    let dir = root.join("d");
-    s.write(&dir.join("b.jsonl"), b"x")?;
-    s.write(&dir.join("a.jsonl"), b"y")?;
-    s.write(&dir.join("bucket/c.jsonl"), b"z")?;
-    let mut entries = s.read_dir(&dir)?;
-    entries.sort_by(|a, b| a.name.cmp(&b.name));
-    let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
-    // Backends without directories report only the files (the trait's default).
-    let files_only = names == ["a.jsonl", "b.jsonl"];
-    check(files_only || names == ["a.jsonl", "b.jsonl", "bucket"], &format!("entries {names:?}"))?;
-    check(entries.iter().filter(|e| e.name.ends_with(".jsonl")).all(|e| e.kind == EntryKind::File), "files")?;
-    if !files_only {
-        check(entries[2].kind == EntryKind::Dir, "the bucket is a directory")?;
-        let below = s.read_dir(&dir.join("bucket"))?;
-        check(below.len() == 1 && below[0].name == "c.jsonl", "entries of the bucket")?;
-    }
-    Ok(())
-}
-
-fn reads_into_reused_buffers(s: &dyn Storage, root: &Path) -> TestResult {
-    let p = root.join("r.jsonl");
-    check(matches!(s.read_into(&p, &mut Vec::new()), Err(StoreError::NotFound { .. })), "missing file")?;
-    s.write(&p, b"0123456789")?;
-    // A buffer holding more than the file: only the first bytes are the file.
-    let mut buf = vec![7u8; 64];
-    let (stat, n) = s.read_into(&p, &mut buf)?;
-    check(stat.size == 10 && stat.is_file && &buf[..n] == b"0123456789", "whole read")?;
-    let cases: [(u64, u64, &[u8], &[u8]); 6] = [
-        (4, 3, b"0123", b"789"),
-        (20, 3, b"0123456789", b"789"),
-        (10, 30, b"0123456789", b"0123456789"),
-        (4, 0, b"0123", b""),
-        (0, 2, b"", b"89"),
-        (4, 30, b"0123", b"0123456789"),
-    ];
-    let (mut head, mut tail) = (vec![9u8; 3], vec![9u8; 50]);
-    for (prefix, suffix, want_head, want_tail) in cases {
-        let (stat, h, t) = s.read_slices_into(&p, prefix, suffix, &mut head, &mut tail)?;
-        check(stat.size == 10, "stat of the windows")?;
-        check(
-            &head[..h] == want_head && &tail[..t] == want_tail,
-            &format!("windows {prefix},{suffix}: {:?} {:?}", &head[..h], &tail[..t]),
-        )?;
-        check(s.read_slices(&p, prefix, suffix)? == (head[..h].to_vec(), tail[..t].to_vec()), "same as read_slices")?;
-    }
-    Ok(())
-}
-
-fn remove_empty_dir_keeps_contents(s: &dyn Storage, root: &Path) -> TestResult {
-    let full = root.join("full");
-    s.write(&full.join("a.jsonl"), b"x")?;
-    s.remove_empty_dir(&full)?;
-    check(s.read(&full.join("a.jsonl"))? == b"x", "a directory with a file stays")?;
-    s.remove_empty_dir(&root.join("never-made"))?;
-    let empty = root.join("empty");
-    s.ensure_dir(&empty)?;
-    s.remove_empty_dir(&empty)?;
-    let listed = s.read_dir(root)?;
-    check(listed.iter().all(|e| e.name != "empty") || listed.iter().all(|e| e.kind == EntryKind::File), "removed")?;
-    Ok(())
-}
-
-fn truncate_cuts(s: &dyn Storage, root: &Path) -> TestResult {
-    let p = root.join("t");
-    s.write(&p, b"abcdef")?;
-    s.truncate(&p, 2)?;
-    check(s.read(&p)? == b"ab", "cut")?;
-    s.truncate(&p, 4)?;
-    check(s.read(&p)? == b"ab\0\0", "extended with zeros")?;
-    Ok(())
-}
-
-fn rename_replaces(s: &dyn Storage, root: &Path) -> TestResult {
-    let a = root.join("a.jsonl");
-    let b = root.join("sub/b.jsonl");
-    s.write(&a, b"A")?;
-    s.write(&b, b"B")?;
-    s.rename(&a, &b)?;
-    check(!s.exists(&a)?, "source gone")?;
-    check(s.read(&b)? == b"A", "target replaced")?;
-    Ok(())
-}
-
-fn delete_with_artifacts(s: &dyn Storage, root: &Path) -> TestResult {
-    let p = root.join("s.jsonl");
-    s.write(&p, b"x")?;
-    s.write(&root.join("s/artifact.txt"), b"a")?;
-    s.write(&root.join("s/deep/more.txt"), b"a")?;
-    s.write(&root.join("s.jsonl.123.bak"), b"old")?;
-    s.write(&root.join("s.jsonl.bak"), b"not a backup name")?;
-    s.write(&root.join("other.jsonl"), b"keep")?;
-    s.delete_with_artifacts(&p)?;
-    check(!s.exists(&p)?, "journal gone")?;
-    check(!s.exists(&root.join("s/artifact.txt"))? && !s.exists(&root.join("s/deep/more.txt"))?, "artifacts gone")?;
-    check(!s.exists(&root.join("s.jsonl.123.bak"))?, "backup gone")?;
-    check(s.exists(&root.join("s.jsonl.bak"))? && s.exists(&root.join("other.jsonl"))?, "others kept")?;
-    s.delete_with_artifacts(&p)?;
-    Ok(())
-}
-
-fn locks_exclude(s: &dyn Storage, root: &Path) -> TestResult {
-    let p = root.join("lk/s.jsonl");
-    let first = s.lock(&p, LockWait::NoWait)?;
-    check(first.path() == p, "lock names its file")?;
-    check(matches!(s.lock(&p, LockWait::NoWait), Err(StoreError::Locked { .. })), "second lock refused")?;
-    let t0 = Instant::now();
-    let waited = s.lock(&p, LockWait::Timeout(Duration::from_millis(60)));
-    check(matches!(waited, Err(StoreError::Locked { .. })), "timed lock refused")?;
-    check(t0.elapsed() >= Duration::from_millis(50), "timed lock waited")?;
-    let other = s.lock(&root.join("lk/t.jsonl"), LockWait::NoWait)?;
-    first.release()?;
-    let again = s.lock(&p, LockWait::NoWait)?;
-    drop(again);
-    drop(s.lock(&p, LockWait::NoWait)?);
-    drop(other);
-    // A waiter gets the lock once the holder lets go.
-    let held = s.lock(&p, LockWait::NoWait)?;
-    std::thread::scope(|scope| {
-        let waiter = scope.spawn(|| s.lock(&p, LockWait::Timeout(Duration::from_secs(5))).map(drop));
-        std::thread::sleep(Duration::from_millis(20));
-        drop(held);
-        waiter.join().map_err(|_| "waiter panicked")?.map_err(|e| e.to_string())
-    })?;
-    Ok(())
-}
-
-fn ensure_dir_and_stat(s: &dyn Storage, root: &Path) -> TestResult {
-    let d = root.join("e/f/g");
-    s.ensure_dir(&d)?;
-    s.ensure_dir(&d)?;
-    check(s.exists(&d)?, "dir exists")?;
-    let st = s.stat(&d)?.ok_or("dir stat")?;
-    check(!st.is_file, "dir is not a file")?;
-    check(s.list(&d)?.is_empty(), "empty dir lists nothing")?;
-    let before = SystemClock.now_ms();
-    let p = d.join("s.jsonl");
-    s.write(&p, b"x")?;
-    let m = s.stat(&p)?.ok_or("file stat")?.mtime_ms;
-    let after = SystemClock.now_ms();
-    check(m >= before - 2_000 && m <= after + 2_000, &format!("mtime {m} not within [{before}, {after}]"))?;
-    Ok(())
+fn default_methods_meet_the_contract() -> CaseResult {
+    run_all(&|| Box::new(RequiredOnly(MemoryStorage::new())), &memory_root)
 }

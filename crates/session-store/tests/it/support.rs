@@ -24,6 +24,12 @@ impl TempDir {
     }
 }
 
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = fs_err::remove_dir_all(&self.path);

@@ -1,0 +1,679 @@
+//! [`NativePostgresStorage`]: one row per appended line, and one metadata row per session.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use postgres::{Config, IsolationLevel, Transaction};
+use session_store::clock::{Clock, SystemClock};
+use session_store::{
+    AppendWriter, Durability, ExpectedSize, FileStat, LockWait, Op, SessionLock, Storage, StoreError, is_backup_of,
+};
+
+use crate::error::{ConnectError, ServerError, db};
+use crate::keys::{TitleMeta, children, dir_prefix, file_key, key, lay_over};
+use crate::pool::{Pool, Pooled};
+use crate::storage::meta_at;
+
+/// The table names' stem unless told otherwise: `session_meta` and `session_lines`.
+pub const DEFAULT_STEM: &str = "session";
+
+const LOCK_POLL: Duration = Duration::from_millis(10);
+
+/// Returns whether `stem` makes valid table names `<stem>_lines` and `<stem>_meta`:
+/// `[A-Za-z_][A-Za-z0-9_]{0,56}`.
+pub fn valid_stem(stem: &str) -> bool {
+    crate::storage::valid_table_name(stem) && stem.len() <= 57
+}
+
+#[derive(Debug)]
+struct Queries {
+    meta_t: String,
+    lines_t: String,
+    stat: String,
+    size_for_update: String,
+    with_prefix: String,
+    newest_with_prefix: String,
+    read_meta: String,
+    read_lines: String,
+    head: String,
+    tail: String,
+    append: String,
+    append_if_size: String,
+    create_meta: String,
+    create_meta_if_missing: String,
+    set_meta: String,
+    delete_lines: String,
+    insert_lines: String,
+    delete_meta: String,
+    cut_after: String,
+    cut_line: String,
+    resize: String,
+    rename_meta: String,
+    rename_lines: String,
+    delete_meta_prefix: String,
+    delete_lines_prefix: String,
+    title: String,
+}
+
+impl Queries {
+    fn new(stem: &str) -> Queries {
+        let m = format!("{stem}_meta");
+        let l = format!("{stem}_lines");
+        let title_cols = "title, title_source, title_updated_at";
+        Queries {
+            stat: format!("SELECT size, mtime_ms FROM {m} WHERE path = $1"),
+            size_for_update: format!("SELECT size FROM {m} WHERE path = $1 FOR UPDATE"),
+            with_prefix: format!("SELECT path FROM {m} WHERE starts_with(path, $1)"),
+            newest_with_prefix: format!("SELECT max(mtime_ms) FROM {m} WHERE starts_with(path, $1)"),
+            read_meta: format!("SELECT size, {title_cols} FROM {m} WHERE path = $1"),
+            read_lines: format!("SELECT line FROM {l} WHERE path = $1 ORDER BY seq"),
+            head: format!("SELECT seq, line FROM {l} WHERE path = $1 AND seq < $2 ORDER BY seq"),
+            tail: format!(
+                "SELECT seq, line FROM {l} WHERE path = $1 AND \
+                 seq >= coalesce((SELECT max(seq) FROM {l} WHERE path = $1 AND seq <= $2), 0) ORDER BY seq"
+            ),
+            append: format!(
+                "WITH m AS (INSERT INTO {m} (path, size, mtime_ms) VALUES ($1, $3, $4) \
+                 ON CONFLICT (path) DO UPDATE SET size = {m}.size + excluded.size, mtime_ms = excluded.mtime_ms \
+                 RETURNING size - $3 AS at) \
+                 INSERT INTO {l} (path, seq, line) SELECT $1, m.at, $2 FROM m WHERE $3 > 0"
+            ),
+            append_if_size: format!(
+                "WITH m AS (UPDATE {m} SET size = size + $3, mtime_ms = $4 WHERE path = $1 AND size = $5 \
+                 RETURNING size - $3 AS at), \
+                 l AS (INSERT INTO {l} (path, seq, line) SELECT $1, m.at, $2 FROM m WHERE $3 > 0) \
+                 SELECT count(*) FROM m"
+            ),
+            create_meta: format!(
+                "INSERT INTO {m} (path, size, mtime_ms) VALUES ($1, 0, $2) ON CONFLICT (path) DO NOTHING"
+            ),
+            create_meta_if_missing: format!(
+                "INSERT INTO {m} (path, size, mtime_ms, {title_cols}) VALUES ($1, $2, $3, $4, $5, $6) \
+                 ON CONFLICT (path) DO NOTHING"
+            ),
+            set_meta: format!(
+                "INSERT INTO {m} (path, size, mtime_ms, {title_cols}) VALUES ($1, $2, $3, $4, $5, $6) \
+                 ON CONFLICT (path) DO UPDATE SET size = excluded.size, mtime_ms = excluded.mtime_ms, \
+                 title = excluded.title, title_source = excluded.title_source, title_updated_at = excluded.title_updated_at"
+            ),
+            delete_lines: format!("DELETE FROM {l} WHERE path = $1"),
+            insert_lines: format!(
+                "INSERT INTO {l} (path, seq, line) SELECT $1, s.at, s.line FROM unnest($2::bigint[], $3::bytea[]) AS s(at, line)"
+            ),
+            delete_meta: format!("DELETE FROM {m} WHERE path = $1"),
+            cut_after: format!("DELETE FROM {l} WHERE path = $1 AND seq >= $2"),
+            cut_line: format!(
+                "UPDATE {l} SET line = substring(line from 1 for ($2::bigint - seq)::int) \
+                 WHERE path = $1 AND seq = (SELECT max(seq) FROM {l} WHERE path = $1 AND seq < $2::bigint) \
+                 AND seq + octet_length(line) > $2::bigint"
+            ),
+            resize: format!(
+                "UPDATE {m} SET size = $2::bigint, mtime_ms = $3, \
+                 title = CASE WHEN $2::bigint < 256 THEN NULL ELSE title END, \
+                 title_source = CASE WHEN $2::bigint < 256 THEN NULL ELSE title_source END, \
+                 title_updated_at = CASE WHEN $2::bigint < 256 THEN NULL ELSE title_updated_at END WHERE path = $1"
+            ),
+            rename_meta: format!("UPDATE {m} SET path = $1, mtime_ms = $2 WHERE path = $3"),
+            rename_lines: format!("UPDATE {l} SET path = $1 WHERE path = $2"),
+            delete_meta_prefix: format!("DELETE FROM {m} WHERE starts_with(path, $1)"),
+            delete_lines_prefix: format!("DELETE FROM {l} WHERE starts_with(path, $1)"),
+            title: format!(
+                "UPDATE {m} SET title = $2, title_source = $3, title_updated_at = $4, mtime_ms = $5 WHERE path = $1"
+            ),
+            meta_t: m,
+            lines_t: l,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    pool: Arc<Pool>,
+    stem: String,
+    q: Queries,
+    dirs: Mutex<BTreeMap<String, i64>>,
+    last_mtime: Mutex<i64>,
+    clock: Arc<dyn Clock>,
+}
+
+/// Session files in PostgreSQL, one row per appended line: an append is one short
+/// transaction whatever the session's size.
+///
+/// Tables `<stem>_meta` (one row per file: `path`, `size`, `mtime_ms`, title columns) and
+/// `<stem>_lines` (`path`, `seq` = the byte offset where the row's bytes start, `line`
+/// as `bytea`). Rows of a file tile its bytes from 0 to `size` in `seq` order. Not
+/// readable by omp; see the crate docs.
+#[derive(Clone, Debug)]
+pub struct NativePostgresStorage {
+    inner: Arc<Inner>,
+}
+
+impl NativePostgresStorage {
+    /// Connects (a libpq-style string or a `postgres://` URL) and creates
+    /// `session_meta` and `session_lines` when missing.
+    pub fn connect(conn: &str) -> Result<NativePostgresStorage, ConnectError> {
+        NativePostgresStorage::connect_with_stem(conn, DEFAULT_STEM)
+    }
+
+    /// [`NativePostgresStorage::connect`] with the tables `<stem>_meta` and `<stem>_lines`.
+    pub fn connect_with_stem(conn: &str, stem: &str) -> Result<NativePostgresStorage, ConnectError> {
+        if !valid_stem(stem) {
+            return Err(ConnectError::BadTableName(stem.to_owned()));
+        }
+        let config = Config::from_str(conn).map_err(ConnectError::BadConfig)?;
+        let pool = Pool::new(config, 8);
+        let q = Queries::new(stem);
+        let mut c = pool.get().map_err(ConnectError::Connect)?;
+        let ddl = format!(
+            "CREATE TABLE IF NOT EXISTS {m} (path TEXT PRIMARY KEY, size BIGINT NOT NULL, mtime_ms BIGINT NOT NULL, \
+             title TEXT, title_source TEXT, title_updated_at TEXT); \
+             CREATE TABLE IF NOT EXISTS {l} (path TEXT NOT NULL, seq BIGINT NOT NULL, line BYTEA NOT NULL, \
+             PRIMARY KEY (path, seq))",
+            m = q.meta_t,
+            l = q.lines_t
+        );
+        c.client().batch_execute(&ddl).map_err(|source| ConnectError::Schema { table: q.meta_t.clone(), source })?;
+        drop(c);
+        let inner = Inner {
+            pool,
+            stem: stem.to_owned(),
+            q,
+            dirs: Mutex::new(BTreeMap::new()),
+            last_mtime: Mutex::new(0),
+            clock: Arc::new(SystemClock),
+        };
+        Ok(NativePostgresStorage { inner: Arc::new(inner) })
+    }
+
+    /// Returns the tables' stem.
+    pub fn stem(&self) -> &str {
+        &self.inner.stem
+    }
+
+    /// Sets the title metadata and mtime of `path`, leaving its bytes alone; readers see the
+    /// title laid over the title slot, as with [`PostgresStorage::update_title`](crate::PostgresStorage::update_title).
+    pub fn update_title(
+        &self,
+        path: &Path,
+        title: Option<&str>,
+        source: Option<&str>,
+        updated_at: &str,
+    ) -> Result<(), StoreError> {
+        let op = Op::Overwrite;
+        let k = file_key(op, path)?;
+        let now = self.mtime();
+        let mut c = self.client(op, path)?;
+        let n =
+            c.client().execute(&self.inner.q.title, &[&k, &title, &source, &updated_at, &now]).map_err(db(op, path))?;
+        if n == 0 {
+            return Err(StoreError::NotFound { path: path.to_path_buf() });
+        }
+        Ok(())
+    }
+
+    /// Appends `bytes` only when the file is as `expected` says: one statement that checks
+    /// and grows the size and inserts the row. A mismatch is [`StoreError::Conflict`].
+    pub fn append_if_size(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
+        let op = Op::Append;
+        let k = file_key(op, path)?;
+        let n = len_i64(op, path, bytes.len() as u64)?;
+        let now = self.mtime();
+        let mut c = self.client(op, path)?;
+        let done = match expected {
+            ExpectedSize::Any => {
+                c.client().execute(&self.inner.q.append, &[&k, &bytes, &n, &now]).map_err(db(op, path))?;
+                return Ok(());
+            }
+            ExpectedSize::Missing => {
+                let mut tx = c.client().transaction().map_err(db(op, path))?;
+                let none: Option<&str> = None;
+                let made = tx
+                    .execute(&self.inner.q.create_meta_if_missing, &[&k, &n, &now, &none, &none, &none])
+                    .map_err(db(op, path))?;
+                if made == 1 {
+                    insert_lines(&mut tx, &self.inner.q, op, path, &k, 0, bytes)?;
+                    tx.commit().map_err(db(op, path))?;
+                }
+                made == 1
+            }
+            ExpectedSize::Bytes(size) => {
+                let size = i64::try_from(size).unwrap_or(-1);
+                let row = c
+                    .client()
+                    .query_one(&self.inner.q.append_if_size, &[&k, &bytes, &n, &now, &size])
+                    .map_err(db(op, path))?;
+                row.try_get::<_, i64>(0).map_err(db(op, path))? == 1
+            }
+        };
+        if !done {
+            let found = self.size_of(&mut c, op, path, &k)?;
+            return Err(StoreError::Conflict {
+                path: path.to_path_buf(),
+                expected: expected.as_option().flatten(),
+                found,
+            });
+        }
+        Ok(())
+    }
+
+    fn client(&self, op: Op, path: &Path) -> Result<Pooled, StoreError> {
+        self.inner.pool.get().map_err(db(op, path))
+    }
+
+    fn mtime(&self) -> i64 {
+        let now = self.inner.clock.now_ms();
+        let mut last = self.inner.last_mtime.lock().unwrap_or_else(|p| p.into_inner());
+        *last = now.max(*last + 1);
+        *last
+    }
+
+    fn dirs(&self) -> MutexGuard<'_, BTreeMap<String, i64>> {
+        self.inner.dirs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn size_of(&self, c: &mut Pooled, op: Op, path: &Path, k: &str) -> Result<Option<u64>, StoreError> {
+        let row = c.client().query_opt(&self.inner.q.stat, &[&k]).map_err(db(op, path))?;
+        row.map(|r| r.try_get::<_, i64>(0).map(|n| n.max(0) as u64)).transpose().map_err(db(op, path))
+    }
+
+    fn replace(&self, op: Op, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
+        let k = file_key(op, path)?;
+        let n = len_i64(op, path, bytes.len() as u64)?;
+        let meta = TitleMeta::of_body(bytes);
+        let now = self.mtime();
+        let mut c = self.client(op, path)?;
+        let q = &self.inner.q;
+        let mut tx = c.client().transaction().map_err(db(op, path))?;
+        let found = match tx.query_opt(&q.size_for_update, &[&k]).map_err(db(op, path))? {
+            Some(row) => Some(row.try_get::<_, i64>(0).map_err(db(op, path))?.max(0) as u64),
+            None => None,
+        };
+        let args: [&(dyn postgres::types::ToSql + Sync); 6] =
+            [&k, &n, &now, &meta.title, &meta.source, &meta.updated_at];
+        if found.is_none() {
+            expected.check(path, None)?;
+            // A concurrent creator may insert first: the insert tells.
+            let made = tx.execute(&q.create_meta_if_missing, &args).map_err(db(op, path))?;
+            if made == 0 {
+                drop(tx);
+                let found = self.size_of(&mut c, op, path, &k)?;
+                if op == Op::WriteNew {
+                    return Err(StoreError::AlreadyExists { path: path.to_path_buf() });
+                }
+                return Err(StoreError::Conflict {
+                    path: path.to_path_buf(),
+                    expected: expected.as_option().flatten(),
+                    found,
+                });
+            }
+        }
+        if found.is_some() {
+            if op == Op::WriteNew {
+                return Err(StoreError::AlreadyExists { path: path.to_path_buf() });
+            }
+            expected.check(path, found)?;
+            tx.execute(&q.set_meta, &args).map_err(db(op, path))?;
+            tx.execute(&q.delete_lines, &[&k]).map_err(db(op, path))?;
+        }
+        insert_lines(&mut tx, q, op, path, &k, 0, bytes)?;
+        tx.commit().map_err(db(op, path))
+    }
+
+    fn local_dir(&self, k: &str, prefix: &str) -> Option<i64> {
+        let dirs = self.dirs();
+        dirs.get(k)
+            .copied()
+            .or_else(|| dirs.range(prefix.to_owned()..).next().filter(|(d, _)| d.starts_with(prefix)).map(|(_, m)| *m))
+    }
+
+    /// Reads, in one snapshot, the size, the title metadata and the bytes of the rows that
+    /// start before `head` (every row when `head` is negative), from offset 0.
+    fn window(&self, op: Op, path: &Path, k: &str, head: i64) -> Result<(u64, TitleMeta, Vec<u8>), StoreError> {
+        let mut c = self.client(op, path)?;
+        let mut tx = c
+            .client()
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(db(op, path))?;
+        let row = tx.query_opt(&self.inner.q.read_meta, &[&k]).map_err(db(op, path))?;
+        let row = row.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
+        let size: i64 = row.try_get(0).map_err(db(op, path))?;
+        let meta = meta_at(&row, 1).map_err(db(op, path))?;
+        let rows = if head < 0 {
+            tx.query(&self.inner.q.read_lines, &[&k]).map_err(db(op, path))?
+        } else {
+            tx.query(&self.inner.q.head, &[&k, &head]).map_err(db(op, path))?
+        };
+        let mut bytes = Vec::new();
+        for r in rows {
+            let line: Vec<u8> = r.try_get(if head < 0 { 0 } else { 1 }).map_err(db(op, path))?;
+            bytes.extend_from_slice(&line);
+        }
+        tx.commit().map_err(db(op, path))?;
+        Ok((size.max(0) as u64, meta, bytes))
+    }
+}
+
+fn len_i64(op: Op, path: &Path, n: u64) -> Result<i64, StoreError> {
+    i64::try_from(n).map_err(|_| ServerError::TooLarge { size: n, limit: i64::MAX as u64 }.at(op, path))
+}
+
+/// Splits `bytes` into lines (each with its `\n`) and inserts them from offset `at`.
+fn insert_lines(
+    tx: &mut Transaction<'_>,
+    q: &Queries,
+    op: Op,
+    path: &Path,
+    k: &str,
+    at: i64,
+    bytes: &[u8],
+) -> Result<(), StoreError> {
+    let mut offsets = Vec::new();
+    let mut lines: Vec<&[u8]> = Vec::new();
+    let mut pos = at;
+    for line in bytes.split_inclusive(|b| *b == b'\n') {
+        offsets.push(pos);
+        lines.push(line);
+        pos += line.len() as i64;
+    }
+    // Bounded batches keep each statement's message well under the protocol's 1 GB.
+    let mut start = 0;
+    while start < lines.len() {
+        let mut end = start;
+        let mut batch = 0usize;
+        while end < lines.len() && (end == start || batch + lines[end].len() < 64 << 20) {
+            batch += lines[end].len();
+            end += 1;
+        }
+        let o = &offsets[start..end];
+        let l = &lines[start..end];
+        tx.execute(&q.insert_lines, &[&k, &o, &l]).map_err(db(op, path))?;
+        start = end;
+    }
+    Ok(())
+}
+
+impl Storage for NativePostgresStorage {
+    fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
+        let op = Op::EnsureDir;
+        let k = key(op, dir)?;
+        let mut c = self.client(op, dir)?;
+        if c.client().query_opt(&self.inner.q.stat, &[&k]).map_err(db(op, dir))?.is_some() {
+            let err = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "a file is in the way");
+            return Err(StoreError::io_raw(op, dir, err));
+        }
+        let now = self.mtime();
+        self.dirs().entry(k).or_insert(now);
+        Ok(())
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool, StoreError> {
+        Ok(self.stat(path)?.is_some())
+    }
+
+    fn stat(&self, path: &Path) -> Result<Option<FileStat>, StoreError> {
+        let op = Op::Stat;
+        let k = key(op, path)?;
+        let prefix = dir_prefix(op, path)?;
+        let mut c = self.client(op, path)?;
+        if let Some(row) = c.client().query_opt(&self.inner.q.stat, &[&k]).map_err(db(op, path))? {
+            let size: i64 = row.try_get(0).map_err(db(op, path))?;
+            let mtime_ms: i64 = row.try_get(1).map_err(db(op, path))?;
+            return Ok(Some(FileStat::new(size.max(0) as u64, mtime_ms, true)));
+        }
+        let newest: Option<i64> = c
+            .client()
+            .query_one(&self.inner.q.newest_with_prefix, &[&prefix])
+            .and_then(|r| r.try_get(0))
+            .map_err(db(op, path))?;
+        let mtime = newest.or_else(|| self.local_dir(&k, &prefix));
+        Ok(mtime.map(|mtime_ms| FileStat::new(0, mtime_ms, false)))
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>, StoreError> {
+        let op = Op::List;
+        let prefix = dir_prefix(op, dir)?;
+        let mut c = self.client(op, dir)?;
+        let rows = c.client().query(&self.inner.q.with_prefix, &[&prefix]).map_err(db(op, dir))?;
+        let keys =
+            rows.iter().map(|r| r.try_get::<_, String>(0)).collect::<Result<Vec<_>, _>>().map_err(db(op, dir))?;
+        Ok(children(&prefix, keys))
+    }
+
+    fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError> {
+        let op = Op::Read;
+        let k = file_key(op, path)?;
+        let (_, meta, mut bytes) = self.window(op, path, &k, -1)?;
+        if let Some(slot) = meta.overlay_for(&bytes) {
+            lay_over(&slot, &mut bytes, 0);
+        }
+        Ok(bytes)
+    }
+
+    fn read_slices(&self, path: &Path, prefix: u64, suffix: u64) -> Result<(Vec<u8>, Vec<u8>), StoreError> {
+        let op = Op::Read;
+        let k = file_key(op, path)?;
+        let want_head = prefix.max(256);
+        let (size, meta, mut head) = self.window(op, path, &k, i64::try_from(want_head).unwrap_or(i64::MAX))?;
+        let slot = meta.overlay_for(&head);
+        head.truncate(usize::try_from(prefix.min(size)).unwrap_or(usize::MAX));
+        let mut tail = Vec::new();
+        if suffix > 0 && size > 0 {
+            let from = size.saturating_sub(suffix);
+            let from_i = i64::try_from(from).unwrap_or(i64::MAX);
+            let mut c = self.client(op, path)?;
+            let rows = c.client().query(&self.inner.q.tail, &[&k, &from_i]).map_err(db(op, path))?;
+            let mut first: Option<i64> = None;
+            for r in rows {
+                let seq: i64 = r.try_get(0).map_err(db(op, path))?;
+                let line: Vec<u8> = r.try_get(1).map_err(db(op, path))?;
+                first.get_or_insert(seq);
+                tail.extend_from_slice(&line);
+            }
+            let skip = usize::try_from(from.saturating_sub(first.unwrap_or(0).max(0) as u64)).unwrap_or(usize::MAX);
+            tail.drain(..skip.min(tail.len()));
+            // A concurrent append may have grown the file since the size was read.
+            tail.truncate(usize::try_from(suffix.min(size)).unwrap_or(usize::MAX));
+            if let Some(slot) = &slot {
+                lay_over(slot, &mut tail, from);
+            }
+        }
+        if let Some(slot) = &slot {
+            lay_over(slot, &mut head, 0);
+        }
+        Ok((head, tail))
+    }
+
+    fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        self.replace(Op::Write, path, bytes, ExpectedSize::Any)
+    }
+
+    fn write_new(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        self.replace(Op::WriteNew, path, bytes, ExpectedSize::Missing)
+    }
+
+    fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
+        self.replace(Op::Write, path, bytes, expected)
+    }
+
+    fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        self.append_if_size(path, bytes, ExpectedSize::Any)
+    }
+
+    fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
+        let op = Op::Truncate;
+        let k = file_key(op, path)?;
+        let n = len_i64(op, path, len)?;
+        let now = self.mtime();
+        let q = &self.inner.q;
+        let mut c = self.client(op, path)?;
+        let mut tx = c.client().transaction().map_err(db(op, path))?;
+        let row = tx.query_opt(&q.size_for_update, &[&k]).map_err(db(op, path))?;
+        let row = row.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
+        let size: i64 = row.try_get(0).map_err(db(op, path))?;
+        if n < size {
+            tx.execute(&q.cut_after, &[&k, &n]).map_err(db(op, path))?;
+            tx.execute(&q.cut_line, &[&k, &n]).map_err(db(op, path))?;
+        } else if n > size {
+            let zeros = vec![0u8; usize::try_from(n - size).unwrap_or(0)];
+            insert_lines(&mut tx, q, op, path, &k, size, &zeros)?;
+        }
+        tx.execute(&q.resize, &[&k, &n, &now]).map_err(db(op, path))?;
+        tx.commit().map_err(db(op, path))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
+        let op = Op::Rename;
+        let src = file_key(op, from)?;
+        let dst = file_key(op, to)?;
+        let now = self.mtime();
+        let q = &self.inner.q;
+        let mut c = self.client(op, from)?;
+        if src == dst {
+            return match c.client().query_opt(&q.stat, &[&src]).map_err(db(op, from))? {
+                Some(_) => Ok(()),
+                None => Err(StoreError::NotFound { path: from.to_path_buf() }),
+            };
+        }
+        let mut tx = c.client().transaction().map_err(db(op, from))?;
+        tx.execute(&q.delete_meta, &[&dst]).map_err(db(op, to))?;
+        tx.execute(&q.delete_lines, &[&dst]).map_err(db(op, to))?;
+        let moved = tx.execute(&q.rename_meta, &[&dst, &now, &src]).map_err(db(op, from))?;
+        if moved == 0 {
+            return Err(StoreError::NotFound { path: from.to_path_buf() });
+        }
+        tx.execute(&q.rename_lines, &[&dst, &src]).map_err(db(op, from))?;
+        tx.commit().map_err(db(op, from))
+    }
+
+    fn unlink(&self, path: &Path) -> Result<(), StoreError> {
+        let op = Op::Unlink;
+        let k = file_key(op, path)?;
+        let mut c = self.client(op, path)?;
+        let mut tx = c.client().transaction().map_err(db(op, path))?;
+        let gone = tx.execute(&self.inner.q.delete_meta, &[&k]).map_err(db(op, path))?;
+        if gone == 0 {
+            return Err(StoreError::NotFound { path: path.to_path_buf() });
+        }
+        tx.execute(&self.inner.q.delete_lines, &[&k]).map_err(db(op, path))?;
+        tx.commit().map_err(db(op, path))
+    }
+
+    fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
+        let op = Op::Unlink;
+        let k = file_key(op, path)?;
+        let artifacts = session_store::artifacts_dir(path).map(|d| dir_prefix(Op::RemoveDir, &d)).transpose()?;
+        let q = &self.inner.q;
+        let mut c = self.client(op, path)?;
+        let mut tx = c.client().transaction().map_err(db(op, path))?;
+        tx.execute(&q.delete_meta, &[&k]).map_err(db(op, path))?;
+        tx.execute(&q.delete_lines, &[&k]).map_err(db(op, path))?;
+        if let Some(prefix) = &artifacts {
+            tx.execute(&q.delete_meta_prefix, &[prefix]).map_err(db(Op::RemoveDir, path))?;
+            tx.execute(&q.delete_lines_prefix, &[prefix]).map_err(db(Op::RemoveDir, path))?;
+        }
+        let (parent, name) = match k.rsplit_once('/') {
+            Some((parent, name)) => (format!("{parent}/"), name),
+            None => (String::new(), k.as_str()),
+        };
+        let rows = tx.query(&q.with_prefix, &[&format!("{k}.")]).map_err(db(op, path))?;
+        for row in rows {
+            let candidate: String = row.try_get(0).map_err(db(op, path))?;
+            if children(&parent, [candidate.clone()]).first().is_some_and(|c| is_backup_of(name, c)) {
+                tx.execute(&q.delete_meta, &[&candidate]).map_err(db(op, path))?;
+                tx.execute(&q.delete_lines, &[&candidate]).map_err(db(op, path))?;
+            }
+        }
+        tx.commit().map_err(db(op, path))?;
+        if let Some(prefix) = artifacts {
+            let dir = prefix.trim_end_matches('/').to_owned();
+            self.dirs().retain(|d, _| *d != dir && !d.starts_with(&prefix));
+        }
+        Ok(())
+    }
+
+    fn open_writer(&self, path: &Path, durability: Durability) -> Result<Box<dyn AppendWriter>, StoreError> {
+        let _ = durability; // every append is a committed statement
+        let op = Op::Open;
+        let k = file_key(op, path)?;
+        let now = self.mtime();
+        let mut c = self.client(op, path)?;
+        c.client().execute(&self.inner.q.create_meta, &[&k, &now]).map_err(db(op, path))?;
+        Ok(Box::new(NativeWriter { storage: self.clone(), path: path.to_path_buf(), failed: None }))
+    }
+
+    fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError> {
+        let op = Op::Lock;
+        let k = file_key(op, path)?;
+        let lock_key = format!("{}:{k}", self.inner.q.meta_t);
+        let deadline = match wait {
+            LockWait::NoWait => None,
+            LockWait::Timeout(d) => Some(Instant::now() + d),
+        };
+        let mut c = self.client(op, path)?;
+        loop {
+            let row = c
+                .client()
+                .query_one("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", &[&lock_key])
+                .map_err(db(op, path))?;
+            if row.try_get::<_, bool>(0).map_err(db(op, path))? {
+                break;
+            }
+            if deadline.is_none_or(|d| Instant::now() >= d) {
+                return Err(StoreError::Locked { path: path.to_path_buf() });
+            }
+            std::thread::sleep(LOCK_POLL);
+        }
+        let locked = path.to_path_buf();
+        Ok(SessionLock::new(
+            path,
+            Box::new(move || {
+                match c.client().execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", &[&lock_key]) {
+                    Ok(_) => Ok(()),
+                    Err(e) => {
+                        c.discard();
+                        Err(ServerError::Database(e).at(Op::Lock, &locked))
+                    }
+                }
+            }),
+        ))
+    }
+}
+
+struct NativeWriter {
+    storage: NativePostgresStorage,
+    path: PathBuf,
+    failed: Option<StoreError>,
+}
+
+impl AppendWriter for NativeWriter {
+    fn append(&mut self, line: &[u8]) -> Result<(), StoreError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        if let Err(e) = self.storage.append(&self.path, line) {
+            return Err(self.failed.get_or_insert(e).clone());
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), StoreError> {
+        match &self.failed {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    fn error(&self) -> Option<&StoreError> {
+        self.failed.as_ref()
+    }
+
+    fn close(mut self: Box<Self>) -> Result<(), StoreError> {
+        self.flush()
+    }
+}

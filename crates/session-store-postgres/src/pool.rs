@@ -1,0 +1,89 @@
+//! A small pool of synchronous connections: idle clients are kept for reuse, a closed one is
+//! dropped, one idle for a while is checked first (a server restart or an idle timeout kills
+//! connections silently), and a client taken out stays out (a held session lock keeps its
+//! own).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use postgres::{Client, Config, NoTls};
+
+/// A connection idle this long is checked with a round trip before it is reused.
+const CHECK_AFTER: Duration = Duration::from_secs(2);
+
+/// How long that check may take.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub(crate) struct Pool {
+    config: Config,
+    idle: Mutex<Vec<(Client, Instant)>>,
+    max_idle: usize,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool").field("max_idle", &self.max_idle).finish_non_exhaustive()
+    }
+}
+
+impl Pool {
+    pub(crate) fn new(config: Config, max_idle: usize) -> Arc<Pool> {
+        Arc::new(Pool { config, idle: Mutex::new(Vec::new()), max_idle })
+    }
+
+    /// Returns an idle open client or a new connection.
+    pub(crate) fn get(self: &Arc<Pool>) -> Result<Pooled, postgres::Error> {
+        loop {
+            let next = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            match next {
+                Some((c, _)) if c.is_closed() => continue,
+                Some((mut c, since)) if since.elapsed() >= CHECK_AFTER => {
+                    if c.is_valid(CHECK_TIMEOUT).is_ok() {
+                        return Ok(Pooled { client: Some(c), pool: self.clone() });
+                    }
+                }
+                Some((c, _)) => return Ok(Pooled { client: Some(c), pool: self.clone() }),
+                None => break,
+            }
+        }
+        let client = self.config.connect(NoTls)?;
+        Ok(Pooled { client: Some(client), pool: self.clone() })
+    }
+
+    fn put(&self, client: Client) {
+        if client.is_closed() {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < self.max_idle {
+            idle.push((client, Instant::now()));
+        }
+    }
+}
+
+/// A client on loan from the pool, given back on drop (unless its connection closed).
+pub(crate) struct Pooled {
+    client: Option<Client>,
+    pool: Arc<Pool>,
+}
+
+impl Pooled {
+    pub(crate) fn client(&mut self) -> &mut Client {
+        self.client.as_mut().expect("a pooled client is present until drop")
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        if let Some(c) = self.client.take() {
+            self.pool.put(c);
+        }
+    }
+}
+
+impl Pooled {
+    /// Closes the connection instead of giving it back.
+    pub(crate) fn discard(&mut self) {
+        self.client.take();
+    }
+}

@@ -1,0 +1,101 @@
+//! The shared storage contract on PostgreSQL.
+
+use std::path::Path;
+
+use session_store::contract::run_contract;
+use session_store::{ExpectedSize, Storage};
+use session_store_postgres::{PostgresOptions, PostgresStorage, ServerError};
+
+use crate::support::{TestDb, TestResult};
+
+#[test]
+fn postgres_storage_meets_the_contract() -> TestResult {
+    let Some(db) = TestDb::create("postgres_storage_meets_the_contract")? else { return Ok(()) };
+    let storage = PostgresStorage::connect(&db.conn())?;
+    run_contract(&|| Box::new(storage.clone()), &|case| format!("/contract/{case}"))
+}
+
+#[test]
+fn another_table_meets_the_contract_too() -> TestResult {
+    let Some(db) = TestDb::create("another_table_meets_the_contract_too")? else { return Ok(()) };
+    let storage = PostgresStorage::connect_with(&db.conn(), PostgresOptions::default().table("Other_Sessions_2"))?;
+    run_contract(&|| Box::new(storage.clone()), &|case| format!("/c/{case}"))?;
+    let rows = db.client()?.query("SELECT count(*) FROM other_sessions_2", &[])?;
+    let n: i64 = rows[0].try_get(0)?;
+    assert!(n > 0, "the rows went to the other table");
+    Ok(())
+}
+
+#[test]
+fn text_cannot_hold_nul_or_invalid_utf8() -> TestResult {
+    let Some(db) = TestDb::create("text_cannot_hold_nul_or_invalid_utf8")? else { return Ok(()) };
+    let s = PostgresStorage::connect(&db.conn())?;
+    let p = Path::new("/x/s.jsonl");
+    s.write_atomic(p, b"ok\n", ExpectedSize::Missing)?;
+    for bad in [&b"a\0b\n"[..], b"\xff\n", b"\xc3"] {
+        for err in [s.append(p, bad).err(), s.write_atomic(p, bad, ExpectedSize::Any).err(), s.write(p, bad).err()] {
+            let err = err.ok_or("bad content refused")?;
+            assert_eq!(err.io_kind(), Some(std::io::ErrorKind::InvalidData), "{err}");
+            assert!(matches!(ServerError::find(&err), Some(ServerError::InvalidContent { .. })), "{err}");
+            assert!(err.to_string().contains("/x/s.jsonl"), "the path is named: {err}");
+        }
+    }
+    assert_eq!(s.read(p)?, b"ok\n", "nothing half-written");
+    let grow = s.truncate(p, 10).err().ok_or("extending refused")?;
+    assert_eq!(grow.io_kind(), Some(std::io::ErrorKind::InvalidData));
+    s.write(p, "é\n".as_bytes())?;
+    let cut = s.truncate(p, 1).err().ok_or("cutting a character refused")?;
+    assert_eq!(cut.io_kind(), Some(std::io::ErrorKind::InvalidData), "{cut}");
+    assert_eq!(s.read(p)?, "é\n".as_bytes());
+    Ok(())
+}
+
+#[test]
+fn bad_keys_are_refused() -> TestResult {
+    let Some(db) = TestDb::create("bad_keys_are_refused")? else { return Ok(()) };
+    let s = PostgresStorage::connect(&db.conn())?;
+    let long = format!("/{}", "a".repeat(3000));
+    for p in ["/a/../b.jsonl", "/a/\0.jsonl", long.as_str()] {
+        let err = s.write(Path::new(p), b"x").err().ok_or("bad key refused")?;
+        assert_eq!(err.io_kind(), Some(std::io::ErrorKind::InvalidInput), "{err}");
+    }
+    assert!(matches!(s.write(Path::new("/"), b"x"), Err(session_store::StoreError::NotAFile { .. })));
+    Ok(())
+}
+
+#[test]
+fn bad_table_names_are_refused() -> TestResult {
+    for name in ["9x", "a-b", "x; DROP TABLE y", "", &"t".repeat(64)] {
+        let got = PostgresStorage::connect_with("host=/nonexistent", PostgresOptions::default().table(name));
+        assert!(matches!(got, Err(session_store_postgres::ConnectError::BadTableName(_))), "{name:?}");
+    }
+    Ok(())
+}
+
+#[test]
+fn append_if_size_checks_first() -> TestResult {
+    let Some(db) = TestDb::create("append_if_size_checks_first")? else { return Ok(()) };
+    let s = PostgresStorage::connect(&db.conn())?;
+    let p = Path::new("/a/s.jsonl");
+    s.append_if_size(p, b"1\n", ExpectedSize::Missing)?;
+    let again = s.append_if_size(p, b"x\n", ExpectedSize::Missing);
+    assert!(matches!(again, Err(session_store::StoreError::Conflict { expected: None, found: Some(2), .. })));
+    s.append_if_size(p, b"2\n", ExpectedSize::Bytes(2))?;
+    let stale = s.append_if_size(p, b"3\n", ExpectedSize::Bytes(2));
+    assert!(matches!(stale, Err(session_store::StoreError::Conflict { expected: Some(2), found: Some(4), .. })));
+    assert_eq!(s.read(p)?, b"1\n2\n");
+    Ok(())
+}
+
+#[test]
+fn locks_hold_across_storages() -> TestResult {
+    let Some(db) = TestDb::create("locks_hold_across_storages")? else { return Ok(()) };
+    let a = PostgresStorage::connect(&db.conn())?;
+    let b = PostgresStorage::connect(&db.conn())?;
+    let p = Path::new("/l/s.jsonl");
+    let held = a.lock(p, session_store::LockWait::NoWait)?;
+    assert!(matches!(b.lock(p, session_store::LockWait::NoWait), Err(session_store::StoreError::Locked { .. })));
+    held.release()?;
+    drop(b.lock(p, session_store::LockWait::NoWait)?);
+    Ok(())
+}

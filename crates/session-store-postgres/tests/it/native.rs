@@ -1,0 +1,78 @@
+//! The one-row-per-line layout: the whole storage contract, and its rows.
+
+use std::path::Path;
+
+use session_store::contract::{run_byte_contract, run_contract};
+use session_store::{ExpectedSize, Storage, StoreError};
+use session_store_postgres::NativePostgresStorage;
+
+use crate::support::{TestDb, TestResult};
+
+#[test]
+fn native_storage_meets_the_contract() -> TestResult {
+    let Some(db) = TestDb::create("native_storage_meets_the_contract")? else { return Ok(()) };
+    let storage = NativePostgresStorage::connect(&db.conn())?;
+    run_contract(&|| Box::new(storage.clone()), &|case| format!("/contract/{case}"))?;
+    run_byte_contract(&|| Box::new(storage.clone()), &|case| format!("/bytes/{case}"))
+}
+
+#[test]
+fn an_append_is_one_row_and_the_rows_tile_the_file() -> TestResult {
+    let Some(db) = TestDb::create("an_append_is_one_row_and_the_rows_tile_the_file")? else { return Ok(()) };
+    let s = NativePostgresStorage::connect_with_stem(&db.conn(), "t_sess")?;
+    let p = Path::new("/n/s.jsonl");
+    s.write_atomic(p, b"{\"type\":\"session\"}\n{\"a\":1}\n", ExpectedSize::Missing)?;
+    let mut c = db.client()?;
+    let count = |c: &mut postgres::Client| -> Result<i64, postgres::Error> {
+        c.query_one("SELECT count(*) FROM t_sess_lines WHERE path = '/n/s.jsonl'", &[])?.try_get(0)
+    };
+    assert_eq!(count(&mut c)?, 2, "a whole write stores one row per line");
+    let mut w = s.open_writer(p, session_store::Durability::None)?;
+    w.append(b"{\"b\":2}\n")?;
+    w.close()?;
+    s.append_if_size(p, b"{\"c\":3}\n", ExpectedSize::Bytes(35))?;
+    assert_eq!(count(&mut c)?, 4, "an append adds one row");
+    let stale = s.append_if_size(p, b"x\n", ExpectedSize::Bytes(35));
+    assert!(matches!(stale, Err(StoreError::Conflict { expected: Some(35), found: Some(43), .. })), "{stale:?}");
+    let rows = c.query(
+        "SELECT seq, octet_length(line)::bigint FROM t_sess_lines WHERE path = '/n/s.jsonl' ORDER BY seq",
+        &[],
+    )?;
+    let mut at = 0i64;
+    for r in rows {
+        let (seq, len): (i64, i64) = (r.try_get(0)?, r.try_get(1)?);
+        assert_eq!(seq, at, "rows start where the previous one ends");
+        at += len;
+    }
+    let size: i64 = c.query_one("SELECT size FROM t_sess_meta WHERE path = '/n/s.jsonl'", &[])?.try_get(0)?;
+    assert_eq!((at, size), (43, 43));
+    assert_eq!(s.read(p)?, b"{\"type\":\"session\"}\n{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n");
+    // Cutting inside a row shortens it; the tail window crosses rows.
+    s.truncate(p, 30)?;
+    assert_eq!(s.read(p)?, b"{\"type\":\"session\"}\n{\"a\":1}\n{\"b");
+    assert_eq!(s.read_slices(p, 5, 7)?, (b"{\"typ".to_vec(), b":1}\n{\"b".to_vec()));
+    assert_eq!(s.list(Path::new("/n"))?, ["s.jsonl"]);
+    Ok(())
+}
+
+#[test]
+fn titles_lay_over_the_slot_as_in_omps_layout() -> TestResult {
+    let Some(db) = TestDb::create("titles_lay_over_the_slot_as_in_omps_layout")? else { return Ok(()) };
+    let s = NativePostgresStorage::connect(&db.conn())?;
+    let slot =
+        session_model::TitleSlot { title: String::new(), source: None, updated_at: "2026-01-01T00:00:00.000Z".into() };
+    let body = format!("{}{{\"type\":\"session\"}}\n", slot.to_line()?);
+    let p = Path::new("/t/s.jsonl");
+    s.write_atomic(p, body.as_bytes(), ExpectedSize::Missing)?;
+    assert_eq!(s.read(p)?, body.as_bytes());
+    s.update_title(p, Some("New"), Some("user"), "2026-02-02T00:00:00.000Z")?;
+    let renamed = session_model::TitleSlot {
+        title: "New".into(),
+        source: Some("user".into()),
+        updated_at: "2026-02-02T00:00:00.000Z".into(),
+    };
+    let got = s.read(p)?;
+    assert_eq!(&got[..256], renamed.to_line()?.as_bytes());
+    assert_eq!(s.read_slices(p, 10, 300)?.1, got);
+    Ok(())
+}

@@ -1,0 +1,177 @@
+//! Faults on Redis: writers racing on one session from separate connections (on the shared
+//! server), and, on a private server of the test's own, a full `maxmemory`, a string past
+//! the server's limit and restarts with and without an append-only file.
+
+#[allow(dead_code, reason = "the support module is shared with the it binary")]
+#[path = "../it/support.rs"]
+mod support;
+
+mod own_server;
+
+use std::io::ErrorKind;
+use std::path::Path;
+
+use session_store::{ExpectedSize, Storage, StoreError};
+
+use own_server::OwnRedis;
+use session_store_redis::{RedisStorage, ServerError};
+use support::{TestPrefix, TestResult};
+
+/// Starts a private server, or reports the test skipped (failed when servers are required).
+fn own_server(test: &str, args: &[&str]) -> Result<Option<OwnRedis>, Box<dyn std::error::Error + Send + Sync>> {
+    match OwnRedis::start(args) {
+        Ok(s) => Ok(Some(s)),
+        Err(reason) => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "skipped: {test}: {reason}");
+            if std::env::var("SESSION_REQUIRE_SERVERS").is_ok_and(|v| v == "1") {
+                return Err(format!("{test}: the server is required (SESSION_REQUIRE_SERVERS=1): {reason}").into());
+            }
+            Ok(None)
+        }
+    }
+}
+
+#[test]
+fn a_full_maxmemory_is_out_of_memory_and_writes_nothing() -> TestResult {
+    let test = "a_full_maxmemory_is_out_of_memory_and_writes_nothing";
+    let Some(server) = own_server(test, &["--maxmemory", "4mb", "--maxmemory-policy", "noeviction"])? else {
+        return Ok(());
+    };
+    let s = RedisStorage::connect(&server.url())?;
+    let chunk = vec![b'x'; 256 << 10];
+    let mut written = 0;
+    let err = loop {
+        let p = format!("/m/s{written}.jsonl");
+        match s.write_atomic(Path::new(&p), &chunk, ExpectedSize::Missing) {
+            Ok(()) => written += 1,
+            Err(e) => break e,
+        }
+        if written > 64 {
+            return Err("maxmemory never refused a write".into());
+        }
+    };
+    assert_eq!(err.io_kind(), Some(ErrorKind::OutOfMemory), "{err}");
+    assert!(err.to_string().contains(&format!("/m/s{written}.jsonl")), "{err}");
+    assert!(!s.exists(Path::new(&format!("/m/s{written}.jsonl")))?, "nothing of the refused write");
+    let appended = s.append(Path::new("/m/s0.jsonl"), &chunk).err().ok_or("append refused")?;
+    assert_eq!(appended.io_kind(), Some(ErrorKind::OutOfMemory), "{appended}");
+    assert_eq!(s.read(Path::new("/m/s0.jsonl"))?.len(), chunk.len(), "the file is unchanged");
+    Ok(())
+}
+
+#[test]
+fn a_string_past_the_server_limit_is_too_large_and_writes_nothing() -> TestResult {
+    let test = "a_string_past_the_server_limit_is_too_large_and_writes_nothing";
+    let Some(server) = own_server(test, &["--proto-max-bulk-len", "1mb"])? else { return Ok(()) };
+    let s = RedisStorage::connect(&server.url())?;
+    let p = Path::new("/big/s.jsonl");
+    let part = vec![b'y'; 700 << 10];
+    s.append(p, &part)?;
+    let err = s.append(p, &part).err().ok_or("the second append passes the limit")?;
+    assert_eq!(err.io_kind(), Some(ErrorKind::FileTooLarge), "{err}");
+    assert!(matches!(ServerError::find(&err), Some(ServerError::TooLarge { .. })), "{err}");
+    assert_eq!(s.read(p)?.len(), part.len(), "nothing appended");
+    Ok(())
+}
+
+#[test]
+fn restarts_lose_everything_without_aof_and_nothing_with_appendfsync_always() -> TestResult {
+    let test = "restarts_lose_everything_without_aof_and_nothing_with_appendfsync_always";
+    for (args, kept) in
+        [(&["--appendonly", "no"][..], false), (&["--appendonly", "yes", "--appendfsync", "always"][..], true)]
+    {
+        let Some(mut server) = own_server(test, args)? else { return Ok(()) };
+        let s = RedisStorage::connect(&server.url())?;
+        let p = Path::new("/r/s.jsonl");
+        s.write_atomic(
+            p,
+            b"one
+",
+            ExpectedSize::Missing,
+        )?;
+        s.append(
+            p, b"two
+",
+        )?;
+        server.kill();
+        let down = s
+            .append(
+                p, b"three
+",
+            )
+            .err()
+            .ok_or("no server, no append")?;
+        let kind = down.io_kind();
+        assert!(matches!(kind, Some(ErrorKind::ConnectionRefused | ErrorKind::ConnectionAborted)), "{down} ({kind:?})");
+        server.restart()?;
+        // The same storage reconnects by itself.
+        let got = s.read(p);
+        if kept {
+            assert_eq!(
+                got?,
+                b"one
+two
+",
+                "every acknowledged write survived"
+            );
+        } else {
+            assert!(matches!(got, Err(StoreError::NotFound { .. })), "{got:?}");
+        }
+        s.append(
+            p, b"after
+",
+        )?;
+    }
+    Ok(())
+}
+
+/// Two writers on two storages append to one session: blind appends never interleave
+/// inside a line; checked appends lose no line and duplicate none.
+#[test]
+fn racing_writers() -> TestResult {
+    let Some(t) = TestPrefix::create("racing_writers")? else { return Ok(()) };
+    let blind = Path::new("/race/blind.jsonl");
+    let checked = Path::new("/race/checked.jsonl");
+    let writers = [t.storage()?, t.storage()?];
+    std::thread::scope(|scope| -> TestResult {
+        let handles: Vec<_> = writers
+            .iter()
+            .enumerate()
+            .map(|(w, s)| {
+                scope.spawn(move || -> Result<(), StoreError> {
+                    for i in 0..40 {
+                        let line = format!("{{\"w\":{w},\"i\":{i},\"pad\":\"{}\"}}\n", "x".repeat(100 + i));
+                        s.append(blind, line.as_bytes())?;
+                        loop {
+                            let size = s.stat(checked)?.map(|st| st.size);
+                            let expected = size.map_or(ExpectedSize::Missing, ExpectedSize::Bytes);
+                            match s.append_if_size(checked, line.as_bytes(), expected) {
+                                Ok(()) => break,
+                                Err(StoreError::Conflict { .. }) => continue,
+                                Err(e) => return Err(e),
+                            }
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().map_err(|_| "writer panicked")??;
+        }
+        Ok(())
+    })?;
+    for p in [blind, checked] {
+        let text = String::from_utf8(writers[0].read(p)?)?;
+        let mut seen: Vec<(u64, u64)> = Vec::new();
+        for line in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(line)?;
+            seen.push((v["w"].as_u64().ok_or("w")?, v["i"].as_u64().ok_or("i")?));
+        }
+        seen.sort_unstable();
+        let want: Vec<(u64, u64)> = (0..2).flat_map(|w| (0..40).map(move |i| (w, i))).collect();
+        assert_eq!(seen, want, "{}: every line once, whole", p.display());
+    }
+    Ok(())
+}
