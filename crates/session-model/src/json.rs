@@ -259,6 +259,92 @@ pub fn is_truthy(value: &Value) -> bool {
     }
 }
 
+/// Parses JSON text into a value: the one JSON reader of the workspace for session
+/// text. Text that only JavaScript accepts is read as `JSON.stringify(JSON.parse(text))`
+/// would write it: escaped lone surrogates as U+FFFD, numbers beyond `f64` (±Infinity
+/// in JavaScript) as `null`. `None` when even that fails (text that is not JSON, or
+/// nesting deeper than the JSON reader allows).
+///
+/// ```
+/// use session_model::json::parse;
+/// let v = parse(r#"{"a":1e400,"b":"\ud800"}"#);
+/// assert_eq!(v, Some(serde_json::json!({"a": null, "b": "\u{fffd}"})));
+/// assert_eq!(parse("{"), None);
+/// ```
+pub fn parse(text: &str) -> Option<Value> {
+    serde_json::from_str(text).ok().or_else(|| {
+        let text = replace_lone_surrogates(text);
+        serde_json::from_str(&text).ok().or_else(|| serde_json::from_str(&null_infinite_numbers(&text)).ok())
+    })
+}
+
+/// Replaces the numbers of valid JSON `text` that round to ±Infinity by `null`.
+fn null_infinite_numbers(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut last, mut i) = (0, 0);
+    while i < b.len() {
+        match b[i] {
+            b'"' => i = crate::scan::skip_value(b, i).unwrap_or(b.len()),
+            b'-' | b'0'..=b'9' => {
+                let end = b[i..].iter().position(|c| !matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'));
+                let end = end.map_or(b.len(), |n| i + n);
+                if text[i..end].parse::<f64>().is_ok_and(f64::is_infinite) {
+                    out.push_str(&text[last..i]);
+                    out.push_str("null");
+                    last = end;
+                }
+                i = end;
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+/// Replaces escaped lone surrogates (`\ud800` without its pair) by `\ufffd`.
+fn replace_lone_surrogates(text: &str) -> String {
+    let b = text.as_bytes();
+    let hex = |at: usize| -> Option<u32> {
+        let h = b.get(at..at + 4)?;
+        u32::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut last = 0;
+    while i + 1 < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        if b[i + 1] != b'u' {
+            i += 2;
+            continue;
+        }
+        let Some(cp) = hex(i + 2) else {
+            i += 2;
+            continue;
+        };
+        let paired = (0xD800..0xDC00).contains(&cp)
+            && b.get(i + 6) == Some(&b'\\')
+            && b.get(i + 7) == Some(&b'u')
+            && hex(i + 8).is_some_and(|lo| (0xDC00..0xE000).contains(&lo));
+        if paired {
+            i += 12;
+        } else if (0xD800..0xE000).contains(&cp) {
+            out.push_str(&text[last..i]);
+            out.push_str("\\ufffd");
+            i += 6;
+            last = i;
+        } else {
+            i += 6;
+        }
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

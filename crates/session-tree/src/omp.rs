@@ -502,12 +502,11 @@ fn blocks_of(json: &str) -> Option<Vec<Block>> {
     if !content.starts_with('[') {
         return None;
     }
-    let items: Vec<&serde_json::value::RawValue> = serde_json::from_str(content).ok()?;
     Some(
-        items
+        session_model::scan::array_elements(content)
             .into_iter()
             .map(|item| {
-                let f = RawFields::parse(item.get());
+                let f = RawFields::parse(item);
                 Block { ty: f.string("type"), id: f.raw("id").map(id_key) }
             })
             .collect(),

@@ -3,34 +3,29 @@
 //! instead of parsing them into trees.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use serde_json::Value;
-use serde_json::value::RawValue;
 use session_model::json;
+use session_model::scan::{self, Obj};
 
 /// The top-level fields of one JSON object, each as its raw JSON text.
 ///
 /// A later duplicate key replaces an earlier one, as `JSON.parse` does. A text that
-/// is not an object gives an empty map.
+/// is not an object gives no fields. The text is a record's, already validated.
 pub(crate) struct RawFields<'a> {
-    map: HashMap<String, &'a RawValue>,
+    obj: Obj<'a>,
 }
 
 impl<'a> RawFields<'a> {
     /// Splits `text` into its top-level fields without parsing their values.
     pub(crate) fn parse(text: &'a str) -> RawFields<'a> {
-        let map = if text.trim_start().starts_with('{') {
-            serde_json::from_str::<HashMap<String, &'a RawValue>>(text).unwrap_or_default()
-        } else {
-            HashMap::new()
-        };
-        RawFields { map }
+        let start = scan::skip_ws(text.as_bytes(), 0);
+        RawFields { obj: Obj::parse_validated(&text[start..]).unwrap_or_default() }
     }
 
     /// Returns the raw JSON text of `key`, if present.
     pub(crate) fn raw(&self, key: &str) -> Option<&'a str> {
-        self.map.get(key).map(|r| r.get())
+        self.obj.get(key)
     }
 
     /// Returns `key` when it is a JSON string.
@@ -49,22 +44,15 @@ impl<'a> RawFields<'a> {
     }
 }
 
-/// Decodes a raw JSON text that is a string.
+/// Decodes a raw JSON text that is a string (escaped lone surrogates as U+FFFD, as
+/// every reader of the workspace decodes them).
 pub(crate) fn as_string(raw: &str) -> Option<String> {
-    if raw.starts_with('"') { serde_json::from_str::<String>(raw).ok() } else { None }
+    scan::decode_string(raw).map(Cow::into_owned)
 }
 
 /// Returns whether a raw JSON value is truthy in JavaScript terms.
 pub(crate) fn is_truthy(raw: &str) -> bool {
-    match raw.as_bytes().first() {
-        None => false,
-        Some(b'n') => false,
-        Some(b'f') => false,
-        Some(b't') => true,
-        Some(b'"') => raw != "\"\"",
-        Some(b'{' | b'[') => true,
-        Some(_) => raw.parse::<f64>().is_ok_and(|f| f != 0.0 && !f.is_nan()),
-    }
+    scan::truthy(raw)
 }
 
 /// Returns whether a raw JSON value is a string or an array.
@@ -72,10 +60,10 @@ pub(crate) fn is_string_or_array(raw: &str) -> bool {
     matches!(raw.as_bytes().first(), Some(b'"' | b'['))
 }
 
-/// Parses a raw JSON text into a value (`null` when it is not valid JSON, which
-/// cannot happen for text taken from a record).
+/// Parses a raw JSON text into a value as JavaScript reads it (`null` when it is not
+/// valid JSON, which cannot happen for text taken from a record).
 pub(crate) fn to_value(raw: &str) -> Value {
-    serde_json::from_str(raw).unwrap_or(Value::Null)
+    json::parse(raw).unwrap_or(Value::Null)
 }
 
 /// Writes `value` as a JSON value: `Date.parse` milliseconds or `null` for `NaN`.

@@ -162,3 +162,54 @@ fn context_edits_are_branch_local() {
     assert!(texts(&ctx(&t, Leaf::Current)).is_empty());
     assert!(t.get("u").is_some());
 }
+
+/// A lone surrogate anywhere in a record (which JavaScript accepts) does not hide its
+/// other fields: the branch summary, the compaction's kept entry and the timestamps
+/// are read as from any other record, in both dialects.
+#[test]
+fn lone_surrogates_do_not_hide_fields() {
+    let lines = [
+        r#"{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"x\ud800y","timestamp":1}}"#,
+        r#"{"type":"branch_summary","id":"b","parentId":"a","timestamp":"2026-01-01T00:00:02.000Z","fromId":"a","summary":"s\udc00t"}"#,
+        r#"{"type":"message","id":"c","parentId":"b","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"user","content":"z","timestamp":3}}"#,
+        r#"{"type":"compaction","id":"d","parentId":"c","timestamp":"2026-01-01T00:00:04.000Z","summary":"sum\ud800","firstKeptEntryId":"c","tokensBefore":1}"#,
+    ];
+    // The output keeps the lone surrogates as written; read it as JavaScript would.
+    let js = |text: &str| session_model::json::parse(text).expect("JSON");
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        let records = lines.iter().map(|l| Record::parse(l).expect("a JavaScript-valid line")).collect();
+        let t = SessionTree::new(dialect, records);
+        let v = match dialect {
+            Dialect::Pi => js(&pi::build_context(&t, Leaf::Current).to_json_string()),
+            Dialect::Omp => {
+                js(&session_tree::omp::build_context(&t, Leaf::Current, Default::default()).to_json_string())
+            }
+        };
+        let roles: Vec<&str> =
+            v["messages"].as_array().into_iter().flatten().filter_map(|m| m["role"].as_str()).collect();
+        assert_eq!(roles, ["compactionSummary", "user"], "{dialect:?}: {v}");
+        assert_eq!(v["messages"][0]["timestamp"], json!(1767225604000_i64), "{dialect:?}");
+    }
+    let records = lines[..3].iter().map(|l| Record::parse(l).expect("a JavaScript-valid line")).collect();
+    let v = js(&pi::build_context(&SessionTree::new(Dialect::Pi, records), Leaf::Current).to_json_string());
+    let roles: Vec<&str> = v["messages"].as_array().into_iter().flatten().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(roles, ["user", "branchSummary", "user"], "{v}");
+    assert_eq!(v["messages"][1]["timestamp"], json!(1767225602000_i64));
+}
+
+/// A message whose content is replaced (null content) and a compaction whose kept id
+/// holds a lone surrogate: the message stays an object and the kept entry is found.
+#[test]
+fn lone_surrogates_in_replaced_content_and_kept_ids() {
+    let js = |text: &str| session_model::json::parse(text).expect("JSON");
+    let lines = [
+        r#"{"type":"message","id":"k\ud800","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":null,"note":"n\udc00","timestamp":1}}"#,
+        r#"{"type":"compaction","id":"d","parentId":"k\ud800","timestamp":"2026-01-01T00:00:04.000Z","summary":"sum","firstKeptEntryId":"k\ud800","tokensBefore":1}"#,
+    ];
+    let records = lines.iter().map(|l| Record::parse(l).expect("a JavaScript-valid line")).collect();
+    let v = js(&pi::build_context(&SessionTree::new(Dialect::Pi, records), Leaf::Current).to_json_string());
+    let messages = v["messages"].as_array().cloned().unwrap_or_default();
+    assert_eq!(messages.len(), 2, "{v}");
+    assert_eq!(messages[1]["role"], json!("user"), "the kept message is an object: {v}");
+    assert_eq!(messages[1]["content"], json!([]));
+}
