@@ -5,7 +5,7 @@ use serde_json::Value;
 use session_model::scan;
 use session_model::{
     DiagnosticKind, Dialect, HeaderCheck, ParentRef, ParsedFile, ReadAt, Record, parse_session_at,
-    parse_session_at_in_pieces, parse_session_bytes, parse_session_bytes_in_halves,
+    parse_session_at_in_pieces, parse_session_bytes,
 };
 
 /// A file that gives at most `max` bytes per read, as a real file may.
@@ -65,8 +65,8 @@ pub fn assert_same_parse(got: &ParsedFile, want: &ParsedFile, what: &str) {
 /// * a file with a valid header, written back from what was kept, parses to the same
 ///   lines with nothing skipped but blank lines;
 /// * the piecewise parse (`parse_session_at`) with a piece size, a stated size and a
-///   read size derived from the input's hash, the public `parse_session_at` and the
-///   two-halves parse give exactly the same result as `parse_session_bytes`.
+///   read size derived from the input's hash and the public `parse_session_at` give
+///   exactly the same result as `parse_session_bytes`.
 pub fn check_parse(data: &[u8], dialect: Dialect) -> ParsedFile {
     let parsed = parse_session_bytes(data, dialect);
     assert_eq!(parsed.byte_len, data.len());
@@ -118,7 +118,6 @@ pub fn check_parse(data: &[u8], dialect: Dialect) -> ParsedFile {
     assert_same_parse(&pieces, &parsed, &format!("pieces of {piece} bytes, stated size {stated}, reads of {max}"));
     let at = parse_session_at(data, data.len() as u64, dialect).expect("a slice reads");
     assert_same_parse(&at, &parsed, "parse_session_at");
-    assert_same_parse(&parse_session_bytes_in_halves(data, dialect), &parsed, "two halves");
     parsed
 }
 

@@ -52,9 +52,9 @@ mod strings;
 pub mod timestamp;
 mod title;
 
-pub use parse::{Diagnostic, DiagnosticKind, HeaderCheck, ParsedFile, ReadAt, parse_session_at, parse_session_bytes};
 #[cfg(feature = "fuzzing")]
-pub use parse::{parse_session_at_in_pieces, parse_session_bytes_in_halves};
+pub use parse::parse_session_at_in_pieces;
+pub use parse::{Diagnostic, DiagnosticKind, HeaderCheck, ParsedFile, ReadAt, parse_session_at, parse_session_bytes};
 pub use record::{EntryType, MessageInfo, ParentRef, Record, RecordParseError, Scalar};
 pub use title::{SLOT_BYTES, SlotTooLong, TitleSlot};
 

@@ -180,32 +180,6 @@ impl ParsedFile {
 /// assert_eq!(parsed.diagnostics.len(), 2); // the garbage line and the torn last line
 /// ```
 pub fn parse_session_bytes(bytes: &[u8], dialect: Dialect) -> ParsedFile {
-    parse_bytes_from_size(bytes, dialect, PARALLEL_FROM)
-}
-
-/// [`parse_session_bytes`] with the size from which the text is parsed in two halves
-/// on two threads (0: always), for the fuzz targets, which compare the two ways on
-/// inputs far smaller than the size the library splits at.
-#[cfg(feature = "fuzzing")]
-pub fn parse_session_bytes_in_halves(bytes: &[u8], dialect: Dialect) -> ParsedFile {
-    parse_bytes_from_size(bytes, dialect, 0)
-}
-
-/// [`parse_session_at`] reading a file of any size in pieces of `piece` bytes, for
-/// the fuzz targets, which compare it with [`parse_session_bytes`] on inputs far
-/// smaller than the size the library reads in pieces from.
-#[cfg(feature = "fuzzing")]
-pub fn parse_session_at_in_pieces<R: ReadAt + ?Sized>(
-    file: &R,
-    size: u64,
-    dialect: Dialect,
-    piece: u64,
-) -> std::io::Result<ParsedFile> {
-    parse_in_pieces(file, size, dialect, piece, 0)
-}
-
-/// [`parse_session_bytes`] with the size from which it parses in two halves.
-fn parse_bytes_from_size(bytes: &[u8], dialect: Dialect, parallel_from: usize) -> ParsedFile {
     let mut out = ParsedFile {
         byte_len: bytes.len(),
         ends_with_newline: bytes.is_empty() || bytes.last() == Some(&b'\n'),
@@ -227,7 +201,7 @@ fn parse_bytes_from_size(bytes: &[u8], dialect: Dialect, parallel_from: usize) -
         }
     };
     let first_own = out.diagnostics.len();
-    parse_text_from_size(&text, dialect, &mut out, parallel_from);
+    parse_text(&text, dialect, &mut out);
     if !shifts.is_empty() {
         // Offsets were taken in the decoded text; report them in the file's bytes.
         for d in &mut out.diagnostics[first_own..] {
@@ -244,6 +218,19 @@ fn parse_bytes_from_size(bytes: &[u8], dialect: Dialect, parallel_from: usize) -
         out.diagnostics.push(Diagnostic { line, offset, kind });
     }
     out
+}
+
+/// [`parse_session_at`] reading a file of any size in pieces of `piece` bytes, for
+/// the fuzz targets, which compare it with [`parse_session_bytes`] on inputs far
+/// smaller than the size the library reads in pieces from.
+#[cfg(feature = "fuzzing")]
+pub fn parse_session_at_in_pieces<R: ReadAt + ?Sized>(
+    file: &R,
+    size: u64,
+    dialect: Dialect,
+    piece: u64,
+) -> std::io::Result<ParsedFile> {
+    parse_in_pieces(file, size, dialect, piece, 0)
 }
 
 /// Line numbers of increasing offsets in bytes, counted once over the bytes.
@@ -306,6 +293,10 @@ impl ReadAt for Vec<u8> {
 /// processor's cache.
 const PIECE: u64 = 1 << 20;
 
+/// From this size on, [`parse_session_at`] reads a file in pieces on several threads;
+/// below it one whole read and one pass cost less than the threads.
+const PIECES_FROM: u64 = 4 << 20;
+
 /// Parses a session file of `size` bytes (its size when it was opened) read through
 /// `file`, exactly as [`parse_session_bytes`] parses its bytes, without holding the
 /// whole file in memory: a file of 4 MiB or more is read in pieces of about 1 MiB cut
@@ -322,7 +313,7 @@ const PIECE: u64 = 1 << 20;
 /// assert_eq!(parsed.records, parse_session_bytes(&text, Dialect::Pi).records);
 /// ```
 pub fn parse_session_at<R: ReadAt + ?Sized>(file: &R, size: u64, dialect: Dialect) -> std::io::Result<ParsedFile> {
-    parse_in_pieces(file, size, dialect, PIECE, PARALLEL_FROM as u64)
+    parse_in_pieces(file, size, dialect, PIECE, PIECES_FROM)
 }
 
 /// One piece's parse: the piece's place, what it gave and whether it holds anything
@@ -624,50 +615,18 @@ struct Stop {
     rest_lost: bool,
 }
 
-/// From this size on, a text is parsed in two halves on two threads.
-const PARALLEL_FROM: usize = 4 << 20;
-
-/// Parses `text` into `out` as `dialect` does. Texts of `parallel_from` bytes or more
-/// are parsed in two halves at once: the second half is parsed from the first line
-/// start after the middle, and kept only when the first half's parse ends exactly
-/// there (the parsers keep no state but the position between values, so the result
-/// is the same as one pass; otherwise the first half's parse simply goes on).
-fn parse_text_from_size(text: &str, dialect: Dialect, out: &mut ParsedFile, parallel_from: usize) {
+/// Parses `text` into `out` as `dialect` does, in one pass.
+fn parse_text(text: &str, dialect: Dialect, out: &mut ParsedFile) {
     let mut lines = LineCounter::default();
-    let start = match dialect {
-        Dialect::Pi => pi_start(text, out, &mut lines),
-        Dialect::Omp => omp_start(text, out, &mut lines),
-    };
-    let run = |from: usize, stop_at: usize, out: &mut ParsedFile, lines: &mut LineCounter| match dialect {
-        Dialect::Pi => parse_pi(text, from, stop_at, out, lines),
-        Dialect::Omp => parse_omp(text, from, stop_at, out, lines),
-    };
-    let mid = text.len() / 2;
-    let split = memchr::memchr(b'\n', &text.as_bytes()[mid..]).map(|i| mid + i + 1).filter(|&b| b < text.len());
-    let Some(split) = split.filter(|&b| text.len() >= parallel_from && b > start) else {
-        run(start, text.len(), out, &mut lines);
-        return;
-    };
-    let (first, second) = std::thread::scope(|s| {
-        let second = s.spawn(|| {
-            let mut part = ParsedFile::default();
-            let stop = run(split, text.len(), &mut part, &mut LineCounter::default());
-            (part, stop)
-        });
-        let first = run(start, split, out, &mut lines);
-        (first, second.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-    });
-    if first.rest_lost {
-        return;
-    }
-    if first.pos == split {
-        let (part, _) = second;
-        out.records.extend(part.records);
-        out.record_offsets.extend(part.record_offsets);
-        out.diagnostics.extend(part.diagnostics);
-        out.malformed += part.malformed;
-    } else {
-        run(first.pos, text.len(), out, &mut lines);
+    match dialect {
+        Dialect::Pi => {
+            let start = pi_start(text, out, &mut lines);
+            parse_pi(text, start, text.len(), out, &mut lines);
+        }
+        Dialect::Omp => {
+            let start = omp_start(text, out, &mut lines);
+            parse_omp(text, start, text.len(), out, &mut lines);
+        }
     }
 }
 
@@ -1011,27 +970,6 @@ mod tests {
         "\"str\"\n",
     ];
 
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
-
-        /// Parsing in two halves gives exactly what one pass gives, whatever the
-        /// text: values spanning the middle, torn or glued values, blank lines.
-        #[test]
-        fn two_halves_parse_like_one_pass(
-            pieces in proptest::collection::vec(proptest::sample::select(LINES.to_vec()), 0..24),
-            dialect in proptest::sample::select(vec![Dialect::Pi, Dialect::Omp]),
-        ) {
-            let text: String = pieces.concat();
-            let mut one = ParsedFile::default();
-            parse_text_from_size(&text, dialect, &mut one, usize::MAX);
-            let mut two = ParsedFile::default();
-            parse_text_from_size(&text, dialect, &mut two, 0);
-            proptest::prop_assert_eq!(&one.records, &two.records);
-            proptest::prop_assert_eq!(&one.diagnostics, &two.diagnostics);
-            proptest::prop_assert_eq!(one.malformed, two.malformed);
-        }
-    }
-
     /// A file read with short reads, as a real file may give.
     struct ShortReads<'a> {
         bytes: &'a [u8],
@@ -1124,7 +1062,7 @@ mod tests {
         let mut text =
             String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n");
         let mut i = 0;
-        while text.len() < PARALLEL_FROM + (3 << 20) {
+        while text.len() < PIECES_FROM as usize + (3 << 20) {
             let data = "x\\n\u{e9}".repeat(i % 700);
             text.push_str(&format!("{{\"type\":\"custom\",\"id\":\"e{i}\",\"parentId\":null,\"data\":\"{data}\"}}\n"));
             i += 1;

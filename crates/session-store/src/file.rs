@@ -79,51 +79,18 @@ impl FileStorage {
     }
 }
 
-/// Files this large are read by two threads at once (see [`read_whole`]).
-const PARALLEL_READ: u64 = 8 << 20;
-
 /// Reads a whole file, as [`std::fs::read`] does: whatever it holds when read, up to
-/// its end.
-///
-/// A file of [`PARALLEL_READ`] bytes or more is read by two threads, each into its
-/// half of one buffer. Reading from the page cache into fresh memory costs mostly the
-/// page faults of that memory; two threads take them at the same time (a 47 MB
-/// session: 25-32 ms in one thread, 14-16 ms in two). A file that shrank meanwhile
-/// ends where its reads ended; one that grew is read on to its new end.
+/// its end. Only regular files are opened.
 fn read_whole(path: &Path) -> std::io::Result<Vec<u8>> {
     let mut file = crate::open::open_regular(path)?;
     let len = file.metadata()?.len();
-    #[cfg(unix)]
-    if len >= PARALLEL_READ
-        && let Ok(len) = usize::try_from(len)
-    {
-        let mut buf = vec![0u8; len];
-        let half = len / 2;
-        let (head, tail) = buf.split_at_mut(half);
-        let raw = PositionalFile(file.file());
-        let (got_head, got_tail) = std::thread::scope(|s| {
-            let second = s.spawn(|| raw.read_full_at(tail, half as u64));
-            let first = raw.read_full_at(head, 0);
-            (first, second.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-        });
-        let (got_head, got_tail) = (got_head?, got_tail?);
-        if got_head < half {
-            buf.truncate(got_head);
-        } else if got_tail < len - half {
-            buf.truncate(half + got_tail);
-        } else {
-            file.seek(SeekFrom::Start(len as u64))?;
-            file.read_to_end(&mut buf)?;
-        }
-        return Ok(buf);
-    }
     let mut buf = Vec::with_capacity(usize::try_from(len).unwrap_or(0).saturating_add(1));
     file.read_to_end(&mut buf)?;
     Ok(buf)
 }
 
-/// An open file (owned or borrowed) read by position, by several threads at once
-/// (elsewhere the storage reads files whole).
+/// An open file (owned or borrowed) read by position, by the piecewise parse of a
+/// session (elsewhere the storage reads files whole).
 #[cfg(any(unix, windows))]
 struct PositionalFile<F>(F);
 
