@@ -51,6 +51,7 @@ pub mod scan;
 mod strings;
 pub mod timestamp;
 mod title;
+pub mod typed;
 
 pub use parse::{Diagnostic, DiagnosticKind, HeaderCheck, ParsedFile, ReadAt, parse_session_at, parse_session_bytes};
 #[cfg(feature = "fuzzing")]

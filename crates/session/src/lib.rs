@@ -20,6 +20,7 @@
 
 mod appends;
 mod body;
+mod context;
 mod env;
 mod error;
 mod manager;
@@ -27,6 +28,7 @@ mod resume;
 mod snapshot;
 
 pub use appends::CompactionOptions;
+pub use context::{Context, ContextSettings, ModelRef, OmpSettings, PiSettings};
 pub use env::Env;
 pub use error::SessionError;
 pub use manager::{LoadReport, OpenMode, SessionManager};
@@ -37,3 +39,4 @@ pub use session_model as model;
 pub use session_model::{Dialect, Record};
 pub use session_store as store;
 pub use session_tree as tree;
+pub use session_tree::Leaf;

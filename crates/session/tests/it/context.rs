@@ -1,0 +1,85 @@
+//! The typed context: for every session file of `testdata/` (frozen, corrupt,
+//! generated, sample and the conformance corpus) opened in both dialects,
+//! `SessionManager::context` and `context_at` read the same context as the JSON
+//! projection of `session-tree`, at the current leaf and at other entries.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use session::tree::{omp, pi};
+use session::{Context, ContextSettings, Dialect, Env, Leaf, SessionManager};
+
+use crate::manager::TempDir;
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// Every `.jsonl` file below `dir`, sorted.
+fn jsonl_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs_err::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let path = e.path();
+        if path.is_dir() {
+            jsonl_files(&path, out);
+        } else if path.extension().is_some_and(|x| x == "jsonl") {
+            out.push(path);
+        }
+    }
+}
+
+fn testdata_files() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    jsonl_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata"), &mut out);
+    out.sort();
+    out
+}
+
+/// A JSON text as the value JavaScript reads (key order aside: maps compare as sets).
+fn value(text: &str) -> Result<Value> {
+    Ok(serde_json::from_str(&session::model::json::to_js_string(&serde_json::from_str::<Value>(text)?))?)
+}
+
+fn json_context(m: &SessionManager, leaf: Leaf<'_>) -> String {
+    match m.dialect() {
+        Dialect::Pi => pi::build_context(m.tree(), leaf).to_json_string(),
+        Dialect::Omp => omp::build_context(m.tree(), leaf, omp::ContextOptions::default()).to_json_string(),
+    }
+}
+
+fn check(m: &SessionManager, leaf: Leaf<'_>, what: &str) -> Result<Context> {
+    let typed = m.context_at(leaf).map_err(|e| format!("{what}: {e}"))?;
+    assert_eq!(value(&typed.to_json())?, value(&json_context(m, leaf))?, "{what}");
+    Ok(typed)
+}
+
+#[test]
+fn typed_context_equals_the_json_context_for_every_testdata_file() -> Result<()> {
+    let files = testdata_files();
+    assert!(files.len() > 100, "testdata holds the fixtures and the conformance corpus");
+    let tmp = TempDir::new("ctx");
+    let (mut contexts, mut messages) = (0, 0);
+    for path in &files {
+        for dialect in [Dialect::Pi, Dialect::Omp] {
+            let env = Env { process_cwd: tmp.path().to_path_buf(), ..Env::files() };
+            let Ok(m) = SessionManager::open_read_only(dialect, path, env) else { continue };
+            let what = format!("{dialect:?} {}", path.display());
+            let ctx = m.context().map_err(|e| format!("{what}: {e}"))?;
+            assert_eq!(ctx, check(&m, Leaf::Current, &what)?);
+            assert!(matches!(
+                (&ctx.settings, dialect),
+                (ContextSettings::Pi(_), Dialect::Pi) | (ContextSettings::Omp(_), Dialect::Omp)
+            ));
+            messages += ctx.messages.len();
+            contexts += 1;
+            let empty = check(&m, Leaf::Null, &what)?;
+            assert!(empty.messages.is_empty(), "{what}");
+            // Other leaves: a spread of entries, not all (quadratic on long files).
+            let ids: Vec<String> = m.tree().entries().iter().filter_map(|r| r.id().map(str::to_owned)).collect();
+            for id in ids.iter().step_by(ids.len() / 8 + 1) {
+                check(&m, Leaf::Id(id), &format!("{what} at {id}"))?;
+                contexts += 1;
+            }
+        }
+    }
+    assert!(contexts > 500 && messages > 1000, "{contexts} contexts, {messages} messages");
+    Ok(())
+}
