@@ -349,8 +349,8 @@ tagged_enum! {
 }
 
 impl Entry {
-    /// Returns the entry's `id` (`None` for the header's session id is not an entry
-    /// id: see [`Header::id`]; `None` for unknown entries without a string `id`).
+    /// Returns the entry's `id`: `None` for the header (its `id` is the session id,
+    /// [`Header::id`]) and for an entry without a string `id`.
     pub fn id(&self) -> Option<&str> {
         macro_rules! id_of {
             ($($v:ident),*) => {
@@ -498,6 +498,9 @@ pub struct Header {
     /// omp: `auto` or `user`.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub title_source: Option<String>,
+    /// The MusePi fork's mode id.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub mode_id: Option<String>,
     /// Other keys (v1's `provider`, `modelId`, `thinkingLevel`, …).
     #[serde(flatten)]
     pub extra: Extra,

@@ -48,7 +48,6 @@ pub struct PiSettings {
 
 /// pi's `{provider, modelId}` (each `None` when the source had no such key).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct ModelRef {
     /// The provider.
     pub provider: Option<String>,

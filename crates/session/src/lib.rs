@@ -5,7 +5,9 @@
 //! [`store::Storage`], parses it with [`model`], migrates it with [`migrate`],
 //! indexes it as a [`tree::SessionTree`] and writes new entries with the
 //! persistence rules of its [`Dialect`]. Each layer is also usable on its own and is
-//! re-exported here as a module.
+//! re-exported here as a module. [`SessionManager::context`] returns the model
+//! context the agent would build, typed: [`Context`] holds
+//! [`model::typed::Message`]s and the dialect's [`ContextSettings`].
 //!
 //! ```
 //! use session::{Dialect, Env, SessionManager};

@@ -83,3 +83,69 @@ fn typed_context_equals_the_json_context_for_every_testdata_file() -> Result<()>
     assert!(contexts > 500 && messages > 1000, "{contexts} contexts, {messages} messages");
     Ok(())
 }
+
+#[test]
+fn omp_settings_are_typed() -> Result<()> {
+    use serde_json::json;
+    use session::OmpSettings;
+    use session::model::typed::ServiceTier;
+
+    let mut m = SessionManager::in_memory(Dialect::Omp, "/p", Env::memory());
+    m.append_model_change_omp("anthropic/claude", None, false)?;
+    m.append_model_change_omp("openai/gpt", Some("smol"), false)?;
+    m.append_thinking_level_change(Some("high"), Some("auto"))?;
+    m.append_service_tier_change(json!({"openai": "flex"}))?;
+    m.append_ttsr_injection(&["a".to_owned(), "b".to_owned()])?;
+    m.append_ttsr_injection(&["b".to_owned(), "c".to_owned()])?;
+    m.append_mode_change("plan", Some(json!({"step": 1})))?;
+    m.append_message(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    let ctx = check(&m, Leaf::Current, "omp settings")?;
+    let ContextSettings::Omp(s) = &ctx.settings else { panic!("{:?}", ctx.settings) };
+    let OmpSettings {
+        thinking_level,
+        configured_thinking_level,
+        service_tier,
+        models,
+        injected_ttsr_rules,
+        mode,
+        mode_data,
+        ..
+    } = s;
+    assert_eq!(thinking_level, "high");
+    assert_eq!(configured_thinking_level.as_deref(), Some("auto"));
+    let Some(ServiceTier::ByFamily(tier)) = service_tier else { panic!("{service_tier:?}") };
+    assert_eq!(tier.get("openai"), Some(&json!("flex")));
+    assert_eq!(
+        models,
+        &[("default".to_owned(), "anthropic/claude".to_owned()), ("smol".to_owned(), "openai/gpt".to_owned())]
+    );
+    assert_eq!(injected_ttsr_rules, &["a", "b", "c"]);
+    assert_eq!(mode.as_deref(), Some("plan"));
+    assert_eq!(mode_data, &Some(json!({"step": 1})));
+    Ok(())
+}
+
+#[test]
+fn pi_settings_are_typed_and_bad_messages_are_named() -> Result<()> {
+    use serde_json::json;
+    use session::ModelRef;
+
+    let mut m = SessionManager::in_memory(Dialect::Pi, "/p", Env::memory());
+    let ctx = m.context()?;
+    let ContextSettings::Pi(s) = &ctx.settings else { panic!("{:?}", ctx.settings) };
+    assert_eq!((s.thinking_level.clone(), s.model.clone()), (Some(Some("off".to_owned())), None));
+
+    m.append_model_change_pi("anthropic", "claude")?;
+    m.append_message(json!({"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1}))?;
+    let ctx = check(&m, Leaf::Current, "pi settings")?;
+    let ContextSettings::Pi(s) = &ctx.settings else { panic!("{:?}", ctx.settings) };
+    let model = s.model.clone().unwrap_or_default();
+    assert_eq!(model, ModelRef { provider: Some("anthropic".into()), model_id: Some("claude".into()) });
+
+    // A message of an unexpected shape: the JSON context keeps it, the typed one names it.
+    m.append_message(json!({"role": "user", "content": 42, "timestamp": 2}))?;
+    let err = m.context().err().ok_or("a typed error")?;
+    assert_eq!(err.to_string(), "field `messages[1].content`: data did not match any variant of untagged enum Content");
+    assert!(json_context(&m, Leaf::Current).contains(r#""content":42"#));
+    Ok(())
+}
