@@ -18,10 +18,14 @@
 //!   without a fraction (`3`, never `3.0`).
 //!
 //! Struct fields are in the order the references write their keys (for the two
-//! dialects' variants of one type, each dialect's keys keep their relative order), so
-//! [`Record::from_entry`] writes a new entry as the reference would. A record built
-//! from a loaded one has the same JSON value as the original, though keys the
-//! typed model does not know move after the known ones.
+//! dialects' variants of one type, each dialect's keys keep their relative order;
+//! in messages, keys the agents set after creating one, such as `errorMessage`,
+//! follow `timestamp`), so [`Record::from_entry`] writes a new entry as the
+//! reference would, and an entry the agents wrote comes back byte for byte. A
+//! record built from a loaded one always has the same JSON value as the original,
+//! though keys the typed model does not know move after the known ones, and a
+//! header keeps the new-session order (forks and branched sessions order theirs
+//! differently).
 //!
 //! **Unexpected JSON types.** A key the model knows that holds a value of another
 //! JSON type (a string `tokensBefore`, a `null` where only absent is allowed, a
@@ -942,11 +946,13 @@ pub struct Cost {
 // ---------------------------------------------------------------------------------
 // Messages
 
-/// Declares a message struct with `timestamp` (epoch ms) last among the known keys.
+/// Declares a message struct: the keys its writer sets first, `timestamp` (epoch ms),
+/// then the keys set afterwards (`errorMessage` on a failed turn, …), as the agents'
+/// messages have them.
 macro_rules! message_struct {
     (
         $(#[$meta:meta])*
-        pub struct $name:ident { $($body:tt)* }
+        pub struct $name:ident { $($body:tt)* } $(then { $($after:tt)* })?
     ) => {
         $(#[$meta])*
         #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -956,6 +962,7 @@ macro_rules! message_struct {
             /// Epoch milliseconds (`NaN`, written `null`, when made from a bad ISO time).
             #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
             pub timestamp: Option<f64>,
+            $($($after)*)?
             /// Keys this model does not know, in their order.
             #[serde(flatten)]
             pub extra: Extra,
@@ -968,6 +975,7 @@ message_struct! {
     pub struct UserMessage {
         /// The content.
         pub content: Content,
+    } then {
         /// omp: `user` or `agent`.
         #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub attribution: Option<String>,
@@ -994,6 +1002,7 @@ message_struct! {
         /// `stop`, `length`, `toolUse`, `error`, `aborted`.
         #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub stop_reason: Option<String>,
+    } then {
         /// The error, if any.
         #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub error_message: Option<String>,
@@ -1009,11 +1018,12 @@ message_struct! {
         pub tool_name: String,
         /// The content.
         pub content: Content,
+        /// Whether the tool failed.
+        pub is_error: bool,
+    } then {
         /// Opaque details.
         #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub details: Option<Value>,
-        /// Whether the tool failed.
-        pub is_error: bool,
     }
 }
 
@@ -1056,6 +1066,7 @@ message_struct! {
         pub cancelled: bool,
         /// Whether the output was truncated.
         pub truncated: bool,
+    } then {
         /// Where the full output is.
         #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub full_output_path: Option<String>,

@@ -53,7 +53,8 @@ pub(crate) fn round_trip(record: &Record) -> Result<Entry, TypedError> {
 fn every_testdata_record_reads_as_an_entry_and_writes_back_the_same_value() -> Result<(), TypedError> {
     let files = all_files();
     assert!(files.len() > 100, "{} files", files.len());
-    let (mut records, mut same_text) = (0usize, 0usize);
+    let mut records = 0usize;
+    let mut other_text: BTreeMap<&'static str, usize> = BTreeMap::new();
     let mut failures: Vec<String> = Vec::new();
     let mut variants: BTreeMap<String, usize> = BTreeMap::new();
     for path in &files {
@@ -75,7 +76,9 @@ fn every_testdata_record_reads_as_an_entry_and_writes_back_the_same_value() -> R
                             ),
                             known => assert_eq!(known.tag(), record.entry_type().as_str()),
                         }
-                        same_text += usize::from(Record::from_entry(&entry).text() == record.line());
+                        if Record::from_entry(&entry).text() != record.line() {
+                            *other_text.entry(entry.tag().unwrap_or("unknown")).or_default() += 1;
+                        }
                     }
                     Err(e) => {
                         failures.push(format!("{}: {e}", path.strip_prefix(testdata()).unwrap_or(path).display()))
@@ -96,8 +99,11 @@ fn every_testdata_record_reads_as_an_entry_and_writes_back_the_same_value() -> R
         ]
     );
     assert!(records > 9000, "{records} records");
-    // Most records are written in the key order the reference wrote them.
-    assert!(same_text * 10 > records * 9, "{same_text} of {records} records written byte for byte");
+    // Every entry comes back in the key order the agent wrote it; only headers of
+    // forks and branches (whose orders differ from a new session's) and v1 headers
+    // (`version` added last by the migration) are written in the new-session order.
+    assert_eq!(other_text.keys().copied().collect::<Vec<_>>(), ["session"], "{other_text:?}");
+    assert!(other_text["session"] <= 12, "{other_text:?}");
     for ty in ["session", "message", "compaction", "custom_message", "unknown", "ttsr_injection", "mode_change"] {
         assert!(variants.contains_key(ty), "no {ty} in {variants:?}");
     }

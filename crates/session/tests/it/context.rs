@@ -1,7 +1,8 @@
 //! The typed context: for every session file of `testdata/` (frozen, corrupt,
 //! generated, sample and the conformance corpus) opened in both dialects,
 //! `SessionManager::context` and `context_at` read the same context as the JSON
-//! projection of `session-tree`, at the current leaf and at other entries.
+//! projection of `session-tree`, at the current leaf and at other entries, and
+//! `Context::to_json` writes it back byte for byte.
 
 use std::path::{Path, PathBuf};
 
@@ -47,7 +48,10 @@ fn json_context(m: &SessionManager, leaf: Leaf<'_>) -> String {
 
 fn check(m: &SessionManager, leaf: Leaf<'_>, what: &str) -> Result<Context> {
     let typed = m.context_at(leaf).map_err(|e| format!("{what}: {e}"))?;
-    assert_eq!(value(&typed.to_json())?, value(&json_context(m, leaf))?, "{what}");
+    let (typed_json, json) = (typed.to_json(), json_context(m, leaf));
+    assert_eq!(value(&typed_json)?, value(&json)?, "{what}");
+    // Message structs follow the agents' key orders: even the bytes are the same.
+    assert_eq!(typed_json, json, "{what}");
     Ok(typed)
 }
 
