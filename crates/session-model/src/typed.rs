@@ -1231,6 +1231,28 @@ mod tests {
         assert_eq!(path, "id");
     }
 
+    /// Numbers keep exactly what a JavaScript number keeps: a typed entry writes the
+    /// text `JSON.stringify(JSON.parse(line))` gives.
+    #[test]
+    fn numbers_are_javascript_numbers() -> Result<(), TypedError> {
+        let text = r#"{"type":"compaction","id":"a","parentId":null,"timestamp":"t","summary":"s","firstKeptEntryId":"a","tokensBefore":12345678901234567890,"tokensAfter":0.30000000000000004,"details":{"n":9007199254740993,"f":1e21,"z":-0.0,"e":1E-7}}"#;
+        let r = Record::parse(text)?;
+        let Entry::Compaction(c) = r.entry()? else { panic!("a compaction") };
+        assert_eq!((c.tokens_before, c.tokens_after), (12_345_678_901_234_567_890.0, Some(0.1 + 0.2)));
+        assert_eq!(Record::from_entry(&Entry::Compaction(c)).text(), r.canonical_line());
+        Ok(())
+    }
+
+    #[test]
+    fn errors_within_a_larger_value_join_their_paths() {
+        let e = TypedError::Field { path: "content[0].text".into(), message: "m".into() };
+        assert_eq!(e.within("messages[3]").to_string(), "field `messages[3].content[0].text`: m");
+        let e = TypedError::Field { path: ".".into(), message: "m".into() };
+        assert_eq!(e.within("model").to_string(), "field `model`: m");
+        let e = TypedError::Field { path: "[1]".into(), message: "m".into() };
+        assert_eq!(e.within("injectedTtsrRules").to_string(), "field `injectedTtsrRules[1]`: m");
+    }
+
     #[test]
     fn null_only_where_nullable() {
         let e = entry(r#"{"type":"label","id":"a","parentId":null,"timestamp":"t","targetId":"b","label":null}"#);

@@ -8,8 +8,8 @@
 //! [`Context::to_json`] writes it back in the reference's shape.
 
 use serde_json::{Map, Value};
-use session_model::json;
 use session_model::typed::{Message, ServiceTier, TypedError, parse_json};
+use session_model::{Dialect, json};
 use session_tree::{Leaf, omp, pi};
 
 use crate::SessionManager;
@@ -76,6 +76,14 @@ pub struct OmpSettings {
 }
 
 impl Context {
+    /// Returns the dialect whose projection this context is.
+    pub fn dialect(&self) -> Dialect {
+        match self.settings {
+            ContextSettings::Pi(_) => Dialect::Pi,
+            ContextSettings::Omp(_) => Dialect::Omp,
+        }
+    }
+
     /// Returns the thinking level, when it is a string.
     pub fn thinking_level(&self) -> Option<&str> {
         match &self.settings {
@@ -192,7 +200,7 @@ impl SessionManager {
     /// ```
     pub fn context_at(&self, leaf: Leaf<'_>) -> Result<Context, TypedError> {
         match self.dialect() {
-            session_model::Dialect::Pi => {
+            Dialect::Pi => {
                 let ctx = pi::build_context(self.tree(), leaf);
                 let settings = PiSettings {
                     thinking_level: setting!(optional ctx.thinking_level_json(), "thinkingLevel", Option<String>)?,
@@ -200,7 +208,7 @@ impl SessionManager {
                 };
                 Ok(Context { messages: messages(ctx.messages())?, settings: ContextSettings::Pi(settings) })
             }
-            session_model::Dialect::Omp => {
+            Dialect::Omp => {
                 let ctx = omp::build_context(self.tree(), leaf, omp::ContextOptions::default());
                 let settings = OmpSettings {
                     thinking_level: setting!(ctx.thinking_level_json().unwrap_or("\"off\""), "thinkingLevel", String)?,
