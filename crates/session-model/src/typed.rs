@@ -94,14 +94,17 @@ impl TypedError {
     }
 }
 
-/// Separates the inner path from the message in errors that cross a manual
+/// Marks the inner path (before it and after it) in errors that cross a manual
 /// `Deserialize` impl (the tagged enums), so the outer path can be joined to it.
 const PATH_SEP: char = '\u{1f}';
 
 fn field_error(e: serde_path_to_error::Error<serde_json::Error>) -> TypedError {
     let outer = e.path().to_string();
     let inner = e.into_inner().to_string();
-    let (path, message) = match inner.split_once(PATH_SEP) {
+    // Only a message that starts with the separator comes from `to_de_error`: serde's
+    // own messages never do, though they may quote a string holding it.
+    let nested = inner.strip_prefix(PATH_SEP).and_then(|rest| rest.split_once(PATH_SEP));
+    let (path, message) = match nested {
         Some((path, message)) => (join_path(&outer, path), message.to_owned()),
         None => (outer, inner),
     };
@@ -130,7 +133,7 @@ fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, TypedError> {
 /// Turns a [`TypedError`] into a deserializer error that keeps the path.
 fn to_de_error<E: serde::de::Error>(e: TypedError) -> E {
     match e {
-        TypedError::Field { path, message } => E::custom(format_args!("{path}{PATH_SEP}{message}")),
+        TypedError::Field { path, message } => E::custom(format_args!("{PATH_SEP}{path}{PATH_SEP}{message}")),
         other => E::custom(other),
     }
 }
@@ -1251,6 +1254,13 @@ mod tests {
         assert_eq!(e.within("model").to_string(), "field `model`: m");
         let e = TypedError::Field { path: "[1]".into(), message: "m".into() };
         assert_eq!(e.within("injectedTtsrRules").to_string(), "field `injectedTtsrRules[1]`: m");
+    }
+
+    #[test]
+    fn a_separator_inside_a_quoted_value_is_not_a_path() {
+        let e = entry(r#"{"type":"message","message":{"role":"user","content":"x","timestamp":"\u001f\u001fb"}}"#);
+        let Err(TypedError::Field { path, .. }) = e else { panic!("{e:?}") };
+        assert_eq!(path, "message.timestamp");
     }
 
     #[test]
