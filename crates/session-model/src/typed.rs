@@ -30,9 +30,12 @@
 //! **Unexpected JSON types.** A key the model knows that holds a value of another
 //! JSON type (a string `tokensBefore`, a `null` where only absent is allowed, a
 //! numeric header `id`) makes the conversion fail with [`TypedError::Field`], which
-//! names the key's path (`message.content[0].text`). Conversions never panic. Open
-//! payloads (`details`, `data`, `usage` of a `usage` entry's caller, tool call
-//! `arguments`, …) are [`Value`]s and take any JSON.
+//! names the key's path (`message.content[0].text`); nothing is defaulted or dropped
+//! silently, and conversions never panic. Open payloads (`details`, `data`,
+//! `preserveData`, tool call `arguments`, …) are [`Value`]s and take any JSON. One
+//! `null` is read on purpose: a message `timestamp` of `null` is `NaN`, which is
+//! what `Date.parse` of a bad ISO time gives and what `JSON.stringify` writes as
+//! `null`.
 //!
 //! The variant structs ([`MessageEntry`], [`Header`], [`UserMessage`], …) hold no
 //! `type`/`role` key of their own: the enums add it first on output and take it
@@ -173,6 +176,9 @@ impl Record {
     }
 
     /// Reads this record as any serde type (`T` = [`Entry`] is [`Record::entry`]).
+    ///
+    /// The variant structs ([`LabelEntry`], …) have no `type` field: read them
+    /// through [`Entry`], or their `extra` gets the `type` key.
     pub fn typed<T: DeserializeOwned>(&self) -> Result<T, TypedError> {
         from_value(self.try_value().ok_or(TypedError::Unreadable)?)
     }
