@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 use session_model::scan;
+use session_model::typed::TypedError;
 use session_model::{
     DiagnosticKind, Dialect, HeaderCheck, ParentRef, ParsedFile, ReadAt, Record, parse_session_at,
     parse_session_at_in_pieces, parse_session_bytes,
@@ -180,6 +181,22 @@ pub fn check_record(r: &Record) {
     let _ = r.to_raw_value();
     serde_json::to_string(r).unwrap_or_else(|e| panic!("a kept record does not serialise ({e}): {:?}", r.text()));
     let _ = r.canonical_line();
+    check_typed(r);
+}
+
+/// Checks that the typed model reads a record as an entry that writes back the same
+/// value, or refuses it with an error naming a key (never a panic).
+fn check_typed(r: &Record) {
+    match r.entry() {
+        Ok(entry) => {
+            let written = Record::from_entry(&entry);
+            if let (Some(a), Some(b)) = (written.try_value(), r.try_value()) {
+                assert!(crate::same_json(a, b), "the typed entry of {:?} writes {:?}", r.text(), written.text());
+            }
+        }
+        Err(TypedError::Field { path, .. }) => assert!(!path.is_empty(), "a typed error without a path"),
+        Err(e) => assert!(r.try_value().is_none(), "a record with a JSON tree is refused: {e}"),
+    }
 }
 
 /// Checks that the skeleton the scanner read from a record's text agrees with the

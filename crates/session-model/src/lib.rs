@@ -18,6 +18,10 @@
 //!   demand. Message payloads are never parsed into a tree unless asked.
 //! * [`entries`] builds new records with the exact key order of each reference, and
 //!   [`json`] writes JSON exactly as JavaScript's `JSON.stringify` does.
+//! * [`typed`] gives serde types for the header, every entry type of both
+//!   dialects, messages and content blocks: [`Record::entry`] reads a record as a
+//!   [`typed::Entry`], [`Record::from_entry`] builds one back, keeping unknown keys
+//!   and unknown types. The record itself stays the lossless carrier.
 //! * [`ids`] mints entry ids and UUIDv7 session ids; [`timestamp`] converts ISO
 //!   strings.
 //!
@@ -51,6 +55,7 @@ pub mod scan;
 mod strings;
 pub mod timestamp;
 mod title;
+pub mod typed;
 
 #[cfg(feature = "fuzzing")]
 pub use parse::parse_session_at_in_pieces;

@@ -77,6 +77,41 @@ impl OmpContext<'_> {
         self.cache_miss.as_deref()
     }
 
+    /// Returns `thinkingLevel` as JSON text (`"off"` when no change set it).
+    pub fn thinking_level_json(&self) -> Option<&str> {
+        self.thinking_level.as_deref()
+    }
+
+    /// Returns `configuredThinkingLevel` as JSON text, when the latest change had one.
+    pub fn configured_thinking_level_json(&self) -> Option<&str> {
+        self.configured_thinking_level.as_deref()
+    }
+
+    /// Returns the normalised `serviceTier` as JSON text, when one is set.
+    pub fn service_tier_json(&self) -> Option<&str> {
+        self.service_tier.as_deref()
+    }
+
+    /// Returns `models` (role to `provider/model`) as JSON text.
+    pub fn models_json(&self) -> &str {
+        &self.models
+    }
+
+    /// Returns `injectedTtsrRules` as JSON text.
+    pub fn injected_ttsr_rules_json(&self) -> &str {
+        &self.injected_ttsr_rules
+    }
+
+    /// Returns `mode` as JSON text (`"none"` when no change set it).
+    pub fn mode_json(&self) -> Option<&str> {
+        self.mode.as_deref()
+    }
+
+    /// Returns `modeData` as JSON text, when the latest mode change had data.
+    pub fn mode_data_json(&self) -> Option<&str> {
+        self.mode_data.as_deref()
+    }
+
     /// Returns the context as the reference serialises it: `{messages,
     /// cacheMissExplainedAt?, thinkingLevel, configuredThinkingLevel?, serviceTier?,
     /// models, injectedTtsrRules, mode, modeData?}`.

@@ -5,7 +5,9 @@
 //! [`store::Storage`], parses it with [`model`], migrates it with [`migrate`],
 //! indexes it as a [`tree::SessionTree`] and writes new entries with the
 //! persistence rules of its [`Dialect`]. Each layer is also usable on its own and is
-//! re-exported here as a module.
+//! re-exported here as a module. [`SessionManager::context`] returns the model
+//! context the agent would build, typed: [`Context`] holds
+//! [`model::typed::Message`]s and the dialect's [`ContextSettings`].
 //!
 //! ```
 //! use session::{Dialect, Env, SessionManager};
@@ -20,6 +22,7 @@
 
 mod appends;
 mod body;
+mod context;
 mod env;
 mod error;
 mod manager;
@@ -27,6 +30,7 @@ mod resume;
 mod snapshot;
 
 pub use appends::CompactionOptions;
+pub use context::{Context, ContextSettings, ModelRef, OmpSettings, PiSettings};
 pub use env::Env;
 pub use error::SessionError;
 pub use manager::{LoadReport, OpenMode, SessionManager};
@@ -37,3 +41,4 @@ pub use session_model as model;
 pub use session_model::{Dialect, Record};
 pub use session_store as store;
 pub use session_tree as tree;
+pub use session_tree::Leaf;

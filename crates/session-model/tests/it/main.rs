@@ -9,6 +9,7 @@ mod fuzzed;
 mod generated;
 mod json;
 mod robustness;
-mod roundtrip;
+pub(crate) mod roundtrip;
 mod support;
 mod timestamp;
+mod typed;

@@ -10,7 +10,7 @@ use crate::support::{arb, is_structural, write_back};
 
 /// The inputs of one builder call; `kind` picks the builder.
 #[derive(Clone, Debug)]
-struct Spec {
+pub(crate) struct Spec {
     kind: u8,
     id: String,
     parent: Option<String>,
@@ -23,7 +23,7 @@ struct Spec {
     n: Number,
 }
 
-fn id() -> impl Strategy<Value = String> {
+pub(crate) fn id() -> impl Strategy<Value = String> {
     prop_oneof![3 => "[0-9a-f]{8}", 1 => arb::string()]
 }
 
@@ -34,7 +34,7 @@ fn ts() -> impl Strategy<Value = String> {
     ]
 }
 
-fn spec() -> impl Strategy<Value = Spec> {
+pub(crate) fn spec() -> impl Strategy<Value = Spec> {
     (
         any::<u8>(),
         id(),
@@ -65,7 +65,7 @@ fn opt<T>(flag: bool, v: T) -> Option<T> {
     flag.then_some(v)
 }
 
-fn build(dialect: Dialect, s: &Spec) -> Record {
+pub(crate) fn build(dialect: Dialect, s: &Spec) -> Record {
     let b = Base::new(s.id.clone(), s.parent.as_deref(), s.ts.clone());
     let n = Value::Number(s.n.clone());
     match dialect {

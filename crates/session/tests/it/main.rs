@@ -1,5 +1,6 @@
 //! Integration tests of the facade.
 
+mod context;
 mod layering;
 pub(crate) mod manager;
 mod races;
