@@ -285,6 +285,46 @@ pub trait Storage: Send + Sync {
     /// otherwise resurrect the session).
     fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError>;
 
+    /// Moves the directory `from` to `to` (omp's move of a session's artifacts directory)
+    /// and returns the renames done, in order, so that a caller can undo them with
+    /// [`Storage::rename`] in reverse.
+    ///
+    /// A missing `from` is nothing to do. When `to` does not exist the directory is renamed
+    /// whole; when it does, each entry of `from` whose name is free at `to` is moved into
+    /// it, an entry whose name is taken stays at `from` (nothing is overwritten), and `from`
+    /// is removed if it is then empty. Renames within one file system only.
+    ///
+    /// The default supports only a missing `from`; the file and memory storages move.
+    fn move_dir(&self, from: &Path, to: &Path) -> Result<Vec<(PathBuf, PathBuf)>, StoreError> {
+        let _ = to;
+        if self.exists(from)? {
+            return Err(StoreError::io_raw(
+                Op::Rename,
+                from,
+                std::io::Error::other("directory moves are not supported"),
+            ));
+        }
+        Ok(Vec::new())
+    }
+
+    /// Copies the directory tree at `from` into `to` (created as needed), file by file
+    /// (omp's `copySessionArtifacts`); a file already at `to` is replaced. A missing `from`
+    /// is nothing to do. Not atomic: after a failure or a crash `to` may hold part of the
+    /// copy.
+    ///
+    /// The default supports only a missing `from`; the file and memory storages copy.
+    fn copy_dir(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
+        let _ = to;
+        if self.exists(from)? {
+            return Err(StoreError::io_raw(
+                Op::Copy,
+                from,
+                std::io::Error::other("directory copies are not supported"),
+            ));
+        }
+        Ok(())
+    }
+
     /// Opens an append writer on `path`, creating the file if needed.
     fn open_writer(&self, path: &Path, durability: Durability) -> Result<Box<dyn AppendWriter>, StoreError>;
 

@@ -29,7 +29,7 @@ mod snapshot;
 pub use appends::CompactionOptions;
 pub use env::Env;
 pub use error::SessionError;
-pub use manager::{LoadReport, OpenMode, SessionManager};
+pub use manager::{ForkOptions, LoadReport, NewSessionOptions, OpenMode, SessionManager};
 pub use session_discovery as discovery;
 pub use session_history as history;
 pub use session_migrate as migrate;

@@ -1,6 +1,8 @@
 //! Integration tests of the facade.
 
 mod layering;
+mod lifecycle;
+mod lifecycle_model;
 pub(crate) mod manager;
 mod races;
 mod readonly;
