@@ -449,3 +449,44 @@ fn ensure_dir_and_stat(s: &dyn Storage, root: &Path) -> TestResult {
     check(m >= before - 2_000 && m <= after + 2_000, &format!("mtime {m} not within [{before}, {after}]"))?;
     Ok(())
 }
+
+/// `move_dir` and `copy_dir` (the artifacts directory of a session) on every backend
+/// that implements them: a missing source is nothing to do, a free target takes the
+/// directory whole, an existing one gets the entries whose names are free, and the
+/// returned renames undo the move.
+#[test]
+fn directories_move_and_copy() -> TestResult {
+    type Make = fn() -> Box<dyn Storage>;
+    let backends: [(&str, Make); 3] = [
+        ("file", || Box::new(FileStorage::new())),
+        ("memory", || Box::new(MemoryStorage::new())),
+        ("fault", || Box::new(FaultStorage::new(MemoryStorage::new(), Faults::new()))),
+    ];
+    for (name, make) in backends {
+        let dir = TempDir::new();
+        let s = make();
+        let root = dir.path();
+        let (a, b, c) = (root.join("a"), root.join("b"), root.join("c"));
+        check(s.move_dir(&a, &b)?.is_empty(), &format!("{name}: a missing source moves nothing"))?;
+        s.copy_dir(&a, &b)?;
+        check(!s.exists(&b)?, &format!("{name}: a missing source copies nothing"))?;
+        s.write(&a.join("x.log"), b"x")?;
+        s.write(&a.join("sub/y.md"), b"y")?;
+        s.copy_dir(&a, &c)?;
+        check(s.read(&c.join("sub/y.md"))? == b"y" && s.read(&a.join("x.log"))? == b"x", &format!("{name}: copied"))?;
+        let moves = s.move_dir(&a, &b)?;
+        check(s.read(&b.join("x.log"))? == b"x" && s.read(&b.join("sub/y.md"))? == b"y", &format!("{name}: moved"))?;
+        check(!s.exists(&a)?, &format!("{name}: the source is gone"))?;
+        for (from, to) in moves.iter().rev() {
+            s.rename(to, from)?;
+        }
+        check(s.read(&a.join("sub/y.md"))? == b"y" && !s.exists(&b)?, &format!("{name}: undone"))?;
+        // Merging: a taken name stays at the source.
+        s.write(&b.join("x.log"), b"theirs")?;
+        s.move_dir(&a, &b)?;
+        check(s.read(&b.join("x.log"))? == b"theirs", &format!("{name}: nothing overwritten"))?;
+        check(s.read(&a.join("x.log"))? == b"x", &format!("{name}: the clash stays behind"))?;
+        check(s.read(&b.join("sub/y.md"))? == b"y", &format!("{name}: the rest moved"))?;
+    }
+    Ok(())
+}
