@@ -132,7 +132,8 @@ pub enum SessionError {
         /// The existing path.
         path: PathBuf,
     },
-    /// `flush_sync` inside an atomic batch, or a batch inside a batch.
+    /// An operation that writes the whole file (`flush_sync`, `rewrite_entries`, forks,
+    /// moves, new sessions, another batch) inside an atomic batch; nothing was written.
     #[error("not allowed inside an atomic entry batch")]
     InBatch,
     /// An IO failure outside the storage (resolving the working directory).

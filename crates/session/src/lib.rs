@@ -7,6 +7,15 @@
 //! persistence rules of its [`Dialect`]. Each layer is also usable on its own and is
 //! re-exported here as a module.
 //!
+//! Beyond appends, a manager runs omp's session lifecycle: a new session written at
+//! once ([`SessionManager::new_session`]), moves to another cwd
+//! ([`SessionManager::move_to`]), forks ([`SessionManager::fork`],
+//! [`SessionManager::fork_from_with`]), copies, drops, atomic batches
+//! ([`SessionManager::append_entries_atomically`]). omp's appends never fail the caller:
+//! a failed write is latched ([`SessionManager::persistence_error`]) and healed by the
+//! next full rewrite. [`Env`] says where everything goes, including omp's blob store and
+//! terminal breadcrumbs.
+//!
 //! ```
 //! use session::{Dialect, Env, SessionManager};
 //! use serde_json::json;

@@ -247,6 +247,15 @@ impl SessionManager {
         self.read_only
     }
 
+    /// Fails with [`SessionError::InBatch`] inside an atomic batch: whole-file
+    /// operations would publish the staged entries early.
+    fn not_in_batch(&self) -> Result<()> {
+        match &self.persistence {
+            Persistence::Omp(omp) if omp.in_batch => Err(SessionError::InBatch),
+            _ => Ok(()),
+        }
+    }
+
     /// Fails with [`SessionError::ReadOnly`] when the manager may not write.
     fn writable(&self) -> Result<()> {
         if self.read_only {
@@ -333,6 +342,7 @@ impl SessionManager {
     /// writes nothing until its first-write rule says so.
     pub fn new_session(&mut self, options: NewSessionOptions) -> Result<Option<PathBuf>> {
         self.writable()?;
+        self.not_in_batch()?;
         self.start_session(&options)?;
         if self.dialect() == Dialect::Omp && self.persist && self.file.is_some() {
             self.breadcrumb(true);
@@ -867,6 +877,7 @@ impl SessionManager {
     /// since just before the write); the file keeps its mode.
     pub fn rewrite_entries(&mut self) -> Result<()> {
         self.writable()?;
+        self.not_in_batch()?;
         let path = self.file.clone().ok_or_else(|| SessionError::NotFound { path: PathBuf::new() })?;
         match self.dialect() {
             Dialect::Omp => self.rewrite_omp(),
@@ -1022,6 +1033,7 @@ impl SessionManager {
     /// the new file (`None` in memory).
     pub fn create_branched_session(&mut self, leaf_id: &str) -> Result<Option<PathBuf>> {
         self.writable()?;
+        self.not_in_batch()?;
         let path: Vec<Record> = self.tree.get_branch(Some(leaf_id)).into_iter().cloned().collect();
         if path.is_empty() {
             return Err(SessionError::EntryNotFound { id: leaf_id.to_owned() });

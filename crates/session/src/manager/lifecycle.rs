@@ -204,6 +204,7 @@ impl SessionManager {
         let before_len = self.tree.entries().len();
         let before_leaf = self.tree.leaf_id().map(str::to_owned);
         let before_conversation = self.has_conversation;
+        let before_title = self.title_state();
         let staged = stage(self);
         let (gate, dirty) = match &mut self.persistence {
             Persistence::Omp(omp) => {
@@ -231,6 +232,7 @@ impl SessionManager {
             None => self.tree.reset_leaf(),
         }
         self.has_conversation = before_conversation;
+        self.restore_title(before_title);
         if let Persistence::Omp(omp) = &mut self.persistence {
             omp.rewrite_required = true;
         }
@@ -249,6 +251,7 @@ impl SessionManager {
     /// the manager is unchanged.
     pub fn set_session_file(&mut self, path: &Path) -> Result<()> {
         self.writable()?;
+        self.not_in_batch()?;
         let mut next = SessionManager::open_with(self.dialect(), path, self.env.clone(), OpenMode::AsAgent)?;
         if self.session_dir.is_some() {
             next.session_dir.clone_from(&self.session_dir);
@@ -265,6 +268,7 @@ impl SessionManager {
     /// the writer is closed first and the next write writes the whole session again.
     pub fn drop_session(&mut self, path: &Path) -> Result<()> {
         self.writable()?;
+        self.not_in_batch()?;
         let path = absolute(&self.env.process_cwd, path);
         if self.file.as_deref() == Some(path.as_path()) {
             self.close_writer();
@@ -306,6 +310,7 @@ impl SessionManager {
     /// ```
     pub fn fork(&mut self) -> Result<Option<PathBuf>> {
         self.writable()?;
+        self.not_in_batch()?;
         if self.dialect() != Dialect::Omp {
             return Err(wrong_dialect("fork", Dialect::Pi));
         }
@@ -487,6 +492,7 @@ impl SessionManager {
     /// ```
     pub fn move_to(&mut self, new_cwd: &str, target_session_dir: Option<&Path>) -> Result<Option<PathBuf>> {
         self.writable()?;
+        self.not_in_batch()?;
         if self.dialect() != Dialect::Omp {
             return Err(wrong_dialect("move_to", Dialect::Pi));
         }

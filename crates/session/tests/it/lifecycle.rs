@@ -365,9 +365,13 @@ fn atomic_batches_publish_all_or_nothing() -> Result<()> {
         let leaf = m.tree().leaf_id().map(str::to_owned);
         let failed: std::result::Result<(), SessionError> = m.append_entries_atomically(|m| {
             m.append_custom_entry("staged", None)?;
+            m.set_session_name("Staged title", Some("user"))?;
+            assert!(matches!(m.rewrite_entries(), Err(SessionError::InBatch)));
+            assert!(matches!(m.flush_sync(), Err(SessionError::InBatch)));
             Err(SessionError::EntryNotFound { id: "x".into() })
         });
         assert!(failed.is_err());
+        assert_eq!(m.session_name(), None, "{name}: the staged title is undone");
         assert_eq!(m.tree().leaf_id().map(str::to_owned), leaf, "{name}: the leaf is restored");
         assert!(!texts(&m).iter().any(|t| t.contains("staged")));
         let after = env.storage.read(&file)?;
