@@ -29,6 +29,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     written.push(m.persist_copy(None)?);
     written.extend(m.fork()?);
     m.append_custom_entry("after-fork", Some(json!({"n": 1})))?;
+    // The fork stays where it is: a second one moves.
+    m.fork()?;
     let moved = m.move_to("/var/tmp/moved-cwd", Some(&dir.join("moved")))?;
     m.append_custom_entry("after-move", None)?;
     m.append_entries_atomically(|m| {

@@ -125,6 +125,11 @@ fn pi_new_session_stays_lazy() -> Result<()> {
         let file = m.new_session(NewSessionOptions::with_id("my-custom-id"))?.ok_or("a file")?;
         assert_eq!(m.session_id(), "my-custom-id");
         assert!(!env.storage.exists(&file)?, "{name}");
+        m.flush_sync()?;
+        assert!(!env.storage.exists(&file)?, "{name}: pi's flush_sync is its flush");
+        m.append_message(user("q"))?;
+        m.flush_sync()?;
+        assert_on_disk(&m, &file)?;
         assert!(matches!(m.ensure_on_disk(), Err(SessionError::WrongDialect { .. })));
         assert!(m.new_session(NewSessionOptions::with_id("bad id")).is_err());
     }
