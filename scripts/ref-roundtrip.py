@@ -10,7 +10,10 @@ Sessions written by us:
     both dialects;
   * the files our `append`, `rename` (omp: the title slot written in place), `extract`
     and `fork` commands leave next to a copy of each scenario of a conformance corpus
-    (default: ../shared/conformance/out/public).
+    (default: ../shared/conformance/out/public);
+  * omp: the files `persist_copy`, `fork`, `move_to` (plus an atomic batch),
+    `create_empty_session_file` and `new_session` write beside each such copy
+    (crates/session/examples/lifecycle_files.rs).
 
   python3 scripts/ref-roundtrip.py [--corpus DIR] [--entries N] [--limit N] [-v]
 
@@ -99,7 +102,25 @@ def written_by_us(corpus: str, limit: int, scratch: str) -> list[tuple[str, str]
             subprocess.run([OURS, "--dialect", dialect, "fork", first, "--cwd", "/var/tmp", "--session-dir", work, *blob], cwd=work, capture_output=True)
             out.append((dialect, first))
             out += [(dialect, os.path.join(work, f)) for f in sorted(set(os.listdir(work)) - before) if f.endswith(".jsonl")]
+            if dialect == "omp":
+                out += lifecycle_files(first, os.path.join(work, "blobs"))
     return out
+
+
+def lifecycle_files(session: str, blobs: str) -> list[tuple[str, str]]:
+    """Runs omp's lifecycle operations (crates/session/examples/lifecycle_files.rs) beside `session`."""
+    p = subprocess.run(["cargo", "run", "-q", "--release", "-p", "session", "--example", "lifecycle_files", "--", session, blobs],
+                       cwd=ROOT, capture_output=True, text=True)
+    if p.returncode != 0:
+        print(f"lifecycle_files failed on {session}: {p.stderr.strip()[:300]}", file=sys.stderr)
+        return []
+    files = [line for line in p.stdout.splitlines() if line.endswith(".jsonl")]
+    for f in files:
+        # A moved session's directory gets the blob store the queries read.
+        target = os.path.join(os.path.dirname(f), "blobs")
+        if os.path.isdir(blobs) and not os.path.exists(target):
+            shutil.copytree(blobs, target)
+    return [("omp", f) for f in files]
 
 
 def main() -> int:

@@ -83,18 +83,17 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
     })
 }
 
-/// The environment for `dialect`: real files, and for omp the blob store (`--blob-dir`,
-/// else `<agent dir>/blobs` as omp uses it).
+/// The environment for `dialect`: real files, and for omp the agent directory of
+/// `--omp-home` with its blob store (`--blob-dir`, else `<agent dir>/blobs` as omp uses
+/// it). The command never moves the terminal's breadcrumb.
 pub(crate) fn env(g: &Global, dialect: Dialect) -> Env {
-    let env = Env::files();
-    let blobs = match (&g.blob_dir, dialect) {
-        (Some(dir), _) => Some(dir.clone()),
-        (None, Dialect::Omp) => session::discovery::Env::from_process_env()
-            .ok()
-            .map(|e| session::discovery::AgentDirs::omp(&e, g.omp_home.into()).agent_dir.join("blobs")),
-        (None, Dialect::Pi) => None,
-    };
-    match blobs {
+    let mut env = Env::files().with_terminal(None);
+    if dialect == Dialect::Omp
+        && let Ok(process) = session::discovery::Env::from_process_env()
+    {
+        env = env.with_agent_dirs(session::discovery::AgentDirs::omp(&process, g.omp_home.into()));
+    }
+    match &g.blob_dir {
         Some(dir) => env.with_blobs(BlobStore::open(dir)),
         None => env,
     }

@@ -419,6 +419,24 @@ impl Storage for PostgresStorage {
         Ok(children(&prefix, keys))
     }
 
+    fn remove_empty_dir(&self, dir: &Path) -> Result<(), StoreError> {
+        if self.read_dir(dir)?.is_empty() {
+            let k = key(Op::RemoveDir, dir)?;
+            self.dirs().remove(&k);
+        }
+        Ok(())
+    }
+
+    fn read_dir(&self, dir: &Path) -> Result<Vec<session_store::DirEntry>, StoreError> {
+        let op = Op::List;
+        let prefix = dir_prefix(op, dir)?;
+        let mut c = self.client(op, dir)?;
+        let rows = c.client().query(&self.inner.q.with_prefix, &[&prefix]).map_err(db(op, dir))?;
+        let keys =
+            rows.iter().map(|r| r.try_get::<_, String>(0)).collect::<Result<Vec<_>, _>>().map_err(db(op, dir))?;
+        Ok(crate::keys::entries(&prefix, keys))
+    }
+
     fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError> {
         let op = Op::Read;
         let k = file_key(op, path)?;

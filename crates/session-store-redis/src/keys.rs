@@ -69,6 +69,27 @@ pub(crate) fn children(prefix: &str, keys: impl IntoIterator<Item = String>) -> 
     names
 }
 
+/// Returns the entries directly under `prefix` (a directory's key prefix, ending in
+/// `/`) among `keys`: a key with nothing below the prefix but its name is a file, the
+/// first component of a longer one a directory. Dot-files included.
+pub(crate) fn entries(prefix: &str, keys: impl IntoIterator<Item = String>) -> Vec<session_store::DirEntry> {
+    use session_store::{DirEntry, EntryKind};
+    let mut found: std::collections::BTreeMap<String, EntryKind> = std::collections::BTreeMap::new();
+    for k in keys {
+        let Some(rest) = k.strip_prefix(prefix) else { continue };
+        match rest.split_once('/') {
+            None if !rest.is_empty() => {
+                found.insert(rest.to_owned(), EntryKind::File);
+            }
+            Some((first, _)) if !first.is_empty() => {
+                found.entry(first.to_owned()).or_insert(EntryKind::Dir);
+            }
+            _ => {}
+        }
+    }
+    found.into_iter().map(|(name, kind)| DirEntry { name, kind }).collect()
+}
+
 /// omp's title metadata: the JSON value `{title?, source?, updatedAt}` of the `<prefix>title` hash.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct TitleMeta {

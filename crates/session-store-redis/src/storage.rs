@@ -442,6 +442,22 @@ impl Storage for RedisStorage {
         Ok(children(&prefix, paths))
     }
 
+    fn remove_empty_dir(&self, dir: &Path) -> Result<(), StoreError> {
+        if self.read_dir(dir)?.is_empty() {
+            let k = key(Op::RemoveDir, dir)?;
+            self.dirs().remove(&k);
+        }
+        Ok(())
+    }
+
+    fn read_dir(&self, dir: &Path) -> Result<Vec<session_store::DirEntry>, StoreError> {
+        let op = Op::List;
+        let prefix = dir_prefix(op, dir)?;
+        let mut c = self.conn(op, dir)?;
+        let paths = self.paths_under(&mut c, op, dir, &prefix)?;
+        Ok(crate::keys::entries(&prefix, paths))
+    }
+
     fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError> {
         let op = Op::Read;
         let k = file_key(op, path)?;

@@ -50,6 +50,7 @@ const CASES: &[(&str, Case)] = &[
     ("read_dir_reports_kinds", read_dir_reports_kinds),
     ("reads_into_reused_buffers", reads_into_reused_buffers),
     ("remove_empty_dir_keeps_contents", remove_empty_dir_keeps_contents),
+    ("directories_move_and_copy", directories_move_and_copy),
 ];
 
 /// The cases of backends that hold any byte sequence (NUL bytes, invalid UTF-8).
@@ -351,15 +352,13 @@ fn read_dir_reports_kinds(s: &dyn Storage, root: &Path) -> CaseResult {
     let mut entries = s.read_dir(&dir)?;
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
-    // Backends without directories report only the files (the trait's default).
-    let files_only = names == ["a.jsonl", "b.jsonl"];
-    check(files_only || names == ["a.jsonl", "b.jsonl", "bucket"], &format!("entries {names:?}"))?;
-    check(entries.iter().filter(|e| e.name.ends_with(".jsonl")).all(|e| e.kind == EntryKind::File), "files")?;
-    if !files_only {
-        check(entries[2].kind == EntryKind::Dir, "the bucket is a directory")?;
-        let below = s.read_dir(&dir.join("bucket"))?;
-        check(below.len() == 1 && below[0].name == "c.jsonl", "entries of the bucket")?;
-    }
+    check(names == ["a.jsonl", "b.jsonl", "bucket"], &format!("entries {names:?}"))?;
+    check(entries[0].kind == EntryKind::File && entries[1].kind == EntryKind::File, "files")?;
+    check(entries[2].kind == EntryKind::Dir, "the bucket is a directory")?;
+    let below = s.read_dir(&dir.join("bucket"))?;
+    check(below.len() == 1 && below[0].name == "c.jsonl" && below[0].kind == EntryKind::File, "the bucket's file")?;
+    s.write(&dir.join(".hidden"), b"h")?;
+    check(s.read_dir(&dir)?.iter().any(|e| e.name == ".hidden"), "dot-files are entries")?;
     Ok(())
 }
 
@@ -401,8 +400,35 @@ fn remove_empty_dir_keeps_contents(s: &dyn Storage, root: &Path) -> CaseResult {
     let empty = root.join("empty");
     s.ensure_dir(&empty)?;
     s.remove_empty_dir(&empty)?;
-    let listed = s.read_dir(root)?;
-    check(listed.iter().all(|e| e.name != "empty") || listed.iter().all(|e| e.kind == EntryKind::File), "removed")?;
+    check(s.read_dir(root)?.iter().all(|e| e.name != "empty"), "the empty directory is gone")?;
+    Ok(())
+}
+
+/// `move_dir` and `copy_dir` (the artifacts directory of a session): a missing source is
+/// nothing to do, a free target takes the directory whole, an existing one gets the
+/// entries whose names are free, and the returned renames undo the move.
+fn directories_move_and_copy(s: &dyn Storage, root: &Path) -> CaseResult {
+    let (a, b, c) = (root.join("a"), root.join("b"), root.join("c"));
+    check(s.move_dir(&a, &b)?.is_empty(), "a missing source moves nothing")?;
+    s.copy_dir(&a, &b)?;
+    check(!s.exists(&b)?, "a missing source copies nothing")?;
+    s.write(&a.join("x.log"), b"x")?;
+    s.write(&a.join("sub/y.md"), b"y")?;
+    s.copy_dir(&a, &c)?;
+    check(s.read(&c.join("sub/y.md"))? == b"y" && s.read(&a.join("x.log"))? == b"x", "copied")?;
+    let moves = s.move_dir(&a, &b)?;
+    check(s.read(&b.join("x.log"))? == b"x" && s.read(&b.join("sub/y.md"))? == b"y", "moved")?;
+    check(!s.exists(&a.join("x.log"))? && !s.exists(&a.join("sub/y.md"))?, "the source is gone")?;
+    for (from, to) in moves.iter().rev() {
+        s.rename(to, from)?;
+    }
+    check(s.read(&a.join("sub/y.md"))? == b"y" && !s.exists(&b.join("x.log"))?, "undone")?;
+    // Merging: a taken name stays at the source.
+    s.write(&b.join("x.log"), b"theirs")?;
+    s.move_dir(&a, &b)?;
+    check(s.read(&b.join("x.log"))? == b"theirs", "nothing overwritten")?;
+    check(s.read(&a.join("x.log"))? == b"x", "the clash stays behind")?;
+    check(s.read(&b.join("sub/y.md"))? == b"y", "the rest moved")?;
     Ok(())
 }
 

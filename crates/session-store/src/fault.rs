@@ -594,6 +594,16 @@ impl<S: Storage> Storage for FaultStorage<S> {
         self.inner.delete_with_artifacts(path)
     }
 
+    fn move_dir(&self, from: &Path, to: &Path) -> Result<Vec<(PathBuf, PathBuf)>, StoreError> {
+        self.faults.check(Op::Rename, from)?;
+        self.inner.move_dir(from, to)
+    }
+
+    fn copy_dir(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
+        self.faults.check(Op::Copy, from)?;
+        self.inner.copy_dir(from, to)
+    }
+
     fn open_writer(&self, path: &Path, durability: Durability) -> Result<Box<dyn AppendWriter>, StoreError> {
         self.faults.check(Op::Open, path)?;
         let inner = self.inner.open_writer(path, durability)?;

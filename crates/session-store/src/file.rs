@@ -125,6 +125,24 @@ fn write_all_at(file: &std::fs::File, bytes: &[u8], offset: u64) -> std::io::Res
     }
 }
 
+/// Copies the directory tree `from` into `to`: directories created, regular files
+/// copied (replacing), symbolic links and other kinds skipped.
+fn copy_tree(from: &Path, to: &Path) -> Result<(), StoreError> {
+    fs_err::create_dir_all(to).map_err(|e| StoreError::io(Op::EnsureDir, to, e))?;
+    let entries = fs_err::read_dir(from).map_err(|e| StoreError::io(Op::List, from, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| StoreError::io_raw(Op::List, from, e))?;
+        let kind = entry.file_type().map_err(|e| StoreError::io_raw(Op::Stat, &entry.path(), e))?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            fs_err::copy(entry.path(), &target).map_err(|e| StoreError::io(Op::Copy, &target, e))?;
+        }
+    }
+    Ok(())
+}
+
 fn ensure_parent(path: &Path) -> Result<(), StoreError> {
     let dir = atomic::parent_dir(path)?;
     fs_err::create_dir_all(&dir).map_err(|e| StoreError::io(Op::EnsureDir, &dir, e))
@@ -499,6 +517,56 @@ impl Storage for FileStorage {
             }
         }
         Ok(())
+    }
+
+    fn move_dir(&self, from: &Path, to: &Path) -> Result<Vec<(PathBuf, PathBuf)>, StoreError> {
+        match fs_err::symlink_metadata(from) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(StoreError::NotAFile { path: from.to_path_buf() }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StoreError::io_raw(Op::Stat, from, e)),
+        }
+        if !to.exists() {
+            ensure_parent(to)?;
+            self.rename(from, to)?;
+            return Ok(vec![(from.to_path_buf(), to.to_path_buf())]);
+        }
+        let mut moves: Vec<(PathBuf, PathBuf)> = Vec::new();
+        let entries = fs_err::read_dir(from).map_err(|e| StoreError::io(Op::List, from, e))?;
+        let mut names: Vec<std::ffi::OsString> = Vec::new();
+        for entry in entries {
+            names.push(entry.map_err(|e| StoreError::io_raw(Op::List, from, e))?.file_name());
+        }
+        names.sort();
+        for name in names {
+            let (source, target) = (from.join(&name), to.join(&name));
+            if fs_err::symlink_metadata(&target).is_ok() {
+                continue;
+            }
+            if let Err(e) = self.rename(&source, &target) {
+                // Undo this call's moves before reporting: all or nothing.
+                for (a, b) in moves.iter().rev() {
+                    let _ = self.rename(b, a);
+                }
+                return Err(e);
+            }
+            moves.push((source, target));
+        }
+        // Left in place when names clashed (omp leaves them at the source too).
+        let _ = fs_err::remove_dir(from);
+        Ok(moves)
+    }
+
+    fn copy_dir(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
+        match fs_err::symlink_metadata(from) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(StoreError::NotAFile { path: from.to_path_buf() }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(StoreError::io_raw(Op::Stat, from, e)),
+        }
+        self.check(Op::Copy, from)?;
+        copy_tree(from, to)?;
+        atomic::sync_dir_with(&atomic::parent_dir(to)?, self.faults.as_ref())
     }
 
     fn open_writer(&self, path: &Path, durability: Durability) -> Result<Box<dyn AppendWriter>, StoreError> {

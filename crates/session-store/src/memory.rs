@@ -118,11 +118,37 @@ impl State {
         }
     }
 
+    /// Moves every file and directory at or under `from` to the same place under `to`.
+    fn move_tree(&mut self, from: &Path, to: &Path, now: i64) {
+        let files: Vec<PathBuf> = self.files.keys().filter(|p| p.starts_with(from)).cloned().collect();
+        for p in files {
+            if let Some(f) = self.files.remove(&p) {
+                self.files.insert(rebase(&p, from, to), f);
+            }
+        }
+        let dirs: Vec<PathBuf> = self.dirs.keys().filter(|p| p.starts_with(from)).cloned().collect();
+        for d in dirs {
+            if let Some(t) = self.dirs.remove(&d) {
+                self.dirs.insert(rebase(&d, from, to), t);
+            }
+        }
+        self.add_dirs(to, now);
+    }
+
     fn put(&mut self, path: &Path, data: Vec<u8>, synced: usize, now: i64) {
         if let Some(parent) = path.parent() {
             self.add_dirs(parent, now);
         }
         self.files.insert(path.to_path_buf(), MemFile { data, mtime_ms: now, synced });
+    }
+}
+
+/// Returns `path` (at or under `from`) moved under `to`.
+fn rebase(path: &Path, from: &Path, to: &Path) -> PathBuf {
+    match path.strip_prefix(from) {
+        Ok(rest) if rest.as_os_str().is_empty() => to.to_path_buf(),
+        Ok(rest) => to.join(rest),
+        Err(_) => path.to_path_buf(),
     }
 }
 
@@ -304,11 +330,71 @@ impl Storage for MemoryStorage {
         require_file(to)?;
         let now = self.now();
         let mut st = self.state();
+        if !st.files.contains_key(from) && st.dirs.contains_key(from) {
+            st.move_tree(from, to, now);
+            return Ok(());
+        }
         let f = st.files.remove(from).ok_or_else(|| StoreError::NotFound { path: from.to_path_buf() })?;
         if let Some(parent) = to.parent() {
             st.add_dirs(parent, now);
         }
         st.files.insert(to.to_path_buf(), f);
+        Ok(())
+    }
+
+    fn move_dir(&self, from: &Path, to: &Path) -> Result<Vec<(PathBuf, PathBuf)>, StoreError> {
+        require_file(to)?;
+        let now = self.now();
+        let mut st = self.state();
+        if !st.dirs.contains_key(from) {
+            return Ok(Vec::new());
+        }
+        if st.files.contains_key(to) {
+            let err = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "a file is in the way");
+            return Err(StoreError::io_raw(Op::Rename, to, err));
+        }
+        if !st.dirs.contains_key(to) {
+            st.move_tree(from, to, now);
+            return Ok(vec![(from.to_path_buf(), to.to_path_buf())]);
+        }
+        let children: std::collections::BTreeSet<PathBuf> =
+            st.files.keys().chain(st.dirs.keys()).filter(|p| p.parent() == Some(from)).cloned().collect();
+        let mut moves = Vec::new();
+        for child in children {
+            let Some(name) = child.file_name() else { continue };
+            let target = to.join(name);
+            if st.files.contains_key(&target) || st.dirs.contains_key(&target) {
+                continue;
+            }
+            st.move_tree(&child, &target, now);
+            moves.push((child, target));
+        }
+        let empty = !st.files.keys().chain(st.dirs.keys()).any(|p| p != from && p.starts_with(from));
+        if empty {
+            st.dirs.remove(from);
+        }
+        Ok(moves)
+    }
+
+    fn copy_dir(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
+        require_file(to)?;
+        let now = self.now();
+        let mut st = self.state();
+        if !st.dirs.contains_key(from) {
+            return Ok(());
+        }
+        let dirs: Vec<PathBuf> = st.dirs.keys().filter(|p| p.starts_with(from)).cloned().collect();
+        for d in dirs {
+            let target = rebase(&d, from, to);
+            st.add_dirs(&target, now);
+        }
+        let files: Vec<(PathBuf, Vec<u8>)> =
+            st.files.iter().filter(|(p, _)| p.starts_with(from)).map(|(p, f)| (p.clone(), f.data.clone())).collect();
+        for (p, data) in files {
+            let target = rebase(&p, from, to);
+            let len = data.len();
+            st.put(&target, data, len, now);
+        }
         Ok(())
     }
 

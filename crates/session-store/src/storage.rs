@@ -210,14 +210,11 @@ pub trait Storage: Send + Sync {
 
     /// Returns the entries directly in `dir`, dot-files included, in no particular
     /// order; a missing directory has none. Unlike [`Storage::list`] it reports
-    /// directories, links and special files too, each with its [`EntryKind`], so that
-    /// a listing can walk a tree of buckets and skip what it must not open.
-    ///
-    /// The default reports the regular files of [`Storage::list`] (no directories, no
-    /// dot-files); backends with directories or key prefixes report them.
-    fn read_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StoreError> {
-        Ok(self.list(dir)?.into_iter().map(|name| DirEntry { name, kind: EntryKind::File }).collect())
-    }
+    /// directories (in key-value backends: key prefixes with keys below them), links and
+    /// special files too, each with its [`EntryKind`], so that a listing can walk a tree
+    /// of buckets and skip what it must not open, and a session's artifacts directory can
+    /// be moved or copied on any backend.
+    fn read_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StoreError>;
 
     /// Returns the whole file.
     fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError>;
@@ -379,14 +376,10 @@ pub trait Storage: Send + Sync {
     fn unlink(&self, path: &Path) -> Result<(), StoreError>;
 
     /// Removes the directory `dir` if it is empty; a directory that is not empty, or
-    /// not there, is left alone without an error.
-    ///
-    /// The default does nothing, which is right for backends whose directories are
-    /// only key prefixes: a prefix with no keys below it is no longer listed.
-    fn remove_empty_dir(&self, dir: &Path) -> Result<(), StoreError> {
-        let _ = dir;
-        Ok(())
-    }
+    /// not there, is left alone without an error. (In key-value backends a directory
+    /// with keys below it exists by itself; only one made empty by
+    /// [`Storage::ensure_dir`] has anything to remove.)
+    fn remove_empty_dir(&self, dir: &Path) -> Result<(), StoreError>;
 
     /// Deletes a session journal and what belongs to it (omp `deleteSessionWithArtifacts`).
     ///
@@ -395,11 +388,99 @@ pub trait Storage: Send + Sync {
     /// otherwise resurrect the session).
     fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError>;
 
+    /// Moves the directory `from` to `to` (omp's move of a session's artifacts directory)
+    /// and returns the renames done, in order, so that a caller can undo them with
+    /// [`Storage::rename`] in reverse.
+    ///
+    /// A missing `from` is nothing to do. When `to` does not exist the directory is renamed
+    /// whole; when it does, each entry of `from` whose name is free at `to` is moved into
+    /// it, an entry whose name is taken stays at `from` (nothing is overwritten), and `from`
+    /// is removed if it is then empty. Renames within one file system only.
+    ///
+    /// The default walks [`Storage::read_dir`] and renames file by file (a directory whose
+    /// name is free at `to` moves with everything below it), so it works on any backend
+    /// whose `read_dir` reports directories; the file and memory storages rename
+    /// directories whole.
+    fn move_dir(&self, from: &Path, to: &Path) -> Result<Vec<(PathBuf, PathBuf)>, StoreError> {
+        let mut moves = Vec::new();
+        if !self.exists(from)? {
+            return Ok(moves);
+        }
+        for entry in self.read_dir(from)? {
+            let (src, dst) = (from.join(&entry.name), to.join(&entry.name));
+            match self.stat(&dst)? {
+                None => move_tree(self, &entry, &src, &dst, &mut moves)?,
+                // Two directories of one name: their entries merge, nothing overwritten.
+                Some(st) if !st.is_file && entry.kind == EntryKind::Dir => moves.extend(self.move_dir(&src, &dst)?),
+                Some(_) => {}
+            }
+        }
+        self.remove_empty_dir(from)?;
+        Ok(moves)
+    }
+
+    /// Copies the directory tree at `from` into `to` (created as needed), file by file
+    /// (omp's `copySessionArtifacts`); a file already at `to` is replaced. A missing `from`
+    /// is nothing to do. Not atomic: after a failure or a crash `to` may hold part of the
+    /// copy.
+    ///
+    /// The default walks [`Storage::read_dir`] and copies each file with
+    /// [`Storage::read`] and [`Storage::write`]; links are followed, special files
+    /// skipped.
+    fn copy_dir(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
+        if !self.exists(from)? {
+            return Ok(());
+        }
+        self.ensure_dir(to)?;
+        for entry in self.read_dir(from)? {
+            let (src, dst) = (from.join(&entry.name), to.join(&entry.name));
+            let is_dir = match entry.kind {
+                EntryKind::File => false,
+                EntryKind::Dir => true,
+                EntryKind::Symlink => match self.stat(&src)? {
+                    Some(st) => !st.is_file,
+                    None => continue,
+                },
+                EntryKind::Other => continue,
+            };
+            if is_dir {
+                self.copy_dir(&src, &dst)?;
+            } else {
+                self.write(&dst, &self.read(&src)?)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Opens an append writer on `path`, creating the file if needed.
     fn open_writer(&self, path: &Path, durability: Durability) -> Result<Box<dyn AppendWriter>, StoreError>;
 
     /// Takes the advisory lock of the session file `path` (omp's two publish locks on disk).
     fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError>;
+}
+
+/// Moves the entry `src` of a directory to `dst` for [`Storage::move_dir`]'s default:
+/// a file (or link) by one rename, a directory file by file, each rename recorded.
+fn move_tree<S: Storage + ?Sized>(
+    storage: &S,
+    entry: &DirEntry,
+    src: &Path,
+    dst: &Path,
+    moves: &mut Vec<(PathBuf, PathBuf)>,
+) -> Result<(), StoreError> {
+    match entry.kind {
+        EntryKind::Dir => {
+            for child in storage.read_dir(src)? {
+                move_tree(storage, &child, &src.join(&child.name), &dst.join(&child.name), moves)?;
+            }
+            storage.remove_empty_dir(src)
+        }
+        EntryKind::File | EntryKind::Symlink | EntryKind::Other => {
+            storage.rename(src, dst)?;
+            moves.push((src.to_path_buf(), dst.to_path_buf()));
+            Ok(())
+        }
+    }
 }
 
 /// Returns the first `n` bytes of a reused buffer, grown (and zeroed) only when it is

@@ -45,7 +45,7 @@ impl Drop for RemoveOnDrop {
 }
 
 fn env_in(dir: &Path, durability: Durability) -> Env {
-    Env { process_cwd: dir.to_path_buf(), ..Env::files() }.with_durability(durability)
+    Env::bare(std::sync::Arc::new(session::store::FileStorage::new())).with_process_cwd(dir).with_durability(durability)
 }
 
 /// Returns a session with its file already written (a user and an assistant message).

@@ -37,6 +37,14 @@ pub struct CompactionOptions {
 }
 
 impl SessionManager {
+    /// Fails with [`SessionError::WrongDialect`] unless the session is of `dialect`.
+    fn only(&self, dialect: Dialect, operation: &'static str) -> Result<()> {
+        if self.dialect() != dialect {
+            return Err(SessionError::WrongDialect { operation, dialect: self.dialect() });
+        }
+        Ok(())
+    }
+
     /// Appends a `thinking_level_change` (omp also records the user's `configured`
     /// selector; both are written as `null` when absent).
     pub fn append_thinking_level_change(&mut self, level: Option<&str>, configured: Option<&str>) -> Result<String> {
@@ -51,11 +59,13 @@ impl SessionManager {
 
     /// Appends pi's `model_change` (`provider`, `modelId`).
     pub fn append_model_change_pi(&mut self, provider: &str, model_id: &str) -> Result<String> {
+        self.only(Dialect::Pi, "append_model_change_pi")?;
         self.append_with(|b| entries::pi::model_change(b, provider, model_id))
     }
 
     /// Appends omp's `model_change` (`model` = `provider/modelId`, optional role).
     pub fn append_model_change_omp(&mut self, model: &str, role: Option<&str>, is_fallback: bool) -> Result<String> {
+        self.only(Dialect::Omp, "append_model_change_omp")?;
         self.append_with(|b| entries::omp::model_change(b, model, role, is_fallback))
     }
 
@@ -68,6 +78,7 @@ impl SessionManager {
         usage: Value,
         note: Option<&str>,
     ) -> Result<String> {
+        self.only(Dialect::Pi, "append_usage")?;
         self.append_with(|b| entries::pi::usage(b, kind, provider, model, usage, note))
     }
 
@@ -169,8 +180,8 @@ impl SessionManager {
                 let in_place = self.appends_in_place();
                 let before = self.title_state();
                 self.retitle(&title, source);
-                let appended =
-                    self.append_with(|b| entries::omp::title_change(b, &title, source, previous.as_deref(), None));
+                let appended = self
+                    .append_with_strict(|b| entries::omp::title_change(b, &title, source, previous.as_deref(), None));
                 let id = match appended {
                     Ok(id) => id,
                     Err(e) => {
@@ -196,6 +207,7 @@ impl SessionManager {
     /// Appends pi's `context_edit`: replaces (`{content}`) or omits (`null`) the content
     /// of an earlier user, assistant, tool-result or custom message on the active branch.
     pub fn append_context_edit(&mut self, target_id: &str, replacement: Value) -> Result<String> {
+        self.only(Dialect::Pi, "append_context_edit")?;
         let valid = match &replacement {
             Value::Null => true,
             Value::Object(m) => matches!(m.get("content"), Some(Value::String(_) | Value::Array(_))),
@@ -264,36 +276,43 @@ impl SessionManager {
 
     /// Appends omp's `service_tier_change` (a per-family map, or `null` to clear).
     pub fn append_service_tier_change(&mut self, tier: Value) -> Result<String> {
+        self.only(Dialect::Omp, "append_service_tier_change")?;
         self.append_with(|b| entries::omp::service_tier_change(b, tier))
     }
 
     /// Appends omp's `mode_change`.
     pub fn append_mode_change(&mut self, mode: &str, data: Option<Value>) -> Result<String> {
+        self.only(Dialect::Omp, "append_mode_change")?;
         self.append_with(|b| entries::omp::mode_change(b, mode, data))
     }
 
     /// Appends omp's `session_init` (the caller's fields in their order).
     pub fn append_session_init(&mut self, init: Value) -> Result<String> {
+        self.only(Dialect::Omp, "append_session_init")?;
         self.append_with(|b| entries::omp::session_init(b, init))
     }
 
     /// Appends omp's `reset_boundary` (`/clear`: the model sees only what follows).
     pub fn append_reset_boundary(&mut self) -> Result<String> {
+        self.only(Dialect::Omp, "append_reset_boundary")?;
         self.append_with(entries::omp::reset_boundary)
     }
 
     /// Appends omp's `ttsr_injection`.
     pub fn append_ttsr_injection(&mut self, rules: &[String]) -> Result<String> {
+        self.only(Dialect::Omp, "append_ttsr_injection")?;
         self.append_with(|b| entries::omp::ttsr_injection(b, rules))
     }
 
     /// Appends omp's `credential_pin`.
     pub fn append_credential_pin(&mut self, provider: &str, hash: &str) -> Result<String> {
+        self.only(Dialect::Omp, "append_credential_pin")?;
         self.append_with(|b| entries::omp::credential_pin(b, provider, hash))
     }
 
     /// Appends omp's `model_usage` (usage of a side call; the caller's fields in order).
     pub fn append_model_usage(&mut self, usage: Value) -> Result<String> {
+        self.only(Dialect::Omp, "append_model_usage")?;
         self.append_with(|b| entries::omp::model_usage(b, usage))
     }
 

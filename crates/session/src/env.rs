@@ -1,8 +1,11 @@
-//! What a [`crate::SessionManager`] runs on: storage, clock, blob store, durability.
+//! What a [`crate::SessionManager`] runs on: storage, clock, blob store, durability,
+//! and the agent directories that omp's lifecycle writes beside the session (terminal
+//! breadcrumbs, default buckets).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use session_discovery::{AgentDirs, OmpHome};
 use session_model::ids::SessionIdGenerator;
 use session_store::blob::BlobStore;
 use session_store::clock::{Clock, SystemClock};
@@ -10,38 +13,65 @@ use session_store::{Durability, FileStorage, MemoryStorage, Storage};
 
 /// The environment of a session: where bytes go and where time comes from.
 ///
-/// [`Env::files`] is the real thing (files, fsync where asked, the system clock);
-/// [`Env::memory`] keeps everything in memory (tests, `in_memory` sessions).
+/// [`Env::files`] is the real thing (files, fsync where asked, the system clock, omp's
+/// agent directory of this process with its blob store and this terminal's
+/// breadcrumbs); [`Env::memory`] keeps everything in memory (tests, `in_memory`
+/// sessions) and has no agent directory.
 #[derive(Clone)]
 pub struct Env {
     /// Where session files are read and written.
     pub storage: Arc<dyn Storage>,
     /// Where timestamps come from.
     pub clock: Arc<dyn Clock>,
-    /// The blob store for externalised images (omp); `None` keeps images inline and
-    /// leaves `blob:` references unresolved.
+    /// The blob store of omp's persistence transforms (images externalised, huge strings
+    /// cut, `jsonlEvents` dropped on write; `blob:` references resolved on load). `None`
+    /// turns the transforms off: omp lines are written as they are.
     pub blobs: Option<BlobStore>,
     /// How hard each append tries to reach the disk.
     pub durability: Durability,
     /// The process working directory, used where a reference uses `process.cwd()`.
     pub process_cwd: PathBuf,
+    /// The agent's directories: default session buckets (omp's `moveTo`,
+    /// `createEmptySessionFile`) and the terminal breadcrumbs. `None`: no default
+    /// bucket and no breadcrumbs.
+    pub dirs: Option<AgentDirs>,
+    /// The terminal whose breadcrumb omp sessions keep up to date (`None`: none is
+    /// written).
+    pub terminal_id: Option<String>,
 }
 
 impl Env {
-    /// Real files, the system clock, no fsync per append (what the references do).
+    /// Real files, the system clock, no fsync per append (what the references do), and
+    /// omp's agent directory of this process (`~/.musepi/agent` or what the environment
+    /// variables say): its blob store `<agent dir>/blobs` for the persistence transforms,
+    /// and this terminal's breadcrumbs. Without a home directory there is neither.
     pub fn files() -> Env {
+        let mut env = Env::bare(Arc::new(FileStorage::new()));
+        if let Ok(process) = session_discovery::Env::from_process_env() {
+            let terminal = process.terminal_id();
+            env = env.with_agent_dirs(AgentDirs::omp(&process, OmpHome::MusePi)).with_terminal(terminal);
+        }
+        env
+    }
+
+    /// Everything in memory, with the system clock: an in-memory blob store, no agent
+    /// directory, no breadcrumbs.
+    pub fn memory() -> Env {
+        Env { blobs: Some(BlobStore::in_memory()), ..Env::bare(Arc::new(MemoryStorage::new())) }
+    }
+
+    /// Returns an environment on `storage` with the system clock and nothing else: no
+    /// blob store (omp's persistence transforms off), no agent directory, no breadcrumbs.
+    pub fn bare(storage: Arc<dyn Storage>) -> Env {
         Env {
-            storage: Arc::new(FileStorage::new()),
+            storage,
             clock: Arc::new(SystemClock),
             blobs: None,
             durability: Durability::None,
             process_cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            dirs: None,
+            terminal_id: None,
         }
-    }
-
-    /// Everything in memory, with the system clock.
-    pub fn memory() -> Env {
-        Env { storage: Arc::new(MemoryStorage::new()), ..Env::files() }
     }
 
     /// Returns this environment with a blob store.
@@ -50,9 +80,36 @@ impl Env {
         self
     }
 
+    /// Returns this environment with omp's persistence transforms turned off: lines are
+    /// written as they are and `blob:` references stay unresolved.
+    pub fn without_persistence_transforms(mut self) -> Env {
+        self.blobs = None;
+        self
+    }
+
+    /// Returns this environment with the agent directories `dirs` and their blob store
+    /// (`<agent dir>/blobs`, as omp uses it).
+    pub fn with_agent_dirs(mut self, dirs: AgentDirs) -> Env {
+        self.blobs = Some(BlobStore::open(dirs.agent_dir.join("blobs")));
+        self.dirs = Some(dirs);
+        self
+    }
+
+    /// Returns this environment keeping the breadcrumb of `terminal_id` (`None`: none).
+    pub fn with_terminal(mut self, terminal_id: Option<String>) -> Env {
+        self.terminal_id = terminal_id;
+        self
+    }
+
     /// Returns this environment with another durability setting.
     pub fn with_durability(mut self, durability: Durability) -> Env {
         self.durability = durability;
+        self
+    }
+
+    /// Returns this environment with another process working directory.
+    pub fn with_process_cwd(mut self, cwd: impl Into<PathBuf>) -> Env {
+        self.process_cwd = cwd.into();
         self
     }
 
@@ -72,5 +129,14 @@ impl Env {
         let mut guard = IDS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let generator = guard.get_or_insert_with(SessionIdGenerator::new);
         generator.next(self.now_ms().max(0) as u64, &mut rand::rng())
+    }
+
+    /// Writes the terminal breadcrumb for `session_file` (omp), best effort as in omp:
+    /// without agent directories or a terminal nothing is written, and a failure only
+    /// costs the next `--continue` its shortcut.
+    pub(crate) fn write_breadcrumb(&self, cwd: &str, session_file: &Path, fresh: bool) {
+        let (Some(dirs), Some(terminal)) = (&self.dirs, &self.terminal_id) else { return };
+        let identity = session_discovery::cwd_identity(Path::new(cwd));
+        let _ = session_discovery::write_breadcrumb(dirs, terminal, cwd, session_file, fresh, identity);
     }
 }

@@ -69,9 +69,9 @@ pub enum SessionError {
     /// The storage failed; the in-memory session was rolled back to before the call.
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// An earlier write failed and the session refuses further writes until it
-    /// recovers (the first error, latched).
-    #[error("an earlier write to {} failed ({message}); reopen the session to recover", path.display())]
+    /// An earlier write failed (the first error, latched, when it was not a storage
+    /// error): pi refuses further appends, omp retries with a full rewrite.
+    #[error("an earlier write to {} failed ({message}); the next write retries it, or reopen the session", path.display())]
     DiskFailure {
         /// The session file.
         path: PathBuf,
@@ -109,6 +109,33 @@ pub enum SessionError {
         /// Why the slot could not be written.
         source: Box<SessionError>,
     },
+    /// An operation of one dialect asked of a session of the other (omp's
+    /// `append_ttsr_injection` on a pi session, pi's `append_usage` on an omp one, ...):
+    /// nothing was written.
+    #[error("{operation} is not an operation of {} sessions", dialect.name())]
+    WrongDialect {
+        /// The operation.
+        operation: &'static str,
+        /// The session's dialect.
+        dialect: session_model::Dialect,
+    },
+    /// An omp operation that needs the agent's directories (a default bucket) in an
+    /// environment without them ([`crate::Env::dirs`]); pass a session directory.
+    #[error("no agent directory to find the default session directory of {cwd} in; pass a session directory")]
+    NoAgentDir {
+        /// The working directory whose bucket was asked for.
+        cwd: String,
+    },
+    /// The target of an omp move or fork already exists; nothing was written.
+    #[error("{} already exists; choose another session directory", path.display())]
+    TargetExists {
+        /// The existing path.
+        path: PathBuf,
+    },
+    /// An operation that writes the whole file (`flush_sync`, `rewrite_entries`, forks,
+    /// moves, new sessions, another batch) inside an atomic batch; nothing was written.
+    #[error("not allowed inside an atomic entry batch")]
+    InBatch,
     /// An IO failure outside the storage (resolving the working directory).
     #[error("cannot resolve {}: {source}", path.display())]
     Path {

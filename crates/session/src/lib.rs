@@ -9,6 +9,15 @@
 //! context the agent would build, typed: [`Context`] holds
 //! [`model::typed::Message`]s and the dialect's [`ContextSettings`].
 //!
+//! Beyond appends, a manager runs omp's session lifecycle: a new session written at
+//! once ([`SessionManager::new_session`]), moves to another cwd
+//! ([`SessionManager::move_to`]), forks ([`SessionManager::fork`],
+//! [`SessionManager::fork_from_with`]), copies, drops, atomic batches
+//! ([`SessionManager::append_entries_atomically`]). omp's appends never fail the caller:
+//! a failed write is latched ([`SessionManager::persistence_error`]) and healed by the
+//! next full rewrite. [`Env`] says where everything goes, including omp's blob store and
+//! terminal breadcrumbs.
+//!
 //! ```
 //! use session::{Dialect, Env, SessionManager};
 //! use serde_json::json;
@@ -33,7 +42,7 @@ pub use appends::CompactionOptions;
 pub use context::{Context, ContextSettings, ModelRef, OmpSettings, PiSettings};
 pub use env::Env;
 pub use error::SessionError;
-pub use manager::{LoadReport, OpenMode, SessionManager};
+pub use manager::{ForkOptions, LoadReport, NewSessionOptions, OpenMode, SessionManager};
 pub use session_discovery as discovery;
 pub use session_history as history;
 pub use session_migrate as migrate;

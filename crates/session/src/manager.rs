@@ -21,6 +21,10 @@ use session_model::{Diagnostic, Dialect, EntryType, HeaderCheck, Record, SLOT_BY
 use session_store::{AppendWriter, ExpectedSize, StoreError};
 use session_tree::SessionTree;
 
+mod lifecycle;
+
+pub use lifecycle::ForkOptions;
+
 use crate::body::{Body, persist_line};
 use crate::{Env, SessionError};
 
@@ -28,7 +32,6 @@ type Result<T> = std::result::Result<T, SessionError>;
 
 /// A session of one dialect: its header, its entry tree and where it lives.
 pub struct SessionManager {
-    dialect: Dialect,
     env: Env,
     cwd: String,
     session_dir: Option<PathBuf>,
@@ -39,25 +42,96 @@ pub struct SessionManager {
     tree: SessionTree,
     /// pi: a user or assistant message exists; omp: an assistant message exists.
     has_conversation: bool,
-    /// pi: the file exists and holds everything in memory.
-    flushed: bool,
-    /// omp: the file on disk equals the in-memory journal (modulo appends).
-    file_is_current: bool,
-    /// omp: every entry persists even before an assistant message.
-    force_file_creation: bool,
-    /// omp: the next write must be a full rewrite.
-    rewrite_required: bool,
-    /// omp: the file size we last wrote or read (the rewrite CAS token).
-    expected_size: Option<u64>,
+    /// The dialect and what its persistence rules track.
+    pub(crate) persistence: Persistence,
     writer: Option<Box<dyn AppendWriter>>,
     /// Reused buffer for one line and its newline.
     line_buf: Vec<u8>,
-    failure: Option<String>,
+    /// The first write error, latched (pi: the append writer's, for good; omp: until a
+    /// full rewrite succeeds).
+    failure: Option<SessionError>,
     diagnostics: Vec<Diagnostic>,
     /// Opened with [`OpenMode::ReadOnly`]: every write is refused.
     read_only: bool,
     /// What the open did (or, read-only, did in memory only).
     load_report: LoadReport,
+}
+
+/// The dialect of a session and the state its persistence rules keep.
+#[derive(Debug)]
+pub(crate) enum Persistence {
+    /// pi's rules.
+    Pi(PiState),
+    /// omp's rules.
+    Omp(OmpState),
+}
+
+/// What pi's persistence tracks.
+#[derive(Debug, Default)]
+pub(crate) struct PiState {
+    /// The file exists and holds everything in memory (later entries are appended).
+    pub(crate) flushed: bool,
+}
+
+/// What omp's persistence tracks.
+#[derive(Debug, Default)]
+pub(crate) struct OmpState {
+    /// The file on disk equals the in-memory journal (modulo appends).
+    pub(crate) file_is_current: bool,
+    /// Every entry persists even before an assistant message.
+    pub(crate) force_file_creation: bool,
+    /// The next write must be a full rewrite.
+    pub(crate) rewrite_required: bool,
+    /// The file size we last wrote or read (the rewrite CAS token).
+    pub(crate) expected_size: Option<u64>,
+    /// Inside [`SessionManager::append_entries_atomically`]: appends are staged.
+    pub(crate) in_batch: bool,
+}
+
+impl Persistence {
+    fn new(dialect: Dialect) -> Persistence {
+        match dialect {
+            Dialect::Pi => Persistence::Pi(PiState::default()),
+            Dialect::Omp => Persistence::Omp(OmpState::default()),
+        }
+    }
+
+    /// Returns the dialect.
+    pub(crate) fn dialect(&self) -> Dialect {
+        match self {
+            Persistence::Pi(_) => Dialect::Pi,
+            Persistence::Omp(_) => Dialect::Omp,
+        }
+    }
+}
+
+/// Options of a new session ([`SessionManager::new_session`], [`SessionManager::create_with`],
+/// [`SessionManager::in_memory_with`]).
+#[derive(Clone, Debug, Default)]
+pub struct NewSessionOptions {
+    /// The session id (checked against the custom-id rule); `None`: a fresh UUIDv7.
+    pub id: Option<String>,
+    /// The header's `parentSession`.
+    pub parent_session: Option<String>,
+    /// omp: the header's `providerPromptCacheKey`.
+    pub provider_prompt_cache_key: Option<String>,
+    /// omp: the header's `additionalDirectories` (entries equal to the cwd are left out).
+    pub additional_directories: Vec<String>,
+    /// A new session directory for this and later sessions of the manager.
+    pub session_dir: Option<PathBuf>,
+}
+
+impl NewSessionOptions {
+    /// Returns options with the session id `id`.
+    pub fn with_id(id: &str) -> NewSessionOptions {
+        NewSessionOptions { id: Some(id.to_owned()), ..NewSessionOptions::default() }
+    }
+
+    /// Returns these options with the header's `parentSession`.
+    pub fn parent_session(mut self, parent: &str) -> NewSessionOptions {
+        self.parent_session = Some(parent.to_owned());
+        self
+    }
 }
 
 /// How [`SessionManager::open_with`] treats the file it opens.
@@ -101,7 +175,6 @@ impl SessionManager {
 
     fn blank(dialect: Dialect, env: Env, cwd: String, session_dir: Option<PathBuf>, persist: bool) -> SessionManager {
         SessionManager {
-            dialect,
             env,
             cwd,
             session_dir,
@@ -111,11 +184,7 @@ impl SessionManager {
             slot: None,
             tree: SessionTree::new(dialect, Vec::new()),
             has_conversation: false,
-            flushed: false,
-            file_is_current: false,
-            force_file_creation: false,
-            rewrite_required: false,
-            expected_size: None,
+            persistence: Persistence::new(dialect),
             writer: None,
             line_buf: Vec::new(),
             failure: None,
@@ -162,6 +231,9 @@ impl SessionManager {
         m.read_only = mode == OpenMode::ReadOnly;
         let must_exist = mode != OpenMode::AsAgent;
         m.load_report = m.load_file(&path, must_exist)?;
+        if mode == OpenMode::AsAgent {
+            m.breadcrumb(false);
+        }
         Ok(m)
     }
 
@@ -175,6 +247,15 @@ impl SessionManager {
         self.read_only
     }
 
+    /// Fails with [`SessionError::InBatch`] inside an atomic batch: whole-file
+    /// operations would publish the staged entries early.
+    fn not_in_batch(&self) -> Result<()> {
+        match &self.persistence {
+            Persistence::Omp(omp) if omp.in_batch => Err(SessionError::InBatch),
+            _ => Ok(()),
+        }
+    }
+
     /// Fails with [`SessionError::ReadOnly`] when the manager may not write.
     fn writable(&self) -> Result<()> {
         if self.read_only {
@@ -184,79 +265,170 @@ impl SessionManager {
     }
 
     /// Starts a new persisted session for `cwd` in `session_dir`; no file is written
-    /// until the first-write rule says so.
+    /// until the first-write rule says so (omp: its breadcrumb points at the future file,
+    /// marked `fresh`).
     pub fn create(dialect: Dialect, cwd: &str, session_dir: &Path, env: Env) -> Result<SessionManager> {
+        SessionManager::create_with(dialect, cwd, session_dir, NewSessionOptions::default(), env)
+    }
+
+    /// [`SessionManager::create`] with options: a given session id (pi's and omp's
+    /// `create(cwd, dir, {id})`), a parent session, omp's header extras.
+    pub fn create_with(
+        dialect: Dialect,
+        cwd: &str,
+        session_dir: &Path,
+        options: NewSessionOptions,
+        env: Env,
+    ) -> Result<SessionManager> {
         env.storage.ensure_dir(session_dir)?;
         let mut m = SessionManager::blank(dialect, env, cwd.to_owned(), Some(session_dir.to_path_buf()), true);
-        m.new_session(None, None)?;
+        m.start_session(&options)?;
+        m.breadcrumb(true);
         Ok(m)
     }
 
     /// Starts a session that is never written.
     pub fn in_memory(dialect: Dialect, cwd: &str, env: Env) -> SessionManager {
         let mut m = SessionManager::blank(dialect, env, cwd.to_owned(), None, false);
-        // In memory nothing can fail.
-        let _ = m.new_session(None, None);
+        // In memory nothing can fail, and no custom id is checked.
+        let _ = m.start_session(&NewSessionOptions::default());
         m
+    }
+
+    /// Starts a session that is never written, restored from `records` (pi's
+    /// `inMemory(cwd, options, entries)`).
+    ///
+    /// When `records` hold a header (the first `type: "session"` record) it is the
+    /// session's header and `options.id` is ignored; otherwise a new header is made from
+    /// `options` and the records are appended after it. Older versions are migrated. The
+    /// manager's cwd is `cwd`, whatever the header says.
+    pub fn in_memory_with(
+        dialect: Dialect,
+        cwd: &str,
+        records: Vec<Record>,
+        options: NewSessionOptions,
+        env: Env,
+    ) -> Result<SessionManager> {
+        let mut m = SessionManager::blank(dialect, env, cwd.to_owned(), None, false);
+        let mut records = records;
+        let header_at = records.iter().position(|r| r.entry_type() == EntryType::Session);
+        match header_at {
+            Some(at) => {
+                session_migrate::migrate(&mut records, &mut || ids::new_entry_id(dialect, &mut rand::rng(), |_| false));
+                let header = records.remove(at);
+                m.slot = (dialect == Dialect::Omp).then(|| TitleSlot {
+                    title: header.get_str("title").unwrap_or_default().to_owned(),
+                    source: header.get_str("titleSource").map(str::to_owned),
+                    updated_at: header.get_str("timestamp").unwrap_or_default().to_owned(),
+                });
+                m.header = header;
+                records.retain(SessionTree::keeps);
+                m.replace_entries(records, None);
+            }
+            None => {
+                m.start_session(&options)?;
+                records.retain(SessionTree::keeps);
+                m.replace_entries(records, None);
+            }
+        }
+        Ok(m)
     }
 
     /// Starts a fresh session (new id and header) in this manager; the old file is
     /// left as it is. Returns the new file path (`None` in memory).
-    pub fn new_session(&mut self, id: Option<&str>, parent_session: Option<&str>) -> Result<Option<PathBuf>> {
-        if let Some(id) = id {
+    ///
+    /// omp writes the new session's title slot and header at once (`ensureOnDisk`), so
+    /// the file exists before this returns, and points the terminal breadcrumb at it; pi
+    /// writes nothing until its first-write rule says so.
+    pub fn new_session(&mut self, options: NewSessionOptions) -> Result<Option<PathBuf>> {
+        self.writable()?;
+        self.not_in_batch()?;
+        self.start_session(&options)?;
+        if self.dialect() == Dialect::Omp && self.persist && self.file.is_some() {
+            self.breadcrumb(true);
+            self.ensure_on_disk()?;
+        }
+        Ok(self.file.clone())
+    }
+
+    /// Resets this manager to a fresh session as `options` say, in memory only.
+    fn start_session(&mut self, options: &NewSessionOptions) -> Result<()> {
+        if let Some(id) = &options.id {
             ids::validate_custom_session_id(id)?;
         }
         self.close_writer();
-        let id = id.map_or_else(|| self.env.new_session_id(), str::to_owned);
+        if let Some(dir) = &options.session_dir {
+            let dir = absolute(&self.env.process_cwd, dir);
+            if self.persist {
+                self.env.storage.ensure_dir(&dir)?;
+            }
+            self.session_dir = Some(dir);
+        }
+        let id = options.id.clone().unwrap_or_else(|| self.env.new_session_id());
         let ts = self.env.now_iso();
-        self.header = match self.dialect {
-            Dialect::Pi => entries::pi::header(&id, &ts, &self.cwd, parent_session),
-            Dialect::Omp => entries::omp::header(
-                &id,
-                &ts,
-                &self.cwd,
-                entries::omp::HeaderExtra { parent_session: parent_session.map(str::to_owned), ..Default::default() },
-            ),
+        self.header = match self.dialect() {
+            Dialect::Pi => entries::pi::header(&id, &ts, &self.cwd, options.parent_session.as_deref()),
+            Dialect::Omp => {
+                let dirs: Vec<String> =
+                    options.additional_directories.iter().filter(|d| **d != self.cwd).cloned().collect();
+                entries::omp::header(
+                    &id,
+                    &ts,
+                    &self.cwd,
+                    entries::omp::HeaderExtra {
+                        parent_session: options.parent_session.clone(),
+                        provider_prompt_cache_key: options.provider_prompt_cache_key.clone(),
+                        additional_directories: dirs,
+                    },
+                )
+            }
         };
-        self.slot = (self.dialect == Dialect::Omp).then(|| TitleSlot {
+        self.slot = (self.dialect() == Dialect::Omp).then(|| TitleSlot {
             title: String::new(),
             source: None,
             updated_at: ts.clone(),
         });
-        self.tree = SessionTree::new(self.dialect, Vec::new());
+        self.tree = SessionTree::new(self.dialect(), Vec::new());
         self.has_conversation = false;
-        self.flushed = false;
-        self.file_is_current = false;
-        self.rewrite_required = false;
-        self.expected_size = None;
-        self.force_file_creation = false;
+        self.persistence = Persistence::new(self.dialect());
+        self.failure = None;
         self.file = match (&self.session_dir, self.persist) {
             (Some(dir), true) => Some(dir.join(format!("{}_{id}.jsonl", timestamp::file_safe(&ts)))),
             _ => None,
         };
-        Ok(self.file.clone())
+        Ok(())
     }
 
     /// Starts a new session at `path`; with `write_now`, publishes its header at once,
     /// atomically, over a file of exactly `found` bytes (`None`: no file).
     fn fresh_at(&mut self, path: &Path, write_now: bool, found: Option<u64>) -> Result<()> {
         let dir = self.session_dir.clone();
-        self.new_session(None, None)?;
+        self.start_session(&NewSessionOptions::default())?;
         self.session_dir = dir;
         self.file = Some(path.to_path_buf());
         if write_now {
             let expected = found.map_or(ExpectedSize::Missing, ExpectedSize::Bytes);
             let size = self.publish(path, expected)?;
-            match self.dialect {
-                Dialect::Pi => self.flushed = true,
-                Dialect::Omp => {
-                    self.expected_size = Some(size);
-                    self.file_is_current = true;
-                    self.force_file_creation = true;
+            match &mut self.persistence {
+                Persistence::Pi(pi) => pi.flushed = true,
+                Persistence::Omp(omp) => {
+                    omp.expected_size = Some(size);
+                    omp.file_is_current = true;
+                    omp.force_file_creation = true;
                 }
             }
         }
         Ok(())
+    }
+
+    /// Writes the terminal breadcrumb of this omp session (see [`Env::write_breadcrumb`]).
+    pub(crate) fn breadcrumb(&self, fresh: bool) {
+        if self.dialect() != Dialect::Omp || !self.persist || self.read_only {
+            return;
+        }
+        if let Some(file) = &self.file {
+            self.env.write_breadcrumb(&self.cwd, file, fresh);
+        }
     }
 
     fn load_file(&mut self, path: &Path, must_exist: bool) -> Result<LoadReport> {
@@ -269,22 +441,22 @@ impl SessionManager {
                 return Err(SessionError::NotFound { path: path.to_path_buf() });
             }
             // Missing: a new session at this exact path (omp writes it at once).
-            let now = self.dialect == Dialect::Omp;
+            let now = self.dialect() == Dialect::Omp;
             self.fresh_at(path, now, None)?;
             report.wrote = now;
             return Ok(report);
         };
-        let parsed = storage.read_parsed(path, self.dialect)?;
-        match parsed.header_check(self.dialect) {
+        let parsed = storage.read_parsed(path, self.dialect())?;
+        match parsed.header_check(self.dialect()) {
             HeaderCheck::Valid { .. } => {}
-            HeaderCheck::Empty if self.dialect == Dialect::Omp || stat.size == 0 => {
+            HeaderCheck::Empty if self.dialect() == Dialect::Omp || stat.size == 0 => {
                 report.reinitialised = true;
                 report.wrote = write;
                 self.fresh_at(path, write, Some(stat.size))?;
                 return Ok(report);
             }
             _ => {
-                return Err(match self.dialect {
+                return Err(match self.dialect() {
                     Dialect::Pi => SessionError::InvalidPiSession { path: path.to_path_buf() },
                     Dialect::Omp => SessionError::CannotResume { path: path.to_path_buf() },
                 });
@@ -293,7 +465,7 @@ impl SessionManager {
         self.file = Some(path.to_path_buf());
         self.diagnostics = parsed.diagnostics;
         let mut records = parsed.records;
-        if self.dialect == Dialect::Pi && !parsed.ends_with_newline {
+        if self.dialect() == Dialect::Pi && !parsed.ends_with_newline {
             if write {
                 storage.append(path, b"\n")?;
                 report.wrote = true;
@@ -301,7 +473,7 @@ impl SessionManager {
             report.repaired_final_newline = true;
         }
         let migration = session_migrate::migrate(&mut records, &mut || {
-            ids::new_entry_id(self.dialect, &mut rand::rng(), |_| false)
+            ids::new_entry_id(self.dialect(), &mut rand::rng(), |_| false)
         });
         report.migrated = migration.ran();
         if report.migrated {
@@ -309,15 +481,15 @@ impl SessionManager {
         }
         let header = records.remove(0);
         if let Some(cwd) = header.get_str("cwd")
-            && !(self.dialect == Dialect::Pi && cwd.is_empty())
+            && !(self.dialect() == Dialect::Pi && cwd.is_empty())
         {
             self.cwd = cwd.to_owned();
         }
-        match self.dialect {
+        match self.dialect() {
             Dialect::Pi => {
                 self.header = header;
                 self.replace_entries(records, None);
-                self.flushed = true;
+                self.persistence = Persistence::Pi(PiState { flushed: true });
                 // An unrecognised version counts as migrated but changes no byte: pi
                 // would rewrite the same file on every open; we write nothing.
                 if migration.changed() && write {
@@ -335,10 +507,13 @@ impl SessionManager {
                 self.header = fold_slot(&header, parsed.title_slot.as_ref());
                 let records = self.resolve_blobs(records);
                 self.replace_entries(records, None);
-                self.expected_size = Some(parsed.byte_len as u64);
-                self.file_is_current = true;
-                self.force_file_creation = true;
-                self.rewrite_required = report.migrated || parsed.malformed > 0;
+                self.persistence = Persistence::Omp(OmpState {
+                    file_is_current: true,
+                    force_file_creation: true,
+                    rewrite_required: report.migrated || parsed.malformed > 0,
+                    expected_size: Some(parsed.byte_len as u64),
+                    in_batch: false,
+                });
             }
         }
         Ok(report)
@@ -365,7 +540,7 @@ impl SessionManager {
 
     fn counts_as_conversation(&self, r: &Record) -> bool {
         matches!(
-            (self.dialect, r.message_role()),
+            (self.dialect(), r.message_role()),
             (Dialect::Pi, Some("user" | "assistant")) | (Dialect::Omp, Some("assistant"))
         )
     }
@@ -374,7 +549,7 @@ impl SessionManager {
 
     /// Returns the dialect.
     pub fn dialect(&self) -> Dialect {
-        self.dialect
+        self.persistence.dialect()
     }
 
     /// Returns the header (omp: with the title slot folded in).
@@ -412,6 +587,16 @@ impl SessionManager {
         &mut self.tree
     }
 
+    /// Returns the environment the session runs on.
+    pub fn env(&self) -> &Env {
+        &self.env
+    }
+
+    /// Returns the session directory new files of this manager go to (`None` in memory).
+    pub fn session_dir(&self) -> Option<&Path> {
+        self.session_dir.as_deref()
+    }
+
     /// Returns what the parser reported while loading the file.
     pub fn diagnostics(&self) -> &[Diagnostic] {
         &self.diagnostics
@@ -419,7 +604,7 @@ impl SessionManager {
 
     /// Returns the session name: pi's latest `session_info`, omp's title.
     pub fn session_name(&self) -> Option<String> {
-        match self.dialect {
+        match self.dialect() {
             Dialect::Pi => self.tree.session_info_name(),
             Dialect::Omp => self.header.get_str("title").filter(|t| !t.is_empty()).map(str::to_owned),
         }
@@ -428,12 +613,20 @@ impl SessionManager {
     // ------------------------------------------------------------------ appends
 
     fn next_base(&self) -> Base {
-        let id = ids::new_entry_id(self.dialect, &mut rand::rng(), |id| self.tree.contains_id(id));
+        let id = ids::new_entry_id(self.dialect(), &mut rand::rng(), |id| self.tree.contains_id(id));
         Base { id, parent_id: self.tree.next_parent().map(str::to_owned), timestamp: self.env.now_iso() }
     }
 
     /// Appends a record built by `build` (given the next id, parent and timestamp),
-    /// persists it, and returns its id. On a write failure the append is undone.
+    /// persists it, and returns its id.
+    ///
+    /// pi: on a write failure the append is undone and the error returned. omp (which
+    /// never throws from an append): the entry is kept, the error latched
+    /// ([`SessionManager::persistence_error`], returned by [`SessionManager::flush`]) and
+    /// `Ok` returned; the next append rewrites the whole file, which clears the latch when
+    /// it works. A write conflict (the file changed under another writer) is returned and
+    /// undoes the append in both dialects, and keeps failing: the session never clobbers
+    /// the other writer's lines.
     pub fn append_with(&mut self, build: impl FnOnce(&Base) -> Record) -> Result<String> {
         let base = self.next_base();
         let record = build(&base);
@@ -441,7 +634,27 @@ impl SessionManager {
         Ok(base.id)
     }
 
+    /// [`SessionManager::append_with`] that undoes the append and returns the error when
+    /// its write fails, in both dialects (omp's renames rethrow).
+    pub(crate) fn append_with_strict(&mut self, build: impl FnOnce(&Base) -> Record) -> Result<String> {
+        let base = self.next_base();
+        let record = build(&base);
+        self.append_record_as(record, false)?;
+        Ok(base.id)
+    }
+
     fn append_record(&mut self, record: Record) -> Result<()> {
+        self.append_record_as(record, self.dialect() == Dialect::Omp)
+    }
+
+    /// Appends `record` and persists it. `lenient` is omp's never-throw append: a write
+    /// that fails keeps the entry in memory, latches the error (the first one wins) and
+    /// returns `Ok`; the next append rewrites the whole file and, when that works,
+    /// clears the latch. A write conflict (the file changed under another writer) and a
+    /// read-only manager still undo the append and return the error. Otherwise (pi, and
+    /// omp's renames) a failed write undoes the append and returns the error.
+    fn append_record_as(&mut self, record: Record, lenient: bool) -> Result<()> {
+        self.writable()?;
         let previous_leaf = self.tree.leaf_id().map(str::to_owned);
         let conversation_before = self.has_conversation;
         if !self.has_conversation && self.counts_as_conversation(&record) {
@@ -450,55 +663,90 @@ impl SessionManager {
         // The tree and the write share the record (an `Arc`): no copy of the line.
         let written = record.clone();
         self.tree.append(record)?;
-        if let Err(e) = self.persist_appended(&written.line()) {
-            if e.landed() {
-                // In the file (not yet durable): kept, and the error says so.
-                return Err(e);
+        let Err(e) = self.persist_appended(&written.line()) else {
+            return Ok(());
+        };
+        if lenient && !is_conflict(&e) {
+            self.note_failure(&e);
+            if let Persistence::Omp(omp) = &mut self.persistence
+                && !e.landed()
+            {
+                omp.file_is_current = false;
+                omp.rewrite_required = true;
             }
-            self.tree.pop_last(previous_leaf);
-            self.has_conversation = conversation_before;
+            return Ok(());
+        }
+        if e.landed() {
+            // In the file (not yet durable): kept, and the error says so.
             return Err(e);
         }
-        Ok(())
+        self.tree.pop_last(previous_leaf);
+        self.has_conversation = conversation_before;
+        Err(e)
+    }
+
+    /// Latches `e` as the session's persistence failure unless one is latched already.
+    fn note_failure(&mut self, e: &SessionError) {
+        if self.failure.is_none() {
+            self.failure = Some(copy_error(e, self.file.as_deref()));
+        }
+    }
+
+    /// Returns the latched persistence failure: the first write error since the last
+    /// successful full rewrite (omp), or of the append writer (pi). omp's appends do not
+    /// return it ([`SessionManager::append_message`] and the others return `Ok` and keep
+    /// the entry); [`SessionManager::flush`] and [`SessionManager::flush_sync`] do.
+    pub fn persistence_error(&self) -> Option<&SessionError> {
+        self.failure.as_ref()
     }
 
     fn persist_appended(&mut self, line: &str) -> Result<()> {
-        self.writable()?;
         if !self.persist || self.file.is_none() {
             return Ok(());
         }
-        match self.dialect {
-            Dialect::Pi => {
-                if !self.flushed {
-                    if !self.has_conversation {
+        let has_conversation = self.has_conversation;
+        let latched = self.failure.is_some();
+        match &mut self.persistence {
+            Persistence::Pi(pi) => {
+                if !pi.flushed {
+                    if !has_conversation {
                         return Ok(());
                     }
                     // pi creates the file exclusively (`wx`); we publish it atomically with
                     // the same must-not-exist check, so a crash or a full disk never
                     // leaves a partial file that would block every later first write.
                     let published = self.publish_current(ExpectedSize::Missing);
-                    if published.as_ref().map_or_else(SessionError::landed, |_| true) {
-                        self.flushed = true;
+                    if published.as_ref().map_or_else(SessionError::landed, |_| true)
+                        && let Persistence::Pi(pi) = &mut self.persistence
+                    {
+                        pi.flushed = true;
                     }
                     return published.map(|_| ());
                 }
                 self.append_line(line)
             }
-            Dialect::Omp => {
-                if self.failure.is_some() {
-                    // A latched failure: the full rewrite is the writability probe.
-                    self.rewrite_required = true;
-                }
-                if !(self.force_file_creation || self.file_is_current || self.has_conversation) {
-                    self.file_is_current = false;
+            Persistence::Omp(omp) => {
+                if omp.in_batch {
+                    // Staged: the batch's one atomic rewrite writes it.
+                    omp.rewrite_required = true;
                     return Ok(());
                 }
-                if !self.file_is_current || self.rewrite_required {
+                if latched {
+                    // A latched failure: the full rewrite is the writability probe.
+                    omp.rewrite_required = true;
+                }
+                if !(omp.force_file_creation || omp.file_is_current || has_conversation) {
+                    omp.file_is_current = false;
+                    return Ok(());
+                }
+                if !omp.file_is_current || omp.rewrite_required {
                     return self.rewrite_omp();
                 }
-                let line = persist_line(self.dialect, &self.env, line)?;
+                let line = persist_line(Dialect::Omp, &self.env, line)?;
                 self.append_line(&line)?;
-                self.expected_size = self.expected_size.map(|s| s + line.len() as u64 + 1);
+                if let Persistence::Omp(omp) = &mut self.persistence {
+                    omp.expected_size = omp.expected_size.map(|s| s + line.len() as u64 + 1);
+                }
                 Ok(())
             }
         }
@@ -513,15 +761,30 @@ impl SessionManager {
         self.line_buf.clear();
         self.line_buf.extend_from_slice(line.as_bytes());
         self.line_buf.push(b'\n');
-        writer.append(&self.line_buf).map_err(|e| {
-            self.failure.get_or_insert_with(|| e.to_string());
-            SessionError::Store(e)
-        })
+        match writer.append(&self.line_buf) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                if self.dialect() == Dialect::Omp {
+                    // omp's writer is opened afresh after a failure; pi's stays failed.
+                    self.close_writer();
+                }
+                let e = SessionError::Store(e);
+                self.note_failure(&e);
+                Err(e)
+            }
+        }
     }
 
+    /// Rewrites the whole omp session at its file, atomically, guarded by the size last
+    /// seen. Success (or a replace that landed without its directory sync) clears the
+    /// latched failure; a failure latches it and leaves the file to the next rewrite.
     fn rewrite_omp(&mut self) -> Result<()> {
         self.close_writer();
-        let expected = match self.expected_size {
+        let Persistence::Omp(omp) = &self.persistence else {
+            return Err(wrong_dialect("a full omp rewrite", Dialect::Pi));
+        };
+        let fresh_file = omp.expected_size.is_none();
+        let expected = match omp.expected_size {
             Some(n) => ExpectedSize::Bytes(n),
             None => ExpectedSize::Missing,
         };
@@ -531,20 +794,29 @@ impl SessionManager {
             Err(SessionError::Store(e)) => e.landed(),
             Err(_) => None,
         };
-        if let Some(size) = landed {
-            // The file is ours now, synced or not: the next write builds on it.
-            self.expected_size = Some(size);
-            self.file_is_current = true;
-            self.rewrite_required = false;
+        if let Persistence::Omp(omp) = &mut self.persistence {
+            if let Some(size) = landed {
+                // The file is ours now, synced or not: the next write builds on it.
+                omp.expected_size = Some(size);
+                omp.file_is_current = true;
+                omp.rewrite_required = false;
+            } else {
+                omp.file_is_current = false;
+                omp.rewrite_required = true;
+            }
+        }
+        if landed.is_some() {
             self.failure = None;
+            if fresh_file {
+                // The session has materialised: its breadcrumb is no longer `fresh`.
+                self.breadcrumb(false);
+            }
         }
         match published {
             Ok(_) => Ok(()),
             Err(e) if landed.is_some() => Err(e),
             Err(e) => {
-                self.file_is_current = false;
-                self.rewrite_required = true;
-                self.failure.get_or_insert_with(|| e.to_string());
+                self.note_failure(&e);
                 Err(e)
             }
         }
@@ -553,7 +825,7 @@ impl SessionManager {
     /// The whole-file view of this session: what a full write puts on disk.
     fn body(&self) -> Body<'_> {
         Body {
-            dialect: self.dialect,
+            dialect: self.dialect(),
             env: &self.env,
             header: &self.header,
             slot: self.slot.as_ref(),
@@ -581,14 +853,19 @@ impl SessionManager {
     }
 
     /// Writes any buffered appends and returns the first write error, if one happened.
+    ///
+    /// omp: the latched failure ([`SessionManager::persistence_error`]) is returned until
+    /// a full rewrite succeeds (the next append tries one).
     pub fn flush(&mut self) -> Result<()> {
-        if let Some(w) = self.writer.as_mut() {
-            w.flush()?;
+        if let Some(w) = self.writer.as_mut()
+            && let Err(e) = w.flush()
+        {
+            let e = SessionError::Store(e);
+            self.note_failure(&e);
+            return Err(e);
         }
         match &self.failure {
-            Some(message) => {
-                Err(SessionError::DiskFailure { path: self.file.clone().unwrap_or_default(), message: message.clone() })
-            }
+            Some(e) => Err(copy_error(e, self.file.as_deref())),
             None => Ok(()),
         }
     }
@@ -600,8 +877,9 @@ impl SessionManager {
     /// since just before the write); the file keeps its mode.
     pub fn rewrite_entries(&mut self) -> Result<()> {
         self.writable()?;
+        self.not_in_batch()?;
         let path = self.file.clone().ok_or_else(|| SessionError::NotFound { path: PathBuf::new() })?;
-        match self.dialect {
+        match self.dialect() {
             Dialect::Omp => self.rewrite_omp(),
             Dialect::Pi => {
                 self.close_writer();
@@ -610,7 +888,7 @@ impl SessionManager {
                     None => ExpectedSize::Missing,
                 };
                 self.publish_current(expected)?;
-                self.flushed = true;
+                self.persistence = Persistence::Pi(PiState { flushed: true });
                 Ok(())
             }
         }
@@ -682,7 +960,13 @@ impl SessionManager {
     /// Whether the next omp append goes to the end of the current file (rather than
     /// into a full rewrite, or nowhere while the file waits for its first write).
     pub(crate) fn appends_in_place(&self) -> bool {
-        self.persist && self.file.is_some() && self.file_is_current && !self.rewrite_required && self.failure.is_none()
+        let Persistence::Omp(omp) = &self.persistence else { return false };
+        self.persist
+            && self.file.is_some()
+            && omp.file_is_current
+            && !omp.rewrite_required
+            && !omp.in_batch
+            && self.failure.is_none()
     }
 
     /// Persists a changed title slot after an append in place: the slot is written
@@ -704,7 +988,11 @@ impl SessionManager {
     /// times.
     fn overwrite_slot(&self) -> Result<bool> {
         const LOOKS: usize = 8;
-        let (Some(path), Some(_), Some(slot)) = (self.file.as_deref(), self.expected_size, self.slot.as_ref()) else {
+        let expected_size = match &self.persistence {
+            Persistence::Omp(omp) => omp.expected_size,
+            Persistence::Pi(_) => None,
+        };
+        let (Some(path), Some(_), Some(slot)) = (self.file.as_deref(), expected_size, self.slot.as_ref()) else {
             return Ok(false);
         };
         let line = slot.to_line()?;
@@ -745,6 +1033,7 @@ impl SessionManager {
     /// the new file (`None` in memory).
     pub fn create_branched_session(&mut self, leaf_id: &str) -> Result<Option<PathBuf>> {
         self.writable()?;
+        self.not_in_batch()?;
         let path: Vec<Record> = self.tree.get_branch(Some(leaf_id)).into_iter().cloned().collect();
         if path.is_empty() {
             return Err(SessionError::EntryNotFound { id: leaf_id.to_owned() });
@@ -758,7 +1047,7 @@ impl SessionManager {
         let id = self.env.new_session_id();
         let ts = self.env.now_iso();
         let mut kept: Vec<Record> = Vec::with_capacity(path.len());
-        match self.dialect {
+        match self.dialect() {
             Dialect::Pi => {
                 // Re-chain around dropped labels; remap compactions that kept from a label.
                 let mut replaced_by: Vec<(String, Option<String>)> = Vec::new();
@@ -842,9 +1131,9 @@ impl SessionManager {
                 continue;
             }
             let new_id =
-                ids::new_entry_id(self.dialect, &mut rand::rng(), |i| kept_ids.contains(i) || new_ids.contains(i));
+                ids::new_entry_id(self.dialect(), &mut rand::rng(), |i| kept_ids.contains(i) || new_ids.contains(i));
             new_ids.insert(new_id.clone());
-            let ts_label = match self.dialect {
+            let ts_label = match self.dialect() {
                 Dialect::Pi => label_ts.unwrap_or_else(|| ts.clone()),
                 Dialect::Omp => self.env.now_iso(),
             };
@@ -858,7 +1147,7 @@ impl SessionManager {
         drop(kept_ids);
         kept.extend(new_labels);
         self.close_writer();
-        self.slot = (self.dialect == Dialect::Omp).then(|| TitleSlot {
+        self.slot = (self.dialect() == Dialect::Omp).then(|| TitleSlot {
             title: self.header.get_str("title").unwrap_or_default().to_owned(),
             source: self.header.get_str("titleSource").map(str::to_owned),
             updated_at: ts.clone(),
@@ -869,28 +1158,34 @@ impl SessionManager {
             dir.join(format!("{}_{id}.jsonl", timestamp::file_safe(&ts)))
         });
         // pi writes the new file only once it holds a conversation; omp always does.
-        let write_to = new_file.as_deref().filter(|_| self.dialect == Dialect::Omp || has_conversation);
+        let write_to = new_file.as_deref().filter(|_| self.dialect() == Dialect::Omp || has_conversation);
         let published = self.replace_entries(kept, write_to);
         let Some(new_file) = new_file else {
             return Ok(None);
         };
         self.file = Some(new_file.clone());
-        match self.dialect {
+        self.failure = None;
+        match self.dialect() {
             Dialect::Pi => {
-                self.flushed = false;
+                self.persistence = Persistence::Pi(PiState::default());
                 if let Some(written) = published {
                     written?;
-                    self.flushed = true;
+                    self.persistence = Persistence::Pi(PiState { flushed: true });
                 }
             }
             Dialect::Omp => {
-                self.rewrite_required = false;
-                self.force_file_creation = true;
-                self.expected_size = None;
+                self.persistence = Persistence::Omp(OmpState {
+                    force_file_creation: true,
+                    file_is_current: true,
+                    ..OmpState::default()
+                });
                 if let Some(written) = published {
-                    self.expected_size = Some(written?);
+                    let size = written?;
+                    if let Persistence::Omp(omp) = &mut self.persistence {
+                        omp.expected_size = Some(size);
+                    }
                 }
-                self.file_is_current = true;
+                self.breadcrumb(false);
             }
         }
         Ok(Some(new_file))
@@ -906,7 +1201,8 @@ impl SessionManager {
     fn replace_entries(&mut self, entries: Vec<Record>, target: Option<&Path>) -> Option<Result<u64>> {
         debug_assert!(target.is_none() || entries.iter().all(SessionTree::keeps));
         self.has_conversation = entries.iter().any(|r| self.counts_as_conversation(r));
-        let old = std::mem::replace(&mut self.tree, SessionTree::new(self.dialect, Vec::new()));
+        let dialect = self.dialect();
+        let old = std::mem::replace(&mut self.tree, SessionTree::new(dialect, Vec::new()));
         let (tree, written) = self.publish_while_indexing(entries, target, old);
         self.tree = tree;
         written
@@ -923,10 +1219,10 @@ impl SessionManager {
         /// Below this many entries a thread costs more than it saves.
         const PARALLEL_FROM: usize = 2_000;
         let Some(path) = target else {
-            return (SessionTree::new(self.dialect, entries), None);
+            return (SessionTree::new(self.dialect(), entries), None);
         };
         let body = Body {
-            dialect: self.dialect,
+            dialect: self.dialect(),
             env: &self.env,
             header: &self.header,
             slot: self.slot.as_ref(),
@@ -934,98 +1230,39 @@ impl SessionManager {
         };
         if entries.len() < PARALLEL_FROM {
             let written = body.publish(path, ExpectedSize::Missing);
-            return (SessionTree::new(self.dialect, entries), Some(written));
+            return (SessionTree::new(self.dialect(), entries), Some(written));
         }
         std::thread::scope(|s| {
             let writer = s.spawn(|| body.publish(path, ExpectedSize::Missing));
-            let tree = SessionTree::new(self.dialect, entries.clone());
+            let tree = SessionTree::new(self.dialect(), entries.clone());
             drop(old);
             let written = writer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (tree, Some(written))
         })
     }
+}
 
-    /// Copies the whole session at `source` into a new session for `target_cwd` in
-    /// `session_dir` (`forkFrom`). The source is migrated in memory first and left
-    /// untouched on disk (pi repairs a missing final newline, as it does on any load).
-    pub fn fork_from(
-        dialect: Dialect,
-        source: &Path,
-        target_cwd: &str,
-        session_dir: &Path,
-        env: Env,
-    ) -> Result<SessionManager> {
-        let source = absolute(&env.process_cwd, source);
-        let storage = env.storage.clone();
-        let Some(_) = storage.stat(&source)? else {
-            return Err(match dialect {
-                Dialect::Pi => SessionError::ForkSourceInvalid { path: source },
-                Dialect::Omp => SessionError::ForkSourceNotFound { path: source },
-            });
-        };
-        let parsed = storage.read_parsed(&source, dialect)?;
-        if !matches!(parsed.header_check(dialect), HeaderCheck::Valid { .. }) {
-            return Err(SessionError::ForkSourceInvalid { path: source });
+/// Returns whether `e` is a write conflict: the file changed under another writer.
+pub(crate) fn is_conflict(e: &SessionError) -> bool {
+    matches!(e, SessionError::Store(StoreError::Conflict { .. }))
+}
+
+/// Returns [`SessionError::WrongDialect`] for `operation` on a `dialect` session.
+pub(crate) fn wrong_dialect(operation: &'static str, dialect: Dialect) -> SessionError {
+    SessionError::WrongDialect { operation, dialect }
+}
+
+/// Returns a copy of `e` to latch or to report again: storage errors as they are,
+/// anything else as a [`SessionError::DiskFailure`] of `path` with its message.
+pub(crate) fn copy_error(e: &SessionError, path: Option<&Path>) -> SessionError {
+    match e {
+        SessionError::Store(s) => SessionError::Store(s.clone()),
+        SessionError::DiskFailure { path, message } => {
+            SessionError::DiskFailure { path: path.clone(), message: message.clone() }
         }
-        if dialect == Dialect::Pi && !parsed.ends_with_newline {
-            storage.append(&source, b"\n")?;
+        other => {
+            SessionError::DiskFailure { path: path.unwrap_or(Path::new("")).to_path_buf(), message: other.to_string() }
         }
-        let mut records = parsed.records;
-        session_migrate::migrate(&mut records, &mut || ids::new_entry_id(dialect, &mut rand::rng(), |_| false));
-        let src_header = records.remove(0);
-        // Stray headers and nulls are not entries: the copy leaves them out.
-        records.retain(SessionTree::keeps);
-        storage.ensure_dir(session_dir)?;
-        let target_cwd_abs = absolute(&env.process_cwd, Path::new(target_cwd)).to_string_lossy().into_owned();
-        let mut m = SessionManager::blank(dialect, env, target_cwd_abs.clone(), Some(session_dir.to_path_buf()), true);
-        let id = m.env.new_session_id();
-        let ts = m.env.now_iso();
-        let file = session_dir.join(format!("{}_{id}.jsonl", timestamp::file_safe(&ts)));
-        match dialect {
-            Dialect::Pi => {
-                m.header = entries::pi::header(&id, &ts, &target_cwd_abs, Some(&source.to_string_lossy()));
-                m.file = Some(file.clone());
-                m.replace_entries(records, Some(&file)).unwrap_or(Ok(0))?;
-                m.flushed = true;
-            }
-            Dialect::Omp => {
-                let src_id = src_header.id().unwrap_or_default().to_owned();
-                let folded = fold_slot(&src_header, parsed.title_slot.as_ref());
-                let mut h = serde_json::Map::new();
-                h.insert("type".into(), "session".into());
-                h.insert("version".into(), 3.into());
-                h.insert("id".into(), id.clone().into());
-                h.insert("timestamp".into(), ts.clone().into());
-                h.insert("cwd".into(), target_cwd_abs.clone().into());
-                h.insert("parentSession".into(), src_id.clone().into());
-                let key = folded.get_str("providerPromptCacheKey").map_or(src_id.clone(), str::to_owned);
-                h.insert("providerPromptCacheKey".into(), key.into());
-                for k in ["title", "titleSource"] {
-                    if let Some(v) = folded.get(k) {
-                        h.insert(k.into(), v.clone());
-                    }
-                }
-                if let Some(Value::Array(dirs)) = folded.get("additionalDirectories") {
-                    let dirs: Vec<Value> =
-                        dirs.iter().filter(|d| d.as_str() != Some(target_cwd_abs.as_str())).cloned().collect();
-                    if !dirs.is_empty() {
-                        h.insert("additionalDirectories".into(), Value::Array(dirs));
-                    }
-                }
-                m.header = Record::from_value(Value::Object(h));
-                m.slot = Some(TitleSlot {
-                    title: folded.get_str("title").unwrap_or_default().to_owned(),
-                    source: folded.get_str("titleSource").map(str::to_owned),
-                    updated_at: ts.clone(),
-                });
-                let records = m.resolve_blobs(records);
-                m.file = Some(file.clone());
-                m.force_file_creation = true;
-                m.expected_size = Some(m.replace_entries(records, Some(&file)).unwrap_or(Ok(0))?);
-                m.file_is_current = true;
-            }
-        }
-        Ok(m)
     }
 }
 

@@ -59,6 +59,12 @@ impl Storage for RequiredOnly {
     fn list(&self, dir: &Path) -> Result<Vec<String>, StoreError> {
         self.0.list(dir)
     }
+    fn read_dir(&self, dir: &Path) -> Result<Vec<session_store::DirEntry>, StoreError> {
+        self.0.read_dir(dir)
+    }
+    fn remove_empty_dir(&self, dir: &Path) -> Result<(), StoreError> {
+        self.0.remove_empty_dir(dir)
+    }
     fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError> {
         self.0.read(path)
     }

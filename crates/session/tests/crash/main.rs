@@ -102,7 +102,8 @@ fn dialect_of(variant: &str) -> Dialect {
 
 /// The environment of the writers (`durability`) and of the checks (none).
 fn env(dir: &Path, durability: Durability) -> Env {
-    Env { process_cwd: dir.to_path_buf(), ..Env::files() }
+    Env::bare(std::sync::Arc::new(session::store::FileStorage::new()))
+        .with_process_cwd(dir)
         .with_blobs(BlobStore::open(dir.join("blobs")))
         .with_durability(durability)
 }

@@ -121,6 +121,8 @@ impl Rig {
             blobs: Some(self.blobs.clone()),
             durability: self.durability,
             process_cwd: self.root.clone(),
+            dirs: None,
+            terminal_id: None,
         }
     }
 
@@ -240,6 +242,8 @@ impl View {
             blobs: Some(self.blobs.clone()),
             durability: Durability::None,
             process_cwd: self.to.clone(),
+            dirs: None,
+            terminal_id: None,
         }
     }
 

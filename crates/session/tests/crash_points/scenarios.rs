@@ -187,6 +187,8 @@ fn append_one(rig: &Rig, m: &mut SessionManager, p: &mut Promises, s: usize, i: 
         _ => m.append_model_change_pi("p", &format!("m{i}")),
     };
     let id = match result {
+        // omp's appends never throw: a failed write is latched instead.
+        Ok(_) if let Some(e) = m.persistence_error() => return outcome_of(rig, e),
         Ok(id) => id,
         Err(e) => return outcome_of(rig, e),
     };
@@ -236,7 +238,13 @@ fn append_many(rig: &Rig, m: &mut SessionManager, p: &mut Promises, s: usize, fi
         // has healed when one is.
         let mut healed = false;
         for probe in 0..2 {
-            match m.append_message(assistant(&format!("probe {probe}"))) {
+            // omp's appends never throw: a failed write is latched instead.
+            let probed =
+                m.append_message(assistant(&format!("probe {probe}"))).and_then(|id| match m.persistence_error() {
+                    Some(e) => Err(session::SessionError::DiskFailure { path: PathBuf::new(), message: e.to_string() }),
+                    None => Ok(id),
+                });
+            match probed {
                 Ok(id) => {
                     p.sessions[s].written(&id);
                     healed = true;
@@ -389,6 +397,10 @@ fn migration(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), di
             p.sessions[s].held(id);
         }
         let id = step!(rig, m.append_custom_entry("after-migration", None));
+        // omp's appends never throw: a failed write is latched instead.
+        if let Some(e) = m.persistence_error() {
+            return died(rig, e);
+        }
         p.sessions[s].written(&id);
     }
     if !append_many(rig, &mut m, p, s, 2, size + 1)? {

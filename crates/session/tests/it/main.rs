@@ -2,6 +2,8 @@
 
 mod context;
 mod layering;
+mod lifecycle;
+mod lifecycle_model;
 pub(crate) mod manager;
 mod races;
 mod readonly;

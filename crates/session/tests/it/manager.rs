@@ -32,7 +32,7 @@ impl Drop for TempDir {
 }
 
 fn env_in(dir: &Path) -> Env {
-    Env { process_cwd: dir.to_path_buf(), ..Env::files() }
+    Env::bare(std::sync::Arc::new(session::store::FileStorage::new())).with_process_cwd(dir)
 }
 
 fn user(text: &str) -> serde_json::Value {
@@ -223,7 +223,7 @@ fn fork_migrates_the_copy_and_leaves_the_source() -> Result<()> {
 #[test]
 fn every_entry_type_round_trips_through_a_file() -> Result<()> {
     let storage = Arc::new(MemoryStorage::new());
-    let env = Env { storage: storage.clone(), ..Env::files() };
+    let env = Env { storage: storage.clone(), ..Env::memory() };
     let dir = Path::new("/mem/sessions");
     for dialect in [Dialect::Pi, Dialect::Omp] {
         let mut m = SessionManager::create(dialect, "/p", dir, env.clone())?;

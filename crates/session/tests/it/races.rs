@@ -14,7 +14,7 @@ use crate::manager::TempDir;
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 fn env_in(dir: &Path) -> Env {
-    Env { process_cwd: dir.to_path_buf(), ..Env::files() }
+    Env::bare(std::sync::Arc::new(session::store::FileStorage::new())).with_process_cwd(dir)
 }
 
 /// How many `title_change` entries of the file carry `title`.

@@ -46,7 +46,7 @@ fn snapshot(dir: &Path) -> Result<Vec<FileState>> {
 }
 
 fn env_in(dir: &Path) -> Env {
-    Env { process_cwd: dir.to_path_buf(), ..Env::files() }
+    Env::bare(std::sync::Arc::new(session::store::FileStorage::new())).with_process_cwd(dir)
 }
 
 #[test]

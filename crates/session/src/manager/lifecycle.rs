@@ -1,0 +1,861 @@
+//! omp's session lifecycle beyond appends: materialising (`ensure_on_disk`,
+//! `flush_sync`), atomic batches, switching and dropping files, forks, copies, moves;
+//! and pi's extra constructors.
+//!
+//! Every operation here either completes or changes nothing durable: a fork or copy is
+//! published whole or not at all, a move is rolled back (renames undone, the header
+//! restored) when its rewrite fails.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use session_model::entries::{self, Base};
+use session_model::{Dialect, Record, TitleSlot, ids, timestamp};
+use session_store::{ExpectedSize, StoreError, artifacts_dir};
+use session_tree::SessionTree;
+
+use super::{OmpState, OpenMode, Persistence, PiState, SessionManager, absolute, copy_error, wrong_dialect};
+use crate::body::Body;
+use crate::{Env, SessionError};
+
+type Result<T> = std::result::Result<T, SessionError>;
+
+/// Options of [`SessionManager::fork_from_with`] (omp's `forkFrom` options).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ForkOptions {
+    /// Copies the source's artifacts directory beside the new file (default `true`).
+    pub copy_artifacts: bool,
+    /// The new session file; `None`: `<session dir>/<timestamp>_<id>.jsonl`.
+    pub session_file: Option<PathBuf>,
+    /// Zeroes the inherited cost (`usage.cost.*`, `usage.credits`,
+    /// `usage.premiumRequests`) of every copied entry.
+    pub reset_inherited_cost: bool,
+    /// Closes the tool calls left open by the active leaf's last assistant turn with
+    /// synthetic aborted tool results, chained after the leaf.
+    pub repair_interrupted_tail: bool,
+    /// Leaves the terminal breadcrumb alone (omp writes it by default).
+    pub suppress_breadcrumb: bool,
+}
+
+impl Default for ForkOptions {
+    fn default() -> ForkOptions {
+        ForkOptions {
+            copy_artifacts: true,
+            session_file: None,
+            reset_inherited_cost: false,
+            repair_interrupted_tail: false,
+            suppress_breadcrumb: false,
+        }
+    }
+}
+
+impl ForkOptions {
+    /// Returns these options with `session_file` as the new file.
+    pub fn session_file(mut self, path: &Path) -> ForkOptions {
+        self.session_file = Some(path.to_path_buf());
+        self
+    }
+
+    /// Returns these options with the artifacts copy on or off.
+    pub fn copy_artifacts(mut self, copy: bool) -> ForkOptions {
+        self.copy_artifacts = copy;
+        self
+    }
+
+    /// Returns these options with the breadcrumb left alone (`true`) or written.
+    pub fn suppress_breadcrumb(mut self, suppress: bool) -> ForkOptions {
+        self.suppress_breadcrumb = suppress;
+        self
+    }
+
+    /// Returns these options with the inherited cost zeroed (`true`) or kept.
+    pub fn reset_inherited_cost(mut self, reset: bool) -> ForkOptions {
+        self.reset_inherited_cost = reset;
+        self
+    }
+
+    /// Returns these options with an interrupted tail repaired (`true`) or kept.
+    pub fn repair_interrupted_tail(mut self, repair: bool) -> ForkOptions {
+        self.repair_interrupted_tail = repair;
+        self
+    }
+}
+
+impl SessionManager {
+    // ------------------------------------------------------------------ pi's constructors
+
+    /// Opens the session file at `path` as [`SessionManager::open`] does, with pi's
+    /// `open(path, sessionDir?, cwdOverride?)` arguments: later sessions of the manager
+    /// (new sessions, branches) go to `session_dir` (default: the file's directory,
+    /// created), and `cwd_override` is the manager's cwd (default: the header's), also
+    /// the cwd of a new session started at a missing path.
+    pub fn open_in(
+        dialect: Dialect,
+        path: &Path,
+        session_dir: Option<&Path>,
+        cwd_override: Option<&str>,
+        env: Env,
+    ) -> Result<SessionManager> {
+        let path = absolute(&env.process_cwd, path);
+        let dir = match session_dir {
+            Some(d) => absolute(&env.process_cwd, d),
+            None => path.parent().map(Path::to_path_buf).unwrap_or_default(),
+        };
+        env.storage.ensure_dir(&dir)?;
+        let cwd = cwd_override.map(|c| absolute(&env.process_cwd, Path::new(c)).to_string_lossy().into_owned());
+        let process_cwd = env.process_cwd.to_string_lossy().into_owned();
+        let mut m = SessionManager::blank(dialect, env, cwd.clone().unwrap_or(process_cwd), Some(dir), true);
+        m.load_report = m.load_file(&path, false)?;
+        if let Some(cwd) = cwd {
+            m.cwd = cwd;
+        }
+        m.breadcrumb(false);
+        Ok(m)
+    }
+
+    // ------------------------------------------------------------------ materialising
+
+    /// Makes sure the session's file exists and holds everything in memory (omp's
+    /// `ensureOnDisk`): from now on every entry is written, even before an assistant
+    /// message, and a file that is missing, migrated or behind is rewritten whole,
+    /// atomically. In memory it only opens the first-write gate.
+    pub fn ensure_on_disk(&mut self) -> Result<()> {
+        self.writable()?;
+        let latched = self.failure.is_some();
+        let Persistence::Omp(omp) = &mut self.persistence else {
+            return Err(wrong_dialect("ensure_on_disk", Dialect::Pi));
+        };
+        omp.force_file_creation = true;
+        if !self.persist || self.file.is_none() || omp.in_batch {
+            return Ok(());
+        }
+        if !omp.file_is_current || omp.rewrite_required || latched {
+            return self.rewrite_omp();
+        }
+        Ok(())
+    }
+
+    /// Makes what was appended reach the file before returning (omp's `flushSync`, for
+    /// exit paths).
+    ///
+    /// omp: returns the latched failure if there is one; when the file is current only
+    /// the writer is flushed (cheap for large sessions); otherwise the whole session is
+    /// rewritten now. Before the first-write gate opens nothing is written. Inside an
+    /// atomic batch it is [`SessionError::InBatch`]. pi: [`SessionManager::flush`].
+    pub fn flush_sync(&mut self) -> Result<()> {
+        let has_conversation = self.has_conversation;
+        let (current, gate) = match &self.persistence {
+            Persistence::Pi(_) => return self.flush(),
+            Persistence::Omp(omp) if omp.in_batch => return Err(SessionError::InBatch),
+            Persistence::Omp(omp) => (
+                omp.file_is_current && !omp.rewrite_required,
+                omp.force_file_creation || omp.file_is_current || has_conversation,
+            ),
+        };
+        if let Some(e) = &self.failure {
+            return Err(copy_error(e, self.file.as_deref()));
+        }
+        if !self.persist || self.file.is_none() || !gate {
+            return Ok(());
+        }
+        if current {
+            return self.flush();
+        }
+        self.writable()?;
+        self.rewrite_omp()
+    }
+
+    /// Runs `stage`, whose appends are staged in memory, then publishes them with one
+    /// atomic rewrite of the whole file (omp's `appendEntriesAtomically`): a reader sees
+    /// all of them or none.
+    ///
+    /// When `stage` fails, or the rewrite does, the staged entries are removed again
+    /// (the leaf restored), the remaining state is rewritten to repair the file (a
+    /// failure of that repair stays latched, see [`SessionManager::persistence_error`]),
+    /// and the error is returned. Before omp's first-write gate opens nothing is written.
+    /// omp only; batches do not nest ([`SessionError::InBatch`]).
+    ///
+    /// ```
+    /// use session::{Dialect, Env, SessionManager};
+    /// use serde_json::json;
+    /// # fn main() -> Result<(), session::SessionError> {
+    /// let dir = std::path::Path::new("/sessions");
+    /// let mut m = SessionManager::create(Dialect::Omp, "/work", dir, Env::memory())?;
+    /// m.ensure_on_disk()?;
+    /// let ids = m.append_entries_atomically(|m| {
+    ///     let call = m.append_message(json!({"role": "assistant", "content": [], "timestamp": 1}))?;
+    ///     let result = m.append_message(json!({"role": "toolResult", "toolCallId": "c", "content": [], "timestamp": 2}))?;
+    ///     Ok([call, result])
+    /// })?;
+    /// let file = m.session_file().unwrap().to_path_buf();
+    /// let again = SessionManager::open_read_only(Dialect::Omp, &file, m.env().clone())?;
+    /// assert!(ids.iter().all(|id| again.tree().get(id).is_some()));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn append_entries_atomically<T>(&mut self, stage: impl FnOnce(&mut SessionManager) -> Result<T>) -> Result<T> {
+        self.writable()?;
+        match &mut self.persistence {
+            Persistence::Pi(_) => return Err(wrong_dialect("append_entries_atomically", Dialect::Pi)),
+            Persistence::Omp(omp) if omp.in_batch => return Err(SessionError::InBatch),
+            Persistence::Omp(omp) => omp.in_batch = true,
+        }
+        let before_len = self.tree.entries().len();
+        let before_leaf = self.tree.leaf_id().map(str::to_owned);
+        let before_conversation = self.has_conversation;
+        let before_title = self.title_state();
+        let staged = stage(self);
+        let (gate, dirty) = match &mut self.persistence {
+            Persistence::Omp(omp) => {
+                omp.in_batch = false;
+                (omp.force_file_creation || omp.file_is_current || self.has_conversation, omp.rewrite_required)
+            }
+            Persistence::Pi(_) => (false, false),
+        };
+        let written = match staged {
+            Ok(value) if !self.persist || self.file.is_none() || !gate || !dirty => return Ok(value),
+            Ok(value) => match self.rewrite_omp() {
+                Ok(()) => return Ok(value),
+                Err(e) if e.landed() => return Err(e),
+                Err(e) => e,
+            },
+            Err(e) => e,
+        };
+        // Unstage: the entries go, and the file is repaired to the remaining state.
+        let kept = self.tree.entries()[..before_len.min(self.tree.entries().len())].to_vec();
+        self.tree = SessionTree::new(self.dialect(), kept);
+        match before_leaf {
+            Some(id) => {
+                let _ = self.tree.branch(&id);
+            }
+            None => self.tree.reset_leaf(),
+        }
+        self.has_conversation = before_conversation;
+        self.restore_title(before_title);
+        if let Persistence::Omp(omp) = &mut self.persistence {
+            omp.rewrite_required = true;
+        }
+        if self.persist && self.file.is_some() && gate {
+            // A failed repair stays latched; the next append retries it.
+            let _ = self.rewrite_omp();
+        }
+        Err(written)
+    }
+
+    // ------------------------------------------------------------------ switching files
+
+    /// Switches this manager to the session file at `path`, loading it as
+    /// [`SessionManager::open`] does (pi's and omp's `setSessionFile`). The session
+    /// directory stays; pi keeps the manager's cwd, omp takes the header's. On an error
+    /// the manager is unchanged.
+    pub fn set_session_file(&mut self, path: &Path) -> Result<()> {
+        self.writable()?;
+        self.not_in_batch()?;
+        let mut next = SessionManager::open_with(self.dialect(), path, self.env.clone(), OpenMode::AsAgent)?;
+        if self.session_dir.is_some() {
+            next.session_dir.clone_from(&self.session_dir);
+        }
+        if self.dialect() == Dialect::Pi {
+            next.cwd.clone_from(&self.cwd);
+        }
+        *self = next;
+        Ok(())
+    }
+
+    /// Deletes the session file at `path` with its artifacts directory and stale backups
+    /// (omp's `dropSession`); a missing file is fine. When it is this manager's own file,
+    /// the writer is closed first and the next write writes the whole session again.
+    pub fn drop_session(&mut self, path: &Path) -> Result<()> {
+        self.writable()?;
+        self.not_in_batch()?;
+        let path = absolute(&self.env.process_cwd, path);
+        if self.file.as_deref() == Some(path.as_path()) {
+            self.close_writer();
+            match &mut self.persistence {
+                Persistence::Pi(pi) => pi.flushed = false,
+                Persistence::Omp(omp) => {
+                    omp.file_is_current = false;
+                    omp.expected_size = None;
+                }
+            }
+        }
+        match self.env.storage.delete_with_artifacts(&path) {
+            Ok(()) | Err(StoreError::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    // ------------------------------------------------------------------ copies
+
+    /// Continues this session under a new id in a new file of the session directory
+    /// (omp's `fork`): every entry is kept, the header copies the title,
+    /// `parentSession` is the old id and `providerPromptCacheKey` the old key (or the
+    /// old id). The artifacts directory is copied first, then the file is published
+    /// whole (it must not exist); on a failure neither is left behind and the manager
+    /// is unchanged. The manager then writes to the new file, whose path it returns
+    /// (`None` in memory, where only the header changes).
+    ///
+    /// ```
+    /// use session::{Dialect, Env, SessionManager};
+    /// # fn main() -> Result<(), session::SessionError> {
+    /// let mut m = SessionManager::create(Dialect::Omp, "/work", std::path::Path::new("/s"), Env::memory())?;
+    /// m.append_message(serde_json::json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    /// let old_id = m.session_id().to_owned();
+    /// let file = m.fork()?.expect("a persisted session forks into a file");
+    /// assert_eq!(m.header().get_str("parentSession"), Some(old_id.as_str()));
+    /// assert_eq!(m.session_file(), Some(file.as_path()));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn fork(&mut self) -> Result<Option<PathBuf>> {
+        self.writable()?;
+        self.not_in_batch()?;
+        if self.dialect() != Dialect::Omp {
+            return Err(wrong_dialect("fork", Dialect::Pi));
+        }
+        let old_id = self.session_id().to_owned();
+        let key = self.header.get_str("providerPromptCacheKey").map_or_else(|| old_id.clone(), str::to_owned);
+        let id = self.env.new_session_id();
+        let ts = self.env.now_iso();
+        let mut h = Map::new();
+        h.insert("type".into(), "session".into());
+        h.insert("version".into(), 3.into());
+        h.insert("id".into(), id.clone().into());
+        for k in ["title", "titleSource"] {
+            if let Some(v) = self.header.get(k) {
+                h.insert(k.into(), v.clone());
+            }
+        }
+        h.insert("timestamp".into(), ts.clone().into());
+        h.insert("cwd".into(), self.cwd.clone().into());
+        if let Some(v) = self.header.get("additionalDirectories") {
+            h.insert("additionalDirectories".into(), v.clone());
+        }
+        h.insert("parentSession".into(), old_id.into());
+        h.insert("providerPromptCacheKey".into(), key.into());
+        let header = Record::from_value(Value::Object(h));
+        let slot = TitleSlot {
+            title: header.get_str("title").unwrap_or_default().to_owned(),
+            source: header.get_str("titleSource").map(str::to_owned),
+            updated_at: ts.clone(),
+        };
+        if !self.persist {
+            self.header = header;
+            self.slot = Some(slot);
+            return Ok(None);
+        }
+        let dir =
+            self.session_dir.clone().or_else(|| self.file.as_deref().and_then(Path::parent).map(Path::to_path_buf));
+        let dir = dir.ok_or_else(|| SessionError::NotFound { path: PathBuf::new() })?;
+        let new_file = dir.join(format!("{}_{id}.jsonl", timestamp::file_safe(&ts)));
+        let old_artifacts = self.file.as_deref().and_then(artifacts_dir);
+        let new_artifacts = artifacts_dir(&new_file);
+        let storage = self.env.storage.clone();
+        if let (Some(from), Some(to)) = (&old_artifacts, &new_artifacts)
+            && storage.exists(from)?
+        {
+            storage.copy_dir(from, to).inspect_err(|_| remove_copied_artifacts(&*storage, &new_file))?;
+        }
+        let body = Body {
+            dialect: Dialect::Omp,
+            env: &self.env,
+            header: &header,
+            slot: Some(&slot),
+            entries: self.tree.entries(),
+        };
+        let size = match body.publish(&new_file, ExpectedSize::Missing) {
+            Ok(size) => size,
+            Err(e) if e.landed() => 0,
+            Err(e) => {
+                remove_copied_artifacts(&*storage, &new_file);
+                return Err(e);
+            }
+        };
+        self.close_writer();
+        self.header = header;
+        self.slot = Some(slot);
+        self.file = Some(new_file.clone());
+        self.session_dir = Some(dir);
+        self.failure = None;
+        self.persistence = Persistence::Omp(OmpState {
+            file_is_current: true,
+            force_file_creation: true,
+            expected_size: Some(size),
+            ..OmpState::default()
+        });
+        self.breadcrumb(false);
+        Ok(Some(new_file))
+    }
+
+    /// Writes the current transcript (every entry) as a new session with a fresh id
+    /// into `session_dir` (default: this session's directory) and returns its file
+    /// (omp's `persistCopy`). The manager stays on its own session; the breadcrumb is
+    /// left alone. The copy is published whole or not at all.
+    pub fn persist_copy(&self, session_dir: Option<&Path>) -> Result<PathBuf> {
+        if self.dialect() != Dialect::Omp {
+            return Err(wrong_dialect("persist_copy", Dialect::Pi));
+        }
+        let dir = match session_dir {
+            Some(d) => absolute(&self.env.process_cwd, d),
+            None => self
+                .session_dir
+                .clone()
+                .or_else(|| self.file.as_deref().and_then(Path::parent).map(Path::to_path_buf))
+                .ok_or_else(|| SessionError::NoAgentDir { cwd: self.cwd.clone() })?,
+        };
+        self.env.storage.ensure_dir(&dir)?;
+        let id = self.env.new_session_id();
+        let ts = self.env.now_iso();
+        let extra = entries::omp::HeaderExtra {
+            parent_session: None,
+            provider_prompt_cache_key: self.header.get_str("providerPromptCacheKey").map(str::to_owned),
+            additional_directories: string_array(self.header.get("additionalDirectories")),
+        };
+        let header = entries::omp::header(&id, &ts, &self.cwd, extra);
+        let slot = TitleSlot { title: String::new(), source: None, updated_at: ts.clone() };
+        let file = dir.join(format!("{}_{id}.jsonl", timestamp::file_safe(&ts)));
+        let body = Body {
+            dialect: Dialect::Omp,
+            env: &self.env,
+            header: &header,
+            slot: Some(&slot),
+            entries: self.tree.entries(),
+        };
+        match body.publish(&file, ExpectedSize::Missing) {
+            Ok(_) => Ok(file),
+            Err(e) if e.landed() => Ok(file),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes an empty omp session for `cwd` (title slot and header `type, version, id,
+    /// timestamp, cwd`, the cwd resolved) into `session_dir`, or by default into the
+    /// cwd's bucket of the environment's agent directory, and returns its file (omp's
+    /// `createEmptySessionFile`). Published whole; the file must not exist.
+    pub fn create_empty_session_file(cwd: &str, session_dir: Option<&Path>, env: &Env) -> Result<PathBuf> {
+        let cwd = absolute(&env.process_cwd, Path::new(cwd)).to_string_lossy().into_owned();
+        let dir = match session_dir {
+            Some(d) => {
+                let d = absolute(&env.process_cwd, d);
+                env.storage.ensure_dir(&d)?;
+                d
+            }
+            None => {
+                let dirs = env.dirs.as_ref().ok_or_else(|| SessionError::NoAgentDir { cwd: cwd.clone() })?;
+                dirs.ensure_default_session_dir(&*env.storage, &cwd)?
+            }
+        };
+        let id = env.new_session_id();
+        let ts = env.now_iso();
+        let header = entries::omp::header(&id, &ts, &cwd, entries::omp::HeaderExtra::default());
+        let slot = TitleSlot { title: String::new(), source: None, updated_at: ts.clone() };
+        let file = dir.join(format!("{}_{id}.jsonl", timestamp::file_safe(&ts)));
+        let body = Body { dialect: Dialect::Omp, env, header: &header, slot: Some(&slot), entries: &[] };
+        match body.publish(&file, ExpectedSize::Missing) {
+            Ok(_) => Ok(file),
+            Err(e) if e.landed() => Ok(file),
+            Err(e) => Err(e),
+        }
+    }
+
+    // ------------------------------------------------------------------ moves
+
+    /// Moves this omp session to `new_cwd` (omp's `moveTo`) and returns its file.
+    ///
+    /// The new directory is `target_session_dir`, else the bucket of `new_cwd`: under
+    /// the same root when the current directory is the bucket of the old cwd (a custom
+    /// `--session-dir` root is kept), else in the environment's agent directory. Nothing
+    /// changes when neither the directory nor the cwd does. The journal is renamed into
+    /// the new directory and the artifacts directory merged into its new place (entries
+    /// whose names are taken stay behind); the header records the old path in
+    /// `previousSessionFiles`, takes the new cwd and drops it from
+    /// `additionalDirectories`; the file is then rewritten whole, atomically, at its new
+    /// path, and the breadcrumb updated. When any step fails the renames are undone and
+    /// the manager is unchanged. The target file must not exist. In memory only the
+    /// header changes.
+    ///
+    /// ```
+    /// use session::{Dialect, Env, SessionManager};
+    /// use std::path::Path;
+    /// # fn main() -> Result<(), session::SessionError> {
+    /// let mut m = SessionManager::create(Dialect::Omp, "/work/a", Path::new("/s/a"), Env::memory())?;
+    /// m.ensure_on_disk()?;
+    /// let old = m.session_file().unwrap().to_path_buf();
+    /// let new = m.move_to("/work/b", Some(Path::new("/s/b")))?.expect("a file");
+    /// assert!(new.starts_with("/s/b"));
+    /// assert_eq!(m.cwd(), "/work/b");
+    /// let previous = m.header().get("previousSessionFiles").unwrap();
+    /// assert_eq!(previous[0].as_str(), old.to_str());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn move_to(&mut self, new_cwd: &str, target_session_dir: Option<&Path>) -> Result<Option<PathBuf>> {
+        self.writable()?;
+        self.not_in_batch()?;
+        if self.dialect() != Dialect::Omp {
+            return Err(wrong_dialect("move_to", Dialect::Pi));
+        }
+        let new_cwd = absolute(&self.env.process_cwd, Path::new(new_cwd)).to_string_lossy().into_owned();
+        let Some(old_file) = self.file.clone().filter(|_| self.persist) else {
+            let header = moved_header(&self.header, &new_cwd, None);
+            self.header = header;
+            self.cwd = new_cwd;
+            return Ok(None);
+        };
+        let old_dir = self.session_dir.clone().or_else(|| old_file.parent().map(Path::to_path_buf)).unwrap_or_default();
+        let new_dir = match target_session_dir {
+            Some(d) => absolute(&self.env.process_cwd, d),
+            None => self.bucket_for_move(&old_dir, &new_cwd)?,
+        };
+        if new_dir == old_dir && new_cwd == self.cwd {
+            return Ok(Some(old_file));
+        }
+        let name = old_file.file_name().map(PathBuf::from).unwrap_or_default();
+        let new_file = new_dir.join(name);
+        let storage = self.env.storage.clone();
+        if new_file != old_file && storage.exists(&new_file)? {
+            return Err(SessionError::TargetExists { path: new_file });
+        }
+        self.close_writer();
+        storage.ensure_dir(&new_dir)?;
+        let existed = storage.stat(&old_file)?.is_some();
+        let mut renames: Vec<(PathBuf, PathBuf)> = Vec::new();
+        if new_file != old_file {
+            if existed {
+                storage.rename(&old_file, &new_file)?;
+                renames.push((old_file.clone(), new_file.clone()));
+            }
+            if let (Some(from), Some(to)) = (artifacts_dir(&old_file), artifacts_dir(&new_file))
+                && storage.exists(&from)?
+            {
+                match storage.move_dir(&from, &to) {
+                    Ok(moved) => renames.extend(moved),
+                    Err(e) => {
+                        undo_renames(&*storage, &renames);
+                        return Err(e.into());
+                    }
+                }
+            }
+        }
+        let saved = (
+            self.header.clone(),
+            self.cwd.clone(),
+            self.session_dir.clone(),
+            self.file.clone(),
+            std::mem::replace(&mut self.persistence, Persistence::Omp(OmpState::default())),
+            self.failure.take(),
+        );
+        let previous = (existed && new_file != old_file).then_some(old_file.as_path());
+        self.header = moved_header(&self.header, &new_cwd, previous);
+        self.cwd = new_cwd;
+        self.session_dir = Some(new_dir);
+        self.file = Some(new_file.clone());
+        let Persistence::Omp(old_state) = &saved.4 else { unreachable!("checked to be omp above") };
+        self.persistence = Persistence::Omp(OmpState {
+            file_is_current: old_state.file_is_current && existed,
+            force_file_creation: true,
+            rewrite_required: true,
+            expected_size: if existed { old_state.expected_size } else { None },
+            in_batch: false,
+        });
+        if existed || self.has_conversation {
+            if let Err(e) = self.rewrite_omp()
+                && !e.landed()
+            {
+                undo_renames(&*storage, &renames);
+                let (header, cwd, dir, file, persistence, failure) = saved;
+                self.header = header;
+                self.cwd = cwd;
+                self.session_dir = dir;
+                self.file = file;
+                self.persistence = persistence;
+                self.failure = failure;
+                return Err(e);
+            }
+        } else {
+            self.failure = saved.5;
+        }
+        let on_disk = storage.exists(&new_file).unwrap_or(false);
+        self.breadcrumb(!on_disk);
+        Ok(Some(new_file))
+    }
+
+    /// Returns the directory a move to `new_cwd` goes to without a target: the bucket of
+    /// `new_cwd` beside `old_dir` when that is the bucket of the current cwd (omp's
+    /// `resolveManagedSessionRoot`), else the default bucket of the agent directory.
+    fn bucket_for_move(&self, old_dir: &Path, new_cwd: &str) -> Result<PathBuf> {
+        let dirs = self.env.dirs.as_ref().ok_or_else(|| SessionError::NoAgentDir { cwd: new_cwd.to_owned() })?;
+        let old_name = old_dir.file_name().map(|n| n.to_string_lossy().into_owned());
+        let managed = old_name.as_deref().is_some_and(|n| {
+            n == dirs.bucket_name(&self.cwd)
+                || n == session_discovery::legacy_absolute_bucket(&dirs.env.resolve(&self.cwd))
+        });
+        match (managed, old_dir.parent()) {
+            (true, Some(root)) => Ok(root.join(dirs.bucket_name(new_cwd))),
+            _ => Ok(dirs.ensure_default_session_dir(&*self.env.storage, new_cwd)?),
+        }
+    }
+
+    // ------------------------------------------------------------------ fork_from
+
+    /// Copies the whole session at `source` into a new session for `target_cwd` in
+    /// `session_dir` (`forkFrom`) with the default [`ForkOptions`]. The source is
+    /// migrated in memory first and left untouched on disk (pi repairs a missing final
+    /// newline, as it does on any load).
+    pub fn fork_from(
+        dialect: Dialect,
+        source: &Path,
+        target_cwd: &str,
+        session_dir: &Path,
+        env: Env,
+    ) -> Result<SessionManager> {
+        SessionManager::fork_from_with(dialect, source, target_cwd, session_dir, ForkOptions::default(), env)
+    }
+
+    /// [`SessionManager::fork_from`] with omp's options: the artifacts directory copied
+    /// (by default), a chosen file, the inherited cost zeroed, an interrupted tail
+    /// repaired, the breadcrumb (omp) suppressed.
+    pub fn fork_from_with(
+        dialect: Dialect,
+        source: &Path,
+        target_cwd: &str,
+        session_dir: &Path,
+        options: ForkOptions,
+        env: Env,
+    ) -> Result<SessionManager> {
+        let source = absolute(&env.process_cwd, source);
+        let storage = env.storage.clone();
+        let Some(_) = storage.stat(&source)? else {
+            return Err(match dialect {
+                Dialect::Pi => SessionError::ForkSourceInvalid { path: source },
+                Dialect::Omp => SessionError::ForkSourceNotFound { path: source },
+            });
+        };
+        let parsed = storage.read_parsed(&source, dialect)?;
+        if !matches!(parsed.header_check(dialect), session_model::HeaderCheck::Valid { .. }) {
+            return Err(SessionError::ForkSourceInvalid { path: source });
+        }
+        if dialect == Dialect::Pi && !parsed.ends_with_newline {
+            storage.append(&source, b"\n")?;
+        }
+        let mut records = parsed.records;
+        session_migrate::migrate(&mut records, &mut || ids::new_entry_id(dialect, &mut rand::rng(), |_| false));
+        let src_header = records.remove(0);
+        // Stray headers and nulls are not entries: the copy leaves them out.
+        records.retain(SessionTree::keeps);
+        if options.reset_inherited_cost {
+            records = records.into_iter().map(|r| reset_cost(&r).unwrap_or(r)).collect();
+        }
+        storage.ensure_dir(session_dir)?;
+        let target_cwd_abs = absolute(&env.process_cwd, Path::new(target_cwd)).to_string_lossy().into_owned();
+        let mut m = SessionManager::blank(dialect, env, target_cwd_abs.clone(), Some(session_dir.to_path_buf()), true);
+        let id = m.env.new_session_id();
+        let ts = m.env.now_iso();
+        let file = match &options.session_file {
+            Some(f) => absolute(&m.env.process_cwd, f),
+            None => session_dir.join(format!("{}_{id}.jsonl", timestamp::file_safe(&ts))),
+        };
+        if options.repair_interrupted_tail {
+            let tree = SessionTree::new(dialect, records.clone());
+            let now_ms = m.env.now_ms();
+            let mut parent = tree.leaf_id().map(str::to_owned);
+            for (call_id, name) in dangling_tool_calls(&tree) {
+                let eid = ids::new_entry_id(dialect, &mut rand::rng(), |i| tree.contains_id(i));
+                let message = serde_json::json!({
+                    "role": "toolResult",
+                    "toolCallId": call_id,
+                    "toolName": name,
+                    "content": [{"type": "text", "text": ABORTED_TOOL_RESULT}],
+                    "isError": true,
+                    "timestamp": now_ms,
+                });
+                records.push(entries::pi::message(&Base::new(eid.clone(), parent.as_deref(), ts.clone()), message));
+                parent = Some(eid);
+            }
+        }
+        let source_artifacts = artifacts_dir(&source);
+        let target_artifacts = artifacts_dir(&file);
+        match dialect {
+            Dialect::Pi => {
+                m.header = entries::pi::header(&id, &ts, &target_cwd_abs, Some(&source.to_string_lossy()));
+                m.file = Some(file.clone());
+                m.replace_entries(records, Some(&file)).unwrap_or(Ok(0))?;
+                m.persistence = Persistence::Pi(PiState { flushed: true });
+            }
+            Dialect::Omp => {
+                let src_id = src_header.id().unwrap_or_default().to_owned();
+                let folded = super::fold_slot(&src_header, parsed.title_slot.as_ref());
+                let mut h = Map::new();
+                h.insert("type".into(), "session".into());
+                h.insert("version".into(), 3.into());
+                h.insert("id".into(), id.clone().into());
+                h.insert("timestamp".into(), ts.clone().into());
+                h.insert("cwd".into(), target_cwd_abs.clone().into());
+                h.insert("parentSession".into(), src_id.clone().into());
+                let key = folded.get_str("providerPromptCacheKey").map_or(src_id.clone(), str::to_owned);
+                h.insert("providerPromptCacheKey".into(), key.into());
+                for k in ["title", "titleSource"] {
+                    if let Some(v) = folded.get(k) {
+                        h.insert(k.into(), v.clone());
+                    }
+                }
+                if let Some(Value::Array(dirs)) = folded.get("additionalDirectories") {
+                    let dirs: Vec<Value> =
+                        dirs.iter().filter(|d| d.as_str() != Some(target_cwd_abs.as_str())).cloned().collect();
+                    if !dirs.is_empty() {
+                        h.insert("additionalDirectories".into(), Value::Array(dirs));
+                    }
+                }
+                m.header = Record::from_value(Value::Object(h));
+                m.slot = Some(TitleSlot {
+                    title: folded.get_str("title").unwrap_or_default().to_owned(),
+                    source: folded.get_str("titleSource").map(str::to_owned),
+                    updated_at: ts.clone(),
+                });
+                let records = m.resolve_blobs(records);
+                m.file = Some(file.clone());
+                // The artifacts go first: a fork whose file exists is whole.
+                if options.copy_artifacts
+                    && let (Some(from), Some(to)) = (&source_artifacts, &target_artifacts)
+                    && storage.exists(from)?
+                {
+                    storage.copy_dir(from, to).inspect_err(|_| remove_copied_artifacts(&*storage, &file))?;
+                }
+                let size = match m.replace_entries(records, Some(&file)).unwrap_or(Ok(0)) {
+                    Ok(size) => size,
+                    Err(e) => {
+                        if !e.landed() && options.copy_artifacts {
+                            remove_copied_artifacts(&*storage, &file);
+                        }
+                        return Err(e);
+                    }
+                };
+                m.persistence = Persistence::Omp(OmpState {
+                    file_is_current: true,
+                    force_file_creation: true,
+                    expected_size: Some(size),
+                    ..OmpState::default()
+                });
+                if !options.suppress_breadcrumb {
+                    m.breadcrumb(false);
+                }
+            }
+        }
+        Ok(m)
+    }
+}
+
+/// The text of the tool results that close an interrupted turn in a fork.
+const ABORTED_TOOL_RESULT: &str = "Tool execution was aborted.";
+
+/// Returns the `(id, name)` of each tool call of the last assistant message on the
+/// active branch that no later tool result on the branch answers.
+fn dangling_tool_calls(tree: &SessionTree) -> Vec<(String, String)> {
+    let branch = tree.get_branch(None);
+    let Some(at) = branch.iter().rposition(|r| r.message_role() == Some("assistant")) else {
+        return Vec::new();
+    };
+    let Some(Value::Array(blocks)) = branch[at].get("message").and_then(|m| m.get("content")).cloned() else {
+        return Vec::new();
+    };
+    let answered: Vec<String> = branch[at + 1..]
+        .iter()
+        .filter(|r| r.message_role() == Some("toolResult"))
+        .filter_map(|r| r.get("message").and_then(|m| m.get("toolCallId")).and_then(Value::as_str).map(str::to_owned))
+        .collect();
+    blocks
+        .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"))
+        .filter_map(|b| {
+            let id = b.get("id").and_then(Value::as_str)?;
+            let name = b.get("name").and_then(Value::as_str).unwrap_or_default();
+            (!answered.iter().any(|a| a == id)).then(|| (id.to_owned(), name.to_owned()))
+        })
+        .collect()
+}
+
+/// Returns `record` with its inherited cost zeroed, or `None` when it has none.
+fn reset_cost(record: &Record) -> Option<Record> {
+    let has_usage = |v: &Value| {
+        v.get("message").and_then(|m| m.get("usage")).is_some_and(Value::is_object)
+            || v.get("usage").is_some_and(Value::is_object)
+    };
+    if !has_usage(record.value()) {
+        return None;
+    }
+    Some(record.map_value(|v| {
+        let usage = match v.get_mut("message").and_then(|m| m.get_mut("usage")) {
+            Some(u) => Some(u),
+            None => v.get_mut("usage"),
+        };
+        let Some(Value::Object(usage)) = usage else { return };
+        if let Some(Value::Object(cost)) = usage.get_mut("cost") {
+            for value in cost.values_mut() {
+                if value.is_number() {
+                    *value = 0.into();
+                }
+            }
+        }
+        for key in ["credits", "premiumRequests"] {
+            if let Some(value) = usage.get_mut(key)
+                && value.is_number()
+            {
+                *value = 0.into();
+            }
+        }
+    }))
+}
+
+/// Returns the strings of a JSON array (nothing for anything else).
+fn string_array(value: Option<&Value>) -> Vec<String> {
+    match value {
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Returns the header after a move to `new_cwd`: `previous` appended to
+/// `previousSessionFiles` (once), `cwd` replaced, `new_cwd` dropped from
+/// `additionalDirectories` (the key removed when empty).
+fn moved_header(header: &Record, new_cwd: &str, previous: Option<&Path>) -> Record {
+    header.map_value(|v| {
+        let Value::Object(m) = v else { return };
+        if let Some(previous) = previous {
+            let previous = Value::from(previous.to_string_lossy().into_owned());
+            let mut list = match m.get("previousSessionFiles") {
+                Some(Value::Array(items)) => items.clone(),
+                _ => Vec::new(),
+            };
+            if !list.contains(&previous) {
+                list.push(previous);
+            }
+            m.insert("previousSessionFiles".into(), Value::Array(list));
+        }
+        m.insert("cwd".into(), new_cwd.into());
+        if let Some(Value::Array(dirs)) = m.get("additionalDirectories") {
+            let kept: Vec<Value> = dirs.iter().filter(|d| d.as_str() != Some(new_cwd)).cloned().collect();
+            if kept.is_empty() {
+                m.shift_remove("additionalDirectories");
+            } else {
+                m.insert("additionalDirectories".into(), Value::Array(kept));
+            }
+        }
+    })
+}
+
+/// Removes the artifacts directory copied for `file` after the fork failed, best
+/// effort; only while no journal exists at `file` (one that exists is someone else's).
+fn remove_copied_artifacts(storage: &dyn session_store::Storage, file: &Path) {
+    if matches!(storage.exists(file), Ok(false)) {
+        let _ = storage.delete_with_artifacts(file);
+    }
+}
+
+/// Undoes `renames` (in reverse), best effort: a rename that cannot be undone leaves its
+/// file at the new place, where the next move or open finds it.
+fn undo_renames(storage: &dyn session_store::Storage, renames: &[(PathBuf, PathBuf)]) {
+    for (from, to) in renames.iter().rev() {
+        let _ = storage.rename(to, from);
+    }
+}

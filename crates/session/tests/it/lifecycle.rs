@@ -1,0 +1,653 @@
+//! omp's session lifecycle through the facade (new sessions written at once, moves,
+//! forks, copies, empty files, drops, switches, atomic batches, never-throw appends,
+//! breadcrumbs, persistence transforms) and pi's extra constructors, on real files and
+//! on the memory storage.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::json;
+use session::discovery::{AgentDirs, Env as DEnv, OmpHome, read_breadcrumb};
+use session::model::{Dialect, Record};
+use session::store::{FaultStorage, Faults, FileStorage, MemoryStorage, Op, Storage};
+use session::{Env, ForkOptions, NewSessionOptions, SessionError, SessionManager};
+
+use crate::manager::TempDir;
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+const TERMINAL: &str = "pts-lifecycle";
+
+/// The agent directories of a home inside `root` (`<root>/home/.omp/agent`).
+fn agent_dirs(root: &Path) -> AgentDirs {
+    let env = DEnv::new(root.join("home"), root, root.join("tmp"));
+    AgentDirs::omp(&env, OmpHome::Omp)
+}
+
+/// Real files under `root`, with agent directories and a terminal there.
+fn file_env(root: &Path) -> Env {
+    Env::bare(Arc::new(FileStorage::new()))
+        .with_process_cwd(root)
+        .with_agent_dirs(agent_dirs(root))
+        .with_terminal(Some(TERMINAL.to_owned()))
+}
+
+/// The memory storage, with agent directories (and breadcrumbs, which are files) under `root`.
+fn memory_env(root: &Path) -> Env {
+    let dirs = agent_dirs(root);
+    Env { dirs: Some(dirs), terminal_id: Some(TERMINAL.to_owned()), ..Env::memory() }.with_process_cwd(root)
+}
+
+/// Both environments, each with its own temporary root.
+fn envs(tag: &str) -> Vec<(&'static str, TempDir, Env)> {
+    let files = TempDir::new(&format!("{tag}-files"));
+    let mem = TempDir::new(&format!("{tag}-mem"));
+    let (fe, me) = (file_env(files.path()), memory_env(mem.path()));
+    vec![("files", files, fe), ("memory", mem, me)]
+}
+
+/// The breadcrumb of [`TERMINAL`] as written: cwd, session file, `fresh` (read raw: the
+/// reader also checks that the file is on the real disk, which a memory session is not).
+fn crumb(env: &Env) -> Result<(String, PathBuf, bool)> {
+    let dirs = env.dirs.as_ref().ok_or("agent dirs")?;
+    let text = fs_err::read_to_string(dirs.terminal_sessions_dir().join(TERMINAL))?;
+    let lines: Vec<&str> = text.lines().collect();
+    Ok((lines[0].to_owned(), PathBuf::from(lines[1]), lines.contains(&"fresh")))
+}
+
+fn user(text: &str) -> serde_json::Value {
+    json!({"role": "user", "content": text, "timestamp": 1})
+}
+
+fn assistant(text: &str) -> serde_json::Value {
+    json!({"role": "assistant", "content": [{"type": "text", "text": text}], "provider": "p", "model": "m",
+           "usage": {"input": 1, "cost": {"input": 0.5, "total": 0.5}, "premiumRequests": 2}, "stopReason": "stop", "timestamp": 2})
+}
+
+fn file_of(m: &SessionManager) -> Result<PathBuf> {
+    Ok(m.session_file().ok_or("a persisted session has a file")?.to_path_buf())
+}
+
+fn texts(m: &SessionManager) -> Vec<String> {
+    m.tree().entries().iter().map(|r| r.text().to_owned()).collect()
+}
+
+/// Reopens `file` read-only and checks that it holds what `m` holds.
+fn assert_on_disk(m: &SessionManager, file: &Path) -> Result<SessionManager> {
+    let again = SessionManager::open_read_only(m.dialect(), file, m.env().clone())?;
+    assert_eq!(texts(&again), texts(m), "{}: the file holds the session", file.display());
+    assert_eq!(again.session_id(), m.session_id());
+    assert!(again.diagnostics().is_empty(), "{:?}", again.diagnostics());
+    Ok(again)
+}
+
+/// A session for `cwd` in the default bucket with a conversation on disk.
+fn started(env: &Env, cwd: &str) -> Result<SessionManager> {
+    let dirs = env.dirs.as_ref().ok_or("agent dirs")?;
+    let dir = dirs.default_session_dir(cwd);
+    let mut m = SessionManager::create(Dialect::Omp, cwd, &dir, env.clone())?;
+    m.append_message(user("q"))?;
+    m.append_message(assistant("a"))?;
+    Ok(m)
+}
+
+#[test]
+fn omp_new_session_writes_slot_and_header_at_once() -> Result<()> {
+    for (name, tmp, env) in envs("new-session") {
+        let mut m = SessionManager::create(Dialect::Omp, "/p", &tmp.path().join("s"), env.clone())?;
+        let lazy = file_of(&m)?;
+        assert!(!env.storage.exists(&lazy)?, "{name}: create stays lazy");
+        let (_, crumb_file, fresh) = crumb(&env)?;
+        assert!(fresh && crumb_file == lazy, "{name}: create leaves a fresh breadcrumb");
+        let file = m.new_session(NewSessionOptions::default().parent_session("parent"))?.ok_or("a file")?;
+        assert_ne!(file, lazy);
+        let text = String::from_utf8(env.storage.read(&file)?)?;
+        assert_eq!(text.lines().count(), 2, "{name}: slot and header");
+        assert!(text.starts_with(r#"{"type":"title","v":1,"title":"""#), "{text}");
+        assert!(text.lines().nth(1).is_some_and(|h| h.contains(r#""parentSession":"parent""#)));
+        let (_, crumb_file, fresh) = crumb(&env)?;
+        assert_eq!(crumb_file, file);
+        assert!(!fresh, "{name}: the breadcrumb is re-stamped once the file exists");
+        if name == "files" {
+            assert!(read_breadcrumb(env.dirs.as_ref().ok_or("dirs")?, TERMINAL).is_some_and(|c| c.exists));
+        }
+        // Every entry persists from now on, before any assistant message.
+        m.append_message(user("hi"))?;
+        assert_on_disk(&m, &file)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn pi_new_session_stays_lazy() -> Result<()> {
+    for (name, tmp, env) in envs("pi-new-session") {
+        let mut m = SessionManager::create(Dialect::Pi, "/p", &tmp.path().join("s"), env.clone())?;
+        let file = m.new_session(NewSessionOptions::with_id("my-custom-id"))?.ok_or("a file")?;
+        assert_eq!(m.session_id(), "my-custom-id");
+        assert!(!env.storage.exists(&file)?, "{name}");
+        m.flush_sync()?;
+        assert!(!env.storage.exists(&file)?, "{name}: pi's flush_sync is its flush");
+        m.append_message(user("q"))?;
+        m.flush_sync()?;
+        assert_on_disk(&m, &file)?;
+        assert!(matches!(m.ensure_on_disk(), Err(SessionError::WrongDialect { .. })));
+        assert!(m.new_session(NewSessionOptions::with_id("bad id")).is_err());
+    }
+    Ok(())
+}
+
+#[test]
+fn ensure_on_disk_and_flush_sync() -> Result<()> {
+    for (name, tmp, env) in envs("ensure") {
+        let mut m = SessionManager::create(Dialect::Omp, "/p", &tmp.path().join("s"), env.clone())?;
+        m.append_message(user("q"))?;
+        let file = file_of(&m)?;
+        m.flush_sync()?;
+        assert!(!env.storage.exists(&file)?, "{name}: flush_sync before the gate writes nothing");
+        m.ensure_on_disk()?;
+        assert_on_disk(&m, &file)?;
+        m.append_custom_entry("tick", None)?;
+        m.flush_sync()?;
+        assert_on_disk(&m, &file)?;
+        m.ensure_on_disk()?;
+        assert_on_disk(&m, &file)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn omp_move_to_renames_journal_and_artifacts() -> Result<()> {
+    for (name, tmp, env) in envs("move") {
+        let root = tmp.path();
+        let mut m = started(&env, &root.join("a").to_string_lossy())?;
+        m.set_session_name("Moving", Some("user"))?;
+        let old = file_of(&m)?;
+        let artifacts = old.with_extension("");
+        env.storage.write(&artifacts.join("0.bash.log"), b"output")?;
+        let new_cwd = root.join("b").to_string_lossy().into_owned();
+        let new = m.move_to(&new_cwd, None)?.ok_or("a file")?;
+        let dirs = env.dirs.clone().ok_or("dirs")?;
+        assert_eq!(new.parent(), Some(dirs.default_session_dir(&new_cwd).as_path()), "{name}: the new bucket");
+        assert_eq!(new.file_name(), old.file_name());
+        assert!(!env.storage.exists(&old)?, "{name}: the journal moved");
+        assert_eq!(env.storage.read(&new.with_extension("").join("0.bash.log"))?, b"output", "{name}: artifacts");
+        assert!(!env.storage.exists(&artifacts)?);
+        assert_eq!(m.cwd(), new_cwd);
+        let again = assert_on_disk(&m, &new)?;
+        assert_eq!(again.header().get_str("cwd"), Some(new_cwd.as_str()));
+        assert_eq!(again.session_name().as_deref(), Some("Moving"));
+        let previous = again.header().get("previousSessionFiles").cloned().ok_or("previousSessionFiles")?;
+        assert_eq!(previous, json!([old.to_string_lossy()]));
+        let (crumb_cwd, crumb_file, fresh) = crumb(&env)?;
+        assert_eq!((crumb_file.as_path(), crumb_cwd.as_str(), fresh), (new.as_path(), new_cwd.as_str(), false));
+        // Appends go to the new file; a move back records the second old path.
+        m.append_custom_entry("after", None)?;
+        assert_on_disk(&m, &new)?;
+        let back = m.move_to(&root.join("a").to_string_lossy(), None)?.ok_or("a file")?;
+        assert_eq!(back, old);
+        let again = assert_on_disk(&m, &back)?;
+        assert_eq!(
+            again.header().get("previousSessionFiles"),
+            Some(&json!([old.to_string_lossy(), new.to_string_lossy()]))
+        );
+        // Nothing to do: same directory, same cwd.
+        assert_eq!(m.move_to(&root.join("a").to_string_lossy(), None)?, Some(back));
+    }
+    Ok(())
+}
+
+#[test]
+fn omp_move_to_a_session_dir_and_additional_directories() -> Result<()> {
+    for (name, tmp, env) in envs("move-dir") {
+        let root = tmp.path();
+        let opts = NewSessionOptions {
+            additional_directories: vec!["/extra".into(), "/w2".into()],
+            ..NewSessionOptions::default()
+        };
+        let mut m = SessionManager::create_with(Dialect::Omp, "/w1", &root.join("s1"), opts, env.clone())?;
+        m.ensure_on_disk()?;
+        let new = m.move_to("/w2", Some(&root.join("s2")))?.ok_or("a file")?;
+        assert!(new.starts_with(root.join("s2")), "{name}");
+        let again = assert_on_disk(&m, &new)?;
+        assert_eq!(again.header().get("additionalDirectories"), Some(&json!(["/extra"])), "{name}: re-filtered");
+    }
+    Ok(())
+}
+
+#[test]
+fn omp_move_to_rolls_back_when_the_rewrite_fails() -> Result<()> {
+    let tmp = TempDir::new("move-rollback");
+    let faults = Faults::new();
+    let storage = Arc::new(FaultStorage::new(MemoryStorage::new(), faults.clone()));
+    let env = Env { storage: storage.clone(), ..memory_env(tmp.path()) };
+    let mut m = started(&env, "/a")?;
+    let old = file_of(&m)?;
+    storage.write(&old.with_extension("").join("x.log"), b"x")?;
+    let before = storage.read(&old)?;
+    let header = m.header().text().to_owned();
+    faults.fail_next(Op::WriteTemp, 1);
+    assert!(m.move_to("/b", Some(Path::new("/elsewhere"))).is_err());
+    assert_eq!(storage.read(&old)?, before, "the journal is back, unchanged");
+    assert_eq!(storage.read(&old.with_extension("").join("x.log"))?, b"x", "the artifacts are back");
+    assert!(!storage.exists(&Path::new("/elsewhere").join(old.file_name().ok_or("name")?))?);
+    assert_eq!((m.cwd(), m.header().text()), ("/a", header.as_str()), "the manager is unchanged");
+    assert_eq!(m.session_file(), Some(old.as_path()));
+    m.append_custom_entry("still works", None)?;
+    assert!(m.persistence_error().is_none());
+    assert_on_disk(&m, &old)?;
+    // A taken target is refused before anything moves.
+    let other = SessionManager::create(Dialect::Omp, "/c", Path::new("/taken"), env.clone())?;
+    drop(other);
+    storage.write(&Path::new("/taken").join(old.file_name().ok_or("name")?), b"")?;
+    assert!(matches!(m.move_to("/c", Some(Path::new("/taken"))), Err(SessionError::TargetExists { .. })));
+    assert_eq!(m.session_file(), Some(old.as_path()));
+    Ok(())
+}
+
+#[test]
+fn omp_fork_continues_under_a_new_id_with_artifacts() -> Result<()> {
+    for (name, _tmp, env) in envs("fork") {
+        let mut m = started(&env, "/p")?;
+        m.set_session_name("Forked title", Some("user"))?;
+        let old = file_of(&m)?;
+        let old_id = m.session_id().to_owned();
+        env.storage.write(&old.with_extension("").join("sub/agent.md"), b"notes")?;
+        let old_bytes = env.storage.read(&old)?;
+        let new = m.fork()?.ok_or("a file")?;
+        assert_ne!(new, old);
+        assert_eq!(env.storage.read(&old)?, old_bytes, "{name}: the old file is untouched");
+        assert_eq!(env.storage.read(&new.with_extension("").join("sub/agent.md"))?, b"notes", "{name}");
+        let h = m.header();
+        assert_eq!(h.get_str("parentSession"), Some(old_id.as_str()));
+        assert_eq!(h.get_str("providerPromptCacheKey"), Some(old_id.as_str()));
+        assert!(h.text().starts_with(r#"{"type":"session","version":3,"id":"#), "{}", h.text());
+        assert!(h.text().find("\"title\"") < h.text().find("\"timestamp\""), "fork's key order: {}", h.text());
+        let again = assert_on_disk(&m, &new)?;
+        assert_eq!(again.session_name().as_deref(), Some("Forked title"));
+        m.append_custom_entry("on the fork", None)?;
+        assert_on_disk(&m, &new)?;
+        // A second fork keeps the inherited key.
+        m.fork()?;
+        assert_eq!(m.header().get_str("providerPromptCacheKey"), Some(old_id.as_str()));
+    }
+    let mut pi = SessionManager::in_memory(Dialect::Pi, "/p", Env::memory());
+    assert!(matches!(pi.fork(), Err(SessionError::WrongDialect { operation: "fork", dialect: Dialect::Pi })));
+    Ok(())
+}
+
+#[test]
+fn omp_persist_copy_and_create_empty_session_file() -> Result<()> {
+    for (name, tmp, env) in envs("copy") {
+        let m = started(&env, "/p")?;
+        let copy = m.persist_copy(Some(&tmp.path().join("copies")))?;
+        let again = SessionManager::open_read_only(Dialect::Omp, &copy, env.clone())?;
+        assert_eq!(texts(&again), texts(&m), "{name}");
+        assert_ne!(again.session_id(), m.session_id(), "a fresh id");
+        assert_eq!(
+            m.session_file().and_then(Path::parent),
+            Some(env.dirs.as_ref().ok_or("dirs")?.default_session_dir("/p").as_path())
+        );
+
+        let empty = SessionManager::create_empty_session_file("rel/dir", None, &env)?;
+        let cwd = tmp.path().join("rel/dir").to_string_lossy().into_owned();
+        assert_eq!(empty.parent(), Some(env.dirs.as_ref().ok_or("dirs")?.default_session_dir(&cwd).as_path()));
+        let text = String::from_utf8(env.storage.read(&empty)?)?;
+        let header = text.lines().nth(1).ok_or("a header")?;
+        assert!(header.starts_with(r#"{"type":"session","version":3,"id":""#), "{header}");
+        assert!(header.ends_with(&format!(r#","cwd":{}}}"#, serde_json::to_string(&cwd)?)), "{header}");
+        let opened = SessionManager::open_read_only(Dialect::Omp, &empty, env.clone())?;
+        assert!(opened.tree().entries().is_empty());
+    }
+    let err = SessionManager::create_empty_session_file("/p", None, &Env::memory());
+    assert!(matches!(err, Err(SessionError::NoAgentDir { .. })));
+    Ok(())
+}
+
+#[test]
+fn drop_session_deletes_journal_and_artifacts() -> Result<()> {
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        for (name, _tmp, env) in envs("drop") {
+            let mut m = SessionManager::create(dialect, "/p", Path::new("/unused"), env.clone())?;
+            let dir = _tmp.path().join("s");
+            m.new_session(NewSessionOptions { session_dir: Some(dir.clone()), ..NewSessionOptions::default() })?;
+            m.append_message(user("q"))?;
+            m.append_message(assistant("a"))?;
+            let file = file_of(&m)?;
+            env.storage.write(&file.with_extension("").join("draft.txt"), b"d")?;
+            m.drop_session(&file)?;
+            assert!(!env.storage.exists(&file)?, "{dialect:?} {name}");
+            assert!(!env.storage.exists(&file.with_extension("").join("draft.txt"))?);
+            m.drop_session(&file)?; // missing: fine
+            // The next write writes the whole session again.
+            m.append_message(user("again"))?;
+            m.flush()?;
+            assert_on_disk(&m, &file)?;
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn set_session_file_switches_and_loads() -> Result<()> {
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        for (name, tmp, env) in envs("switch") {
+            let dir = tmp.path().join("s");
+            let mut first = SessionManager::create(dialect, "/one", &dir, env.clone())?;
+            first.append_message(user("one"))?;
+            first.append_message(assistant("one"))?;
+            let one = file_of(&first)?;
+            let mut m = SessionManager::create(dialect, "/two", &dir, env.clone())?;
+            m.set_session_file(&one)?;
+            assert_eq!(m.session_file(), Some(one.as_path()), "{dialect:?} {name}");
+            assert_eq!(texts(&m), texts(&first));
+            assert_eq!(m.cwd(), if dialect == Dialect::Pi { "/two" } else { "/one" });
+            drop(first);
+            m.append_custom_entry("more", None)?;
+            m.flush()?;
+            assert_on_disk(&m, &one)?;
+            let garbage = dir.join("garbage.jsonl");
+            env.storage.write(&garbage, b"garbage\n")?;
+            assert!(m.set_session_file(&garbage).is_err());
+            assert_eq!(m.session_file(), Some(one.as_path()), "unchanged after an error");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn atomic_batches_publish_all_or_nothing() -> Result<()> {
+    for (name, _tmp, env) in envs("batch") {
+        let mut m = started(&env, "/p")?;
+        let file = file_of(&m)?;
+        let ids = m.append_entries_atomically(|m| {
+            let a = m.append_custom_entry("one", None)?;
+            let b = m.append_custom_entry("two", None)?;
+            Ok(vec![a, b])
+        })?;
+        let again = assert_on_disk(&m, &file)?;
+        assert!(ids.iter().all(|id| again.tree().get(id).is_some()), "{name}");
+        let before = env.storage.read(&file)?;
+        let leaf = m.tree().leaf_id().map(str::to_owned);
+        let failed: std::result::Result<(), SessionError> = m.append_entries_atomically(|m| {
+            m.append_custom_entry("staged", None)?;
+            m.set_session_name("Staged title", Some("user"))?;
+            assert!(matches!(m.rewrite_entries(), Err(SessionError::InBatch)));
+            assert!(matches!(m.flush_sync(), Err(SessionError::InBatch)));
+            Err(SessionError::EntryNotFound { id: "x".into() })
+        });
+        assert!(failed.is_err());
+        assert_eq!(m.session_name(), None, "{name}: the staged title is undone");
+        assert_eq!(m.tree().leaf_id().map(str::to_owned), leaf, "{name}: the leaf is restored");
+        assert!(!texts(&m).iter().any(|t| t.contains("staged")));
+        let after = env.storage.read(&file)?;
+        assert_eq!(String::from_utf8(after)?.lines().count(), String::from_utf8(before)?.lines().count());
+        assert_on_disk(&m, &file)?;
+        assert!(matches!(
+            m.append_entries_atomically(|m| m.append_entries_atomically(|_| Ok(()))),
+            Err(SessionError::InBatch)
+        ));
+        assert_on_disk(&m, &file)?;
+    }
+    let mut pi = SessionManager::in_memory(Dialect::Pi, "/p", Env::memory());
+    assert!(matches!(pi.append_entries_atomically(|_| Ok(())), Err(SessionError::WrongDialect { .. })));
+    Ok(())
+}
+
+#[test]
+fn a_batch_whose_rewrite_fails_is_removed_again() -> Result<()> {
+    let tmp = TempDir::new("batch-fault");
+    let faults = Faults::new();
+    let storage = Arc::new(FaultStorage::new(MemoryStorage::new(), faults.clone()));
+    let env = Env { storage: storage.clone(), ..memory_env(tmp.path()) };
+    let mut m = started(&env, "/p")?;
+    let file = file_of(&m)?;
+    let before = storage.read(&file)?;
+    let count = m.tree().entries().len();
+    faults.fail_next(Op::WriteTemp, 1);
+    let result = m.append_entries_atomically(|m| m.append_custom_entry("lost", None));
+    assert!(result.is_err());
+    assert_eq!(m.tree().entries().len(), count, "the staged entry is removed");
+    assert!(m.persistence_error().is_none(), "the repair rewrite worked");
+    let after = storage.read(&file)?;
+    assert_eq!(String::from_utf8(after)?.lines().count(), String::from_utf8(before)?.lines().count());
+    assert_on_disk(&m, &file)?;
+    Ok(())
+}
+
+/// omp's appends never throw: a failed write keeps the entry, latches the error for
+/// `flush`, and the next append after the fault clears rewrites the file whole.
+#[test]
+fn omp_failed_append_is_latched_and_heals() -> Result<()> {
+    let faults = Faults::new();
+    let storage = Arc::new(FaultStorage::new(MemoryStorage::new(), faults.clone()));
+    let env = Env { storage: storage.clone(), ..Env::memory() };
+    let mut m = SessionManager::create(Dialect::Omp, "/p", Path::new("/s"), env.clone())?;
+    m.append_message(user("q"))?;
+    m.append_message(assistant("a"))?;
+    let file = file_of(&m)?;
+    let before = storage.read(&file)?;
+    faults.fail_next(Op::Append, 1);
+    let kept = m.append_custom_entry("kept", None)?;
+    assert!(m.tree().get(&kept).is_some(), "the entry is kept in memory");
+    assert_eq!(m.tree().leaf_id(), Some(kept.as_str()));
+    assert_eq!(storage.read(&file)?, before, "nothing half-written");
+    assert!(matches!(m.persistence_error(), Some(SessionError::Store(_))));
+    assert!(m.flush().is_err(), "flush returns the latched error");
+    assert!(m.flush_sync().is_err());
+    // A second failure does not replace the first.
+    faults.fail_next(Op::WriteTemp, 1);
+    m.append_custom_entry("also kept", None)?;
+    assert!(m.persistence_error().is_some_and(|e| e.to_string().contains("append")), "{:?}", m.persistence_error());
+    faults.clear();
+    let healed = m.append_custom_entry("heals", None)?;
+    assert!(m.persistence_error().is_none(), "the rewrite clears the latch");
+    m.flush()?;
+    let again = assert_on_disk(&m, &file)?;
+    assert!(again.tree().get(&kept).is_some() && again.tree().get(&healed).is_some(), "rewritten whole");
+    // Back on the hot path: the next append is one line.
+    let size = storage.read(&file)?.len();
+    m.append_custom_entry("appended", None)?;
+    let grown = String::from_utf8(storage.read(&file)?[size..].to_vec())?;
+    assert_eq!(grown.lines().count(), 1, "{grown}");
+    Ok(())
+}
+
+/// A write conflict (another writer changed the file) is never clobbered: the append
+/// is undone and reported, every retry too.
+#[test]
+fn omp_write_conflicts_fail_closed() -> Result<()> {
+    let faults = Faults::new();
+    let storage = Arc::new(FaultStorage::new(MemoryStorage::new(), faults.clone()));
+    let env = Env { storage: storage.clone(), ..Env::memory() };
+    let mut m = SessionManager::create(Dialect::Omp, "/p", Path::new("/s"), env.clone())?;
+    m.append_message(user("q"))?;
+    m.append_message(assistant("a"))?;
+    let file = file_of(&m)?;
+    faults.fail_next(Op::Append, 1);
+    m.append_custom_entry("latched", None)?;
+    faults.clear();
+    let other = br#"{"type":"custom","customType":"other","id":"0ther000","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z"}"#;
+    storage.append(&file, &[other.as_slice(), b"\n"].concat())?;
+    let with_other = storage.read(&file)?;
+    let count = m.tree().entries().len();
+    for _ in 0..2 {
+        let e = m.append_custom_entry("refused", None);
+        assert!(matches!(e, Err(SessionError::Store(session::store::StoreError::Conflict { .. }))), "{e:?}");
+        assert_eq!(m.tree().entries().len(), count, "the refused entry is undone");
+        assert_eq!(storage.read(&file)?, with_other, "the other writer's line stays");
+    }
+    Ok(())
+}
+
+#[test]
+fn pi_append_failures_still_roll_back() -> Result<()> {
+    let faults = Faults::new();
+    let storage = Arc::new(FaultStorage::new(MemoryStorage::new(), faults.clone()));
+    let env = Env { storage: storage.clone(), ..Env::memory() };
+    let mut m = SessionManager::create(Dialect::Pi, "/p", Path::new("/s"), env)?;
+    m.append_message(user("q"))?;
+    faults.fail_next(Op::Append, 1);
+    assert!(m.append_custom_entry("x", None).is_err());
+    assert_eq!(m.tree().entries().len(), 1);
+    assert!(m.persistence_error().is_some());
+    Ok(())
+}
+
+#[test]
+fn dialect_only_appends_refuse_the_other_dialect() -> Result<()> {
+    let storage = Arc::new(MemoryStorage::new());
+    let env = Env { storage: storage.clone(), ..Env::memory() };
+    let mut pi = SessionManager::create(Dialect::Pi, "/p", Path::new("/s"), env.clone())?;
+    pi.append_message(user("q"))?;
+    let mut omp = SessionManager::create(Dialect::Omp, "/p", Path::new("/s"), env)?;
+    omp.ensure_on_disk()?;
+    let (pi_file, omp_file) = (file_of(&pi)?, file_of(&omp)?);
+    let (pi_before, omp_before) = (storage.read(&pi_file)?, storage.read(&omp_file)?);
+    let wrong = |r: std::result::Result<String, SessionError>, dialect: Dialect| matches!(r, Err(SessionError::WrongDialect { dialect: d, .. }) if d == dialect);
+    assert!(wrong(pi.append_ttsr_injection(&["r".into()]), Dialect::Pi));
+    assert!(wrong(pi.append_model_change_omp("a/b", None, false), Dialect::Pi));
+    assert!(wrong(pi.append_service_tier_change(json!(null)), Dialect::Pi));
+    assert!(wrong(pi.append_mode_change("plan", None), Dialect::Pi));
+    assert!(wrong(pi.append_session_init(json!({})), Dialect::Pi));
+    assert!(wrong(pi.append_reset_boundary(), Dialect::Pi));
+    assert!(wrong(pi.append_credential_pin("p", "h"), Dialect::Pi));
+    assert!(wrong(pi.append_model_usage(json!({})), Dialect::Pi));
+    assert!(wrong(omp.append_usage("k", "p", "m", json!({}), None), Dialect::Omp));
+    assert!(wrong(omp.append_model_change_pi("p", "m"), Dialect::Omp));
+    assert!(wrong(omp.append_context_edit("x", json!(null)), Dialect::Omp));
+    let message = pi.append_ttsr_injection(&[]).err().map(|e| e.to_string()).unwrap_or_default();
+    assert_eq!(message, "append_ttsr_injection is not an operation of pi sessions");
+    assert_eq!(pi.tree().entries().len(), 1);
+    assert_eq!(omp.tree().entries().len(), 0);
+    assert_eq!((storage.read(&pi_file)?, storage.read(&omp_file)?), (pi_before, omp_before));
+    Ok(())
+}
+
+/// The persistence transforms are on for omp by default: an image goes to
+/// `<agent dir>/blobs`, and `without_persistence_transforms` keeps it inline.
+#[test]
+fn omp_transforms_are_on_with_the_agent_blob_dir() -> Result<()> {
+    let tmp = TempDir::new("transforms");
+    let env = file_env(tmp.path());
+    let blob_dir = agent_dirs(tmp.path()).agent_dir.join("blobs");
+    assert_eq!(env.blobs.as_ref().and_then(|b| b.dir()), Some(blob_dir.as_path()));
+    let data = "QUJD".repeat(400);
+    let image =
+        json!({"role": "user", "content": [{"type": "image", "data": data, "mimeType": "image/png"}], "timestamp": 1});
+    for (transforms, env) in [(true, env.clone()), (false, env.clone().without_persistence_transforms())] {
+        let mut m = SessionManager::create(Dialect::Omp, "/p", &tmp.path().join("s"), env.clone())?;
+        m.ensure_on_disk()?;
+        let id = m.append_message(image.clone())?;
+        let text = fs_err::read_to_string(file_of(&m)?)?;
+        assert_eq!(text.contains("blob:sha256:"), transforms, "{text}");
+        assert_eq!(text.contains(&data), !transforms);
+        let again = SessionManager::open_read_only(Dialect::Omp, &file_of(&m)?, env)?;
+        assert!(again.tree().get(&id).is_some_and(|r| r.text().contains(&data)), "resolved on load");
+    }
+    assert!(fs_err::read_dir(&blob_dir)?.count() > 0, "the blob is in the agent's blob store");
+    if std::env::var_os("HOME").is_some() {
+        let files = Env::files();
+        let agent = files.dirs.as_ref().map(|d| d.agent_dir.join("blobs"));
+        assert_eq!(files.blobs.as_ref().and_then(|b| b.dir()).map(Path::to_path_buf), agent);
+    }
+    Ok(())
+}
+
+#[test]
+fn pi_constructors_in_memory_open_in_and_create_with() -> Result<()> {
+    let header = Record::parse(
+        r#"{"type":"session","version":3,"id":"restored","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/elsewhere"}"#,
+    )?;
+    let entry = Record::parse(
+        r#"{"type":"message","id":"e1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#,
+    )?;
+    let m = SessionManager::in_memory_with(
+        Dialect::Pi,
+        "/mine",
+        vec![header.clone(), entry.clone()],
+        NewSessionOptions::with_id("ignored"),
+        Env::memory(),
+    )?;
+    assert_eq!((m.session_id(), m.cwd()), ("restored", "/mine"));
+    assert_eq!(m.tree().leaf_id(), Some("e1"));
+    assert!(m.session_file().is_none());
+    let m = SessionManager::in_memory_with(
+        Dialect::Pi,
+        "/mine",
+        vec![entry],
+        NewSessionOptions::with_id("given-id"),
+        Env::memory(),
+    )?;
+    assert_eq!(m.session_id(), "given-id");
+    assert_eq!(m.header().get_str("cwd"), Some("/mine"));
+    assert_eq!(m.tree().entries().len(), 1);
+    let empty =
+        SessionManager::in_memory_with(Dialect::Pi, "/mine", Vec::new(), NewSessionOptions::default(), Env::memory())?;
+    assert!(empty.tree().entries().is_empty());
+
+    for (name, tmp, env) in envs("pi-ctors") {
+        let dir = tmp.path().join("custom");
+        let mut m =
+            SessionManager::create_with(Dialect::Pi, "/p", &dir, NewSessionOptions::with_id("chosen-1"), env.clone())?;
+        assert_eq!(m.session_id(), "chosen-1");
+        m.append_message(user("q"))?;
+        let file = file_of(&m)?;
+        assert!(file.to_string_lossy().ends_with("_chosen-1.jsonl"), "{name}");
+        drop(m);
+        let other_dir = tmp.path().join("other");
+        let mut opened = SessionManager::open_in(Dialect::Pi, &file, Some(&other_dir), Some("/override"), env.clone())?;
+        assert_eq!(opened.cwd(), "/override", "{name}");
+        assert_eq!(opened.session_dir(), Some(other_dir.as_path()));
+        let next = opened.new_session(NewSessionOptions::default())?.ok_or("a file")?;
+        assert!(next.starts_with(&other_dir));
+        assert_eq!(opened.header().get_str("cwd"), Some("/override"));
+        let missing = tmp.path().join("missing.jsonl");
+        let fresh = SessionManager::open_in(Dialect::Pi, &missing, None, Some("/o2"), env.clone())?;
+        assert_eq!(fresh.header().get_str("cwd"), Some("/o2"));
+        assert_eq!(fresh.session_dir(), Some(tmp.path()));
+    }
+    Ok(())
+}
+
+#[test]
+fn fork_from_options() -> Result<()> {
+    for (name, tmp, env) in envs("fork-from") {
+        let mut src = started(&env, "/p")?;
+        let call = json!({"role": "assistant", "content": [{"type": "toolCall", "id": "call-1", "name": "bash", "arguments": {}},
+                                                          {"type": "toolCall", "id": "call-2", "name": "read", "arguments": {}}],
+                          "usage": {"cost": {"total": 3.5}, "premiumRequests": 1}, "timestamp": 3});
+        src.append_message(call)?;
+        src.append_message(json!({"role": "toolResult", "toolCallId": "call-1", "toolName": "bash", "content": [], "isError": false, "timestamp": 4}))?;
+        let source = file_of(&src)?;
+        env.storage.write(&source.with_extension("").join("0.bash.log"), b"log")?;
+        drop(src);
+        let out = tmp.path().join("forks");
+        let fork = SessionManager::fork_from(Dialect::Omp, &source, "/q", &out, env.clone())?;
+        let forked = file_of(&fork)?;
+        assert_eq!(
+            env.storage.read(&forked.with_extension("").join("0.bash.log"))?,
+            b"log",
+            "{name}: copied by default"
+        );
+        assert_eq!(crumb(&env)?.1, forked);
+
+        let chosen = tmp.path().join("chosen/fork.jsonl");
+        let opts = ForkOptions::default()
+            .copy_artifacts(false)
+            .session_file(&chosen)
+            .reset_inherited_cost(true)
+            .repair_interrupted_tail(true)
+            .suppress_breadcrumb(true);
+        let m = SessionManager::fork_from_with(Dialect::Omp, &source, "/q", &out, opts, env.clone())?;
+        assert_eq!(m.session_file(), Some(chosen.as_path()));
+        assert!(!env.storage.exists(&chosen.with_extension("").join("0.bash.log"))?, "{name}: no copy");
+        assert_eq!(crumb(&env)?.1, forked, "{name}: suppressed");
+        let all = texts(&m).join("\n");
+        assert!(!all.contains("3.5") && all.contains(r#""premiumRequests":0"#), "{name}: cost zeroed");
+        let last = m.tree().entries().last().ok_or("entries")?;
+        assert_eq!(last.get("message").and_then(|x| x.get("toolCallId")).and_then(|v| v.as_str()), Some("call-2"));
+        assert_eq!(m.tree().leaf_id(), last.id());
+        assert_on_disk(&m, &chosen)?;
+    }
+    Ok(())
+}
