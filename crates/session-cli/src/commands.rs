@@ -89,7 +89,7 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
 pub(crate) fn env(g: &Global, dialect: Dialect) -> Env {
     let mut env = Env::files().with_terminal(None);
     if dialect == Dialect::Omp
-        && let Ok(process) = session::discovery::Env::from_process_env()
+        && let Ok(process) = session::discovery::ProcessEnv::from_process_env()
     {
         env = env.with_agent_dirs(session::discovery::AgentDirs::omp(&process, g.omp_home.into()));
     }

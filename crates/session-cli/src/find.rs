@@ -17,7 +17,7 @@ use crate::args::{Global, HistoryCommand};
 use crate::commands::{Result, wants_json};
 
 pub(crate) fn discovery_for(g: &Global, dialect: Dialect, no_cache: bool) -> Result<Discovery> {
-    let env = discovery::Env::from_process_env()?;
+    let env = discovery::ProcessEnv::from_process_env()?;
     let mut discovery = Discovery::new(AgentDirs::for_dialect(dialect, &env, g.omp_home.into()));
     if !g.as_agent {
         discovery = discovery.read_only();
@@ -268,7 +268,7 @@ pub(crate) fn continue_cmd(g: &Global, cwd: Option<&str>, no_cache: bool) -> Res
         Some(d) => vec![Dialect::from(d)],
         None => vec![Dialect::Pi, Dialect::Omp],
     };
-    let env = discovery::Env::from_process_env()?;
+    let env = discovery::ProcessEnv::from_process_env()?;
     let mut best: Option<(i64, Dialect, PathBuf, &str)> = None;
     for dialect in dialects {
         let d = discovery_for(g, dialect, no_cache)?;
@@ -322,7 +322,7 @@ pub(crate) fn continue_cmd(g: &Global, cwd: Option<&str>, no_cache: bool) -> Res
 pub(crate) fn history(g: &Global, command: &HistoryCommand) -> Result<String> {
     let HistoryCommand::Search { query, limit, cwd } = command;
     let dialect = g.dialect.map_or(Dialect::Omp, Dialect::from);
-    let env = discovery::Env::from_process_env()?;
+    let env = discovery::ProcessEnv::from_process_env()?;
     let dirs = AgentDirs::for_dialect(dialect, &env, g.omp_home.into());
     let path = history_db_path(&dirs.agent_dir);
     if !path.exists() {

@@ -411,7 +411,7 @@ fn stored_blobs(dir: &Path) -> Vec<(String, PathBuf)> {
 type Roots = (Vec<(Dialect, PathBuf)>, Option<PathBuf>);
 
 fn roots(g: &Global, dirs: &[PathBuf]) -> Result<Roots> {
-    let env = session::discovery::Env::from_process_env()?;
+    let env = session::discovery::ProcessEnv::from_process_env()?;
     let omp = session::discovery::AgentDirs::omp(&env, g.omp_home.into());
     let blobs = Some(g.blob_dir.clone().unwrap_or_else(|| omp.agent_dir.join("blobs")));
     if !dirs.is_empty() {

@@ -12,7 +12,7 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use session_discovery::{AgentDirs, Dialect, Discovery, Env, OmpHome};
+use session_discovery::{AgentDirs, Dialect, Discovery, OmpHome, ProcessEnv};
 
 /// The shared generator of realistic sessions (`xtask/src/generate.rs`).
 #[allow(dead_code, unreachable_pub)]
@@ -79,7 +79,7 @@ fn read_all(dir: &Path) -> usize {
 
 fn bench_list(c: &mut Criterion) {
     let root = std::env::temp_dir().join(format!("session-discovery-bench-{}", std::process::id()));
-    let env = Env::new(root.join("home"), "/tmp", "/tmp");
+    let env = ProcessEnv::new(root.join("home"), "/tmp", "/tmp");
     let mut g = c.benchmark_group("list");
     g.sample_size(10);
     for dialect in [Dialect::Pi, Dialect::Omp] {

@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use session_discovery::{AgentDirs, Dialect, Discovery, Env, OmpHome};
+use session_discovery::{AgentDirs, Dialect, Discovery, OmpHome, ProcessEnv};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -20,7 +20,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("usage: list_timed DIR [pi|omp] [--no-cache]".into());
     };
     let dialect = if args.iter().any(|a| a == "omp") { Dialect::Omp } else { Dialect::Pi };
-    let env = Env::from_process_env()?;
+    let env = ProcessEnv::from_process_env()?;
     let mut discovery = Discovery::new(AgentDirs::for_dialect(dialect, &env, OmpHome::MusePi));
     if !args.iter().any(|a| a == "--no-cache") {
         discovery = discovery.with_list_cache(Discovery::default_cache_dir(&env), 64);

@@ -1,8 +1,8 @@
 //! Where sessions live: the environment a process sees and the directories the
 //! references derive from it.
 //!
-//! [`Env`] is an explicit snapshot (variables, home, working directory, temp root,
-//! terminal) so tests stay hermetic; [`Env::from_process_env`] takes the real one.
+//! [`ProcessEnv`] is an explicit snapshot (variables, home, working directory, temp root,
+//! terminal) so tests stay hermetic; [`ProcessEnv::from_process_env`] takes the real one.
 //! [`AgentDirs`] turns it into the agent directory, the sessions root and the
 //! state directories of one dialect.
 
@@ -17,7 +17,7 @@ use crate::paths;
 
 /// A snapshot of the process environment that discovery depends on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Env {
+pub struct ProcessEnv {
     /// Environment variables.
     pub vars: BTreeMap<String, String>,
     /// The home directory (`os.homedir()`).
@@ -30,21 +30,21 @@ pub struct Env {
     pub tty: Option<String>,
 }
 
-impl Env {
+impl ProcessEnv {
     /// Creates an environment with no variables.
-    pub fn new(home: impl Into<PathBuf>, cwd: impl Into<PathBuf>, tmp: impl Into<PathBuf>) -> Env {
-        Env { vars: BTreeMap::new(), home: home.into(), cwd: cwd.into(), tmp: tmp.into(), tty: None }
+    pub fn new(home: impl Into<PathBuf>, cwd: impl Into<PathBuf>, tmp: impl Into<PathBuf>) -> ProcessEnv {
+        ProcessEnv { vars: BTreeMap::new(), home: home.into(), cwd: cwd.into(), tmp: tmp.into(), tty: None }
     }
 
     /// Returns a copy with variable `key` set.
     #[must_use]
-    pub fn with_var(mut self, key: &str, value: &str) -> Env {
+    pub fn with_var(mut self, key: &str, value: &str) -> ProcessEnv {
         self.vars.insert(key.to_string(), value.to_string());
         self
     }
 
     /// Takes the environment of this process.
-    pub fn from_process_env() -> Result<Env, DiscoveryError> {
+    pub fn from_process_env() -> Result<ProcessEnv, DiscoveryError> {
         let vars: BTreeMap<String, String> =
             std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
         let home = vars
@@ -55,7 +55,7 @@ impl Env {
             .ok_or(DiscoveryError::NoHome)?;
         let cwd = std::env::current_dir().map_err(DiscoveryError::NoCwd)?;
         let tmp = std::env::temp_dir();
-        Ok(Env { vars, home, cwd, tmp, tty: stdin_tty() })
+        Ok(ProcessEnv { vars, home, cwd, tmp, tty: stdin_tty() })
     }
 
     /// Returns a variable if it is set and non-empty.
@@ -160,13 +160,13 @@ pub struct AgentDirs {
     /// state dir).
     pub state_dir: PathBuf,
     /// The environment the directories were derived from.
-    pub env: Env,
+    pub env: ProcessEnv,
 }
 
 impl AgentDirs {
     /// Returns pi's directories: `$PI_CODING_AGENT_DIR` (tilde-expanded) or
     /// `~/.pi/agent`.
-    pub fn pi(env: &Env) -> AgentDirs {
+    pub fn pi(env: &ProcessEnv) -> AgentDirs {
         let agent_dir = match env.var("PI_CODING_AGENT_DIR") {
             Some(d) => PathBuf::from(env.resolve(d)),
             None => env.home.join(".pi").join("agent"),
@@ -185,7 +185,7 @@ impl AgentDirs {
     /// Without an explicit agent dir, an existing `$XDG_DATA_HOME/<name>` takes the
     /// sessions (flattened: `<xdg>/sessions`) and an existing
     /// `$XDG_STATE_HOME/<name>` the state (breadcrumbs).
-    pub fn omp(env: &Env, home: OmpHome) -> AgentDirs {
+    pub fn omp(env: &ProcessEnv, home: OmpHome) -> AgentDirs {
         let root = match env.var("PI_CONFIG_DIR") {
             Some(d) => env.home.join(d),
             None => env.home.join(home.dir_name()),
@@ -212,7 +212,7 @@ impl AgentDirs {
     }
 
     /// Returns the directories of `dialect` (`omp_home` only matters for omp).
-    pub fn for_dialect(dialect: Dialect, env: &Env, omp_home: OmpHome) -> AgentDirs {
+    pub fn for_dialect(dialect: Dialect, env: &ProcessEnv, omp_home: OmpHome) -> AgentDirs {
         match dialect {
             Dialect::Pi => AgentDirs::pi(env),
             Dialect::Omp => AgentDirs::omp(env, omp_home),

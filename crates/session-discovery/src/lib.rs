@@ -5,7 +5,7 @@
 //! under `<agentDir>/sessions/`. This crate reproduces, byte for byte where the
 //! output is observable:
 //!
-//! * the layout: [`Env`] (an explicit snapshot of variables, home, cwd, temp root
+//! * the layout: [`ProcessEnv`] (an explicit snapshot of variables, home, cwd, temp root
 //!   and terminal) → [`AgentDirs`] for a dialect (pi: `~/.pi/agent` or
 //!   `$PI_CODING_AGENT_DIR`; omp: `~/.musepi/agent` or `~/.omp/agent` by
 //!   [`OmpHome`], `$PI_CONFIG_DIR`, `$PI_CODING_AGENT_DIR`, XDG dirs);
@@ -33,7 +33,7 @@
 //! profiles.
 //!
 //! ```
-//! use session_discovery::{AgentDirs, Discovery, Env, sessions_to_json};
+//! use session_discovery::{AgentDirs, Discovery, ProcessEnv, sessions_to_json};
 //! use session_model::Dialect;
 //!
 //! let root = std::env::temp_dir().join(format!("sd-doc-{}", std::process::id()));
@@ -46,7 +46,7 @@
 //!         r#"{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hello","timestamp":1767225601000}}"#, "\n",
 //!     ),
 //! ).unwrap();
-//! let env = Env::new(&root, "/tmp", "/tmp");
+//! let env = ProcessEnv::new(&root, "/tmp", "/tmp");
 //! let d = Discovery::new(AgentDirs::pi(&env));
 //! let sessions = d.list("/tmp", Some(&dir), &mut |_| {}).unwrap();
 //! assert_eq!(sessions[0].first_message, "hello");
@@ -69,7 +69,7 @@ mod pi_scan;
 
 pub use breadcrumb::{Breadcrumb, ContinueDecision, cwd_identity, read_breadcrumb, write_breadcrumb};
 pub use cache::MAX_CACHE_FILES;
-pub use env::{AgentDirs, Env, OmpHome};
+pub use env::{AgentDirs, OmpHome, ProcessEnv};
 pub use error::DiscoveryError;
 pub use info::{SessionInfo, SessionStatus, sanitize_name, sessions_to_json};
 pub use list::{Discovery, Progress, RecentSession, ResumeTarget, Scope, time_ago};

@@ -9,7 +9,7 @@ use session_model::Dialect;
 use session_store::{EntryKind, FileStat, FileStorage, Storage};
 
 use crate::cache::ListCache;
-use crate::env::{AgentDirs, Env};
+use crate::env::{AgentDirs, ProcessEnv};
 use crate::error::DiscoveryError;
 use crate::info::SessionInfo;
 use crate::io;
@@ -124,7 +124,7 @@ impl Discovery {
     /// ```
     /// use std::path::Path;
     /// use std::sync::Arc;
-    /// use session_discovery::{AgentDirs, Discovery, Env};
+    /// use session_discovery::{AgentDirs, Discovery, ProcessEnv};
     /// use session_store::{MemoryStorage, Storage};
     ///
     /// let storage = Arc::new(MemoryStorage::new());
@@ -133,7 +133,7 @@ impl Discovery {
     ///     r#"{"type":"session","version":3,"id":"abc","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#, "\n",
     ///     r#"{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1767225601000}}"#, "\n",
     /// ).as_bytes())?;
-    /// let env = Env::new("/home/u", "/p", "/tmp");
+    /// let env = ProcessEnv::new("/home/u", "/p", "/tmp");
     /// let d = Discovery::new(AgentDirs::pi(&env)).with_storage(storage);
     /// let sessions = d.list("/p", Some(dir), &mut |_| {}).expect("listed");
     /// assert_eq!(sessions[0].first_message, "hi");
@@ -182,7 +182,7 @@ impl Discovery {
 
     /// Returns where the `session` command keeps its listing cache:
     /// `$XDG_CACHE_HOME/session-store`, else `~/.cache/session-store`.
-    pub fn default_cache_dir(env: &Env) -> PathBuf {
+    pub fn default_cache_dir(env: &ProcessEnv) -> PathBuf {
         match env.var("XDG_CACHE_HOME") {
             Some(d) => PathBuf::from(env.resolve(d)).join("session-store"),
             None => env.home.join(".cache").join("session-store"),

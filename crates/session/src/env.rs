@@ -47,7 +47,7 @@ impl Env {
     /// and this terminal's breadcrumbs. Without a home directory there is neither.
     pub fn files() -> Env {
         let mut env = Env::bare(Arc::new(FileStorage::new()));
-        if let Ok(process) = session_discovery::Env::from_process_env() {
+        if let Ok(process) = session_discovery::ProcessEnv::from_process_env() {
             let terminal = process.terminal_id();
             env = env.with_agent_dirs(AgentDirs::omp(&process, OmpHome::MusePi)).with_terminal(terminal);
         }

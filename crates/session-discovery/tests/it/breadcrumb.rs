@@ -1,13 +1,13 @@
 //! Terminal breadcrumbs and `--continue` (`src/breadcrumb.rs`).
 
 use session_discovery::{
-    AgentDirs, ContinueDecision, Discovery, Env, OmpHome, cwd_identity, read_breadcrumb, write_breadcrumb,
+    AgentDirs, ContinueDecision, Discovery, OmpHome, ProcessEnv, cwd_identity, read_breadcrumb, write_breadcrumb,
 };
 
 use crate::support::{TempDir, assistant, header, lines, user, write};
 
 fn dirs(root: &std::path::Path) -> AgentDirs {
-    let env = Env::new(root.join("home"), root, "/nonexistent-tmp")
+    let env = ProcessEnv::new(root.join("home"), root, "/nonexistent-tmp")
         .with_var("PI_CODING_AGENT_DIR", &root.join("agent").to_string_lossy());
     AgentDirs::omp(&env, OmpHome::MusePi)
 }

@@ -2,12 +2,12 @@
 
 use std::path::Path;
 
-use session_discovery::{AgentDirs, Dialect, Discovery, Env, OmpHome, SessionInfo};
+use session_discovery::{AgentDirs, Dialect, Discovery, OmpHome, ProcessEnv, SessionInfo};
 
 use crate::support::{TempDir, header, lines, load_fixture, set_mtime, user, write};
 
 fn discovery(dialect: Dialect, root: &Path) -> Discovery {
-    let env = Env::new(root.join("home"), root, "/nonexistent-tmp");
+    let env = ProcessEnv::new(root.join("home"), root, "/nonexistent-tmp");
     Discovery::new(AgentDirs::for_dialect(dialect, &env, OmpHome::MusePi))
 }
 

@@ -2,13 +2,13 @@
 
 use std::path::PathBuf;
 
-use session_discovery::{AgentDirs, Env, OmpHome};
+use session_discovery::{AgentDirs, OmpHome, ProcessEnv};
 
 use crate::support::TempDir;
 
 #[test]
 fn pi_default_and_override() {
-    let env = Env::new("/home/u", "/w", "/tmp");
+    let env = ProcessEnv::new("/home/u", "/w", "/tmp");
     let d = AgentDirs::pi(&env);
     assert_eq!(d.agent_dir, PathBuf::from("/home/u/.pi/agent"));
     assert_eq!(d.sessions_root, PathBuf::from("/home/u/.pi/agent/sessions"));
@@ -21,7 +21,7 @@ fn pi_default_and_override() {
 
 #[test]
 fn omp_homes_and_overrides() {
-    let env = Env::new("/home/u", "/w", "/tmp");
+    let env = ProcessEnv::new("/home/u", "/w", "/tmp");
     assert_eq!(AgentDirs::omp(&env, OmpHome::MusePi).agent_dir, PathBuf::from("/home/u/.musepi/agent"));
     assert_eq!(AgentDirs::omp(&env, OmpHome::Omp).agent_dir, PathBuf::from("/home/u/.omp/agent"));
     let d = AgentDirs::omp(&env.clone().with_var("PI_CONFIG_DIR", ".cfg"), OmpHome::Omp);
@@ -36,7 +36,7 @@ fn omp_xdg_dirs_only_when_they_exist() {
     let td = TempDir::new("xdg");
     let data = td.path().join("data");
     let state = td.path().join("state");
-    let env = Env::new("/home/u", "/w", "/tmp")
+    let env = ProcessEnv::new("/home/u", "/w", "/tmp")
         .with_var("XDG_DATA_HOME", &data.to_string_lossy())
         .with_var("XDG_STATE_HOME", &state.to_string_lossy());
     let d = AgentDirs::omp(&env, OmpHome::Omp);
@@ -52,7 +52,7 @@ fn omp_xdg_dirs_only_when_they_exist() {
 
 #[test]
 fn terminal_ids() {
-    let env = Env::new("/h", "/w", "/tmp");
+    let env = ProcessEnv::new("/h", "/w", "/tmp");
     assert_eq!(env.terminal_id(), None);
     let mut tty = env.clone();
     tty.tty = Some("/dev/pts/3".into());
@@ -74,7 +74,8 @@ fn omp_migrates_legacy_buckets() {
     let tmp = td.path().join("tmp");
     fs_err::create_dir_all(&home).unwrap();
     fs_err::create_dir_all(tmp.join("proj")).unwrap();
-    let env = Env::new(&home, "/", &tmp).with_var("PI_CODING_AGENT_DIR", &td.path().join("agent").to_string_lossy());
+    let env =
+        ProcessEnv::new(&home, "/", &tmp).with_var("PI_CODING_AGENT_DIR", &td.path().join("agent").to_string_lossy());
     let d = AgentDirs::omp(&env, OmpHome::Omp);
     let cwd = tmp.join("proj").to_string_lossy().into_owned();
     // A legacy absolute bucket and a hashed bucket, one collision.
@@ -104,7 +105,7 @@ fn omp_migrates_old_home_spelling() {
     let td = TempDir::new("homespell");
     let home = td.path().join("home");
     fs_err::create_dir_all(home.join("p")).unwrap();
-    let env = Env::new(&home, "/", "/nonexistent-tmp")
+    let env = ProcessEnv::new(&home, "/", "/nonexistent-tmp")
         .with_var("PI_CODING_AGENT_DIR", &td.path().join("agent").to_string_lossy());
     let d = AgentDirs::omp(&env, OmpHome::Omp);
     let enc = home.to_string_lossy().trim_start_matches('/').replace('/', "-");

@@ -3,13 +3,13 @@
 use std::path::Path;
 
 use session_discovery::{
-    AgentDirs, Dialect, Discovery, Env, OmpHome, ResumeTarget, Scope, SessionStatus, sessions_to_json,
+    AgentDirs, Dialect, Discovery, OmpHome, ProcessEnv, ResumeTarget, Scope, SessionStatus, sessions_to_json,
 };
 
 use crate::support::{TempDir, assistant, header, lines, load_fixture, user, write};
 
 fn disc(dialect: Dialect, root: &Path) -> Discovery {
-    let env = Env::new(root.join("home"), root, "/nonexistent-tmp")
+    let env = ProcessEnv::new(root.join("home"), root, "/nonexistent-tmp")
         .with_var("PI_CODING_AGENT_DIR", &root.join("agent").to_string_lossy());
     Discovery::new(AgentDirs::for_dialect(dialect, &env, OmpHome::MusePi))
 }

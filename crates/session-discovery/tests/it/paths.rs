@@ -29,7 +29,7 @@ fn pi_examples_from_the_spec() {
 
 #[test]
 fn pi_relative_and_tilde_through_env() {
-    let env = session_discovery::Env::new("/root", "/home/user/work", "/tmp");
+    let env = session_discovery::ProcessEnv::new("/root", "/home/user/work", "/tmp");
     let dirs = session_discovery::AgentDirs::pi(&env);
     assert_eq!(dirs.bucket_name("rel/dir"), "--home-user-work-rel-dir--");
     assert_eq!(dirs.bucket_name("~/x"), "--root-x--");

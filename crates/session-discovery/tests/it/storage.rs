@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use session_discovery::{AgentDirs, Dialect, Discovery, Env, OmpHome, ResumeTarget, sessions_to_json};
+use session_discovery::{AgentDirs, Dialect, Discovery, OmpHome, ProcessEnv, ResumeTarget, sessions_to_json};
 use session_store::clock::ManualClock;
 use session_store::{FileStorage, MemoryStorage, Storage};
 
@@ -64,7 +64,7 @@ fn specs(dialect: Dialect) -> Vec<Spec> {
 }
 
 fn discovery(dialect: Dialect, root: &Path, storage: Arc<dyn Storage>) -> Discovery {
-    let mut env = Env::new(root.join("home"), "/w/a", "/nonexistent-tmp");
+    let mut env = ProcessEnv::new(root.join("home"), "/w/a", "/nonexistent-tmp");
     if dialect == Dialect::Pi {
         env = env.with_var("PI_CODING_AGENT_DIR", &root.join("agent").to_string_lossy());
     }
@@ -135,7 +135,7 @@ fn omp_orphaned_backups_are_recovered_in_the_storage() {
         memory.write(&root.join(&s.rel), s.text.as_bytes()).expect("memory write");
     }
     let storage: Arc<dyn Storage> = Arc::new(memory.clone());
-    let env = Env::new(root.join("home"), "/w/a", "/nonexistent-tmp");
+    let env = ProcessEnv::new(root.join("home"), "/w/a", "/nonexistent-tmp");
     let d = Discovery::new(AgentDirs::for_dialect(Dialect::Omp, &env, OmpHome::MusePi)).with_storage(storage);
     let listed = d.list("/w/a", None, &mut |_| {}).expect("list");
     assert!(listed.iter().any(|s| s.id == "ddd444"), "the orphaned backup was promoted and listed");

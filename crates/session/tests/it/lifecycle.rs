@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::json;
-use session::discovery::{AgentDirs, Env as DEnv, OmpHome, read_breadcrumb};
+use session::discovery::{AgentDirs, OmpHome, ProcessEnv, read_breadcrumb};
 use session::model::{Dialect, Record};
 use session::store::{FaultStorage, Faults, FileStorage, MemoryStorage, Op, Storage};
 use session::{Env, ForkOptions, NewSessionOptions, SessionError, SessionManager};
@@ -20,7 +20,7 @@ const TERMINAL: &str = "pts-lifecycle";
 
 /// The agent directories of a home inside `root` (`<root>/home/.omp/agent`).
 fn agent_dirs(root: &Path) -> AgentDirs {
-    let env = DEnv::new(root.join("home"), root, root.join("tmp"));
+    let env = ProcessEnv::new(root.join("home"), root, root.join("tmp"));
     AgentDirs::omp(&env, OmpHome::Omp)
 }
 

@@ -268,8 +268,8 @@ fn every_entry_type_round_trips_through_a_file() -> Result<()> {
 }
 
 fn discovery(dialect: Dialect, root: &Path) -> session::discovery::Discovery {
-    use session::discovery::{AgentDirs, Discovery, Env as DEnv, OmpHome};
-    let env = DEnv::new(root.join("home"), root, "/nonexistent-tmp")
+    use session::discovery::{AgentDirs, Discovery, OmpHome, ProcessEnv};
+    let env = ProcessEnv::new(root.join("home"), root, "/nonexistent-tmp")
         .with_var("PI_CODING_AGENT_DIR", &root.join("agent").to_string_lossy());
     Discovery::new(AgentDirs::for_dialect(dialect, &env, OmpHome::MusePi))
 }
