@@ -496,7 +496,25 @@ impl SessionTree {
         self.lookup(id).map(|p| &self.entries[p])
     }
 
-    /// Moves the leaf to `id` without writing anything.
+    /// Moves the leaf to `id` without writing anything: the next entry appended
+    /// becomes a child of `id`, a sibling of what followed it, and the context and
+    /// [`SessionTree::get_branch`] follow the new leaf.
+    ///
+    /// ```
+    /// use session_model::{Dialect, Record};
+    /// use session_tree::SessionTree;
+    /// let line = |id: &str, parent: &str| {
+    ///     Record::parse(&format!(r#"{{"type":"custom","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","customType":"x"}}"#))
+    ///         .expect("valid")
+    /// };
+    /// let mut t = SessionTree::new(Dialect::Pi, vec![line("a", "null"), line("b", r#""a""#)]);
+    /// t.branch("a")?;
+    /// t.append(line("c", r#""a""#))?;
+    /// let path: Vec<_> = t.get_branch(None).iter().filter_map(|r| r.id()).collect();
+    /// assert_eq!(path, ["a", "c"]);
+    /// assert!(t.branch("zz").is_err());
+    /// # Ok::<(), session_tree::TreeError>(())
+    /// ```
     pub fn branch(&mut self, id: &str) -> Result<(), TreeError> {
         if self.lookup(id).is_none() {
             return Err(TreeError::NotFound(id.to_owned()));

@@ -93,6 +93,10 @@ pub enum SessionError {
     /// The title slot could not be written.
     #[error(transparent)]
     Slot(#[from] session_model::SlotTooLong),
+    /// A record could not be read as the typed value asked for
+    /// ([`crate::SessionManager::context`]).
+    #[error(transparent)]
+    Typed(#[from] session_model::typed::TypedError),
     /// A rename's `title_change` entry was appended and is in the file, but the title
     /// slot and header that listings read still hold the old title: the file kept
     /// changing under another writer. Do not rename again (that appends a second entry);

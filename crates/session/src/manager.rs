@@ -267,6 +267,20 @@ impl SessionManager {
     /// Starts a new persisted session for `cwd` in `session_dir`; no file is written
     /// until the first-write rule says so (omp: its breadcrumb points at the future file,
     /// marked `fresh`).
+    ///
+    /// ```
+    /// use session::{Dialect, Env, SessionManager};
+    /// # fn main() -> Result<(), session::SessionError> {
+    /// let env = Env::memory();
+    /// let storage = env.storage.clone();
+    /// let mut m = SessionManager::create(Dialect::Pi, "/work", std::path::Path::new("/s"), env)?;
+    /// let file = m.session_file().expect("persisted").to_path_buf();
+    /// assert!(!storage.exists(&file)?, "pi writes nothing before the first message");
+    /// m.append_message(serde_json::json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    /// assert!(storage.exists(&file)?);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn create(dialect: Dialect, cwd: &str, session_dir: &Path, env: Env) -> Result<SessionManager> {
         SessionManager::create_with(dialect, cwd, session_dir, NewSessionOptions::default(), env)
     }
@@ -288,6 +302,17 @@ impl SessionManager {
     }
 
     /// Starts a session that is never written.
+    ///
+    /// ```
+    /// use session::{Dialect, Env, SessionManager};
+    /// # fn main() -> Result<(), session::SessionError> {
+    /// let mut m = SessionManager::in_memory(Dialect::Omp, "/work", Env::memory());
+    /// m.append_message(serde_json::json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    /// assert_eq!(m.session_file(), None);
+    /// assert_eq!(m.context()?.messages.len(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn in_memory(dialect: Dialect, cwd: &str, env: Env) -> SessionManager {
         let mut m = SessionManager::blank(dialect, env, cwd.to_owned(), None, false);
         // In memory nothing can fail, and no custom id is checked.
@@ -905,7 +930,22 @@ impl SessionManager {
 
     // ------------------------------------------------------------------ typed appends
 
-    /// Appends a `message` entry (any role, stored as given).
+    /// Appends a `message` entry (any role, stored as given) as a child of the leaf,
+    /// persists it by the dialect's rule and returns its id; the entry becomes the leaf.
+    ///
+    /// ```
+    /// use session::{Dialect, Env, SessionManager};
+    /// # fn main() -> Result<(), session::SessionError> {
+    /// let mut m = SessionManager::in_memory(Dialect::Pi, "/work", Env::memory());
+    /// let q = m.append_message(serde_json::json!({"role": "user", "content": "2+2?", "timestamp": 1}))?;
+    /// let a = m.append_message(serde_json::json!({
+    ///     "role": "assistant", "content": [{"type": "text", "text": "4"}], "timestamp": 2,
+    /// }))?;
+    /// assert_eq!(m.tree().get(&a).and_then(|r| r.parent_id()), Some(q.as_str()));
+    /// assert_eq!(m.tree().leaf_id(), Some(a.as_str()));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn append_message(&mut self, message: Value) -> Result<String> {
         self.append_with(|b| entries::pi::message(b, message))
     }
@@ -1031,6 +1071,23 @@ impl SessionManager {
     /// Extracts the path from the root to `leaf_id` into a new session file next to
     /// this one (`createBranchedSession`) and switches this manager to it. Returns
     /// the new file (`None` in memory).
+    ///
+    /// To branch within the session instead, move the leaf:
+    /// `m.tree_mut().branch(id)`, and the next append becomes a sibling.
+    ///
+    /// ```
+    /// use session::{Dialect, Env, SessionManager};
+    /// # fn main() -> Result<(), session::SessionError> {
+    /// let mut m = SessionManager::create(Dialect::Omp, "/work", std::path::Path::new("/s"), Env::memory())?;
+    /// let first = m.append_message(serde_json::json!({"role": "user", "content": "a", "timestamp": 1}))?;
+    /// m.append_message(serde_json::json!({"role": "user", "content": "b", "timestamp": 2}))?;
+    /// let old = m.session_file().map(std::path::Path::to_path_buf);
+    /// let new = m.create_branched_session(&first)?.expect("persisted");
+    /// assert_ne!(Some(new), old);
+    /// assert_eq!(m.tree().entries().len(), 1, "only the path to `first`");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn create_branched_session(&mut self, leaf_id: &str) -> Result<Option<PathBuf>> {
         self.writable()?;
         self.not_in_batch()?;

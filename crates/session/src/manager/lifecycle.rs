@@ -603,6 +603,21 @@ impl SessionManager {
     /// `session_dir` (`forkFrom`) with the default [`ForkOptions`]. The source is
     /// migrated in memory first and left untouched on disk (pi repairs a missing final
     /// newline, as it does on any load).
+    ///
+    /// ```
+    /// use session::{Dialect, Env, SessionManager};
+    /// # fn main() -> Result<(), session::SessionError> {
+    /// let env = Env::memory();
+    /// let mut m = SessionManager::create(Dialect::Pi, "/a", std::path::Path::new("/s/a"), env.clone())?;
+    /// m.append_message(serde_json::json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    /// let source = m.session_file().expect("persisted").to_path_buf();
+    /// let copy = SessionManager::fork_from(Dialect::Pi, &source, "/b", std::path::Path::new("/s/b"), env)?;
+    /// assert_eq!(copy.cwd(), "/b");
+    /// assert_eq!(copy.tree().entries().len(), 1);
+    /// assert_eq!(copy.header().get_str("parentSession"), source.to_str());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn fork_from(
         dialect: Dialect,
         source: &Path,
