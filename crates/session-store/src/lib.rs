@@ -1,8 +1,8 @@
 //! Where session bytes go: the [`Storage`] trait, its file and memory backends, the append
-//! writer, atomic size-checked rewrites, omp's persistence transforms and the blob store.
+//! writer, atomic size-checked rewrites and the blob store.
 //!
-//! This is the only crate of the workspace that writes files. It knows bytes and JSON values,
-//! not sessions: the session manager above decides *what* to write and *when* (pi's exclusive
+//! This is the only crate of the workspace that writes session files. It knows bytes, not
+//! sessions: the session manager above decides *what* to write and *when* (pi's exclusive
 //! first flush, per-entry appends, omp's lazy gate and full rewrites); this crate makes each
 //! write behave as the references' writes do, and documents what a reader sees after a crash.
 //!
@@ -20,15 +20,15 @@
 //!   bytes and can simulate a power loss. [`FaultStorage`] and [`Faults`] inject full disks,
 //!   failing renames and syncs, and short writes for tests, and count the storage calls of
 //!   an operation so that a test can kill it at each one ([`Faults::crash_at`]).
-//! * [`persist`] turns an entry into its on-disk JSON (large-string truncation, image
-//!   externalization, dropped `jsonlEvents`) and back; [`blob`] is the content-addressed store
-//!   the images go to; [`base64`] decodes as leniently as Node does.
+//! * [`blob`] is the content-addressed store omp's images go to (the facade's persistence
+//!   transforms decide what goes there); [`base64`] decodes as leniently as Node does.
 //!
 //! All three backends pass one shared contract test suite, `contract` (behind the `testing`
 //! feature, so server backends in other crates run the same cases).
 //!
 //! What it does not do: parse session files (`session-model`), decide when to rewrite, retry,
-//! migrate, or talk to SQL/Redis backends. It never deletes blobs. Windows' EPERM move-aside
+//! migrate, shape entries for disk (the facade's `persist`), or talk to SQL/Redis backends
+//! (`session-store-postgres`, `session-store-redis`). It never deletes blobs. Windows' EPERM move-aside
 //! fallback of omp is not implemented (renames replace the target directly on Unix).
 //!
 //! ```
@@ -65,7 +65,6 @@ mod file;
 mod lock;
 mod memory;
 pub mod open;
-pub mod persist;
 mod storage;
 
 pub use blob::{BlobRef, BlobStore};

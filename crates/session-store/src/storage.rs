@@ -4,9 +4,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use session_model::{Dialect, ParsedFile, ReadAt};
+use session_model::ReadAt;
 
-use crate::error::{Op, StoreError};
+use crate::error::StoreError;
 
 /// What [`Storage::stat`] reports about a path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -254,23 +254,14 @@ pub trait Storage: Send + Sync {
     }
 
     /// Opens the file for reads by position: returns its size when opened and a
-    /// reader, through which [`Storage::read_parsed`] reads large sessions in pieces
-    /// rather than whole. Fails as [`Storage::read`] does.
+    /// reader, through which a large session is parsed in pieces as it is read
+    /// ([`session_model::parse_session_at`]) rather than held whole. Fails as [`Storage::read`] does.
     ///
     /// The default reads the whole file with [`Storage::read`] and serves it from
     /// memory; the file storage reads the file itself.
     fn open_reader(&self, path: &Path) -> Result<(u64, Box<dyn ReadAt + Send>), StoreError> {
         let bytes = self.read(path)?;
         Ok((bytes.len() as u64, Box::new(bytes)))
-    }
-
-    /// Reads and parses the session file at `path` as `dialect`'s reference reads it,
-    /// with [`session_model::parse_session_at`] through [`Storage::open_reader`]: a
-    /// large file is parsed as it is read, in pieces, never held whole. The result is
-    /// what [`session_model::parse_session_bytes`] gives for the file's bytes.
-    fn read_parsed(&self, path: &Path, dialect: Dialect) -> Result<ParsedFile, StoreError> {
-        let (size, reader) = self.open_reader(path)?;
-        session_model::parse_session_at(&*reader, size, dialect).map_err(|e| StoreError::io(Op::Read, path, e))
     }
 
     /// Returns a head and a tail window of the file (omp `readTextSlices`).

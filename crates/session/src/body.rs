@@ -100,13 +100,13 @@ pub(crate) fn persist_line<'l>(dialect: Dialect, env: &Env, line: &'l str) -> Re
     let Some(blobs) = env.blobs.as_ref().filter(|_| dialect == Dialect::Omp) else {
         return Ok(Cow::Borrowed(line));
     };
-    if !session_store::persist::may_change(line) {
+    if !crate::persist::may_change(line) {
         return Ok(Cow::Borrowed(line));
     }
     let Ok(record) = Record::parse(line) else {
         return Ok(Cow::Borrowed(line));
     };
-    Ok(match session_store::persist::prepare_entry_with(record.value(), blobs)? {
+    Ok(match crate::persist::prepare_entry_with(record.value(), blobs)? {
         Some(v) => Cow::Owned(session_model::json::to_js_string(&v)),
         None => Cow::Borrowed(line),
     })

@@ -35,6 +35,7 @@ mod context;
 mod env;
 mod error;
 mod manager;
+pub mod persist;
 mod resume;
 mod snapshot;
 

@@ -471,7 +471,7 @@ impl SessionManager {
             report.wrote = now;
             return Ok(report);
         };
-        let parsed = storage.read_parsed(path, self.dialect())?;
+        let parsed = read_parsed(&*storage, path, self.dialect())?;
         match parsed.header_check(self.dialect()) {
             HeaderCheck::Valid { .. } => {}
             HeaderCheck::Empty if self.dialect() == Dialect::Omp || stat.size == 0 => {
@@ -554,7 +554,7 @@ impl SessionManager {
                 if !r.text().contains("blob:sha256:") {
                     return r;
                 }
-                let (value, _warnings) = session_store::persist::resolve_blob_refs_shared(r.value(), &blobs);
+                let (value, _warnings) = crate::persist::resolve_blob_refs_shared(r.value(), &blobs);
                 match value {
                     Some(v) => Record::from_value(v),
                     None => r,
@@ -1360,6 +1360,20 @@ fn fold_slot(header: &Record, slot: Option<&TitleSlot>) -> Record {
             }
         }
     })
+}
+
+/// Reads and parses the session file at `path` as `dialect`'s reference reads it,
+/// through [`Storage::open_reader`](session_store::Storage::open_reader): a large file
+/// is parsed in pieces as it is read, never held whole. The result is what
+/// [`session_model::parse_session_bytes`] gives for the file's bytes.
+pub(crate) fn read_parsed(
+    storage: &dyn session_store::Storage,
+    path: &Path,
+    dialect: Dialect,
+) -> Result<session_model::ParsedFile> {
+    let (size, reader) = storage.open_reader(path)?;
+    session_model::parse_session_at(&*reader, size, dialect)
+        .map_err(|e| SessionError::Store(StoreError::io(session_store::Op::Read, path, e)))
 }
 
 /// Returns `path` made absolute against `base` and lexically normalised

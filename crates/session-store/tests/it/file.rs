@@ -228,12 +228,12 @@ fn large_sessions_parsed_while_growing_are_prefixes() -> TestResult {
         Ok(())
     });
     let s = FileStorage::new();
-    let mut parses = vec![s.read_parsed(&p, Dialect::Pi)?];
+    let mut parses = vec![parsed(&s, &p)?];
     while !appender.is_finished() {
-        parses.push(s.read_parsed(&p, Dialect::Pi)?);
+        parses.push(parsed(&s, &p)?);
     }
     appender.join().map_err(|_| "appender panicked")??;
-    parses.push(s.read_parsed(&p, Dialect::Pi)?);
+    parses.push(parsed(&s, &p)?);
     let last = parse_session_bytes(&fs_err::read(&p)?, Dialect::Pi);
     assert!(parses.last().map(|p| &p.records) == Some(&last.records));
     for parsed in &parses {
@@ -275,4 +275,11 @@ fn reads_into_buffers_are_the_windows_of_the_file() -> TestResult {
         }
     }
     Ok(())
+}
+
+/// Parses the session at `p` by position, as the session manager does.
+fn parsed(s: &FileStorage, p: &Path) -> Result<session_model::ParsedFile, StoreError> {
+    let (size, reader) = s.open_reader(p)?;
+    session_model::parse_session_at(&*reader, size, session_model::Dialect::Pi)
+        .map_err(|e| StoreError::io(session_store::Op::Read, p, e))
 }

@@ -115,7 +115,6 @@ fn a_fifo_session_is_refused_by_every_operation() -> TestResult {
     let s = FileStorage::new();
     let started = Instant::now();
     assert!(is_not_regular(s.read(&fifo), "fifo"));
-    assert!(is_not_regular(s.read_parsed(&fifo, session_model::Dialect::Pi), "fifo"));
     assert!(is_not_regular(s.open_reader(&fifo).map(|_| ()), "fifo"));
     assert!(is_not_regular(s.read_slices(&fifo, 4096, 32768), "fifo"));
     // Opening a FIFO for writing without a reader fails at once (ENXIO) or is refused.

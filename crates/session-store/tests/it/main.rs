@@ -7,5 +7,4 @@ mod contract;
 mod file;
 mod hostile;
 mod memory;
-mod persist;
 mod support;

@@ -38,9 +38,9 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use crate::base64;
-use crate::blob::{BLOB_REF_PREFIX, BlobRef, BlobStore};
-use crate::error::StoreError;
+use session_store::StoreError;
+use session_store::base64;
+use session_store::blob::{BLOB_REF_PREFIX, BlobRef, BlobStore};
 
 /// The notice appended to a truncated string (47 UTF-16 units).
 pub const TRUNCATION_NOTICE: &str = "\n\n[Session persistence truncated large content]";

@@ -5,13 +5,26 @@ use std::path::PathBuf;
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
+use session::persist::{MAX_STRING_UNITS, TRUNCATION_NOTICE, may_change, prepare_entry, resolve_blob_refs};
 use session_model::json::to_js_string;
 use session_model::{Dialect, parse_session_bytes};
-use session_store::base64;
-use session_store::blob::BlobStore;
-use session_store::persist::{MAX_STRING_UNITS, TRUNCATION_NOTICE, may_change, prepare_entry, resolve_blob_refs};
 
-use crate::support::{raw_names, testdata};
+use session::store::base64;
+use session::store::blob::BlobStore;
+
+/// The repository's `testdata`.
+fn testdata() -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
+}
+
+/// Returns the names of every entry in `dir` (dot-files included), sorted.
+fn raw_names(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = fs_err::read_dir(dir)
+        .map(|r| r.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
