@@ -32,8 +32,20 @@ fn main() -> ExitCode {
             if out.failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("{}", error_report(&*e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// Renders an error and its causes, one per line: each error's message says what
+/// failed, its source says why (so no message repeats its cause).
+fn error_report(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = format!("error: {e}");
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        out.push_str(&format!("\n  caused by: {c}"));
+        cause = c.source();
+    }
+    out
 }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum DiscoveryError {
     /// A directory could not be listed.
-    #[error("cannot list session directory {path}: {source}; check that it is readable")]
+    #[error("cannot list session directory {path}; check that it is readable")]
     ReadDir {
         /// The directory.
         path: PathBuf,
@@ -17,7 +17,7 @@ pub enum DiscoveryError {
         source: std::io::Error,
     },
     /// A file or directory could not be written.
-    #[error("cannot write {path}: {source}; check permissions and free space")]
+    #[error("cannot write {path}; check permissions and free space")]
     Write {
         /// The path.
         path: PathBuf,

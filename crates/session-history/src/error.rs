@@ -11,7 +11,7 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum HistoryError {
     /// A directory or file operation around the database failed.
-    #[error("prompt history {}: cannot {op} {}: {source}; check permissions and free space", path.display(), target.display())]
+    #[error("prompt history {}: cannot {op} {}; check permissions and free space", path.display(), target.display())]
     Io {
         /// The database file.
         path: PathBuf,
@@ -38,7 +38,7 @@ pub enum HistoryError {
         source: rusqlite::Error,
     },
     /// SQLite reported an error.
-    #[error("prompt history {}: {op} failed: {source}", path.display())]
+    #[error("prompt history {}: {op} failed", path.display())]
     Sqlite {
         /// The database file.
         path: PathBuf,
@@ -49,7 +49,7 @@ pub enum HistoryError {
     },
     /// The database is corrupt and could not be moved aside for a fresh one.
     #[error(
-        "prompt history {} is corrupt ({cause}) and could not be preserved: {source}; move the file aside by hand and retry",
+        "prompt history {} is corrupt ({cause}) and could not be preserved; move the file aside by hand and retry",
         path.display()
     )]
     Quarantine {

@@ -133,13 +133,13 @@ pub enum ConnectError {
     #[error("table name {0:?} must match [A-Za-z_][A-Za-z0-9_]{{0,62}}")]
     BadTableName(String),
     /// The connection string could not be parsed.
-    #[error("bad PostgreSQL connection string: {0}; pass `host=... dbname=...` or `postgres://user@host/db`")]
+    #[error("bad PostgreSQL connection string; pass `host=... dbname=...` or `postgres://user@host/db`")]
     BadConfig(#[source] postgres::Error),
     /// The server could not be reached or refused the login.
-    #[error("cannot connect to PostgreSQL: {0}")]
+    #[error("cannot connect to PostgreSQL")]
     Connect(#[source] postgres::Error),
     /// Creating or checking the table failed.
-    #[error("cannot create the session table {table}: {source}")]
+    #[error("cannot create the session table {table}")]
     Schema {
         /// The table.
         table: String,

@@ -38,7 +38,7 @@ pub enum ServerError {
         reason: String,
     },
     /// The server refused the command or the connection failed.
-    #[error("redis error: {0}")]
+    #[error("redis error")]
     Redis(#[from] redis::RedisError),
 }
 
@@ -95,9 +95,9 @@ pub(crate) fn rd(op: Op, path: &Path) -> impl FnOnce(redis::RedisError) -> Store
 #[non_exhaustive]
 pub enum ConnectError {
     /// The URL could not be parsed.
-    #[error("bad Redis URL: {0}; pass `redis://host:port/db`")]
+    #[error("bad Redis URL; pass `redis://host:port/db`")]
     BadUrl(#[source] redis::RedisError),
     /// The server could not be reached or refused the login.
-    #[error("cannot connect to Redis: {0}")]
+    #[error("cannot connect to Redis")]
     Connect(#[source] redis::RedisError),
 }

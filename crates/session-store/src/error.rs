@@ -93,7 +93,7 @@ impl fmt::Display for Op {
 #[non_exhaustive]
 pub enum StoreError {
     /// An operating-system IO error.
-    #[error("cannot {op} {}: {}", path.display(), io_detail(source))]
+    #[error("cannot {op} {}", path.display())]
     Io {
         /// What was attempted.
         op: Op,
@@ -150,11 +150,12 @@ pub enum StoreError {
     },
     /// A write failed and cutting the file back to its previous size failed too, so the file may
     /// end in a torn line (readers skip it).
-    #[error("{error}; removing the partial write from {} also failed: {}; the next load skips the torn line", path.display(), io_detail(rollback))]
+    #[error("a write to {} failed and removing its partial write also failed: {}; the next load skips the torn line", path.display(), io_detail(rollback))]
     RollbackFailed {
         /// The file that may end in a torn line.
         path: PathBuf,
         /// The write error.
+        #[source]
         error: Box<StoreError>,
         /// Why the file could not be cut back.
         rollback: Arc<io::Error>,
@@ -171,7 +172,7 @@ pub enum StoreError {
     /// A replace landed (readers see the complete new file) but the directory could not
     /// be synced, so after a power loss the old file may come back. The write must not
     /// be repeated as if it had failed.
-    #[error("{} was replaced ({written} bytes) but not made durable: {source}; the new content is in place, do not write it again", path.display())]
+    #[error("{} was replaced ({written} bytes) but not made durable; the new content is in place, do not write it again", path.display())]
     NotDurable {
         /// The replaced file.
         path: PathBuf,

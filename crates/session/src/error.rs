@@ -102,7 +102,7 @@ pub enum SessionError {
     /// changing under another writer. Do not rename again (that appends a second entry);
     /// reopen the session, whose next full rewrite carries the title.
     #[error(
-        "the title change {entry_id} was appended to {} but its title slot was not updated ({source}); reopen the session instead of renaming again",
+        "the title change {entry_id} was appended to {} but its title slot was not updated; reopen the session instead of renaming again",
         path.display()
     )]
     TitleNotPersisted {
@@ -141,7 +141,7 @@ pub enum SessionError {
     #[error("not allowed inside an atomic entry batch")]
     InBatch,
     /// An IO failure outside the storage (resolving the working directory).
-    #[error("cannot resolve {}: {source}", path.display())]
+    #[error("cannot resolve {}", path.display())]
     Path {
         /// The path.
         path: PathBuf,
