@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use session_model::{Dialect, parse_session_bytes};
 
 use crate::clock::{Clock, SystemClock};
-use crate::{Durability, EntryKind, ExpectedSize, LockWait, Storage, StoreError};
+use crate::{DirEntry, Durability, EntryKind, ExpectedSize, LockWait, Storage, StoreError};
 
 /// The outcome of one contract case, or of a whole run (every failure, one per line).
 pub type CaseResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
@@ -347,19 +347,42 @@ fn read_dir_reports_kinds(s: &dyn Storage, root: &Path) -> CaseResult {
     let dir = root.join("d");
     s.write(&dir.join("b.jsonl"), b"x")?;
     s.write(&dir.join("a.jsonl"), b"y")?;
+    s.write(&dir.join(".hidden.jsonl"), b"h")?;
     s.write(&dir.join("bucket/c.jsonl"), b"z")?;
-    let mut entries = s.read_dir(&dir)?;
-    entries.sort_by(|a, b| a.name.cmp(&b.name));
-    let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
-    // Backends without directories report only the files (the trait's default).
-    let files_only = names == ["a.jsonl", "b.jsonl"];
-    check(files_only || names == ["a.jsonl", "b.jsonl", "bucket"], &format!("entries {names:?}"))?;
-    check(entries.iter().filter(|e| e.name.ends_with(".jsonl")).all(|e| e.kind == EntryKind::File), "files")?;
-    if !files_only {
-        check(entries[2].kind == EntryKind::Dir, "the bucket is a directory")?;
-        let below = s.read_dir(&dir.join("bucket"))?;
-        check(below.len() == 1 && below[0].name == "c.jsonl", "entries of the bucket")?;
+    s.write(&dir.join("bucket/deep/e.jsonl"), b"e")?;
+    s.write(&dir.join("bucket2/f.jsonl"), b"f")?;
+    s.write(&root.join("dd/g.jsonl"), b"g")?;
+    s.ensure_dir(&dir.join("empty"))?;
+    let sorted = |mut v: Vec<DirEntry>| {
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v.into_iter().map(|e| (e.name, e.kind)).collect::<Vec<_>>()
+    };
+    let entries = sorted(s.read_dir(&dir)?);
+    let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+    // Backends without directories report only the visible files (the trait's default);
+    // a backend that reports a directory anywhere must report all of them, and the rest.
+    if names == ["a.jsonl", "b.jsonl"] {
+        check(entries.iter().all(|(_, k)| *k == EntryKind::File), "files")?;
+        return check(s.read_dir(&dir.join("bucket"))?.iter().all(|e| e.kind != EntryKind::Dir), "no directories");
     }
+    let (f, d) = (EntryKind::File, EntryKind::Dir);
+    let want: Vec<(String, EntryKind)> =
+        [(".hidden.jsonl", f), ("a.jsonl", f), ("b.jsonl", f), ("bucket", d), ("bucket2", d), ("empty", d)]
+            .into_iter()
+            .map(|(n, k)| (n.to_owned(), k))
+            .collect();
+    check(entries == want, &format!("entries of d: {entries:?}"))?;
+    let below = sorted(s.read_dir(&dir.join("bucket"))?);
+    check(below == [("c.jsonl".to_owned(), f), ("deep".to_owned(), d)], &format!("entries of the bucket: {below:?}"))?;
+    let deeper = sorted(s.read_dir(&dir.join("bucket/deep"))?);
+    check(deeper == [("e.jsonl".to_owned(), f)], &format!("entries of bucket/deep: {deeper:?}"))?;
+    check(s.read_dir(&dir.join("empty"))?.is_empty(), "an empty directory has no entries")?;
+    for (name, kind) in &entries {
+        let stat = s.stat(&dir.join(name))?;
+        check(stat.is_some_and(|st| st.is_file == (*kind == EntryKind::File)), &format!("stat of {name} agrees"))?;
+    }
+    let top = sorted(s.read_dir(root)?);
+    check(top == [("d".to_owned(), d), ("dd".to_owned(), d)], &format!("entries of the root: {top:?}"))?;
     Ok(())
 }
 
