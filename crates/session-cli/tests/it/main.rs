@@ -3,6 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[cfg(any(feature = "postgres", feature = "redis"))]
+mod store;
+
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 /// A directory under the system temp dir, removed on drop.
