@@ -345,23 +345,22 @@ fn human_bytes(n: u64) -> String {
     if unit == 0 { format!("{n} B") } else { format!("{v:.1} {}", UNITS[unit]) }
 }
 
-/// Returns every `*.jsonl` file under `root` (dot-folders and dot-files skipped), sorted;
-/// symbolic links are not followed into folders.
+/// Returns every `*.jsonl` file under `root` in the `--store` storage (dot-folders and
+/// dot-files skipped), sorted; symbolic links are not followed into folders.
 fn session_files(root: &Path) -> Vec<PathBuf> {
+    let storage = crate::store::current();
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') {
+        let Ok(entries) = storage.read_dir(&dir) else { continue };
+        for e in entries {
+            if e.name.starts_with('.') {
                 continue;
             }
-            let Ok(ft) = e.file_type() else { continue };
-            if ft.is_dir() {
-                stack.push(e.path());
-            } else if name.ends_with(".jsonl") {
-                out.push(e.path());
+            if e.kind == session::store::EntryKind::Dir {
+                stack.push(dir.join(&e.name));
+            } else if e.name.ends_with(".jsonl") {
+                out.push(dir.join(&e.name));
             }
         }
     }

@@ -122,6 +122,11 @@ fn round_trip(url: &str, pull_url: &dyn Fn(&Path) -> String, tag: &str) -> Resul
             let there = ok(&[cmd, f, "--json", "--store", url], &tmp.0)?;
             assert_eq!(there, ok(&[cmd, f, "--json"], &tmp.0)?, "{name}: {cmd} on the server and on files");
         }
+        let dir = src.to_str().ok_or("utf-8 path")?;
+        for cmd in ["stats", "fsck"] {
+            let there = ok(&[cmd, dir, "--json", "--store", url], &tmp.0)?;
+            assert_eq!(there, ok(&[cmd, dir, "--json"], &tmp.0)?, "{name}: {cmd} on the server and on files");
+        }
         let pulled = ok(&["pull", &pull_url(&file), "--to", back.to_str().ok_or("utf-8 path")?], &tmp.0)?;
         assert!(pulled.contains("\"artifacts\":2"), "{name}: {pulled}");
         assert_eq!(fs_err::read(back.join(format!("{name}.jsonl")))?, fs_err::read(&file)?, "{name}: the session");
