@@ -128,7 +128,12 @@ fn db_kind(e: &postgres::Error) -> io::ErrorKind {
 
 /// Wraps a database error as the [`StoreError`] of `op` on `path`.
 pub(crate) fn db(op: Op, path: &Path) -> impl FnOnce(postgres::Error) -> StoreError + '_ {
-    move |e| ServerError::Database(e).at(op, path)
+    move |e| {
+        if db_kind(&e) == io::ErrorKind::ConnectionAborted {
+            crate::pool::note_broken();
+        }
+        ServerError::Database(e).at(op, path)
+    }
 }
 
 /// Why [`PostgresStorage::connect`](crate::PostgresStorage::connect) failed.
