@@ -149,6 +149,90 @@ fn round_trip(url: &str, pull_url: &dyn Fn(&Path) -> String, tag: &str) -> Resul
     Ok(())
 }
 
+/// Writes, lists, resumes and deletes sessions kept in the agents' homes on the server:
+/// `ls`, `resume` and `continue` answer there as on files, and the write commands work
+/// through `--store`.
+fn agents_on_the_server(url: &str, tag: &str) -> Result<()> {
+    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/sample");
+    let tmp = TempDir::new(tag)?;
+    let (home, work) = (tmp.0.join("home"), tmp.0.join("work"));
+    fs_err::create_dir_all(&work)?;
+    let bucket = work.to_string_lossy().trim_start_matches('/').replace('/', "-");
+    let pi = home.join(".pi/agent/sessions").join(format!("--{bucket}--")).join("2026-01-01T00-00-00-000Z_a.jsonl");
+    let omp = home.join(".omp/agent/sessions").join(format!("-{bucket}")).join("2026-01-02T00-00-00-000Z_b.jsonl");
+    for (file, sample) in [(&pi, "pi.jsonl"), (&omp, "omp.jsonl")] {
+        fs_err::create_dir_all(file.parent().ok_or("a parent")?)?;
+        fs_err::copy(testdata.join(sample), file)?;
+    }
+    let run_home = |args: &[&str]| -> Result<String> {
+        let out = Command::new(env!("CARGO_BIN_EXE_session"))
+            .args(args)
+            .current_dir(&work)
+            .env("HOME", &home)
+            .env_remove("PI_CODING_AGENT_DIR")
+            .env_remove("PI_CONFIG_DIR")
+            .env_remove("XDG_DATA_HOME")
+            .env("SESSION_NO_CACHE", "1")
+            .output()?;
+        if !out.status.success() {
+            return Err(format!("session {args:?}: {}", String::from_utf8_lossy(&out.stderr)).into());
+        }
+        Ok(String::from_utf8(out.stdout)?)
+    };
+    for file in [&pi, &omp] {
+        run_home(&["push", file.to_str().ok_or("utf-8 path")?, "--to", url])?;
+    }
+    // pi's listing does not depend on the mtime: the whole answer is the same.
+    for args in [&["ls", "--dialect", "pi", "--json"][..], &["ls", "--all", "--dialect", "pi", "--json"]] {
+        let on_files = run_home(args)?;
+        assert!(on_files.contains("2026-01-01T00-00-00-000Z_a.jsonl"), "{on_files}");
+        assert_eq!(run_home(&[args, &["--store", url]].concat())?, on_files, "{args:?}");
+    }
+    // Both agents: the same sessions (omp's `modified` is the server's mtime).
+    let listed: serde_json::Value = serde_json::from_str(&run_home(&["ls", "--all", "--json", "--store", url])?)?;
+    let mut agents: Vec<&str> =
+        listed.as_array().ok_or("an array")?.iter().filter_map(|s| s["agent"].as_str()).collect();
+    agents.sort_unstable();
+    assert_eq!(agents, ["omp", "pi"], "{listed}");
+    for query in ["019b76da-a800-7dc3", "019b76da-a800-7d68"] {
+        let on_files: serde_json::Value = serde_json::from_str(&run_home(&["resume", query, "--json"])?)?;
+        let there: serde_json::Value = serde_json::from_str(&run_home(&["resume", query, "--json", "--store", url])?)?;
+        assert_eq!(there["path"], on_files["path"], "resume {query}");
+    }
+    let cont: serde_json::Value =
+        serde_json::from_str(&run_home(&["continue", "--dialect", "pi", "--json", "--store", url])?)?;
+    assert_eq!(cont["path"], pi.to_string_lossy().as_ref(), "{cont}");
+    // Writes go to the server only.
+    let p = pi.to_str().ok_or("utf-8 path")?;
+    let before = fs_err::read(&pi)?;
+    let added: serde_json::Value = serde_json::from_str(&run_home(&[
+        "append",
+        p,
+        "--custom-type",
+        "note",
+        "--data",
+        "{\"text\":\"hi\"}",
+        "--store",
+        url,
+    ])?)?;
+    let id = added["id"].as_str().ok_or("an id")?;
+    let entries = run_home(&["entries", p, "--json", "--store", url])?;
+    assert!(entries.contains(id), "{entries}");
+    assert!(!run_home(&["entries", p, "--json"])?.contains(id), "the file is untouched");
+    assert_eq!(fs_err::read(&pi)?, before);
+    run_home(&["rename", p, "On the server", "--store", url])?;
+    let info: serde_json::Value = serde_json::from_str(&run_home(&["info", p, "--json", "--store", url])?)?;
+    assert_eq!(info["name"], "On the server");
+    let o = omp.to_str().ok_or("utf-8 path")?;
+    run_home(&["rename", o, "Omp on the server", "--store", url])?;
+    let info: serde_json::Value = serde_json::from_str(&run_home(&["info", o, "--json", "--store", url])?)?;
+    assert_eq!(info["name"], "Omp on the server");
+    run_home(&["rm", p, "--yes", "--store", url])?;
+    assert!(run_home(&["info", p, "--json", "--store", url]).is_err(), "deleted on the server");
+    assert!(pi.exists(), "and not on the file system");
+    Ok(())
+}
+
 #[cfg(feature = "postgres")]
 #[test]
 fn push_inspect_and_pull_on_postgres() -> Result<()> {
@@ -161,6 +245,7 @@ fn push_inspect_and_pull_on_postgres() -> Result<()> {
         let url = format!("{scheme}:///{}?host=/var/run/postgresql", db.name);
         let pull = |file: &Path| format!("{scheme}:///{}{}?host=/var/run/postgresql", db.name, file.display());
         round_trip(&url, &pull, &format!("pg-{}", scheme.len()))?;
+        agents_on_the_server(&url, &format!("pg-agents-{}", scheme.len()))?;
     }
     Ok(())
 }
@@ -176,6 +261,7 @@ fn push_inspect_and_pull_on_redis() -> Result<()> {
     let url = format!("redis://127.0.0.1:6379/0?prefix={}", t.prefix);
     let pull = |file: &Path| format!("redis://127.0.0.1:6379/0{}?prefix={}", file.display(), t.prefix);
     round_trip(&url, &pull, "redis")?;
+    agents_on_the_server(&url, "redis-agents")?;
     // A plain path pulls from the --store storage.
     let tmp = TempDir::new("redis-store-pull")?;
     let missing = run(&["pull", "/nowhere/s.jsonl", "--to", ".", "--store", &url], &tmp.0)?;
