@@ -165,15 +165,7 @@ fn agents_on_the_server(url: &str, tag: &str) -> Result<()> {
         fs_err::copy(testdata.join(sample), file)?;
     }
     let run_home = |args: &[&str]| -> Result<String> {
-        let out = Command::new(env!("CARGO_BIN_EXE_session"))
-            .args(args)
-            .current_dir(&work)
-            .env("HOME", &home)
-            .env_remove("PI_CODING_AGENT_DIR")
-            .env_remove("PI_CONFIG_DIR")
-            .env_remove("XDG_DATA_HOME")
-            .env("SESSION_NO_CACHE", "1")
-            .output()?;
+        let out = crate::in_home(&home, &work).args(args).output()?;
         if !out.status.success() {
             return Err(format!("session {args:?}: {}", String::from_utf8_lossy(&out.stderr)).into());
         }
