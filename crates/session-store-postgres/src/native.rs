@@ -32,8 +32,7 @@ struct Queries {
     newest_with_prefix: String,
     read_meta: String,
     read_lines: String,
-    head: String,
-    tail: String,
+    slices: String,
     append: String,
     append_if_size: String,
     create_meta: String,
@@ -64,10 +63,16 @@ impl Queries {
             newest_with_prefix: format!("SELECT max(mtime_ms) FROM {m} WHERE starts_with(path, $1)"),
             read_meta: format!("SELECT size, {title_cols}, mtime_ms FROM {m} WHERE path = $1"),
             read_lines: format!("SELECT line FROM {l} WHERE path = $1 ORDER BY seq"),
-            head: format!("SELECT seq, line FROM {l} WHERE path = $1 AND seq < $2 ORDER BY seq"),
-            tail: format!(
-                "SELECT seq, line FROM {l} WHERE path = $1 AND \
-                 seq >= coalesce((SELECT max(seq) FROM {l} WHERE path = $1 AND seq <= $2), 0) ORDER BY seq"
+            slices: format!(
+                "SELECT m.size, m.{title_cols_m}, m.mtime_ms, \
+                 (SELECT string_agg(line, ''::bytea ORDER BY seq) FROM {l} WHERE path = $1 AND seq < $2::bigint), \
+                 t.start, \
+                 CASE WHEN $3::bigint > 0 THEN \
+                 (SELECT string_agg(line, ''::bytea ORDER BY seq) FROM {l} WHERE path = $1 AND seq >= t.start) END \
+                 FROM {m} m CROSS JOIN LATERAL (SELECT coalesce((SELECT max(seq) FROM {l} \
+                 WHERE path = $1 AND seq <= greatest(m.size - $3::bigint, 0)), 0) AS start) t \
+                 WHERE m.path = $1",
+                title_cols_m = "title, m.title_source, m.title_updated_at"
             ),
             append: format!(
                 "WITH m AS (INSERT INTO {m} (path, size, mtime_ms) VALUES ($1, $3, $4) \
@@ -300,14 +305,14 @@ impl NativePostgresStorage {
     fn read_with_stat(&self, path: &Path) -> Result<(FileStat, Vec<u8>), StoreError> {
         let op = Op::Read;
         let k = ServerError::file_key(op, path)?;
-        let (stat, meta, mut bytes) = self.window(op, path, &k, -1)?;
+        let (stat, meta, mut bytes) = self.whole(op, path, &k)?;
         if let Some(slot) = meta.overlay_for(&bytes) {
             lay_over(&slot, &mut bytes, 0);
         }
         Ok((stat, bytes))
     }
 
-    /// Reads the head and tail windows and the stat the head was read with.
+    /// Reads the head and tail windows and the stat in one statement.
     fn slices_with_stat(
         &self,
         path: &Path,
@@ -316,31 +321,43 @@ impl NativePostgresStorage {
     ) -> Result<(FileStat, Vec<u8>, Vec<u8>), StoreError> {
         let op = Op::Read;
         let k = ServerError::file_key(op, path)?;
-        let want_head = prefix.max(256);
-        let (stat, meta, mut head) = self.window(op, path, &k, i64::try_from(want_head).unwrap_or(i64::MAX))?;
-        let size = stat.size;
+        // The slot is read with the head, so the head covers at least its 256 bytes.
+        let want_head = i64::try_from(prefix.max(256)).unwrap_or(i64::MAX);
+        let want_tail = i64::try_from(suffix).unwrap_or(i64::MAX);
+        let mut c = self.client(op, path)?;
+        // One statement: one round trip, and one snapshot for the size and both windows.
+        let row = c.client().query_opt(&self.inner.q.slices, &[&k, &want_head, &want_tail]).map_err(db(op, path))?;
+        let row = row.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
+        let get = |row: &postgres::Row| -> Result<_, postgres::Error> {
+            let size: i64 = row.try_get(0)?;
+            let meta = meta_at(row, 1)?;
+            let mtime_ms: i64 = row.try_get(4)?;
+            let head: Option<Vec<u8>> = row.try_get(5)?;
+            let start: i64 = row.try_get(6)?;
+            let tail: Option<Vec<u8>> = row.try_get(7)?;
+            Ok((
+                size.max(0) as u64,
+                meta,
+                mtime_ms,
+                head.unwrap_or_default(),
+                start.max(0) as u64,
+                tail.unwrap_or_default(),
+            ))
+        };
+        let (size, meta, mtime_ms, mut head, start, mut tail) = get(&row).map_err(db(op, path))?;
+        let stat = FileStat::new(size, mtime_ms, true);
         let slot = meta.overlay_for(&head);
         head.truncate(usize::try_from(prefix.min(size)).unwrap_or(usize::MAX));
-        let mut tail = Vec::new();
         if suffix > 0 && size > 0 {
             let from = size.saturating_sub(suffix);
-            let from_i = i64::try_from(from).unwrap_or(i64::MAX);
-            let mut c = self.client(op, path)?;
-            let rows = c.client().query(&self.inner.q.tail, &[&k, &from_i]).map_err(db(op, path))?;
-            let mut first: Option<i64> = None;
-            for r in rows {
-                let seq: i64 = r.try_get(0).map_err(db(op, path))?;
-                let line: Vec<u8> = r.try_get(1).map_err(db(op, path))?;
-                first.get_or_insert(seq);
-                tail.extend_from_slice(&line);
-            }
-            let skip = usize::try_from(from.saturating_sub(first.unwrap_or(0).max(0) as u64)).unwrap_or(usize::MAX);
+            let skip = usize::try_from(from.saturating_sub(start)).unwrap_or(usize::MAX);
             tail.drain(..skip.min(tail.len()));
-            // A concurrent append may have grown the file since the size was read.
             tail.truncate(usize::try_from(suffix.min(size)).unwrap_or(usize::MAX));
             if let Some(slot) = &slot {
                 lay_over(slot, &mut tail, from);
             }
+        } else {
+            tail.clear();
         }
         if let Some(slot) = &slot {
             lay_over(slot, &mut head, 0);
@@ -348,9 +365,9 @@ impl NativePostgresStorage {
         Ok((stat, head, tail))
     }
 
-    /// Reads, in one snapshot, the size, the title metadata and the bytes of the rows that
-    /// start before `head` (every row when `head` is negative), from offset 0.
-    fn window(&self, op: Op, path: &Path, k: &str, head: i64) -> Result<(FileStat, TitleMeta, Vec<u8>), StoreError> {
+    /// Reads, in one snapshot, the stat, the title metadata and every byte of the file, row
+    /// by row (a large file never passes through one value).
+    fn whole(&self, op: Op, path: &Path, k: &str) -> Result<(FileStat, TitleMeta, Vec<u8>), StoreError> {
         let mut c = self.client(op, path)?;
         let mut tx = c
             .client()
@@ -364,14 +381,10 @@ impl NativePostgresStorage {
         let size: i64 = row.try_get(0).map_err(db(op, path))?;
         let meta = meta_at(&row, 1).map_err(db(op, path))?;
         let mtime_ms: i64 = row.try_get(4).map_err(db(op, path))?;
-        let rows = if head < 0 {
-            tx.query(&self.inner.q.read_lines, &[&k]).map_err(db(op, path))?
-        } else {
-            tx.query(&self.inner.q.head, &[&k, &head]).map_err(db(op, path))?
-        };
+        let rows = tx.query(&self.inner.q.read_lines, &[&k]).map_err(db(op, path))?;
         let mut bytes = Vec::new();
         for r in rows {
-            let line: Vec<u8> = r.try_get(if head < 0 { 0 } else { 1 }).map_err(db(op, path))?;
+            let line: Vec<u8> = r.try_get(0).map_err(db(op, path))?;
             bytes.extend_from_slice(&line);
         }
         tx.commit().map_err(db(op, path))?;
