@@ -45,6 +45,10 @@ pub(crate) struct Global {
     /// write a header into an empty file, start a new session at a missing path.
     #[arg(long, global = true)]
     pub(crate) as_agent: bool,
+    /// Where sessions are: `postgres://…` (omp's table), `postgres+native://…` (one row
+    /// per line), `redis://…` (omp's keys), or absent / a directory for files.
+    #[arg(long, global = true, value_name = "URL")]
+    pub(crate) store: Option<String>,
 }
 
 /// `--dialect`.
@@ -310,6 +314,35 @@ pub(crate) enum Command {
         /// Read every file instead of the listing cache.
         #[arg(long)]
         no_cache: bool,
+    },
+    /// Copy a session file and its artifacts directory to a storage, at the same path.
+    #[command(
+        after_help = "Example: session push ~/.omp/agent/sessions/--p--/s.jsonl --to postgres://db.example/sessions"
+    )]
+    Push {
+        /// The session file on this machine.
+        file: PathBuf,
+        /// The storage URL (`postgres://…`, `postgres+native://…`, `redis://…`).
+        #[arg(long, value_name = "URL")]
+        to: String,
+        /// Replace a different session already at that path.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Copy a session and its artifacts directory from a storage into a directory.
+    #[command(
+        after_help = "Example: session pull redis://127.0.0.1:6379/0/home/me/.omp/agent/sessions/--p--/s.jsonl --to ."
+    )]
+    Pull {
+        /// `URL/DATABASE/PATH` (the database: PostgreSQL's name, Redis' number), or a path
+        /// in the `--store` storage.
+        source: String,
+        /// The directory the session file goes to (its artifacts directory beside it).
+        #[arg(long, value_name = "DIR")]
+        to: PathBuf,
+        /// Replace a different file already there.
+        #[arg(long)]
+        force: bool,
     },
     /// Search omp's prompt history.
     History {

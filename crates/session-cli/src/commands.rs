@@ -74,6 +74,8 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
         }
         Command::Continue { cwd, no_cache } => crate::find::continue_cmd(g, cwd.as_deref(), *no_cache)?.into(),
         Command::History { command } => crate::find::history(g, command)?.into(),
+        Command::Push { file, to, force } => crate::transfer::push(file, to, *force)?.into(),
+        Command::Pull { source, to, force } => crate::transfer::pull(source, to, *force)?.into(),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             let mut out = Vec::new();
@@ -83,11 +85,13 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
     })
 }
 
-/// The environment for `dialect`: real files, and for omp the agent directory of
+/// The environment for `dialect`: the `--store` storage (real files by default), and
+/// for omp the agent directory of
 /// `--omp-home` with its blob store (`--blob-dir`, else `<agent dir>/blobs` as omp uses
 /// it). The command never moves the terminal's breadcrumb.
 pub(crate) fn env(g: &Global, dialect: Dialect) -> Env {
     let mut env = Env::files().with_terminal(None);
+    env.storage = crate::store::current();
     if dialect == Dialect::Omp
         && let Ok(process) = session::discovery::ProcessEnv::from_process_env()
     {
@@ -104,8 +108,7 @@ pub(crate) fn dialect_for(g: &Global, file: &Path) -> Dialect {
     if let Some(d) = g.dialect {
         return d.into();
     }
-    use session::store::Storage;
-    match session::store::FileStorage::new().read_slices(file, 16, 0) {
+    match crate::store::current().read_slices(file, 16, 0) {
         Ok((prefix, _)) if prefix.starts_with(b"{\"type\":\"title\"") => Dialect::Omp,
         _ => Dialect::Pi,
     }

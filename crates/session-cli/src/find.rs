@@ -18,11 +18,13 @@ use crate::commands::{Result, wants_json};
 
 pub(crate) fn discovery_for(g: &Global, dialect: Dialect, no_cache: bool) -> Result<Discovery> {
     let env = discovery::ProcessEnv::from_process_env()?;
-    let mut discovery = Discovery::new(AgentDirs::for_dialect(dialect, &env, g.omp_home.into()));
+    let mut discovery =
+        Discovery::new(AgentDirs::for_dialect(dialect, &env, g.omp_home.into())).with_storage(crate::store::current());
     if !g.as_agent {
         discovery = discovery.read_only();
     }
-    if no_cache || env.var("SESSION_NO_CACHE").is_some_and(|v| v != "0") {
+    // The listing cache is a local file keyed by local stats: files only.
+    if no_cache || !crate::store::on_files() || env.var("SESSION_NO_CACHE").is_some_and(|v| v != "0") {
         return Ok(discovery);
     }
     Ok(discovery.with_list_cache(Discovery::default_cache_dir(&env), 64))
@@ -276,8 +278,7 @@ pub(crate) fn continue_cmd(g: &Global, cwd: Option<&str>, no_cache: bool) -> Res
             Dialect::Omp => match d.continue_recent(&cwd, None, env.terminal_id().as_deref())? {
                 discovery::ContinueDecision::Open(s) => Some((s.modified, s.path, "open")),
                 discovery::ContinueDecision::Reroot { session_file, .. } => {
-                    use session::store::Storage;
-                    let stat = session::store::FileStorage::new().stat(&session_file)?;
+                    let stat = crate::store::current().stat(&session_file)?;
                     let modified = stat.map_or(0, |s| s.mtime_ms);
                     Some((modified, session_file, "reroot"))
                 }

@@ -6,7 +6,6 @@ use std::io::{BufRead, IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use session::store::Storage;
 use session::tree::{self, Leaf};
 use session::{Dialect, OpenMode, SessionManager};
 
@@ -23,7 +22,7 @@ fn backup_path(file: &Path) -> PathBuf {
 
 /// Copies `file` to a new backup beside it and returns the backup's path.
 pub(crate) fn back_up(file: &Path) -> Result<PathBuf> {
-    let storage = session::store::FileStorage::new();
+    let storage = crate::store::current();
     let bytes = storage.read(file)?;
     let path = backup_path(file);
     storage.write_new(&path, &bytes)?;
@@ -73,7 +72,7 @@ pub(crate) fn repair(g: &Global, file: &Path, no_backup: bool, json: bool) -> Re
 /// `rm FILE`: deletes the session with its artifacts directory and backups, after
 /// asking on a terminal (or with `yes`).
 pub(crate) fn rm(file: &Path, yes: bool) -> Result<String> {
-    let storage = session::store::FileStorage::new();
+    let storage = crate::store::current();
     match storage.stat(file)? {
         Some(st) if st.is_file => {}
         Some(_) => return Err(format!("{} is not a session file", file.display()).into()),
@@ -274,7 +273,7 @@ pub(crate) fn stats(g: &Global, dir: Option<&Path>) -> Result<String> {
         Some(d) => vec![Dialect::from(d)],
         None => vec![Dialect::Pi, Dialect::Omp],
     };
-    let storage = session::store::FileStorage::new();
+    let storage = crate::store::current();
     let (mut sessions, mut bytes, mut unreadable) = (0u64, 0u64, 0u64);
     let mut largest: Vec<(u64, PathBuf)> = Vec::new();
     let mut by_type: BTreeMap<String, u64> = BTreeMap::new();
@@ -346,23 +345,22 @@ fn human_bytes(n: u64) -> String {
     if unit == 0 { format!("{n} B") } else { format!("{v:.1} {}", UNITS[unit]) }
 }
 
-/// Returns every `*.jsonl` file under `root` (dot-folders and dot-files skipped), sorted;
-/// symbolic links are not followed into folders.
+/// Returns every `*.jsonl` file under `root` in the `--store` storage (dot-folders and
+/// dot-files skipped), sorted; symbolic links are not followed into folders.
 fn session_files(root: &Path) -> Vec<PathBuf> {
+    let storage = crate::store::current();
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') {
+        let Ok(entries) = storage.read_dir(&dir) else { continue };
+        for e in entries {
+            if e.name.starts_with('.') {
                 continue;
             }
-            let Ok(ft) = e.file_type() else { continue };
-            if ft.is_dir() {
-                stack.push(e.path());
-            } else if name.ends_with(".jsonl") {
-                out.push(e.path());
+            if e.kind == session::store::EntryKind::Dir {
+                stack.push(dir.join(&e.name));
+            } else if e.name.ends_with(".jsonl") {
+                out.push(dir.join(&e.name));
             }
         }
     }
@@ -435,7 +433,7 @@ fn roots(g: &Global, dirs: &[PathBuf]) -> Result<Roots> {
 /// rewritten with a backup (never one that does not load).
 pub(crate) fn fsck(g: &Global, dirs: &[PathBuf], repair_them: bool) -> Result<crate::commands::Output> {
     let (roots, blob_dir) = roots(g, dirs)?;
-    let storage = session::store::FileStorage::new();
+    let storage = crate::store::current();
     let mut findings: Vec<(PathBuf, String)> = Vec::new();
     let mut referenced = std::collections::BTreeSet::new();
     let (mut checked, mut repaired) = (0usize, 0usize);
@@ -536,7 +534,7 @@ fn dialect_arg(d: Dialect) -> crate::args::DialectArg {
 pub(crate) fn gc(g: &Global, dirs: &[PathBuf], yes: bool) -> Result<String> {
     let (roots, blob_dir) = roots(g, dirs)?;
     let Some(blob_dir) = blob_dir else { return Ok("no blob store".to_owned()) };
-    let storage = session::store::FileStorage::new();
+    let storage = crate::store::current();
     let mut referenced = std::collections::BTreeSet::new();
     for (_, root) in &roots {
         for file in session_files(root) {

@@ -2,7 +2,9 @@
 //!
 //! Every inspecting command prints, with `--json` or when stdout is not a terminal, one
 //! JSON value shaped exactly as the reference's own API returns it (see `docs/cli.md`),
-//! and text for a person on a terminal. Errors go to stderr: exit status 1 for a
+//! and text for a person on a terminal. `--store URL` puts every command on a PostgreSQL
+//! or Redis storage instead of the file system (`store`); `push` and `pull` move sessions
+//! between the two (`transfer`). Errors go to stderr: exit status 1 for a
 //! failure, 2 for a command line that cannot be parsed.
 
 mod args;
@@ -10,7 +12,9 @@ mod commands;
 mod find;
 mod human;
 mod jobs;
+mod store;
 mod table;
+mod transfer;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -23,6 +27,10 @@ fn main() -> ExitCode {
         // Usage errors exit 2; `--help` and `--version` print and exit 0.
         Err(e) => e.exit(),
     };
+    if let Err(e) = store::init(cli.global.store.as_deref()) {
+        eprintln!("error: --store: {e}");
+        return ExitCode::FAILURE;
+    }
     match commands::run(&cli) {
         Ok(out) => {
             let mut stdout = std::io::stdout().lock();

@@ -28,6 +28,9 @@
 //! tail) and recovers orphaned `.bak` backups first. Files are scanned in
 //! parallel; unreadable or invalid files are skipped, as the references do.
 //!
+//! Behind the `testing` feature, `parity` checks that discovery through a storage
+//! backend answers as through a memory storage holding the same bytes.
+//!
 //! Not done here: opening or writing sessions (`session-store`), omp's
 //! `history.db` title index and custom-session-file registry (wyhash), named
 //! profiles.
@@ -64,6 +67,8 @@ use session_model::scan as jsonscan;
 mod list;
 mod migrate;
 mod omp_scan;
+#[cfg(feature = "testing")]
+pub mod parity;
 mod paths;
 mod pi_scan;
 

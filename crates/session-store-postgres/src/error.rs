@@ -4,15 +4,15 @@
 use std::io;
 use std::path::Path;
 
+use session_store::keyed::{self, Cause};
 use session_store::{Op, StoreError};
 
 /// The largest content one row holds, in bytes: PostgreSQL's limit for one `text` value
 /// (1 GiB minus one byte; the server may run out of memory before).
 pub const MAX_CONTENT_BYTES: u64 = (1 << 30) - 1;
 
-/// The longest key accepted, in bytes: a B-tree index entry must fit in a third of a page
-/// (2,704 bytes), and the key is the table's primary key.
-pub const MAX_KEY_BYTES: usize = 2048;
+/// The longest key accepted, in bytes (the limit of every key-prefix backend).
+pub use session_store::keyed::MAX_KEY_BYTES;
 
 /// Why a PostgreSQL storage operation failed: the cause inside a [`StoreError::Io`].
 ///
@@ -71,16 +71,22 @@ impl ServerError {
 
     /// Returns the cause inside `err`, when `err` came from this crate.
     pub fn find(err: &StoreError) -> Option<&ServerError> {
-        match err {
-            StoreError::Io { source, .. } => source.get_ref()?.downcast_ref::<ServerError>(),
-            _ => None,
-        }
+        keyed::find(err)
     }
 
     /// Wraps the cause as the [`StoreError`] of `op` on `path`.
     pub(crate) fn at(self, op: Op, path: &Path) -> StoreError {
-        let kind = self.kind();
-        StoreError::io_raw(op, path, io::Error::new(kind, self))
+        keyed::wrap(self, op, path)
+    }
+}
+
+impl Cause for ServerError {
+    fn bad_path(reason: String) -> ServerError {
+        ServerError::BadPath { reason }
+    }
+
+    fn kind(&self) -> io::ErrorKind {
+        ServerError::kind(self)
     }
 }
 
@@ -122,7 +128,12 @@ fn db_kind(e: &postgres::Error) -> io::ErrorKind {
 
 /// Wraps a database error as the [`StoreError`] of `op` on `path`.
 pub(crate) fn db(op: Op, path: &Path) -> impl FnOnce(postgres::Error) -> StoreError + '_ {
-    move |e| ServerError::Database(e).at(op, path)
+    move |e| {
+        if db_kind(&e) == io::ErrorKind::ConnectionAborted {
+            crate::pool::note_broken();
+        }
+        ServerError::Database(e).at(op, path)
+    }
 }
 
 /// Why [`PostgresStorage::connect`](crate::PostgresStorage::connect) failed.

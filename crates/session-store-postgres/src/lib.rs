@@ -5,7 +5,11 @@
 //! (`session_store::contract::run_contract`; not the byte cases, since `text` refuses NUL
 //! bytes and invalid UTF-8). Each session file is one row; its path, as a
 //! `/`-separated string, is the key; a directory is a key prefix, and [`Storage::list`]
-//! returns the direct children of one. Connections come from a small pool of synchronous
+//! returns the direct children of one; [`Storage::read_dir`] returns them with dot-files
+//! and the sub-prefixes that hold keys, as directories, so a listing can walk buckets.
+//! Whole reads and head-and-tail reads return the stat with the bytes in one statement
+//! ([`Storage::read_into`]). The key helpers are `session_store::keyed`'s, shared with the
+//! Redis storage. Connections come from a small pool of synchronous
 //! [`postgres`] clients: nothing async is visible here.
 //!
 //! # Schema
@@ -100,6 +104,7 @@
 //! # }
 //! ```
 
+mod base;
 mod error;
 mod keys;
 mod native;

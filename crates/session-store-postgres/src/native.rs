@@ -1,26 +1,20 @@
 //! [`NativePostgresStorage`]: one row per appended line, and one metadata row per session.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use postgres::{Config, IsolationLevel, Transaction};
-use session_store::clock::{Clock, SystemClock};
-use session_store::{
-    AppendWriter, Durability, ExpectedSize, FileStat, LockWait, Op, SessionLock, Storage, StoreError, is_backup_of,
-};
+use session_store::keyed::{AppendingWriter, Cause, TitleMeta, backups, lay_over};
+use session_store::{AppendWriter, Durability, ExpectedSize, FileStat, LockWait, Op, SessionLock, Storage, StoreError};
 
+use crate::base::{Base, FileQueries, base_storage_methods};
 use crate::error::{ConnectError, ServerError, db};
-use crate::keys::{TitleMeta, children, dir_prefix, file_key, key, lay_over};
 use crate::pool::{Pool, Pooled};
 use crate::storage::meta_at;
 
 /// The table names' stem unless told otherwise: `session_meta` and `session_lines`.
 pub const DEFAULT_STEM: &str = "session";
-
-const LOCK_POLL: Duration = Duration::from_millis(10);
 
 /// Returns whether `stem` makes valid table names `<stem>_lines` and `<stem>_meta`:
 /// `[A-Za-z_][A-Za-z0-9_]{0,56}`.
@@ -38,8 +32,7 @@ struct Queries {
     newest_with_prefix: String,
     read_meta: String,
     read_lines: String,
-    head: String,
-    tail: String,
+    slices: String,
     append: String,
     append_if_size: String,
     create_meta: String,
@@ -68,12 +61,18 @@ impl Queries {
             size_for_update: format!("SELECT size FROM {m} WHERE path = $1 FOR UPDATE"),
             with_prefix: format!("SELECT path FROM {m} WHERE starts_with(path, $1)"),
             newest_with_prefix: format!("SELECT max(mtime_ms) FROM {m} WHERE starts_with(path, $1)"),
-            read_meta: format!("SELECT size, {title_cols} FROM {m} WHERE path = $1"),
+            read_meta: format!("SELECT size, {title_cols}, mtime_ms FROM {m} WHERE path = $1"),
             read_lines: format!("SELECT line FROM {l} WHERE path = $1 ORDER BY seq"),
-            head: format!("SELECT seq, line FROM {l} WHERE path = $1 AND seq < $2 ORDER BY seq"),
-            tail: format!(
-                "SELECT seq, line FROM {l} WHERE path = $1 AND \
-                 seq >= coalesce((SELECT max(seq) FROM {l} WHERE path = $1 AND seq <= $2), 0) ORDER BY seq"
+            slices: format!(
+                "SELECT m.size, m.{title_cols_m}, m.mtime_ms, \
+                 (SELECT string_agg(line, ''::bytea ORDER BY seq) FROM {l} WHERE path = $1 AND seq < $2::bigint), \
+                 t.start, \
+                 CASE WHEN $3::bigint > 0 THEN \
+                 (SELECT string_agg(line, ''::bytea ORDER BY seq) FROM {l} WHERE path = $1 AND seq >= t.start) END \
+                 FROM {m} m CROSS JOIN LATERAL (SELECT coalesce((SELECT max(seq) FROM {l} \
+                 WHERE path = $1 AND seq <= greatest(m.size - $3::bigint, 0)), 0) AS start) t \
+                 WHERE m.path = $1",
+                title_cols_m = "title, m.title_source, m.title_updated_at"
             ),
             append: format!(
                 "WITH m AS (INSERT INTO {m} (path, size, mtime_ms) VALUES ($1, $3, $4) \
@@ -131,12 +130,9 @@ impl Queries {
 
 #[derive(Debug)]
 struct Inner {
-    pool: Arc<Pool>,
+    base: Base,
     stem: String,
     q: Queries,
-    dirs: Mutex<BTreeMap<String, i64>>,
-    last_mtime: Mutex<i64>,
-    clock: Arc<dyn Clock>,
 }
 
 /// Session files in PostgreSQL, one row per appended line: an append is one short
@@ -177,14 +173,13 @@ impl NativePostgresStorage {
         );
         c.client().batch_execute(&ddl).map_err(|source| ConnectError::Schema { table: q.meta_t.clone(), source })?;
         drop(c);
-        let inner = Inner {
-            pool,
-            stem: stem.to_owned(),
-            q,
-            dirs: Mutex::new(BTreeMap::new()),
-            last_mtime: Mutex::new(0),
-            clock: Arc::new(SystemClock),
+        let files = FileQueries {
+            stat: q.stat.clone(),
+            newest_with_prefix: q.newest_with_prefix.clone(),
+            with_prefix: q.with_prefix.clone(),
+            title: q.title.clone(),
         };
+        let inner = Inner { base: Base::new(pool, files), stem: stem.to_owned(), q };
         Ok(NativePostgresStorage { inner: Arc::new(inner) })
     }
 
@@ -202,23 +197,14 @@ impl NativePostgresStorage {
         source: Option<&str>,
         updated_at: &str,
     ) -> Result<(), StoreError> {
-        let op = Op::Overwrite;
-        let k = file_key(op, path)?;
-        let now = self.mtime();
-        let mut c = self.client(op, path)?;
-        let n =
-            c.client().execute(&self.inner.q.title, &[&k, &title, &source, &updated_at, &now]).map_err(db(op, path))?;
-        if n == 0 {
-            return Err(StoreError::NotFound { path: path.to_path_buf() });
-        }
-        Ok(())
+        self.inner.base.update_title(path, (title, source, updated_at))
     }
 
     /// Appends `bytes` only when the file is as `expected` says: one statement that checks
     /// and grows the size and inserts the row. A mismatch is [`StoreError::Conflict`].
     pub fn append_if_size(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
         let op = Op::Append;
-        let k = file_key(op, path)?;
+        let k = ServerError::file_key(op, path)?;
         let n = len_i64(op, path, bytes.len() as u64)?;
         let now = self.mtime();
         let mut c = self.client(op, path)?;
@@ -260,18 +246,11 @@ impl NativePostgresStorage {
     }
 
     fn client(&self, op: Op, path: &Path) -> Result<Pooled, StoreError> {
-        self.inner.pool.get().map_err(db(op, path))
+        self.inner.base.client(op, path)
     }
 
     fn mtime(&self) -> i64 {
-        let now = self.inner.clock.now_ms();
-        let mut last = self.inner.last_mtime.lock().unwrap_or_else(|p| p.into_inner());
-        *last = now.max(*last + 1);
-        *last
-    }
-
-    fn dirs(&self) -> MutexGuard<'_, BTreeMap<String, i64>> {
-        self.inner.dirs.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.base.mtime()
     }
 
     fn size_of(&self, c: &mut Pooled, op: Op, path: &Path, k: &str) -> Result<Option<u64>, StoreError> {
@@ -280,7 +259,7 @@ impl NativePostgresStorage {
     }
 
     fn replace(&self, op: Op, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        let k = file_key(op, path)?;
+        let k = ServerError::file_key(op, path)?;
         let n = len_i64(op, path, bytes.len() as u64)?;
         let meta = TitleMeta::of_body(bytes);
         let now = self.mtime();
@@ -322,16 +301,73 @@ impl NativePostgresStorage {
         tx.commit().map_err(db(op, path))
     }
 
-    fn local_dir(&self, k: &str, prefix: &str) -> Option<i64> {
-        let dirs = self.dirs();
-        dirs.get(k)
-            .copied()
-            .or_else(|| dirs.range(prefix.to_owned()..).next().filter(|(d, _)| d.starts_with(prefix)).map(|(_, m)| *m))
+    /// Reads the whole file and its stat in one snapshot, the title laid over its slot.
+    fn read_with_stat(&self, path: &Path) -> Result<(FileStat, Vec<u8>), StoreError> {
+        let op = Op::Read;
+        let k = ServerError::file_key(op, path)?;
+        let (stat, meta, mut bytes) = self.whole(op, path, &k)?;
+        if let Some(slot) = meta.overlay_for(&bytes) {
+            lay_over(&slot, &mut bytes, 0);
+        }
+        Ok((stat, bytes))
     }
 
-    /// Reads, in one snapshot, the size, the title metadata and the bytes of the rows that
-    /// start before `head` (every row when `head` is negative), from offset 0.
-    fn window(&self, op: Op, path: &Path, k: &str, head: i64) -> Result<(u64, TitleMeta, Vec<u8>), StoreError> {
+    /// Reads the head and tail windows and the stat in one statement.
+    fn slices_with_stat(
+        &self,
+        path: &Path,
+        prefix: u64,
+        suffix: u64,
+    ) -> Result<(FileStat, Vec<u8>, Vec<u8>), StoreError> {
+        let op = Op::Read;
+        let k = ServerError::file_key(op, path)?;
+        // The slot is read with the head, so the head covers at least its 256 bytes.
+        let want_head = i64::try_from(prefix.max(256)).unwrap_or(i64::MAX);
+        let want_tail = i64::try_from(suffix).unwrap_or(i64::MAX);
+        let mut c = self.client(op, path)?;
+        // One statement: one round trip, and one snapshot for the size and both windows.
+        let row = c.client().query_opt(&self.inner.q.slices, &[&k, &want_head, &want_tail]).map_err(db(op, path))?;
+        let row = row.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
+        let get = |row: &postgres::Row| -> Result<_, postgres::Error> {
+            let size: i64 = row.try_get(0)?;
+            let meta = meta_at(row, 1)?;
+            let mtime_ms: i64 = row.try_get(4)?;
+            let head: Option<Vec<u8>> = row.try_get(5)?;
+            let start: i64 = row.try_get(6)?;
+            let tail: Option<Vec<u8>> = row.try_get(7)?;
+            Ok((
+                size.max(0) as u64,
+                meta,
+                mtime_ms,
+                head.unwrap_or_default(),
+                start.max(0) as u64,
+                tail.unwrap_or_default(),
+            ))
+        };
+        let (size, meta, mtime_ms, mut head, start, mut tail) = get(&row).map_err(db(op, path))?;
+        let stat = FileStat::new(size, mtime_ms, true);
+        let slot = meta.overlay_for(&head);
+        head.truncate(usize::try_from(prefix.min(size)).unwrap_or(usize::MAX));
+        if suffix > 0 && size > 0 {
+            let from = size.saturating_sub(suffix);
+            let skip = usize::try_from(from.saturating_sub(start)).unwrap_or(usize::MAX);
+            tail.drain(..skip.min(tail.len()));
+            tail.truncate(usize::try_from(suffix.min(size)).unwrap_or(usize::MAX));
+            if let Some(slot) = &slot {
+                lay_over(slot, &mut tail, from);
+            }
+        } else {
+            tail.clear();
+        }
+        if let Some(slot) = &slot {
+            lay_over(slot, &mut head, 0);
+        }
+        Ok((stat, head, tail))
+    }
+
+    /// Reads, in one snapshot, the stat, the title metadata and every byte of the file, row
+    /// by row (a large file never passes through one value).
+    fn whole(&self, op: Op, path: &Path, k: &str) -> Result<(FileStat, TitleMeta, Vec<u8>), StoreError> {
         let mut c = self.client(op, path)?;
         let mut tx = c
             .client()
@@ -344,18 +380,15 @@ impl NativePostgresStorage {
         let row = row.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
         let size: i64 = row.try_get(0).map_err(db(op, path))?;
         let meta = meta_at(&row, 1).map_err(db(op, path))?;
-        let rows = if head < 0 {
-            tx.query(&self.inner.q.read_lines, &[&k]).map_err(db(op, path))?
-        } else {
-            tx.query(&self.inner.q.head, &[&k, &head]).map_err(db(op, path))?
-        };
+        let mtime_ms: i64 = row.try_get(4).map_err(db(op, path))?;
+        let rows = tx.query(&self.inner.q.read_lines, &[&k]).map_err(db(op, path))?;
         let mut bytes = Vec::new();
         for r in rows {
-            let line: Vec<u8> = r.try_get(if head < 0 { 0 } else { 1 }).map_err(db(op, path))?;
+            let line: Vec<u8> = r.try_get(0).map_err(db(op, path))?;
             bytes.extend_from_slice(&line);
         }
         tx.commit().map_err(db(op, path))?;
-        Ok((size.max(0) as u64, meta, bytes))
+        Ok((FileStat::new(size.max(0) as u64, mtime_ms, true), meta, bytes))
     }
 }
 
@@ -399,125 +432,8 @@ fn insert_lines(
 }
 
 impl Storage for NativePostgresStorage {
-    fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
-        let op = Op::EnsureDir;
-        let k = key(op, dir)?;
-        let mut c = self.client(op, dir)?;
-        if c.client().query_opt(&self.inner.q.stat, &[&k]).map_err(db(op, dir))?.is_some() {
-            let err = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "a file is in the way");
-            return Err(StoreError::io_raw(op, dir, err));
-        }
-        let now = self.mtime();
-        self.dirs().entry(k).or_insert(now);
-        Ok(())
-    }
-
-    fn exists(&self, path: &Path) -> Result<bool, StoreError> {
-        Ok(self.stat(path)?.is_some())
-    }
-
-    fn stat(&self, path: &Path) -> Result<Option<FileStat>, StoreError> {
-        let op = Op::Stat;
-        let k = key(op, path)?;
-        let prefix = dir_prefix(op, path)?;
-        let mut c = self.client(op, path)?;
-        if let Some(row) = c.client().query_opt(&self.inner.q.stat, &[&k]).map_err(db(op, path))? {
-            let size: i64 = row.try_get(0).map_err(db(op, path))?;
-            let mtime_ms: i64 = row.try_get(1).map_err(db(op, path))?;
-            return Ok(Some(FileStat::new(size.max(0) as u64, mtime_ms, true)));
-        }
-        let newest: Option<i64> = c
-            .client()
-            .query_one(&self.inner.q.newest_with_prefix, &[&prefix])
-            .and_then(|r| r.try_get(0))
-            .map_err(db(op, path))?;
-        let mtime = newest.or_else(|| self.local_dir(&k, &prefix));
-        Ok(mtime.map(|mtime_ms| FileStat::new(0, mtime_ms, false)))
-    }
-
-    fn list(&self, dir: &Path) -> Result<Vec<String>, StoreError> {
-        let op = Op::List;
-        let prefix = dir_prefix(op, dir)?;
-        let mut c = self.client(op, dir)?;
-        let rows = c.client().query(&self.inner.q.with_prefix, &[&prefix]).map_err(db(op, dir))?;
-        let keys =
-            rows.iter().map(|r| r.try_get::<_, String>(0)).collect::<Result<Vec<_>, _>>().map_err(db(op, dir))?;
-        Ok(children(&prefix, keys))
-    }
-
-    fn remove_empty_dir(&self, dir: &Path) -> Result<(), StoreError> {
-        if self.read_dir(dir)?.is_empty() {
-            let k = key(Op::RemoveDir, dir)?;
-            self.dirs().remove(&k);
-        }
-        Ok(())
-    }
-
-    fn read_dir(&self, dir: &Path) -> Result<Vec<session_store::DirEntry>, StoreError> {
-        let op = Op::List;
-        let prefix = dir_prefix(op, dir)?;
-        let mut c = self.client(op, dir)?;
-        let rows = c.client().query(&self.inner.q.with_prefix, &[&prefix]).map_err(db(op, dir))?;
-        let keys =
-            rows.iter().map(|r| r.try_get::<_, String>(0)).collect::<Result<Vec<_>, _>>().map_err(db(op, dir))?;
-        Ok(crate::keys::entries(&prefix, keys))
-    }
-
-    fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError> {
-        let op = Op::Read;
-        let k = file_key(op, path)?;
-        let (_, meta, mut bytes) = self.window(op, path, &k, -1)?;
-        if let Some(slot) = meta.overlay_for(&bytes) {
-            lay_over(&slot, &mut bytes, 0);
-        }
-        Ok(bytes)
-    }
-
-    fn read_slices(&self, path: &Path, prefix: u64, suffix: u64) -> Result<(Vec<u8>, Vec<u8>), StoreError> {
-        let op = Op::Read;
-        let k = file_key(op, path)?;
-        let want_head = prefix.max(256);
-        let (size, meta, mut head) = self.window(op, path, &k, i64::try_from(want_head).unwrap_or(i64::MAX))?;
-        let slot = meta.overlay_for(&head);
-        head.truncate(usize::try_from(prefix.min(size)).unwrap_or(usize::MAX));
-        let mut tail = Vec::new();
-        if suffix > 0 && size > 0 {
-            let from = size.saturating_sub(suffix);
-            let from_i = i64::try_from(from).unwrap_or(i64::MAX);
-            let mut c = self.client(op, path)?;
-            let rows = c.client().query(&self.inner.q.tail, &[&k, &from_i]).map_err(db(op, path))?;
-            let mut first: Option<i64> = None;
-            for r in rows {
-                let seq: i64 = r.try_get(0).map_err(db(op, path))?;
-                let line: Vec<u8> = r.try_get(1).map_err(db(op, path))?;
-                first.get_or_insert(seq);
-                tail.extend_from_slice(&line);
-            }
-            let skip = usize::try_from(from.saturating_sub(first.unwrap_or(0).max(0) as u64)).unwrap_or(usize::MAX);
-            tail.drain(..skip.min(tail.len()));
-            // A concurrent append may have grown the file since the size was read.
-            tail.truncate(usize::try_from(suffix.min(size)).unwrap_or(usize::MAX));
-            if let Some(slot) = &slot {
-                lay_over(slot, &mut tail, from);
-            }
-        }
-        if let Some(slot) = &slot {
-            lay_over(slot, &mut head, 0);
-        }
-        Ok((head, tail))
-    }
-
-    fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        self.replace(Op::Write, path, bytes, ExpectedSize::Any)
-    }
-
-    fn write_new(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        self.replace(Op::WriteNew, path, bytes, ExpectedSize::Missing)
-    }
-
-    fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        self.replace(Op::Write, path, bytes, expected)
-    }
+    session_store::keyed_storage_methods!();
+    base_storage_methods!();
 
     fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         self.append_if_size(path, bytes, ExpectedSize::Any)
@@ -525,7 +441,7 @@ impl Storage for NativePostgresStorage {
 
     fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
         let op = Op::Truncate;
-        let k = file_key(op, path)?;
+        let k = ServerError::file_key(op, path)?;
         let n = len_i64(op, path, len)?;
         let now = self.mtime();
         let q = &self.inner.q;
@@ -547,8 +463,8 @@ impl Storage for NativePostgresStorage {
 
     fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
         let op = Op::Rename;
-        let src = file_key(op, from)?;
-        let dst = file_key(op, to)?;
+        let src = ServerError::file_key(op, from)?;
+        let dst = ServerError::file_key(op, to)?;
         let now = self.mtime();
         let q = &self.inner.q;
         let mut c = self.client(op, from)?;
@@ -571,7 +487,7 @@ impl Storage for NativePostgresStorage {
 
     fn unlink(&self, path: &Path) -> Result<(), StoreError> {
         let op = Op::Unlink;
-        let k = file_key(op, path)?;
+        let k = ServerError::file_key(op, path)?;
         let mut c = self.client(op, path)?;
         let mut tx = c.client().transaction().map_err(db(op, path))?;
         let gone = tx.execute(&self.inner.q.delete_meta, &[&k]).map_err(db(op, path))?;
@@ -584,8 +500,9 @@ impl Storage for NativePostgresStorage {
 
     fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
         let op = Op::Unlink;
-        let k = file_key(op, path)?;
-        let artifacts = session_store::artifacts_dir(path).map(|d| dir_prefix(Op::RemoveDir, &d)).transpose()?;
+        let k = ServerError::file_key(op, path)?;
+        let artifacts =
+            session_store::artifacts_dir(path).map(|d| ServerError::dir_prefix(Op::RemoveDir, &d)).transpose()?;
         let q = &self.inner.q;
         let mut c = self.client(op, path)?;
         let mut tx = c.client().transaction().map_err(db(op, path))?;
@@ -595,103 +512,30 @@ impl Storage for NativePostgresStorage {
             tx.execute(&q.delete_meta_prefix, &[prefix]).map_err(db(Op::RemoveDir, path))?;
             tx.execute(&q.delete_lines_prefix, &[prefix]).map_err(db(Op::RemoveDir, path))?;
         }
-        let (parent, name) = match k.rsplit_once('/') {
-            Some((parent, name)) => (format!("{parent}/"), name),
-            None => (String::new(), k.as_str()),
-        };
         let rows = tx.query(&q.with_prefix, &[&format!("{k}.")]).map_err(db(op, path))?;
-        for row in rows {
-            let candidate: String = row.try_get(0).map_err(db(op, path))?;
-            if children(&parent, [candidate.clone()]).first().is_some_and(|c| is_backup_of(name, c)) {
-                tx.execute(&q.delete_meta, &[&candidate]).map_err(db(op, path))?;
-                tx.execute(&q.delete_lines, &[&candidate]).map_err(db(op, path))?;
-            }
+        let candidates =
+            rows.iter().map(|r| r.try_get::<_, String>(0)).collect::<Result<Vec<_>, _>>().map_err(db(op, path))?;
+        for candidate in backups(&k, candidates) {
+            tx.execute(&q.delete_meta, &[&candidate]).map_err(db(op, path))?;
+            tx.execute(&q.delete_lines, &[&candidate]).map_err(db(op, path))?;
         }
         tx.commit().map_err(db(op, path))?;
-        if let Some(prefix) = artifacts {
-            let dir = prefix.trim_end_matches('/').to_owned();
-            self.dirs().retain(|d, _| *d != dir && !d.starts_with(&prefix));
-        }
+        self.inner.base.forget_dirs(artifacts);
         Ok(())
     }
 
     fn open_writer(&self, path: &Path, durability: Durability) -> Result<Box<dyn AppendWriter>, StoreError> {
         let _ = durability; // every append is a committed statement
         let op = Op::Open;
-        let k = file_key(op, path)?;
+        let k = ServerError::file_key(op, path)?;
         let now = self.mtime();
         let mut c = self.client(op, path)?;
         c.client().execute(&self.inner.q.create_meta, &[&k, &now]).map_err(db(op, path))?;
-        Ok(Box::new(NativeWriter { storage: self.clone(), path: path.to_path_buf(), failed: None }))
+        Ok(Box::new(AppendingWriter::new(self.clone(), path)))
     }
 
     fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError> {
-        let op = Op::Lock;
-        let k = file_key(op, path)?;
-        let lock_key = format!("{}:{k}", self.inner.q.meta_t);
-        let deadline = match wait {
-            LockWait::NoWait => None,
-            LockWait::Timeout(d) => Some(Instant::now() + d),
-        };
-        let mut c = self.client(op, path)?;
-        loop {
-            let row = c
-                .client()
-                .query_one("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", &[&lock_key])
-                .map_err(db(op, path))?;
-            if row.try_get::<_, bool>(0).map_err(db(op, path))? {
-                break;
-            }
-            if deadline.is_none_or(|d| Instant::now() >= d) {
-                return Err(StoreError::Locked { path: path.to_path_buf() });
-            }
-            std::thread::sleep(LOCK_POLL);
-        }
-        let locked = path.to_path_buf();
-        Ok(SessionLock::new(
-            path,
-            Box::new(move || {
-                match c.client().execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", &[&lock_key]) {
-                    Ok(_) => Ok(()),
-                    Err(e) => {
-                        c.discard();
-                        Err(ServerError::Database(e).at(Op::Lock, &locked))
-                    }
-                }
-            }),
-        ))
-    }
-}
-
-struct NativeWriter {
-    storage: NativePostgresStorage,
-    path: PathBuf,
-    failed: Option<StoreError>,
-}
-
-impl AppendWriter for NativeWriter {
-    fn append(&mut self, line: &[u8]) -> Result<(), StoreError> {
-        if let Some(e) = &self.failed {
-            return Err(e.clone());
-        }
-        if let Err(e) = self.storage.append(&self.path, line) {
-            return Err(self.failed.get_or_insert(e).clone());
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), StoreError> {
-        match &self.failed {
-            Some(e) => Err(e.clone()),
-            None => Ok(()),
-        }
-    }
-
-    fn error(&self) -> Option<&StoreError> {
-        self.failed.as_ref()
-    }
-
-    fn close(mut self: Box<Self>) -> Result<(), StoreError> {
-        self.flush()
+        let k = ServerError::file_key(Op::Lock, path)?;
+        self.inner.base.lock(path, wait, format!("{}:{k}", self.inner.q.meta_t))
     }
 }

@@ -3,6 +3,7 @@
 //! connections silently), and a client taken out stays out (a held session lock keeps its
 //! own).
 
+use std::cell::Cell;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -61,7 +62,20 @@ impl Pool {
     }
 }
 
-/// A client on loan from the pool, given back on drop (unless its connection closed).
+thread_local! {
+    /// Set when an error of this thread said the connection in use broke: the client
+    /// dropped next on this thread is closed rather than given back. A client whose
+    /// socket failed may not report `is_closed` yet, and reusing it fails again.
+    static BROKEN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Notes that the connection this thread is using broke (see [`BROKEN`]).
+pub(crate) fn note_broken() {
+    BROKEN.with(|b| b.set(true));
+}
+
+/// A client on loan from the pool, given back on drop (unless its connection closed or
+/// broke).
 pub(crate) struct Pooled {
     client: Option<Client>,
     pool: Arc<Pool>,
@@ -75,7 +89,10 @@ impl Pooled {
 
 impl Drop for Pooled {
     fn drop(&mut self) {
-        if let Some(c) = self.client.take() {
+        let broken = BROKEN.with(|b| b.replace(false));
+        if let Some(c) = self.client.take()
+            && !broken
+        {
             self.pool.put(c);
         }
     }

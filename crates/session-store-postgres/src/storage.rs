@@ -1,26 +1,20 @@
 //! [`PostgresStorage`]: the [`Storage`] trait on omp's `omp_session_files` table.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use postgres::Config;
-use session_store::clock::{Clock, SystemClock};
-use session_store::{
-    AppendWriter, Durability, ExpectedSize, FileStat, LockWait, Op, SessionLock, Storage, StoreError, is_backup_of,
-};
+use session_store::keyed::{AppendingWriter, Cause, TitleMeta, backups, lay_over};
+use session_store::{AppendWriter, Durability, ExpectedSize, FileStat, LockWait, Op, SessionLock, Storage, StoreError};
 
+use crate::base::{Base, FileQueries, base_storage_methods};
 use crate::error::{ConnectError, MAX_CONTENT_BYTES, ServerError, db};
-use crate::keys::{TitleMeta, children, dir_prefix, file_key, key, lay_over, text};
+use crate::keys::text;
 use crate::pool::{Pool, Pooled};
 
 /// The table omp uses unless told otherwise.
 pub const DEFAULT_TABLE: &str = "omp_session_files";
-
-/// How long a waiting [`Storage::lock`] sleeps between attempts.
-const LOCK_POLL: Duration = Duration::from_millis(10);
 
 /// Settings of [`PostgresStorage::connect_with`].
 #[derive(Clone, Debug)]
@@ -96,14 +90,14 @@ impl Queries {
     fn new(t: &str) -> Queries {
         let meta = "title, title_source, title_updated_at";
         Queries {
-            read: format!("SELECT content, {meta} FROM {t} WHERE path = $1"),
+            read: format!("SELECT content, {meta}, mtime_ms FROM {t} WHERE path = $1"),
             slices: format!(
                 "SELECT substring(convert_to(content, 'UTF8') from 1 for $2::int) AS head, \
                  CASE WHEN $3::int <= 0 THEN ''::bytea \
                  ELSE substring(convert_to(content, 'UTF8') from greatest(1, octet_length(content) - $3::int + 1)) END AS tail, \
                  octet_length(content)::bigint, {meta}, \
                  CASE WHEN title IS NULL AND title_source IS NULL AND title_updated_at IS NULL THEN NULL \
-                 ELSE substring(convert_to(content, 'UTF8') from 1 for 256) END AS first \
+                 ELSE substring(convert_to(content, 'UTF8') from 1 for 256) END AS first, mtime_ms \
                  FROM {t} WHERE path = $1"
             ),
             size: format!("SELECT octet_length(content)::bigint FROM {t} WHERE path = $1"),
@@ -156,14 +150,9 @@ impl Queries {
 
 #[derive(Debug)]
 struct Inner {
-    pool: Arc<Pool>,
+    base: Base,
     table: String,
     q: Queries,
-    /// Directories made by [`Storage::ensure_dir`] that hold no key yet (omp's
-    /// `ensureDirSync` is a no-op; ours is remembered by this storage only).
-    dirs: Mutex<BTreeMap<String, i64>>,
-    last_mtime: Mutex<i64>,
-    clock: Arc<dyn Clock>,
 }
 
 /// Session files as rows of omp 18.3.4's `omp_session_files` table on a PostgreSQL server.
@@ -196,14 +185,14 @@ impl PostgresStorage {
             create_table(&mut c, &options.table)?;
         }
         drop(c);
-        let inner = Inner {
-            pool,
-            q: Queries::new(&options.table),
-            table: options.table,
-            dirs: Mutex::new(BTreeMap::new()),
-            last_mtime: Mutex::new(0),
-            clock: Arc::new(SystemClock),
+        let q = Queries::new(&options.table);
+        let files = FileQueries {
+            stat: q.stat.clone(),
+            newest_with_prefix: q.newest_with_prefix.clone(),
+            with_prefix: q.with_prefix.clone(),
+            title: q.title.clone(),
         };
+        let inner = Inner { base: Base::new(pool, files), q, table: options.table };
         Ok(PostgresStorage { inner: Arc::new(inner) })
     }
 
@@ -222,16 +211,7 @@ impl PostgresStorage {
         source: Option<&str>,
         updated_at: &str,
     ) -> Result<(), StoreError> {
-        let op = Op::Overwrite;
-        let k = file_key(op, path)?;
-        let now = self.mtime();
-        let mut c = self.client(op, path)?;
-        let n =
-            c.client().execute(&self.inner.q.title, &[&k, &title, &source, &updated_at, &now]).map_err(db(op, path))?;
-        if n == 0 {
-            return Err(StoreError::NotFound { path: path.to_path_buf() });
-        }
-        Ok(())
+        self.inner.base.update_title(path, (title, source, updated_at))
     }
 
     /// Appends `bytes` only when the file is as `expected` says (omp appends blindly; this is
@@ -239,7 +219,7 @@ impl PostgresStorage {
     /// and appends nothing; [`ExpectedSize::Missing`] creates the file with `bytes`.
     pub fn append_if_size(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
         let op = Op::Append;
-        let k = file_key(op, path)?;
+        let k = ServerError::file_key(op, path)?;
         let body = text(op, path, bytes)?;
         let now = self.mtime();
         let mut c = self.client(op, path)?;
@@ -269,20 +249,11 @@ impl PostgresStorage {
     }
 
     fn client(&self, op: Op, path: &Path) -> Result<Pooled, StoreError> {
-        self.inner.pool.get().map_err(db(op, path))
+        self.inner.base.client(op, path)
     }
 
-    /// Returns a modification time: the clock, but strictly increasing per storage (as omp's
-    /// indexed storage allocates them), so two writes in one millisecond stay ordered.
     fn mtime(&self) -> i64 {
-        let now = self.inner.clock.now_ms();
-        let mut last = self.inner.last_mtime.lock().unwrap_or_else(|p| p.into_inner());
-        *last = now.max(*last + 1);
-        *last
-    }
-
-    fn dirs(&self) -> MutexGuard<'_, BTreeMap<String, i64>> {
-        self.inner.dirs.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.base.mtime()
     }
 
     fn size_of(&self, c: &mut Pooled, op: Op, path: &Path, k: &str) -> Result<Option<u64>, StoreError> {
@@ -300,8 +271,56 @@ impl PostgresStorage {
         }
     }
 
+    /// Reads the whole file and its stat in one statement, the title laid over its slot.
+    fn read_with_stat(&self, path: &Path) -> Result<(FileStat, Vec<u8>), StoreError> {
+        let op = Op::Read;
+        let k = ServerError::file_key(op, path)?;
+        let mut c = self.client(op, path)?;
+        let row = c.client().query_opt(&self.inner.q.read, &[&k]).map_err(db(op, path))?;
+        let row = row.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
+        let content: String = row.try_get(0).map_err(db(op, path))?;
+        let meta = meta_at(&row, 1).map_err(db(op, path))?;
+        let mtime_ms: i64 = row.try_get(4).map_err(db(op, path))?;
+        let mut bytes = content.into_bytes();
+        if let Some(slot) = meta.overlay_for(&bytes) {
+            lay_over(&slot, &mut bytes, 0);
+        }
+        Ok((FileStat::new(bytes.len() as u64, mtime_ms, true), bytes))
+    }
+
+    /// Reads the head and tail windows and the stat in one statement.
+    fn slices_with_stat(
+        &self,
+        path: &Path,
+        prefix: u64,
+        suffix: u64,
+    ) -> Result<(FileStat, Vec<u8>, Vec<u8>), StoreError> {
+        let op = Op::Read;
+        let k = ServerError::file_key(op, path)?;
+        let mut c = self.client(op, path)?;
+        let (p, s) = (clamp_i32(prefix), clamp_i32(suffix));
+        let row = c.client().query_opt(&self.inner.q.slices, &[&k, &p, &s]).map_err(db(op, path))?;
+        let row = row.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
+        let get = |row: &postgres::Row| -> Result<_, postgres::Error> {
+            let head: Vec<u8> = row.try_get(0)?;
+            let tail: Vec<u8> = row.try_get(1)?;
+            let size: i64 = row.try_get(2)?;
+            let meta = meta_at(row, 3)?;
+            let first: Option<Vec<u8>> = row.try_get(6)?;
+            let mtime_ms: i64 = row.try_get(7)?;
+            Ok((head, tail, size.max(0) as u64, meta, first, mtime_ms))
+        };
+        let (mut head, mut tail, size, meta, first, mtime_ms) = get(&row).map_err(db(op, path))?;
+        if let Some(slot) = first.and_then(|f| meta.overlay_for(&f)) {
+            lay_over(&slot, &mut head, 0);
+            let tail_at = size.saturating_sub(tail.len() as u64);
+            lay_over(&slot, &mut tail, tail_at);
+        }
+        Ok((FileStat::new(size, mtime_ms, true), head, tail))
+    }
+
     fn replace(&self, op: Op, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        let k = file_key(op, path)?;
+        let k = ServerError::file_key(op, path)?;
         let body = text(op, path, bytes)?;
         check_len(op, path, bytes.len() as u64)?;
         let meta = TitleMeta::of_body(bytes);
@@ -329,13 +348,6 @@ impl PostgresStorage {
             return Err(self.conflict(&mut c, op, path, &k, expected));
         }
         Ok(())
-    }
-
-    fn dir_exists_locally(&self, k: &str, prefix: &str) -> Option<i64> {
-        let dirs = self.dirs();
-        dirs.get(k)
-            .copied()
-            .or_else(|| dirs.range(prefix.to_owned()..).next().filter(|(d, _)| d.starts_with(prefix)).map(|(_, m)| *m))
     }
 }
 
@@ -373,124 +385,12 @@ fn clamp_i32(n: u64) -> i32 {
 }
 
 impl Storage for PostgresStorage {
-    fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
-        let op = Op::EnsureDir;
-        let k = key(op, dir)?;
-        let mut c = self.client(op, dir)?;
-        if c.client().query_opt(&self.inner.q.exists, &[&k]).map_err(db(op, dir))?.is_some() {
-            let err = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "a file is in the way");
-            return Err(StoreError::io_raw(op, dir, err));
-        }
-        let now = self.mtime();
-        self.dirs().entry(k).or_insert(now);
-        Ok(())
-    }
-
-    fn exists(&self, path: &Path) -> Result<bool, StoreError> {
-        Ok(self.stat(path)?.is_some())
-    }
-
-    fn stat(&self, path: &Path) -> Result<Option<FileStat>, StoreError> {
-        let op = Op::Stat;
-        let k = key(op, path)?;
-        let prefix = dir_prefix(op, path)?;
-        let mut c = self.client(op, path)?;
-        if let Some(row) = c.client().query_opt(&self.inner.q.stat, &[&k]).map_err(db(op, path))? {
-            let size: i64 = row.try_get(0).map_err(db(op, path))?;
-            let mtime_ms: i64 = row.try_get(1).map_err(db(op, path))?;
-            return Ok(Some(FileStat::new(size.max(0) as u64, mtime_ms, true)));
-        }
-        let newest: Option<i64> = c
-            .client()
-            .query_one(&self.inner.q.newest_with_prefix, &[&prefix])
-            .and_then(|r| r.try_get(0))
-            .map_err(db(op, path))?;
-        let mtime = newest.or_else(|| self.dir_exists_locally(&k, &prefix));
-        Ok(mtime.map(|mtime_ms| FileStat::new(0, mtime_ms, false)))
-    }
-
-    fn list(&self, dir: &Path) -> Result<Vec<String>, StoreError> {
-        let op = Op::List;
-        let prefix = dir_prefix(op, dir)?;
-        let mut c = self.client(op, dir)?;
-        let rows = c.client().query(&self.inner.q.with_prefix, &[&prefix]).map_err(db(op, dir))?;
-        let keys =
-            rows.iter().map(|r| r.try_get::<_, String>(0)).collect::<Result<Vec<_>, _>>().map_err(db(op, dir))?;
-        Ok(children(&prefix, keys))
-    }
-
-    fn remove_empty_dir(&self, dir: &Path) -> Result<(), StoreError> {
-        if self.read_dir(dir)?.is_empty() {
-            let k = key(Op::RemoveDir, dir)?;
-            self.dirs().remove(&k);
-        }
-        Ok(())
-    }
-
-    fn read_dir(&self, dir: &Path) -> Result<Vec<session_store::DirEntry>, StoreError> {
-        let op = Op::List;
-        let prefix = dir_prefix(op, dir)?;
-        let mut c = self.client(op, dir)?;
-        let rows = c.client().query(&self.inner.q.with_prefix, &[&prefix]).map_err(db(op, dir))?;
-        let keys =
-            rows.iter().map(|r| r.try_get::<_, String>(0)).collect::<Result<Vec<_>, _>>().map_err(db(op, dir))?;
-        Ok(crate::keys::entries(&prefix, keys))
-    }
-
-    fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError> {
-        let op = Op::Read;
-        let k = file_key(op, path)?;
-        let mut c = self.client(op, path)?;
-        let row = c.client().query_opt(&self.inner.q.read, &[&k]).map_err(db(op, path))?;
-        let row = row.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
-        let content: String = row.try_get(0).map_err(db(op, path))?;
-        let meta = meta_at(&row, 1).map_err(db(op, path))?;
-        let mut bytes = content.into_bytes();
-        if let Some(slot) = meta.overlay_for(&bytes) {
-            lay_over(&slot, &mut bytes, 0);
-        }
-        Ok(bytes)
-    }
-
-    fn read_slices(&self, path: &Path, prefix: u64, suffix: u64) -> Result<(Vec<u8>, Vec<u8>), StoreError> {
-        let op = Op::Read;
-        let k = file_key(op, path)?;
-        let mut c = self.client(op, path)?;
-        let (p, s) = (clamp_i32(prefix), clamp_i32(suffix));
-        let row = c.client().query_opt(&self.inner.q.slices, &[&k, &p, &s]).map_err(db(op, path))?;
-        let row = row.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
-        let get = |row: &postgres::Row| -> Result<_, postgres::Error> {
-            let head: Vec<u8> = row.try_get(0)?;
-            let tail: Vec<u8> = row.try_get(1)?;
-            let size: i64 = row.try_get(2)?;
-            let meta = meta_at(row, 3)?;
-            let first: Option<Vec<u8>> = row.try_get(6)?;
-            Ok((head, tail, size.max(0) as u64, meta, first))
-        };
-        let (mut head, mut tail, size, meta, first) = get(&row).map_err(db(op, path))?;
-        if let Some(slot) = first.and_then(|f| meta.overlay_for(&f)) {
-            lay_over(&slot, &mut head, 0);
-            let tail_at = size.saturating_sub(tail.len() as u64);
-            lay_over(&slot, &mut tail, tail_at);
-        }
-        Ok((head, tail))
-    }
-
-    fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        self.replace(Op::Write, path, bytes, ExpectedSize::Any)
-    }
-
-    fn write_new(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        self.replace(Op::WriteNew, path, bytes, ExpectedSize::Missing)
-    }
-
-    fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        self.replace(Op::Write, path, bytes, expected)
-    }
+    session_store::keyed_storage_methods!();
+    base_storage_methods!();
 
     fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         let op = Op::Append;
-        let k = file_key(op, path)?;
+        let k = ServerError::file_key(op, path)?;
         let body = text(op, path, bytes)?;
         check_len(op, path, bytes.len() as u64)?;
         let now = self.mtime();
@@ -501,7 +401,7 @@ impl Storage for PostgresStorage {
 
     fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
         let op = Op::Truncate;
-        let k = file_key(op, path)?;
+        let k = ServerError::file_key(op, path)?;
         let now = self.mtime();
         let mut c = self.client(op, path)?;
         let mut tx = c.client().transaction().map_err(db(op, path))?;
@@ -524,8 +424,8 @@ impl Storage for PostgresStorage {
 
     fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
         let op = Op::Rename;
-        let src = file_key(op, from)?;
-        let dst = file_key(op, to)?;
+        let src = ServerError::file_key(op, from)?;
+        let dst = ServerError::file_key(op, to)?;
         let now = self.mtime();
         let mut c = self.client(op, from)?;
         if src == dst {
@@ -545,7 +445,7 @@ impl Storage for PostgresStorage {
 
     fn unlink(&self, path: &Path) -> Result<(), StoreError> {
         let op = Op::Unlink;
-        let k = file_key(op, path)?;
+        let k = ServerError::file_key(op, path)?;
         let mut c = self.client(op, path)?;
         match c.client().execute(&self.inner.q.delete, &[&k]).map_err(db(op, path))? {
             0 => Err(StoreError::NotFound { path: path.to_path_buf() }),
@@ -555,8 +455,9 @@ impl Storage for PostgresStorage {
 
     fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
         let op = Op::Unlink;
-        let k = file_key(op, path)?;
-        let artifacts = session_store::artifacts_dir(path).map(|d| dir_prefix(Op::RemoveDir, &d)).transpose()?;
+        let k = ServerError::file_key(op, path)?;
+        let artifacts =
+            session_store::artifacts_dir(path).map(|d| ServerError::dir_prefix(Op::RemoveDir, &d)).transpose()?;
         let mut c = self.client(op, path)?;
         let mut tx = c.client().transaction().map_err(db(op, path))?;
         tx.execute(&self.inner.q.delete, &[&k]).map_err(db(op, path))?;
@@ -564,113 +465,34 @@ impl Storage for PostgresStorage {
             tx.execute(&self.inner.q.delete_prefix, &[prefix]).map_err(db(Op::RemoveDir, path))?;
         }
         // `<name>.<anything>.bak` siblings: keys that start with `<path>.`, then filtered.
-        let (parent, name) = match k.rsplit_once('/') {
-            Some((parent, name)) => (format!("{parent}/"), name),
-            None => (String::new(), k.as_str()),
-        };
         let rows = tx.query(&self.inner.q.with_prefix, &[&format!("{k}.")]).map_err(db(op, path))?;
-        for row in rows {
-            let candidate: String = row.try_get(0).map_err(db(op, path))?;
-            let sibling = children(&parent, [candidate.clone()]);
-            if sibling.first().is_some_and(|c| is_backup_of(name, c)) {
-                tx.execute(&self.inner.q.delete, &[&candidate]).map_err(db(op, path))?;
-            }
+        let candidates =
+            rows.iter().map(|r| r.try_get::<_, String>(0)).collect::<Result<Vec<_>, _>>().map_err(db(op, path))?;
+        for candidate in backups(&k, candidates) {
+            tx.execute(&self.inner.q.delete, &[&candidate]).map_err(db(op, path))?;
         }
         tx.commit().map_err(db(op, path))?;
-        if let Some(prefix) = artifacts {
-            let dir = prefix.trim_end_matches('/').to_owned();
-            self.dirs().retain(|d, _| *d != dir && !d.starts_with(&prefix));
-        }
+        self.inner.base.forget_dirs(artifacts);
         Ok(())
     }
 
     fn open_writer(&self, path: &Path, durability: Durability) -> Result<Box<dyn AppendWriter>, StoreError> {
         let _ = durability; // every append is a committed statement
         let op = Op::Open;
-        let k = file_key(op, path)?;
+        let k = ServerError::file_key(op, path)?;
         let now = self.mtime();
         let mut c = self.client(op, path)?;
         c.client().execute(&self.inner.q.touch_empty, &[&k, &now]).map_err(db(op, path))?;
-        Ok(Box::new(PgWriter { storage: self.clone(), path: path.to_path_buf(), failed: None }))
+        Ok(Box::new(AppendingWriter::new(self.clone(), path)))
     }
 
     fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError> {
-        let op = Op::Lock;
-        let k = file_key(op, path)?;
-        let lock_key = format!("{}:{k}", self.inner.table);
-        let deadline = match wait {
-            LockWait::NoWait => None,
-            LockWait::Timeout(d) => Some(Instant::now() + d),
-        };
-        // The lock belongs to the connection: it stays out of the pool while held.
-        let mut c = self.client(op, path)?;
-        loop {
-            let row = c
-                .client()
-                .query_one("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", &[&lock_key])
-                .map_err(db(op, path))?;
-            let got: bool = row.try_get(0).map_err(db(op, path))?;
-            if got {
-                break;
-            }
-            if deadline.is_none_or(|d| Instant::now() >= d) {
-                return Err(StoreError::Locked { path: path.to_path_buf() });
-            }
-            std::thread::sleep(LOCK_POLL);
-        }
-        let locked = path.to_path_buf();
-        Ok(SessionLock::new(
-            path,
-            Box::new(move || {
-                let released = c.client().execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", &[&lock_key]);
-                match released {
-                    Ok(_) => Ok(()),
-                    Err(e) => {
-                        // The connection may still hold the lock: close it rather than reuse it.
-                        c.discard();
-                        Err(ServerError::Database(e).at(Op::Lock, &locked))
-                    }
-                }
-            }),
-        ))
+        let k = ServerError::file_key(Op::Lock, path)?;
+        self.inner.base.lock(path, wait, format!("{}:{k}", self.inner.table))
     }
 }
 
-/// The append writer: each append is one committed upsert, so every level of
-/// [`Durability`] is as durable as the server's commit.
-struct PgWriter {
-    storage: PostgresStorage,
-    path: PathBuf,
-    failed: Option<StoreError>,
-}
-
-impl AppendWriter for PgWriter {
-    fn append(&mut self, line: &[u8]) -> Result<(), StoreError> {
-        if let Some(e) = &self.failed {
-            return Err(e.clone());
-        }
-        if let Err(e) = self.storage.append(&self.path, line) {
-            return Err(self.failed.get_or_insert(e).clone());
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), StoreError> {
-        match &self.failed {
-            Some(e) => Err(e.clone()),
-            None => Ok(()),
-        }
-    }
-
-    fn error(&self) -> Option<&StoreError> {
-        self.failed.as_ref()
-    }
-
-    fn close(mut self: Box<Self>) -> Result<(), StoreError> {
-        self.flush()
-    }
-}
-
+#[cfg(test)]
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,15 +4,15 @@
 use std::io;
 use std::path::Path;
 
+use session_store::keyed::{self, Cause};
 use session_store::{Op, StoreError};
 
 /// The largest string Redis accepts by default, in bytes (`proto-max-bulk-len`, 512 MiB). A
 /// server configured higher still gets no larger write from this crate.
 pub const MAX_CONTENT_BYTES: u64 = 512 << 20;
 
-/// The longest key accepted, in bytes (the same limit as the PostgreSQL storage, so
-/// sessions move between the two).
-pub const MAX_KEY_BYTES: usize = 2048;
+/// The longest key accepted, in bytes (the limit of every key-prefix backend).
+pub use session_store::keyed::MAX_KEY_BYTES;
 
 /// Why a Redis storage operation failed: the cause inside a [`StoreError::Io`].
 ///
@@ -57,16 +57,22 @@ impl ServerError {
 
     /// Returns the cause inside `err`, when `err` came from this crate.
     pub fn find(err: &StoreError) -> Option<&ServerError> {
-        match err {
-            StoreError::Io { source, .. } => source.get_ref()?.downcast_ref::<ServerError>(),
-            _ => None,
-        }
+        keyed::find(err)
     }
 
     /// Wraps the cause as the [`StoreError`] of `op` on `path`.
     pub(crate) fn at(self, op: Op, path: &Path) -> StoreError {
-        let kind = self.kind();
-        StoreError::io_raw(op, path, io::Error::new(kind, self))
+        keyed::wrap(self, op, path)
+    }
+}
+
+impl Cause for ServerError {
+    fn bad_path(reason: String) -> ServerError {
+        ServerError::BadPath { reason }
+    }
+
+    fn kind(&self) -> io::ErrorKind {
+        ServerError::kind(self)
     }
 }
 

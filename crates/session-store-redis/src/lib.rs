@@ -5,7 +5,11 @@
 //! contract (`session_store::contract::run_contract` and `run_byte_contract`: Redis strings
 //! hold any bytes). A path, as a `/`-separated string, is the key; a directory is a key
 //! prefix, and [`Storage::list`] returns the direct children of one (a `SCAN` over the
-//! prefix, as omp's index load). The client is the synchronous [`redis`] crate.
+//! prefix, as omp's index load); [`Storage::read_dir`] returns them with dot-files and
+//! the sub-prefixes that hold keys, as directories, so a listing can walk buckets. Whole
+//! reads and head-and-tail reads return the stat with the bytes in one round trip
+//! ([`Storage::read_into`]). The key helpers are `session_store::keyed`'s, shared with the
+//! PostgreSQL storage. The client is the synchronous [`redis`] crate.
 //!
 //! # Keys
 //!
@@ -82,7 +86,6 @@
 //! ```
 
 mod error;
-mod keys;
 mod scripts;
 mod storage;
 

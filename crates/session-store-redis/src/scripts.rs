@@ -86,8 +86,9 @@ if len < 256 then redis.call('HDEL', KEYS[3], ARGV[1]) end
 return 1
 ";
 
-/// `readSlices` with `GETRANGE`: KEYS body, title; ARGV path, prefix, suffix. Returns nil
-/// when missing, else `{size, head, tail, first 256 bytes (only with a title), title JSON}`.
+/// `readSlices` with `GETRANGE`: KEYS body, meta, title; ARGV path, prefix, suffix. Returns
+/// nil when missing, else `{size, head, tail, first 256 bytes (only with a title), title
+/// JSON, mtime (`''` when the meta hash has none)}`.
 pub(crate) const SLICES: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 local size = redis.call('STRLEN', KEYS[1])
@@ -101,10 +102,11 @@ if s > 0 and size > 0 then
   if start < 0 then start = 0 end
   tail = redis.call('GETRANGE', KEYS[1], start, size - 1)
 end
-local title = redis.call('HGET', KEYS[2], ARGV[1])
+local title = redis.call('HGET', KEYS[3], ARGV[1])
 local first = ''
 if title then first = redis.call('GETRANGE', KEYS[1], 0, 255) else title = '' end
-return {size, head, tail, first, title}
+local mtime = redis.call('HGET', KEYS[2], ARGV[1]) or ''
+return {size, head, tail, first, title, mtime}
 ";
 
 /// Renews a lock this holder still owns: KEYS lock; ARGV token, time to live in ms.

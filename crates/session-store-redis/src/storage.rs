@@ -1,20 +1,21 @@
 //! [`RedisStorage`]: the [`Storage`] trait on omp's Redis keys.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rand::Rng;
 use redis::{Commands, Connection, Script};
-use session_store::clock::{Clock, SystemClock};
+use session_store::clock::SystemClock;
+use session_store::keyed::{
+    AppendingWriter, Cause, LocalDirs, Mtimes, TitleMeta, backups, child_entries, children, lay_over,
+};
 use session_store::{
-    AppendWriter, Durability, ExpectedSize, FileStat, LockWait, Op, SessionLock, Storage, StoreError, is_backup_of,
+    AppendWriter, DirEntry, Durability, ExpectedSize, FileStat, LockWait, Op, SessionLock, Storage, StoreError,
 };
 
 use crate::error::{ConnectError, MAX_CONTENT_BYTES, ServerError, rd};
-use crate::keys::{TitleMeta, children, dir_prefix, file_key, key, lay_over};
 use crate::scripts;
 
 /// The key prefix omp uses unless told otherwise.
@@ -52,9 +53,8 @@ struct Inner {
     scripts: Arc<Scripts>,
     /// Directories made by [`Storage::ensure_dir`] that hold no key yet (omp's
     /// `ensureDirSync` is a no-op; ours is remembered by this storage only).
-    dirs: Mutex<BTreeMap<String, i64>>,
-    last_mtime: Mutex<i64>,
-    clock: Arc<dyn Clock>,
+    dirs: LocalDirs,
+    times: Mtimes,
 }
 
 /// Session files in Redis under omp 18.3.4's keys: the body at `<prefix>file:<path>`, its
@@ -128,9 +128,8 @@ impl RedisStorage {
             max_idle: 8,
             prefix: prefix.to_owned(),
             scripts: Arc::new(scripts),
-            dirs: Mutex::new(BTreeMap::new()),
-            last_mtime: Mutex::new(0),
-            clock: Arc::new(SystemClock),
+            dirs: LocalDirs::new(),
+            times: Mtimes::new(Arc::new(SystemClock)),
         };
         Ok(RedisStorage { inner: Arc::new(inner) })
     }
@@ -142,7 +141,7 @@ impl RedisStorage {
 
     /// Returns the key of the body of `path`: `<prefix>file:<path>`.
     pub fn body_key(&self, path: &Path) -> Result<String, StoreError> {
-        Ok(self.body(&file_key(Op::Read, path)?))
+        Ok(self.body(&ServerError::file_key(Op::Read, path)?))
     }
 
     /// Sets the title metadata of `path` and its mtime, leaving the body alone (omp's
@@ -156,7 +155,7 @@ impl RedisStorage {
         updated_at: &str,
     ) -> Result<(), StoreError> {
         let op = Op::Overwrite;
-        let k = file_key(op, path)?;
+        let k = ServerError::file_key(op, path)?;
         let meta = TitleMeta {
             title: title.map(str::to_owned),
             source: source.map(str::to_owned),
@@ -165,16 +164,8 @@ impl RedisStorage {
         let json = meta.to_json().unwrap_or_default();
         let now = self.mtime();
         let mut c = self.conn(op, path)?;
-        let s = &self.inner.scripts.title;
-        let done: i64 = s
-            .key(self.body(&k))
-            .key(self.meta())
-            .key(self.titles())
-            .arg(&k)
-            .arg(json)
-            .arg(now)
-            .invoke(c.get())
-            .map_err(rd(op, path))?;
+        let done: i64 =
+            self.on_file(&self.inner.scripts.title, &k).arg(json).arg(now).invoke(c.get()).map_err(rd(op, path))?;
         if done == 0 {
             return Err(StoreError::NotFound { path: path.to_path_buf() });
         }
@@ -222,14 +213,7 @@ impl RedisStorage {
     /// Returns a modification time: the clock, but strictly increasing per storage (as omp's
     /// indexed storage allocates them).
     fn mtime(&self) -> i64 {
-        let now = self.inner.clock.now_ms();
-        let mut last = self.inner.last_mtime.lock().unwrap_or_else(|p| p.into_inner());
-        *last = now.max(*last + 1);
-        *last
-    }
-
-    fn dirs(&self) -> MutexGuard<'_, BTreeMap<String, i64>> {
-        self.inner.dirs.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.times.next()
     }
 
     /// Returns the paths of every body under the key prefix `prefix` (a `SCAN`, as omp's
@@ -263,20 +247,14 @@ impl RedisStorage {
         Ok(out)
     }
 
-    fn write_full(&self, op: Op, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        let k = file_key(op, path)?;
+    fn replace(&self, op: Op, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
+        let k = ServerError::file_key(op, path)?;
         check_len(op, path, bytes.len() as u64)?;
         let title = TitleMeta::of_body(bytes).to_json().unwrap_or_default();
         let now = self.mtime();
         let mut c = self.conn(op, path)?;
         let (written, size): (i64, i64) = self
-            .inner
-            .scripts
-            .write_full
-            .key(self.body(&k))
-            .key(self.meta())
-            .key(self.titles())
-            .arg(&k)
+            .on_file(&self.inner.scripts.write_full, &k)
             .arg(bytes)
             .arg(now)
             .arg(title)
@@ -294,7 +272,7 @@ impl RedisStorage {
 
     fn append_checked(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
         let op = Op::Append;
-        let k = file_key(op, path)?;
+        let k = ServerError::file_key(op, path)?;
         let now = self.mtime();
         let mut c = self.conn(op, path)?;
         let (written, size): (i64, i64) = self
@@ -321,11 +299,60 @@ impl RedisStorage {
         Ok(())
     }
 
-    fn local_dir(&self, k: &str, prefix: &str) -> Option<i64> {
-        let dirs = self.dirs();
-        dirs.get(k)
-            .copied()
-            .or_else(|| dirs.range(prefix.to_owned()..).next().filter(|(d, _)| d.starts_with(prefix)).map(|(_, m)| *m))
+    /// Reads the whole file and its stat in one atomic pipeline, the title laid over its slot.
+    fn read_with_stat(&self, path: &Path) -> Result<(FileStat, Vec<u8>), StoreError> {
+        let op = Op::Read;
+        let k = ServerError::file_key(op, path)?;
+        let mut c = self.conn(op, path)?;
+        let (body, title, mtime): (Option<Vec<u8>>, Option<String>, Option<String>) = redis::pipe()
+            .atomic()
+            .get(self.body(&k))
+            .hget(self.titles(), &k)
+            .hget(self.meta(), &k)
+            .query(c.get())
+            .map_err(rd(op, path))?;
+        let mut bytes = body.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
+        if let Some(slot) = title.and_then(|t| TitleMeta::from_json(&t).overlay_for(&bytes)) {
+            lay_over(&slot, &mut bytes, 0);
+        }
+        let stat = FileStat::new(bytes.len() as u64, mtime_of(mtime, self.inner.times.now()), true);
+        Ok((stat, bytes))
+    }
+
+    /// Reads the head and tail windows and the stat in one script call.
+    fn slices_with_stat(
+        &self,
+        path: &Path,
+        prefix: u64,
+        suffix: u64,
+    ) -> Result<(FileStat, Vec<u8>, Vec<u8>), StoreError> {
+        let op = Op::Read;
+        let k = ServerError::file_key(op, path)?;
+        let mut c = self.conn(op, path)?;
+        let got: Option<SliceReply> = self
+            .on_file(&self.inner.scripts.slices, &k)
+            .arg(prefix.min(MAX_CONTENT_BYTES * 4))
+            .arg(suffix.min(MAX_CONTENT_BYTES * 4))
+            .invoke(c.get())
+            .map_err(rd(op, path))?;
+        let (size, mut head, mut tail, first, title, mtime) =
+            got.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
+        if !title.is_empty()
+            && let Some(slot) = TitleMeta::from_json(&title).overlay_for(&first)
+        {
+            lay_over(&slot, &mut head, 0);
+            let tail_at = size.saturating_sub(tail.len() as u64);
+            lay_over(&slot, &mut tail, tail_at);
+        }
+        let mtime = (!mtime.is_empty()).then_some(mtime);
+        Ok((FileStat::new(size, mtime_of(mtime, self.inner.times.now()), true), head, tail))
+    }
+
+    /// Returns an invocation of `script` on the file `k`: KEYS body, meta, title; ARGV[1] the path.
+    fn on_file<'a>(&self, script: &'a Script, k: &str) -> redis::ScriptInvocation<'a> {
+        let mut inv = script.prepare_invoke();
+        inv.key(self.body(k)).key(self.meta()).key(self.titles()).arg(k);
+        inv
     }
 
     fn delete_keys(&self, c: &mut Conn, op: Op, path: &Path, keys: &[String]) -> Result<(), StoreError> {
@@ -346,8 +373,8 @@ impl RedisStorage {
     }
 }
 
-/// The reply of the slices script: size, head, tail, first 256 bytes, title JSON.
-type SliceReply = (u64, Vec<u8>, Vec<u8>, Vec<u8>, String);
+/// The reply of the slices script: size, head, tail, first 256 bytes, title JSON, mtime.
+type SliceReply = (u64, Vec<u8>, Vec<u8>, Vec<u8>, String, String);
 
 fn redis_too_large(e: &redis::RedisError) -> bool {
     e.to_string().contains("exceeds maximum allowed size")
@@ -390,28 +417,25 @@ fn mtime_of(raw: Option<String>, fallback: i64) -> i64 {
 }
 
 impl Storage for RedisStorage {
+    session_store::keyed_storage_methods!();
+
     fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
         let op = Op::EnsureDir;
-        let k = key(op, dir)?;
+        let k = ServerError::key(op, dir)?;
         let mut c = self.conn(op, dir)?;
         let there: bool = c.get().exists(self.body(&k)).map_err(rd(op, dir))?;
         if there {
             let err = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "a file is in the way");
             return Err(StoreError::io_raw(op, dir, err));
         }
-        let now = self.mtime();
-        self.dirs().entry(k).or_insert(now);
+        self.inner.dirs.remember(k, self.mtime());
         Ok(())
-    }
-
-    fn exists(&self, path: &Path) -> Result<bool, StoreError> {
-        Ok(self.stat(path)?.is_some())
     }
 
     fn stat(&self, path: &Path) -> Result<Option<FileStat>, StoreError> {
         let op = Op::Stat;
-        let k = key(op, path)?;
-        let prefix = dir_prefix(op, path)?;
+        let k = ServerError::key(op, path)?;
+        let prefix = ServerError::dir_prefix(op, path)?;
         let mut c = self.conn(op, path)?;
         let (there, size, mtime): (bool, u64, Option<String>) = redis::pipe()
             .atomic()
@@ -420,7 +444,7 @@ impl Storage for RedisStorage {
             .hget(self.meta(), &k)
             .query(c.get())
             .map_err(rd(op, path))?;
-        let now = self.inner.clock.now_ms();
+        let now = self.inner.times.now();
         if there {
             return Ok(Some(FileStat::new(size, mtime_of(mtime, now), true)));
         }
@@ -431,83 +455,29 @@ impl Storage for RedisStorage {
             let newest = times.into_iter().map(|t| mtime_of(t, now)).max().unwrap_or(now);
             return Ok(Some(FileStat::new(0, newest, false)));
         }
-        Ok(self.local_dir(&k, &prefix).map(|mtime_ms| FileStat::new(0, mtime_ms, false)))
+        Ok(self.inner.dirs.mtime(&k, &prefix).map(|mtime_ms| FileStat::new(0, mtime_ms, false)))
     }
 
     fn list(&self, dir: &Path) -> Result<Vec<String>, StoreError> {
         let op = Op::List;
-        let prefix = dir_prefix(op, dir)?;
+        let prefix = ServerError::dir_prefix(op, dir)?;
         let mut c = self.conn(op, dir)?;
         let paths = self.paths_under(&mut c, op, dir, &prefix)?;
         Ok(children(&prefix, paths))
     }
 
-    fn remove_empty_dir(&self, dir: &Path) -> Result<(), StoreError> {
-        if self.read_dir(dir)?.is_empty() {
-            let k = key(Op::RemoveDir, dir)?;
-            self.dirs().remove(&k);
-        }
-        Ok(())
-    }
-
-    fn read_dir(&self, dir: &Path) -> Result<Vec<session_store::DirEntry>, StoreError> {
+    fn read_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StoreError> {
         let op = Op::List;
-        let prefix = dir_prefix(op, dir)?;
+        let prefix = ServerError::dir_prefix(op, dir)?;
         let mut c = self.conn(op, dir)?;
         let paths = self.paths_under(&mut c, op, dir, &prefix)?;
-        Ok(crate::keys::entries(&prefix, paths))
+        Ok(child_entries(&prefix, paths, self.inner.dirs.under(&prefix)))
     }
 
-    fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError> {
-        let op = Op::Read;
-        let k = file_key(op, path)?;
-        let mut c = self.conn(op, path)?;
-        let (body, title): (Option<Vec<u8>>, Option<String>) =
-            redis::pipe().atomic().get(self.body(&k)).hget(self.titles(), &k).query(c.get()).map_err(rd(op, path))?;
-        let mut bytes = body.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
-        if let Some(slot) = title.and_then(|t| TitleMeta::from_json(&t).overlay_for(&bytes)) {
-            lay_over(&slot, &mut bytes, 0);
-        }
-        Ok(bytes)
-    }
-
-    fn read_slices(&self, path: &Path, prefix: u64, suffix: u64) -> Result<(Vec<u8>, Vec<u8>), StoreError> {
-        let op = Op::Read;
-        let k = file_key(op, path)?;
-        let mut c = self.conn(op, path)?;
-        let got: Option<SliceReply> = self
-            .inner
-            .scripts
-            .slices
-            .key(self.body(&k))
-            .key(self.titles())
-            .arg(&k)
-            .arg(prefix.min(MAX_CONTENT_BYTES * 4))
-            .arg(suffix.min(MAX_CONTENT_BYTES * 4))
-            .invoke(c.get())
-            .map_err(rd(op, path))?;
-        let (size, mut head, mut tail, first, title) =
-            got.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
-        if !title.is_empty()
-            && let Some(slot) = TitleMeta::from_json(&title).overlay_for(&first)
-        {
-            lay_over(&slot, &mut head, 0);
-            let tail_at = size.saturating_sub(tail.len() as u64);
-            lay_over(&slot, &mut tail, tail_at);
-        }
-        Ok((head, tail))
-    }
-
-    fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        self.write_full(Op::Write, path, bytes, ExpectedSize::Any)
-    }
-
-    fn write_new(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        self.write_full(Op::WriteNew, path, bytes, ExpectedSize::Missing)
-    }
-
-    fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        self.write_full(Op::Write, path, bytes, expected)
+    fn remove_empty_dir(&self, dir: &Path) -> Result<(), StoreError> {
+        let k = ServerError::key(Op::RemoveDir, dir)?;
+        self.inner.dirs.forget_if_empty(&k);
+        Ok(())
     }
 
     fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
@@ -516,22 +486,12 @@ impl Storage for RedisStorage {
 
     fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
         let op = Op::Truncate;
-        let k = file_key(op, path)?;
+        let k = ServerError::file_key(op, path)?;
         check_len(op, path, len)?;
         let now = self.mtime();
         let mut c = self.conn(op, path)?;
-        let done: i64 = self
-            .inner
-            .scripts
-            .truncate
-            .key(self.body(&k))
-            .key(self.meta())
-            .key(self.titles())
-            .arg(&k)
-            .arg(len)
-            .arg(now)
-            .invoke(c.get())
-            .map_err(rd(op, path))?;
+        let done: i64 =
+            self.on_file(&self.inner.scripts.truncate, &k).arg(len).arg(now).invoke(c.get()).map_err(rd(op, path))?;
         if done == 0 {
             return Err(StoreError::NotFound { path: path.to_path_buf() });
         }
@@ -540,8 +500,8 @@ impl Storage for RedisStorage {
 
     fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
         let op = Op::Rename;
-        let src = file_key(op, from)?;
-        let dst = file_key(op, to)?;
+        let src = ServerError::file_key(op, from)?;
+        let dst = ServerError::file_key(op, to)?;
         let now = self.mtime();
         let mut c = self.conn(op, from)?;
         if src == dst {
@@ -569,7 +529,7 @@ impl Storage for RedisStorage {
 
     fn unlink(&self, path: &Path) -> Result<(), StoreError> {
         let op = Op::Unlink;
-        let k = file_key(op, path)?;
+        let k = ServerError::file_key(op, path)?;
         let mut c = self.conn(op, path)?;
         let (gone, _, _): (i64, i64, i64) = redis::pipe()
             .atomic()
@@ -586,27 +546,19 @@ impl Storage for RedisStorage {
 
     fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
         let op = Op::Unlink;
-        let k = file_key(op, path)?;
-        let artifacts = session_store::artifacts_dir(path).map(|d| dir_prefix(Op::RemoveDir, &d)).transpose()?;
+        let k = ServerError::file_key(op, path)?;
+        let artifacts =
+            session_store::artifacts_dir(path).map(|d| ServerError::dir_prefix(Op::RemoveDir, &d)).transpose()?;
         let mut c = self.conn(op, path)?;
         self.delete_keys(&mut c, op, path, std::slice::from_ref(&k))?;
         if let Some(prefix) = &artifacts {
             let inside = self.paths_under(&mut c, Op::RemoveDir, path, prefix)?;
             self.delete_keys(&mut c, Op::RemoveDir, path, &inside)?;
         }
-        let (parent, name) = match k.rsplit_once('/') {
-            Some((parent, name)) => (format!("{parent}/"), name),
-            None => (String::new(), k.as_str()),
-        };
         let candidates = self.paths_under(&mut c, op, path, &format!("{k}."))?;
-        let backups: Vec<String> = candidates
-            .into_iter()
-            .filter(|cand| children(&parent, [cand.clone()]).first().is_some_and(|n| is_backup_of(name, n)))
-            .collect();
-        self.delete_keys(&mut c, op, path, &backups)?;
+        self.delete_keys(&mut c, op, path, &backups(&k, candidates))?;
         if let Some(prefix) = artifacts {
-            let dir = prefix.trim_end_matches('/').to_owned();
-            self.dirs().retain(|d, _| *d != dir && !d.starts_with(&prefix));
+            self.inner.dirs.forget_under(&prefix);
         }
         Ok(())
     }
@@ -614,7 +566,7 @@ impl Storage for RedisStorage {
     fn open_writer(&self, path: &Path, durability: Durability) -> Result<Box<dyn AppendWriter>, StoreError> {
         let _ = durability; // the server decides (see the crate docs on persistence)
         let op = Op::Open;
-        let k = file_key(op, path)?;
+        let k = ServerError::file_key(op, path)?;
         let now = self.mtime();
         let mut c = self.conn(op, path)?;
         let _: i64 = self
@@ -627,12 +579,12 @@ impl Storage for RedisStorage {
             .arg(now)
             .invoke(c.get())
             .map_err(rd(op, path))?;
-        Ok(Box::new(RedisWriter { storage: self.clone(), path: path.to_path_buf(), failed: None }))
+        Ok(Box::new(AppendingWriter::new(self.clone(), path)))
     }
 
     fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError> {
         let op = Op::Lock;
-        let k = file_key(op, path)?;
+        let k = ServerError::file_key(op, path)?;
         let lock_key = format!("{}lock:{k}", self.inner.prefix);
         let token = format!("{:016x}{:016x}", rand::rng().next_u64(), rand::rng().next_u64());
         let ttl_ms = u64::try_from(LOCK_TTL.as_millis()).unwrap_or(u64::MAX);
@@ -687,40 +639,6 @@ impl Storage for RedisStorage {
                 released.map(drop).map_err(rd(Op::Lock, &locked))
             }),
         ))
-    }
-}
-
-/// The append writer: each append is one script call, acknowledged once Redis applied it.
-struct RedisWriter {
-    storage: RedisStorage,
-    path: PathBuf,
-    failed: Option<StoreError>,
-}
-
-impl AppendWriter for RedisWriter {
-    fn append(&mut self, line: &[u8]) -> Result<(), StoreError> {
-        if let Some(e) = &self.failed {
-            return Err(e.clone());
-        }
-        if let Err(e) = self.storage.append(&self.path, line) {
-            return Err(self.failed.get_or_insert(e).clone());
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), StoreError> {
-        match &self.failed {
-            Some(e) => Err(e.clone()),
-            None => Ok(()),
-        }
-    }
-
-    fn error(&self) -> Option<&StoreError> {
-        self.failed.as_ref()
-    }
-
-    fn close(mut self: Box<Self>) -> Result<(), StoreError> {
-        self.flush()
     }
 }
 

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use session_model::{Dialect, parse_session_bytes};
 
 use crate::clock::{Clock, SystemClock};
-use crate::{Durability, EntryKind, ExpectedSize, LockWait, Storage, StoreError};
+use crate::{DirEntry, Durability, EntryKind, ExpectedSize, LockWait, Storage, StoreError};
 
 /// The outcome of one contract case, or of a whole run (every failure, one per line).
 pub type CaseResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
@@ -354,17 +354,37 @@ fn read_dir_reports_kinds(s: &dyn Storage, root: &Path) -> CaseResult {
     let dir = root.join("d");
     s.write(&dir.join("b.jsonl"), b"x")?;
     s.write(&dir.join("a.jsonl"), b"y")?;
+    s.write(&dir.join(".hidden.jsonl"), b"h")?;
     s.write(&dir.join("bucket/c.jsonl"), b"z")?;
-    let mut entries = s.read_dir(&dir)?;
-    entries.sort_by(|a, b| a.name.cmp(&b.name));
-    let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
-    check(names == ["a.jsonl", "b.jsonl", "bucket"], &format!("entries {names:?}"))?;
-    check(entries[0].kind == EntryKind::File && entries[1].kind == EntryKind::File, "files")?;
-    check(entries[2].kind == EntryKind::Dir, "the bucket is a directory")?;
-    let below = s.read_dir(&dir.join("bucket"))?;
-    check(below.len() == 1 && below[0].name == "c.jsonl" && below[0].kind == EntryKind::File, "the bucket's file")?;
-    s.write(&dir.join(".hidden"), b"h")?;
-    check(s.read_dir(&dir)?.iter().any(|e| e.name == ".hidden"), "dot-files are entries")?;
+    s.write(&dir.join("bucket/deep/e.jsonl"), b"e")?;
+    s.write(&dir.join("bucket2/f.jsonl"), b"f")?;
+    s.write(&root.join("dd/g.jsonl"), b"g")?;
+    s.ensure_dir(&dir.join("empty"))?;
+    let sorted = |mut v: Vec<DirEntry>| {
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v.into_iter().map(|e| (e.name, e.kind)).collect::<Vec<_>>()
+    };
+    let entries = sorted(s.read_dir(&dir)?);
+    let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+    check(names.len() == 6, &format!("entries {names:?}"))?;
+    let (f, d) = (EntryKind::File, EntryKind::Dir);
+    let want: Vec<(String, EntryKind)> =
+        [(".hidden.jsonl", f), ("a.jsonl", f), ("b.jsonl", f), ("bucket", d), ("bucket2", d), ("empty", d)]
+            .into_iter()
+            .map(|(n, k)| (n.to_owned(), k))
+            .collect();
+    check(entries == want, &format!("entries of d: {entries:?}"))?;
+    let below = sorted(s.read_dir(&dir.join("bucket"))?);
+    check(below == [("c.jsonl".to_owned(), f), ("deep".to_owned(), d)], &format!("entries of the bucket: {below:?}"))?;
+    let deeper = sorted(s.read_dir(&dir.join("bucket/deep"))?);
+    check(deeper == [("e.jsonl".to_owned(), f)], &format!("entries of bucket/deep: {deeper:?}"))?;
+    check(s.read_dir(&dir.join("empty"))?.is_empty(), "an empty directory has no entries")?;
+    for (name, kind) in &entries {
+        let stat = s.stat(&dir.join(name))?;
+        check(stat.is_some_and(|st| st.is_file == (*kind == EntryKind::File)), &format!("stat of {name} agrees"))?;
+    }
+    let top = sorted(s.read_dir(root)?);
+    check(top == [("d".to_owned(), d), ("dd".to_owned(), d)], &format!("entries of the root: {top:?}"))?;
     Ok(())
 }
 

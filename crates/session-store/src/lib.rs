@@ -23,6 +23,10 @@
 //! * [`blob`] is the content-addressed store omp's images go to (the facade's persistence
 //!   transforms decide what goes there); [`base64`] decodes as leniently as Node does.
 //!
+//! [`keyed`] holds what backends whose directories are key prefixes share (the server
+//! storages of `session-store-postgres` and `session-store-redis`): path keys, listings
+//! from keys, omp's title metadata.
+//!
 //! All three backends pass one shared contract test suite, `contract` (behind the `testing`
 //! feature, so server backends in other crates run the same cases).
 //!
@@ -62,6 +66,7 @@ pub mod contract;
 mod error;
 mod fault;
 mod file;
+pub mod keyed;
 mod lock;
 mod memory;
 pub mod open;

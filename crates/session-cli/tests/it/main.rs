@@ -3,6 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[cfg(any(feature = "postgres", feature = "redis"))]
+mod store;
+
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 /// A directory under the system temp dir, removed on drop.
@@ -34,6 +37,19 @@ fn session(args: &[&str], cwd: &Path) -> Result<serde_json::Value> {
         return Err(format!("session {args:?}: {}", String::from_utf8_lossy(&out.stderr)).into());
     }
     Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+/// Returns `session` to run in `work` with `home` as the home directory and neither
+/// agent's directory moved by the environment.
+fn in_home(home: &Path, work: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_session"));
+    c.current_dir(work)
+        .env("HOME", home)
+        .env_remove("PI_CODING_AGENT_DIR")
+        .env_remove("PI_CONFIG_DIR")
+        .env_remove("XDG_DATA_HOME")
+        .env("SESSION_NO_CACHE", "1");
+    c
 }
 
 const HEADER: &str = r#"{"type":"session","version":3,"id":"01a228d5-0000-7000-8000-000000000001","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#;
@@ -259,15 +275,7 @@ fn sessions_are_found_in_both_agents_homes() -> Result<()> {
     fs_err::copy(testdata.join("sample/omp.jsonl"), omp_dir.join("2026-01-02T00-00-00-000Z_b.jsonl"))?;
     let before = state(&pi_dir)?;
     let run_home = |args: &[&str]| -> Result<(i32, String, String)> {
-        let out = Command::new(env!("CARGO_BIN_EXE_session"))
-            .args(args)
-            .current_dir(&work)
-            .env("HOME", &home)
-            .env_remove("PI_CODING_AGENT_DIR")
-            .env_remove("PI_CONFIG_DIR")
-            .env_remove("XDG_DATA_HOME")
-            .env("SESSION_NO_CACHE", "1")
-            .output()?;
+        let out = in_home(&home, &work).args(args).output()?;
         Ok((
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into(),

@@ -143,3 +143,14 @@ fn omp_orphaned_backups_are_recovered_in_the_storage() {
     assert!(memory.exists(&bucket.join("2026-01-04T00-00-00-000Z_ddd444.jsonl")).expect("exists"));
     assert!(!root.join("home").exists(), "nothing was written to the file system");
 }
+
+#[test]
+fn the_parity_check_passes_on_the_file_system() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let td = TempDir::new("storage-parity");
+    session_discovery::parity::check_parity(Arc::new(FileStorage::new()), td.path())
+}
+
+#[test]
+fn the_parity_check_passes_in_memory() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    session_discovery::parity::check_parity(Arc::new(MemoryStorage::new()), Path::new("/parity"))
+}

@@ -6,6 +6,7 @@
 //! `SESSION_REQUIRE_SERVERS=1` (CI), where it fails.
 
 mod contract;
+mod discovery;
 mod native;
 mod omp;
 mod support;

@@ -76,3 +76,27 @@ fn titles_lay_over_the_slot_as_in_omps_layout() -> TestResult {
     assert_eq!(s.read_slices(p, 10, 300)?.1, got);
     Ok(())
 }
+
+#[test]
+fn windows_of_many_rows_match_the_bytes() -> TestResult {
+    let Some(db) = TestDb::create("windows_of_many_rows_match_the_bytes")? else { return Ok(()) };
+    let s = NativePostgresStorage::connect(&db.conn())?;
+    let p = Path::new("/w/s.jsonl");
+    let mut all = Vec::new();
+    for i in 0..40 {
+        let line = format!("{{\"i\":{i},\"pad\":\"{}\"}}\n", "x".repeat(i * 7 % 50));
+        s.append(p, line.as_bytes())?;
+        all.extend_from_slice(line.as_bytes());
+    }
+    let size = all.len() as u64;
+    let (mut head, mut tail) = (Vec::new(), Vec::new());
+    for prefix in [0, 1, 37, 255, 256, 900, size - 1, size, size + 10] {
+        for suffix in [0, 1, 41, 300, size - 1, size, size + 5] {
+            let want = session_store::slice_windows(&all, prefix, suffix);
+            assert_eq!(s.read_slices(p, prefix, suffix)?, want, "prefix {prefix}, suffix {suffix}");
+            let (stat, h, t) = s.read_slices_into(p, prefix, suffix, &mut head, &mut tail)?;
+            assert_eq!((stat.size, &head[..h], &tail[..t]), (size, &want.0[..], &want.1[..]));
+        }
+    }
+    Ok(())
+}

@@ -6,5 +6,6 @@
 //! and passes, unless `SESSION_REQUIRE_SERVERS=1` (CI), where it fails.
 
 mod contract;
+mod discovery;
 mod omp;
 mod support;

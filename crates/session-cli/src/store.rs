@@ -1,0 +1,296 @@
+//! `--store URL`: which storage every command reads and writes, parsed from a URL and
+//! opened once per process.
+//!
+//! | `--store` | storage |
+//! |---|---|
+//! | absent, or a path (`/`, `.`, `~/x`) | the file system, paths as given |
+//! | `postgres://…`, `postgresql://…` | omp's `omp_session_files` table (`?table=NAME` for another) |
+//! | `postgres+native://…`, `postgresql+native://…` | the native one-row-per-line tables (`?stem=NAME`, default `session`) |
+//! | `redis://…` | omp's Redis keys under `omp:sessions:` (`?prefix=P` for another) |
+//!
+//! The `table`, `stem` and `prefix` parameters are this command's; every other part of
+//! the URL goes to the driver as it is (`postgres:///db?host=/var/run/postgresql` reaches
+//! a Unix socket). Sessions keep their paths on a server: a path is the key, so
+//! `session ls --store URL` lists the same buckets the agent's directories would hold.
+//!
+//! [`SourcePath`] splits `pull`'s `URL/PATH` argument: after the host, the first segment
+//! is the database (PostgreSQL: its name; Redis: its number) and the rest is the path.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use session::store::{FileStorage, Storage};
+
+use crate::commands::Result;
+
+/// A parsed `--store` value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum StoreUrl {
+    /// The file system.
+    Files,
+    /// omp's table on PostgreSQL: the driver's URL and the table.
+    Postgres {
+        /// The URL without this command's parameters.
+        conn: String,
+        /// `?table=`, else `omp_session_files`.
+        table: Option<String>,
+    },
+    /// The native tables on PostgreSQL.
+    PostgresNative {
+        /// The URL without this command's parameters, scheme `postgres://`.
+        conn: String,
+        /// `?stem=`, else `session`.
+        stem: Option<String>,
+    },
+    /// omp's keys on Redis.
+    Redis {
+        /// The URL without this command's parameters.
+        url: String,
+        /// `?prefix=`, else `omp:sessions:`.
+        prefix: Option<String>,
+    },
+}
+
+/// Returns the scheme of `s` when it has one (`name://`), lowercased.
+fn scheme(s: &str) -> Option<String> {
+    let (scheme, _) = s.split_once("://")?;
+    let ok = !scheme.is_empty()
+        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        && scheme.starts_with(|c: char| c.is_ascii_alphabetic());
+    ok.then(|| scheme.to_ascii_lowercase())
+}
+
+/// Removes the query parameter `name` from `url`, returning the URL and its value.
+fn take_param(url: &str, name: &str) -> (String, Option<String>) {
+    let Some((base, query)) = url.split_once('?') else { return (url.to_owned(), None) };
+    let mut value = None;
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|kv| match kv.split_once('=') {
+            Some((k, v)) if k == name => {
+                value = Some(percent_decode(v));
+                false
+            }
+            _ => !kv.is_empty(),
+        })
+        .collect();
+    let url = if kept.is_empty() { base.to_owned() } else { format!("{base}?{}", kept.join("&")) };
+    (url, value)
+}
+
+/// Decodes `%XX` escapes (invalid ones are kept as they are).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%'
+            && let (Some(h), Some(l)) = (b.get(i + 1).and_then(|c| hex(*c)), b.get(i + 2).and_then(|c| hex(*c)))
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl StoreUrl {
+    /// Parses a `--store` value; a value without a scheme is a path on the file system.
+    pub(crate) fn parse(s: &str) -> Result<StoreUrl> {
+        let Some(scheme) = scheme(s) else { return Ok(StoreUrl::Files) };
+        let rest = &s[scheme.len() + 3..];
+        match scheme.as_str() {
+            "postgres" | "postgresql" => {
+                let (conn, table) = take_param(s, "table");
+                Ok(StoreUrl::Postgres { conn, table })
+            }
+            "postgres+native" | "postgresql+native" => {
+                let (conn, stem) = take_param(&format!("postgres://{rest}"), "stem");
+                Ok(StoreUrl::PostgresNative { conn, stem })
+            }
+            "redis" => {
+                let (url, prefix) = take_param(s, "prefix");
+                Ok(StoreUrl::Redis { url, prefix })
+            }
+            "file" => Ok(StoreUrl::Files),
+            other => {
+                Err(format!("unknown store {other}://; use postgres://, postgres+native://, redis:// or a directory")
+                    .into())
+            }
+        }
+    }
+
+    /// Connects to the storage.
+    pub(crate) fn open(&self) -> Result<Arc<dyn Storage>> {
+        match self {
+            StoreUrl::Files => Ok(Arc::new(FileStorage::new())),
+            StoreUrl::Postgres { conn, table } => postgres(conn, table.as_deref()),
+            StoreUrl::PostgresNative { conn, stem } => postgres_native(conn, stem.as_deref()),
+            StoreUrl::Redis { url, prefix } => redis(url, prefix.as_deref()),
+        }
+    }
+
+    /// Returns whether this is the file system.
+    pub(crate) fn is_files(&self) -> bool {
+        *self == StoreUrl::Files
+    }
+}
+
+#[cfg(feature = "postgres")]
+fn postgres(conn: &str, table: Option<&str>) -> Result<Arc<dyn Storage>> {
+    use session_store_postgres::{PostgresOptions, PostgresStorage};
+    let options = table.map_or_else(PostgresOptions::default, |t| PostgresOptions::default().table(t));
+    Ok(Arc::new(PostgresStorage::connect_with(conn, options)?))
+}
+
+#[cfg(feature = "postgres")]
+fn postgres_native(conn: &str, stem: Option<&str>) -> Result<Arc<dyn Storage>> {
+    use session_store_postgres::{DEFAULT_STEM, NativePostgresStorage};
+    Ok(Arc::new(NativePostgresStorage::connect_with_stem(conn, stem.unwrap_or(DEFAULT_STEM))?))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn postgres(_: &str, _: Option<&str>) -> Result<Arc<dyn Storage>> {
+    Err(without("postgres"))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn postgres_native(_: &str, _: Option<&str>) -> Result<Arc<dyn Storage>> {
+    Err(without("postgres"))
+}
+
+#[cfg(feature = "redis")]
+fn redis(url: &str, prefix: Option<&str>) -> Result<Arc<dyn Storage>> {
+    use session_store_redis::{DEFAULT_PREFIX, RedisStorage};
+    Ok(Arc::new(RedisStorage::connect_with_prefix(url, prefix.unwrap_or(DEFAULT_PREFIX))?))
+}
+
+#[cfg(not(feature = "redis"))]
+fn redis(_: &str, _: Option<&str>) -> Result<Arc<dyn Storage>> {
+    Err(without("redis"))
+}
+
+#[cfg(not(all(feature = "postgres", feature = "redis")))]
+fn without(feature: &str) -> Box<dyn std::error::Error> {
+    format!("this session was built without the `{feature}` feature; rebuild with `--features {feature}`").into()
+}
+
+/// The storage of this process (`--store`), set once by [`init`].
+static STORAGE: OnceLock<(bool, Arc<dyn Storage>)> = OnceLock::new();
+
+/// Opens the storage `--store` names; the commands reach it through [`current`].
+pub(crate) fn init(store: Option<&str>) -> Result<()> {
+    let url = store.map(StoreUrl::parse).transpose()?.unwrap_or(StoreUrl::Files);
+    let storage = url.open()?;
+    // A second call (tests of one process) keeps the first storage.
+    let _ = STORAGE.set((url.is_files(), storage));
+    Ok(())
+}
+
+/// Returns the storage of this process: `--store`'s, else the file system.
+pub(crate) fn current() -> Arc<dyn Storage> {
+    match STORAGE.get() {
+        Some((_, s)) => s.clone(),
+        None => Arc::new(FileStorage::new()),
+    }
+}
+
+/// Returns whether the storage of this process is the file system.
+pub(crate) fn on_files() -> bool {
+    STORAGE.get().is_none_or(|(files, _)| *files)
+}
+
+/// `pull`'s source: a storage URL with the session's path after the database, or a
+/// plain path in the `--store` storage.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct SourcePath {
+    /// Where the session is.
+    pub(crate) store: Option<StoreUrl>,
+    /// Its path there.
+    pub(crate) path: PathBuf,
+}
+
+impl SourcePath {
+    /// Splits `URL/PATH` (the database is the first path segment after the host) or
+    /// takes a plain path.
+    pub(crate) fn parse(s: &str) -> Result<SourcePath> {
+        if scheme(s).is_none() {
+            return Ok(SourcePath { store: None, path: PathBuf::from(s) });
+        }
+        let scheme_end = s.find("://").map_or(0, |i| i + 3);
+        let (before_query, query) = match s.split_once('?') {
+            Some((b, q)) => (b, Some(q)),
+            None => (s, None),
+        };
+        let after_host = before_query[scheme_end..]
+            .find('/')
+            .map(|i| scheme_end + i)
+            .ok_or_else(|| format!("{s}: no path after the host; write URL/DATABASE/PATH"))?;
+        let db_end = before_query[after_host + 1..]
+            .find('/')
+            .map(|i| after_host + 1 + i)
+            .ok_or_else(|| format!("{s}: no session path after the database; write URL/DATABASE/PATH"))?;
+        let path = percent_decode(&before_query[db_end..]);
+        let url = match query {
+            Some(q) => format!("{}?{q}", &before_query[..db_end]),
+            None => before_query[..db_end].to_owned(),
+        };
+        Ok(SourcePath { store: Some(StoreUrl::parse(&url)?), path: PathBuf::from(path) })
+    }
+}
+
+/// Returns `path` made absolute against the working directory, as the key a pushed
+/// session gets.
+pub(crate) fn absolute(path: &Path) -> Result<PathBuf> {
+    Ok(std::path::absolute(path)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_name_backends() -> Result<()> {
+        assert_eq!(StoreUrl::parse("/srv/sessions")?, StoreUrl::Files);
+        assert_eq!(
+            StoreUrl::parse("postgres://u@h/db?table=t&sslmode=disable")?,
+            StoreUrl::Postgres { conn: "postgres://u@h/db?sslmode=disable".into(), table: Some("t".into()) }
+        );
+        assert_eq!(
+            StoreUrl::parse("postgresql+native:///db?host=%2Fvar%2Frun%2Fpostgresql&stem=s")?,
+            StoreUrl::PostgresNative {
+                conn: "postgres:///db?host=%2Fvar%2Frun%2Fpostgresql".into(),
+                stem: Some("s".into())
+            }
+        );
+        assert_eq!(
+            StoreUrl::parse("redis://127.0.0.1:6379/2?prefix=a%3Ab:")?,
+            StoreUrl::Redis { url: "redis://127.0.0.1:6379/2".into(), prefix: Some("a:b:".into()) }
+        );
+        assert!(StoreUrl::parse("mysql://h/db").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn sources_split_after_the_database() -> Result<()> {
+        let s = SourcePath::parse("redis://127.0.0.1:6379/0/home/me/s.jsonl?prefix=p:")?;
+        assert_eq!(s.path, PathBuf::from("/home/me/s.jsonl"));
+        assert_eq!(
+            s.store,
+            Some(StoreUrl::Redis { url: "redis://127.0.0.1:6379/0".into(), prefix: Some("p:".into()) })
+        );
+        let s = SourcePath::parse("postgres:///test/a/b.jsonl?host=/var/run/postgresql")?;
+        assert_eq!(s.path, PathBuf::from("/a/b.jsonl"));
+        assert_eq!(
+            s.store,
+            Some(StoreUrl::Postgres { conn: "postgres:///test?host=/var/run/postgresql".into(), table: None })
+        );
+        assert_eq!(SourcePath::parse("/x/y.jsonl")?, SourcePath { store: None, path: "/x/y.jsonl".into() });
+        assert!(SourcePath::parse("redis://h:1/0").is_err());
+        Ok(())
+    }
+}

@@ -1,0 +1,273 @@
+//! The command on real servers: `push` a session with its artifacts, inspect it with
+//! `--store`, `pull` it back, and compare every byte.
+//!
+//! Each test makes its own PostgreSQL database or Redis key prefix and removes it at the
+//! end. Without a reachable server a test prints `skipped: <test>: <reason>` and passes,
+//! unless `SESSION_REQUIRE_SERVERS=1`, where it fails.
+#![cfg_attr(
+    not(all(feature = "postgres", feature = "redis")),
+    allow(dead_code, reason = "the helpers of a backend built without its feature")
+)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use rand::Rng;
+
+use crate::{Result, TempDir};
+
+/// Runs `session ARGS` and returns its output, whatever the status.
+fn run(args: &[&str], cwd: &Path) -> Result<Output> {
+    Ok(Command::new(env!("CARGO_BIN_EXE_session")).args(args).current_dir(cwd).env("SESSION_NO_CACHE", "1").output()?)
+}
+
+/// Runs `session ARGS`, which must succeed, and returns its standard output.
+fn ok(args: &[&str], cwd: &Path) -> Result<String> {
+    let out = run(args, cwd)?;
+    if !out.status.success() {
+        return Err(format!("session {args:?}: {}", String::from_utf8_lossy(&out.stderr)).into());
+    }
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+/// Reports a skipped test; an error when the servers are required.
+fn skip(test: &str, reason: &str) -> Result<()> {
+    let _ = writeln!(std::io::stderr(), "skipped: {test}: {reason}");
+    if std::env::var("SESSION_REQUIRE_SERVERS").is_ok_and(|v| v == "1") {
+        return Err(format!("{test}: the server is required (SESSION_REQUIRE_SERVERS=1): {reason}").into());
+    }
+    Ok(())
+}
+
+fn random_name() -> String {
+    format!("sess_cli_{:016x}", rand::rng().next_u64())
+}
+
+/// A database of its own on the local PostgreSQL, dropped on drop.
+struct TestDb {
+    name: String,
+    admin: postgres::Client,
+}
+
+impl TestDb {
+    fn create() -> std::result::Result<TestDb, postgres::Error> {
+        let mut admin = postgres::Client::connect("host=/var/run/postgresql dbname=postgres", postgres::NoTls)?;
+        let name = random_name();
+        admin.batch_execute(&format!("CREATE DATABASE {name}"))?;
+        Ok(TestDb { name, admin })
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let Err(e) = self.admin.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)) {
+            eprintln!("cannot drop test database {}: {e}", self.name);
+        }
+    }
+}
+
+/// A key prefix of its own on the local Redis, emptied on drop.
+struct TestPrefix {
+    prefix: String,
+    conn: redis::Connection,
+}
+
+impl TestPrefix {
+    fn create() -> std::result::Result<TestPrefix, redis::RedisError> {
+        let mut conn = redis::Client::open("redis://127.0.0.1:6379/")?.get_connection()?;
+        redis::cmd("PING").query::<String>(&mut conn)?;
+        Ok(TestPrefix { prefix: format!("{}:", random_name()), conn })
+    }
+}
+
+impl Drop for TestPrefix {
+    fn drop(&mut self) {
+        let keys: redis::RedisResult<Vec<String>> =
+            redis::cmd("KEYS").arg(format!("{}*", self.prefix)).query(&mut self.conn);
+        if let Ok(keys) = keys
+            && !keys.is_empty()
+        {
+            let _ = redis::cmd("DEL").arg(&keys).query::<i64>(&mut self.conn);
+        }
+    }
+}
+
+/// Copies a testdata session and gives it an artifacts directory with a nested file.
+fn sample(dir: &Path, name: &str) -> Result<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/sample");
+    let file = dir.join(format!("{name}.jsonl"));
+    fs_err::copy(root.join(format!("{name}.jsonl")), &file)?;
+    let artifacts = dir.join(name);
+    fs_err::create_dir_all(artifacts.join("sub"))?;
+    fs_err::write(artifacts.join("0.log"), "tool output\n")?;
+    fs_err::write(artifacts.join("sub/.1.log"), "nested, hidden\n")?;
+    Ok(file)
+}
+
+/// Pushes both samples to `url`, inspects them there as on files, pulls them back and
+/// compares every byte; then checks the overwrite rules.
+fn round_trip(url: &str, pull_url: &dyn Fn(&Path) -> String, tag: &str) -> Result<()> {
+    let tmp = TempDir::new(tag)?;
+    let (src, back) = (tmp.0.join("src"), tmp.0.join("back"));
+    fs_err::create_dir_all(&src)?;
+    fs_err::create_dir_all(&back)?;
+    for name in ["pi", "omp"] {
+        let file = sample(&src, name)?;
+        let f = file.to_str().ok_or("utf-8 path")?;
+        let pushed: serde_json::Value = serde_json::from_str(&ok(&["push", f, "--to", url], &tmp.0)?)?;
+        assert_eq!(pushed["artifacts"], 2, "{name}: {pushed}");
+        assert_eq!(pushed["bytes"], fs_err::metadata(&file)?.len(), "{name}: {pushed}");
+        for cmd in ["info", "context", "entries", "tree"] {
+            let there = ok(&[cmd, f, "--json", "--store", url], &tmp.0)?;
+            assert_eq!(there, ok(&[cmd, f, "--json"], &tmp.0)?, "{name}: {cmd} on the server and on files");
+        }
+        let dir = src.to_str().ok_or("utf-8 path")?;
+        for cmd in ["stats", "fsck"] {
+            let there = ok(&[cmd, dir, "--json", "--store", url], &tmp.0)?;
+            assert_eq!(there, ok(&[cmd, dir, "--json"], &tmp.0)?, "{name}: {cmd} on the server and on files");
+        }
+        let pulled = ok(&["pull", &pull_url(&file), "--to", back.to_str().ok_or("utf-8 path")?], &tmp.0)?;
+        assert!(pulled.contains("\"artifacts\":2"), "{name}: {pulled}");
+        assert_eq!(fs_err::read(back.join(format!("{name}.jsonl")))?, fs_err::read(&file)?, "{name}: the session");
+        for rel in ["0.log", "sub/.1.log"] {
+            assert_eq!(fs_err::read(back.join(name).join(rel))?, fs_err::read(src.join(name).join(rel))?, "{rel}");
+        }
+        // The same bytes again change nothing; other bytes are refused unless forced.
+        let again = ok(&["push", f, "--to", url], &tmp.0)?;
+        assert!(again.contains("\"unchanged\":true"), "{name}: {again}");
+        let mut other = fs_err::read(&file)?;
+        other.extend_from_slice(b"{\"type\":\"custom\",\"customType\":\"x\",\"id\":\"ffffffff\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:00.000Z\"}\n");
+        fs_err::write(&file, &other)?;
+        let refused = run(&["push", f, "--to", url], &tmp.0)?;
+        assert!(!refused.status.success(), "{name}: a different session is not overwritten");
+        assert!(String::from_utf8_lossy(&refused.stderr).contains("--force"), "{name}: the error says what to do");
+        ok(&["push", f, "--to", url, "--force"], &tmp.0)?;
+        ok(&["pull", &pull_url(&file), "--to", back.to_str().ok_or("utf-8 path")?, "--force"], &tmp.0)?;
+        assert_eq!(fs_err::read(back.join(format!("{name}.jsonl")))?, other, "{name}: the forced copy");
+    }
+    Ok(())
+}
+
+/// Writes, lists, resumes and deletes sessions kept in the agents' homes on the server:
+/// `ls`, `resume` and `continue` answer there as on files, and the write commands work
+/// through `--store`.
+fn agents_on_the_server(url: &str, tag: &str) -> Result<()> {
+    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/sample");
+    let tmp = TempDir::new(tag)?;
+    let (home, work) = (tmp.0.join("home"), tmp.0.join("work"));
+    fs_err::create_dir_all(&work)?;
+    let bucket = work.to_string_lossy().trim_start_matches('/').replace('/', "-");
+    let pi = home.join(".pi/agent/sessions").join(format!("--{bucket}--")).join("2026-01-01T00-00-00-000Z_a.jsonl");
+    let omp = home.join(".omp/agent/sessions").join(format!("-{bucket}")).join("2026-01-02T00-00-00-000Z_b.jsonl");
+    for (file, sample) in [(&pi, "pi.jsonl"), (&omp, "omp.jsonl")] {
+        fs_err::create_dir_all(file.parent().ok_or("a parent")?)?;
+        fs_err::copy(testdata.join(sample), file)?;
+    }
+    let run_home = |args: &[&str]| -> Result<String> {
+        let out = crate::in_home(&home, &work).args(args).output()?;
+        if !out.status.success() {
+            return Err(format!("session {args:?}: {}", String::from_utf8_lossy(&out.stderr)).into());
+        }
+        Ok(String::from_utf8(out.stdout)?)
+    };
+    for file in [&pi, &omp] {
+        run_home(&["push", file.to_str().ok_or("utf-8 path")?, "--to", url])?;
+    }
+    // pi's listing does not depend on the mtime: the whole answer is the same.
+    for args in [&["ls", "--dialect", "pi", "--json"][..], &["ls", "--all", "--dialect", "pi", "--json"]] {
+        let on_files = run_home(args)?;
+        assert!(on_files.contains("2026-01-01T00-00-00-000Z_a.jsonl"), "{on_files}");
+        assert_eq!(run_home(&[args, &["--store", url]].concat())?, on_files, "{args:?}");
+    }
+    // Both agents: the same sessions (omp's `modified` is the server's mtime).
+    let listed: serde_json::Value = serde_json::from_str(&run_home(&["ls", "--all", "--json", "--store", url])?)?;
+    let mut agents: Vec<&str> =
+        listed.as_array().ok_or("an array")?.iter().filter_map(|s| s["agent"].as_str()).collect();
+    agents.sort_unstable();
+    assert_eq!(agents, ["omp", "pi"], "{listed}");
+    for query in ["019b76da-a800-7dc3", "019b76da-a800-7d68"] {
+        let on_files: serde_json::Value = serde_json::from_str(&run_home(&["resume", query, "--json"])?)?;
+        let there: serde_json::Value = serde_json::from_str(&run_home(&["resume", query, "--json", "--store", url])?)?;
+        assert_eq!(there["path"], on_files["path"], "resume {query}");
+    }
+    let cont: serde_json::Value =
+        serde_json::from_str(&run_home(&["continue", "--dialect", "pi", "--json", "--store", url])?)?;
+    assert_eq!(cont["path"], pi.to_string_lossy().as_ref(), "{cont}");
+    // Writes go to the server only.
+    let p = pi.to_str().ok_or("utf-8 path")?;
+    let before = fs_err::read(&pi)?;
+    let added: serde_json::Value = serde_json::from_str(&run_home(&[
+        "append",
+        p,
+        "--custom-type",
+        "note",
+        "--data",
+        "{\"text\":\"hi\"}",
+        "--store",
+        url,
+    ])?)?;
+    let id = added["id"].as_str().ok_or("an id")?;
+    let entries = run_home(&["entries", p, "--json", "--store", url])?;
+    assert!(entries.contains(id), "{entries}");
+    assert!(!run_home(&["entries", p, "--json"])?.contains(id), "the file is untouched");
+    assert_eq!(fs_err::read(&pi)?, before);
+    run_home(&["rename", p, "On the server", "--store", url])?;
+    let info: serde_json::Value = serde_json::from_str(&run_home(&["info", p, "--json", "--store", url])?)?;
+    assert_eq!(info["name"], "On the server");
+    let o = omp.to_str().ok_or("utf-8 path")?;
+    run_home(&["rename", o, "Omp on the server", "--store", url])?;
+    let info: serde_json::Value = serde_json::from_str(&run_home(&["info", o, "--json", "--store", url])?)?;
+    assert_eq!(info["name"], "Omp on the server");
+    run_home(&["rm", p, "--yes", "--store", url])?;
+    assert!(run_home(&["info", p, "--json", "--store", url]).is_err(), "deleted on the server");
+    assert!(pi.exists(), "and not on the file system");
+    Ok(())
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn push_inspect_and_pull_on_postgres() -> Result<()> {
+    let test = "push_inspect_and_pull_on_postgres";
+    let db = match TestDb::create() {
+        Ok(db) => db,
+        Err(e) => return skip(test, &format!("PostgreSQL not reachable: {e}")),
+    };
+    for scheme in ["postgres", "postgresql+native"] {
+        let url = format!("{scheme}:///{}?host=/var/run/postgresql", db.name);
+        let pull = |file: &Path| format!("{scheme}:///{}{}?host=/var/run/postgresql", db.name, file.display());
+        round_trip(&url, &pull, &format!("pg-{}", scheme.len()))?;
+        agents_on_the_server(&url, &format!("pg-agents-{}", scheme.len()))?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn push_inspect_and_pull_on_redis() -> Result<()> {
+    let test = "push_inspect_and_pull_on_redis";
+    let t = match TestPrefix::create() {
+        Ok(t) => t,
+        Err(e) => return skip(test, &format!("Redis not reachable: {e}")),
+    };
+    let url = format!("redis://127.0.0.1:6379/0?prefix={}", t.prefix);
+    let pull = |file: &Path| format!("redis://127.0.0.1:6379/0{}?prefix={}", file.display(), t.prefix);
+    round_trip(&url, &pull, "redis")?;
+    agents_on_the_server(&url, "redis-agents")?;
+    // A plain path pulls from the --store storage.
+    let tmp = TempDir::new("redis-store-pull")?;
+    let missing = run(&["pull", "/nowhere/s.jsonl", "--to", ".", "--store", &url], &tmp.0)?;
+    assert!(!missing.status.success(), "a missing session is an error");
+    Ok(())
+}
+
+#[test]
+fn a_storage_url_without_its_backend_or_scheme_is_an_error() -> Result<()> {
+    let tmp = TempDir::new("bad-store")?;
+    let out = run(&["ls", "--store", "mysql://h/db"], &tmp.0)?;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown store mysql://"), "{out:?}");
+    let out = run(&["push", "x.jsonl", "--to", "/some/dir"], &tmp.0)?;
+    assert!(!out.status.success(), "push needs a storage URL");
+    Ok(())
+}

@@ -1,0 +1,14 @@
+//! Discovery on Redis: listing, resuming and continuing answer as through a memory
+//! storage holding the same bytes.
+
+use std::sync::Arc;
+
+use session_discovery::parity::check_parity;
+
+use crate::support::{TestPrefix, TestResult};
+
+#[test]
+fn discovery_on_redis_answers_as_in_memory() -> TestResult {
+    let Some(t) = TestPrefix::create("discovery_on_redis_answers_as_in_memory")? else { return Ok(()) };
+    check_parity(Arc::new(t.storage()?), "/parity".as_ref())
+}
