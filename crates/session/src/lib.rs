@@ -50,5 +50,11 @@ pub use session_migrate as migrate;
 pub use session_model as model;
 pub use session_model::{Dialect, Record};
 pub use session_store as store;
+/// Sessions on PostgreSQL (feature `postgres`): omp's table and the one-row-per-line layout.
+#[cfg(feature = "postgres")]
+pub use session_store_postgres as store_postgres;
+/// Sessions on Redis with omp's keys (feature `redis`).
+#[cfg(feature = "redis")]
+pub use session_store_redis as store_redis;
 pub use session_tree as tree;
 pub use session_tree::Leaf;
