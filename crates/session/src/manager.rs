@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use session_model::entries::{self, Base};
-use session_model::{Diagnostic, Dialect, EntryType, HeaderCheck, Record, SLOT_BYTES, TitleSlot, ids, timestamp};
+use session_model::{Diagnostic, Dialect, EntryType, HeaderCheck, Record, SLOT_BYTES, TitleSlot, ids};
 use session_store::{AppendWriter, ExpectedSize, StoreError};
 use session_tree::SessionTree;
 
@@ -418,7 +418,7 @@ impl SessionManager {
         self.persistence = Persistence::new(self.dialect());
         self.failure = None;
         self.file = match (&self.session_dir, self.persist) {
-            (Some(dir), true) => Some(dir.join(format!("{}_{id}.jsonl", timestamp::file_safe(&ts)))),
+            (Some(dir), true) => Some(dir.join(session_discovery::session_file_name(&ts, &id))),
             _ => None,
         };
         Ok(())
@@ -1212,7 +1212,7 @@ impl SessionManager {
         let has_conversation = kept.iter().any(|r| self.counts_as_conversation(r));
         let new_file = self.persist.then(|| {
             let dir = self.session_dir.clone().unwrap_or_default();
-            dir.join(format!("{}_{id}.jsonl", timestamp::file_safe(&ts)))
+            dir.join(session_discovery::session_file_name(&ts, &id))
         });
         // pi writes the new file only once it holds a conversation; omp always does.
         let write_to = new_file.as_deref().filter(|_| self.dialect() == Dialect::Omp || has_conversation);

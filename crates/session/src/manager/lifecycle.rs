@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 use session_model::entries::{self, Base};
-use session_model::{Dialect, Record, TitleSlot, ids, timestamp};
+use session_model::{Dialect, Record, TitleSlot, ids};
 use session_store::{ExpectedSize, StoreError, artifacts_dir};
 use session_tree::SessionTree;
 
@@ -348,7 +348,7 @@ impl SessionManager {
         let dir =
             self.session_dir.clone().or_else(|| self.file.as_deref().and_then(Path::parent).map(Path::to_path_buf));
         let dir = dir.ok_or_else(|| SessionError::NotFound { path: PathBuf::new() })?;
-        let new_file = dir.join(format!("{}_{id}.jsonl", timestamp::file_safe(&ts)));
+        let new_file = dir.join(session_discovery::session_file_name(&ts, &id));
         let old_artifacts = self.file.as_deref().and_then(artifacts_dir);
         let new_artifacts = artifacts_dir(&new_file);
         let storage = self.env.storage.clone();
@@ -414,7 +414,7 @@ impl SessionManager {
         };
         let header = entries::omp::header(&id, &ts, &self.cwd, extra);
         let slot = TitleSlot { title: String::new(), source: None, updated_at: ts.clone() };
-        let file = dir.join(format!("{}_{id}.jsonl", timestamp::file_safe(&ts)));
+        let file = dir.join(session_discovery::session_file_name(&ts, &id));
         let body = Body {
             dialect: Dialect::Omp,
             env: &self.env,
@@ -450,7 +450,7 @@ impl SessionManager {
         let ts = env.now_iso();
         let header = entries::omp::header(&id, &ts, &cwd, entries::omp::HeaderExtra::default());
         let slot = TitleSlot { title: String::new(), source: None, updated_at: ts.clone() };
-        let file = dir.join(format!("{}_{id}.jsonl", timestamp::file_safe(&ts)));
+        let file = dir.join(session_discovery::session_file_name(&ts, &id));
         let body = Body { dialect: Dialect::Omp, env, header: &header, slot: Some(&slot), entries: &[] };
         match body.publish(&file, ExpectedSize::Missing) {
             Ok(_) => Ok(file),
@@ -669,7 +669,7 @@ impl SessionManager {
         let ts = m.env.now_iso();
         let file = match &options.session_file {
             Some(f) => absolute(&m.env.process_cwd, f),
-            None => session_dir.join(format!("{}_{id}.jsonl", timestamp::file_safe(&ts))),
+            None => session_dir.join(session_discovery::session_file_name(&ts, &id)),
         };
         if options.repair_interrupted_tail {
             let tree = SessionTree::new(dialect, records.clone());
