@@ -128,6 +128,7 @@ impl BlobStore {
         BlobStore { backend: Backend::Memory(Arc::default()), faults: None, swept: Arc::default() }
     }
 
+    #[cfg(feature = "testing")]
     /// Makes the store's file writes fail as `faults` says (the atomic write's temporary
     /// file, sync, rename and directory sync, and the sidecar's link); for fault and crash
     /// tests. A store in memory has nothing to fail.

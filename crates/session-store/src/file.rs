@@ -44,6 +44,7 @@ impl FileStorage {
         FileStorage { clock, faults: None }
     }
 
+    #[cfg(feature = "testing")]
     /// Makes the real write paths fail as `faults` says; for fault tests.
     pub fn with_faults(mut self, faults: Faults) -> FileStorage {
         self.faults = Some(faults);

@@ -17,9 +17,10 @@
 //!   take omp's two publish locks (`.<name>.lock.os` via `flock`, `.<name>.lock` with
 //!   `<pid>:<ms>`), so Rust and omp writers never interleave inside a line.
 //! * [`MemoryStorage`] keeps files in a map with mtimes from a [`clock::Clock`], tracks synced
-//!   bytes and can simulate a power loss. [`FaultStorage`] and [`Faults`] inject full disks,
-//!   failing renames and syncs, and short writes for tests, and count the storage calls of
-//!   an operation so that a test can kill it at each one ([`Faults::crash_at`]).
+//!   bytes and can simulate a power loss. With the `testing` feature, `FaultStorage` and
+//!   `Faults` inject full disks, failing renames and syncs, and short writes for tests, and
+//!   count the storage calls of an operation so that a test can kill it at each one
+//!   (`Faults::crash_at`); they are not part of the API otherwise.
 //! * [`blob`] is the content-addressed store omp's images go to (the facade's persistence
 //!   transforms decide what goes there); [`base64`] decodes as leniently as Node does.
 //!
@@ -64,6 +65,9 @@ pub mod clock;
 #[cfg(feature = "testing")]
 pub mod contract;
 mod error;
+// Without the `testing` feature the fault hooks stay in the write paths (as a `None`
+// that costs one branch) but nothing outside the crate can make a `Faults`.
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub, dead_code))]
 mod fault;
 mod file;
 pub mod keyed;
@@ -74,6 +78,7 @@ mod storage;
 
 pub use blob::{BlobRef, BlobStore};
 pub use error::{Op, StoreError};
+#[cfg(feature = "testing")]
 pub use fault::{Boundary, CrashKind, FaultStorage, Faults};
 pub use file::FileStorage;
 pub use lock::lock_paths;
