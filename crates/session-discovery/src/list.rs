@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::mpsc;
 
-use session_model::Dialect;
+use session_model::{Dialect, Parallelism};
 use session_store::{EntryKind, FileStat, FileStorage, Storage};
 
 use crate::cache::ListCache;
@@ -92,6 +92,8 @@ pub struct RecentSession {
 pub struct Discovery {
     dirs: AgentDirs,
     storage: Arc<dyn Storage>,
+    /// How many threads a listing scans files on.
+    parallelism: Parallelism,
     /// Where the listing cache lives and the smallest listing it is used for.
     cache: Option<(PathBuf, usize)>,
     /// Never create, move or rename anything in the agents' directories.
@@ -103,6 +105,7 @@ impl std::fmt::Debug for Discovery {
         f.debug_struct("Discovery")
             .field("dirs", &self.dirs)
             .field("cache", &self.cache)
+            .field("parallelism", &self.parallelism)
             .field("read_only", &self.read_only)
             .finish_non_exhaustive()
     }
@@ -113,7 +116,13 @@ fn noop(_: Progress<'_>) {}
 impl Discovery {
     /// Creates discovery over `dirs`, reading session files from the file system.
     pub fn new(dirs: AgentDirs) -> Discovery {
-        Discovery { dirs, storage: Arc::new(FileStorage::new()), cache: None, read_only: false }
+        Discovery {
+            dirs,
+            storage: Arc::new(FileStorage::new()),
+            parallelism: Parallelism::default(),
+            cache: None,
+            read_only: false,
+        }
     }
 
     /// Reads (and, unless [`Discovery::read_only`], creates and moves) sessions through
@@ -141,6 +150,13 @@ impl Discovery {
     /// ```
     pub fn with_storage(mut self, storage: Arc<dyn Storage>) -> Discovery {
         self.storage = storage;
+        self
+    }
+
+    /// Scans files on at most `parallelism` threads (the default: as many as the
+    /// machine offers); [`Parallelism::SERIAL`] scans on the calling thread.
+    pub fn with_parallelism(mut self, parallelism: Parallelism) -> Discovery {
+        self.parallelism = parallelism;
         self
     }
 
@@ -201,7 +217,7 @@ impl Discovery {
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Vec<SessionInfo>, DiscoveryError> {
         let Some((dir, min)) = self.cache.as_ref() else {
-            return Ok(collect(&list_files()?, build, keep, publish_every, progress));
+            return Ok(collect(&list_files()?, build, keep, publish_every, self.parallelism, progress));
         };
         let (cache, files) = std::thread::scope(|s| {
             let files = s.spawn(list_files);
@@ -210,9 +226,10 @@ impl Discovery {
         });
         let files = files?;
         if files.files.len() < *min {
-            return Ok(collect(&files, build, keep, publish_every, progress));
+            return Ok(collect(&files, build, keep, publish_every, self.parallelism, progress));
         }
-        let out = collect(&files, |p| cache.info(self.storage(), p, &build), keep, publish_every, progress);
+        let out =
+            collect(&files, |p| cache.info(self.storage(), p, &build), keep, publish_every, self.parallelism, progress);
         cache.save(now_ns());
         Ok(out)
     }
@@ -734,6 +751,9 @@ fn push_primary(key: &mut Vec<u8>, (class, value): (u8, u32)) {
     }
 }
 
+/// The most threads a listing scans files on.
+const MAX_LIST_WORKERS: usize = 16;
+
 /// Builds infos for `files` on worker threads and reports progress in completion
 /// order on the calling thread. Returns the kept infos in file order.
 fn collect(
@@ -741,6 +761,7 @@ fn collect(
     build: impl Fn(&Path) -> Option<SessionInfo> + Sync,
     keep: &(dyn Fn(&SessionInfo) -> bool + Sync),
     publish_every: usize,
+    parallelism: Parallelism,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Vec<SessionInfo> {
     let (files, skipped) = (&listed.files[..], &listed.skipped[..]);
@@ -760,7 +781,8 @@ fn collect(
         let publish = loaded == 1 || loaded % publish_every == 0 || loaded == total;
         progress(Progress { loaded, total, partial: publish.then_some(&done[..]), skipped });
     };
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16).min(total / 8 + 1);
+    // A thread for every eight files at least: fewer are not worth starting.
+    let workers = parallelism.threads().min(MAX_LIST_WORKERS).min(total / 8 + 1);
     if workers <= 1 {
         for (i, f) in files.iter().enumerate() {
             on_result(i, build(f));

@@ -230,7 +230,7 @@ pub fn parse_session_at_in_pieces<R: ReadAt + ?Sized>(
     dialect: Dialect,
     piece: u64,
 ) -> std::io::Result<ParsedFile> {
-    parse_in_pieces(file, size, dialect, piece, 0)
+    parse_in_pieces(file, size, dialect, piece, 0, MAX_PIECE_WORKERS)
 }
 
 /// Line numbers of increasing offsets in bytes, counted once over the bytes.
@@ -313,8 +313,22 @@ const PIECES_FROM: u64 = 4 << 20;
 /// assert_eq!(parsed.records, parse_session_bytes(&text, Dialect::Pi).records);
 /// ```
 pub fn parse_session_at<R: ReadAt + ?Sized>(file: &R, size: u64, dialect: Dialect) -> std::io::Result<ParsedFile> {
-    parse_in_pieces(file, size, dialect, PIECE, PIECES_FROM)
+    parse_session_at_with(file, size, dialect, crate::Parallelism::default())
 }
+
+/// [`parse_session_at`] with at most `parallelism` threads (and never more than
+/// [`MAX_PIECE_WORKERS`]: past that the disk, not the parse, sets the pace).
+pub fn parse_session_at_with<R: ReadAt + ?Sized>(
+    file: &R,
+    size: u64,
+    dialect: Dialect,
+    parallelism: crate::Parallelism,
+) -> std::io::Result<ParsedFile> {
+    parse_in_pieces(file, size, dialect, PIECE, PIECES_FROM, parallelism.threads().min(MAX_PIECE_WORKERS))
+}
+
+/// The most threads a piecewise parse uses.
+const MAX_PIECE_WORKERS: usize = 4;
 
 /// One piece's parse: the piece's place, what it gave and whether it holds anything
 /// but whitespace.
@@ -334,6 +348,7 @@ fn parse_in_pieces<R: ReadAt + ?Sized>(
     dialect: Dialect,
     piece: u64,
     pieces_from: u64,
+    workers: usize,
 ) -> std::io::Result<ParsedFile> {
     let count = size.div_ceil(piece.max(1));
     let whole = |file: &R| -> std::io::Result<ParsedFile> {
@@ -345,7 +360,6 @@ fn parse_in_pieces<R: ReadAt + ?Sized>(
         return whole(file);
     }
     let next = std::sync::atomic::AtomicU64::new(0);
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
     let work = || -> std::io::Result<Vec<(u64, Option<Piece>)>> {
         let mut buf = Vec::new();
         let mut done = Vec::new();
@@ -884,7 +898,8 @@ mod tests {
             );
             let bytes = text.as_bytes();
             for piece in [1, 7, 40] {
-                let pieces = parse_in_pieces(&bytes.to_vec(), bytes.len() as u64, dialect, piece, 0)?;
+                let pieces =
+                    parse_in_pieces(&bytes.to_vec(), bytes.len() as u64, dialect, piece, 0, MAX_PIECE_WORKERS)?;
                 assert_eq!(pieces.diagnostics, whole.diagnostics, "{dialect:?} in pieces of {piece}");
                 assert_eq!(pieces.record_offsets, whole.record_offsets);
             }
@@ -1025,7 +1040,7 @@ mod tests {
             }
             let whole = parse_session_bytes(&bytes, dialect);
             let stated = (bytes.len() as i64 - delta).max(0) as u64;
-            let got = parse_in_pieces(&ShortReads { bytes: &bytes }, stated, dialect, piece, 0).expect("reads");
+            let got = parse_in_pieces(&ShortReads { bytes: &bytes }, stated, dialect, piece, 0, MAX_PIECE_WORKERS).expect("reads");
             same_parse(&got, &whole)?;
         }
     }
@@ -1051,7 +1066,7 @@ mod tests {
         for from in [0, 100, 500, text.len() as u64 - 1] {
             let file = FailsFrom { bytes: text.as_bytes(), from };
             for (piece, pieces_from) in [(16, 0), (1 << 20, u64::MAX)] {
-                let got = parse_in_pieces(&file, text.len() as u64, Dialect::Pi, piece, pieces_from);
+                let got = parse_in_pieces(&file, text.len() as u64, Dialect::Pi, piece, pieces_from, MAX_PIECE_WORKERS);
                 assert_eq!(got.map(|p| p.records.len()).map_err(|e| e.to_string()), Err("the disk failed".to_owned()));
             }
         }

@@ -77,7 +77,7 @@ pub fn truthy(raw: &str) -> bool {
 }
 
 /// Returns whether `b` is JSON whitespace.
-pub fn is_ws(b: u8) -> bool {
+pub(crate) fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
@@ -785,7 +785,7 @@ pub fn push_decoded(raw: &str, out: &mut String) -> bool {
 }
 
 /// [`unescape`], appending to `out`.
-pub fn unescape_into(inner: &str, out: &mut String) {
+pub(crate) fn unescape_into(inner: &str, out: &mut String) {
     out.reserve(inner.len());
     let b = inner.as_bytes();
     let mut i = 0;

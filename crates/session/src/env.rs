@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use session_discovery::{AgentDirs, OmpHome};
+use session_model::Parallelism;
 use session_model::ids::SessionIdGenerator;
 use session_store::blob::BlobStore;
 use session_store::clock::{Clock, SystemClock};
@@ -38,6 +39,11 @@ pub struct Env {
     /// The terminal whose breadcrumb omp sessions keep up to date (`None`: none is
     /// written).
     pub terminal_id: Option<String>,
+    /// How many threads one operation on a large session may use (the piecewise parse
+    /// of an open or fork, the write of a branched or forked session beside its index);
+    /// [`Parallelism::SERIAL`] keeps everything on the calling thread. Results never
+    /// depend on it.
+    pub parallelism: Parallelism,
 }
 
 impl Env {
@@ -71,7 +77,14 @@ impl Env {
             process_cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
             dirs: None,
             terminal_id: None,
+            parallelism: Parallelism::default(),
         }
+    }
+
+    /// Returns this environment with another parallelism setting.
+    pub fn with_parallelism(mut self, parallelism: Parallelism) -> Env {
+        self.parallelism = parallelism;
+        self
     }
 
     /// Returns this environment with a blob store.

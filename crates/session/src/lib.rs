@@ -48,7 +48,7 @@ pub use session_discovery as discovery;
 pub use session_history as history;
 pub use session_migrate as migrate;
 pub use session_model as model;
-pub use session_model::{Dialect, Record};
+pub use session_model::{Dialect, Parallelism, Record};
 pub use session_store as store;
 /// Sessions on PostgreSQL (feature `postgres`): omp's table and the one-row-per-line layout.
 #[cfg(feature = "postgres")]

@@ -471,7 +471,7 @@ impl SessionManager {
             report.wrote = now;
             return Ok(report);
         };
-        let parsed = read_parsed(&*storage, path, self.dialect())?;
+        let parsed = read_parsed(&*storage, path, self.dialect(), self.env.parallelism)?;
         match parsed.header_check(self.dialect()) {
             HeaderCheck::Valid { .. } => {}
             HeaderCheck::Empty if self.dialect() == Dialect::Omp || stat.size == 0 => {
@@ -1095,114 +1095,23 @@ impl SessionManager {
         if path.is_empty() {
             return Err(SessionError::EntryNotFound { id: leaf_id.to_owned() });
         }
-        let labels: Vec<(String, String, Option<String>)> = self
-            .tree
-            .labels()
-            .map(|(t, l)| (t.to_owned(), l.to_owned(), self.tree.label_timestamp(t).map(str::to_owned)))
-            .collect();
         let old_file = self.file.clone();
+        let parent_file = if self.persist { old_file.as_deref() } else { None };
         let id = self.env.new_session_id();
         let ts = self.env.now_iso();
-        let mut kept: Vec<Record> = Vec::with_capacity(path.len());
-        match self.dialect() {
+        let mut kept = match self.dialect() {
             Dialect::Pi => {
-                // Re-chain around dropped labels; remap compactions that kept from a label.
-                let mut replaced_by: Vec<(String, Option<String>)> = Vec::new();
-                let mut pending: Vec<usize> = Vec::new();
-                for r in &path {
-                    if r.entry_type() == EntryType::Label {
-                        replaced_by.push((r.id().unwrap_or_default().to_owned(), None));
-                        pending.push(replaced_by.len() - 1);
-                        continue;
-                    }
-                    for i in pending.drain(..) {
-                        replaced_by[i].1 = r.id().map(str::to_owned);
-                    }
-                    let chained = {
-                        let parent = kept.last().and_then(Record::id);
-                        r.parent_id() == parent
-                            && (parent.is_some() || matches!(r.parent(), session_model::ParentRef::Null))
-                    };
-                    let mut rec = r.clone();
-                    if !chained {
-                        let parent = kept.last().and_then(|k| k.id().map(str::to_owned));
-                        rec = rec.map_value(|v| {
-                            if let Value::Object(m) = v {
-                                m.insert("parentId".into(), parent.clone().map_or(Value::Null, Value::from));
-                            }
-                        });
-                    }
-                    if rec.entry_type() == EntryType::Compaction
-                        && let Some(fk) = rec.get_str("firstKeptEntryId").map(str::to_owned)
-                        && Some(fk.as_str()) != rec.id()
-                        && let Some((_, Some(to))) = replaced_by.iter().find(|(from, _)| *from == fk)
-                    {
-                        let to = to.clone();
-                        rec = rec.map_value(|v| {
-                            if let Value::Object(m) = v {
-                                m.insert("firstKeptEntryId".into(), Value::from(to));
-                            }
-                        });
-                    }
-                    kept.push(rec);
-                }
-                self.header = entries::pi::header(
-                    &id,
-                    &ts,
-                    &self.cwd,
-                    if self.persist { old_file.as_deref().map(|p| p.to_str().unwrap_or_default()) } else { None },
-                );
+                self.header =
+                    entries::pi::header(&id, &ts, &self.cwd, parent_file.map(|p| p.to_str().unwrap_or_default()));
+                pi_branch_entries(&path)
             }
             Dialect::Omp => {
-                kept.extend(path.iter().filter(|r| r.entry_type() != EntryType::Label).cloned());
-                let mut h = serde_json::Map::new();
-                h.insert("type".into(), "session".into());
-                h.insert("version".into(), 3.into());
-                h.insert("id".into(), id.clone().into());
-                h.insert("timestamp".into(), ts.clone().into());
-                h.insert("cwd".into(), self.cwd.clone().into());
-                for key in ["title", "titleSource"] {
-                    if let Some(v) = self.header.get(key) {
-                        h.insert(key.into(), v.clone());
-                    }
-                }
-                if self.persist
-                    && let Some(p) = &old_file
-                {
-                    h.insert("parentSession".into(), p.to_string_lossy().into_owned().into());
-                }
-                if let Some(v) = self.header.get("additionalDirectories") {
-                    h.insert("additionalDirectories".into(), v.clone());
-                }
-                self.header = Record::from_value(Value::Object(h));
+                self.header = self.omp_branch_header(&id, &ts, parent_file);
+                path.iter().filter(|r| r.entry_type() != EntryType::Label).cloned().collect()
             }
-        }
-        // Labels whose target was kept are re-created after the last kept entry.
-        let kept_ids: std::collections::HashSet<&str> =
-            if labels.is_empty() { Default::default() } else { kept.iter().filter_map(Record::id).collect() };
-        let mut new_ids: std::collections::HashSet<String> = std::collections::HashSet::new();
-        let mut parent = kept.last().and_then(|r| r.id().map(str::to_owned));
-        let mut new_labels = Vec::new();
-        for (target, label, label_ts) in labels {
-            if !kept_ids.contains(target.as_str()) {
-                continue;
-            }
-            let new_id =
-                ids::new_entry_id(self.dialect(), &mut rand::rng(), |i| kept_ids.contains(i) || new_ids.contains(i));
-            new_ids.insert(new_id.clone());
-            let ts_label = match self.dialect() {
-                Dialect::Pi => label_ts.unwrap_or_else(|| ts.clone()),
-                Dialect::Omp => self.env.now_iso(),
-            };
-            new_labels.push(entries::pi::label(
-                &Base::new(new_id.clone(), parent.as_deref(), ts_label),
-                &target,
-                Some(&label),
-            ));
-            parent = Some(new_id);
-        }
-        drop(kept_ids);
-        kept.extend(new_labels);
+        };
+        let labels = self.carried_labels(&kept, &ts);
+        kept.extend(labels);
         self.close_writer();
         self.slot = (self.dialect() == Dialect::Omp).then(|| TitleSlot {
             title: self.header.get_str("title").unwrap_or_default().to_owned(),
@@ -1220,7 +1129,67 @@ impl SessionManager {
         let Some(new_file) = new_file else {
             return Ok(None);
         };
-        self.file = Some(new_file.clone());
+        self.switch_to_new_file(new_file.clone(), published)?;
+        Ok(Some(new_file))
+    }
+
+    /// The header of an omp branch: a new id and time, the cwd, the title carried,
+    /// `parentSession` = the old file (when persisted), additional directories carried.
+    fn omp_branch_header(&self, id: &str, ts: &str, parent_file: Option<&Path>) -> Record {
+        let mut h = serde_json::Map::new();
+        h.insert("type".into(), "session".into());
+        h.insert("version".into(), 3.into());
+        h.insert("id".into(), id.into());
+        h.insert("timestamp".into(), ts.into());
+        h.insert("cwd".into(), self.cwd.clone().into());
+        for key in ["title", "titleSource"] {
+            if let Some(v) = self.header.get(key) {
+                h.insert(key.into(), v.clone());
+            }
+        }
+        if let Some(p) = parent_file {
+            h.insert("parentSession".into(), p.to_string_lossy().into_owned().into());
+        }
+        if let Some(v) = self.header.get("additionalDirectories") {
+            h.insert("additionalDirectories".into(), v.clone());
+        }
+        Record::from_value(Value::Object(h))
+    }
+
+    /// The labels in effect whose target is among `kept`, re-created as new `label`
+    /// entries chained after the last kept entry (pi keeps each label's time, omp
+    /// stamps them now).
+    fn carried_labels(&self, kept: &[Record], ts: &str) -> Vec<Record> {
+        let labels: Vec<(&str, &str, Option<&str>)> =
+            self.tree.labels().map(|(t, l)| (t, l, self.tree.label_timestamp(t))).collect();
+        if labels.is_empty() {
+            return Vec::new();
+        }
+        let kept_ids: std::collections::HashSet<&str> = kept.iter().filter_map(Record::id).collect();
+        let mut new_ids: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut parent = kept.last().and_then(|r| r.id().map(str::to_owned));
+        let mut out = Vec::new();
+        for (target, label, label_ts) in labels {
+            if !kept_ids.contains(target) {
+                continue;
+            }
+            let new_id =
+                ids::new_entry_id(self.dialect(), &mut rand::rng(), |i| kept_ids.contains(i) || new_ids.contains(i));
+            new_ids.insert(new_id.clone());
+            let stamp = match self.dialect() {
+                Dialect::Pi => label_ts.unwrap_or(ts).to_owned(),
+                Dialect::Omp => self.env.now_iso(),
+            };
+            out.push(entries::pi::label(&Base::new(new_id.clone(), parent.as_deref(), stamp), target, Some(label)));
+            parent = Some(new_id);
+        }
+        out
+    }
+
+    /// Makes `file` this manager's session file after a branch wrote it (`published`:
+    /// what the write gave, `None` when pi waits for a conversation).
+    fn switch_to_new_file(&mut self, file: PathBuf, published: Option<Result<u64>>) -> Result<()> {
+        self.file = Some(file);
         self.failure = None;
         match self.dialect() {
             Dialect::Pi => {
@@ -1245,7 +1214,7 @@ impl SessionManager {
                 self.breadcrumb(false);
             }
         }
-        Ok(Some(new_file))
+        Ok(())
     }
 
     /// Makes `entries` the session's entries and, when `target` is given, writes the
@@ -1285,7 +1254,7 @@ impl SessionManager {
             slot: self.slot.as_ref(),
             entries: &entries,
         };
-        if entries.len() < PARALLEL_FROM {
+        if entries.len() < PARALLEL_FROM || self.env.parallelism.threads() < 2 {
             let written = body.publish(path, ExpectedSize::Missing);
             return (SessionTree::new(self.dialect(), entries), Some(written));
         }
@@ -1362,6 +1331,52 @@ fn fold_slot(header: &Record, slot: Option<&TitleSlot>) -> Record {
     })
 }
 
+/// pi's branch of `path` (root to leaf): the entries without the labels, each chained
+/// to the entry kept before it (a parent that was a dropped label is replaced), and a
+/// compaction that kept from a dropped label keeping from the entry after it.
+fn pi_branch_entries(path: &[Record]) -> Vec<Record> {
+    let mut kept: Vec<Record> = Vec::with_capacity(path.len());
+    let mut replaced_by: Vec<(String, Option<String>)> = Vec::new();
+    let mut pending: Vec<usize> = Vec::new();
+    for r in path {
+        if r.entry_type() == EntryType::Label {
+            replaced_by.push((r.id().unwrap_or_default().to_owned(), None));
+            pending.push(replaced_by.len() - 1);
+            continue;
+        }
+        for i in pending.drain(..) {
+            replaced_by[i].1 = r.id().map(str::to_owned);
+        }
+        let chained = {
+            let parent = kept.last().and_then(Record::id);
+            r.parent_id() == parent && (parent.is_some() || matches!(r.parent(), session_model::ParentRef::Null))
+        };
+        let mut rec = r.clone();
+        if !chained {
+            let parent = kept.last().and_then(|k| k.id().map(str::to_owned));
+            rec = rec.map_value(|v| {
+                if let Value::Object(m) = v {
+                    m.insert("parentId".into(), parent.clone().map_or(Value::Null, Value::from));
+                }
+            });
+        }
+        if rec.entry_type() == EntryType::Compaction
+            && let Some(fk) = rec.get_str("firstKeptEntryId").map(str::to_owned)
+            && Some(fk.as_str()) != rec.id()
+            && let Some((_, Some(to))) = replaced_by.iter().find(|(from, _)| *from == fk)
+        {
+            let to = to.clone();
+            rec = rec.map_value(|v| {
+                if let Value::Object(m) = v {
+                    m.insert("firstKeptEntryId".into(), Value::from(to));
+                }
+            });
+        }
+        kept.push(rec);
+    }
+    kept
+}
+
 /// Reads and parses the session file at `path` as `dialect`'s reference reads it,
 /// through [`Storage::open_reader`](session_store::Storage::open_reader): a large file
 /// is parsed in pieces as it is read, never held whole. The result is what
@@ -1370,9 +1385,10 @@ pub(crate) fn read_parsed(
     storage: &dyn session_store::Storage,
     path: &Path,
     dialect: Dialect,
+    parallelism: session_model::Parallelism,
 ) -> Result<session_model::ParsedFile> {
     let (size, reader) = storage.open_reader(path)?;
-    session_model::parse_session_at(&*reader, size, dialect)
+    session_model::parse_session_at_with(&*reader, size, dialect, parallelism)
         .map_err(|e| SessionError::Store(StoreError::io(session_store::Op::Read, path, e)))
 }
 

@@ -647,7 +647,7 @@ impl SessionManager {
                 Dialect::Omp => SessionError::ForkSourceNotFound { path: source },
             });
         };
-        let parsed = super::read_parsed(&*storage, &source, dialect)?;
+        let parsed = super::read_parsed(&*storage, &source, dialect, env.parallelism)?;
         if !matches!(parsed.header_check(dialect), session_model::HeaderCheck::Valid { .. }) {
             return Err(SessionError::ForkSourceInvalid { path: source });
         }

@@ -123,6 +123,8 @@ impl Rig {
             process_cwd: self.root.clone(),
             dirs: None,
             terminal_id: None,
+            // One thread: the explored boundaries come in one order.
+            parallelism: session::Parallelism::SERIAL,
         }
     }
 
@@ -244,6 +246,8 @@ impl View {
             process_cwd: self.to.clone(),
             dirs: None,
             terminal_id: None,
+            // One thread: the explored boundaries come in one order.
+            parallelism: session::Parallelism::SERIAL,
         }
     }
 

@@ -5,6 +5,7 @@ mod layering;
 mod lifecycle;
 mod lifecycle_model;
 pub(crate) mod manager;
+mod parallelism;
 mod persist;
 mod races;
 mod readonly;
