@@ -316,8 +316,8 @@ pub fn parse_session_at<R: ReadAt + ?Sized>(file: &R, size: u64, dialect: Dialec
     parse_session_at_with(file, size, dialect, crate::Parallelism::default())
 }
 
-/// [`parse_session_at`] with at most `parallelism` threads (and never more than
-/// [`MAX_PIECE_WORKERS`]: past that the disk, not the parse, sets the pace).
+/// [`parse_session_at`] with at most `parallelism` threads (and never more than four:
+/// past that the disk, not the parse, sets the pace).
 pub fn parse_session_at_with<R: ReadAt + ?Sized>(
     file: &R,
     size: u64,
