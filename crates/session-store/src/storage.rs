@@ -389,25 +389,25 @@ pub trait Storage: Send + Sync {
     /// is removed if it is then empty. Renames within one file system only.
     ///
     /// The default walks [`Storage::read_dir`] and renames file by file (a directory whose
-    /// name is free at `to` moves with everything below it), so it works on any backend
-    /// whose `read_dir` reports directories; the file and memory storages rename
+    /// name is free at `to` moves with everything below it, and one whose name is taken
+    /// by a directory merges into it the same way), so it works on any backend whose
+    /// `read_dir` reports directories; when a rename fails, the renames it did are undone
+    /// (best effort) before the error is returned. The file and memory storages rename
     /// directories whole.
     fn move_dir(&self, from: &Path, to: &Path) -> Result<Vec<(PathBuf, PathBuf)>, StoreError> {
         let mut moves = Vec::new();
         if !self.exists(from)? {
             return Ok(moves);
         }
-        for entry in self.read_dir(from)? {
-            let (src, dst) = (from.join(&entry.name), to.join(&entry.name));
-            match self.stat(&dst)? {
-                None => move_tree(self, &entry, &src, &dst, &mut moves)?,
-                // Two directories of one name: their entries merge, nothing overwritten.
-                Some(st) if !st.is_file && entry.kind == EntryKind::Dir => moves.extend(self.move_dir(&src, &dst)?),
-                Some(_) => {}
+        match merge_dir_into(self, from, to, &mut moves) {
+            Ok(()) => Ok(moves),
+            Err(e) => {
+                for (src, dst) in moves.iter().rev() {
+                    let _ = self.rename(dst, src);
+                }
+                Err(e)
             }
         }
-        self.remove_empty_dir(from)?;
-        Ok(moves)
     }
 
     /// Copies the directory tree at `from` into `to` (created as needed), file by file
@@ -416,8 +416,8 @@ pub trait Storage: Send + Sync {
     /// copy.
     ///
     /// The default walks [`Storage::read_dir`] and copies each file with
-    /// [`Storage::read`] and [`Storage::write`]; links are followed, special files
-    /// skipped.
+    /// [`Storage::read`] and [`Storage::write`]; links are followed (the file storage
+    /// skips them), special files skipped.
     fn copy_dir(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
         if !self.exists(from)? {
             return Ok(());
@@ -448,6 +448,26 @@ pub trait Storage: Send + Sync {
 
     /// Takes the advisory lock of the session file `path` (omp's two publish locks on disk).
     fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError>;
+}
+
+/// The walk of [`Storage::move_dir`]'s default: every entry of `from` whose name is free
+/// at `to` is moved there, a directory whose name is a directory at `to` merges into it,
+/// anything else stays; each rename is recorded in `moves`.
+fn merge_dir_into<S: Storage + ?Sized>(
+    storage: &S,
+    from: &Path,
+    to: &Path,
+    moves: &mut Vec<(PathBuf, PathBuf)>,
+) -> Result<(), StoreError> {
+    for entry in storage.read_dir(from)? {
+        let (src, dst) = (from.join(&entry.name), to.join(&entry.name));
+        match storage.stat(&dst)? {
+            None => move_tree(storage, &entry, &src, &dst, moves)?,
+            Some(st) if !st.is_file && entry.kind == EntryKind::Dir => merge_dir_into(storage, &src, &dst, moves)?,
+            Some(_) => {}
+        }
+    }
+    storage.remove_empty_dir(from)
 }
 
 /// Moves the entry `src` of a directory to `dst` for [`Storage::move_dir`]'s default:

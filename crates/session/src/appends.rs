@@ -185,7 +185,11 @@ impl SessionManager {
                 let id = match appended {
                     Ok(id) => id,
                     Err(e) => {
-                        self.restore_title(before);
+                        // A rewrite that landed (only not synced) carries the new title:
+                        // the memory keeps it too.
+                        if !e.landed() {
+                            self.restore_title(before);
+                        }
                         return Err(e);
                     }
                 };

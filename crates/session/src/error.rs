@@ -155,6 +155,14 @@ impl SessionError {
     /// but its directory could not be synced, [`StoreError::NotDurable`]): the session
     /// holds what it wrote, and repeating the call would write it twice.
     pub fn landed(&self) -> bool {
-        matches!(self, SessionError::Store(e) if e.landed().is_some())
+        self.landed_size().is_some()
+    }
+
+    /// Returns the size of the file a write published anyway when [`Self::landed`].
+    pub fn landed_size(&self) -> Option<u64> {
+        match self {
+            SessionError::Store(e) => e.landed(),
+            _ => None,
+        }
     }
 }

@@ -1191,30 +1191,43 @@ impl SessionManager {
     fn switch_to_new_file(&mut self, file: PathBuf, published: Option<Result<u64>>) -> Result<()> {
         self.file = Some(file);
         self.failure = None;
+        // What landed: the size of a whole file (synced or not), or nothing.
+        let (landed, result) = match published {
+            None => (None, Ok(())),
+            Some(Ok(size)) => (Some(size), Ok(())),
+            Some(Err(e)) => (e.landed_size(), Err(e)),
+        };
         match self.dialect() {
             Dialect::Pi => {
-                self.persistence = Persistence::Pi(PiState::default());
-                if let Some(written) = published {
-                    written?;
-                    self.persistence = Persistence::Pi(PiState { flushed: true });
-                }
+                // Not written (no conversation yet, or the write failed): the first
+                // write after this creates the file whole.
+                self.persistence = Persistence::Pi(PiState { flushed: landed.is_some() });
             }
             Dialect::Omp => {
-                self.persistence = Persistence::Omp(OmpState {
-                    force_file_creation: true,
-                    file_is_current: true,
-                    ..OmpState::default()
-                });
-                if let Some(written) = published {
-                    let size = written?;
-                    if let Persistence::Omp(omp) = &mut self.persistence {
-                        omp.expected_size = Some(size);
+                let mut omp = OmpState { force_file_creation: true, file_is_current: true, ..OmpState::default() };
+                match landed {
+                    Some(size) => omp.expected_size = Some(size),
+                    None => {
+                        // Nothing whole is on disk: the next write publishes the branch
+                        // whole, never an append to a file without its header.
+                        omp.file_is_current = false;
+                        omp.rewrite_required = true;
                     }
                 }
-                self.breadcrumb(false);
+                self.persistence = Persistence::Omp(omp);
+                if landed.is_some() {
+                    self.breadcrumb(false);
+                }
             }
         }
-        Ok(())
+        // omp latches the failure until the full rewrite heals it; pi returns it only.
+        if let Err(e) = &result
+            && landed.is_none()
+            && self.dialect() == Dialect::Omp
+        {
+            self.note_failure(e);
+        }
+        result
     }
 
     /// Makes `entries` the session's entries and, when `target` is given, writes the

@@ -43,8 +43,9 @@ fn fault_storage_without_faults_meets_the_contract() -> CaseResult {
 }
 
 /// A backend that implements only the required methods: the trait's defaults
-/// (streamed atomic writes, prefix overwrites) must meet the contract too.
-struct RequiredOnly(MemoryStorage);
+/// (streamed atomic writes, prefix overwrites, directory moves and copies) must meet the
+/// contract too. `fail_rename` makes the rename with that number (from 1) fail.
+struct RequiredOnly(MemoryStorage, Option<(usize, std::sync::atomic::AtomicUsize)>);
 
 impl Storage for RequiredOnly {
     fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
@@ -87,6 +88,11 @@ impl Storage for RequiredOnly {
         self.0.truncate(path, len)
     }
     fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
+        if let Some((at, count)) = &self.1
+            && count.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1 == *at
+        {
+            return Err(StoreError::Injected { op: session_store::Op::Rename, path: from.to_path_buf() });
+        }
         self.0.rename(from, to)
     }
     fn unlink(&self, path: &Path) -> Result<(), StoreError> {
@@ -109,5 +115,30 @@ impl Storage for RequiredOnly {
 
 #[test]
 fn default_methods_meet_the_contract() -> CaseResult {
-    run_all(&|| Box::new(RequiredOnly(MemoryStorage::new())), &memory_root)
+    run_all(&|| Box::new(RequiredOnly(MemoryStorage::new(), None)), &memory_root)
+}
+
+/// The default `move_dir` undoes the renames it did when a later one fails: the
+/// directory is back where it was, whole, and the error is returned.
+#[test]
+fn a_failed_default_move_is_undone() -> CaseResult {
+    for fail_at in 1..=4 {
+        let s = RequiredOnly(MemoryStorage::new(), Some((fail_at, std::sync::atomic::AtomicUsize::new(0))));
+        let (a, b) = (Path::new("/m/a"), Path::new("/m/b"));
+        for (name, bytes) in [("x.log", b"x"), ("y.log", b"y"), ("sub/z.md", b"z")] {
+            s.write(&a.join(name), bytes)?;
+        }
+        let moved = s.move_dir(a, b);
+        if fail_at > 3 {
+            // Three files, three renames: the fourth never comes.
+            assert_eq!(moved?.len(), 3);
+            continue;
+        }
+        assert!(moved.is_err(), "rename {fail_at} failed");
+        for (name, bytes) in [("x.log", b"x"), ("y.log", b"y"), ("sub/z.md", b"z")] {
+            assert_eq!(s.read(&a.join(name))?, bytes, "rename {fail_at}: {name} is back");
+            assert!(!s.exists(&b.join(name))?, "rename {fail_at}: {name} is not at the target");
+        }
+    }
+    Ok(())
 }

@@ -173,7 +173,9 @@ impl SessionManager {
     /// When `stage` fails, or the rewrite does, the staged entries are removed again
     /// (the leaf restored), the remaining state is rewritten to repair the file (a
     /// failure of that repair stays latched, see [`SessionManager::persistence_error`]),
-    /// and the error is returned. Before omp's first-write gate opens nothing is written.
+    /// and the error is returned. A rewrite that landed but was not synced
+    /// ([`SessionError::landed`]) keeps the entries: they are in the file, and the error
+    /// says so. Before omp's first-write gate opens nothing is written.
     /// omp only; batches do not nest ([`SessionError::InBatch`]).
     ///
     /// ```
@@ -366,11 +368,14 @@ impl SessionManager {
         };
         let size = match body.publish(&new_file, ExpectedSize::Missing) {
             Ok(size) => size,
-            Err(e) if e.landed() => 0,
-            Err(e) => {
-                remove_copied_artifacts(&*storage, &new_file);
-                return Err(e);
-            }
+            // In place, only not synced: the file holds exactly this many bytes.
+            Err(e) => match e.landed_size() {
+                Some(size) => size,
+                None => {
+                    remove_copied_artifacts(&*storage, &new_file);
+                    return Err(e);
+                }
+            },
         };
         self.close_writer();
         self.header = header;
@@ -691,6 +696,18 @@ impl SessionManager {
         }
         let source_artifacts = artifacts_dir(&source);
         let target_artifacts = artifacts_dir(&file);
+        // The target must be new: nothing is copied over another session (or the source
+        // itself) or over an artifacts directory that is already there.
+        if storage.exists(&file)? {
+            return Err(SessionError::TargetExists { path: file });
+        }
+        if options.copy_artifacts
+            && dialect == Dialect::Omp
+            && let Some(to) = &target_artifacts
+            && storage.exists(to)?
+        {
+            return Err(SessionError::TargetExists { path: to.clone() });
+        }
         match dialect {
             Dialect::Pi => {
                 m.header = entries::pi::header(&id, &ts, &target_cwd_abs, Some(&source.to_string_lossy()));

@@ -652,3 +652,58 @@ fn fork_from_options() -> Result<()> {
     }
     Ok(())
 }
+
+/// A fork into a chosen file that exists (another session, or the source itself) is
+/// refused before anything is copied: neither session's artifacts change.
+#[test]
+fn forks_into_an_existing_file_change_nothing() -> Result<()> {
+    for (name, tmp, env) in envs("fork-exists") {
+        let mut src = started(&env, "/p")?;
+        src.append_message(assistant("a"))?;
+        let source = file_of(&src)?;
+        drop(src);
+        let src_art = source.with_extension("").join("1.log");
+        env.storage.write(&src_art, b"source artifact")?;
+        let mut other = started(&env, "/p")?;
+        other.append_message(assistant("b"))?;
+        let existing = file_of(&other)?;
+        drop(other);
+        let other_art = existing.with_extension("").join("1.log");
+        env.storage.write(&other_art, b"other artifact")?;
+        let before = (env.storage.read(&source)?, env.storage.read(&existing)?);
+        for target in [&existing, &source] {
+            let opts = ForkOptions::default().session_file(target);
+            let got =
+                SessionManager::fork_from_with(Dialect::Omp, &source, "/q", &tmp.path().join("f"), opts, env.clone());
+            assert!(matches!(got, Err(SessionError::TargetExists { .. })), "{name}: refused");
+        }
+        assert_eq!(env.storage.read(&src_art)?, b"source artifact", "{name}: the source's artifacts");
+        assert_eq!(env.storage.read(&other_art)?, b"other artifact", "{name}: the other session's artifacts");
+        assert_eq!((env.storage.read(&source)?, env.storage.read(&existing)?), before, "{name}: both journals");
+    }
+    Ok(())
+}
+
+/// An omp branch whose write fails leaves no header-less file behind: the next append
+/// publishes the branch whole, and it opens with every entry.
+#[test]
+fn a_failed_omp_branch_is_written_whole_by_the_next_append() -> Result<()> {
+    let faults = Faults::new();
+    let storage = Arc::new(FaultStorage::new(MemoryStorage::new(), faults.clone()));
+    let env = Env { storage: storage.clone(), ..Env::memory() };
+    let mut m = SessionManager::create(Dialect::Omp, "/p", Path::new("/s"), env.clone())?;
+    let first = m.append_message(user("q"))?;
+    m.append_message(assistant("a"))?;
+    faults.fail_renames(u32::MAX);
+    faults.fail_next(Op::WriteTemp, u32::MAX);
+    assert!(m.create_branched_session(&first).is_err(), "the branch write failed");
+    let branch = file_of(&m)?;
+    assert!(m.persistence_error().is_some(), "latched");
+    faults.clear();
+    let next = m.append_custom_entry("after", None)?;
+    assert!(m.persistence_error().is_none(), "healed by the full write");
+    let again = assert_on_disk(&m, &branch)?;
+    assert!(again.tree().get(&first).is_some() && again.tree().get(&next).is_some());
+    assert!(storage.read(&branch)?.starts_with(br#"{"type":"title""#), "the file starts with its title slot");
+    Ok(())
+}
