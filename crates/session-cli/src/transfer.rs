@@ -84,10 +84,23 @@ fn copy(src: &dyn Storage, from: &Path, dst: &dyn Storage, to: &Path, force: boo
         let state = check_target(dst, &target, &data, force)?;
         planned.push((target, data, state));
     }
-    for (target, data, state) in &planned {
-        write_checked(dst, target, data, *state)?;
+    // Artifacts first, the session last: a session that is there is there whole. A
+    // failure says how far the copy got, so that running it again finishes it.
+    for (done, (target, data, state)) in planned.iter().enumerate() {
+        write_checked(dst, target, data, *state).map_err(|e| {
+            format!(
+                "{e}; {done} of {} artifacts of {} were copied before it and the session file was not; run the command again to finish",
+                planned.len(),
+                to.display()
+            )
+        })?;
     }
-    write_checked(dst, to, &bytes, session_state)?;
+    write_checked(dst, to, &bytes, session_state).map_err(|e| {
+        format!(
+            "{e}; its {} artifacts were copied, the session file was not; run the command again to finish",
+            planned.len()
+        )
+    })?;
     Ok(Copied {
         path: to.to_path_buf(),
         bytes: bytes.len() as u64,
