@@ -118,6 +118,21 @@ fn errors_name_path_and_operation() {
     assert!(err.contains("not a file path"), "{err}");
 }
 
+/// An error's message says what failed and its `source()` says why; the message does
+/// not repeat the cause, so a report that prints the chain says each thing once.
+#[test]
+fn messages_do_not_repeat_their_source() -> TestResult {
+    let dir = TempDir::new();
+    let file = dir.path().join("f");
+    fs_err::write(&file, b"x")?;
+    // A path through a file: the OS says "Not a directory".
+    let err = FileStorage::new().read_dir(&file.join("d")).err().ok_or("reading below a file fails")?;
+    let cause = std::error::Error::source(&err).ok_or("the OS error is the source")?.to_string();
+    assert!(!cause.is_empty() && !err.to_string().contains(&cause), "{err} / {cause}");
+    assert!(err.to_string().contains(&*file.to_string_lossy()), "the path is named: {err}");
+    Ok(())
+}
+
 #[test]
 fn atomic_helper_replaces_files() -> TestResult {
     let dir = TempDir::new();
