@@ -305,6 +305,33 @@ pub(crate) enum Command {
         #[arg(long)]
         no_cache: bool,
     },
+    /// Search what was said in sessions (both agents, or --dialect's), best match first.
+    #[command(
+        after_help = "Example: session search 'config loader' --all --limit 5\n\n\
+The catalog is kept in ${XDG_CACHE_HOME:-~/.cache}/session-store/search.db and updated on
+each search (only new tails of grown files are read); it is derived data: deleting it
+costs only time. Sessions are never written."
+    )]
+    Search {
+        /// The words to find (every word, as a word prefix; punctuation and FTS5
+        /// operators are separators, not syntax).
+        query: String,
+        /// Every project's sessions instead of the working directory's.
+        #[arg(long)]
+        all: bool,
+        /// Whose sessions (default: the process's working directory).
+        #[arg(long, value_name = "CWD", conflicts_with = "all")]
+        cwd: Option<String>,
+        /// Start the catalog over.
+        #[arg(long)]
+        rebuild: bool,
+        /// At most this many hits.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// One JSON object a line.
+        #[arg(long)]
+        jsonl: bool,
+    },
     /// Print the session the agent's own --continue would open here (writes nothing).
     #[command(after_help = "Example: session continue --dialect omp")]
     Continue {

@@ -72,6 +72,17 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
         Command::Resume { query, cwd, session_dir, no_cache } => {
             crate::find::resume(g, query, cwd.as_deref(), session_dir.as_deref(), *no_cache)?.into()
         }
+        Command::Search { query, all, cwd, rebuild, limit, jsonl } => {
+            let o = crate::find::SearchOptions {
+                query,
+                all: *all,
+                cwd: cwd.as_deref(),
+                rebuild: *rebuild,
+                limit: *limit,
+                jsonl: *jsonl,
+            };
+            crate::find::search(g, &o)?.into()
+        }
         Command::Continue { cwd, no_cache } => crate::find::continue_cmd(g, cwd.as_deref(), *no_cache)?.into(),
         Command::History { command } => crate::find::history(g, command)?.into(),
         Command::Push { file, to, force } => crate::transfer::push(file, to, *force)?.into(),

@@ -50,14 +50,18 @@ impl ProgressLine {
     }
 
     fn update(&mut self, p: &Progress<'_>) {
+        self.tick(p.loaded, p.total);
+    }
+
+    fn tick(&mut self, loaded: usize, total: usize) {
         if !self.enabled || self.start.elapsed() < Duration::from_millis(250) {
             return;
         }
-        if p.loaded == p.total || p.loaded.is_multiple_of(25) {
+        if loaded == total || loaded.is_multiple_of(25) {
             let width = 30;
-            let done = (p.loaded * width).checked_div(p.total).unwrap_or(width).min(width);
+            let done = (loaded * width).checked_div(total).unwrap_or(width).min(width);
             let bar: String = "#".repeat(done) + &" ".repeat(width - done);
-            let _ = write!(std::io::stderr(), "\rscanning [{bar}] {}/{}", p.loaded, p.total);
+            let _ = write!(std::io::stderr(), "\rscanning [{bar}] {loaded}/{total}");
             self.drawn = true;
         }
     }
@@ -363,5 +367,116 @@ pub(crate) fn history(g: &Global, command: &HistoryCommand) -> Result<String> {
         out.push('}');
     }
     out.push(']');
+    Ok(out)
+}
+
+/// What `search` looks for and where.
+pub(crate) struct SearchOptions<'a> {
+    /// The words.
+    pub(crate) query: &'a str,
+    /// Every project's sessions.
+    pub(crate) all: bool,
+    /// Whose sessions (default: the working directory).
+    pub(crate) cwd: Option<&'a str>,
+    /// Start the catalog over.
+    pub(crate) rebuild: bool,
+    /// At most this many hits.
+    pub(crate) limit: usize,
+    /// One JSON object a line.
+    pub(crate) jsonl: bool,
+}
+
+/// FNV-1a of the `--store` URL, naming the catalog of that storage.
+fn store_tag(url: &str) -> String {
+    let h = url.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    format!("{h:016x}")
+}
+
+/// `search QUERY`: brings the catalog in the cache directory up to date with the
+/// sessions in scope (both agents', or `--dialect`'s; the working directory's, or
+/// every project's with `--all`), then answers from it, best match first.
+pub(crate) fn search(g: &Global, o: &SearchOptions<'_>) -> Result<String> {
+    use session::search::{SearchIndex, SessionFile};
+    let env = discovery::ProcessEnv::from_process_env()?;
+    let dialects = match g.dialect {
+        Some(d) => vec![Dialect::from(d)],
+        None => vec![Dialect::Pi, Dialect::Omp],
+    };
+    let cwd = if o.all { None } else { Some(cwd_arg(o.cwd)?) };
+    let mut files = Vec::new();
+    let mut scopes = Vec::new();
+    for dialect in dialects {
+        let d = discovery_for(g, dialect, true)?.read_only();
+        let (scope, found) = d.session_files(cwd.as_deref())?;
+        files.extend(found.into_iter().map(|path| SessionFile { path, dialect }));
+        scopes.push(scope);
+    }
+    let name = match (&g.store, crate::store::on_files()) {
+        (Some(url), false) => format!("search-{}.db", store_tag(url)),
+        _ => "search.db".to_owned(),
+    };
+    let catalog = session::history::Catalog::open(Discovery::default_cache_dir(&env).join(name))?;
+    let mut index = SearchIndex::new(catalog, crate::store::current());
+    if o.rebuild {
+        index.clear()?;
+    }
+    let mut bar = ProgressLine::new();
+    let report = index.update(&files, &scopes, &mut |done, total| bar.tick(done, total))?;
+    bar.finish();
+    let hits = index.search(o.query, o.limit, &scopes)?;
+    let hit_json = |h: &session::search::SearchHit| {
+        serde_json::json!({
+            "path": h.hit.path.to_string_lossy(),
+            "agent": h.hit.agent,
+            "sessionId": h.hit.session_id,
+            "name": h.hit.name,
+            "cwd": h.hit.cwd,
+            "entryId": h.hit.entry_id,
+            "timestamp": h.hit.timestamp,
+            "kind": h.hit.kind,
+            "score": h.hit.score,
+            "snippet": h.snippet,
+        })
+    };
+    if o.jsonl {
+        return Ok(hits.iter().map(|h| hit_json(h).to_string()).collect::<Vec<_>>().join("\n"));
+    }
+    if wants_json(g) {
+        let index = serde_json::json!({
+            "filesSeen": report.files_seen,
+            "filesUnchanged": report.files_unchanged,
+            "filesTail": report.files_tail,
+            "filesWhole": report.files_whole,
+            "filesRemoved": report.files_removed,
+            "filesUnreadable": report.files_unreadable,
+            "bytesRead": report.bytes_read,
+            "entriesIndexed": report.entries_indexed,
+        });
+        let hits: Vec<_> = hits.iter().map(hit_json).collect();
+        return Ok(serde_json::json!({ "hits": hits, "index": index }).to_string());
+    }
+    if hits.is_empty() {
+        return Ok(format!("no match for {:?} in {} session(s)", o.query, files.len()));
+    }
+    let width = crate::table::width();
+    let mut out = String::new();
+    for h in &hits {
+        let name = h.hit.name.as_deref().unwrap_or_default();
+        let head = format!(
+            "{}  {}  {}  {}  {}",
+            h.hit.timestamp.as_deref().unwrap_or("-"),
+            h.hit.agent,
+            h.hit.entry_id.as_deref().unwrap_or("-"),
+            h.hit.kind,
+            name
+        );
+        out.push_str(&crate::table::fit(head.trim_end(), width));
+        out.push('\n');
+        out.push_str(&crate::table::fit(&format!("  {}", h.hit.path.display()), width));
+        out.push('\n');
+        out.push_str(&crate::table::fit(&format!("  {}", h.snippet), width));
+        out.push('\n');
+    }
+    out.push_str(&format!("{} hit(s) in {} session(s)", hits.len(), files.len()));
     Ok(out)
 }

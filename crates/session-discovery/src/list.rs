@@ -234,6 +234,33 @@ impl Discovery {
         Ok(out)
     }
 
+    /// Returns the session files a listing would read, without reading them: with
+    /// `cwd`, those of its default session directory (not created when missing);
+    /// without, those of every project bucket one level below the sessions root. Also
+    /// returns the directory they were looked for in (the bucket, or the root), so a
+    /// caller can tell a deleted file from one out of scope. Entries that are not
+    /// regular files are left out.
+    ///
+    /// # Errors
+    ///
+    /// [`DiscoveryError`] when a directory that exists cannot be read.
+    pub fn session_files(&self, cwd: Option<&str>) -> Result<(PathBuf, Vec<PathBuf>), DiscoveryError> {
+        let omp = self.dialect() == Dialect::Omp;
+        match cwd {
+            Some(cwd) => {
+                let dir = self.dirs.default_session_dir(cwd);
+                let listed =
+                    if omp { omp_dir_files(self.storage(), &dir)? } else { pi_dir_files(self.storage(), &dir)? };
+                Ok((dir, listed.files))
+            }
+            None => {
+                let root = self.dirs.sessions_root.clone();
+                let listed = bucket_files(self.storage(), &root, omp)?;
+                Ok((root, listed.files))
+            }
+        }
+    }
+
     /// Returns the directories.
     pub fn dirs(&self) -> &AgentDirs {
         &self.dirs

@@ -47,6 +47,16 @@ pub enum HistoryError {
         /// The SQLite error.
         source: rusqlite::Error,
     },
+    /// The search catalog (a derived index, safe to delete) failed.
+    #[error("search catalog {}: {op} failed; deleting the file rebuilds it", path.display())]
+    Catalog {
+        /// The catalog file.
+        path: PathBuf,
+        /// The operation that failed.
+        op: &'static str,
+        /// The SQLite error.
+        source: rusqlite::Error,
+    },
     /// The database is corrupt and could not be moved aside for a fresh one.
     #[error(
         "prompt history {} is corrupt ({cause}) and could not be preserved; move the file aside by hand and retry",
@@ -66,7 +76,7 @@ impl HistoryError {
     /// Returns whether SQLite reported the database file as corrupt or not a database.
     pub fn is_corrupt(&self) -> bool {
         match self {
-            HistoryError::Sqlite { source, .. } => is_corrupt(source),
+            HistoryError::Sqlite { source, .. } | HistoryError::Catalog { source, .. } => is_corrupt(source),
             HistoryError::Quarantine { .. } => true,
             HistoryError::Io { .. } | HistoryError::Busy { .. } => false,
         }

@@ -16,6 +16,10 @@
 //! * The same file holds per-session data omp indexes there: titles
 //!   ([`HistoryStore::set_session_title`]) and idle recaps.
 //!
+//! * [`Catalog`] is a second, derived database: the full-text catalog of what was said
+//!   in session files, which the facade's `session::search` fills and queries. It
+//!   never reads a session file itself: callers hand it the text.
+//!
 //! # The file
 //!
 //! ```text
@@ -73,6 +77,7 @@
 //! # }
 //! ```
 
+mod catalog;
 mod clock;
 mod error;
 mod recover;
@@ -80,6 +85,7 @@ mod schema;
 mod store;
 mod text;
 
+pub use catalog::{Catalog, CatalogDoc, CatalogFile, CatalogHit, CatalogWriter};
 pub use clock::{Clock, SystemClock};
 pub use error::HistoryError;
 pub use schema::OpenNotice;

@@ -97,6 +97,20 @@ pub enum OpenNotice {
     },
 }
 
+/// The journal every database of the crate uses: WAL, `synchronous=NORMAL`.
+fn set_journal(conn: &Connection) -> Result<(), (&'static str, rusqlite::Error)> {
+    // `journal_mode` answers with a row; an in-memory database answers "memory".
+    conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(())).map_err(|e| ("set journal_mode", e))?;
+    conn.execute_batch("PRAGMA synchronous=NORMAL").map_err(|e| ("set synchronous", e))
+}
+
+/// Sets up a connection of the crate's other database (the search catalog) as
+/// `history.db`'s is: the busy timeout first, then the journal.
+pub(crate) fn configure(conn: &Connection, busy_timeout: std::time::Duration) -> Result<(), (&'static str, rusqlite::Error)> {
+    conn.busy_timeout(busy_timeout).map_err(|e| ("set busy_timeout", e))?;
+    set_journal(conn)
+}
+
 /// Applies the connection pragmas and converges the schema; the body of `open`.
 ///
 /// Order as in omp: busy timeout (set by the caller before anything takes a lock),
@@ -107,9 +121,7 @@ pub enum OpenNotice {
 /// and the session index tables.
 pub(crate) fn initialize(conn: &Connection) -> Result<Vec<OpenNotice>, (&'static str, rusqlite::Error)> {
     let mut notices = Vec::new();
-    // `journal_mode` answers with a row; an in-memory database answers "memory".
-    conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(())).map_err(|e| ("set journal_mode", e))?;
-    conn.execute_batch("PRAGMA synchronous=NORMAL").map_err(|e| ("set synchronous", e))?;
+    set_journal(conn)?;
 
     let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(|e| ("lock for migration", e))?;
     let had_fts = tx

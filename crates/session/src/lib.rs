@@ -37,6 +37,7 @@ mod error;
 mod manager;
 pub mod persist;
 mod resume;
+pub mod search;
 mod snapshot;
 
 pub use appends::CompactionOptions;

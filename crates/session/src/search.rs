@@ -1,0 +1,532 @@
+//! Full-text search over what was said in sessions: a derived catalog
+//! ([`session_history::Catalog`], SQLite FTS5) kept up to date incrementally from
+//! session files read through a [`Storage`].
+//!
+//! [`SearchIndex::update`] compares each file's stat with what the catalog last
+//! indexed: an unchanged file is not read; a file that only grew (same identity, its
+//! head and the last bytes indexed unchanged) has only its new tail read; any other
+//! change re-indexes it whole; a file that is gone is dropped. [`UpdateReport`]
+//! counts what was read. [`SearchIndex::search`] answers from the catalog alone and
+//! reads each hit's line again for its snippet. Sessions are only read, never written.
+//!
+//! Indexed per entry: user, assistant (text and tool calls, not thinking), tool
+//! result, bash execution, custom and summary messages; compaction and branch
+//! summaries; custom messages; labels; session names (`session_info`) and omp titles
+//! (`title_change`). Lines are indexed once they end in a newline.
+//!
+//! ```
+//! use std::path::{Path, PathBuf};
+//! use std::sync::Arc;
+//! use session::search::{SearchIndex, SessionFile};
+//! use session::store::{MemoryStorage, Storage};
+//! use session::{Dialect, history::Catalog};
+//!
+//! let storage = Arc::new(MemoryStorage::new());
+//! let path = PathBuf::from("/s/p/a.jsonl");
+//! storage.write(&path, concat!(
+//!     r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#, "\n",
+//!     r#"{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"fix the parser","timestamp":1}}"#, "\n",
+//! ).as_bytes())?;
+//! let mut index = SearchIndex::new(Catalog::open_in_memory()?, storage);
+//! let files = [SessionFile { path: path.clone(), dialect: Dialect::Pi }];
+//! let report = index.update(&files, &[PathBuf::from("/s")], &mut |_, _| {})?;
+//! assert_eq!(report.files_whole, 1);
+//! let hits = index.search("parser", 10, &[])?;
+//! assert_eq!(hits[0].hit.entry_id.as_deref(), Some("a1"));
+//! assert!(hits[0].snippet.contains("parser"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use session_history::{Catalog, CatalogDoc, CatalogFile, CatalogHit, HistoryError};
+use session_model::typed::{Content, ContentBlock, Entry, Message};
+use session_model::{Dialect, Parallelism, Record, SLOT_BYTES};
+use session_store::{FileStat, Storage, StoreError};
+
+/// How many bytes of a file's head, and of the bytes before the indexed end, are
+/// hashed to tell an append from a rewrite.
+const CHECK_BYTES: u64 = 4096;
+
+/// A session file to keep in the catalog.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionFile {
+    /// The file.
+    pub path: PathBuf,
+    /// Whose session it is.
+    pub dialect: Dialect,
+}
+
+/// What an update read and changed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UpdateReport {
+    /// Files looked at.
+    pub files_seen: usize,
+    /// Files whose size and mtime were unchanged: not read.
+    pub files_unchanged: usize,
+    /// Files that only grew: only their new tail was read.
+    pub files_tail: usize,
+    /// Files indexed whole (new, rewritten, or `--rebuild`).
+    pub files_whole: usize,
+    /// Files the catalog knew that are gone: dropped.
+    pub files_removed: usize,
+    /// Files that could not be read (left as the catalog had them).
+    pub files_unreadable: usize,
+    /// Bytes of session files read.
+    pub bytes_read: u64,
+    /// Entries added to the catalog.
+    pub entries_indexed: usize,
+}
+
+/// A hit with its snippet.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchHit {
+    /// Where it is.
+    pub hit: CatalogHit,
+    /// Up to about 160 characters of the entry's text around the first word found;
+    /// empty when the line changed since it was indexed.
+    pub snippet: String,
+}
+
+/// Why an update or a search failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SearchError {
+    /// The catalog failed.
+    #[error(transparent)]
+    Catalog(#[from] HistoryError),
+}
+
+/// The catalog and the storage its sessions are read through.
+pub struct SearchIndex {
+    catalog: Catalog,
+    storage: Arc<dyn Storage>,
+    parallelism: Parallelism,
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchIndex").field("catalog", &self.catalog.path()).finish_non_exhaustive()
+    }
+}
+
+/// What a worker found for one file.
+enum Scanned {
+    Unchanged,
+    Gone,
+    Unreadable,
+    Whole(CatalogFile, Vec<CatalogDoc>, u64),
+    Tail(CatalogFile, Vec<CatalogDoc>, u64),
+}
+
+impl SearchIndex {
+    /// Searches `catalog`, reading sessions through `storage`.
+    pub fn new(catalog: Catalog, storage: Arc<dyn Storage>) -> SearchIndex {
+        SearchIndex { catalog, storage, parallelism: Parallelism::default() }
+    }
+
+    /// Reads files on at most `parallelism` threads.
+    pub fn with_parallelism(mut self, parallelism: Parallelism) -> SearchIndex {
+        self.parallelism = parallelism;
+        self
+    }
+
+    /// Forgets everything, so the next update indexes every file whole.
+    ///
+    /// # Errors
+    ///
+    /// [`SearchError::Catalog`] when the catalog cannot be written.
+    pub fn clear(&mut self) -> Result<(), SearchError> {
+        Ok(self.catalog.clear()?)
+    }
+
+    /// Brings the catalog up to date with `files`; files it knows below `scopes` that
+    /// are not in `files` are dropped. `progress(done, total)` is called as files are
+    /// read. Reads the files, never writes them; one transaction commits it all.
+    ///
+    /// # Errors
+    ///
+    /// [`SearchError::Catalog`] when the catalog cannot be read or written (then it
+    /// is as before the call).
+    pub fn update(
+        &mut self,
+        files: &[SessionFile],
+        scopes: &[PathBuf],
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<UpdateReport, SearchError> {
+        let known: HashMap<PathBuf, CatalogFile> =
+            self.catalog.files(scopes)?.into_iter().map(|f| (f.path.clone(), f)).collect();
+        let mut report = UpdateReport { files_seen: files.len(), ..UpdateReport::default() };
+        let next = AtomicUsize::new(0);
+        let threads = self.parallelism.threads().min(files.len().max(1));
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Scanned)>();
+        let storage = &*self.storage;
+        let mut results: Vec<Option<Scanned>> = Vec::new();
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                let tx = tx.clone();
+                let (next, known) = (&next, &known);
+                s.spawn(move || {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(f) = files.get(i) else { break };
+                        if tx.send((i, scan(storage, f, known.get(&f.path)))).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(tx);
+            results.resize_with(files.len(), || None);
+            for (done, (i, r)) in rx.into_iter().enumerate() {
+                results[i] = Some(r);
+                progress(done + 1, files.len());
+            }
+        });
+        let listed: std::collections::HashSet<&Path> = files.iter().map(|f| f.path.as_path()).collect();
+        let w = self.catalog.writer()?;
+        for (f, r) in files.iter().zip(results) {
+            match r {
+                Some(Scanned::Unchanged) => report.files_unchanged += 1,
+                Some(Scanned::Gone) => {
+                    if known.contains_key(&f.path) {
+                        w.remove(&f.path)?;
+                        report.files_removed += 1;
+                    }
+                }
+                Some(Scanned::Whole(file, docs, read)) => {
+                    w.replace(&file, &docs)?;
+                    report.files_whole += 1;
+                    report.bytes_read += read;
+                    report.entries_indexed += docs.len();
+                }
+                Some(Scanned::Tail(file, docs, read)) => {
+                    w.extend(&file, &docs)?;
+                    report.files_tail += 1;
+                    report.bytes_read += read;
+                    report.entries_indexed += docs.len();
+                }
+                Some(Scanned::Unreadable) | None => report.files_unreadable += 1,
+            }
+        }
+        for path in known.keys() {
+            if !listed.contains(path.as_path()) {
+                w.remove(path)?;
+                report.files_removed += 1;
+            }
+        }
+        w.commit()?;
+        Ok(report)
+    }
+
+    /// Returns the best `limit` entries below `scopes` (all when empty) that contain
+    /// every word of `query`, best first, each with a snippet read from its file.
+    ///
+    /// # Errors
+    ///
+    /// [`SearchError::Catalog`] when the catalog cannot be read.
+    pub fn search(&self, query: &str, limit: usize, scopes: &[PathBuf]) -> Result<Vec<SearchHit>, SearchError> {
+        let hits = self.catalog.search(query, limit, scopes)?;
+        let words = session_history::tokenize(query);
+        Ok(hits
+            .into_iter()
+            .map(|hit| {
+                let snippet = read_line(&*self.storage, &hit.path, hit.offset, hit.len)
+                    .and_then(|line| Record::parse(&line).ok())
+                    .filter(|r| r.id() == hit.entry_id.as_deref())
+                    .and_then(|r| entry_text(&r))
+                    .map(|(_, text)| snippet(&text, &words))
+                    .unwrap_or_default();
+                SearchHit { hit, snippet }
+            })
+            .collect())
+    }
+}
+
+/// Reads `len` bytes at `offset` of `path`.
+fn read_line(storage: &dyn Storage, path: &Path, offset: u64, len: u64) -> Option<String> {
+    let (size, reader) = storage.open_reader(path).ok()?;
+    if offset.checked_add(len)? > size {
+        return None;
+    }
+    let mut buf = vec![0; usize::try_from(len).ok()?];
+    let n = reader.read_full_at(&mut buf, offset).ok()?;
+    buf.truncate(n);
+    String::from_utf8(buf).ok()
+}
+
+/// FNV-1a: stable across builds, so the catalog stays valid from one version to the next.
+fn hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Where the hashed head starts: after omp's title slot, which a rename rewrites in place.
+fn head_start(first: &[u8]) -> u64 {
+    if first.starts_with(b"{\"type\":\"title\"") { SLOT_BYTES as u64 } else { 0 }
+}
+
+fn read_at(reader: &dyn session_model::ReadAt, from: u64, to: u64) -> std::io::Result<Vec<u8>> {
+    let len = usize::try_from(to.saturating_sub(from)).unwrap_or(usize::MAX);
+    let mut buf = vec![0; len];
+    let n = reader.read_full_at(&mut buf, from)?;
+    buf.truncate(n);
+    Ok(buf)
+}
+
+/// The hashes of the head and of the bytes before `end`.
+fn hashes(reader: &dyn session_model::ReadAt, end: u64) -> std::io::Result<(u64, u64)> {
+    let first = read_at(reader, 0, end.min(16))?;
+    let start = head_start(&first).min(end);
+    let head = read_at(reader, start, end.min(start + CHECK_BYTES))?;
+    let tail = read_at(reader, end.saturating_sub(CHECK_BYTES).max(start), end)?;
+    Ok((hash(&head), hash(&tail)))
+}
+
+fn same_identity(old: &CatalogFile, st: &FileStat) -> bool {
+    match &st.identity {
+        Some(id) => old.ino == Some(id.ino) && old.dev == Some(id.dev),
+        None => old.ino.is_none(),
+    }
+}
+
+fn scan(storage: &dyn Storage, f: &SessionFile, old: Option<&CatalogFile>) -> Scanned {
+    match scan_file(storage, f, old) {
+        Ok(s) => s,
+        Err(e) if matches!(e.downcast_ref::<StoreError>(), Some(StoreError::NotFound { .. })) => Scanned::Gone,
+        Err(_) => Scanned::Unreadable,
+    }
+}
+
+fn scan_file(
+    storage: &dyn Storage,
+    f: &SessionFile,
+    old: Option<&CatalogFile>,
+) -> Result<Scanned, Box<dyn std::error::Error>> {
+    let Some(st) = storage.stat(&f.path)? else { return Ok(Scanned::Gone) };
+    if let Some(old) = old
+        && old.size == st.size
+        && old.mtime_ns == st.mtime_ns()
+        && same_identity(old, &st)
+    {
+        return Ok(Scanned::Unchanged);
+    }
+    let (size, reader) = storage.open_reader(&f.path)?;
+    // Only a file that grew can be an append; the old bytes must be the same.
+    if let Some(old) = old
+        && size > old.size
+        && same_identity(old, &st)
+        && hashes(&*reader, old.indexed_len)? == (old.head_hash, old.tail_hash)
+    {
+        let bytes = read_at(&*reader, old.indexed_len, size)?;
+        let read = bytes.len() as u64;
+        let mut file = old.clone();
+        let docs = index_lines(&bytes, old.indexed_len, &mut file);
+        finish(&mut file, &*reader, &st)?;
+        return Ok(Scanned::Tail(file, docs, read));
+    }
+    let bytes = read_at(&*reader, 0, size)?;
+    let read = bytes.len() as u64;
+    let mut file = CatalogFile {
+        path: f.path.clone(),
+        agent: f.dialect.name().to_owned(),
+        size: 0,
+        mtime_ns: 0,
+        ino: None,
+        dev: None,
+        indexed_len: 0,
+        head_hash: 0,
+        tail_hash: 0,
+        session_id: None,
+        cwd: None,
+        name: None,
+    };
+    let docs = index_lines(&bytes, 0, &mut file);
+    finish(&mut file, &*reader, &st)?;
+    Ok(Scanned::Whole(file, docs, read))
+}
+
+fn finish(file: &mut CatalogFile, reader: &dyn session_model::ReadAt, st: &FileStat) -> std::io::Result<()> {
+    file.size = st.size;
+    file.mtime_ns = st.mtime_ns();
+    file.ino = st.identity.as_ref().map(|i| i.ino);
+    file.dev = st.identity.as_ref().map(|i| i.dev);
+    (file.head_hash, file.tail_hash) = hashes(reader, file.indexed_len)?;
+    Ok(())
+}
+
+/// Indexes the complete lines of `bytes` (which start at `base` in the file), moving
+/// `file.indexed_len` to the end of the last one and noting the header and names.
+fn index_lines(bytes: &[u8], base: u64, file: &mut CatalogFile) -> Vec<CatalogDoc> {
+    let mut docs = Vec::new();
+    let mut start = 0;
+    while let Some(nl) = memchr::memchr(b'\n', &bytes[start..]) {
+        let line = &bytes[start..start + nl];
+        let offset = base + start as u64;
+        start += nl + 1;
+        file.indexed_len = base + start as u64;
+        let Ok(text) = std::str::from_utf8(line) else { continue };
+        let Ok(record) = Record::parse(text) else { continue };
+        if record.is_header() {
+            if let Ok(Entry::Session(h)) = record.entry() {
+                file.session_id = h.id;
+                file.cwd = h.cwd;
+            }
+            continue;
+        }
+        let Some((kind, text)) = entry_text(&record) else { continue };
+        if matches!(kind, "session_info" | "title_change") {
+            file.name = Some(text.clone());
+        }
+        docs.push(CatalogDoc {
+            entry_id: record.id().map(str::to_owned),
+            offset,
+            len: line.len() as u64,
+            timestamp: record.timestamp().map(str::to_owned),
+            kind: kind.to_owned(),
+            text,
+        });
+    }
+    docs
+}
+
+fn push(out: &mut String, s: &str) {
+    if s.is_empty() {
+        return;
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(s);
+}
+
+fn push_content(out: &mut String, c: &Content) {
+    match c {
+        Content::Text(t) => push(out, t),
+        Content::Blocks(blocks) => push_blocks(out, blocks),
+    }
+}
+
+fn push_blocks(out: &mut String, blocks: &[ContentBlock]) {
+    for b in blocks {
+        match b {
+            ContentBlock::Text(t) => push(out, &t.text),
+            ContentBlock::ToolCall(c) => {
+                push(out, &c.name);
+                push(out, &c.arguments.to_string());
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The kind and the searchable text of an entry (`None` when it says nothing).
+fn entry_text(record: &Record) -> Option<(&'static str, String)> {
+    let mut out = String::new();
+    let kind = match record.entry().ok()? {
+        Entry::Message(m) => match &m.message {
+            Message::User(u) => {
+                push_content(&mut out, &u.content);
+                "user"
+            }
+            Message::Assistant(a) => {
+                push_blocks(&mut out, &a.content);
+                "assistant"
+            }
+            Message::ToolResult(t) => {
+                push(&mut out, &t.tool_name);
+                push_content(&mut out, &t.content);
+                "toolResult"
+            }
+            Message::BashExecution(b) => {
+                push(&mut out, &b.command);
+                push(&mut out, &b.output);
+                "bashExecution"
+            }
+            Message::Custom(c) | Message::HookMessage(c) => {
+                push_content(&mut out, &c.content);
+                "custom"
+            }
+            Message::BranchSummary(b) => {
+                push(&mut out, &b.summary);
+                "branchSummary"
+            }
+            Message::CompactionSummary(c) => {
+                push(&mut out, &c.summary);
+                "compactionSummary"
+            }
+            _ => return None,
+        },
+        Entry::Compaction(c) => {
+            push(&mut out, &c.summary);
+            "compaction"
+        }
+        Entry::BranchSummary(b) => {
+            push(&mut out, &b.summary);
+            "branch_summary"
+        }
+        Entry::CustomMessage(c) => {
+            push_content(&mut out, &c.content);
+            "custom_message"
+        }
+        Entry::Label(l) => {
+            push(&mut out, l.label.as_deref().unwrap_or_default());
+            "label"
+        }
+        Entry::SessionInfo(s) => {
+            push(&mut out, &s.name);
+            "session_info"
+        }
+        Entry::TitleChange(t) => {
+            push(&mut out, &t.title);
+            "title_change"
+        }
+        _ => return None,
+    };
+    (!out.is_empty()).then_some((kind, out))
+}
+
+/// About 160 characters of `text` on one line around the first of `words` found.
+fn snippet(text: &str, words: &[String]) -> String {
+    let flat: String = text.chars().map(|c| if c.is_whitespace() { ' ' } else { c }).collect();
+    let lower = flat.to_lowercase();
+    // Lowercasing can change byte lengths; find the match by characters.
+    let at = words
+        .iter()
+        .filter_map(|w| lower.find(w.as_str()).map(|b| lower[..b].chars().count()))
+        .min()
+        .unwrap_or(0);
+    let chars: Vec<char> = flat.chars().collect();
+    let from = at.saturating_sub(50);
+    let to = (from + 160).min(chars.len());
+    let mut out = String::new();
+    if from > 0 {
+        out.push('…');
+    }
+    out.extend(chars[from..to].iter());
+    if to < chars.len() {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snippet_centres_on_the_match() {
+        let text = format!("{} needle {}", "a ".repeat(100), "b ".repeat(100));
+        let s = snippet(&text, &["needle".to_owned()]);
+        assert!(s.starts_with('…') && s.ends_with('…') && s.contains("needle"), "{s}");
+        assert_eq!(snippet("İx needle", &["needle".to_owned()]), "İx needle");
+    }
+
+    #[test]
+    fn fnv_is_stable() {
+        assert_eq!(hash(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(hash(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+}
