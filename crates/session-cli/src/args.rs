@@ -306,12 +306,10 @@ pub(crate) enum Command {
         no_cache: bool,
     },
     /// Search what was said in sessions (both agents, or --dialect's), best match first.
-    #[command(
-        after_help = "Example: session search 'config loader' --all --limit 5\n\n\
+    #[command(after_help = "Example: session search 'config loader' --all --limit 5\n\n\
 The catalog is kept in ${XDG_CACHE_HOME:-~/.cache}/session-store/search.db and updated on
 each search (only new tails of grown files are read); it is derived data: deleting it
-costs only time. Sessions are never written."
-    )]
+costs only time. Sessions are never written.")]
     Search {
         /// The words to find (every word, as a word prefix; punctuation and FTS5
         /// operators are separators, not syntax).

@@ -226,7 +226,8 @@ impl Catalog {
     }
 
     fn init(conn: Connection, path: PathBuf) -> Result<Catalog, HistoryError> {
-        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(err(&path, "read version"))?;
+        let version: i64 =
+            conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(err(&path, "read version"))?;
         let tables: i64 = conn
             .query_row("SELECT count(*) FROM sqlite_master WHERE name = 'files'", [], |r| r.get(0))
             .map_err(err(&path, "read schema"))?;

@@ -106,7 +106,10 @@ fn set_journal(conn: &Connection) -> Result<(), (&'static str, rusqlite::Error)>
 
 /// Sets up a connection of the crate's other database (the search catalog) as
 /// `history.db`'s is: the busy timeout first, then the journal.
-pub(crate) fn configure(conn: &Connection, busy_timeout: std::time::Duration) -> Result<(), (&'static str, rusqlite::Error)> {
+pub(crate) fn configure(
+    conn: &Connection,
+    busy_timeout: std::time::Duration,
+) -> Result<(), (&'static str, rusqlite::Error)> {
     conn.busy_timeout(busy_timeout).map_err(|e| ("set busy_timeout", e))?;
     set_journal(conn)
 }

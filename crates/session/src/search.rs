@@ -493,11 +493,7 @@ fn snippet(text: &str, words: &[String]) -> String {
     let flat: String = text.chars().map(|c| if c.is_whitespace() { ' ' } else { c }).collect();
     let lower = flat.to_lowercase();
     // Lowercasing can change byte lengths; find the match by characters.
-    let at = words
-        .iter()
-        .filter_map(|w| lower.find(w.as_str()).map(|b| lower[..b].chars().count()))
-        .min()
-        .unwrap_or(0);
+    let at = words.iter().filter_map(|w| lower.find(w.as_str()).map(|b| lower[..b].chars().count())).min().unwrap_or(0);
     let chars: Vec<char> = flat.chars().collect();
     let from = at.saturating_sub(50);
     let to = (from + 160).min(chars.len());
