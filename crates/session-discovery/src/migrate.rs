@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use session_store::Storage;
+use session_store::{EntryKind, Storage};
 
 use crate::env::AgentDirs;
 use crate::io;
@@ -16,7 +16,9 @@ use crate::paths;
 
 /// Merges `old` into `new`: moves each child unless a same-named child exists,
 /// then removes `old` if it became empty. If `new` is not a directory it is
-/// replaced; if it does not exist `old` is renamed.
+/// replaced; if it does not exist `old` is moved there whole. Directories (artifacts,
+/// whole buckets) move with [`Storage::move_dir`], files with [`Storage::rename`], so
+/// the server storages, whose directories are key prefixes, move them too.
 pub(crate) fn merge_dir(storage: &dyn Storage, old: &Path, new: &Path) {
     if old == new || io::stat(storage, old).is_none_or(|s| s.is_file) {
         return;
@@ -27,7 +29,12 @@ pub(crate) fn merge_dir(storage: &dyn Storage, old: &Path, new: &Path) {
                 for c in children {
                     let target = new.join(&c.name);
                     if !io::exists(storage, &target) {
-                        let _ = storage.rename(&c.path, &target);
+                        // An artifacts directory is a tree (a key prefix on the server
+                        // storages), which a rename does not move.
+                        let _ = match c.kind {
+                            EntryKind::Dir => storage.move_dir(&c.path, &target).map(drop),
+                            _ => storage.rename(&c.path, &target),
+                        };
                     }
                 }
             }
@@ -36,14 +43,14 @@ pub(crate) fn merge_dir(storage: &dyn Storage, old: &Path, new: &Path) {
         Ok(Some(_)) => {
             // A file where the bucket belongs (omp removes whatever is there).
             if storage.unlink(new).is_ok() {
-                let _ = storage.rename(old, new);
+                let _ = storage.move_dir(old, new);
             }
         }
         Ok(None) => {
             if let Some(parent) = new.parent() {
                 let _ = storage.ensure_dir(parent);
             }
-            let _ = storage.rename(old, new);
+            let _ = storage.move_dir(old, new);
         }
         Err(_) => {}
     }

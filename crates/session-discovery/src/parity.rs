@@ -7,6 +7,8 @@
 //! and compares [`Discovery::list`], [`Discovery::list_all`] (which walks bucket
 //! directories with [`Storage::read_dir`]), [`Discovery::resolve_resumable`],
 //! [`Discovery::recent`], [`Discovery::find_most_recent`] and [`Discovery::find_by_id`].
+//! It then checks omp's migration of a legacy bucket name on the storage: a journal and
+//! its artifacts directory both reach the current bucket.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -139,6 +141,46 @@ pub fn check_parity(storage: Arc<dyn Storage>, root: &Path) -> ParityResult {
             server.find_by_id("/w/a", "aab222", None).ok().flatten(),
             memory.find_by_id("/w/a", "aab222", None).ok().flatten(),
         )?;
+    }
+    check_bucket_migration(storage.as_ref(), &root.join("migrate"))
+}
+
+/// Checks omp's migration of a legacy bucket name on `storage`: a journal and its
+/// artifacts directory (a tree) reach the current bucket, whether that bucket is new
+/// (the legacy one moves whole) or already there (its children move one by one).
+fn check_bucket_migration(storage: &dyn Storage, root: &Path) -> ParityResult {
+    let env = ProcessEnv::new(root.join("home"), "/w/a", "/nonexistent-tmp");
+    let dirs = AgentDirs::for_dialect(Dialect::Omp, &env, OmpHome::MusePi);
+    // Projects below the home: their current bucket (`-<rest>`) differs from the legacy one.
+    let home = root.join("home").to_string_lossy().into_owned();
+    for (cwd, existing) in [(format!("{home}/new-bucket"), false), (format!("{home}/old-bucket"), true)] {
+        let cwd = cwd.as_str();
+        let legacy = dirs.sessions_root.join(crate::legacy_absolute_bucket(cwd));
+        let target = dirs.default_session_dir(cwd);
+        if legacy == target {
+            return Err(format!("{cwd}: the legacy bucket name is the current one").into());
+        }
+        let journal = "2026-01-01T00-00-00-000Z_mig000.jsonl";
+        let artifact = "2026-01-01T00-00-00-000Z_mig000/sub/agent.md";
+        storage.write(&legacy.join(journal), b"journal\n")?;
+        storage.write(&legacy.join(artifact), b"notes")?;
+        if existing {
+            storage.write(&target.join("other.jsonl"), b"other\n")?;
+        }
+        let dir = dirs.ensure_default_session_dir(storage, cwd)?;
+        let moved = |rel: &str, want: &[u8]| -> ParityResult {
+            match storage.read(&dir.join(rel)) {
+                Ok(got) if got == want => Ok(()),
+                got => Err(format!("{cwd}: {rel} was not migrated into {}: {got:?}", dir.display()).into()),
+            }
+        };
+        moved(journal, b"journal\n")?;
+        moved(artifact, b"notes")?;
+        for rel in [journal, artifact] {
+            if storage.exists(&legacy.join(rel))? {
+                return Err(format!("{cwd}: {rel} is still in the legacy bucket").into());
+            }
+        }
     }
     Ok(())
 }

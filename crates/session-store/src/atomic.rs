@@ -202,19 +202,27 @@ fn write_temp(temp: &Path, target: &Path, bytes: &[u8], faults: Option<&Faults>)
     file.sync_data().map_err(|e| StoreError::io_raw(Op::SyncData, target, e))
 }
 
-/// Renames `from` to `to` (replacing it) and syncs the target's directory.
+/// Renames `from` to `to` (replacing it) and syncs the target's directory (and the
+/// source's, when it is another one). A rename that happened but whose directory sync
+/// failed returns [`StoreError::NotDurable`]: the rename landed and must not be repeated.
 pub fn rename(from: &Path, to: &Path) -> Result<(), StoreError> {
     rename_with(from, to, None)
 }
 
+/// [`rename`] with a fault plan. Once the rename has happened, a failed directory sync is reported as
+/// [`StoreError::NotDurable`] (the rename landed; `written` is the size of what `to` now
+/// names, 0 for a directory), never as a failed rename.
 pub(crate) fn rename_with(from: &Path, to: &Path, faults: Option<&Faults>) -> Result<(), StoreError> {
+    let (to_dir, from_dir) = (parent_dir(to)?, parent_dir(from)?);
     rename_raw(from, to, faults)?;
-    sync_dir_with(&parent_dir(to)?, faults)?;
-    let from_dir = parent_dir(from)?;
-    if from_dir != parent_dir(to)? {
-        sync_dir_with(&from_dir, faults)?;
-    }
-    Ok(())
+    let synced = sync_dir_with(&to_dir, faults).and_then(|()| match from_dir != to_dir {
+        true => sync_dir_with(&from_dir, faults),
+        false => Ok(()),
+    });
+    synced.map_err(|e| {
+        let written = fs_err::symlink_metadata(to).map(|m| if m.is_file() { m.len() } else { 0 }).unwrap_or(0);
+        not_durable(to, written, e)
+    })
 }
 
 #[allow(clippy::disallowed_methods)] // this module is the audited home of renames

@@ -169,14 +169,14 @@ pub enum StoreError {
         /// What it is instead (see [`NotRegularFile::kind`](crate::open::NotRegularFile::kind)).
         kind: &'static str,
     },
-    /// A replace landed (readers see the complete new file) but the directory could not
-    /// be synced, so after a power loss the old file may come back. The write must not
-    /// be repeated as if it had failed.
-    #[error("{} was replaced ({written} bytes) but not made durable; the new content is in place, do not write it again", path.display())]
+    /// A replace or a rename landed (readers see the complete new file at `path`) but the
+    /// directory could not be synced, so after a power loss the old file (or the old name)
+    /// may come back. The write or rename must not be repeated as if it had failed.
+    #[error("{} was written ({written} bytes) but not made durable; the new content is in place, do not write it again", path.display())]
     NotDurable {
-        /// The replaced file.
+        /// The replaced file, or the new name of a renamed one.
         path: PathBuf,
-        /// How many bytes the new file holds.
+        /// How many bytes the new file holds (0 for a renamed directory).
         written: u64,
         /// Why the directory sync failed.
         source: Box<StoreError>,

@@ -481,10 +481,13 @@ impl Storage for FileStorage {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
-        atomic::rename_with(from, to, self.faults.as_ref())?;
-        lock::bump_generation(from);
-        lock::bump_generation(to);
-        Ok(())
+        let renamed = atomic::rename_with(from, to, self.faults.as_ref());
+        if renamed.is_ok() || renamed.as_ref().is_err_and(|e| e.landed().is_some()) {
+            // Both names now name other files, synced or not.
+            lock::bump_generation(from);
+            lock::bump_generation(to);
+        }
+        renamed
     }
 
     fn unlink(&self, path: &Path) -> Result<(), StoreError> {
@@ -545,7 +548,16 @@ impl Storage for FileStorage {
                 continue;
             }
             if let Err(e) = self.rename(&source, &target) {
-                // Undo this call's moves before reporting: all or nothing.
+                // Undo this call's moves before reporting: all or nothing. A rename that
+                // landed without its directory sync is undone too, so the error is the sync's
+                // (nothing moved), not a landed one.
+                let e = match e {
+                    StoreError::NotDurable { source: cause, .. } => {
+                        moves.push((source, target));
+                        *cause
+                    }
+                    e => e,
+                };
                 for (a, b) in moves.iter().rev() {
                     let _ = self.rename(b, a);
                 }

@@ -360,7 +360,11 @@ pub trait Storage: Send + Sync {
     /// Cuts the file back to `len` bytes (or extends it with zero bytes).
     fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError>;
 
-    /// Renames `from` to `to`, replacing `to`; durable once it returns.
+    /// Renames `from` to `to`, replacing `to`; durable once it returns `Ok`.
+    ///
+    /// A rename that happened but could not be made durable (its directory sync failed)
+    /// returns [`StoreError::NotDurable`]: `to` names the moved file (`written` is its
+    /// size) and the rename must not be repeated or treated as failed.
     fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError>;
 
     /// Deletes the file; [`StoreError::NotFound`] when it does not exist.

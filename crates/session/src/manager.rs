@@ -674,8 +674,8 @@ impl SessionManager {
 
     /// Appends `record` and persists it. `lenient` is omp's never-throw append: a write
     /// that fails keeps the entry in memory, latches the error (the first one wins) and
-    /// returns `Ok`; the next append rewrites the whole file and, when that works,
-    /// clears the latch. A write conflict (the file changed under another writer) and a
+    /// returns `Ok`; the next append rewrites the whole file and, when that works (or
+    /// lands without its directory sync), clears the latch. A write conflict (the file changed under another writer) and a
     /// read-only manager still undo the append and return the error. Otherwise (pi, and
     /// omp's renames) a failed write undoes the append and returns the error.
     fn append_record_as(&mut self, record: Record, lenient: bool) -> Result<()> {
@@ -692,12 +692,14 @@ impl SessionManager {
             return Ok(());
         };
         if lenient && !is_conflict(&e) {
-            self.note_failure(&e);
-            if let Persistence::Omp(omp) = &mut self.persistence
-                && !e.landed()
-            {
-                omp.file_is_current = false;
-                omp.rewrite_required = true;
+            // A write that landed (not yet durable) is in the file: it healed any latched
+            // failure, and latching it would only cost the next append a full rewrite.
+            if !e.landed() {
+                self.note_failure(&e);
+                if let Persistence::Omp(omp) = &mut self.persistence {
+                    omp.file_is_current = false;
+                    omp.rewrite_required = true;
+                }
             }
             return Ok(());
         }

@@ -351,3 +351,40 @@ fn a_transient_fault_fails_one_boundary_and_the_process_lives_on() -> TestResult
     assert!(s.read(p)?.ends_with(b"{\"n\":3}\n"), "later calls work");
     Ok(())
 }
+
+#[test]
+fn a_rename_whose_directory_sync_fails_is_reported_as_landed() -> TestResult {
+    let (dir, path, s, faults) = file_setup()?;
+    let moved = dir.0.join("sub").join("moved.jsonl");
+    s.ensure_dir(&moved.parent().ok_or("parent")?.to_path_buf())?;
+    faults.fail_next(Op::SyncDir, 1);
+    let err = s.rename(&path, &moved);
+    // The rename happened: the error says so (with the moved file's size), not that it failed.
+    match &err {
+        Err(e @ StoreError::NotDurable { path: named, source, .. }) => {
+            assert_eq!(e.landed(), Some(GOOD.len() as u64));
+            assert_eq!(named, &moved);
+            assert!(matches!(**source, StoreError::Injected { op: Op::SyncDir, .. }), "{source:?}");
+        }
+        other => return Err(format!("expected NotDurable, got {other:?}").into()),
+    }
+    assert_eq!(s.read(&moved)?, GOOD);
+    assert!(!s.exists(&path)?, "the old name is gone");
+    Ok(())
+}
+
+#[test]
+fn move_dir_undoes_a_rename_whose_directory_sync_fails() -> TestResult {
+    let (dir, _path, s, faults) = file_setup()?;
+    let (from, to) = (dir.0.join("from"), dir.0.join("to"));
+    s.write_atomic(&from.join("a.log"), b"a", ExpectedSize::Missing)?;
+    s.write_atomic(&to.join("b.log"), b"b", ExpectedSize::Missing)?;
+    faults.fail_next(Op::SyncDir, 1);
+    let err = s.move_dir(&from, &to);
+    // All or nothing: the move is undone, so the error is not a landed one.
+    let e = err.err().ok_or("the sync failure is reported")?;
+    assert_eq!(e.landed(), None, "{e:?}");
+    assert_eq!(s.read(&from.join("a.log"))?, b"a");
+    assert!(!s.exists(&to.join("a.log"))?);
+    Ok(())
+}

@@ -477,8 +477,10 @@ impl SessionManager {
     /// `previousSessionFiles`, takes the new cwd and drops it from
     /// `additionalDirectories`; the file is then rewritten whole, atomically, at its new
     /// path, and the breadcrumb updated. When any step fails the renames are undone and
-    /// the manager is unchanged. The target file must not exist. In memory only the
-    /// header changes.
+    /// the manager is unchanged. A rename or rewrite that landed but could not be made
+    /// durable is a move: the manager names the new file and the error
+    /// ([`SessionError::landed`]) is returned once the move is done. The target file must
+    /// not exist. In memory only the header changes.
     ///
     /// ```
     /// use session::{Dialect, Env, SessionManager};
@@ -526,9 +528,17 @@ impl SessionManager {
         storage.ensure_dir(&new_dir)?;
         let existed = storage.stat(&old_file)?.is_some();
         let mut renames: Vec<(PathBuf, PathBuf)> = Vec::new();
+        // A rename that landed without its directory sync is a move: the session follows
+        // its file, and the error is returned once the move is done.
+        let mut not_durable: Option<StoreError> = None;
+        let mut rewrite_landed: Option<SessionError> = None;
         if new_file != old_file {
             if existed {
-                storage.rename(&old_file, &new_file)?;
+                match storage.rename(&old_file, &new_file) {
+                    Ok(()) => {}
+                    Err(e) if e.landed().is_some() => not_durable = Some(e),
+                    Err(e) => return Err(e.into()),
+                }
                 renames.push((old_file.clone(), new_file.clone()));
             }
             if let (Some(from), Some(to)) = (artifacts_dir(&old_file), artifacts_dir(&new_file))
@@ -565,25 +575,34 @@ impl SessionManager {
             in_batch: false,
         });
         if existed || self.has_conversation {
-            if let Err(e) = self.rewrite_omp()
-                && !e.landed()
-            {
-                undo_renames(&*storage, &renames);
-                let (header, cwd, dir, file, persistence, failure) = saved;
-                self.header = header;
-                self.cwd = cwd;
-                self.session_dir = dir;
-                self.file = file;
-                self.persistence = persistence;
-                self.failure = failure;
-                return Err(e);
+            if let Err(e) = self.rewrite_omp() {
+                if e.landed() {
+                    // The rewrite is in place, not yet durable: the move stands, reported.
+                    if not_durable.is_none() {
+                        rewrite_landed = Some(e);
+                    }
+                } else {
+                    undo_renames(&*storage, &renames);
+                    let (header, cwd, dir, file, persistence, failure) = saved;
+                    self.header = header;
+                    self.cwd = cwd;
+                    self.session_dir = dir;
+                    self.file = file;
+                    self.persistence = persistence;
+                    self.failure = failure;
+                    return Err(e);
+                }
             }
         } else {
             self.failure = saved.5;
         }
         let on_disk = storage.exists(&new_file).unwrap_or(false);
         self.breadcrumb(!on_disk);
-        Ok(Some(new_file))
+        match (not_durable, rewrite_landed) {
+            (Some(e), _) => Err(e.into()),
+            (None, Some(e)) => Err(e),
+            (None, None) => Ok(Some(new_file)),
+        }
     }
 
     /// Returns the directory a move to `new_cwd` goes to without a target: the bucket of

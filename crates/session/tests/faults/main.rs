@@ -106,6 +106,39 @@ fn omp_failed_rewrite_keeps_the_old_file_and_heals() -> Result<()> {
     Ok(())
 }
 
+/// A healing rewrite that landed without its directory sync heals: the append latches
+/// nothing, and the next append goes to the end of the file instead of rewriting it again.
+#[test]
+fn omp_rewrite_that_landed_unsynced_latches_nothing() -> Result<()> {
+    let (env, storage, faults) = faulty();
+    let env = Env { durability: Durability::Fsync, ..env };
+    let file = Path::new("/s/legacy.jsonl");
+    storage.write(file, V1.as_bytes())?;
+    let mut m = SessionManager::open(Dialect::Omp, file, env.clone())?;
+    faults.fail_renames(1);
+    m.append_custom_entry("x", None)?;
+    assert!(m.persistence_error().is_some(), "the failed rewrite is latched");
+    faults.clear();
+    // The healing rewrite is renamed into place; only the directory sync fails.
+    faults.fail_next(Op::SyncDir, 1);
+    m.append_custom_entry("y", None)?;
+    assert!(faults.injected() > 0, "the directory sync failed");
+    let text = read(storage.as_ref(), file)?;
+    assert!(text.contains(r#""customType":"x""#) && text.contains(r#""customType":"y""#), "{text}");
+    assert!(m.persistence_error().is_none(), "the landed rewrite healed: {:?}", m.persistence_error());
+    faults.clear();
+    faults.record_boundaries();
+    m.append_custom_entry("z", None)?;
+    let ops: Vec<Op> = faults.boundaries().iter().map(|b| b.op).collect();
+    assert!(!ops.contains(&Op::WriteTemp), "the next append appends instead of rewriting: {ops:?}");
+    assert!(ops.contains(&Op::Append), "{ops:?}");
+    m.flush()?;
+    drop(m);
+    let again = SessionManager::open(Dialect::Omp, file, env)?;
+    assert_eq!(again.tree().entries().len(), 4);
+    Ok(())
+}
+
 #[test]
 fn fsync_failure_in_fsync_mode_is_an_error_and_rolls_back() -> Result<()> {
     let (env, storage, faults) = faulty();

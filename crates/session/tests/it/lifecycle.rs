@@ -245,6 +245,31 @@ fn omp_move_to_rolls_back_when_the_rewrite_fails() -> Result<()> {
 }
 
 #[test]
+fn omp_move_to_whose_rename_landed_unsynced_follows_the_file() -> Result<()> {
+    let tmp = TempDir::new("move-landed");
+    let faults = Faults::new();
+    let env = Env { storage: Arc::new(FileStorage::new().with_faults(faults.clone())), ..file_env(tmp.path()) };
+    let mut m = started(&env, "/a")?;
+    let old = file_of(&m)?;
+    let target = tmp.path().join("moved");
+    env.storage.ensure_dir(&target)?;
+    // The journal's rename happens; the sync of the new directory fails.
+    faults.fail_next(Op::SyncDir, 1);
+    let err = m.move_to("/b", Some(&target)).err().ok_or("the failed sync is reported")?;
+    assert!(err.landed(), "a landed rename is reported as landed: {err:?}");
+    let new = target.join(old.file_name().ok_or("name")?);
+    assert_eq!(m.session_file(), Some(new.as_path()), "the manager names the moved file");
+    assert_eq!(m.cwd(), "/b");
+    assert!(!env.storage.exists(&old)?, "the old name is gone");
+    let again = assert_on_disk(&m, &new)?;
+    assert_eq!(again.cwd(), "/b", "the rewrite at the new path ran");
+    m.append_custom_entry("after the move", None)?;
+    assert!(m.persistence_error().is_none());
+    assert_on_disk(&m, &new)?;
+    Ok(())
+}
+
+#[test]
 fn omp_fork_continues_under_a_new_id_with_artifacts() -> Result<()> {
     for (name, _tmp, env) in envs("fork") {
         let mut m = started(&env, "/p")?;
