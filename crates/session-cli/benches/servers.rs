@@ -1,7 +1,8 @@
 //! Sessions on the servers beside the file system, in one run: append latency (median
 //! and 99th percentile of single appends of a 1 KB line onto sessions of 1, 10 and
 //! 100 MB), opening a 20,000-entry session, and listing 10,000 sessions, each on the
-//! file storage, the native PostgreSQL layout, omp's PostgreSQL table and Redis.
+//! file storage, the native PostgreSQL layout (also with `synchronous_commit = off`),
+//! omp's PostgreSQL table and Redis.
 //!
 //! Needs the machine's PostgreSQL (`SESSION_TEST_POSTGRES`, default
 //! `host=/var/run/postgresql dbname=postgres`: a database of its own is created and
@@ -42,7 +43,8 @@ impl Backends {
             .unwrap_or_else(|_| "host=/var/run/postgresql dbname=postgres".to_owned());
         let mut admin = postgres::Client::connect(&admin_conn, postgres::NoTls).expect("PostgreSQL for the benches");
         let db = format!("sess_bench_{}", std::process::id());
-        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}")).expect("bench database");
+        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).expect("old bench database");
+        admin.batch_execute(&format!("CREATE DATABASE {db}")).expect("bench database");
         let kept: Vec<&str> = admin_conn.split_whitespace().filter(|kv| !kv.starts_with("dbname=")).collect();
         let conn = format!("{} dbname={db}", kept.join(" "));
         let redis_url = std::env::var("SESSION_TEST_REDIS").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".to_owned());
@@ -53,6 +55,19 @@ impl Backends {
         let list: Vec<(&'static str, Arc<dyn Storage>, PathBuf)> = vec![
             ("file", Arc::new(FileStorage::new()), dir.clone()),
             ("pg-native", Arc::new(NativePostgresStorage::connect(&conn).expect("native")), "/bench".into()),
+            // The same tables, each commit acknowledged before its WAL reaches the disk
+            // (`synchronous_commit = off`): what a commit costs without this machine's fsync.
+            (
+                "pg-native-async",
+                Arc::new(
+                    NativePostgresStorage::connect_with_stem(
+                        &format!("{conn} options='-c synchronous_commit=off'"),
+                        "async",
+                    )
+                    .expect("native, asynchronous commit"),
+                ),
+                "/bench".into(),
+            ),
             ("pg-omp", Arc::new(PostgresStorage::connect(&conn).expect("omp table")), "/bench".into()),
             (
                 "redis",
