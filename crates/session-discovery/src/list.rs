@@ -243,6 +243,7 @@ impl Discovery {
 
     /// [`collect`] over the files `list_files` finds, through the listing cache of
     /// `scope` when there is one. The cache is read while the files are listed.
+    #[allow(clippy::too_many_arguments, reason = "the listing's scope, note kind, files, scan, filter and progress")]
     fn collect(
         &self,
         scope: &str,
