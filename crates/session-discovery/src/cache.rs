@@ -450,7 +450,7 @@ const STATUSES: [SessionStatus; 6] = [
 
 /// Encodes an info (`None`: the file is not listable). The path is not stored: it
 /// is the record's key.
-fn encode_info(out: &mut Vec<u8>, info: Option<&SessionInfo>) {
+pub(crate) fn encode_info(out: &mut Vec<u8>, info: Option<&SessionInfo>) {
     let Some(i) = info else {
         out.push(0);
         return;
@@ -477,7 +477,7 @@ fn encode_info(out: &mut Vec<u8>, info: Option<&SessionInfo>) {
 
 /// Decodes what [`encode_info`] wrote; `None` when the bytes are damaged (then the
 /// file is scanned), `Some(None)` for a file that is not listable.
-fn decode_info(bytes: &[u8], path: &Path) -> Option<Option<SessionInfo>> {
+pub(crate) fn decode_info(bytes: &[u8], path: &Path) -> Option<Option<SessionInfo>> {
     let mut r = Reader { b: bytes, pos: 0 };
     if r.u8()? == 0 {
         return (r.pos == bytes.len()).then_some(None);

@@ -113,6 +113,42 @@ impl std::fmt::Debug for Discovery {
 
 fn noop(_: Progress<'_>) {}
 
+/// The kinds of note ([`Storage::read_notes`]) a listing keeps beside each session: what
+/// pi's scan, omp's scan and omp's prefix-only scan say about it, in the listing cache's
+/// encoding (its version in the name).
+const NOTE_PI: &str = "session-discovery/1/pi";
+/// See [`NOTE_PI`].
+const NOTE_OMP: &str = "session-discovery/1/omp";
+/// See [`NOTE_PI`].
+const NOTE_OMP_PREFIX: &str = "session-discovery/1/omp-prefix";
+
+/// A note of a session: the length of the listing cache's record (4 bytes, little
+/// endian), the record, then the all-messages text.
+fn encode_note(info: Option<&SessionInfo>) -> Vec<u8> {
+    let mut out = vec![0; 4];
+    crate::cache::encode_info(&mut out, info);
+    let len = u32::try_from(out.len() - 4).unwrap_or(u32::MAX);
+    out[..4].copy_from_slice(&len.to_le_bytes());
+    if let Some(i) = info {
+        out.extend_from_slice(i.all_messages_text.as_bytes());
+    }
+    out
+}
+
+/// Decodes what [`encode_note`] wrote; `None` when the bytes are damaged.
+fn decode_note(bytes: &[u8], path: &Path) -> Option<Option<SessionInfo>> {
+    let len = usize::try_from(u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?)).ok()?;
+    let record = bytes.get(4..4usize.checked_add(len)?)?;
+    let mut info = crate::cache::decode_info(record, path)?;
+    let text = &bytes[4 + len..];
+    match info.as_mut() {
+        Some(i) => i.all_messages_text = std::str::from_utf8(text).ok()?.to_owned(),
+        None if !text.is_empty() => return None,
+        None => {}
+    }
+    Some(info)
+}
+
 impl Discovery {
     /// Creates discovery over `dirs`, reading session files from the file system.
     pub fn new(dirs: AgentDirs) -> Discovery {
@@ -207,9 +243,11 @@ impl Discovery {
 
     /// [`collect`] over the files `list_files` finds, through the listing cache of
     /// `scope` when there is one. The cache is read while the files are listed.
+    #[allow(clippy::too_many_arguments, reason = "the listing's scope, note kind, files, scan, filter and progress")]
     fn collect(
         &self,
         scope: &str,
+        note_kind: &str,
         list_files: impl FnOnce() -> Result<Listed, DiscoveryError> + Send,
         build: impl Fn(&Path) -> Option<SessionInfo> + Sync,
         keep: &(dyn Fn(&SessionInfo) -> bool + Sync),
@@ -217,7 +255,11 @@ impl Discovery {
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Vec<SessionInfo>, DiscoveryError> {
         let Some((dir, min)) = self.cache.as_ref() else {
-            return Ok(collect(&list_files()?, build, keep, publish_every, self.parallelism, progress));
+            let files = list_files()?;
+            if let Ok(Some(notes)) = self.storage().read_notes(&files.files, note_kind) {
+                return Ok(self.collect_with_notes(&files, notes, note_kind, build, keep, publish_every, progress));
+            }
+            return Ok(collect(&files, build, keep, publish_every, self.parallelism, progress));
         };
         let (cache, files) = std::thread::scope(|s| {
             let files = s.spawn(list_files);
@@ -261,6 +303,46 @@ impl Discovery {
         }
     }
 
+    /// [`collect`] answered from the notes a storage keeps beside its files
+    /// ([`Storage::read_notes`]): a file with a note is not read; the others are read as
+    /// usual and their notes stored for the next listing. Notes that cannot be stored
+    /// are only a slower next listing.
+    #[allow(clippy::too_many_arguments, reason = "collect's arguments and the notes read for them")]
+    fn collect_with_notes(
+        &self,
+        files: &Listed,
+        notes: Vec<Option<session_store::Note>>,
+        note_kind: &str,
+        build: impl Fn(&Path) -> Option<SessionInfo> + Sync,
+        keep: &(dyn Fn(&SessionInfo) -> bool + Sync),
+        publish_every: usize,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Vec<SessionInfo> {
+        let notes: std::collections::HashMap<&Path, session_store::Note> =
+            files.files.iter().zip(notes).filter_map(|(p, n)| Some((p.as_path(), n?))).collect();
+        let fresh = std::sync::Mutex::new(Vec::new());
+        let from_note = |p: &Path| {
+            let Some(note) = notes.get(p) else { return build(p) };
+            if let Some(info) = note.bytes.as_deref().and_then(|b| decode_note(b, p)) {
+                return info;
+            }
+            let info = build(p);
+            let bytes = encode_note(info.as_ref());
+            fresh.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((
+                p.to_path_buf(),
+                note.version,
+                bytes,
+            ));
+            info
+        };
+        let out = collect(files, from_note, keep, publish_every, self.parallelism, progress);
+        let fresh = fresh.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !fresh.is_empty() {
+            let _ = self.storage().write_notes(note_kind, &fresh);
+        }
+        out
+    }
+
     /// Returns the directories.
     pub fn dirs(&self) -> &AgentDirs {
         &self.dirs
@@ -302,7 +384,7 @@ impl Discovery {
                 let scope = format!("dir\0{}", dir.display());
                 let files = || pi_dir_files(self.storage(), &dir);
                 let build = |p: &Path| pi_scan::build_session_info(self.storage(), p);
-                let mut out = self.collect(&scope, files, build, &keep, 10, progress)?;
+                let mut out = self.collect(&scope, NOTE_PI, files, build, &keep, 10, progress)?;
                 sort_by_modified(&mut out);
                 Ok(out)
             }
@@ -333,7 +415,7 @@ impl Discovery {
                 let scope = format!("dir\0{}", dir.display());
                 let files = || pi_dir_files(self.storage(), &dir);
                 let build = |p: &Path| pi_scan::build_session_info(self.storage(), p);
-                let mut out = self.collect(&scope, files, build, &|_| true, 10, progress)?;
+                let mut out = self.collect(&scope, NOTE_PI, files, build, &|_| true, 10, progress)?;
                 sort_by_modified(&mut out);
                 Ok(out)
             }
@@ -362,7 +444,7 @@ impl Discovery {
                 };
                 let scope = format!("all\0{}", self.dirs.sessions_root.display());
                 let build = |p: &Path| pi_scan::build_session_info(self.storage(), p);
-                let mut out = self.collect(&scope, files, build, &|_| true, 100, progress)?;
+                let mut out = self.collect(&scope, NOTE_PI, files, build, &|_| true, 100, progress)?;
                 sort_by_modified(&mut out);
                 Ok(out)
             }
@@ -370,7 +452,7 @@ impl Discovery {
                 let files = || bucket_files(self.storage(), &self.dirs.sessions_root, true);
                 let scope = format!("all\0{}", self.dirs.sessions_root.display());
                 let build = |p: &Path| omp_scan::scan_session_file(self.storage(), p, true);
-                let mut out = self.collect(&scope, files, build, &|_| true, 10, progress)?;
+                let mut out = self.collect(&scope, NOTE_OMP, files, build, &|_| true, 10, progress)?;
                 sort_omp(&mut out);
                 self.pinned_first(&mut out);
                 Ok(out)
@@ -393,7 +475,8 @@ impl Discovery {
         };
         let scope = format!("dir\0{with_status}\0{}", dir.display());
         let build = |p: &Path| omp_scan::scan_session_file(self.storage(), p, with_status);
-        let mut out = self.collect(&scope, files, build, &|_| true, 10, progress)?;
+        let kind = if with_status { NOTE_OMP } else { NOTE_OMP_PREFIX };
+        let mut out = self.collect(&scope, kind, files, build, &|_| true, 10, progress)?;
         sort_omp(&mut out);
         Ok(out)
     }

@@ -7,6 +7,9 @@
 //! and compares [`Discovery::list`], [`Discovery::list_all`] (which walks bucket
 //! directories with [`Storage::read_dir`]), [`Discovery::resolve_resumable`],
 //! [`Discovery::recent`], [`Discovery::find_most_recent`] and [`Discovery::find_by_id`].
+//! The listings are compared three times: first, again (where the storage keeps notes
+//! beside its files, [`Storage::read_notes`], answered from them), and after an append
+//! and a same-size rewrite (whose notes must no longer be used).
 //! It then checks omp's migration of a legacy bucket name on the storage: a journal and
 //! its artifacts directory both reach the current bucket.
 
@@ -107,12 +110,47 @@ pub fn check_parity(storage: Arc<dyn Storage>, root: &Path) -> ParityResult {
             ("list_all", &|d: &Discovery| d.list_all(None, &mut |_| {})),
             ("list_all of a directory", &|d: &Discovery| d.list_all(Some(&a), &mut |_| {})),
         ];
-        for (what, list) in lists {
-            let want = sessions_to_json(dialect, &list(&memory)?);
-            if !want.contains("aaa111") || (what == "list_all" && !want.contains("bbb555")) {
-                return Err(format!("{dialect:?} {what}: the memory storage lists too little: {want}").into());
+        // Three rounds: the first listing (a storage that keeps notes stores them), the
+        // second (answered from the notes), and one after an append to one session and a
+        // rewrite of another with bytes of the same size (their notes no longer hold).
+        for round in ["", " again", " after writes"] {
+            if round == " after writes" {
+                let appended = root.join(&specs(dialect)[1].0);
+                let line = format!(
+                    r#"{{"type":"message","id":"late1","parentId":"aaa111a","timestamp":"2026-01-01T00:00:09.000Z","message":{{"role":"user","content":"a later question","timestamp":{}}}}}"#,
+                    9_000
+                );
+                let rewritten = root.join(&specs(dialect)[0].0);
+                let same_size = specs(dialect)[0].1.replace("second in a", "SECOND in a");
+                for (path, write) in [(&appended, 0), (&rewritten, 1)] {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                    match write {
+                        0 => storage.append(path, format!("{line}\n").as_bytes())?,
+                        _ => storage.write(path, same_size.as_bytes())?,
+                    }
+                    let stat =
+                        storage.stat(path)?.ok_or_else(|| format!("{}: written but not there", path.display()))?;
+                    clock.set(stat.mtime_ms);
+                    newest = newest.max(stat.mtime_ms);
+                    match write {
+                        0 => memory.storage().append(path, format!("{line}\n").as_bytes())?,
+                        _ => memory.storage().write(path, same_size.as_bytes())?,
+                    }
+                }
             }
-            same(what, dialect, sessions_to_json(dialect, &list(&server)?), want)?;
+            for (what, list) in &lists {
+                let want = sessions_to_json(dialect, &list(&memory)?);
+                if !want.contains("aaa111") || (*what == "list_all" && !want.contains("bbb555")) {
+                    return Err(format!("{dialect:?} {what}: the memory storage lists too little: {want}").into());
+                }
+                if round == " after writes"
+                    && (!want.contains("SECOND in a")
+                        || !(want.contains("a later question") || dialect == Dialect::Omp))
+                {
+                    return Err(format!("{dialect:?} {what}: the writes are not listed: {want}").into());
+                }
+                same(&format!("{what}{round}"), dialect, sessions_to_json(dialect, &list(&server)?), want)?;
+            }
         }
         for arg in ["aab", "bbb", "ccc", "zzz"] {
             let resolve = |d: &Discovery| -> Result<String, crate::DiscoveryError> {

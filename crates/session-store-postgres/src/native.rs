@@ -1,12 +1,14 @@
 //! [`NativePostgresStorage`]: one row per appended line, and one metadata row per session.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
 
 use postgres::{Config, IsolationLevel, Transaction};
 use session_store::keyed::{AppendingWriter, Cause, TitleMeta, backups, lay_over};
-use session_store::{AppendWriter, Durability, ExpectedSize, FileStat, LockWait, Op, SessionLock, Storage, StoreError};
+use session_store::{
+    AppendWriter, Durability, ExpectedSize, FileStat, LockWait, Note, Op, SessionLock, Storage, StoreError,
+};
 
 use crate::base::{Base, FileQueries, base_storage_methods};
 use crate::error::{ConnectError, ServerError, db};
@@ -49,6 +51,8 @@ struct Queries {
     delete_meta_prefix: String,
     delete_lines_prefix: String,
     title: String,
+    read_notes: String,
+    write_notes: String,
 }
 
 impl Queries {
@@ -122,6 +126,16 @@ impl Queries {
             title: format!(
                 "UPDATE {m} SET title = $2, title_source = $3, title_updated_at = $4, mtime_ms = $5 WHERE path = $1"
             ),
+            // `xmin` changes with every update of the row: the version a note is stored against.
+            read_notes: format!(
+                "SELECT s.i, m.xmin::text, CASE WHEN m.note_kind = $2 THEN m.note END \
+                 FROM unnest($1::text[]) WITH ORDINALITY AS s(path, i) JOIN {m} m ON m.path = s.path"
+            ),
+            write_notes: format!(
+                "UPDATE {m} m SET note_kind = $1, note = s.note \
+                 FROM unnest($2::text[], $3::text[], $4::bytea[]) AS s(path, version, note) \
+                 WHERE m.path = s.path AND m.xmin = s.version::xid"
+            ),
             meta_t: m,
             lines_t: l,
         }
@@ -163,11 +177,20 @@ impl NativePostgresStorage {
         let pool = Pool::new(config, 8);
         let q = Queries::new(stem);
         let mut c = pool.get().map_err(ConnectError::Connect)?;
+        // One connect at a time per stem changes the schema (the advisory lock), so that two
+        // processes starting together do not race on the function and trigger.
         let ddl = format!(
-            "CREATE TABLE IF NOT EXISTS {m} (path TEXT PRIMARY KEY, size BIGINT NOT NULL, mtime_ms BIGINT NOT NULL, \
+            "BEGIN; SELECT pg_advisory_xact_lock(hashtext('{m}')); \
+             CREATE TABLE IF NOT EXISTS {m} (path TEXT PRIMARY KEY, size BIGINT NOT NULL, mtime_ms BIGINT NOT NULL, \
              title TEXT, title_source TEXT, title_updated_at TEXT); \
              CREATE TABLE IF NOT EXISTS {l} (path TEXT NOT NULL, seq BIGINT NOT NULL, line BYTEA NOT NULL, \
-             PRIMARY KEY (path, seq))",
+             PRIMARY KEY (path, seq)); \
+             ALTER TABLE {m} ADD COLUMN IF NOT EXISTS note_kind TEXT, ADD COLUMN IF NOT EXISTS note BYTEA; \
+             CREATE OR REPLACE FUNCTION {m}_drop_note() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             IF NEW.note IS NOT DISTINCT FROM OLD.note AND NEW.note_kind IS NOT DISTINCT FROM OLD.note_kind THEN \
+             NEW.note := NULL; NEW.note_kind := NULL; END IF; RETURN NEW; END $$; \
+             CREATE OR REPLACE TRIGGER {m}_drop_note BEFORE UPDATE ON {m} FOR EACH ROW EXECUTE FUNCTION {m}_drop_note(); \
+             COMMIT",
             m = q.meta_t,
             l = q.lines_t
         );
@@ -434,6 +457,37 @@ fn insert_lines(
 impl Storage for NativePostgresStorage {
     session_store::keyed_storage_methods!();
     base_storage_methods!();
+
+    fn read_notes(&self, paths: &[PathBuf], kind: &str) -> Result<Option<Vec<Option<Note>>>, StoreError> {
+        let op = Op::Read;
+        let Some(first) = paths.first() else { return Ok(Some(Vec::new())) };
+        let keys = paths.iter().map(|p| ServerError::file_key(op, p)).collect::<Result<Vec<_>, _>>()?;
+        let mut c = self.client(op, first)?;
+        let rows = c.client().query(&self.inner.q.read_notes, &[&keys, &kind]).map_err(db(op, first))?;
+        let mut out: Vec<Option<Note>> = vec![None; paths.len()];
+        for row in rows {
+            let i: i64 = row.try_get(0).map_err(db(op, first))?;
+            let version: String = row.try_get(1).map_err(db(op, first))?;
+            let bytes: Option<Vec<u8>> = row.try_get(2).map_err(db(op, first))?;
+            let (Some(slot), Ok(version)) = (usize::try_from(i - 1).ok().and_then(|i| out.get_mut(i)), version.parse())
+            else {
+                continue;
+            };
+            *slot = Some(Note { version, bytes });
+        }
+        Ok(Some(out))
+    }
+
+    fn write_notes(&self, kind: &str, notes: &[(PathBuf, u64, Vec<u8>)]) -> Result<(), StoreError> {
+        let op = Op::Write;
+        let Some((first, _, _)) = notes.first() else { return Ok(()) };
+        let keys = notes.iter().map(|(p, _, _)| ServerError::file_key(op, p)).collect::<Result<Vec<_>, _>>()?;
+        let versions: Vec<String> = notes.iter().map(|(_, v, _)| v.to_string()).collect();
+        let bytes: Vec<&[u8]> = notes.iter().map(|(_, _, b)| b.as_slice()).collect();
+        let mut c = self.client(op, first)?;
+        c.client().execute(&self.inner.q.write_notes, &[&kind, &keys, &versions, &bytes]).map_err(db(op, first))?;
+        Ok(())
+    }
 
     fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         self.append_if_size(path, bytes, ExpectedSize::Any)

@@ -452,6 +452,42 @@ pub trait Storage: Send + Sync {
 
     /// Takes the advisory lock of the session file `path` (omp's two publish locks on disk).
     fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError>;
+
+    /// Returns the notes kept beside `paths` under `kind`, one per path in order (`None`
+    /// for a path that is no file), or `None` when this storage keeps no notes (the
+    /// default).
+    ///
+    /// A note is a few bytes an upper layer derives from a file and keeps beside it, so
+    /// that the next caller need not read the file again: what a listing says about a
+    /// session. The storage knows nothing of what a note means. Every write of the file
+    /// (append, rewrite, truncate, rename, title change) drops its note in the same
+    /// statement; so a note that is returned was derived from the bytes the file still
+    /// holds, provided it was stored with [`Storage::write_notes`] and the version read
+    /// here.
+    fn read_notes(&self, paths: &[PathBuf], kind: &str) -> Result<Option<Vec<Option<Note>>>, StoreError> {
+        let _ = (paths, kind);
+        Ok(None)
+    }
+
+    /// Keeps each `(path, version, note)` beside its file under `kind`, where the file is
+    /// still at the [`Note::version`] returned by [`Storage::read_notes`] (derived from
+    /// bytes read after that call); a file written since keeps no note. A storage that
+    /// keeps no notes ignores the call (the default).
+    fn write_notes(&self, kind: &str, notes: &[(PathBuf, u64, Vec<u8>)]) -> Result<(), StoreError> {
+        let _ = (kind, notes);
+        Ok(())
+    }
+}
+
+/// What [`Storage::read_notes`] returns for one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    /// The file's version: it changes with every write of the file. Pass it back to
+    /// [`Storage::write_notes`] with a note derived from the bytes read after it.
+    pub version: u64,
+    /// The note kept under the kind asked for, if one is kept and the file was not
+    /// written since it was stored.
+    pub bytes: Option<Vec<u8>>,
 }
 
 /// The walk of [`Storage::move_dir`]'s default: every entry of `from` whose name is free

@@ -100,3 +100,79 @@ fn windows_of_many_rows_match_the_bytes() -> TestResult {
     }
     Ok(())
 }
+
+#[test]
+fn a_note_is_kept_until_its_file_is_written() -> TestResult {
+    let Some(db) = TestDb::create("a_note_is_kept_until_its_file_is_written")? else { return Ok(()) };
+    let s = NativePostgresStorage::connect(&db.conn())?;
+    let (a, b) = (std::path::PathBuf::from("/n/a.jsonl"), std::path::PathBuf::from("/n/b.jsonl"));
+    s.write(&a, b"{\"a\":1}\n")?;
+    s.write(&b, b"{\"b\":1}\n")?;
+    let paths = [a.clone(), b.clone(), "/n/missing.jsonl".into()];
+    let notes = s.read_notes(&paths, "k")?.ok_or("the native layout keeps notes")?;
+    assert!(notes[2].is_none(), "no note slot for a missing file");
+    let (va, vb) = match (&notes[0], &notes[1]) {
+        (Some(x), Some(y)) if x.bytes.is_none() && y.bytes.is_none() => (x.version, y.version),
+        other => return Err(format!("fresh files have no note: {other:?}").into()),
+    };
+    s.write_notes("k", &[(a.clone(), va, b"note a".to_vec()), (b.clone(), vb, b"note b".to_vec())])?;
+    let notes = s.read_notes(&paths, "k")?.ok_or("notes")?;
+    assert_eq!(notes[0].as_ref().and_then(|n| n.bytes.as_deref()), Some(&b"note a"[..]));
+    assert_eq!(s.read_notes(&paths, "other")?.ok_or("notes")?[0].as_ref().and_then(|n| n.bytes.clone()), None);
+    // Each kind of write drops the note in its own statement.
+    s.append(&a, b"{\"a\":2}\n")?;
+    s.write(&b, b"{\"B\":1}\n")?;
+    let notes = s.read_notes(&paths, "k")?.ok_or("notes")?;
+    assert_eq!(notes[0].as_ref().map(|n| n.bytes.clone()), Some(None), "an append drops the note");
+    assert_eq!(notes[1].as_ref().map(|n| n.bytes.clone()), Some(None), "a same-size rewrite drops the note");
+    // A note derived before a write is not stored after it.
+    s.append(&a, b"{\"a\":3}\n")?;
+    s.write_notes("k", &[(a.clone(), notes[0].as_ref().map_or(0, |n| n.version), b"stale".to_vec())])?;
+    let notes = s.read_notes(&paths, "k")?.ok_or("notes")?;
+    assert_eq!(notes[0].as_ref().map(|n| n.bytes.clone()), Some(None), "a stale note is refused");
+    let version = notes[1].as_ref().map_or(0, |n| n.version);
+    s.write_notes("k", &[(b.clone(), version, b"note b".to_vec())])?;
+    s.update_title(&b, Some("t"), None, "2026-01-01T00:00:00.000Z")?;
+    let notes = s.read_notes(&paths, "k")?.ok_or("notes")?;
+    assert_eq!(notes[1].as_ref().map(|n| n.bytes.clone()), Some(None), "a title change drops the note");
+    Ok(())
+}
+
+#[test]
+fn a_listing_stores_a_note_for_every_session_and_uses_them() -> TestResult {
+    let Some(db) = TestDb::create("a_listing_stores_a_note_for_every_session_and_uses_them")? else { return Ok(()) };
+    let s = std::sync::Arc::new(NativePostgresStorage::connect(&db.conn())?);
+    let dir = Path::new("/home/u/.musepi/agent/sessions/--w--");
+    let mut paths = Vec::new();
+    for i in 0..20 {
+        let p = dir.join(format!("2026-01-01T00-00-{i:02}-000Z_s{i}.jsonl"));
+        let body = format!(
+            "{{\"type\":\"session\",\"version\":3,\"id\":\"s{i}\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}}\n\
+             {{\"type\":\"message\",\"id\":\"u{i}\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"question {i}\",\"timestamp\":1}}}}\n"
+        );
+        s.write(&p, body.as_bytes())?;
+        paths.push(p);
+    }
+    let env = session_discovery::ProcessEnv::new("/home/u", "/w", "/tmp");
+    let dirs = session_discovery::AgentDirs::for_dialect(
+        session_model::Dialect::Omp,
+        &env,
+        session_discovery::OmpHome::MusePi,
+    );
+    let d = session_discovery::Discovery::new(dirs).with_storage(s.clone()).read_only();
+    let first =
+        session_discovery::sessions_to_json(session_model::Dialect::Omp, &d.list("/w", Some(dir), &mut |_| {})?);
+    let notes = s.read_notes(&paths, "session-discovery/1/omp")?.ok_or("notes")?;
+    assert!(notes.iter().all(|n| n.as_ref().is_some_and(|n| n.bytes.is_some())), "every session has its note");
+    // The bodies are replaced behind the storage's back; the listing still answers from the notes.
+    let mut c = db.client()?;
+    c.execute(
+        "UPDATE session_lines SET line = replace(convert_from(line, 'UTF8'), 'question', 'QUESTION')::bytea",
+        &[],
+    )?;
+    let again =
+        session_discovery::sessions_to_json(session_model::Dialect::Omp, &d.list("/w", Some(dir), &mut |_| {})?);
+    assert_eq!(again, first, "the second listing reads no body");
+    assert!(first.contains("question 7"), "{first}");
+    Ok(())
+}
