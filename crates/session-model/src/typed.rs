@@ -221,8 +221,9 @@ fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Opti
     Option::<T>::deserialize(d).map(Some)
 }
 
-/// Deserializes a JavaScript number that may be `null` (`NaN` once written, as
-/// `Date.parse` of a bad timestamp gives).
+/// Deserializes a JavaScript number that may be `null`: `NaN` or a number beyond a
+/// double (`1e400`, which JavaScript reads as `Infinity`) once written, both of which
+/// `JSON.stringify` writes as `null`. It is read as `NaN`, which writes back as `null`.
 fn js_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     Option::<f64>::deserialize(d).map(|n| Some(n.unwrap_or(f64::NAN)))
 }
@@ -482,7 +483,7 @@ impl Default for Content {
 #[serde(rename_all = "camelCase")]
 pub struct Header {
     /// `version` (absent: v1).
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
     pub version: Option<f64>,
     /// The session id (a header without a string id is not valid).
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
@@ -633,12 +634,12 @@ entry_struct! {
         #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub first_kept_entry_id: Option<String>,
         /// v1: the index of the first kept entry (migrated to `firstKeptEntryId`).
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+        #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
         pub first_kept_entry_index: Option<f64>,
         /// Tokens before compacting.
         pub tokens_before: f64,
         /// omp: tokens after compacting.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+        #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
         pub tokens_after: Option<f64>,
         /// omp: `snapcompact`, `handoff`, ….
         #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
@@ -900,25 +901,25 @@ entry_struct! {
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
     /// Input tokens.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
     pub input: Option<f64>,
     /// Output tokens.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
     pub output: Option<f64>,
     /// Cache-read tokens.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
     pub cache_read: Option<f64>,
     /// Cache-write tokens.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
     pub cache_write: Option<f64>,
     /// One-hour cache-write tokens.
-    #[serde(rename = "cacheWrite1h", default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "cacheWrite1h", default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
     pub cache_write_1h: Option<f64>,
     /// Reasoning tokens.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<f64>,
     /// All tokens.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
     pub total_tokens: Option<f64>,
     /// Cost.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
@@ -933,19 +934,19 @@ pub struct Usage {
 #[serde(rename_all = "camelCase")]
 pub struct Cost {
     /// Input.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
     pub input: Option<f64>,
     /// Output.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
     pub output: Option<f64>,
     /// Cache reads.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
     pub cache_read: Option<f64>,
     /// Cache writes.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
     pub cache_write: Option<f64>,
     /// Total.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
     pub total: Option<f64>,
     /// Other keys.
     #[serde(flatten)]
@@ -1124,7 +1125,7 @@ message_struct! {
         /// Tokens before compacting.
         pub tokens_before: f64,
         /// omp: tokens after compacting.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+        #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
         pub tokens_after: Option<f64>,
         /// omp: the compaction method.
         #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
@@ -1142,7 +1143,7 @@ message_struct! {
         #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub warning: Option<String>,
         /// omp: when the history was rewritten (epoch ms).
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+        #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
         pub history_rewrite_at: Option<f64>,
     }
 }

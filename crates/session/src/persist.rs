@@ -87,7 +87,13 @@ pub fn prepare_entry(entry: &Value) -> Prepared {
 pub fn prepare_entry_with(entry: &Value, store: &BlobStore) -> Result<Option<Value>, StoreError> {
     let prepared = prepare_entry(entry);
     for b in &prepared.blobs {
-        store.put(&b.bytes, b.mime.as_deref())?;
+        // A blob that landed without its directory sync is not durable, and the entry
+        // that names it is not written yet: the append failed, it did not land. Its
+        // cause is reported instead, so nobody takes the entry as in the file.
+        store.put(&b.bytes, b.mime.as_deref()).map_err(|e| match e {
+            StoreError::NotDurable { source, .. } => *source,
+            e => e,
+        })?;
     }
     Ok(prepared.value)
 }

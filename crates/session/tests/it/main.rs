@@ -10,3 +10,4 @@ mod persist;
 mod races;
 mod readonly;
 mod roundtrip;
+mod search;

@@ -1,0 +1,138 @@
+//! `session::search`: the catalog follows the files incrementally (unchanged files are
+//! not read, grown files only for their tail, rewritten files whole, deleted files
+//! dropped), ranks better matches first, and takes any text as a query.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use session::history::Catalog;
+use session::search::{SearchIndex, SessionFile, UpdateReport};
+use session::store::FileStorage;
+use session::Dialect;
+
+use crate::manager::TempDir;
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+const HEADER: &str =
+    r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#;
+
+fn user(id: &str, parent: Option<&str>, text: &str) -> String {
+    let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
+    let text = serde_json::to_string(text).expect("a string serializes");
+    format!(
+        r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":{text},"timestamp":1}}}}"#
+    ) + "\n"
+}
+
+fn session(lines: &[String]) -> String {
+    format!("{HEADER}\n{}", lines.concat())
+}
+
+struct Fixture {
+    dir: TempDir,
+    index: SearchIndex,
+}
+
+impl Fixture {
+    fn new(tag: &str) -> Result<Fixture> {
+        let dir = TempDir::new(tag);
+        let index = SearchIndex::new(Catalog::open_in_memory()?, Arc::new(FileStorage::new()));
+        Ok(Fixture { dir, index })
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn update(&mut self, names: &[&str]) -> Result<UpdateReport> {
+        let files: Vec<SessionFile> =
+            names.iter().map(|n| SessionFile { path: self.file(n), dialect: Dialect::Pi }).collect();
+        Ok(self.index.update(&files, &[self.dir.path().to_path_buf()], &mut |_, _| {})?)
+    }
+
+    fn ids(&self, query: &str) -> Result<Vec<(PathBuf, String)>> {
+        Ok(self
+            .index
+            .search(query, 20, &[])?
+            .into_iter()
+            .map(|h| (h.hit.path, h.hit.entry_id.unwrap_or_default()))
+            .collect())
+    }
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    Ok(fs_err::write(path, text)?)
+}
+
+#[test]
+fn unchanged_files_are_not_read_and_grown_files_only_for_their_tail() -> Result<()> {
+    let mut fx = Fixture::new("search-tail")?;
+    let a = session(&[user("a1", None, "the parser drops a line")]);
+    write(&fx.file("a.jsonl"), &a)?;
+    write(&fx.file("b.jsonl"), &session(&[user("b1", None, "unrelated words")]))?;
+    let first = fx.update(&["a.jsonl", "b.jsonl"])?;
+    assert_eq!((first.files_whole, first.files_tail, first.files_unchanged), (2, 0, 0));
+
+    let again = fx.update(&["a.jsonl", "b.jsonl"])?;
+    assert_eq!((again.files_unchanged, again.bytes_read, again.entries_indexed), (2, 0, 0));
+
+    let tail = user("a2", Some("a1"), "zebracorn appended later");
+    fs_err::OpenOptions::new().append(true).open(fx.file("a.jsonl"))?.write_all(tail.as_bytes())?;
+    let grown = fx.update(&["a.jsonl", "b.jsonl"])?;
+    assert_eq!((grown.files_tail, grown.files_unchanged, grown.files_whole), (1, 1, 0));
+    assert_eq!(grown.entries_indexed, 1);
+    assert_eq!(grown.bytes_read, tail.len() as u64, "only the new line is read");
+    assert_eq!(fx.ids("zebracorn")?, vec![(fx.file("a.jsonl"), "a2".to_owned())]);
+    assert_eq!(fx.ids("parser")?, vec![(fx.file("a.jsonl"), "a1".to_owned())], "the old entries stay");
+    Ok(())
+}
+
+#[test]
+fn a_rewritten_file_is_indexed_whole_and_a_deleted_one_is_dropped() -> Result<()> {
+    let mut fx = Fixture::new("search-rewrite")?;
+    write(&fx.file("a.jsonl"), &session(&[user("a1", None, "original wombat text")]))?;
+    write(&fx.file("b.jsonl"), &session(&[user("b1", None, "another wombat")]))?;
+    fx.update(&["a.jsonl", "b.jsonl"])?;
+    assert_eq!(fx.ids("wombat")?.len(), 2);
+
+    // Longer than before, but not an append: the old bytes changed.
+    write(&fx.file("a.jsonl"), &session(&[user("a9", None, "replacement narwhal text, longer than it was")]))?;
+    let rewritten = fx.update(&["a.jsonl", "b.jsonl"])?;
+    assert_eq!((rewritten.files_whole, rewritten.files_tail), (1, 0));
+    assert_eq!(fx.ids("narwhal")?, vec![(fx.file("a.jsonl"), "a9".to_owned())]);
+    assert_eq!(fx.ids("wombat")?, vec![(fx.file("b.jsonl"), "b1".to_owned())], "the old text is gone");
+
+    fs_err::remove_file(fx.file("b.jsonl"))?;
+    let removed = fx.update(&["a.jsonl"])?;
+    assert_eq!(removed.files_removed, 1);
+    assert!(fx.ids("wombat")?.is_empty());
+    Ok(())
+}
+
+#[test]
+fn better_matches_rank_first_and_any_query_text_is_taken() -> Result<()> {
+    let mut fx = Fixture::new("search-rank")?;
+    write(
+        &fx.file("a.jsonl"),
+        &session(&[
+            user("weak", None, "a long message that mentions quokka once among many other unrelated words here"),
+            user("strong", Some("weak"), "quokka quokka quokka"),
+            user("odd", Some("strong"), "ünïcödé \"quoted\" AND star* minus-sign 日本語"),
+        ]),
+    )?;
+    fx.update(&["a.jsonl"])?;
+    let ranked: Vec<String> = fx.ids("quokka")?.into_iter().map(|(_, id)| id).collect();
+    assert_eq!(ranked, ["strong", "weak"]);
+
+    for query in ["\"", "*", "-", "AND", "OR NOT", "(", "quoted\" AND", "star*", "minus-sign", "", "   "] {
+        fx.index.search(query, 5, &[])?;
+    }
+    assert_eq!(fx.ids("\"quoted\"")?.len(), 1);
+    assert_eq!(fx.ids("unicode")?.len(), 1, "accents are folded");
+    let hit = fx.index.search("minus-sign", 5, &[])?;
+    assert_eq!(hit.len(), 1);
+    assert!(hit[0].snippet.contains("minus-sign"), "snippet: {}", hit[0].snippet);
+    Ok(())
+}
