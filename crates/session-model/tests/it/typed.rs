@@ -76,7 +76,11 @@ fn every_testdata_record_reads_as_an_entry_and_writes_back_the_same_value() -> R
                             ),
                             known => assert_eq!(known.tag(), record.entry_type().as_str()),
                         }
-                        if Record::from_entry(&entry).text() != record.line() {
+                        // The hand-written corners hold texts `JSON.stringify` writes
+                        // otherwise (`1e400` as `null`, `1E+2` as `100`): only their values
+                        // must come back.
+                        let odd = path.to_string_lossy().contains("conformance-odd");
+                        if !odd && Record::from_entry(&entry).text() != record.line() {
                             *other_text.entry(entry.tag().unwrap_or("unknown")).or_default() += 1;
                         }
                     }
@@ -89,7 +93,16 @@ fn every_testdata_record_reads_as_an_entry_and_writes_back_the_same_value() -> R
     }
     failures.sort();
     failures.dedup();
-    // The only records the typed model refuses: damaged ones, a `message` entry
+    // The hand-written JavaScript corners (numbers as ids, names and timestamps, ...)
+    // hold records of other types than the model's: each is refused with the path of
+    // the field that is wrong, never read as something else.
+    let (odd, failures): (Vec<String>, Vec<String>) =
+        failures.into_iter().partition(|f| f.starts_with("conformance-odd/"));
+    assert!(!odd.is_empty());
+    for f in &odd {
+        assert!(f.contains(": field `") && f.contains("invalid type"), "{f}");
+    }
+    // Elsewhere, the only records the typed model refuses: damaged ones, a `message` entry
     // without its message and a header whose id is a number.
     assert_eq!(
         failures,

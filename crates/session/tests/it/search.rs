@@ -6,17 +6,16 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use session::Dialect;
 use session::history::Catalog;
 use session::search::{SearchIndex, SessionFile, UpdateReport};
 use session::store::FileStorage;
-use session::Dialect;
 
 use crate::manager::TempDir;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-const HEADER: &str =
-    r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#;
+const HEADER: &str = r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#;
 
 fn user(id: &str, parent: Option<&str>, text: &str) -> String {
     let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
