@@ -356,7 +356,7 @@ fn a_transient_fault_fails_one_boundary_and_the_process_lives_on() -> TestResult
 fn a_rename_whose_directory_sync_fails_is_reported_as_landed() -> TestResult {
     let (dir, path, s, faults) = file_setup()?;
     let moved = dir.0.join("sub").join("moved.jsonl");
-    s.ensure_dir(&moved.parent().ok_or("parent")?.to_path_buf())?;
+    s.ensure_dir(moved.parent().ok_or("parent")?)?;
     faults.fail_next(Op::SyncDir, 1);
     let err = s.rename(&path, &moved);
     // The rename happened: the error says so (with the moved file's size), not that it failed.
