@@ -1,5 +1,6 @@
 //! Integration tests of the facade.
 
+mod checklist;
 mod context;
 mod layering;
 mod lifecycle;
