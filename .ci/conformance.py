@@ -15,7 +15,7 @@ corpora = [os.path.join("testdata", "conformance"), os.path.join("testdata", "co
 allowed = set()
 with open(os.path.join(root, "docs", "conformance-deviations.md"), encoding="utf-8") as fh:
     for line in fh:
-        m = re.match(r"^- `?([\w./-]+)`? `?(\w+)`?:", line)
+        m = re.match(r"^\s*- `?([\w./-]+)`? `?(\w+)`?:", line)
         if m:
             allowed.add((m.group(1), m.group(2)))
 
