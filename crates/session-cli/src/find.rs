@@ -335,7 +335,7 @@ pub(crate) fn history(g: &Global, command: &HistoryCommand) -> Result<String> {
     }
     let opened = HistoryStore::open(&path, HistoryOptions::default())?;
     for notice in &opened.notices {
-        eprintln!("note: {notice:?}");
+        eprintln!("note: {notice}");
     }
     let scope = match cwd {
         Some(c) => HistoryScope::Cwd(c.clone()),

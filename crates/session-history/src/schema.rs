@@ -97,6 +97,30 @@ pub enum OpenNotice {
     },
 }
 
+impl std::fmt::Display for OpenNotice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenNotice::Quarantined { backup, cause, .. } => write!(
+                f,
+                "the history database was damaged ({cause}); it was copied to {} and a new one was started",
+                backup.display()
+            ),
+            OpenNotice::Rebuilt { rows_before, rows_after } => {
+                write!(f, "the history database was rebuilt once: {rows_before} prompts became {rows_after}")
+            }
+            OpenNotice::RebuildSkipped { reason } => {
+                write!(f, "the history database's one-time rebuild was skipped ({reason}); its rows are as they were")
+            }
+            OpenNotice::FtsRebuildFailed { reason } => {
+                write!(
+                    f,
+                    "the history's full-text index could not be rebuilt ({reason}); search falls back to substrings"
+                )
+            }
+        }
+    }
+}
+
 /// The journal every database of the crate uses: WAL, `synchronous=NORMAL`.
 fn set_journal(conn: &Connection) -> Result<(), (&'static str, rusqlite::Error)> {
     // `journal_mode` answers with a row; an in-memory database answers "memory".
@@ -324,5 +348,24 @@ fn number(value: &Value) -> f64 {
         Value::Integer(i) => *i as f64,
         Value::Real(r) => *r,
         Value::Null | Value::Text(_) | Value::Blob(_) => f64::NAN,
+    }
+}
+
+#[cfg(test)]
+mod notice_tests {
+    use super::OpenNotice;
+
+    #[test]
+    fn notices_read_as_sentences_naming_what_to_look_at() {
+        let q = OpenNotice::Quarantined {
+            backup: "/h/history.db.corrupt-1-x".into(),
+            files: vec!["/h/history.db.corrupt-1-x".into()],
+            cause: "file is not a database".into(),
+        };
+        let text = q.to_string();
+        assert!(text.contains("/h/history.db.corrupt-1-x") && text.contains("file is not a database"), "{text}");
+        assert!(!text.contains('{') && !text.contains("Quarantined"), "{text}");
+        let r = OpenNotice::Rebuilt { rows_before: 5, rows_after: 3 }.to_string();
+        assert!(r.contains("5 prompts became 3"), "{r}");
     }
 }
