@@ -386,10 +386,9 @@ pub(crate) struct SearchOptions<'a> {
     pub(crate) jsonl: bool,
 }
 
-/// FNV-1a of the `--store` URL, naming the catalog of that storage.
+/// The stable hash of the `--store` URL, naming the catalog of that storage.
 fn store_tag(url: &str) -> String {
-    let h = url.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-    format!("{h:016x}")
+    format!("{:016x}", session::search::stable_hash(url.as_bytes()))
 }
 
 /// `search QUERY`: brings the catalog in the cache directory up to date with the

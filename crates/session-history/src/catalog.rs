@@ -11,7 +11,6 @@
 //! Deleting the file loses nothing but time; a damaged file is removed and rebuilt.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
@@ -50,9 +49,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(text, content='', content
 ";
 
 const CATALOG_VERSION: i64 = 1;
-
-/// How long a write waits for another process's write before failing.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What the catalog remembers of one indexed file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -217,7 +213,7 @@ impl Catalog {
 
     fn try_open(path: &Path) -> Result<Catalog, HistoryError> {
         let conn = Connection::open(path).map_err(err(path, "open"))?;
-        crate::schema::configure(&conn, BUSY_TIMEOUT).map_err(|(op, source)| HistoryError::Catalog {
+        crate::schema::configure(&conn, crate::DEFAULT_BUSY_TIMEOUT).map_err(|(op, source)| HistoryError::Catalog {
             path: path.to_path_buf(),
             op,
             source,

@@ -258,8 +258,10 @@ fn read_line(storage: &dyn Storage, path: &Path, offset: u64, len: u64) -> Optio
     String::from_utf8(buf).ok()
 }
 
-/// FNV-1a: stable across builds, so the catalog stays valid from one version to the next.
-fn hash(bytes: &[u8]) -> u64 {
+/// Returns the FNV-1a hash of `bytes`: stable across builds and platforms, so what a
+/// catalog records stays valid from one version to the next (and a name derived from
+/// it, such as the catalog of a `--store` URL, stays the same).
+pub fn stable_hash(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
@@ -282,7 +284,7 @@ fn hashes(reader: &dyn session_model::ReadAt, end: u64) -> std::io::Result<(u64,
     let start = head_start(&first).min(end);
     let head = read_at(reader, start, end.min(start + CHECK_BYTES))?;
     let tail = read_at(reader, end.saturating_sub(CHECK_BYTES).max(start), end)?;
-    Ok((hash(&head), hash(&tail)))
+    Ok((stable_hash(&head), stable_hash(&tail)))
 }
 
 fn same_identity(old: &CatalogFile, st: &FileStat) -> bool {
@@ -522,7 +524,7 @@ mod tests {
 
     #[test]
     fn fnv_is_stable() {
-        assert_eq!(hash(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(hash(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(stable_hash(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(stable_hash(b"a"), 0xaf63_dc4c_8601_ec8c);
     }
 }

@@ -19,7 +19,9 @@
 use serde_json::json;
 use session::{Dialect, Env, Leaf, SessionManager};
 
-use super::pi::{item_44_check, item_45_check, item_46_check, item_52_check};
+use super::pi::{
+    item_44_check, item_45_check, item_46_check, item_52_check, linear_conversation_check, one_user_message_check,
+};
 use super::{Result, assistant, branch_ids, compacted, complex_tree, ctx, entry, ids, mem, msg, restored, texts, user};
 use crate::manager::TempDir;
 
@@ -44,24 +46,12 @@ fn item_03_empty_context() -> Result<()> {
 
 #[test]
 fn item_04_one_user_message() -> Result<()> {
-    let m = restored(OMP, vec![msg("1", None, user("hi"))])?;
-    assert_eq!(texts(&ctx(&m, Leaf::Current)?), ["user: hi"]);
-    Ok(())
+    one_user_message_check(OMP)
 }
 
 #[test]
 fn item_05_linear_conversation_in_order() -> Result<()> {
-    let m = restored(
-        OMP,
-        vec![
-            msg("1", None, user("a")),
-            msg("2", Some("1"), assistant("b")),
-            msg("3", Some("2"), user("c")),
-            msg("4", Some("3"), assistant("d")),
-        ],
-    )?;
-    assert_eq!(texts(&ctx(&m, Leaf::Current)?), ["user: a", "assistant: b", "user: c", "assistant: d"]);
-    Ok(())
+    linear_conversation_check(OMP)
 }
 
 #[test]

@@ -36,15 +36,23 @@ fn item_01_empty_context() -> Result<()> {
 
 #[test]
 fn item_02_one_user_message() -> Result<()> {
-    let m = restored(PI, vec![msg("1", None, user("hi"))])?;
+    one_user_message_check(PI)
+}
+
+pub(crate) fn one_user_message_check(d: Dialect) -> Result<()> {
+    let m = restored(d, vec![msg("1", None, user("hi"))])?;
     assert_eq!(texts(&ctx(&m, Leaf::Current)?), ["user: hi"]);
     Ok(())
 }
 
 #[test]
 fn item_03_linear_conversation_in_order() -> Result<()> {
+    linear_conversation_check(PI)
+}
+
+pub(crate) fn linear_conversation_check(d: Dialect) -> Result<()> {
     let m = restored(
-        PI,
+        d,
         vec![
             msg("1", None, user("a")),
             msg("2", Some("1"), assistant("b")),
