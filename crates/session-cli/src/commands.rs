@@ -289,7 +289,15 @@ fn id_json(id: Option<&str>) -> String {
 
 fn append(g: &Global, file: &Path, custom_type: &str, data: Option<&str>) -> Result<String> {
     let data: Option<Value> = match data {
-        Some(d) => Some(serde_json::from_str(d).map_err(|e| format!("--data is not JSON: {e}"))?),
+        // Read as JavaScript reads it (`1e400` is `null` once written, a lone surrogate
+        // is kept), by the model's one JSON reader; serde's error says where it is not JSON.
+        Some(d) => match session::model::json::parse(d) {
+            Some(v) => Some(v),
+            None => {
+                let e = serde_json::from_str::<Value>(d).err().map_or_else(String::new, |e| format!(": {e}"));
+                return Err(format!("--data is not JSON{e}").into());
+            }
+        },
         None => None,
     };
     let mut m = open_for_writing(g, file)?;

@@ -106,7 +106,7 @@ pub(crate) fn ls(g: &Global, o: &LsOptions<'_>) -> Result<String> {
         return Ok(discovery::sessions_to_json(*dialect, sessions));
     }
     // Both agents (or a stream): each session's reference shape, with its agent.
-    let mut merged: Vec<(i64, Dialect, serde_json::Value)> = Vec::new();
+    let mut merged: Vec<(Option<i64>, Dialect, serde_json::Value)> = Vec::new();
     for (dialect, sessions) in &found {
         let values: Vec<serde_json::Value> = serde_json::from_str(&discovery::sessions_to_json(*dialect, sessions))?;
         for (s, mut v) in sessions.iter().zip(values) {
@@ -166,7 +166,7 @@ fn table(sessions: &[(Dialect, &SessionInfo)]) -> String {
         .map(|(d, s)| {
             let name = s.name.as_deref().or(s.title.as_deref()).unwrap_or(&s.first_message);
             vec![
-                discovery::time_ago(s.modified, now),
+                s.modified.map_or_else(|| "?".to_owned(), |m| discovery::time_ago(m, now)),
                 d.name().to_owned(),
                 s.message_count.to_string(),
                 s.id.chars().take(8).collect(),
@@ -280,7 +280,7 @@ pub(crate) fn continue_cmd(g: &Global, cwd: Option<&str>, no_cache: bool) -> Res
         let d = discovery_for(g, dialect, no_cache)?;
         let pick = match dialect {
             Dialect::Omp => match d.continue_recent(&cwd, None, env.terminal_id().as_deref())? {
-                discovery::ContinueDecision::Open(s) => Some((s.modified, s.path, "open")),
+                discovery::ContinueDecision::Open(s) => Some((s.modified.unwrap_or(0), s.path, "open")),
                 discovery::ContinueDecision::Reroot { session_file, .. } => {
                     let stat = crate::store::current().stat(&session_file)?;
                     let modified = stat.map_or(0, |s| s.mtime_ms);
@@ -294,7 +294,7 @@ pub(crate) fn continue_cmd(g: &Global, cwd: Option<&str>, no_cache: bool) -> Res
                     let modified = d
                         .list("", Some(&dir), &mut |_| {})
                         .ok()
-                        .and_then(|ss| ss.into_iter().find(|s| s.path == p).map(|s| s.modified));
+                        .and_then(|ss| ss.into_iter().find(|s| s.path == p).and_then(|s| s.modified));
                     (modified.unwrap_or(0), p, "open")
                 })
             }

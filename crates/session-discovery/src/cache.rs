@@ -33,7 +33,7 @@ use session_store::{FileStorage, Storage};
 use crate::info::{SessionInfo, SessionStatus};
 
 const MAGIC: &[u8; 8] = b"SSLCACHE";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 /// How many listing caches a cache directory keeps: saving one more removes the
 /// caches written longest ago.
 pub const MAX_CACHE_FILES: usize = 32;
@@ -464,7 +464,7 @@ pub(crate) fn encode_info(out: &mut Vec<u8>, info: Option<&SessionInfo>) {
     put_opt_str(out, i.title.as_deref());
     put_opt_str(out, i.parent_session_path.as_deref());
     put_opt_u64(out, i.created.map(|c| c as u64));
-    out.extend_from_slice(&i.modified.to_le_bytes());
+    put_opt_u64(out, i.modified.map(|m| m as u64));
     out.extend_from_slice(&i.message_count.to_le_bytes());
     put_opt_u64(out, i.assistant_turns);
     put_opt_u64(out, i.size);
@@ -492,7 +492,7 @@ pub(crate) fn decode_info(bytes: &[u8], path: &Path) -> Option<Option<SessionInf
         title: r.opt_str()?,
         parent_session_path: r.opt_str()?,
         created: r.opt_u64()?.map(|c| c as i64),
-        modified: r.u64()? as i64,
+        modified: r.opt_u64()?.map(|m| m as i64),
         message_count: r.u64()?,
         assistant_turns: r.opt_u64()?,
         size: r.opt_u64()?,
@@ -522,7 +522,7 @@ mod tests {
             title: None,
             parent_session_path: Some("/x.jsonl".into()),
             created: Some(-5),
-            modified: 1_767_225_600_000,
+            modified: Some(1_767_225_600_000),
             message_count: 3,
             assistant_turns: Some(1),
             size: None,

@@ -62,8 +62,9 @@ pub struct SessionInfo {
     /// The header timestamp in epoch ms (`None`: an invalid date, written as `null`).
     pub created: Option<i64>,
     /// pi: the last user/assistant activity (else header time, else mtime); omp: the
-    /// file's mtime. Epoch ms.
-    pub modified: i64,
+    /// file's mtime. Epoch ms; `None` for pi's Invalid Date (an activity time beyond
+    /// JavaScript's dates, such as a message timestamp of `1e400`), written as `null`.
+    pub modified: Option<i64>,
     /// Number of `message` entries (omp: approximate, from the 4 KiB prefix).
     pub message_count: u64,
     /// omp: the number of assistant turns seen (prefix and tail).
@@ -106,7 +107,7 @@ impl SessionInfo {
         {
             return f;
         }
-        let ms = self.created.unwrap_or(self.modified);
+        let ms = self.created.or(self.modified).unwrap_or(0);
         let iso = format_iso_millis(ms);
         format!("Untitled · {}", iso.get(11..16).unwrap_or("00:00"))
     }
@@ -187,7 +188,10 @@ fn write_session(out: &mut String, dialect: Dialect, s: &SessionInfo) {
         None => out.push_str("null"),
     }
     key(out, "modified");
-    write_js_str(out, &format_iso_millis(s.modified));
+    match s.modified {
+        Some(ms) => write_js_str(out, &format_iso_millis(ms)),
+        None => out.push_str("null"),
+    }
     key(out, "messageCount");
     write_js_number(out, s.message_count as f64);
     if dialect == Dialect::Omp {

@@ -645,7 +645,7 @@ impl Discovery {
             out.push(RecentSession {
                 path: file,
                 name: info.display_name(),
-                time_ago: time_ago(info.modified, now_ms),
+                time_ago: info.modified.map_or_else(String::new, |m| time_ago(m, now_ms)),
             });
         }
         out
@@ -790,7 +790,8 @@ pub(crate) fn recover_orphaned_backups(storage: &dyn Storage, dir: &Path) {
     }
 }
 
-/// Sorts newest `modified` first; ties keep their order.
+/// Sorts newest `modified` first; ties keep their order. An Invalid Date (`None`),
+/// which pi's comparator finds neither before nor after anything, goes last.
 fn sort_by_modified(v: &mut [SessionInfo]) {
     // Sorting (key, index) pairs and then moving each info once is cheaper than a
     // merge sort moving the large infos around; the index keeps it stable.

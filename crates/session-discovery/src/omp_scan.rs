@@ -402,7 +402,7 @@ fn scan_windows(
         title: header.title.or(short_summary),
         parent_session_path: header.parent,
         created: header.timestamp.as_deref().and_then(parse_iso_millis),
-        modified: st.mtime_ms,
+        modified: Some(st.mtime_ms),
         message_count,
         assistant_turns: Some(assistant_turns),
         size: Some(st.size),

@@ -325,9 +325,11 @@ fn build_with(storage: &dyn Storage, path: &Path, bytes: &mut Vec<u8>, all: &mut
     }
     let Header { id, id_raw, has_id, cwd, parent, ts } = header?;
     let header_time = ts.as_deref().filter(|t| jsonscan::kind(t) == Kind::String).and_then(|t| js_date(Some(t)));
-    let modified = match last_activity.filter(|t| *t > 0.0).and_then(time_clip) {
-        Some(t) => t,
-        None => header_time.unwrap_or(st.mtime_ms),
+    // `lastActivityTime > 0 ? new Date(lastActivityTime) : ...`: an activity beyond
+    // JavaScript's dates (`Infinity` from `1e400`) is an Invalid Date, not a fallback.
+    let modified = match last_activity.filter(|t| *t > 0.0) {
+        Some(t) => time_clip(t),
+        None => Some(header_time.unwrap_or(st.mtime_ms)),
     };
     Some(SessionInfo {
         path: path.to_path_buf(),

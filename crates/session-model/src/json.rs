@@ -248,6 +248,116 @@ pub fn write_js_number(out: &mut String, f: f64) {
     }
 }
 
+/// Returns whether every number in valid JSON `text` is read by JavaScript's
+/// `JSON.parse` as the value it spells, so that `JSON.stringify(JSON.parse(text))`
+/// holds the same numbers. A number beyond a double (`1e400`, read as `Infinity`,
+/// written as `null`), one with more digits than a double keeps
+/// (`123456789012345678901234567890`, written `1.2345678901234568e+29`), one that
+/// underflows to zero and `-0` (written `0`) are not exact; `1.50` or `1E3` are.
+///
+/// ```
+/// use session_model::json::numbers_exact;
+/// assert!(numbers_exact(r#"{"a":[1.50,1E3,-2.5e-7],"b":"1e400"}"#));
+/// assert!(!numbers_exact(r#"{"a":1e400}"#));
+/// assert!(!numbers_exact("[123456789012345678901234567890]"));
+/// ```
+pub fn numbers_exact(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                // Skip the string: its end is the next quote not escaped.
+                i += 1;
+                loop {
+                    match memchr::memchr2(b'"', b'\\', &b[i..]) {
+                        None => return true,
+                        Some(k) if b[i + k] == b'\\' => i += k + 2,
+                        Some(k) => {
+                            i += k + 1;
+                            break;
+                        }
+                    }
+                }
+            }
+            b'-' | b'0'..=b'9' => {
+                let end = b[i..]
+                    .iter()
+                    .position(|c| !matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+                    .map_or(b.len(), |n| i + n);
+                if !number_exact(&text[i..end]) {
+                    return false;
+                }
+                i = end;
+            }
+            _ => i += 1,
+        }
+    }
+    true
+}
+
+/// Returns `text` (valid JSON) as JavaScript holds it: `text` itself when its numbers
+/// are exact (see [`numbers_exact`]), else `JSON.stringify(JSON.parse(text))`.
+///
+/// ```
+/// use session_model::json::js_exact;
+/// assert_eq!(js_exact(r#"{"a": 1.50}"#), r#"{"a": 1.50}"#);
+/// assert_eq!(js_exact(r#"{"a": 1e400, "b": 12345678901234567890}"#), r#"{"a":null,"b":12345678901234567000}"#);
+/// ```
+pub fn js_exact(text: &str) -> std::borrow::Cow<'_, str> {
+    if numbers_exact(text) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    match parse(text) {
+        Some(v) => std::borrow::Cow::Owned(to_js_string(&v)),
+        None => std::borrow::Cow::Borrowed(text),
+    }
+}
+
+/// The digits of a JSON number without leading or trailing zeros, and the power of
+/// ten `p` with value = 0.d1d2.. × 10^p (`None` for a text that is not a number).
+fn decimal(tok: &str) -> Option<(bool, Vec<u8>, i64)> {
+    let (neg, rest) = match tok.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, tok),
+    };
+    let (mantissa, exp) = match rest.find(['e', 'E']) {
+        Some(at) => (&rest[..at], rest[at + 1..].parse::<i64>().ok()?),
+        None => (rest, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut digits: Vec<u8> = int.bytes().chain(frac.bytes()).collect();
+    if !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut point = int.len() as i64 + exp;
+    let lead = digits.iter().take_while(|&&d| d == b'0').count();
+    digits.drain(..lead);
+    point -= lead as i64;
+    while digits.last() == Some(&b'0') {
+        digits.pop();
+    }
+    Some((neg, digits, point))
+}
+
+/// Whether one JSON number token reads as a double to the value it spells.
+fn number_exact(tok: &str) -> bool {
+    let Some((neg, digits, point)) = decimal(tok) else { return true };
+    if digits.is_empty() {
+        // Zero: `-0` is written `0`.
+        return !neg;
+    }
+    // Up to 15 significant digits within the normal range always survive a double.
+    if digits.len() <= 15 && (-300..=300).contains(&point) {
+        return true;
+    }
+    let Ok(f) = tok.parse::<f64>() else { return false };
+    if !f.is_finite() {
+        return false;
+    }
+    decimal(&js_number(f)).is_some_and(|(n2, d2, p2)| n2 == neg && d2 == digits && p2 == point)
+}
+
 /// Returns whether `value` is "truthy" in JavaScript terms.
 pub fn is_truthy(value: &Value) -> bool {
     match value {

@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
@@ -343,6 +344,9 @@ struct Inner {
     message: Option<Range<u32>>,
     value: OnceLock<Option<Value>>,
     message_info: OnceLock<MessageInfo>,
+    /// Whether the text's numbers are exact as JavaScript reads them
+    /// ([`json::numbers_exact`]): 0 not yet looked, 1 yes, 2 no.
+    exact: AtomicU8,
 }
 
 impl fmt::Debug for Record {
@@ -464,6 +468,7 @@ impl Record {
                 message,
                 value: cell,
                 message_info: OnceLock::new(),
+                exact: AtomicU8::new(0),
             }),
         }
     }
@@ -542,8 +547,31 @@ impl Record {
     /// the original text when it is one line, else the compact serialisation (for a
     /// record that cannot be read into a tree, see [`Record::value`], the text without
     /// the whitespace between its tokens).
+    ///
+    /// A text whose numbers JavaScript reads as other values (`1e400`, 30 digits, see
+    /// [`json::numbers_exact`]) is written as the references write it back, by
+    /// [`Record::canonical_line`]: what they hold in memory is `null` or the rounded
+    /// double, and so is what they write.
     pub fn line(&self) -> Cow<'_, str> {
-        if self.inner.compact { Cow::Borrowed(&self.inner.text) } else { Cow::Owned(self.canonical_line()) }
+        if self.inner.compact && self.numbers_exact() {
+            Cow::Borrowed(&self.inner.text)
+        } else {
+            Cow::Owned(self.canonical_line())
+        }
+    }
+
+    /// Returns whether every number of the text is read by JavaScript as the value it
+    /// spells ([`json::numbers_exact`]; looked up once, then cached).
+    pub fn numbers_exact(&self) -> bool {
+        match self.inner.exact.load(Ordering::Relaxed) {
+            1 => true,
+            2 => false,
+            _ => {
+                let exact = json::numbers_exact(&self.inner.text);
+                self.inner.exact.store(if exact { 1 } else { 2 }, Ordering::Relaxed);
+                exact
+            }
+        }
     }
 
     /// Returns the text as `JSON.stringify(JSON.parse(text))` would write it: what a
@@ -614,10 +642,12 @@ impl Record {
         self.inner.timestamp.get(&self.inner.text)
     }
 
-    /// Returns the raw JSON text of the `message` payload, if any.
+    /// Returns the raw JSON text of the `message` payload, if any, as JavaScript holds
+    /// it (re-serialised when its numbers are not exact, see [`Record::line`]).
     pub fn message_raw(&self) -> Option<Cow<'_, str>> {
         if let Some(r) = &self.inner.message {
-            return Some(Cow::Borrowed(&self.inner.text[r.start as usize..r.end as usize]));
+            let raw = &self.inner.text[r.start as usize..r.end as usize];
+            return Some(if self.numbers_exact() { Cow::Borrowed(raw) } else { json::js_exact(raw) });
         }
         match self.inner.value.get().and_then(|v| v.as_ref()).and_then(|v| v.get("message")) {
             Some(Value::Null) | None => None,
@@ -694,7 +724,8 @@ impl Record {
 
 impl Serialize for Record {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let raw: &RawValue = serde_json::from_str(self.text()).map_err(serde::ser::Error::custom)?;
+        let line = self.line();
+        let raw: &RawValue = serde_json::from_str(&line).map_err(serde::ser::Error::custom)?;
         raw.serialize(s)
     }
 }

@@ -136,7 +136,7 @@ impl OmpContext<'_> {
                 out.push_str(",\"");
                 out.push_str(key);
                 out.push_str("\":");
-                out.push_str(v);
+                out.push_str(&session_model::json::js_exact(v));
             }
         }
         out.push('}');

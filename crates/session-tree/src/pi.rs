@@ -109,7 +109,7 @@ impl<'a> PiProjection<'a> {
 fn write_settings(out: &mut String, thinking_level: Option<&str>, model: &str) {
     if let Some(t) = thinking_level {
         out.push_str(",\"thinkingLevel\":");
-        out.push_str(t);
+        out.push_str(&session_model::json::js_exact(t));
     }
     out.push_str(",\"model\":");
     out.push_str(model);

@@ -106,12 +106,12 @@ impl<'o> ObjWriter<'o> {
         self.out.push(':');
     }
 
-    /// Writes `key` with a raw JSON value; an absent value omits the key, as
-    /// `JSON.stringify` omits `undefined`.
+    /// Writes `key` with a raw JSON value as JavaScript holds it ([`json::js_exact`]);
+    /// an absent value omits the key, as `JSON.stringify` omits `undefined`.
     pub(crate) fn raw(&mut self, key: &str, raw: Option<&str>) {
         if let Some(raw) = raw {
             self.key(key);
-            self.out.push_str(raw);
+            self.out.push_str(&json::js_exact(raw));
         }
     }
 
@@ -139,14 +139,15 @@ impl<'o> ObjWriter<'o> {
     }
 }
 
-/// Writes a JSON array of already serialised values.
+/// Writes a JSON array of already serialised values, each as JavaScript holds it
+/// ([`json::js_exact`]).
 pub(crate) fn write_array<'x>(out: &mut String, items: impl IntoIterator<Item = &'x str>) {
     out.push('[');
     for (i, item) in items.into_iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        out.push_str(item);
+        out.push_str(&json::js_exact(item));
     }
     out.push(']');
 }

@@ -16,7 +16,7 @@ fn sample() -> SessionInfo {
         title: Some("T".into()),
         parent_session_path: None,
         created: None,
-        modified: 0,
+        modified: Some(0),
         message_count: 2,
         assistant_turns: Some(1),
         size: Some(10),

@@ -79,11 +79,11 @@ fn pi_fields_order_and_filter() {
     assert_eq!(ids, ["a", "c"]);
     let a = &got[0];
     assert_eq!(a.message_count, 3);
-    assert_eq!(a.modified, 2000);
+    assert_eq!(a.modified, Some(2000));
     assert_eq!(a.name.as_deref(), Some("Named"));
     assert_eq!(a.first_message, "hello world");
     assert_eq!(a.all_messages_text, "hello world resp");
-    assert_eq!(got[1].modified, 1500);
+    assert_eq!(got[1].modified, Some(1500));
     assert_eq!(got[1].first_message, "(no messages)");
     assert_eq!(calls.len(), 4);
     assert_eq!(calls[3].0, 4);
@@ -199,7 +199,7 @@ fn omp_order_fields_and_status() {
     assert_eq!(got[1].status, Some(SessionStatus::Aborted));
     assert_eq!(got[2].status, Some(SessionStatus::Complete));
     assert_eq!(got[2].title.as_deref(), Some("My title"));
-    assert_eq!(got[2].modified, 1_000);
+    assert_eq!(got[2].modified, Some(1_000));
     assert_eq!(got[2].size, Some(fs_err::metadata(dir.join("1_s1.jsonl")).unwrap().len()));
     assert_eq!(got[2].all_messages_text, "hi yo");
     assert_eq!(got[2].message_count, 2);

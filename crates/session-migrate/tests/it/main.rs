@@ -65,6 +65,9 @@ proptest! {
         let text = file(VERSIONS[v], &kinds, with_ids);
         let mut records = parse_session_bytes(text.as_bytes(), Dialect::Pi).records;
         let first = migrated(&mut records);
+        // A version JavaScript reads as Infinity (`1e400`) runs no step, so the file is
+        // not rewritten; a later rewrite would write it as `null`, which then migrates.
+        prop_assume!(first.ran() || VERSIONS[v] != "1e400");
         let once = texts(&records);
         let written: String = once.iter().map(|l| format!("{l}\n")).collect();
         let mut again = parse_session_bytes(written.as_bytes(), Dialect::Pi).records;

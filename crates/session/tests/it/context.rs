@@ -53,8 +53,11 @@ fn check(m: &SessionManager, leaf: Leaf<'_>, what: &str) -> Result<Context> {
     let typed = m.context_at(leaf).map_err(|e| format!("{what}: {e}"))?;
     let (typed_json, json) = (typed.to_json(), json_context(m, leaf));
     assert_eq!(value(&typed_json)?, value(&json)?, "{what}");
-    // Message structs follow the agents' key orders: even the bytes are the same.
-    assert_eq!(typed_json, json, "{what}");
+    // Message structs follow the agents' key orders: even the bytes are the same, except
+    // for the hand-written corners, which put keys in orders neither agent writes.
+    if !what.contains("conformance-odd") {
+        assert_eq!(typed_json, json, "{what}");
+    }
     Ok(typed)
 }
 
@@ -64,29 +67,44 @@ fn typed_context_equals_the_json_context_for_every_testdata_file() -> Result<()>
     assert!(files.len() > 100, "testdata holds the fixtures and the conformance corpus");
     let tmp = TempDir::new("ctx");
     let (mut contexts, mut messages) = (0, 0);
-    for path in files.iter().filter(|p| !p.to_string_lossy().contains("conformance-odd")) {
-        // Not the hand-written JavaScript corners: there the JSON projection still writes
-        // numbers beyond a double as their text where `JSON.stringify` writes `null` (the
-        // typed context already does), an open mismatch of testdata/conformance-odd/open.txt.
+    let mut refused = 0;
+    for path in &files {
+        // The hand-written corners hold fields of types the agents never write (a string
+        // message timestamp): the typed context refuses those, naming the field.
+        let odd = path.to_string_lossy().contains("conformance-odd");
         for dialect in [Dialect::Pi, Dialect::Omp] {
             let env = Env { process_cwd: tmp.path().to_path_buf(), ..Env::files() };
             let Ok(m) = SessionManager::open_read_only(dialect, path, env) else { continue };
             let what = format!("{dialect:?} {}", path.display());
-            let ctx = m.context().map_err(|e| format!("{what}: {e}"))?;
-            assert_eq!(ctx, check(&m, Leaf::Current, &what)?);
-            assert_eq!(ctx.dialect(), dialect);
-            messages += ctx.messages.len();
-            contexts += 1;
-            let empty = check(&m, Leaf::Null, &what)?;
-            assert!(empty.messages.is_empty(), "{what}");
+            let mut leaves = vec![Leaf::Current, Leaf::Null];
             // Other leaves: a spread of entries, not all (quadratic on long files).
             let ids: Vec<String> = m.tree().entries().iter().filter_map(|r| r.id().map(str::to_owned)).collect();
-            for id in ids.iter().step_by(ids.len() / 8 + 1) {
-                check(&m, Leaf::Id(id), &format!("{what} at {id}"))?;
+            leaves.extend(ids.iter().step_by(ids.len() / 8 + 1).map(|id| Leaf::Id(id)));
+            for leaf in leaves {
+                let what = format!("{what} at {leaf:?}");
+                let ctx = match check(&m, leaf, &what) {
+                    Ok(ctx) => ctx,
+                    Err(e) if odd && e.to_string().contains(": field `") => {
+                        refused += 1;
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                assert_eq!(ctx.dialect(), dialect);
+                match leaf {
+                    Leaf::Null => assert!(ctx.messages.is_empty(), "{what}"),
+                    Leaf::Current => {
+                        // As JSON: a `null` count reads as NaN, which no `==` finds equal.
+                        assert_eq!(m.context().map_err(|e| format!("{what}: {e}"))?.to_json(), ctx.to_json());
+                        messages += ctx.messages.len();
+                    }
+                    Leaf::Id(_) => {}
+                }
                 contexts += 1;
             }
         }
     }
+    assert!(refused > 0, "the hand-written corners hold fields the typed context refuses");
     assert!(contexts > 500 && messages > 1000, "{contexts} contexts, {messages} messages");
     Ok(())
 }
