@@ -773,10 +773,13 @@ fn parse_omp(text: &str, from: usize, stop_at: usize, out: &mut ParsedFile, line
                     keep_omp(r, text, start, out, lines);
                 }
                 if let Some(Skipped { at, resume }) = glued {
-                    // Text glued to the value: the rest of that line is lost.
-                    out.malformed += 1;
+                    // Text after the value on its line: the rest of that line is lost.
+                    // Bun's reader drops it silently when a line follows (so omp counts
+                    // nothing malformed and does not rewrite the file for it); on the
+                    // last line it reports an error, which omp counts.
                     push_diag(out, lines, text, at, DiagnosticKind::TrailingGarbage);
                     if resume.is_none() {
+                        out.malformed += 1;
                         return Stop { pos: len, rest_lost: true };
                     }
                 }
@@ -951,8 +954,13 @@ mod tests {
             ("{\"a\":1}\n{\"b\":2", &["{\"a\":1}"], 1),
             ("{\"a\":1}\n{\"b\":2\n{\"c\":3}\n", &["{\"a\":1}", "{\"c\":3}"], 1),
             ("{\"a\":1}\nnot json\n{\"c\":3}\n", &["{\"a\":1}", "{\"c\":3}"], 1),
-            ("{\"a\":1} x\n{\"c\":3}\n", &["{\"a\":1}", "{\"c\":3}"], 1),
-            ("{\"a\":1}{\"b\":2}\n{\"c\":3}\n", &["{\"a\":1}", "{\"c\":3}"], 1),
+            // Text after a value on its line is dropped; Bun 1.3.14 counts it only on
+            // the last line (the spec's Bun 1.4.5 counts both).
+            ("{\"a\":1} x\n{\"c\":3}\n", &["{\"a\":1}", "{\"c\":3}"], 0),
+            ("{\"a\":1}{\"b\":2}\n{\"c\":3}\n", &["{\"a\":1}", "{\"c\":3}"], 0),
+            ("{\"a\":1} {\"b\":2}\n{\"c\":3}\r{\"d\":4}\n", &["{\"a\":1}", "{\"c\":3}"], 0),
+            ("{\"a\":1}\n{\"c\":3}  {\"d\":4}", &["{\"a\":1}", "{\"c\":3}"], 1),
+            ("{\"a\":1} \t\r\n{\"c\":3}\r", &["{\"a\":1}", "{\"c\":3}"], 0),
             ("\n  \n{\"a\":1}\r\n\r\n{\"c\":3}\r\n", &["{\"a\":1}", "{\"c\":3}"], 0),
             ("{\"a\":\n1}\n", &["{\"a\":\n1}"], 0),
             ("42\n\"s\"\n[1]\n", &["42", "\"s\"", "[1]"], 0),

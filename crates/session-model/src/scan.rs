@@ -1204,10 +1204,11 @@ pub struct Skipped {
     pub resume: Option<usize>,
 }
 
-/// omp's lenient value reader (`parseJsonlLenient`): JSON values separated by
-/// whitespace, a value may span lines and several may share one; text that breaks
-/// the grammar, or is glued to a value, loses the rest of its line; an unfinished
-/// value ends the reading. The one implementation of the rule, for the session
+/// omp's lenient value reader (`parseJsonlLenient`, Bun's JSONL chunk parser): JSON
+/// values each ending its line, a value may span lines; text that breaks the grammar,
+/// or follows a value on its line (a second value too, whatever whitespace other than
+/// `\n` separates them), loses the rest of its line; an unfinished value ends the
+/// reading. The one implementation of the rule, for the session
 /// parser and for listings.
 ///
 /// Each value start first offers the rest of its line to `line_reader` (most lines
@@ -1290,7 +1291,11 @@ impl<'a, T, F: FnMut(&'a str) -> Option<T>> Iterator for LenientValues<'a, F> {
         match skip_value(bytes, start) {
             Ok(end) => {
                 self.pos = end;
-                let glued = (end < bytes.len() && !is_ws(bytes[end])).then(|| self.skip_line(end));
+                // A value ends its line: after it only spaces, tabs and carriage returns
+                // may come before the `\n`. Anything else (another value too, even
+                // after a space or a lone `\r`) loses the rest of that line.
+                let after = end + bytes[end..].iter().take_while(|b| matches!(b, b' ' | b'\t' | b'\r')).count();
+                let glued = (after < bytes.len() && bytes[after] != b'\n').then(|| self.skip_line(after));
                 Some(Lenient::Value { start, end, parsed: None, glued })
             }
             Err(ScanError::Incomplete) => {

@@ -199,11 +199,12 @@ pub struct SessionTree {
 impl SessionTree {
     /// Indexes `entries`: every record after the header, in file order.
     ///
-    /// Stray headers and `null` values are left out, as the references leave them
-    /// out of `getEntries()`. The leaf becomes the last entry's id (no leaf when that
+    /// `null` values are left out, and for pi stray headers too, as the references
+    /// leave them out of `getEntries()` (omp keeps a later header as an entry, a root
+    /// with the header's id). The leaf becomes the last entry's id (no leaf when that
     /// entry has no id).
     pub fn new(dialect: Dialect, entries: Vec<Record>) -> SessionTree {
-        let entries: Vec<Record> = entries.into_iter().filter(SessionTree::keeps).collect();
+        let entries: Vec<Record> = entries.into_iter().filter(|r| SessionTree::keeps(dialect, r)).collect();
         let mut tree = SessionTree {
             dialect,
             entries: Vec::with_capacity(entries.len()),
@@ -229,10 +230,10 @@ impl SessionTree {
         tree
     }
 
-    /// Returns whether [`SessionTree::new`] keeps `record` as an entry (not a stray
-    /// header, not `null`).
-    pub fn keeps(record: &Record) -> bool {
-        !record.is_header() && record.text() != "null"
+    /// Returns whether [`SessionTree::new`] keeps `record` as an entry of a `dialect`
+    /// session: not `null`, and for pi not a stray header.
+    pub fn keeps(dialect: Dialect, record: &Record) -> bool {
+        (dialect == Dialect::Omp || !record.is_header()) && record.text() != "null"
     }
 
     /// Adds one record to the index and makes it the leaf. Returns the undo record.

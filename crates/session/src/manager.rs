@@ -347,12 +347,12 @@ impl SessionManager {
                     updated_at: header.get_str("timestamp").unwrap_or_default().to_owned(),
                 });
                 m.header = header;
-                records.retain(SessionTree::keeps);
+                records.retain(|r| SessionTree::keeps(dialect, r));
                 m.replace_entries(records, None);
             }
             None => {
                 m.start_session(&options)?;
-                records.retain(SessionTree::keeps);
+                records.retain(|r| SessionTree::keeps(dialect, r));
                 m.replace_entries(records, None);
             }
         }
@@ -1240,7 +1240,7 @@ impl SessionManager {
     /// When writing, `entries` must be what the tree keeps ([`SessionTree::keeps`]),
     /// so that the file holds exactly the tree's entries.
     fn replace_entries(&mut self, entries: Vec<Record>, target: Option<&Path>) -> Option<Result<u64>> {
-        debug_assert!(target.is_none() || entries.iter().all(SessionTree::keeps));
+        debug_assert!(target.is_none() || entries.iter().all(|r| SessionTree::keeps(self.dialect(), r)));
         self.has_conversation = entries.iter().any(|r| self.counts_as_conversation(r));
         let dialect = self.dialect();
         let old = std::mem::replace(&mut self.tree, SessionTree::new(dialect, Vec::new()));

@@ -78,7 +78,7 @@ const CASES: &[Case] = &[
     case("value-spans-lines.jsonl", Omp, &["SpansLines"], 4, Some(true)),
     // `<value> trailing`: pi loses the line; omp keeps the value and skips the word.
     case("trailing-garbage.jsonl", Pi, &["Malformed"], 2, Some(true)),
-    case("trailing-garbage.jsonl", Omp, &["Malformed"], 3, Some(true)),
+    case("trailing-garbage.jsonl", Omp, &["TrailingGarbage"], 3, Some(true)),
     // `<value><value>`: pi loses the line; omp keeps the first value only.
     case("two-values-one-line.jsonl", Pi, &["Malformed"], 2, Some(true)),
     case("two-values-one-line.jsonl", Omp, &["TrailingGarbage"], 3, Some(true)),

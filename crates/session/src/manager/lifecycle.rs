@@ -681,8 +681,8 @@ impl SessionManager {
         let mut records = parsed.records;
         session_migrate::migrate(&mut records, &mut || ids::new_entry_id(dialect, &mut rand::rng(), |_| false));
         let src_header = records.remove(0);
-        // Stray headers and nulls are not entries: the copy leaves them out.
-        records.retain(SessionTree::keeps);
+        // Nulls (and for pi stray headers) are not entries: the copy leaves them out.
+        records.retain(|r| SessionTree::keeps(dialect, r));
         if options.reset_inherited_cost {
             records = records.into_iter().map(|r| reset_cost(&r).unwrap_or(r)).collect();
         }
