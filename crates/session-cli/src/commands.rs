@@ -174,7 +174,13 @@ fn info(g: &Global, file: &Path, json: bool) -> Result<String> {
         push_opt_str(&mut out, t.leaf_id());
     }
     out.push_str(",\"name\":");
-    push_opt_str(&mut out, m.session_name().as_deref());
+    match m.header().get("title") {
+        // omp's name is the header's title whatever it holds (`42`, an object).
+        Some(v) if m.dialect() == Dialect::Omp && !v.is_string() && !v.is_null() => {
+            out.push_str(&session::model::json::to_js_string(v));
+        }
+        _ => push_opt_str(&mut out, m.session_name().as_deref()),
+    }
     out.push('}');
     Ok(out)
 }

@@ -97,8 +97,12 @@ pub struct TreeNode {
     pub entry: Record,
     /// Child nodes.
     pub children: Vec<TreeNode>,
-    /// The entry's current label.
+    /// The entry's current label (for a label that is not a JSON string, such as `5`,
+    /// its JSON text; see [`TreeNode::label_is_json`]).
     pub label: Option<String>,
+    /// Whether [`TreeNode::label`] holds JSON text (the label entry's `label` was not a
+    /// string, which the references keep as it is: `5` stays a number).
+    pub label_is_json: bool,
     /// When the label was set (the label entry's `timestamp`).
     pub label_timestamp: Option<String>,
 }
@@ -154,6 +158,8 @@ struct Slot {
 struct LabelSlot {
     seq: u64,
     label: String,
+    /// `label` is JSON text (the value was not a string).
+    is_json: bool,
     timestamp: Option<String>,
 }
 
@@ -317,16 +323,21 @@ impl SessionTree {
         let label = fields.raw("label").filter(|r| raw::is_truthy(r));
         match label {
             Some(raw_label) => {
-                let label = raw::as_string(raw_label).unwrap_or_else(|| raw_label.to_owned());
+                let (label, is_json) = match raw::as_string(raw_label) {
+                    Some(s) => (s, false),
+                    None => (session_model::json::js_exact(raw_label).into_owned(), true),
+                };
                 let timestamp = record.timestamp().map(str::to_owned);
                 match self.labels.get_mut(target.as_str()) {
                     Some(slot) => {
                         slot.label = label;
+                        slot.is_json = is_json;
                         slot.timestamp = timestamp;
                     }
                     None => {
                         self.label_seq += 1;
-                        self.labels.insert(target.as_str().into(), LabelSlot { seq: self.label_seq, label, timestamp });
+                        let slot = LabelSlot { seq: self.label_seq, label, is_json, timestamp };
+                        self.labels.insert(target.as_str().into(), slot);
                     }
                 }
             }
@@ -711,6 +722,7 @@ impl SessionTree {
             let label = entry.id().and_then(|id| self.labels.get(id));
             TreeNode {
                 label: label.map(|l| l.label.clone()),
+                label_is_json: label.is_some_and(|l| l.is_json),
                 label_timestamp: label.and_then(|l| l.timestamp.clone()),
                 entry,
                 children: built,
@@ -824,7 +836,11 @@ pub fn tree_to_json(nodes: &[TreeNode], with_label_timestamp: bool) -> String {
                 }
                 if let Some(label) = &node.label {
                     fields.push_str("\"label\":");
-                    session_model::json::write_js_str(&mut fields, label);
+                    if node.label_is_json {
+                        fields.push_str(label);
+                    } else {
+                        session_model::json::write_js_str(&mut fields, label);
+                    }
                     fields.push(',');
                 }
                 if with_label_timestamp && let Some(ts) = &node.label_timestamp {
