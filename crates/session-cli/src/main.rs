@@ -34,7 +34,14 @@ fn main() -> ExitCode {
     match commands::run(&cli) {
         Ok(out) => {
             let mut stdout = std::io::stdout().lock();
-            if writeln!(stdout, "{}", out.text).and_then(|()| stdout.flush()).is_err() {
+            // Text for a person shows a lone surrogate (a stand-in character in our
+            // strings; JSON writes its escape) as a terminal shows one: U+FFFD.
+            let text = if commands::wants_json(&cli.global) {
+                std::borrow::Cow::Borrowed(out.text.as_str())
+            } else {
+                session::model::json::display_str(&out.text)
+            };
+            if writeln!(stdout, "{text}").and_then(|()| stdout.flush()).is_err() {
                 return ExitCode::FAILURE;
             }
             if out.failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }

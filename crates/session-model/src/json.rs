@@ -124,8 +124,77 @@ pub fn array_index(key: &str) -> Option<u32> {
     (n < u64::from(u32::MAX)).then_some(n as u32)
 }
 
-/// Appends `s` as a JSON string literal with JavaScript's escaping rules.
+/// The first of the 2,048 characters (U+10F800 to U+10FFFF, the end of plane 16's
+/// private use area) that stand in a Rust string for JavaScript's lone surrogates
+/// U+D800 to U+DFFF.
+const SURROGATE_BASE: u32 = 0x10_F800;
+
+/// Returns the character that stands for the lone surrogate `unit` (U+D800 to
+/// U+DFFF) in a decoded string. A JavaScript string can hold a lone surrogate (a
+/// session file can spell one, `"\ud800"`) and a Rust string cannot: the JSON reader
+/// decodes it to this stand-in and [`write_js_str`] writes the stand-in back as the
+/// escape, as `JSON.stringify` writes the lone surrogate. The cost: a character of
+/// that range written raw in a string we re-serialise comes back as the escape.
+///
+/// ```
+/// use session_model::json::{lone_surrogate_char, parse, to_js_string};
+/// assert_eq!(lone_surrogate_char(0xD800), '\u{10F800}');
+/// let v = parse(r#"["\ud800", "\udc00\ud800", "\ud83d\ude80"]"#).unwrap();
+/// assert_eq!(to_js_string(&v), r#"["\ud800","\udc00\ud800","🚀"]"#);
+/// ```
+pub fn lone_surrogate_char(unit: u32) -> char {
+    char::from_u32(SURROGATE_BASE + (unit.clamp(0xD800, 0xDFFF) - 0xD800)).unwrap_or('\u{fffd}')
+}
+
+/// Returns the lone surrogate `c` stands for, if it is a stand-in
+/// ([`lone_surrogate_char`]).
+pub fn stand_in_surrogate(c: char) -> Option<u32> {
+    let c = u32::from(c);
+    (c >= SURROGATE_BASE).then(|| 0xD800 + (c - SURROGATE_BASE))
+}
+
+/// Returns `s` with every lone-surrogate stand-in replaced by U+FFFD, as a terminal
+/// or a UTF-8 file shows a lone surrogate.
+pub fn display_str(s: &str) -> std::borrow::Cow<'_, str> {
+    if !has_stand_in(s) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(s.chars().map(|c| if stand_in_surrogate(c).is_some() { '\u{fffd}' } else { c }).collect())
+}
+
+/// Whether `s` may hold a stand-in (its UTF-8 starts with 0xF4 0x8F 0xA0..0xBF).
+fn has_stand_in(s: &str) -> bool {
+    let b = s.as_bytes();
+    memchr::memchr_iter(0xF4, b).any(|i| b.get(i + 1) == Some(&0x8F) && b.get(i + 2).is_some_and(|&c| c >= 0xA0))
+}
+
+/// Appends `s` as a JSON string literal with JavaScript's escaping rules (a
+/// lone-surrogate stand-in as its `\udXXX` escape).
 pub fn write_js_str(out: &mut String, s: &str) {
+    if has_stand_in(s) {
+        out.push('"');
+        let mut buf = [0u8; 4];
+        for c in s.chars() {
+            match stand_in_surrogate(c) {
+                Some(unit) => {
+                    out.push_str("\\u");
+                    out.push_str(&format!("{unit:04x}"));
+                }
+                None => {
+                    let one = c.encode_utf8(&mut buf);
+                    let mut quoted = String::new();
+                    write_plain_js_str(&mut quoted, one);
+                    out.push_str(&quoted[1..quoted.len() - 1]);
+                }
+            }
+        }
+        out.push('"');
+        return;
+    }
+    write_plain_js_str(out, s);
+}
+
+fn write_plain_js_str(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
     out.push('"');
     let bytes = s.as_bytes();
@@ -371,14 +440,15 @@ pub fn is_truthy(value: &Value) -> bool {
 
 /// Parses JSON text into a value: the one JSON reader of the workspace for session
 /// text. Text that only JavaScript accepts is read as `JSON.stringify(JSON.parse(text))`
-/// would write it: escaped lone surrogates as U+FFFD, numbers beyond `f64` (±Infinity
-/// in JavaScript) as `null`. `None` when even that fails (text that is not JSON, or
-/// nesting deeper than the JSON reader allows).
+/// would write it: an escaped lone surrogate as its stand-in
+/// ([`lone_surrogate_char`]), numbers beyond `f64` (±Infinity in JavaScript) as
+/// `null`. `None` when even that fails (text that is not JSON, or nesting deeper than
+/// the JSON reader allows).
 ///
 /// ```
-/// use session_model::json::parse;
+/// use session_model::json::{lone_surrogate_char, parse};
 /// let v = parse(r#"{"a":1e400,"b":"\ud800"}"#);
-/// assert_eq!(v, Some(serde_json::json!({"a": null, "b": "\u{fffd}"})));
+/// assert_eq!(v, Some(serde_json::json!({"a": null, "b": lone_surrogate_char(0xD800).to_string()})));
 /// assert_eq!(parse("{"), None);
 /// ```
 pub fn parse(text: &str) -> Option<Value> {
@@ -413,7 +483,7 @@ fn null_infinite_numbers(text: &str) -> String {
     out
 }
 
-/// Replaces escaped lone surrogates (`\ud800` without its pair) by `\ufffd`.
+/// Replaces escaped lone surrogates (`\ud800` without its pair) by their stand-ins.
 fn replace_lone_surrogates(text: &str) -> String {
     let b = text.as_bytes();
     let hex = |at: usize| -> Option<u32> {
@@ -444,7 +514,7 @@ fn replace_lone_surrogates(text: &str) -> String {
             i += 12;
         } else if (0xD800..0xE000).contains(&cp) {
             out.push_str(&text[last..i]);
-            out.push_str("\\ufffd");
+            out.push(lone_surrogate_char(cp));
             i += 6;
             last = i;
         } else {

@@ -766,7 +766,9 @@ pub fn decode_string(raw: &str) -> Option<Cow<'_, str>> {
 }
 
 /// Resolves JSON escapes in `inner` (text between the quotes). Invalid escapes are
-/// kept verbatim; lone surrogates become U+FFFD.
+/// kept verbatim; a lone surrogate (which a JavaScript string holds and a Rust one
+/// cannot) becomes its stand-in ([`crate::json::lone_surrogate_char`]), which the
+/// serializer writes back as the same escape.
 pub fn unescape(inner: &str) -> String {
     let mut out = String::with_capacity(inner.len());
     unescape_into(inner, &mut out);
@@ -825,7 +827,9 @@ pub(crate) fn unescape_into(inner: &str, out: &mut String) {
                         out.push(char::from_u32(cp).unwrap_or('\u{fffd}'));
                         continue;
                     }
-                    out.push('\u{fffd}');
+                    out.push(crate::json::lone_surrogate_char(hi));
+                } else if (0xDC00..0xE000).contains(&hi) {
+                    out.push(crate::json::lone_surrogate_char(hi));
                 } else {
                     out.push(char::from_u32(hi).unwrap_or('\u{fffd}'));
                 }
@@ -943,7 +947,9 @@ mod tests {
                             );
                             continue;
                         }
-                        out.push('\u{fffd}');
+                        out.push(crate::json::lone_surrogate_char(hi));
+                    } else if (0xDC00..0xE000).contains(&hi) {
+                        out.push(crate::json::lone_surrogate_char(hi));
                     } else {
                         out.push(char::from_u32(hi).unwrap_or('\u{fffd}'));
                     }
@@ -1113,7 +1119,7 @@ mod tests {
         assert_eq!(o.get("a"), Some("\"two\""));
         assert_eq!(o.get_str("b").unwrap(), "x\ny");
         assert_eq!(o.get("c"), Some("3"));
-        assert_eq!(decode_string(r#""\ud83d\ude80 \udc00""#).unwrap(), "🚀 \u{fffd}");
+        assert_eq!(decode_string(r#""\ud83d\ude80 \udc00""#).unwrap(), "🚀 \u{10fc00}");
         let t = Tape::parse(r#"{"a":1,"b":"x\ny","a":"two","\u0063":3}"#, 1).unwrap();
         assert_eq!(t.raw(t.get(0, "a").unwrap()), "\"two\"");
         assert_eq!(t.get_str(0, "b").unwrap(), "x\ny");

@@ -35,7 +35,8 @@ impl TitleSlot {
         if !line.starts_with("{\"type\":\"title\"") && !line.trim_start().starts_with('{') {
             return None;
         }
-        let v: Value = serde_json::from_str(line).ok()?;
+        // The model's JSON reader: a lone surrogate in the title is kept.
+        let v: Value = json::parse(line)?;
         let m = v.as_object()?;
         if m.get("type")?.as_str()? != "title" || m.get("v")?.as_f64()? != 1.0 {
             return None;

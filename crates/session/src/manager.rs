@@ -1063,7 +1063,7 @@ impl SessionManager {
         let systems = context
             .messages()
             .filter(|text| text.contains("system"))
-            .filter_map(|text| serde_json::from_str::<Value>(text).ok())
+            .filter_map(session_model::json::parse)
             .collect::<Vec<_>>();
         crate::snapshot::current_system_message(systems)
     }

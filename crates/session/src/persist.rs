@@ -362,7 +362,7 @@ fn dedupe_responses_signatures(entry: &Value) -> Option<Value> {
     let items = payload.get("items")?.as_array()?;
     let content = msg.get("content")?.as_array()?;
     let known = |sig: &str| -> bool {
-        let Ok(Value::Object(item)) = serde_json::from_str::<Value>(sig) else { return false };
+        let Some(Value::Object(item)) = session_model::json::parse(sig) else { return false };
         if let Some(enc) = str_of(&item, "encrypted_content") {
             return items.iter().any(|i| i.get("encrypted_content").and_then(Value::as_str) == Some(enc));
         }
