@@ -790,12 +790,58 @@ pub(crate) fn recover_orphaned_backups(storage: &dyn Storage, dir: &Path) {
     }
 }
 
-/// Sorts newest `modified` first; ties keep their order. An Invalid Date (`None`),
-/// which pi's comparator finds neither before nor after anything, goes last.
+/// Sorts newest `modified` first; ties keep their order. With an Invalid Date
+/// (`None`) among them, pi's comparator (`b - a`, `NaN` for it) is no order at all and
+/// the result is what V8's sort makes of it: below 64 sessions it is reproduced
+/// exactly ([`v8_short_sort`]); from 64 on, Invalid Dates go last.
 fn sort_by_modified(v: &mut [SessionInfo]) {
+    if v.len() < 64 && v.iter().any(|s| s.modified.is_none()) {
+        v8_short_sort(v, |a, b| match (a.modified, b.modified) {
+            (Some(a), Some(b)) => (b - a) as f64,
+            _ => f64::NAN,
+        });
+        return;
+    }
     // Sorting (key, index) pairs and then moving each info once is cheaper than a
     // merge sort moving the large infos around; the index keeps it stable.
     v.sort_by_cached_key(|s| std::cmp::Reverse(s.modified));
+}
+
+/// V8's `Array.prototype.sort` for fewer than 64 elements (its TimSort makes one run:
+/// the leading ascending or strictly descending run, then binary insertion), with a
+/// comparator that may answer `NaN` (neither less nor more: treated as "not less").
+fn v8_short_sort<T>(v: &mut [T], compare: impl Fn(&T, &T) -> f64) {
+    let n = v.len();
+    if n < 2 {
+        return;
+    }
+    // CountAndMakeRun(0, n).
+    let descending = compare(&v[1], &v[0]) < 0.0;
+    let mut run = 2;
+    while run < n {
+        let order = compare(&v[run], &v[run - 1]);
+        // `order >= 0` and `order < 0` are both false for NaN: the run goes on.
+        if (descending && order >= 0.0) || (!descending && order < 0.0) {
+            break;
+        }
+        run += 1;
+    }
+    if descending {
+        v[..run].reverse();
+    }
+    // BinaryInsertionSort(0, run, n).
+    for start in run..n {
+        let (mut left, mut right) = (0, start);
+        while left < right {
+            let mid = left + ((right - left) >> 1);
+            if compare(&v[start], &v[mid]) < 0.0 {
+                right = mid;
+            } else {
+                left = mid + 1;
+            }
+        }
+        v[left..=start].rotate_right(1);
+    }
 }
 
 /// omp's order: `modified` desc, then `created` desc (invalid as 0), then path in
@@ -960,6 +1006,47 @@ mod tests {
 
     use super::*;
     use proptest::prelude::*;
+
+    proptest! {
+        /// With a comparator that is an order, V8's short sort is a stable sort.
+        #[test]
+        fn v8_short_sort_is_stable_for_an_order(keys in proptest::collection::vec(0i64..6, 0..63)) {
+            let mut v: Vec<(i64, usize)> = keys.iter().copied().zip(0..).collect();
+            let mut want = v.clone();
+            want.sort_by_key(|&(k, _)| std::cmp::Reverse(k));
+            v8_short_sort(&mut v, |a, b| (b.0 - a.0) as f64);
+            prop_assert_eq!(v, want);
+        }
+    }
+
+    /// What pi 1.6.0 listed for testdata/conformance-odd/b/pi/message-timestamps (file
+    /// names descending, two Invalid Dates among them): the order it was given, where
+    /// an order-respecting sort would move the 8.64e15 session first.
+    #[test]
+    fn v8_short_sort_with_invalid_dates_as_pi_lists_them() {
+        const T: i64 = 1_767_225_600_000;
+        let input = [
+            (0x1d, Some(T)),
+            (0x1c, None),
+            (0x1b, Some(8_640_000_000_000_000)),
+            (0x1a, Some(T + 1000)),
+            (0x19, Some(T)),
+            (0x18, Some(T)),
+            (0x17, None),
+            (0x16, Some(T)),
+            (0x15, Some(1)),
+        ];
+        let mut v = input.to_vec();
+        v8_short_sort(&mut v, |a: &(i32, Option<i64>), b| match (a.1, b.1) {
+            (Some(a), Some(b)) => (b - a) as f64,
+            _ => f64::NAN,
+        });
+        assert_eq!(v, input);
+        // Without the Invalid Dates it is an order, and the newest comes first.
+        let mut valid: Vec<_> = input.iter().copied().filter(|x| x.1.is_some()).collect();
+        v8_short_sort(&mut valid, |a, b| (b.1.unwrap() - a.1.unwrap()) as f64);
+        assert_eq!(valid.iter().map(|x| x.0).collect::<Vec<_>>(), [0x1b, 0x1a, 0x1d, 0x19, 0x18, 0x16, 0x15]);
+    }
 
     /// `localeCompare` as the rule reads, one comparison at a time.
     fn locale_compare(a: &str, b: &str) -> Ordering {

@@ -9,7 +9,6 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use session_model::js_trim;
-use session_model::timestamp::parse_iso_millis;
 use session_store::Storage;
 
 use crate::info::SessionInfo;
@@ -82,23 +81,10 @@ fn header_candidate(line: &str) -> Candidate {
 
 /// Returns `new Date(value).getTime()` for a raw JSON value (`None` = NaN).
 pub(crate) fn js_date(raw: Option<&str>) -> Option<i64> {
-    let raw = raw?;
-    match jsonscan::kind(raw) {
-        Kind::String => parse_iso_millis(&jsonscan::decode_string(raw)?),
-        Kind::Number => time_clip(jsonscan::number(raw)?),
-        Kind::Null | Kind::False => Some(0),
-        Kind::True => Some(1),
-        Kind::Array | Kind::Object => None,
-    }
+    session_model::timestamp::js_date_raw(raw?)
 }
 
-/// ECMAScript `TimeClip`.
-pub(crate) fn time_clip(t: f64) -> Option<i64> {
-    if !t.is_finite() || t.abs() > 8.64e15 {
-        return None;
-    }
-    Some(t.trunc() as i64)
-}
+pub(crate) use session_model::timestamp::time_clip;
 
 /// Splits text into lines as Node's `readline` does (`\n`, `\r\n` and a lone `\r`).
 fn readline_lines(text: &str) -> impl Iterator<Item = &str> {

@@ -140,6 +140,111 @@ pub fn parse_iso_millis(s: &str) -> Option<i64> {
     (t.abs() <= 8_640_000_000_000_000).then_some(t)
 }
 
+/// Returns `new Date(value).getTime()` for a raw JSON value (`None` for `NaN`): a
+/// string as [`parse_js_date`] reads it, a number through `TimeClip`, `null` and
+/// `false` as 0, `true` as 1, an array or object as `NaN`.
+///
+/// ```
+/// use session_model::timestamp::js_date_raw;
+/// assert_eq!(js_date_raw("\"1970-01-01T00:00:01Z\""), Some(1000));
+/// assert_eq!(js_date_raw("null"), Some(0));
+/// assert_eq!(js_date_raw("5.9"), Some(5));
+/// assert_eq!(js_date_raw("1e400"), None);
+/// assert_eq!(js_date_raw("\"Thu, 01 Jan 1970 00:00:02 GMT\""), Some(2000));
+/// ```
+pub fn js_date_raw(raw: &str) -> Option<i64> {
+    use crate::scan::{self, Kind};
+    match scan::kind(raw) {
+        Kind::String => parse_js_date(&scan::decode_string(raw)?),
+        Kind::Number => time_clip(scan::number(raw)?),
+        Kind::Null | Kind::False => Some(0),
+        Kind::True => Some(1),
+        Kind::Array | Kind::Object => None,
+    }
+}
+
+/// ECMAScript `TimeClip`: a time value within ±8.64e15 ms, truncated; else `NaN`.
+pub fn time_clip(t: f64) -> Option<i64> {
+    if !t.is_finite() || t.abs() > 8.64e15 {
+        return None;
+    }
+    Some(t.trunc() as i64)
+}
+
+/// Returns `Date.parse(s)` (`None` for `NaN`): the ISO format ([`parse_iso_millis`]),
+/// else the forms `Date.prototype.toUTCString` and `toString` write, which both
+/// engines the references run on read (`Thu, 01 Jan 2026 00:00:00 GMT`,
+/// `Thu Jan 01 2026 00:00:00 GMT+0100 (…)`). A time without a zone is read as UTC
+/// (the engines read it in the machine's zone).
+pub fn parse_js_date(s: &str) -> Option<i64> {
+    parse_iso_millis(s).or_else(|| parse_legacy(s))
+}
+
+/// The legacy `Date.parse` forms: month names, `day year` in either order after the
+/// month, `HH:MM[:SS]`, `GMT`/`UTC`/`Z` with an optional `+hhmm`, a weekday and a
+/// parenthesised comment ignored.
+fn parse_legacy(s: &str) -> Option<i64> {
+    const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+    const DAYS: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
+    let s = s.split('(').next().unwrap_or(s);
+    let (mut month, mut numbers, mut time, mut offset) = (None, Vec::new(), None, 0i64);
+    for token in s.split(|c: char| c.is_ascii_whitespace() || c == ',').filter(|t| !t.is_empty()) {
+        let lower = token.to_ascii_lowercase();
+        let alpha_end = lower.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(lower.len());
+        let (word, rest) = lower.split_at(alpha_end);
+        if !word.is_empty() {
+            if let Some(m) = MONTHS.iter().position(|m| word.len() >= 3 && m.starts_with(&word[..3]) && word.len() <= 9)
+            {
+                month = Some(m as i64 + 1);
+            } else if !(DAYS.iter().any(|d| word.starts_with(d)) || matches!(word, "gmt" | "utc" | "ut" | "z")) {
+                return None;
+            }
+            if rest.is_empty() {
+                continue;
+            }
+        }
+        if let Some(sign) = rest.strip_prefix(['+', '-']) {
+            let neg = rest.starts_with('-');
+            let digits: String = sign.chars().filter(char::is_ascii_digit).collect();
+            if digits.len() != 4 || sign.chars().any(|c| !c.is_ascii_digit() && c != ':') {
+                return None;
+            }
+            let (h, m): (i64, i64) = (digits[..2].parse().ok()?, digits[2..].parse().ok()?);
+            offset = (h * 60 + m) * if neg { -1 } else { 1 };
+        } else if rest.contains(':') {
+            let mut parts = rest.split(':');
+            let mut next = || -> Option<i64> { parts.next().map(|p| p.parse().ok()).unwrap_or(Some(0)) };
+            let (h, m, sec) = (next()?, next()?, next()?);
+            if h > 24 || m > 59 || sec > 59 {
+                return None;
+            }
+            time = Some(((h * 60 + m) * 60 + sec) * 1000);
+        } else if rest.chars().all(|c| c.is_ascii_digit()) {
+            numbers.push(rest.parse::<i64>().ok()?);
+        } else {
+            return None;
+        }
+    }
+    let month = month?;
+    let (day, year) = match numbers.as_slice() {
+        [a, b] if *a <= 31 => (*a, *b),
+        [a, b] if *b <= 31 => (*b, *a),
+        _ => return None,
+    };
+    let year = if year < 50 {
+        2000 + year
+    } else if year < 100 {
+        1900 + year
+    } else {
+        year
+    };
+    if day < 1 || day > days_in_month(year, month) {
+        return None;
+    }
+    let t = days_from_civil(year, month, day) * 86_400_000 + time.unwrap_or(0) - offset * 60_000;
+    (t.abs() <= 8_640_000_000_000_000).then_some(t)
+}
+
 struct Cursor<'a> {
     b: &'a [u8],
     i: usize,

@@ -76,12 +76,7 @@ pub(crate) fn write_ms(out: &mut String, ms: Option<i64>) {
 
 /// Returns `new Date(entry.timestamp).getTime()` for an entry's raw fields.
 pub(crate) fn entry_time(fields: &RawFields<'_>) -> Option<i64> {
-    let raw = fields.raw("timestamp")?;
-    if let Some(s) = as_string(raw) {
-        return session_model::timestamp::parse_iso_millis(&s);
-    }
-    // A numeric timestamp is an epoch time already (TimeClip truncates it).
-    raw.parse::<f64>().ok().filter(|f| f.is_finite() && f.abs() <= 8.64e15).map(|f| f.trunc() as i64)
+    session_model::timestamp::js_date_raw(fields.raw("timestamp")?)
 }
 
 /// Builds one JSON object by appending fields in order.

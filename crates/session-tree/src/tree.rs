@@ -698,8 +698,16 @@ impl SessionTree {
                 None => roots.push(node),
             }
         }
-        let times: Vec<Option<i64>> =
-            self.entries.iter().map(|r| r.timestamp().and_then(session_model::timestamp::parse_iso_millis)).collect();
+        // `new Date(entry.timestamp).getTime()`: a string as `Date.parse` reads it, `null`
+        // as 0, a number as milliseconds, anything else (or no key) as `NaN`.
+        let times: Vec<Option<i64>> = self
+            .entries
+            .iter()
+            .map(|r| match r.timestamp() {
+                Some(ts) => session_model::timestamp::parse_js_date(ts),
+                None => raw::entry_time(&RawFields::parse(r.text())),
+            })
+            .collect();
         for list in &mut children {
             if list.len() > 1 {
                 stable_sort_by_time(list, &times);
