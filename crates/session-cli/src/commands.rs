@@ -153,6 +153,16 @@ fn apply_leaf(leaf: &LeafArgs, m: &mut SessionManager) -> Result<()> {
     Ok(())
 }
 
+/// Writes an entry's id as the reference prints it: the string, else whatever JSON
+/// value the `id` holds (a number stays a number), else `null`.
+fn push_id(out: &mut String, r: &session::Record) {
+    match (r.id(), r.get("id")) {
+        (Some(id), _) => write_js_str(out, id),
+        (None, Some(v)) => out.push_str(&session::model::json::to_js_string(v)),
+        (None, None) => out.push_str("null"),
+    }
+}
+
 fn push_opt_str(out: &mut String, s: Option<&str>) {
     match s {
         Some(s) => write_js_str(out, s),
@@ -198,7 +208,7 @@ fn entries(g: &Global, file: &Path, full: bool, json: bool) -> Result<String> {
         if full {
             out.push_str(&r.line());
         } else {
-            push_opt_str(&mut out, r.id());
+            push_id(&mut out, r);
         }
     }
     out.push(']');
@@ -250,7 +260,7 @@ fn branch(g: &Global, file: &Path, leaf: Option<&str>, json: bool) -> Result<Str
         if i > 0 {
             out.push(',');
         }
-        push_opt_str(&mut out, r.id());
+        push_id(&mut out, r);
     }
     out.push(']');
     Ok(out)

@@ -323,6 +323,18 @@ fn without_whitespace(text: &str) -> String {
     out
 }
 
+/// The id-map key of a number id: a noncharacter (U+FDD0, which no id an agent
+/// writes holds) and the number as JavaScript prints it, so `7` and `"7"` are two keys.
+pub fn number_id_key(n: f64) -> String {
+    format!("\u{fdd0}{}", json::js_number(n))
+}
+
+/// Returns whether an id-map key is falsy as the id it stands for: `""` or the number
+/// 0 (a `parentId` that is falsy ends the references' path walk).
+pub fn id_key_is_falsy(key: &str) -> bool {
+    key.is_empty() || key == "\u{fdd0}0"
+}
+
 /// One JSON value of a session file: the header, an entry of any type (known or
 /// not), or a non-object value that a reference keeps (`42`, `"str"`).
 ///
@@ -601,6 +613,33 @@ impl Record {
     #[inline]
     pub fn entry_type(&self) -> EntryType {
         self.inner.kind
+    }
+
+    /// Returns the key the references' id map (`Map<id, entry>`) files this record
+    /// under: the `id` string, or for a number id (`"id": 7`, which a JavaScript `Map`
+    /// keeps apart from the string `"7"`) [`number_id_key`] of it. `None` for no id or
+    /// an id of another type.
+    pub fn id_key(&self) -> Option<Cow<'_, str>> {
+        match self.id() {
+            Some(id) => Some(Cow::Borrowed(id)),
+            None if self.inner.is_object => self.number_field_key("id"),
+            None => None,
+        }
+    }
+
+    /// Returns the key of the `parentId` in the references' id map, as
+    /// [`Record::id_key`] gives it for ids: the string, or a number's key.
+    pub fn parent_key(&self) -> Option<Cow<'_, str>> {
+        match self.inner.parent {
+            Parent::Id(_) => self.parent_id().map(Cow::Borrowed),
+            Parent::Invalid => self.number_field_key("parentId"),
+            _ => None,
+        }
+    }
+
+    fn number_field_key(&self, key: &str) -> Option<Cow<'_, str>> {
+        let raw = scan::Obj::parse(&self.inner.text)?.get(key)?;
+        scan::number(raw).map(|n| Cow::Owned(number_id_key(n)))
     }
 
     /// Returns whether this is a session header: an object with `type: "session"`.

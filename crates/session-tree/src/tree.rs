@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
-use session_model::{Dialect, EntryType, ParentRef, Record};
+use session_model::{Dialect, EntryType, ParentRef, Record, id_key_is_falsy};
 
 use crate::raw::{self, RawFields};
 use session_model::idhash::{IdHashState, IdMap, IdSet};
@@ -136,7 +136,7 @@ impl LeafState {
     }
 
     fn after(record: &Record) -> LeafState {
-        match record.id() {
+        match record.id_key() {
             Some(id) => LeafState::Id(id.into()),
             None => LeafState::Undefined,
         }
@@ -250,7 +250,9 @@ impl SessionTree {
             if live { std::mem::replace(&mut self.leaf, LeafState::after(&record)) } else { LeafState::Null };
         let diag_len = self.diagnostics.len();
         let mut undo = None;
-        match record.id() {
+        // Keyed as the references' `Map` keys ids: a number id apart from a string.
+        let key = record.id_key();
+        match key.as_deref() {
             Some(id) => {
                 let prev_slot = self.by_id.get(id).copied();
                 match prev_slot {
@@ -268,12 +270,12 @@ impl SessionTree {
                         self.slot_pos.push(pos);
                     }
                 }
-                match record.parent_id() {
+                match record.parent_key().as_deref() {
                     Some(p) if p == id => {
                         self.has_cycle = true;
                         self.diagnostics.push(TreeDiagnostic::SelfParent { id: id.to_owned() });
                     }
-                    Some(p) if live && !p.is_empty() && !self.by_id.contains_key(p) => {
+                    Some(p) if live && !id_key_is_falsy(p) && !self.by_id.contains_key(p) => {
                         self.missing_parents.insert(p.into());
                         self.diagnostics.push(TreeDiagnostic::Orphan { id: id.to_owned(), parent: p.to_owned() })
                     }
@@ -303,7 +305,7 @@ impl SessionTree {
             && (u.prev_slot.is_some() || self.missing_parents.contains(&u.id))
             && self.walk(pos).first().is_some_and(|&root| {
                 let r = &self.entries[root];
-                r.parent_id() != r.id() && r.parent_id().is_some_and(|p| self.lookup(p).is_some())
+                r.parent_key() != r.id_key() && r.parent_key().is_some_and(|p| self.lookup(&p).is_some())
             })
         {
             self.diagnostics.push(TreeDiagnostic::Cycle { id: u.id.to_string() });
@@ -318,7 +320,12 @@ impl SessionTree {
             return None;
         }
         let fields = RawFields::parse(record.text());
-        let target = fields.string("targetId")?;
+        // The label map is keyed as the id map: a number target is a number id's key.
+        let raw_target = fields.raw("targetId")?;
+        let target = match raw::as_string(raw_target) {
+            Some(t) => t,
+            None => session_model::number_id_key(session_model::scan::number(raw_target)?),
+        };
         let prev = self.labels.get(target.as_str()).cloned();
         let label = fields.raw("label").filter(|r| raw::is_truthy(r));
         match label {
@@ -349,7 +356,8 @@ impl SessionTree {
     }
 
     fn parent_slot_of(&self, record: &Record) -> u32 {
-        match record.parent_id().filter(|p| !p.is_empty()).and_then(|p| self.by_id.get(p)) {
+        // A falsy parent (`""`, 0) ends the references' walk: no parent slot.
+        match record.parent_key().filter(|p| !id_key_is_falsy(p)).and_then(|p| self.by_id.get(&*p).copied()) {
             Some(slot) => u32::try_from(slot.order).unwrap_or(NO_PARENT),
             None => NO_PARENT,
         }
@@ -373,15 +381,15 @@ impl SessionTree {
     fn resolve_parents_and_find_orphans(&mut self) {
         let mut slots = Vec::with_capacity(self.entries.len());
         for rec in &self.entries {
-            let parent = rec.parent_id().filter(|p| !p.is_empty());
-            let slot = parent.and_then(|p| self.by_id.get(p));
+            let parent = rec.parent_key().filter(|p| !id_key_is_falsy(p));
+            let slot = parent.as_deref().and_then(|p| self.by_id.get(p));
             slots.push(slot.map_or(NO_PARENT, |s| u32::try_from(s.order).unwrap_or(NO_PARENT)));
             if slot.is_none()
-                && let (Some(id), Some(p)) = (rec.id(), parent)
+                && let (Some(id), Some(p)) = (rec.id_key(), parent)
                 && p != id
             {
-                self.missing_parents.insert(p.into());
-                self.diagnostics.push(TreeDiagnostic::Orphan { id: id.to_owned(), parent: p.to_owned() });
+                self.missing_parents.insert((*p).into());
+                self.diagnostics.push(TreeDiagnostic::Orphan { id: id.into_owned(), parent: p.into_owned() });
             }
         }
         self.parent_slot = slots;
@@ -399,8 +407,8 @@ impl SessionTree {
                 match state[pos] {
                     1 => {
                         let rec = &self.entries[pos];
-                        if rec.parent_id() != rec.id() {
-                            found.push(rec.id().unwrap_or_default().to_owned());
+                        if rec.parent_key() != rec.id_key() {
+                            found.push(rec.id_key().unwrap_or_default().into_owned());
                         }
                         break;
                     }
@@ -497,10 +505,10 @@ impl SessionTree {
         &self.entries
     }
 
-    /// Returns the current leaf id (`None` after `resetLeaf()` or when the last
-    /// entry has no id).
+    /// Returns the current leaf id (`None` after `resetLeaf()`, when the last entry
+    /// has no id, or when its id is not a string).
     pub fn leaf_id(&self) -> Option<&str> {
-        self.leaf.id()
+        self.leaf.id().filter(|id| !id.starts_with('\u{fdd0}'))
     }
 
     /// Returns the entry with this id (the later one for duplicate ids).
@@ -527,8 +535,12 @@ impl SessionTree {
     /// assert!(t.branch("zz").is_err());
     /// # Ok::<(), session_tree::TreeError>(())
     /// ```
+    ///
+    /// An entry whose id is `""` can be branched to, as `byId.has("")` finds it; the
+    /// context then starts from the last entry and the path is empty, as a falsy
+    /// leaf id gives in the references.
     pub fn branch(&mut self, id: &str) -> Result<(), TreeError> {
-        if self.lookup(id).is_none() {
+        if !self.by_id.contains_key(id) {
             return Err(TreeError::NotFound(id.to_owned()));
         }
         self.leaf = LeafState::Id(id.into());
@@ -571,6 +583,7 @@ impl SessionTree {
 
     /// Returns `(targetId, label)` pairs in the order the reference's label map
     /// iterates (first set first; a clear and a later set moves a label to the end).
+    /// A number target is given as its key ([`session_model::number_id_key`]).
     pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
         let mut all: Vec<(&Box<str>, &LabelSlot)> = self.labels.iter().collect();
         all.sort_by_key(|(_, s)| s.seq);
@@ -610,7 +623,7 @@ impl SessionTree {
             (_, None) => LeafState::Null,
         };
         match self.undo.take() {
-            Some(undo) if undo.pos + 1 == self.entries.len() && record.id() == Some(&*undo.id) => {
+            Some(undo) if undo.pos + 1 == self.entries.len() && record.id_key().as_deref() == Some(&*undo.id) => {
                 self.entries.pop();
                 self.parent_slot.pop();
                 match undo.prev_slot {
@@ -649,9 +662,10 @@ impl SessionTree {
         }
     }
 
-    /// Returns the `parentId` the next appended entry gets: the leaf.
+    /// Returns the `parentId` the next appended entry gets: the leaf (none when the
+    /// leaf's id is a number, which a string `parentId` cannot name).
     pub fn next_parent(&self) -> Option<&str> {
-        self.leaf.id()
+        self.leaf_id()
     }
 
     /// Returns whether an entry has this id (for id collision checks).
@@ -674,8 +688,8 @@ impl SessionTree {
     pub fn tree(&self) -> Vec<TreeNode> {
         let n = self.entries.len();
         let node_of = |pos: usize| -> usize {
-            match self.entries[pos].id() {
-                Some(id) => self.by_id.get(id).map_or(pos, |s| s.pos),
+            match self.entries[pos].id_key() {
+                Some(id) => self.by_id.get(&*id).map_or(pos, |s| s.pos),
                 None => self.idless_last.unwrap_or(pos),
             }
         };
@@ -685,9 +699,15 @@ impl SessionTree {
             let rec = &self.entries[pos];
             let node = node_of(pos);
             let parent = match rec.parent() {
-                ParentRef::Null | ParentRef::Invalid => None,
-                ParentRef::Id(p) if Some(p) == rec.id() => None,
-                ParentRef::Id(_) => self.parent_pos(pos),
+                ParentRef::Null => None,
+                _ if rec.parent_key().is_some() && rec.parent_key() == rec.id_key() => None,
+                // `byId.get(parentId)` links a falsy parent (`""`, 0) too, where the
+                // path walk stops.
+                ParentRef::Id(_) | ParentRef::Invalid => match rec.parent_key() {
+                    Some(p) if id_key_is_falsy(&p) => self.by_id.get(&*p).map(|s| s.pos),
+                    Some(_) => self.parent_pos(pos),
+                    None => None,
+                },
                 ParentRef::Absent => match rec.id() {
                     None => None,
                     Some(_) => self.idless_last,
@@ -727,7 +747,7 @@ impl SessionTree {
         let mut out = Vec::with_capacity(roots.len());
         let make = |pos: usize, built: Vec<TreeNode>| {
             let entry = self.entries[pos].clone();
-            let label = entry.id().and_then(|id| self.labels.get(id));
+            let label = entry.id_key().and_then(|id| self.labels.get(&*id));
             TreeNode {
                 label: label.map(|l| l.label.clone()),
                 label_is_json: label.is_some_and(|l| l.is_json),

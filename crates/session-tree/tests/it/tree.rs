@@ -347,3 +347,49 @@ fn late_parents_and_appended_cycles() -> Result<(), TreeError> {
     assert!(t.diagnostics().iter().any(|d| matches!(d, TreeDiagnostic::Cycle { .. })));
     Ok(())
 }
+
+/// Ids as the references' `Map` keys them (testdata/conformance-odd/a/pi/ids-odd): a
+/// number id `7` is apart from the string `"7"`, a `parentId` of `""` links in the
+/// tree but ends the path walk, and a label can target a number id.
+#[test]
+fn number_ids_and_falsy_parents_follow_the_references() {
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        let msg = |id: &str, parent: &str, text: &str| {
+            format!(
+                r#"{{"type":"message","id":{id},"parentId":{parent},"timestamp":"2026-01-02T03:04:05.000Z","message":{{"role":"user","content":"{text}","timestamp":1}}}}"#
+            )
+        };
+        let lines = [
+            msg(r#""""#, "null", "empty id"),
+            msg(r#""__proto__""#, r#""""#, "proto"),
+            msg("7", r#""__proto__""#, "number seven"),
+            msg(r#""7""#, "7", "string seven"),
+            msg(r#""x1""#, r#""7""#, "child"),
+            r#"{"type":"label","id":"l1","parentId":"x1","timestamp":"2026-01-02T03:04:05.000Z","targetId":7,"label":"seven"}"#
+                .to_owned(),
+        ];
+        let records: Vec<Record> = lines.iter().map(|l| Record::parse(l).expect("valid")).collect();
+        let mut t = SessionTree::new(dialect, records);
+        let ids = |path: Vec<&Record>| -> Vec<String> {
+            path.iter()
+                .map(|r| session_model::json::to_js_string(r.get("id").unwrap_or(&serde_json::Value::Null)))
+                .collect()
+        };
+        // The walk stops at `__proto__`, whose parent `""` is falsy.
+        assert_eq!(ids(t.get_branch(None)), [r#""__proto__""#, "7", r#""7""#, r#""x1""#, r#""l1""#], "{dialect:?}");
+        assert_eq!(ids(t.get_branch(Some("7"))), [r#""__proto__""#, "7", r#""7""#]);
+        // The tree links `__proto__` under `""`, and 7 under it carries the label.
+        let roots = t.tree();
+        assert_eq!(roots.len(), 1);
+        assert_eq!(roots[0].entry.id(), Some(""));
+        let proto = &roots[0].children[0];
+        assert_eq!(proto.entry.id(), Some("__proto__"));
+        assert_eq!(proto.children[0].entry.id(), None);
+        assert_eq!(proto.children[0].label.as_deref(), Some("seven"));
+        assert_eq!(proto.children[0].children[0].entry.id(), Some("7"));
+        // `""` can be branched to (it exists); its path is empty, as a falsy id gives.
+        t.branch("").expect("an entry has the id \"\"");
+        assert!(t.get_branch(None).is_empty());
+        assert!(t.branch("missing").is_err());
+    }
+}
