@@ -329,10 +329,10 @@ pub fn number_id_key(n: f64) -> String {
     format!("\u{fdd0}{}", json::js_number(n))
 }
 
-/// Returns whether an id-map key is falsy as the id it stands for: `""` or the number
-/// 0 (a `parentId` that is falsy ends the references' path walk).
+/// Returns whether an id-map key is falsy as the id it stands for: `""`, the number
+/// 0 or `false` (a `parentId` that is falsy ends the references' path walk).
 pub fn id_key_is_falsy(key: &str) -> bool {
-    key.is_empty() || key == "\u{fdd0}0"
+    key.is_empty() || key == "\u{fdd0}0" || key == "\u{fdd0}false"
 }
 
 /// One JSON value of a session file: the header, an entry of any type (known or
@@ -617,8 +617,8 @@ impl Record {
 
     /// Returns the key the references' id map (`Map<id, entry>`) files this record
     /// under: the `id` string, or for a number id (`"id": 7`, which a JavaScript `Map`
-    /// keeps apart from the string `"7"`) [`number_id_key`] of it. `None` for no id or
-    /// an id of another type.
+    /// keeps apart from the string `"7"`) [`number_id_key`] of it, and likewise for
+    /// `true` and `false`. `None` for no id or an id of another type.
     pub fn id_key(&self) -> Option<Cow<'_, str>> {
         match self.id() {
             Some(id) => Some(Cow::Borrowed(id)),
@@ -639,7 +639,10 @@ impl Record {
 
     fn number_field_key(&self, key: &str) -> Option<Cow<'_, str>> {
         let raw = scan::Obj::parse(&self.inner.text)?.get(key)?;
-        scan::number(raw).map(|n| Cow::Owned(number_id_key(n)))
+        match scan::kind(raw) {
+            scan::Kind::True | scan::Kind::False => Some(Cow::Owned(format!("\u{fdd0}{raw}"))),
+            _ => scan::number(raw).map(|n| Cow::Owned(number_id_key(n))),
+        }
     }
 
     /// Returns whether this is a session header: an object with `type: "session"`.
