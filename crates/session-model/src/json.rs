@@ -411,6 +411,15 @@ fn decimal(tok: &str) -> Option<(bool, Vec<u8>, i64)> {
 
 /// Whether one JSON number token reads as a double to the value it spells.
 fn number_exact(tok: &str) -> bool {
+    // The common case without allocating: no exponent, at most 15 digits, not `-0`.
+    let b = tok.as_bytes();
+    if b.len() <= 16 && !b.iter().any(|&c| c == b'e' || c == b'E') {
+        let digits = b.iter().filter(|c| c.is_ascii_digit()).count();
+        let negative_zero = b[0] == b'-' && b[1..].iter().all(|&c| c == b'0' || c == b'.');
+        if digits <= 15 && !negative_zero {
+            return true;
+        }
+    }
     let Some((neg, digits, point)) = decimal(tok) else { return true };
     if digits.is_empty() {
         // Zero: `-0` is written `0`.
@@ -554,6 +563,22 @@ mod tests {
     fn strings_follow_ecmascript() {
         assert_eq!(rt(r#""a/b\u2028é\u0001\u001f\b\f""#), "\"a/b\u{2028}é\\u0001\\u001f\\b\\f\"");
         assert_eq!(rt(r#""\"\\\n\r\t""#), r#""\"\\\n\r\t""#);
+    }
+
+    proptest::proptest! {
+        /// The allocation-free shortcut of `number_exact` agrees with the definition:
+        /// the token and the double JavaScript reads from it spell the same decimal.
+        #[test]
+        fn number_exact_agrees_with_its_definition(tok in "-?(0|[1-9][0-9]{0,24})(\\.[0-9]{1,20})?([eE][-+]?[0-9]{1,3})?") {
+            let f: f64 = tok.parse().unwrap();
+            let (neg, digits, point) = decimal(&tok).unwrap();
+            let by_definition = if digits.is_empty() {
+                !neg
+            } else {
+                f.is_finite() && decimal(&js_number(f)) == Some((neg, digits, point))
+            };
+            proptest::prop_assert_eq!(number_exact(&tok), by_definition, "{}", tok);
+        }
     }
 
     #[test]
