@@ -15,7 +15,8 @@
 //!   tree: all but those nested deeper than 128 levels, a known limitation;
 //! * every migrated record writes as one line that parses back to the same value,
 //!   and a file with a valid header written back from the migrated records reads back
-//!   the same records, which migrate to themselves.
+//!   the same records, which migrate to themselves (unless nothing ran because the
+//!   header's version is a number JavaScript reads as Infinity).
 
 #![no_main]
 
@@ -90,6 +91,11 @@ fn check(parsed: ParsedFile, dialect: Dialect) {
     let mut again = parse_session_bytes(written.as_bytes(), dialect).records;
     let lines = |rs: &[Record]| rs.iter().map(|r| r.line().into_owned()).collect::<Vec<_>>();
     assert_eq!(lines(&again), lines(&once), "migrated records written back read back otherwise: {written:?}");
+    // A version JavaScript reads as Infinity (`1e400`) runs no step, so nothing is
+    // rewritten; written back anyway it reads `null`, which migrates (as in pi).
+    if !m1.ran() && once.iter().find(|r| r.is_header()).is_some_and(|h| !h.numbers_exact()) {
+        return;
+    }
     let before = lines(&again);
     let m3 = migrate(&mut again, &mut mint);
     assert!(!m3.v1_to_v2 && !m3.v2_to_v3, "a migrated file written back migrates again: {m3:?}");

@@ -564,8 +564,11 @@ impl Record {
     /// [`json::numbers_exact`]) is written as the references write it back, by
     /// [`Record::canonical_line`]: what they hold in memory is `null` or the rounded
     /// double, and so is what they write.
+    ///
+    /// A record that is not an object (`1e400`, `[1e400]` on a line of its own) keeps
+    /// its text: written as `null` it would become a record that crashes omp.
     pub fn line(&self) -> Cow<'_, str> {
-        if self.inner.compact && self.numbers_exact() {
+        if self.inner.compact && (!self.inner.is_object || self.numbers_exact()) {
             Cow::Borrowed(&self.inner.text)
         } else {
             Cow::Owned(self.canonical_line())
