@@ -134,15 +134,16 @@ impl<'o> ObjWriter<'o> {
     }
 }
 
-/// Writes a JSON array of already serialised values, each as JavaScript holds it
-/// ([`json::js_exact`]).
+/// Writes a JSON array of already serialised values (messages come from
+/// [`session_model::Record::message_raw`] or the serializer, so they hold numbers as
+/// JavaScript holds them already).
 pub(crate) fn write_array<'x>(out: &mut String, items: impl IntoIterator<Item = &'x str>) {
     out.push('[');
     for (i, item) in items.into_iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        out.push_str(&json::js_exact(item));
+        out.push_str(item);
     }
     out.push(']');
 }
