@@ -169,34 +169,24 @@ fn has_stand_in(s: &str) -> bool {
 }
 
 /// Appends `s` as a JSON string literal with JavaScript's escaping rules (a
-/// lone-surrogate stand-in as its `\udXXX` escape).
+/// lone-surrogate stand-in as its `\\udXXX` escape).
 pub fn write_js_str(out: &mut String, s: &str) {
-    if has_stand_in(s) {
-        out.push('"');
-        let mut buf = [0u8; 4];
-        for c in s.chars() {
-            match stand_in_surrogate(c) {
-                Some(unit) => {
-                    out.push_str("\\u");
-                    out.push_str(&format!("{unit:04x}"));
-                }
-                None => {
-                    let one = c.encode_utf8(&mut buf);
-                    let mut quoted = String::new();
-                    write_plain_js_str(&mut quoted, one);
-                    out.push_str(&quoted[1..quoted.len() - 1]);
-                }
-            }
-        }
-        out.push('"');
-        return;
-    }
-    write_plain_js_str(out, s);
-}
-
-fn write_plain_js_str(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
     out.push('"');
+    let mut rest = s;
+    if has_stand_in(s) {
+        while let Some((at, unit)) = rest.char_indices().find_map(|(i, c)| stand_in_surrogate(c).map(|u| (i, u))) {
+            write_escaped(out, &rest[..at]);
+            out.push_str(&format!("\\u{unit:04x}"));
+            rest = &rest[at + lone_surrogate_char(unit).len_utf8()..];
+        }
+    }
+    write_escaped(out, rest);
+    out.push('"');
+}
+
+/// Appends the escaped content of `s` (no quotes, no stand-ins).
+fn write_escaped(out: &mut String, s: &str) {
     let bytes = s.as_bytes();
     let mut start = 0;
     let mut i = 0;
@@ -228,7 +218,6 @@ fn write_plain_js_str(out: &mut String, s: &str) {
         start = i;
     }
     out.push_str(&s[start..]);
-    out.push('"');
 }
 
 fn write_js_number_value(out: &mut String, n: &Number) {
@@ -331,38 +320,47 @@ pub fn write_js_number(out: &mut String, f: f64) {
 /// assert!(!numbers_exact("[123456789012345678901234567890]"));
 /// ```
 pub fn numbers_exact(text: &str) -> bool {
+    number_tokens(text).all(|r| number_exact(&text[r]))
+}
+
+/// The byte ranges of the number tokens of valid JSON `text` (outside strings), in
+/// order: what the number rules of this module look at.
+fn number_tokens(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
     let b = text.as_bytes();
     let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'"' => {
-                // Skip the string: its end is the next quote not escaped.
-                i += 1;
-                loop {
-                    match memchr::memchr2(b'"', b'\\', &b[i..]) {
-                        None => return true,
-                        Some(k) if b[i + k] == b'\\' => i += k + 2,
-                        Some(k) => {
-                            i += k + 1;
-                            break;
+    std::iter::from_fn(move || {
+        while i < b.len() {
+            match b[i] {
+                b'"' => {
+                    // Skip the string: its end is the next quote not escaped.
+                    i += 1;
+                    loop {
+                        match memchr::memchr2(b'"', b'\\', &b[i..]) {
+                            None => {
+                                i = b.len();
+                                break;
+                            }
+                            Some(k) if b[i + k] == b'\\' => i += k + 2,
+                            Some(k) => {
+                                i += k + 1;
+                                break;
+                            }
                         }
                     }
                 }
-            }
-            b'-' | b'0'..=b'9' => {
-                let end = b[i..]
-                    .iter()
-                    .position(|c| !matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
-                    .map_or(b.len(), |n| i + n);
-                if !number_exact(&text[i..end]) {
-                    return false;
+                b'-' | b'0'..=b'9' => {
+                    let start = i;
+                    i += b[i..]
+                        .iter()
+                        .position(|c| !matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+                        .unwrap_or(b.len() - i);
+                    return Some(start..i);
                 }
-                i = end;
+                _ => i += 1,
             }
-            _ => i += 1,
         }
-    }
-    true
+        None
+    })
 }
 
 /// Returns `text` (valid JSON) as JavaScript holds it: `text` itself when its numbers
@@ -469,23 +467,13 @@ pub fn parse(text: &str) -> Option<Value> {
 
 /// Replaces the numbers of valid JSON `text` that round to ±Infinity by `null`.
 fn null_infinite_numbers(text: &str) -> String {
-    let b = text.as_bytes();
     let mut out = String::with_capacity(text.len());
-    let (mut last, mut i) = (0, 0);
-    while i < b.len() {
-        match b[i] {
-            b'"' => i = crate::scan::skip_value(b, i).unwrap_or(b.len()),
-            b'-' | b'0'..=b'9' => {
-                let end = b[i..].iter().position(|c| !matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'));
-                let end = end.map_or(b.len(), |n| i + n);
-                if text[i..end].parse::<f64>().is_ok_and(f64::is_infinite) {
-                    out.push_str(&text[last..i]);
-                    out.push_str("null");
-                    last = end;
-                }
-                i = end;
-            }
-            _ => i += 1,
+    let mut last = 0;
+    for r in number_tokens(text) {
+        if text[r.clone()].parse::<f64>().is_ok_and(f64::is_infinite) {
+            out.push_str(&text[last..r.start]);
+            out.push_str("null");
+            last = r.end;
         }
     }
     out.push_str(&text[last..]);

@@ -63,7 +63,10 @@ pub use parse::{
     Diagnostic, DiagnosticKind, HeaderCheck, ParsedFile, ReadAt, parse_session_at, parse_session_at_with,
     parse_session_bytes,
 };
-pub use record::{EntryType, MessageInfo, ParentRef, Record, RecordParseError, Scalar, id_key_is_falsy, number_id_key};
+pub use record::{
+    EntryType, MessageInfo, ParentRef, Record, RecordParseError, Scalar, id_key_is_falsy, is_scalar_id_key,
+    number_id_key,
+};
 pub use title::{SLOT_BYTES, SlotTooLong, TitleSlot};
 
 /// How many threads one operation on a large input may use: the one parallelism

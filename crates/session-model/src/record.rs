@@ -323,16 +323,26 @@ fn without_whitespace(text: &str) -> String {
     out
 }
 
-/// The id-map key of a number id: a noncharacter (U+FDD0, which no id an agent
-/// writes holds) and the number as JavaScript prints it, so `7` and `"7"` are two keys.
+/// What starts the id-map key of an id that is not a string: a noncharacter, which
+/// no id an agent writes holds.
+const SCALAR_KEY_MARK: char = '\u{fdd0}';
+
+/// The id-map key of a number id: a mark (U+FDD0) and the number as JavaScript
+/// prints it, so `7` and `"7"` are two keys (and `1.0` and `1` one).
 pub fn number_id_key(n: f64) -> String {
-    format!("\u{fdd0}{}", json::js_number(n))
+    format!("{SCALAR_KEY_MARK}{}", json::js_number(n))
+}
+
+/// Returns whether an id-map key stands for an id that is not a string (a number,
+/// `true`, `false`), which no string field can name.
+pub fn is_scalar_id_key(key: &str) -> bool {
+    key.starts_with(SCALAR_KEY_MARK)
 }
 
 /// Returns whether an id-map key is falsy as the id it stands for: `""`, the number
 /// 0 or `false` (a `parentId` that is falsy ends the references' path walk).
 pub fn id_key_is_falsy(key: &str) -> bool {
-    key.is_empty() || key == "\u{fdd0}0" || key == "\u{fdd0}false"
+    key.is_empty() || key.strip_prefix(SCALAR_KEY_MARK).is_some_and(|k| k == "0" || k == "false")
 }
 
 /// One JSON value of a session file: the header, an entry of any type (known or
@@ -643,7 +653,7 @@ impl Record {
     fn number_field_key(&self, key: &str) -> Option<Cow<'_, str>> {
         let raw = scan::Obj::parse(&self.inner.text)?.get(key)?;
         match scan::kind(raw) {
-            scan::Kind::True | scan::Kind::False => Some(Cow::Owned(format!("\u{fdd0}{raw}"))),
+            scan::Kind::True | scan::Kind::False => Some(Cow::Owned(format!("{SCALAR_KEY_MARK}{raw}"))),
             _ => scan::number(raw).map(|n| Cow::Owned(number_id_key(n))),
         }
     }

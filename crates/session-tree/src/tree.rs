@@ -508,7 +508,7 @@ impl SessionTree {
     /// Returns the current leaf id (`None` after `resetLeaf()`, when the last entry
     /// has no id, or when its id is not a string).
     pub fn leaf_id(&self) -> Option<&str> {
-        self.leaf.id().filter(|id| !id.starts_with('\u{fdd0}'))
+        self.leaf.id().filter(|id| !session_model::is_scalar_id_key(id))
     }
 
     /// Returns the entry with this id (the later one for duplicate ids).
@@ -698,12 +698,13 @@ impl SessionTree {
         for pos in 0..n {
             let rec = &self.entries[pos];
             let node = node_of(pos);
+            let parent_key = rec.parent_key();
             let parent = match rec.parent() {
                 ParentRef::Null => None,
-                _ if rec.parent_key().is_some() && rec.parent_key() == rec.id_key() => None,
+                _ if parent_key.is_some() && parent_key == rec.id_key() => None,
                 // `byId.get(parentId)` links a falsy parent (`""`, 0) too, where the
                 // path walk stops.
-                ParentRef::Id(_) | ParentRef::Invalid => match rec.parent_key() {
+                ParentRef::Id(_) | ParentRef::Invalid => match parent_key {
                     Some(p) if id_key_is_falsy(&p) => self.by_id.get(&*p).map(|s| s.pos),
                     Some(_) => self.parent_pos(pos),
                     None => None,
