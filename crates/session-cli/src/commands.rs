@@ -103,10 +103,14 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
 pub(crate) fn env(g: &Global, dialect: Dialect) -> Env {
     let mut env = Env::files().with_terminal(None);
     env.storage = crate::store::current();
-    if dialect == Dialect::Omp
-        && let Ok(process) = session::discovery::ProcessEnv::from_process_env()
-    {
-        env = env.with_agent_dirs(session::discovery::AgentDirs::omp(&process, g.omp_home.into()));
+    if let Ok(process) = session::discovery::ProcessEnv::from_process_env() {
+        if dialect == Dialect::Omp {
+            env = env.with_agent_dirs(session::discovery::AgentDirs::omp(&process, g.omp_home.into()));
+        }
+        // Large sessions' indexes, beside the listing cache (local files only).
+        if crate::store::on_files() && process.var("SESSION_NO_CACHE").is_none_or(|v| v == "0") {
+            env = env.with_index_dir(session::discovery::Discovery::default_cache_dir(&process).join("index"));
+        }
     }
     match &g.blob_dir {
         Some(dir) => env.with_blobs(BlobStore::open(dir)),
@@ -143,6 +147,13 @@ fn open_as(g: &Global, file: &Path, mode: OpenMode) -> Result<SessionManager> {
     Ok(SessionManager::open_with(dialect, file, env(g, dialect), mode)?)
 }
 
+/// Returns `value` unless a text of the session failed to be read from its file while
+/// `value` was made (the record then read as `null`).
+fn done<T>(m: &SessionManager, value: T) -> Result<T> {
+    m.check_reads()?;
+    Ok(value)
+}
+
 /// Applies `--leaf` / `--leaf-null` as the reference does: `branch(id)` or `resetLeaf()`.
 fn apply_leaf(leaf: &LeafArgs, m: &mut SessionManager) -> Result<()> {
     if let Some(id) = &leaf.leaf {
@@ -156,10 +167,12 @@ fn apply_leaf(leaf: &LeafArgs, m: &mut SessionManager) -> Result<()> {
 /// Writes an entry's id as the reference prints it: the string, else whatever JSON
 /// value the `id` holds (a number stays a number), else `null`.
 fn push_id(out: &mut String, r: &session::Record) {
-    match (r.id(), r.get("id")) {
-        (Some(id), _) => write_js_str(out, id),
-        (None, Some(v)) => out.push_str(&session::model::json::to_js_string(v)),
-        (None, None) => out.push_str("null"),
+    if let Some(id) = r.id() {
+        return write_js_str(out, id);
+    }
+    match r.get("id") {
+        Some(v) => out.push_str(&session::model::json::to_js_string(v)),
+        None => out.push_str("null"),
     }
 }
 
@@ -173,7 +186,7 @@ fn push_opt_str(out: &mut String, s: Option<&str>) {
 fn info(g: &Global, file: &Path, json: bool) -> Result<String> {
     let m = open(g, file)?;
     if !json {
-        return Ok(human::info(&m));
+        return done(&m, human::info(&m));
     }
     let mut out = String::from("{\"header\":");
     out.push_str(&m.header().line());
@@ -192,13 +205,13 @@ fn info(g: &Global, file: &Path, json: bool) -> Result<String> {
         _ => push_opt_str(&mut out, m.session_name().as_deref()),
     }
     out.push('}');
-    Ok(out)
+    done(&m, out)
 }
 
 fn entries(g: &Global, file: &Path, full: bool, json: bool) -> Result<String> {
     let m = open(g, file)?;
     if !json {
-        return Ok(human::entries(&m, full));
+        return done(&m, human::entries(&m, full));
     }
     let mut out = String::from("[");
     for (i, r) in m.tree().entries().iter().enumerate() {
@@ -212,28 +225,22 @@ fn entries(g: &Global, file: &Path, full: bool, json: bool) -> Result<String> {
         }
     }
     out.push(']');
-    Ok(out)
+    done(&m, out)
 }
 
 fn tree_cmd(g: &Global, file: &Path, json: bool) -> Result<String> {
     let m = open(g, file)?;
     let nodes = m.tree().tree();
     if !json {
-        return Ok(human::tree(&m, &nodes));
+        return done(&m, human::tree(&m, &nodes));
     }
-    Ok(tree::tree_to_json(&nodes, m.dialect() == Dialect::Pi))
+    done(&m, tree::tree_to_json(&nodes, m.dialect() == Dialect::Pi))
 }
 
 fn context(g: &Global, file: &Path, leaf: &LeafArgs, transcript: bool, json: bool) -> Result<String> {
     let mut m = open(g, file)?;
     apply_leaf(leaf, &mut m)?;
-    let text = match m.dialect() {
-        Dialect::Pi => tree::pi::build_context(m.tree(), Leaf::Current).to_json_string(),
-        Dialect::Omp => {
-            let opts = tree::omp::ContextOptions { transcript };
-            tree::omp::build_context(m.tree(), Leaf::Current, opts).to_json_string()
-        }
-    };
+    let text = m.context_json(Leaf::Current, transcript)?;
     if !json {
         return human::transcript(&text);
     }
@@ -246,14 +253,14 @@ fn projection(g: &Global, file: &Path, leaf: &LeafArgs) -> Result<String> {
         return Err("projection is a pi query; use context for omp".into());
     }
     apply_leaf(leaf, &mut m)?;
-    Ok(tree::pi::build_projection(m.tree(), Leaf::Current).to_json_string())
+    Ok(m.projection_json(Leaf::Current)?)
 }
 
 fn branch(g: &Global, file: &Path, leaf: Option<&str>, json: bool) -> Result<String> {
     let m = open(g, file)?;
     let path = m.tree().get_branch(leaf);
     if !json {
-        return Ok(human::branch(&path));
+        return done(&m, human::branch(&path));
     }
     let mut out = String::from("[");
     for (i, r) in path.iter().enumerate() {
@@ -263,14 +270,14 @@ fn branch(g: &Global, file: &Path, leaf: Option<&str>, json: bool) -> Result<Str
         push_id(&mut out, r);
     }
     out.push(']');
-    Ok(out)
+    done(&m, out)
 }
 
 fn check(g: &Global, file: &Path, json: bool) -> Result<Output> {
     let m = open(g, file)?;
     let damaged = !m.diagnostics().is_empty() || !m.tree().diagnostics().is_empty();
     if !json {
-        return Ok(Output { text: human::check(file, &m), failed: damaged });
+        return done(&m, Output { text: human::check(file, &m), failed: damaged });
     }
     let mut out = String::from("{\"diagnostics\":[");
     for (i, d) in m.diagnostics().iter().enumerate() {
@@ -293,7 +300,7 @@ fn check(g: &Global, file: &Path, json: bool) -> Result<Output> {
         write_js_str(&mut out, &d.to_string());
     }
     out.push_str("]}");
-    Ok(Output { text: out, failed: damaged })
+    done(&m, Output { text: out, failed: damaged })
 }
 
 fn id_json(id: Option<&str>) -> String {

@@ -6,7 +6,7 @@ use std::io::{BufRead, IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use session::tree::{self, Leaf};
+use session::tree::Leaf;
 use session::{Dialect, OpenMode, SessionManager};
 
 use crate::args::{ExportFormat, Global};
@@ -170,13 +170,8 @@ pub(crate) fn export(g: &Global, file: &Path, leaf: Option<&str>, format: Export
     if let Some(id) = leaf {
         m.tree_mut().branch(id)?;
     }
-    let context = match m.dialect() {
-        Dialect::Pi => tree::pi::build_context(m.tree(), Leaf::Current).to_json_string(),
-        Dialect::Omp => {
-            tree::omp::build_context(m.tree(), Leaf::Current, tree::omp::ContextOptions { transcript: true })
-                .to_json_string()
-        }
-    };
+    // omp's display transcript (summaries and every branch entry shown as such).
+    let context = m.context_json(Leaf::Current, m.dialect() == Dialect::Omp)?;
     let context: Value = serde_json::from_str(&context)?;
     let messages = context.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
     let title = m.session_name().unwrap_or_else(|| format!("Session {}", m.session_id()));
@@ -301,6 +296,7 @@ pub(crate) fn stats(g: &Global, dir: Option<&Path>) -> Result<String> {
                     cost += usage.get("cost").and_then(|c| c.get("total")).and_then(Value::as_f64).unwrap_or(0.0);
                 }
             }
+            m.check_reads()?;
         }
     }
     largest.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));

@@ -39,7 +39,7 @@ const VERSION: u32 = 3;
 pub const MAX_CACHE_FILES: usize = 32;
 /// Entries of files modified less than this long before the cache was written are
 /// rescanned (timestamps may be coarser than the changes).
-pub(crate) const RACY_NS: i64 = 2_000_000_000;
+pub(crate) const RACY_NS: i64 = session_store::FileIdentity::RACY_NS;
 
 /// A file's identity as far as the cache is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -234,7 +234,8 @@ impl ListCache {
         let storage = FileStorage::new();
         let dir = self.file.parent().unwrap_or(Path::new("."));
         let _ = storage.ensure_dir(dir);
-        evict(&storage, dir, &self.file);
+        let pick = |n: &str| n.starts_with("list-") && n.ends_with(".bin");
+        storage.evict_oldest(dir, &pick, &self.file, MAX_CACHE_FILES);
         let old_file = self.old_file.as_ref();
         // A cache is no session: no append writer holds it, so no session lock is taken
         // (and no lock files are left in the cache directory).
@@ -252,26 +253,6 @@ impl ListCache {
             }
             Ok(())
         });
-    }
-}
-
-/// Removes the oldest listing caches of `dir` so that, with `keep` (about to be
-/// written), at most [`MAX_CACHE_FILES`] remain.
-fn evict(storage: &FileStorage, dir: &Path, keep: &Path) {
-    let Ok(names) = storage.list(dir) else { return };
-    let mut caches: Vec<(std::time::SystemTime, PathBuf)> = names
-        .into_iter()
-        .filter(|n| n.starts_with("list-") && n.ends_with(".bin"))
-        .map(|n| dir.join(n))
-        .filter(|p| p != keep)
-        .filter_map(|p| Some((fs_err::metadata(&p).ok()?.modified().ok()?, p)))
-        .collect();
-    if caches.len() < MAX_CACHE_FILES {
-        return;
-    }
-    caches.sort();
-    for (_, p) in &caches[..=caches.len() - MAX_CACHE_FILES] {
-        let _ = storage.unlink(p);
     }
 }
 

@@ -201,7 +201,7 @@ fn v2_to_v3(records: &mut [Record]) -> usize {
                     set_key(map, "version", Value::from(3));
                 }
             });
-        } else if r.entry_type() == EntryType::Message && r.message_info().role() == Some("hookMessage") {
+        } else if r.message_role() == Some("hookMessage") {
             hooks += 1;
             *r = r.map_value(|v| {
                 if let Some(Value::Object(msg)) = v.get_mut("message") {

@@ -94,6 +94,100 @@ pub type IdMap<K, V> = std::collections::HashMap<K, V, IdHashState>;
 /// A set of ids.
 pub type IdSet<K> = std::collections::HashSet<K, IdHashState>;
 
+/// An id as a map key that holds short ids in place (up to 22 bytes, which covers
+/// every id the agents mint) and longer ones on the heap: a large session's index
+/// then makes no allocation per entry, and a lookup reads no second place in memory.
+///
+/// It hashes and compares as the bytes of the id it holds, so an `IdMap<IdKey, V>` is
+/// looked up with `id.as_bytes()` (no UTF-8 check on the way).
+///
+/// ```
+/// use session_model::idhash::{IdKey, IdMap};
+/// let mut m: IdMap<IdKey, u32> = IdMap::default();
+/// m.insert(IdKey::new("3c075b4d"), 1);
+/// let long = "x".repeat(40);
+/// m.insert(IdKey::new(&long), 2);
+/// assert_eq!((m.get(&b"3c075b4d"[..]), m.get(long.as_bytes())), (Some(&1), Some(&2)));
+/// ```
+#[derive(Clone)]
+pub enum IdKey {
+    /// An id of at most [`IdKey::INLINE`] bytes: its length and bytes.
+    Inline(u8, [u8; IdKey::INLINE]),
+    /// A longer id.
+    Heap(Box<str>),
+}
+
+impl IdKey {
+    /// The longest id held in place.
+    pub const INLINE: usize = 22;
+
+    /// Returns the key of `id`.
+    #[inline]
+    pub fn new(id: &str) -> IdKey {
+        let len = id.len();
+        if len <= IdKey::INLINE {
+            let mut buf = [0u8; IdKey::INLINE];
+            buf[..len].copy_from_slice(id.as_bytes());
+            IdKey::Inline(len as u8, buf)
+        } else {
+            IdKey::Heap(id.into())
+        }
+    }
+
+    /// Returns the id's bytes.
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            IdKey::Inline(len, buf) => &buf[..usize::from(*len)],
+            IdKey::Heap(s) => s.as_bytes(),
+        }
+    }
+
+    /// Returns the id.
+    pub fn as_str(&self) -> &str {
+        match self {
+            // Bytes copied from a `str`, cut at its end: always UTF-8.
+            IdKey::Inline(..) => std::str::from_utf8(self.as_bytes()).unwrap_or_default(),
+            IdKey::Heap(s) => s,
+        }
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for IdKey {
+    #[inline]
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl std::hash::Hash for IdKey {
+    #[inline]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state);
+    }
+}
+
+impl PartialEq for IdKey {
+    #[inline]
+    fn eq(&self, other: &IdKey) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for IdKey {}
+
+impl std::fmt::Debug for IdKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl From<&str> for IdKey {
+    fn from(id: &str) -> IdKey {
+        IdKey::new(id)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +202,18 @@ mod tests {
         }
         // Length is part of the hash: a prefix padded with zero bytes is another id.
         assert_ne!(s.hash_one("ab"), s.hash_one("ab\0"));
+    }
+
+    #[test]
+    fn keys_hash_and_compare_as_their_ids() {
+        let s = IdHashState::default();
+        for id in ["", "a", "3c075b4d", "0123456789abcdef012345", "0123456789abcdef0123456", "é\u{1F680}"] {
+            let k = IdKey::new(id);
+            assert_eq!(k.as_str(), id);
+            assert_eq!(s.hash_one(&k), s.hash_one(id.as_bytes()));
+            assert_eq!(matches!(k, IdKey::Inline(..)), id.len() <= IdKey::INLINE);
+        }
+        assert_eq!(std::mem::size_of::<IdKey>(), 24);
     }
 
     #[test]

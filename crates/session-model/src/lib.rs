@@ -52,6 +52,8 @@ pub mod json;
 mod parse;
 mod record;
 pub mod scan;
+pub mod span;
+pub mod stored;
 mod strings;
 pub mod timestamp;
 mod title;
@@ -60,13 +62,14 @@ pub mod typed;
 #[cfg(feature = "fuzzing")]
 pub use parse::parse_session_at_in_pieces;
 pub use parse::{
-    Diagnostic, DiagnosticKind, HeaderCheck, ParsedFile, ReadAt, parse_session_at, parse_session_at_with,
-    parse_session_bytes,
+    Diagnostic, DiagnosticKind, HeaderCheck, ParsedFile, ReadAt, SpanPolicy, parse_session_at, parse_session_at_with,
+    parse_session_bytes, parse_session_spans, parse_session_tail,
 };
 pub use record::{
     EntryType, MessageInfo, ParentRef, Record, RecordParseError, Scalar, id_key_is_falsy, is_scalar_id_key,
     number_id_key,
 };
+pub use span::Bodies;
 pub use title::{SLOT_BYTES, SlotTooLong, TitleSlot};
 
 /// How many threads one operation on a large input may use: the one parallelism

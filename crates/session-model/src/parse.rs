@@ -15,9 +15,11 @@
 //! and byte offset. Whether the header is valid is decided by [`ParsedFile::header_check`].
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::Dialect;
-use crate::record::Record;
+use crate::record::{Record, RecordParseError};
+use crate::span::{Bodies, SPAN_FROM, SpanBuilder};
 use crate::title::TitleSlot;
 
 /// Something the parser skipped, repaired or noticed, with where it was.
@@ -81,6 +83,18 @@ pub enum DiagnosticKind {
     DamagedTitleSlot,
 }
 
+impl DiagnosticKind {
+    /// Returns whether this is a note about a record as a whole (a value that is not an
+    /// object, a second header, a reused id), found after the lines were read, rather
+    /// than about a line's text. A parse lists such notes after the others.
+    pub fn is_note(&self) -> bool {
+        matches!(
+            self,
+            DiagnosticKind::NonObject { .. } | DiagnosticKind::DuplicateHeader | DiagnosticKind::DuplicateId { .. }
+        )
+    }
+}
+
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "line {} (byte {}): ", self.line, self.offset)?;
@@ -127,6 +141,9 @@ pub struct ParsedFile {
     pub byte_len: usize,
     /// Whether the file held any non-whitespace byte.
     pub has_content: bool,
+    /// Whether the parse stopped inside a value that runs to the end of the file (omp:
+    /// everything from its start on is lost; bytes appended later may complete it).
+    pub open_end: bool,
 }
 
 /// Whether a parsed file has a usable header.
@@ -211,7 +228,7 @@ pub fn parse_session_bytes(bytes: &[u8], dialect: Dialect) -> ParsedFile {
             *o = original_offset(&shifts, *o);
         }
     }
-    let notes = check_structure(&out);
+    let notes = check_structure(&out, 0);
     let mut lines = ByteLines::default();
     for (offset, kind) in notes {
         let line = lines.line_at(bytes, offset);
@@ -230,7 +247,7 @@ pub fn parse_session_at_in_pieces<R: ReadAt + ?Sized>(
     dialect: Dialect,
     piece: u64,
 ) -> std::io::Result<ParsedFile> {
-    parse_in_pieces(file, size, dialect, piece, 0, MAX_PIECE_WORKERS)
+    parse_in_pieces(file, size, dialect, piece, 0, MAX_PIECE_WORKERS, None)
 }
 
 /// Line numbers of increasing offsets in bytes, counted once over the bytes.
@@ -324,7 +341,74 @@ pub fn parse_session_at_with<R: ReadAt + ?Sized>(
     dialect: Dialect,
     parallelism: crate::Parallelism,
 ) -> std::io::Result<ParsedFile> {
-    parse_in_pieces(file, size, dialect, PIECE, PIECES_FROM, parallelism.threads().min(MAX_PIECE_WORKERS))
+    parse_in_pieces(file, size, dialect, PIECE, PIECES_FROM, parallelism.threads().min(MAX_PIECE_WORKERS), None)
+}
+
+/// When [`parse_session_spans`] leaves texts in the file, and how it reads it.
+///
+/// The default keeps every text of a file under 4 MiB in memory (one read and one
+/// pass cost less than pieces there), and in larger files the text of every record
+/// of 256 bytes or more that can be read by position (see [`crate::span`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpanPolicy {
+    /// Files smaller than this are read whole and keep every text in memory.
+    pub from_file_size: u64,
+    /// Records shorter than this keep their text in memory.
+    pub from_record_size: usize,
+    /// The size of the pieces a file is read and parsed in (at least 1).
+    pub piece: u64,
+}
+
+impl Default for SpanPolicy {
+    fn default() -> SpanPolicy {
+        SpanPolicy { from_file_size: PIECES_FROM, from_record_size: SPAN_FROM, piece: PIECE }
+    }
+}
+
+impl SpanPolicy {
+    /// A policy that leaves every text it can in the file, whatever the sizes, reading
+    /// the file in pieces of `piece` bytes: for tests, which make every record of small
+    /// files go through the file.
+    pub fn everything(piece: u64) -> SpanPolicy {
+        SpanPolicy { from_file_size: 0, from_record_size: 0, piece: piece.max(1) }
+    }
+}
+
+/// [`parse_session_at_with`] keeping the text of large records in the file: each
+/// record that `policy` and [`crate::span`] allow keeps only its skeleton in memory
+/// and reads its text through `bodies` when first asked for. Memory then grows with
+/// the number of records, not with their bytes. A file that is read whole (smaller
+/// than the policy's size, not all UTF-8, or with an omp value across a piece's end)
+/// keeps every text in memory, as [`parse_session_at_with`] does; either way every
+/// record reads the same as there.
+///
+/// ```
+/// use std::sync::Arc;
+/// use session_model::{parse_session_bytes, parse_session_spans, Bodies, Dialect, Parallelism, SpanPolicy};
+/// let mut text = b"{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n".to_vec();
+/// let line = format!("{{\"type\":\"custom\",\"id\":\"a\",\"parentId\":null,\"timestamp\":\"t\",\"data\":\"{}\"}}\n", "x".repeat(1000));
+/// while text.len() < 5 << 20 {
+///     text.extend_from_slice(line.as_bytes());
+/// }
+/// let size = text.len() as u64;
+/// let bodies = Arc::new(Bodies::new(Box::new(text.clone())));
+/// let parsed = parse_session_spans(&bodies, size, Dialect::Pi, Parallelism::new(2), SpanPolicy::default()).unwrap();
+/// assert!(!parsed.records[1].is_loaded());
+/// assert_eq!(parsed.records[1].id(), Some("a"));
+/// assert_eq!(parsed.records[1].text(), line.trim_end());
+/// assert_eq!(bodies.reads(), 1);
+/// assert_eq!(parsed.records, parse_session_bytes(&text, Dialect::Pi).records);
+/// ```
+pub fn parse_session_spans(
+    bodies: &Arc<Bodies>,
+    size: u64,
+    dialect: Dialect,
+    parallelism: crate::Parallelism,
+    policy: SpanPolicy,
+) -> std::io::Result<ParsedFile> {
+    let workers = parallelism.threads().min(MAX_PIECE_WORKERS);
+    let spans = Some((bodies, policy.from_record_size));
+    parse_in_pieces(bodies.reader(), size, dialect, policy.piece.max(1), policy.from_file_size, workers, spans)
 }
 
 /// The most threads a piecewise parse uses.
@@ -340,6 +424,47 @@ struct Piece {
     last_byte: Option<u8>,
 }
 
+/// What a parse in pieces reads and how.
+struct Job<'a, R: ?Sized> {
+    file: &'a R,
+    /// The file's size when it was opened.
+    size: u64,
+    dialect: Dialect,
+    piece: u64,
+    /// Where the parse starts: 0, or for a continuation ([`parse_session_tail`]) the
+    /// start of a line after a parse that needs nothing before it.
+    start: u64,
+    /// Records are held by position through these bodies when at least this long.
+    spans: Option<(&'a Arc<Bodies>, usize)>,
+}
+
+impl<R: ReadAt + ?Sized> Job<'_, R> {
+    /// Reads `[start, end of file)` whole and parses it in one pass, every text in memory.
+    fn whole(&self) -> std::io::Result<ParsedFile> {
+        let mut bytes = Vec::with_capacity(usize::try_from(self.size.saturating_sub(self.start)).unwrap_or(0));
+        read_to_end_at(self.file, &mut bytes, self.start)?;
+        if self.start == 0 {
+            // Without the record-level notes, which the caller adds for every parse.
+            let mut parsed = parse_session_bytes(&bytes, self.dialect);
+            parsed.diagnostics.retain(|d| !d.kind.is_note());
+            return Ok(parsed);
+        }
+        let mut tail = parse_continuation(&bytes, self.dialect);
+        let base = usize::try_from(self.start).unwrap_or(usize::MAX);
+        let lines_before = if tail.diagnostics.is_empty() { 0 } else { count_newlines(self.file, 0, self.start)? };
+        // Offsets and the length count from the file's start, as a parse in pieces counts them.
+        tail.byte_len += base;
+        for o in &mut tail.record_offsets {
+            *o += base;
+        }
+        for d in &mut tail.diagnostics {
+            d.offset += base;
+            d.line += lines_before;
+        }
+        Ok(tail)
+    }
+}
+
 /// [`parse_session_at`] with its piece size and the size from which it reads in
 /// pieces.
 fn parse_in_pieces<R: ReadAt + ?Sized>(
@@ -349,15 +474,29 @@ fn parse_in_pieces<R: ReadAt + ?Sized>(
     piece: u64,
     pieces_from: u64,
     workers: usize,
+    spans: Option<(&Arc<Bodies>, usize)>,
 ) -> std::io::Result<ParsedFile> {
-    let count = size.div_ceil(piece.max(1));
-    let whole = |file: &R| -> std::io::Result<ParsedFile> {
-        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-        read_to_end_at(file, &mut bytes, 0)?;
-        Ok(parse_session_bytes(&bytes, dialect))
-    };
-    if size < pieces_from || count < 2 {
-        return whole(file);
+    let job = Job { file, size, dialect, piece: piece.max(1), start: 0, spans };
+    let parsed = parse_job(&job, pieces_from, workers)?;
+    let notes = structure_notes(&job, &parsed, 0)?;
+    Ok(with_notes(parsed, Vec::new(), notes))
+}
+
+/// Returns `parsed` with the record-level notes after the line diagnostics: `earlier`
+/// (those of the records before a continuation) first, then `notes`.
+fn with_notes(mut parsed: ParsedFile, earlier: Vec<Diagnostic>, notes: Vec<Diagnostic>) -> ParsedFile {
+    parsed.diagnostics.extend(earlier);
+    parsed.diagnostics.extend(notes);
+    parsed
+}
+
+/// Parses what `job` covers, in pieces on `workers` threads from `pieces_from` bytes on
+/// (one pass over the whole below, or when a piece cannot stand alone), without the
+/// record-level notes.
+fn parse_job<R: ReadAt + ?Sized>(job: &Job<'_, R>, pieces_from: u64, workers: usize) -> std::io::Result<ParsedFile> {
+    let count = job.size.saturating_sub(job.start).div_ceil(job.piece);
+    if job.size < pieces_from || count < 2 {
+        return job.whole();
     }
     let next = std::sync::atomic::AtomicU64::new(0);
     let work = || -> std::io::Result<Vec<(u64, Option<Piece>)>> {
@@ -368,7 +507,7 @@ fn parse_in_pieces<R: ReadAt + ?Sized>(
             if k >= count {
                 return Ok(done);
             }
-            let got = read_piece(file, size, dialect, piece, k, k + 1 == count, &mut buf);
+            let got = read_piece(job, k, k + 1 == count, &mut buf);
             if !matches!(got, Ok(Some(_))) {
                 // The whole file is read anyway, or the parse fails: stop claiming pieces.
                 next.store(count, std::sync::atomic::Ordering::Relaxed);
@@ -392,21 +531,21 @@ fn parse_in_pieces<R: ReadAt + ?Sized>(
     })?;
     results.sort_by_key(|(k, _)| *k);
     if results.len() as u64 != count {
-        return whole(file);
+        return job.whole();
     }
     let mut out = ParsedFile::default();
     // Lines before a piece, counted only up to the last piece with a diagnostic (the
     // file is read again for that: only damaged files have diagnostics).
     let (mut lines_before, mut counted_to) = (0, 0);
-    let mut end = 0;
+    let mut end = job.start;
     for (_, p) in results {
-        let Some(p) = p else { return whole(file) };
+        let Some(p) = p else { return job.whole() };
         let base = usize::try_from(p.start).unwrap_or(usize::MAX);
         if !p.parsed.diagnostics.is_empty() && counted_to < p.start {
-            lines_before += count_newlines(file, counted_to, p.start)?;
+            lines_before += count_newlines(job.file, counted_to, p.start)?;
             counted_to = p.start;
         }
-        let ParsedFile { title_slot, records, record_offsets, diagnostics, malformed, .. } = p.parsed;
+        let ParsedFile { title_slot, records, record_offsets, diagnostics, malformed, open_end, .. } = p.parsed;
         if title_slot.is_some() {
             out.title_slot = title_slot;
         }
@@ -418,6 +557,7 @@ fn parse_in_pieces<R: ReadAt + ?Sized>(
             d
         }));
         out.malformed += malformed;
+        out.open_end |= open_end;
         out.has_content |= p.has_content;
         if let Some(b) = p.last_byte {
             out.ends_with_newline = b == b'\n';
@@ -425,18 +565,75 @@ fn parse_in_pieces<R: ReadAt + ?Sized>(
         end = end.max(p.start + p.parsed.byte_len as u64);
     }
     out.byte_len = usize::try_from(end).unwrap_or(usize::MAX);
-    // Record-level notes (rare: damaged files only) get their lines by counting the
-    // file's newlines again, once, up to the last of them.
+    Ok(out)
+}
+
+/// The record-level notes of the records of `parsed` from index `from` on (rare:
+/// damaged files only), with their lines, which are found by counting the file's
+/// newlines again, once, up to the last of them.
+fn structure_notes<R: ReadAt + ?Sized>(
+    job: &Job<'_, R>,
+    parsed: &ParsedFile,
+    from: usize,
+) -> std::io::Result<Vec<Diagnostic>> {
     let (mut at, mut newlines) = (0u64, 0usize);
-    for (offset, kind) in check_structure(&out) {
+    let mut notes = Vec::new();
+    for (offset, kind) in check_structure(parsed, from) {
         let to = offset as u64;
         if to > at {
-            newlines += count_newlines(file, at, to)?;
+            newlines += count_newlines(job.file, at, to)?;
             at = to;
         }
-        out.diagnostics.push(Diagnostic { line: newlines + 1, offset, kind });
+        notes.push(Diagnostic { line: newlines + 1, offset, kind });
     }
-    Ok(out)
+    Ok(notes)
+}
+
+/// Continues `prev`, the parse of the first `prev.byte_len` bytes of a file that has
+/// grown since, to the file's `size` bytes: only the new bytes are read and validated,
+/// and the result is what [`parse_session_spans`] gives for the whole file. When `prev`
+/// did not end at the end of a line, or (omp) ended inside a value the new bytes may
+/// complete, or the file is not larger, the whole file is parsed again instead.
+///
+/// `prev` must be the parse of the same file's first bytes (a persisted index checks
+/// that the file only grew); the records it holds by position keep reading through
+/// their own bodies.
+pub fn parse_session_tail(
+    bodies: &Arc<Bodies>,
+    prev: ParsedFile,
+    size: u64,
+    dialect: Dialect,
+    parallelism: crate::Parallelism,
+    policy: SpanPolicy,
+) -> std::io::Result<ParsedFile> {
+    let start = prev.byte_len as u64;
+    let workers = parallelism.threads().min(MAX_PIECE_WORKERS);
+    let spans = Some((bodies, policy.from_record_size));
+    let piece = policy.piece.max(1);
+    if start == 0 || size <= start || !prev.ends_with_newline || prev.open_end {
+        return parse_session_spans(bodies, size, dialect, parallelism, policy);
+    }
+    let job = Job { file: bodies.reader(), size, dialect, piece, start, spans };
+    let tail = parse_job(&job, policy.from_file_size.saturating_add(start), workers)?;
+    let ParsedFile { title_slot, records, record_offsets, diagnostics, malformed, has_content, .. } = prev;
+    let (notes, lines): (Vec<Diagnostic>, Vec<Diagnostic>) = diagnostics.into_iter().partition(|d| d.kind.is_note());
+    let from = records.len();
+    let mut out = ParsedFile {
+        title_slot,
+        records,
+        record_offsets,
+        diagnostics: lines,
+        malformed: malformed + tail.malformed,
+        ends_with_newline: tail.ends_with_newline,
+        byte_len: tail.byte_len,
+        has_content: has_content || tail.has_content,
+        open_end: tail.open_end,
+    };
+    out.records.extend(tail.records);
+    out.record_offsets.extend(tail.record_offsets);
+    out.diagnostics.extend(tail.diagnostics);
+    let tail_notes = structure_notes(&job, &out, from)?;
+    Ok(with_notes(out, notes, tail_notes))
 }
 
 /// Counts the `\n` bytes of the file in `[from, to)`.
@@ -471,22 +668,20 @@ fn read_to_end_at<R: ReadAt + ?Sized>(file: &R, buf: &mut Vec<u8>, mut offset: u
     }
 }
 
-/// Reads and parses piece `k`: the lines that start in `[k * piece, (k + 1) * piece)`
-/// (a line starts at 0 or after a `\n`), read into `buf`. `None` when the whole file
-/// must be read instead.
+/// Reads and parses piece `k` of `job`: the lines that start in
+/// `[start + k * piece, start + (k + 1) * piece)` (a line starts at `start` or after a
+/// `\n`), read into `buf`. `None` when the whole region must be read instead.
 fn read_piece<R: ReadAt + ?Sized>(
-    file: &R,
-    size: u64,
-    dialect: Dialect,
-    piece: u64,
+    job: &Job<'_, R>,
     k: u64,
     last: bool,
     buf: &mut Vec<u8>,
 ) -> std::io::Result<Option<Piece>> {
+    let Job { file, size, dialect, piece, start: origin, spans } = *job;
     // From the byte before the piece (a `\n` there means a line starts with it) to
     // the piece's last byte, where the next piece's search for a line start begins.
-    let lo = (k * piece).saturating_sub(1);
-    let hi = ((k + 1) * piece).min(size);
+    let lo = (origin + k * piece).saturating_sub(1).max(origin);
+    let hi = (origin + (k + 1) * piece).min(size);
     let want = usize::try_from(hi - lo).map_err(std::io::Error::other)?;
     buf.clear();
     buf.resize(want, 0);
@@ -537,20 +732,28 @@ fn read_piece<R: ReadAt + ?Sized>(
     let Ok(text) = simdutf8::basic::from_utf8(bytes) else { return Ok(None) };
     let mut parsed = ParsedFile { byte_len: bytes.len(), ..ParsedFile::default() };
     let mut lines = LineCounter::default();
-    let from = match (k, dialect) {
-        (0, Dialect::Pi) => pi_start(text, &mut parsed, &mut lines),
-        (0, Dialect::Omp) => omp_start(text, &mut parsed, &mut lines),
-        _ => 0,
+    let from = match (k == 0 && origin == 0, dialect) {
+        (true, Dialect::Pi) => pi_start(text, &mut parsed, &mut lines),
+        (true, Dialect::Omp) => omp_start(text, &mut parsed, &mut lines),
+        (false, _) => 0,
+    };
+    let base = lo + start as u64;
+    let mut maker = match spans {
+        Some((_, span_from)) => Maker::Spans(SpanBuilder::new(text, base, span_from)),
+        None => Maker::Resident,
     };
     let stop = match dialect {
-        Dialect::Pi => parse_pi(text, from, text.len(), &mut parsed, &mut lines),
-        Dialect::Omp => parse_omp(text, from, text.len(), &mut parsed, &mut lines),
+        Dialect::Pi => parse_pi(text, from, text.len(), &mut parsed, &mut lines, &mut maker),
+        Dialect::Omp => parse_omp(text, from, text.len(), &mut parsed, &mut lines, &mut maker),
     };
+    if let (Maker::Spans(builder), Some((bodies, _))) = (maker, spans) {
+        builder.finish(bodies, &mut parsed.records);
+    }
     if !last && (stop.rest_lost || stop.pos != text.len()) {
         return Ok(None); // A value runs past the cut (omp): read the file whole.
     }
     Ok(Some(Piece {
-        start: lo + start as u64,
+        start: base,
         parsed,
         has_content: bytes.iter().any(|b| !b.is_ascii_whitespace()),
         last_byte: if last { Some(bytes.last().copied().unwrap_or(b'\n')) } else { None },
@@ -587,6 +790,47 @@ fn original_offset(shifts: &[(usize, usize)], decoded: usize) -> usize {
     }
 }
 
+/// Parses the bytes of a file after a line start, as [`parse_session_bytes`] would parse
+/// them there: no title slot or byte-order mark at their start, and no record-level
+/// notes (the caller finds those among all the file's records). Offsets and lines are
+/// the bytes' own.
+fn parse_continuation(bytes: &[u8], dialect: Dialect) -> ParsedFile {
+    let mut out = ParsedFile {
+        byte_len: bytes.len(),
+        ends_with_newline: bytes.is_empty() || bytes.last() == Some(&b'\n'),
+        has_content: bytes.iter().any(|b| !b.is_ascii_whitespace()),
+        ..ParsedFile::default()
+    };
+    let valid = simdutf8::basic::from_utf8(bytes).map_err(|_| std::str::from_utf8(bytes));
+    let (text, shifts) = match valid {
+        Ok(t) | Err(Ok(t)) => (std::borrow::Cow::Borrowed(t), Vec::new()),
+        Err(Err(e)) => {
+            out.diagnostics.push(Diagnostic {
+                line: line_of(bytes, e.valid_up_to()),
+                offset: e.valid_up_to(),
+                kind: DiagnosticKind::InvalidUtf8,
+            });
+            let (t, shifts) = decode_lossy(bytes);
+            (std::borrow::Cow::Owned(t), shifts)
+        }
+    };
+    let first_own = out.diagnostics.len();
+    let mut lines = LineCounter::default();
+    match dialect {
+        Dialect::Pi => parse_pi(&text, 0, text.len(), &mut out, &mut lines, &mut Maker::Resident),
+        Dialect::Omp => parse_omp(&text, 0, text.len(), &mut out, &mut lines, &mut Maker::Resident),
+    };
+    if !shifts.is_empty() {
+        for d in &mut out.diagnostics[first_own..] {
+            d.offset = original_offset(&shifts, d.offset);
+        }
+        for o in &mut out.record_offsets {
+            *o = original_offset(&shifts, *o);
+        }
+    }
+    out
+}
+
 /// Counts lines incrementally so diagnostics cost O(n) overall.
 #[derive(Default)]
 struct LineCounter {
@@ -621,6 +865,24 @@ fn push_diag(out: &mut ParsedFile, lines: &mut LineCounter, text: &str, offset: 
     out.diagnostics.push(Diagnostic { line, offset, kind });
 }
 
+/// How a parse makes records: all in memory, or large ones read by position.
+enum Maker {
+    /// Every record holds its text.
+    Resident,
+    /// Records that qualify become rows of the piece's span table.
+    Spans(SpanBuilder),
+}
+
+impl Maker {
+    /// Parses one line (a slice of the text being parsed) into a record.
+    fn record(&mut self, line: &str) -> Result<Record, RecordParseError> {
+        match self {
+            Maker::Resident => Record::parse(line),
+            Maker::Spans(b) => b.record(line),
+        }
+    }
+}
+
 /// Where a parse of part of a text ended.
 struct Stop {
     /// The position reached: where the next value would start.
@@ -635,11 +897,11 @@ fn parse_text(text: &str, dialect: Dialect, out: &mut ParsedFile) {
     match dialect {
         Dialect::Pi => {
             let start = pi_start(text, out, &mut lines);
-            parse_pi(text, start, text.len(), out, &mut lines);
+            parse_pi(text, start, text.len(), out, &mut lines, &mut Maker::Resident);
         }
         Dialect::Omp => {
             let start = omp_start(text, out, &mut lines);
-            parse_omp(text, start, text.len(), out, &mut lines);
+            parse_omp(text, start, text.len(), out, &mut lines, &mut Maker::Resident);
         }
     }
 }
@@ -654,7 +916,14 @@ fn pi_start(text: &str, out: &mut ParsedFile, lines: &mut LineCounter) -> usize 
 
 /// Parses pi's lines from `from` (a line start) until a line starts at or after
 /// `stop_at`.
-fn parse_pi(text: &str, from: usize, stop_at: usize, out: &mut ParsedFile, lines: &mut LineCounter) -> Stop {
+fn parse_pi(
+    text: &str,
+    from: usize,
+    stop_at: usize,
+    out: &mut ParsedFile,
+    lines: &mut LineCounter,
+    maker: &mut Maker,
+) -> Stop {
     let bytes = text.as_bytes();
     let mut start = from;
     while start < stop_at.min(bytes.len()) {
@@ -671,7 +940,7 @@ fn parse_pi(text: &str, from: usize, stop_at: usize, out: &mut ParsedFile, lines
                 push_diag(out, lines, text, start, DiagnosticKind::BlankLine);
             }
         } else {
-            match Record::parse(line) {
+            match maker.record(line) {
                 Ok(r) if is_falsy(&r) => {
                     out.malformed += 1;
                     push_diag(out, lines, text, start, DiagnosticKind::SkippedValue { text: line.to_owned() });
@@ -735,11 +1004,18 @@ fn is_title_object(line: &str) -> bool {
 
 /// Parses omp's values from `from` until a value starts at or after `stop_at` (a
 /// value that starts before it is read whole, wherever it ends).
-fn parse_omp(text: &str, from: usize, stop_at: usize, out: &mut ParsedFile, lines: &mut LineCounter) -> Stop {
+fn parse_omp(
+    text: &str,
+    from: usize,
+    stop_at: usize,
+    out: &mut ParsedFile,
+    lines: &mut LineCounter,
+    maker: &mut Maker,
+) -> Stop {
     use crate::scan::{Lenient, LenientValues, Skipped};
     let len = text.len();
     // Most lines hold exactly one value: validated and parsed in one pass.
-    let mut values = LenientValues::starting_at(text, from, |line| Record::parse(line).ok());
+    let mut values = LenientValues::starting_at(text, from, |line| maker.record(line).ok());
     loop {
         let resumed = values.position();
         if resumed >= stop_at.min(len) {
@@ -780,6 +1056,7 @@ fn parse_omp(text: &str, from: usize, stop_at: usize, out: &mut ParsedFile, line
                     push_diag(out, lines, text, at, DiagnosticKind::TrailingGarbage);
                     if resume.is_none() {
                         out.malformed += 1;
+                        out.open_end = true;
                         return Stop { pos: len, rest_lost: true };
                     }
                 }
@@ -797,12 +1074,14 @@ fn parse_omp(text: &str, from: usize, stop_at: usize, out: &mut ParsedFile, line
                     }
                 };
                 push_diag(out, lines, text, at, kind);
+                out.open_end = true;
                 return Stop { pos: len, rest_lost: true };
             }
             Lenient::Syntax(Skipped { at, resume }) => {
                 out.malformed += 1;
                 push_diag(out, lines, text, at, DiagnosticKind::Malformed { reason: "not JSON".into() });
                 if resume.is_none() {
+                    out.open_end = true;
                     return Stop { pos: len, rest_lost: true };
                 }
             }
@@ -838,13 +1117,26 @@ fn note_blank_lines(text: &str, from: usize, to: usize, out: &mut ParsedFile, li
     }
 }
 
-/// Returns the non-object values, stray headers and duplicate ids of a parsed file,
-/// each with the byte offset of its record, in file order.
-fn check_structure(out: &ParsedFile) -> Vec<(usize, DiagnosticKind)> {
+/// Returns the non-object values, stray headers and duplicate ids of a parsed file's
+/// records from index `from` on, each with the byte offset of its record, in file
+/// order (the records before `from` count only for their ids).
+fn check_structure(out: &ParsedFile, from: usize) -> Vec<(usize, DiagnosticKind)> {
+    fn id_of(r: &Record) -> Option<&str> {
+        if r.is_object() && !r.is_header() { r.id() } else { None }
+    }
+    let from = from.min(out.records.len());
+    // The ids seen before `from` matter only where a later record reuses them: the later
+    // records' ids (few, when a parse continues over appended bytes) are looked up in
+    // the earlier ones, not the other way round.
+    let later = out.records.len() - from;
     // Sized for every id at once: growing would hash every id again.
-    let mut seen = crate::idhash::IdSet::with_capacity_and_hasher(out.records.len(), Default::default());
+    let mut seen = crate::idhash::IdSet::with_capacity_and_hasher(later, Default::default());
+    if from > 0 && later > 0 {
+        let ids: crate::idhash::IdSet<&str> = out.records[from..].iter().filter_map(id_of).collect();
+        seen.extend(out.records[..from].iter().filter_map(id_of).filter(|id| ids.contains(id)));
+    }
     let mut notes = Vec::new();
-    for (i, r) in out.records.iter().enumerate() {
+    for (i, r) in out.records.iter().enumerate().skip(from) {
         let offset = out.record_offsets.get(i).copied().unwrap_or(0);
         if !r.is_object() {
             notes.push((offset, DiagnosticKind::NonObject { text: r.text().to_owned() }));
@@ -868,6 +1160,7 @@ fn check_structure(out: &ParsedFile) -> Vec<(usize, DiagnosticKind)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::span;
 
     fn texts(p: &ParsedFile) -> Vec<&str> {
         p.records.iter().map(Record::text).collect()
@@ -902,7 +1195,7 @@ mod tests {
             let bytes = text.as_bytes();
             for piece in [1, 7, 40] {
                 let pieces =
-                    parse_in_pieces(&bytes.to_vec(), bytes.len() as u64, dialect, piece, 0, MAX_PIECE_WORKERS)?;
+                    parse_in_pieces(&bytes.to_vec(), bytes.len() as u64, dialect, piece, 0, MAX_PIECE_WORKERS, None)?;
                 assert_eq!(pieces.diagnostics, whole.diagnostics, "{dialect:?} in pieces of {piece}");
                 assert_eq!(pieces.record_offsets, whole.record_offsets);
             }
@@ -1048,9 +1341,298 @@ mod tests {
             }
             let whole = parse_session_bytes(&bytes, dialect);
             let stated = (bytes.len() as i64 - delta).max(0) as u64;
-            let got = parse_in_pieces(&ShortReads { bytes: &bytes }, stated, dialect, piece, 0, MAX_PIECE_WORKERS).expect("reads");
+            let got = parse_in_pieces(&ShortReads { bytes: &bytes }, stated, dialect, piece, 0, MAX_PIECE_WORKERS, None)
+                .expect("reads");
             same_parse(&got, &whole)?;
         }
+    }
+
+    /// Lines that may be read by position, and odd ones that must not be.
+    const SPAN_LINES: &[&str] = &[
+        "{\"type\":\"message\",\"id\":\"m1\",\"parentId\":\"a\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"message\":{\"role\":\"user\",\"content\":\"hi \\u00e9\"}}\n",
+        "{\"type\":\"message\",\"id\":\"m2\",\"parentId\":null,\"timestamp\":\"t\",\"message\":{\"content\":[],\"role\":\"assistant\",\"role\":\"toolResult\"}}\n",
+        "{\"type\":\"message\",\"id\":\"m3\",\"timestamp\":\"t\",\"message\":{\"role\":7}}\n",
+        "{\"type\":\"message\",\"id\":\"m4\",\"timestamp\":\"t\",\"message\":{\"role\":\"user\"},\"message\":null}\n",
+        "{\"type\":\"message\",\"id\":\"m5\",\"timestamp\":\"t\",\"message\":\"text\"}\n",
+        "{\"type\":\"mess\\u0061ge\",\"id\":\"a\\u0062\",\"parentId\":\"\\ud800\",\"timestamp\":\"t\\n\",\"message\":{\"r\\u006fle\":\"us\\u0065r\"}}\n",
+        "{\"type\":\"future_kind\",\"id\":\"f1\",\"parentId\":\"m1\",\"timestamp\":\"t\",\"x\":[1,{\"y\":1e400}]}\n",
+        "{\"type\":\"label\",\"id\":\"l1\",\"parentId\":\"m1\",\"timestamp\":\"t\",\"targetId\":\"m1\",\"label\":\"x\"}\n",
+        "{\"type\":\"custom\",\"id\":7,\"parentId\":\"a\",\"timestamp\":\"t\"}\n",
+        "{\"type\":\"custom\",\"id\":\"n1\",\"parentId\":7,\"timestamp\":\"t\"}\n",
+        "{\"type\":\"custom\",\"id\":\"n2\",\"parentId\":\"a\",\"timestamp\":5}\n",
+        "{\"type\":\"custom\",\"id\":\"n3\",\"parentId\":\"a\"}\n",
+        "{\"type\":5,\"id\":\"n4\",\"timestamp\":\"t\"}\n",
+        "{\"id\":\"n5\",\"timestamp\":\"t\"}\n",
+        "{\"type\":\"custom\", \"id\":\"n6\" ,\"timestamp\":\"t\"\r}\n",
+        " {\"type\":\"compaction\",\"id\":\"c1\",\"parentId\":\"m1\",\"timestamp\":\"t\",\"summary\":\"s\",\"firstKeptEntryId\":\"m1\"}  \n",
+        "{\"type\":\"custom\",\"id\":\"x\",\"id\":\"y\",\"timestamp\":\"t\",\"timestamp\":\"u\",\"parentId\":null,\"parentId\":\"p\"}\n",
+    ];
+
+    /// Skeleton fields of a record, read without its text.
+    fn skeleton(r: &Record) -> (EntryTypeView, Option<String>, Option<String>, String, Option<String>, Option<String>) {
+        (
+            EntryTypeView(r.entry_type(), r.type_str().map(str::to_owned), r.is_object(), r.is_header()),
+            r.id().map(str::to_owned),
+            r.id_key().map(|k| k.into_owned()),
+            format!("{:?}", r.parent()),
+            r.timestamp().map(str::to_owned),
+            r.message_role().map(str::to_owned),
+        )
+    }
+
+    #[derive(Debug, PartialEq)]
+    struct EntryTypeView(crate::EntryType, Option<String>, bool, bool);
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Records read by position read exactly as records held in memory: the same
+        /// skeleton without reading any text, then the same texts, diagnostics and
+        /// offsets, whatever the text and the pieces.
+        #[test]
+        fn records_read_by_position_read_as_the_whole_parse(
+            pieces in proptest::collection::vec(proptest::sample::select([LINES, SPAN_LINES].concat()), 0..24),
+            piece in 1u64..64,
+            span_from in 0usize..160,
+            dialect in proptest::sample::select(vec![Dialect::Pi, Dialect::Omp]),
+        ) {
+            let bytes = pieces.concat().into_bytes();
+            let whole = parse_session_bytes(&bytes, dialect);
+            let bodies = Arc::new(Bodies::new(Box::new(bytes.clone())));
+            let policy = SpanPolicy { from_record_size: span_from, ..SpanPolicy::everything(piece) };
+            let got = parse_session_spans(&bodies, bytes.len() as u64, dialect, crate::Parallelism::new(4), policy)
+                .expect("reads");
+            proptest::prop_assert_eq!(got.records.len(), whole.records.len());
+            for (a, b) in got.records.iter().zip(&whole.records) {
+                proptest::prop_assert_eq!(skeleton(a), skeleton(b));
+                proptest::prop_assert_eq!(a.span().is_some(), !a.is_loaded());
+            }
+            proptest::prop_assert_eq!(bodies.reads(), 0, "the skeleton reads no text");
+            same_parse(&got, &whole)?;
+            for (a, b) in got.records.iter().zip(&whole.records) {
+                proptest::prop_assert_eq!(a.line(), b.line());
+                proptest::prop_assert_eq!(a.message_info(), b.message_info());
+                proptest::prop_assert_eq!(a.with_line(str::to_owned).expect("reads"), b.line().into_owned());
+            }
+            proptest::prop_assert!(bodies.take_failure().is_none());
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// A parse continued over bytes appended to the file reads as a parse of the
+        /// whole file: records, offsets, diagnostics (their lines and order), counts.
+        #[test]
+        fn a_continued_parse_reads_as_the_whole_file(
+            lines in proptest::collection::vec(proptest::sample::select([LINES, SPAN_LINES].concat()), 0..24),
+            cut in proptest::num::usize::ANY,
+            piece in 1u64..64,
+            span_from in 0usize..160,
+            slot in proptest::bool::ANY,
+            dialect in proptest::sample::select(vec![Dialect::Pi, Dialect::Omp]),
+        ) {
+            let mut bytes = Vec::new();
+            if slot {
+                let slot = TitleSlot { title: "t".into(), source: None, updated_at: "u".into() };
+                bytes.extend_from_slice(slot.to_line().expect("slot").as_bytes());
+                bytes.push(b'\n');
+            }
+            bytes.extend_from_slice(lines.concat().as_bytes());
+            // The prefix ends at a line's end (or anywhere: then the whole file is parsed).
+            let ends: Vec<usize> = memchr::memchr_iter(b'\n', &bytes).map(|i| i + 1).collect();
+            let prefix = match ends.len() {
+                0 => bytes.len() / 2,
+                _ if cut % 5 == 0 => cut % bytes.len().max(1),
+                n => ends[cut % n],
+            };
+            let policy = SpanPolicy { from_record_size: span_from, ..SpanPolicy::everything(piece) };
+            let threads = crate::Parallelism::new(3);
+            let first = Arc::new(Bodies::new(Box::new(bytes[..prefix].to_vec())));
+            let before = parse_session_spans(&first, prefix as u64, dialect, threads, policy).expect("reads");
+            let all = Arc::new(Bodies::new(Box::new(bytes.clone())));
+            let got = parse_session_tail(&all, before, bytes.len() as u64, dialect, threads, policy).expect("reads");
+            let whole = parse_session_bytes(&bytes, dialect);
+            same_parse(&got, &whole)?;
+            proptest::prop_assert_eq!(got.open_end, whole.open_end);
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// A parse written down and read back is the same parse; damaged bytes are
+        /// refused or read as some parse, never a panic.
+        #[test]
+        fn a_stored_parse_reads_back_the_same(
+            lines in proptest::collection::vec(proptest::sample::select([LINES, SPAN_LINES].concat()), 0..24),
+            piece in 1u64..64,
+            span_from in 0usize..160,
+            slot in proptest::bool::ANY,
+            damage in proptest::collection::vec((proptest::num::usize::ANY, proptest::num::u8::ANY), 0..3),
+            cut in proptest::option::of(proptest::num::usize::ANY),
+            dialect in proptest::sample::select(vec![Dialect::Pi, Dialect::Omp]),
+        ) {
+            let mut bytes = Vec::new();
+            if slot {
+                let slot = TitleSlot { title: "t".into(), source: Some("user".into()), updated_at: "u".into() };
+                bytes.extend_from_slice(slot.to_line().expect("slot").as_bytes());
+                bytes.push(b'\n');
+            }
+            bytes.extend_from_slice(lines.concat().as_bytes());
+            let bodies = Arc::new(Bodies::new(Box::new(bytes.clone())));
+            let policy = SpanPolicy { from_record_size: span_from, ..SpanPolicy::everything(piece) };
+            let parsed = parse_session_spans(&bodies, bytes.len() as u64, dialect, crate::Parallelism::new(2), policy)
+                .expect("reads");
+            let stored = crate::stored::encode(&parsed);
+            let again = crate::stored::decode(&stored, &bodies).expect("reads back");
+            proptest::prop_assert_eq!(bodies.reads(), 0);
+            for (a, b) in again.records.iter().zip(&parsed.records) {
+                proptest::prop_assert_eq!(skeleton(a), skeleton(b));
+                proptest::prop_assert_eq!(a.span(), b.span());
+            }
+            proptest::prop_assert_eq!(&again.record_offsets, &parsed.record_offsets);
+            proptest::prop_assert_eq!(again.open_end, parsed.open_end);
+            same_parse(&again, &parsed)?;
+            let mut damaged = stored.clone();
+            for (at, b) in damage {
+                if !damaged.is_empty() {
+                    let at = at % damaged.len();
+                    damaged[at] ^= b;
+                }
+            }
+            if let Some(cut) = cut {
+                damaged.truncate(cut % (damaged.len() + 1));
+            }
+            if let Some(p) = crate::stored::decode(&damaged, &bodies) {
+                for r in &p.records {
+                    let _ = (r.text(), r.id(), r.parent(), r.timestamp(), r.message_role());
+                }
+            }
+        }
+    }
+
+    /// A file whose bytes before an offset cannot be read.
+    struct FailsBefore {
+        bytes: Vec<u8>,
+        before: u64,
+    }
+
+    impl ReadAt for FailsBefore {
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+            if offset < self.before {
+                return Err(std::io::Error::other("read before the tail"));
+            }
+            self.bytes.read_at(buf, offset)
+        }
+    }
+
+    /// A continued parse reads nothing before the bytes it continues over, whole or in
+    /// pieces (a clean file: diagnostics would send it back for their line numbers).
+    #[test]
+    fn a_continued_parse_reads_only_the_new_bytes() -> std::io::Result<()> {
+        let line = |i: usize| {
+            format!(
+                "{{\"type\":\"message\",\"id\":\"e{i}\",\"parentId\":null,\"timestamp\":\"t\",\"message\":{{\"role\":\"user\",\"content\":\"{}\"}}}}\n",
+                "w".repeat(i % 50)
+            )
+        };
+        let text: String = (0..400).map(line).collect();
+        for dialect in [Dialect::Pi, Dialect::Omp] {
+            for (cut, piece) in [(100, 64), (399, 64), (100, 1 << 20)] {
+                let start: usize = (0..cut).map(|i| line(i).len()).sum();
+                let policy = SpanPolicy { from_file_size: 0, ..SpanPolicy::everything(piece) };
+                let first = Arc::new(Bodies::new(Box::new(text.as_bytes()[..start].to_vec())));
+                let threads = crate::Parallelism::new(2);
+                let before = parse_session_spans(&first, start as u64, dialect, threads, policy)?;
+                let tail = FailsBefore { bytes: text.clone().into_bytes(), before: start as u64 };
+                let all = Arc::new(Bodies::new(Box::new(tail)));
+                let got = parse_session_tail(&all, before, text.len() as u64, dialect, threads, policy)?;
+                assert_eq!(got.records.len(), 400);
+                assert_eq!(got.records, parse_session_bytes(text.as_bytes(), dialect).records);
+            }
+        }
+        Ok(())
+    }
+
+    /// A file that can be changed after it was parsed.
+    struct Changing(std::sync::Mutex<Vec<u8>>);
+
+    impl ReadAt for Changing {
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+            self.0.lock().map_err(|_| std::io::Error::other("poisoned"))?.as_slice().read_at(buf, offset)
+        }
+    }
+
+    impl ReadAt for Arc<Changing> {
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+            (**self).read_at(buf, offset)
+        }
+    }
+
+    /// A text read after the file changed in place is refused (never another record's
+    /// text): `load` returns the error, `text` reads `null` and keeps the error.
+    #[test]
+    fn a_file_changed_in_place_is_caught_when_a_text_is_read() -> std::io::Result<()> {
+        let line = |id: &str, body: &str| {
+            format!(
+                "{{\"type\":\"custom\",\"id\":\"{id}\",\"parentId\":null,\"timestamp\":\"t\",\"data\":\"{body}\"}}\n"
+            )
+        };
+        let text = format!("{}{}{}", line("aaaaaaaa", "one"), line("bbbbbbbb", "two"), line("cccccccc", "three"));
+        let file = Arc::new(Changing(std::sync::Mutex::new(text.clone().into_bytes())));
+        let bodies = Arc::new(Bodies::new(Box::new(Arc::clone(&file))));
+        let parsed = parse_session_spans(
+            &bodies,
+            text.len() as u64,
+            Dialect::Pi,
+            crate::Parallelism::new(2),
+            SpanPolicy::everything(16),
+        )?;
+        assert!(parsed.records.iter().all(|r| !r.is_loaded()));
+        parsed.records[0].load()?;
+        // Same length, other record: the ids of the second and third lines swapped.
+        let swapped = format!("{}{}{}", line("aaaaaaaa", "one"), line("cccccccc", "two"), line("bbbbbbbb", "three"));
+        assert_eq!(swapped.len(), text.len());
+        *file.0.lock().map_err(|_| std::io::Error::other("poisoned"))? = swapped.into_bytes();
+        let err = parsed.records[1].load().map(|()| "loaded").unwrap_or_else(|e| {
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+            "refused"
+        });
+        assert_eq!(err, "refused");
+        assert_eq!(parsed.records[1].text(), "null");
+        assert!(bodies.take_failure().is_some_and(|e| e.to_string().contains("changed since it was read")));
+        assert!(parsed.records[1].with_line(|_| ()).is_err());
+        // What was read before the change stays as it was.
+        assert!(parsed.records[0].text().contains("aaaaaaaa"));
+        // A shorter file is caught too.
+        file.0.lock().map_err(|_| std::io::Error::other("poisoned"))?.truncate(10);
+        assert!(span::load_all(&parsed.records).is_err());
+        Ok(())
+    }
+
+    /// [`span::load_all`] reads nearby texts in one go and leaves every record read.
+    #[test]
+    fn load_all_reads_every_text_it_is_given() -> std::io::Result<()> {
+        let text: String = (0..50)
+            .map(|i| {
+                format!("{{\"type\":\"custom\",\"id\":\"e{i}\",\"parentId\":null,\"timestamp\":\"t\",\"n\":{i}}}\n")
+            })
+            .collect();
+        let bodies = Arc::new(Bodies::new(Box::new(text.clone().into_bytes())));
+        let parsed = parse_session_spans(
+            &bodies,
+            text.len() as u64,
+            Dialect::Omp,
+            crate::Parallelism::new(2),
+            SpanPolicy::everything(64),
+        )?;
+        span::load_all(parsed.records.iter().step_by(2))?;
+        assert_eq!(bodies.reads(), 25);
+        assert!(parsed.records.iter().step_by(2).all(Record::is_loaded));
+        assert!(!parsed.records[1].is_loaded());
+        assert_eq!(parsed.records, parse_session_bytes(text.as_bytes(), Dialect::Omp).records);
+        Ok(())
     }
 
     /// A file whose reads fail from an offset on.
@@ -1074,7 +1656,8 @@ mod tests {
         for from in [0, 100, 500, text.len() as u64 - 1] {
             let file = FailsFrom { bytes: text.as_bytes(), from };
             for (piece, pieces_from) in [(16, 0), (1 << 20, u64::MAX)] {
-                let got = parse_in_pieces(&file, text.len() as u64, Dialect::Pi, piece, pieces_from, MAX_PIECE_WORKERS);
+                let got =
+                    parse_in_pieces(&file, text.len() as u64, Dialect::Pi, piece, pieces_from, MAX_PIECE_WORKERS, None);
                 assert_eq!(got.map(|p| p.records.len()).map_err(|e| e.to_string()), Err("the disk failed".to_owned()));
             }
         }

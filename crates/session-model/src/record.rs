@@ -17,6 +17,9 @@ use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+#[allow(unused_imports)] // named by the docs of the accessors that read through it
+use crate::span::Bodies;
+use crate::span::SpanTable;
 use crate::{json, scan};
 
 /// A JSON value as the skeleton parser saw it, without keeping nested structure.
@@ -323,6 +326,14 @@ fn without_whitespace(text: &str) -> String {
     out
 }
 
+/// The top-level keys of a record that its skeleton holds, in the order
+/// [`Record::scan_object`] returns them; `message` is the one it also looks into.
+const SKELETON_KEYS: [&str; 5] = ["type", "id", "parentId", "timestamp", "message"];
+
+/// What [`Record::scan_object`] finds: the raw skeleton fields, the message's raw
+/// `role` and where the object ends.
+pub(crate) type ObjectScan<'a> = ([Option<&'a str>; 5], Option<&'a str>, usize);
+
 /// What starts the id-map key of an id that is not a string: a noncharacter, which
 /// no id an agent writes holds.
 const SCALAR_KEY_MARK: char = '\u{fdd0}';
@@ -351,7 +362,20 @@ pub fn id_key_is_falsy(key: &str) -> bool {
 /// Cloning is cheap (shared). Equality compares the JSON text.
 #[derive(Clone)]
 pub struct Record {
-    inner: Arc<Inner>,
+    repr: Repr,
+}
+
+/// How a record holds its text.
+#[derive(Clone)]
+enum Repr {
+    /// The text is in memory.
+    Text(Arc<Inner>),
+    /// Row `.1` of a span table: the skeleton in memory, the text in the file, read
+    /// when first asked for (see [`crate::span`]).
+    Span(Arc<SpanTable>, u32),
+    /// Row `.0` of the span table a piece's parse is still filling; bound to the
+    /// table before the parse hands the record out ([`Record::bind`]).
+    Unbound(u32),
 }
 
 struct Inner {
@@ -373,13 +397,19 @@ struct Inner {
 
 impl fmt::Debug for Record {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Record").field(&self.text()).finish()
+        match &self.repr {
+            Repr::Span(table, row) if table.loaded(*row).is_none() => {
+                let (at, len) = table.span(*row);
+                f.debug_struct("Record").field("at", &at).field("len", &len).finish_non_exhaustive()
+            }
+            _ => f.debug_tuple("Record").field(&self.text()).finish(),
+        }
     }
 }
 
 impl PartialEq for Record {
     fn eq(&self, other: &Self) -> bool {
-        self.inner.text == other.inner.text
+        self.text() == other.text()
     }
 }
 
@@ -399,32 +429,48 @@ impl Record {
         let bytes = text.as_bytes();
         let start = scan::skip_ws(bytes, 0);
         if bytes.get(start) != Some(&b'{') {
-            // A non-object value (`42`, `"s"`, `[]`): small, parse it whole.
-            let raw = scan::parse_whole(text)?;
-            let value = crate::json::parse(raw).unwrap_or(Value::Null);
-            return Ok(Record::build(
-                raw,
-                false,
-                Scalar::Absent,
-                Scalar::Absent,
-                Scalar::Absent,
-                Scalar::Absent,
-                None,
-                Some(value),
-                None,
-            ));
+            return Record::parse_non_object(text);
         }
-        let ([ty, id, parent, ts, message], end) =
-            scan::object_fields(text, start, ["type", "id", "parentId", "timestamp", "message"])?;
-        if scan::skip_ws(bytes, end) != bytes.len() {
+        let (fields, _, end) = Record::scan_object(text, start)?;
+        Ok(Record::from_fields(&text[start..end], fields))
+    }
+
+    /// Parses a value that is not an object (`42`, `"s"`, `[]`): small, parsed whole.
+    pub(crate) fn parse_non_object(text: &str) -> Result<Record, RecordParseError> {
+        let raw = scan::parse_whole(text)?;
+        let value = crate::json::parse(raw).unwrap_or(Value::Null);
+        Ok(Record::build(
+            raw,
+            false,
+            Scalar::Absent,
+            Scalar::Absent,
+            Scalar::Absent,
+            Scalar::Absent,
+            None,
+            Some(value),
+            None,
+        ))
+    }
+
+    /// Validates the object at `start` of `text` (nothing but whitespace may follow
+    /// it) and returns its skeleton fields (`type`, `id`, `parentId`, `timestamp`,
+    /// `message`), the message's raw `role` and the object's end.
+    pub(crate) fn scan_object(text: &str, start: usize) -> Result<ObjectScan<'_>, RecordParseError> {
+        let (fields, role, end) = scan::record_fields(text, start, SKELETON_KEYS, 4, "role")?;
+        if scan::skip_ws(text.as_bytes(), end) != text.len() {
             return Err(scan::ScanError::Syntax.into());
         }
-        let raw = &text[start..end];
+        Ok((fields, role, end))
+    }
+
+    /// Builds a record held in memory from an object's raw text and its skeleton
+    /// fields as [`Record::scan_object`] found them.
+    pub(crate) fn from_fields(raw: &str, [ty, id, parent, ts, message]: [Option<&str>; 5]) -> Record {
         let message = message.filter(|m| scan::kind(m) != scan::Kind::Null).map(|m| {
             let at = m.as_ptr() as usize - raw.as_ptr() as usize;
             at as u32..(at + m.len()) as u32
         });
-        Ok(Record::build(raw, true, scalar(ty), scalar(id), scalar(parent), scalar(ts), message, None, None))
+        Record::build(raw, true, scalar(ty), scalar(id), scalar(parent), scalar(ts), message, None, None)
     }
 
     fn from_parsed(text: &str, value: Value) -> Record {
@@ -478,7 +524,7 @@ impl Record {
             _ => EntryType::Unknown,
         };
         Record {
-            inner: Arc::new(Inner {
+            repr: Repr::Text(Arc::new(Inner {
                 kind,
                 ty: Field::new(str_of(ty), text),
                 id: Field::new(str_of(id), text),
@@ -491,7 +537,7 @@ impl Record {
                 value: cell,
                 message_info: OnceLock::new(),
                 exact: AtomicU8::new(0),
-            }),
+            })),
         }
     }
 
@@ -559,10 +605,37 @@ impl Record {
         Record::from_value(v)
     }
 
+    /// The record whose text is in memory: this one, or for a record read by position
+    /// its text, read now if it was not yet. A text that cannot be read (the file
+    /// failed or changed) reads as `null` here and its error is kept by the
+    /// record's [`Bodies`] ([`Bodies::take_failure`]); call [`Record::load`] first to
+    /// get the error instead.
+    fn full(&self) -> &Inner {
+        match &self.repr {
+            Repr::Text(inner) => inner,
+            Repr::Span(table, row) => match table.loaded_or_read(*row) {
+                Some(r) => r.text_inner(),
+                None => null_inner(),
+            },
+            Repr::Unbound(_) => null_inner(),
+        }
+    }
+
+    /// The in-memory text of a record built from text (a loaded span is one).
+    fn text_inner(&self) -> &Inner {
+        match &self.repr {
+            Repr::Text(inner) => inner,
+            _ => null_inner(),
+        }
+    }
+
     /// Returns the JSON text as it was read (or as it was serialised for a new record).
+    ///
+    /// A record read by position ([`Record::is_loaded`] is false) reads its text from
+    /// the file first; see [`Record::load`] for the error when that fails.
     #[inline]
     pub fn text(&self) -> &str {
-        &self.inner.text
+        &self.full().text
     }
 
     /// Returns the text to write for this record on one line (without the newline):
@@ -578,25 +651,13 @@ impl Record {
     /// A record that is not an object (`1e400`, `[1e400]` on a line of its own) keeps
     /// its text: written as `null` it would become a record that crashes omp.
     pub fn line(&self) -> Cow<'_, str> {
-        if self.inner.compact && (!self.inner.is_object || self.numbers_exact()) {
-            Cow::Borrowed(&self.inner.text)
-        } else {
-            Cow::Owned(self.canonical_line())
-        }
+        self.full().line()
     }
 
     /// Returns whether every number of the text is read by JavaScript as the value it
     /// spells ([`json::numbers_exact`]; looked up once, then cached).
     pub fn numbers_exact(&self) -> bool {
-        match self.inner.exact.load(Ordering::Relaxed) {
-            1 => true,
-            2 => false,
-            _ => {
-                let exact = json::numbers_exact(&self.inner.text);
-                self.inner.exact.store(if exact { 1 } else { 2 }, Ordering::Relaxed);
-                exact
-            }
-        }
+        self.full().numbers_exact()
     }
 
     /// Returns the text as `JSON.stringify(JSON.parse(text))` would write it: what a
@@ -604,28 +665,37 @@ impl Record {
     /// be read into a tree is written as its text without the whitespace between
     /// tokens, never as `null`.
     pub fn canonical_line(&self) -> String {
-        match self.try_value() {
-            Some(v) => json::to_js_string(v),
-            None => without_whitespace(&self.inner.text),
-        }
+        self.full().canonical_line()
     }
 
     /// Returns whether this record is a JSON object.
     #[inline]
     pub fn is_object(&self) -> bool {
-        self.inner.is_object
+        match &self.repr {
+            Repr::Text(inner) => inner.is_object,
+            // Only objects are read by position.
+            Repr::Span(..) | Repr::Unbound(_) => true,
+        }
     }
 
     /// Returns the `type` string, if any.
     #[inline]
     pub fn type_str(&self) -> Option<&str> {
-        self.inner.ty.get(&self.inner.text)
+        match &self.repr {
+            Repr::Text(inner) => inner.ty.get(&inner.text),
+            Repr::Span(table, row) => table.type_str(*row),
+            Repr::Unbound(_) => None,
+        }
     }
 
     /// Returns the entry type (the header is [`EntryType::Session`]).
     #[inline]
     pub fn entry_type(&self) -> EntryType {
-        self.inner.kind
+        match &self.repr {
+            Repr::Text(inner) => inner.kind,
+            Repr::Span(table, row) => table.kind(*row),
+            Repr::Unbound(_) => EntryType::Unknown,
+        }
     }
 
     /// Returns the key the references' id map (`Map<id, entry>`) files this record
@@ -633,35 +703,26 @@ impl Record {
     /// keeps apart from the string `"7"`) [`number_id_key`] of it, and likewise for
     /// `true` and `false`. `None` for no id or an id of another type.
     pub fn id_key(&self) -> Option<Cow<'_, str>> {
-        match self.id() {
-            Some(id) => Some(Cow::Borrowed(id)),
-            None if self.inner.is_object => self.number_field_key("id"),
-            None => None,
+        match &self.repr {
+            Repr::Text(inner) => inner.id_key(),
+            // A record read by position has a string id or none.
+            _ => self.id().map(Cow::Borrowed),
         }
     }
 
     /// Returns the key of the `parentId` in the references' id map, as
     /// [`Record::id_key`] gives it for ids: the string, or a number's key.
     pub fn parent_key(&self) -> Option<Cow<'_, str>> {
-        match self.inner.parent {
-            Parent::Id(_) => self.parent_id().map(Cow::Borrowed),
-            Parent::Invalid => self.number_field_key("parentId"),
-            _ => None,
-        }
-    }
-
-    fn number_field_key(&self, key: &str) -> Option<Cow<'_, str>> {
-        let raw = scan::Obj::parse(&self.inner.text)?.get(key)?;
-        match scan::kind(raw) {
-            scan::Kind::True | scan::Kind::False => Some(Cow::Owned(format!("{SCALAR_KEY_MARK}{raw}"))),
-            _ => scan::number(raw).map(|n| Cow::Owned(number_id_key(n))),
+        match &self.repr {
+            Repr::Text(inner) => inner.parent_key(),
+            _ => self.parent_id().map(Cow::Borrowed),
         }
     }
 
     /// Returns whether this is a session header: an object with `type: "session"`.
     #[inline]
     pub fn is_header(&self) -> bool {
-        self.inner.kind == EntryType::Session
+        self.entry_type() == EntryType::Session
     }
 
     /// Returns whether this is a *valid* header: `type: "session"` and a string `id`.
@@ -672,16 +733,19 @@ impl Record {
     /// Returns the `id` if it is a string.
     #[inline]
     pub fn id(&self) -> Option<&str> {
-        self.inner.id.get(&self.inner.text)
+        match &self.repr {
+            Repr::Text(inner) => inner.id.get(&inner.text),
+            Repr::Span(table, row) => table.id(*row),
+            Repr::Unbound(_) => None,
+        }
     }
 
     /// Returns the `parentId`.
     pub fn parent(&self) -> ParentRef<'_> {
-        match &self.inner.parent {
-            Parent::Absent => ParentRef::Absent,
-            Parent::Null => ParentRef::Null,
-            Parent::Id(f) => f.get(&self.inner.text).map_or(ParentRef::Invalid, ParentRef::Id),
-            Parent::Invalid => ParentRef::Invalid,
+        match &self.repr {
+            Repr::Text(inner) => inner.parent(),
+            Repr::Span(table, row) => table.parent(*row),
+            Repr::Unbound(_) => ParentRef::Absent,
         }
     }
 
@@ -694,26 +758,229 @@ impl Record {
     /// Returns the `timestamp` if it is a string.
     #[inline]
     pub fn timestamp(&self) -> Option<&str> {
-        self.inner.timestamp.get(&self.inner.text)
+        match &self.repr {
+            Repr::Text(inner) => inner.timestamp.get(&inner.text),
+            Repr::Span(table, row) => table.timestamp(*row),
+            Repr::Unbound(_) => None,
+        }
     }
 
     /// Returns the raw JSON text of the `message` payload, if any, as JavaScript holds
     /// it (re-serialised when its numbers are not exact, see [`Record::line`]).
     pub fn message_raw(&self) -> Option<Cow<'_, str>> {
-        if let Some(r) = &self.inner.message {
-            let raw = &self.inner.text[r.start as usize..r.end as usize];
-            return Some(if self.numbers_exact() { Cow::Borrowed(raw) } else { json::js_exact(raw) });
-        }
-        match self.inner.value.get().and_then(|v| v.as_ref()).and_then(|v| v.get("message")) {
-            Some(Value::Null) | None => None,
-            Some(m) => Some(Cow::Owned(json::to_js_string(m))),
-        }
+        self.full().message_raw()
     }
 
     /// Returns the fields of the `message` payload that the layers above read.
     #[inline]
     pub fn message_info(&self) -> &MessageInfo {
-        self.inner.message_info.get_or_init(|| {
+        self.full().message_info()
+    }
+
+    /// Returns the message role when this is a `message` entry.
+    #[inline]
+    pub fn message_role(&self) -> Option<&str> {
+        if self.entry_type() != EntryType::Message {
+            return None;
+        }
+        match &self.repr {
+            Repr::Span(table, row) => table.role(*row),
+            _ => self.message_info().role(),
+        }
+    }
+
+    /// Returns the whole record as a JSON value (parsed on first use, then cached).
+    ///
+    /// Text that JavaScript accepts but the JSON reader does not is read as
+    /// JavaScript would write it back (lone surrogates become U+FFFD, numbers beyond
+    /// `f64` `null`); a record nested too deeply to read gives `null` here, and
+    /// [`Record::map_value`] leaves it unchanged.
+    pub fn value(&self) -> &Value {
+        static NULL: Value = Value::Null;
+        self.try_value().unwrap_or(&NULL)
+    }
+
+    /// Returns the whole record as a JSON value, or `None` when it cannot be read into
+    /// one (see [`Record::value`]).
+    pub fn try_value(&self) -> Option<&Value> {
+        self.full().try_value()
+    }
+
+    /// Returns the top-level field `key`, if this record is an object that has it.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.value().as_object().and_then(|m| m.get(key))
+    }
+
+    /// Returns the top-level field `key` if it is a string.
+    pub fn get_str(&self, key: &str) -> Option<&str> {
+        self.get(key).and_then(Value::as_str)
+    }
+
+    /// Returns the record as a raw JSON fragment (for zero-copy output).
+    pub fn to_raw_value(&self) -> Box<RawValue> {
+        RawValue::from_string(self.line().into_owned()).expect("record text is valid JSON")
+    }
+
+    // ------------------------------------------------------------ read by position
+
+    /// Returns whether the record's text is in memory: always, but for a record read
+    /// by position ([`crate::parse_session_spans`]) whose text was not asked for yet.
+    pub fn is_loaded(&self) -> bool {
+        match &self.repr {
+            Repr::Span(table, row) => table.loaded(*row).is_some(),
+            _ => true,
+        }
+    }
+
+    /// Returns where in its file a record read by position is (byte offset and
+    /// length); `None` for a record held in memory since it was read or built.
+    pub fn span(&self) -> Option<(u64, u32)> {
+        match &self.repr {
+            Repr::Span(table, row) => Some(table.span(*row)),
+            _ => None,
+        }
+    }
+
+    /// Reads the text of a record read by position into memory, where it then stays
+    /// (nothing for any other record).
+    ///
+    /// # Errors
+    /// The read failed, or the file no longer holds this record where it was read
+    /// (it was changed in place since): [`std::io::ErrorKind::InvalidData`].
+    pub fn load(&self) -> std::io::Result<()> {
+        match &self.repr {
+            Repr::Span(table, row) => table.load(*row).map(|_| ()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Calls `f` with [`Record::line`], reading the text of a record read by position
+    /// for this call only if it is not in memory (a whole-file write streams a large
+    /// session this way without keeping every text).
+    ///
+    /// # Errors
+    /// As [`Record::load`].
+    pub fn with_line<R>(&self, f: impl FnOnce(&str) -> R) -> std::io::Result<R> {
+        match &self.repr {
+            Repr::Span(table, row) if table.loaded(*row).is_none() => {
+                let record = table.read(*row)?;
+                Ok(f(&record.line()))
+            }
+            _ => Ok(f(&self.line())),
+        }
+    }
+
+    /// Returns a record that stands for row `row` of the span table a parse is still
+    /// filling (see [`Record::bind`]).
+    pub(crate) fn unbound(row: u32) -> Record {
+        Record { repr: Repr::Unbound(row) }
+    }
+
+    /// Returns the record of row `row` of `table`.
+    pub(crate) fn span_of(table: &Arc<SpanTable>, row: u32) -> Record {
+        Record { repr: Repr::Span(Arc::clone(table), row) }
+    }
+
+    /// Points an unbound record at its (now complete) span table.
+    pub(crate) fn bind(&mut self, table: &Arc<SpanTable>) {
+        if let Repr::Unbound(row) = self.repr {
+            self.repr = Repr::Span(Arc::clone(table), row);
+        }
+    }
+
+    /// Returns the span table and row of a record read by position.
+    pub(crate) fn span_row(&self) -> Option<(&Arc<SpanTable>, u32)> {
+        match &self.repr {
+            Repr::Span(table, row) => Some((table, *row)),
+            _ => None,
+        }
+    }
+}
+
+/// The text record every failed read stands in for: `null`.
+fn null_inner() -> &'static Inner {
+    static NULL: OnceLock<Record> = OnceLock::new();
+    NULL.get_or_init(|| Record::parse("null").expect("`null` is JSON")).text_inner()
+}
+
+impl Inner {
+    fn line(&self) -> Cow<'_, str> {
+        if self.compact && (!self.is_object || self.numbers_exact()) {
+            Cow::Borrowed(&self.text)
+        } else {
+            Cow::Owned(self.canonical_line())
+        }
+    }
+
+    fn numbers_exact(&self) -> bool {
+        match self.exact.load(Ordering::Relaxed) {
+            1 => true,
+            2 => false,
+            _ => {
+                let exact = json::numbers_exact(&self.text);
+                self.exact.store(if exact { 1 } else { 2 }, Ordering::Relaxed);
+                exact
+            }
+        }
+    }
+
+    fn canonical_line(&self) -> String {
+        match self.try_value() {
+            Some(v) => json::to_js_string(v),
+            None => without_whitespace(&self.text),
+        }
+    }
+
+    fn id(&self) -> Option<&str> {
+        self.id.get(&self.text)
+    }
+
+    fn id_key(&self) -> Option<Cow<'_, str>> {
+        match self.id() {
+            Some(id) => Some(Cow::Borrowed(id)),
+            None if self.is_object => self.number_field_key("id"),
+            None => None,
+        }
+    }
+
+    fn parent(&self) -> ParentRef<'_> {
+        match &self.parent {
+            Parent::Absent => ParentRef::Absent,
+            Parent::Null => ParentRef::Null,
+            Parent::Id(f) => f.get(&self.text).map_or(ParentRef::Invalid, ParentRef::Id),
+            Parent::Invalid => ParentRef::Invalid,
+        }
+    }
+
+    fn parent_key(&self) -> Option<Cow<'_, str>> {
+        match self.parent {
+            Parent::Id(_) => self.parent().id().map(Cow::Borrowed),
+            Parent::Invalid => self.number_field_key("parentId"),
+            _ => None,
+        }
+    }
+
+    fn number_field_key(&self, key: &str) -> Option<Cow<'_, str>> {
+        let raw = scan::Obj::parse(&self.text)?.get(key)?;
+        match scan::kind(raw) {
+            scan::Kind::True | scan::Kind::False => Some(Cow::Owned(format!("{SCALAR_KEY_MARK}{raw}"))),
+            _ => scan::number(raw).map(|n| Cow::Owned(number_id_key(n))),
+        }
+    }
+
+    fn message_raw(&self) -> Option<Cow<'_, str>> {
+        if let Some(r) = &self.message {
+            let raw = &self.text[r.start as usize..r.end as usize];
+            return Some(if self.numbers_exact() { Cow::Borrowed(raw) } else { json::js_exact(raw) });
+        }
+        match self.value.get().and_then(|v| v.as_ref()).and_then(|v| v.get("message")) {
+            Some(Value::Null) | None => None,
+            Some(m) => Some(Cow::Owned(json::to_js_string(m))),
+        }
+    }
+
+    fn message_info(&self) -> &MessageInfo {
+        self.message_info.get_or_init(|| {
             let raw = match self.message_raw() {
                 Some(r) => r,
                 None => return MessageInfo::default(),
@@ -735,45 +1002,8 @@ impl Record {
         })
     }
 
-    /// Returns the message role when this is a `message` entry.
-    #[inline]
-    pub fn message_role(&self) -> Option<&str> {
-        if self.entry_type() != EntryType::Message {
-            return None;
-        }
-        self.message_info().role()
-    }
-
-    /// Returns the whole record as a JSON value (parsed on first use, then cached).
-    ///
-    /// Text that JavaScript accepts but the JSON reader does not is read as
-    /// JavaScript would write it back (lone surrogates become U+FFFD, numbers beyond
-    /// `f64` `null`); a record nested too deeply to read gives `null` here, and
-    /// [`Record::map_value`] leaves it unchanged.
-    pub fn value(&self) -> &Value {
-        static NULL: Value = Value::Null;
-        self.try_value().unwrap_or(&NULL)
-    }
-
-    /// Returns the whole record as a JSON value, or `None` when it cannot be read into
-    /// one (see [`Record::value`]).
-    pub fn try_value(&self) -> Option<&Value> {
-        self.inner.value.get_or_init(|| crate::json::parse(&self.inner.text)).as_ref()
-    }
-
-    /// Returns the top-level field `key`, if this record is an object that has it.
-    pub fn get(&self, key: &str) -> Option<&Value> {
-        self.value().as_object().and_then(|m| m.get(key))
-    }
-
-    /// Returns the top-level field `key` if it is a string.
-    pub fn get_str(&self, key: &str) -> Option<&str> {
-        self.get(key).and_then(Value::as_str)
-    }
-
-    /// Returns the record as a raw JSON fragment (for zero-copy output).
-    pub fn to_raw_value(&self) -> Box<RawValue> {
-        RawValue::from_string(self.line().into_owned()).expect("record text is valid JSON")
+    fn try_value(&self) -> Option<&Value> {
+        self.value.get_or_init(|| crate::json::parse(&self.text)).as_ref()
     }
 }
 

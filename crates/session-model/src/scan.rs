@@ -420,7 +420,79 @@ pub fn object_fields<'a, const N: usize>(
 ) -> Result<([Option<&'a str>; N], usize), ScanError> {
     let b = raw.as_bytes();
     let mut out = [None; N];
-    let mut strings = Checked::new(start);
+    let end = walk_members(raw, start, &mut Checked::new(start), &mut |key, vstart, strings| {
+        let vend = walk_value(b, vstart, strings)?;
+        if let Some(i) = keys.iter().position(|k| key_eq(key, k)) {
+            out[i] = Some(&raw[vstart..vend]);
+        }
+        Ok(vend)
+    })?;
+    Ok((out, end))
+}
+
+/// [`object_fields`] for a session record, which also needs one member of a nested
+/// object: the members named in `keys`, and when the member `keys[nested]` is an
+/// object, its member `inner` (the last occurrence of each wins, as in JavaScript;
+/// `inner` is `None` when the last `keys[nested]` is no object or lacks it). The
+/// whole object is validated in the same single pass.
+///
+/// ```
+/// let text = r#"{"type":"message","message":{"role":"user","content":"hi"}}"#;
+/// let ([ty, m], role, end) = session_model::scan::record_fields(text, 0, ["type", "message"], 1, "role").unwrap();
+/// assert_eq!((ty, role, end), (Some("\"message\""), Some("\"user\""), text.len()));
+/// assert!(m.is_some_and(|m| m.starts_with("{\"role\"")));
+/// ```
+pub fn record_fields<'a, const N: usize>(
+    raw: &'a str,
+    start: usize,
+    keys: [&str; N],
+    nested: usize,
+    inner: &str,
+) -> Result<RecordFields<'a, N>, ScanError> {
+    let b = raw.as_bytes();
+    let mut out = [None; N];
+    let mut found = None;
+    let end = walk_members(raw, start, &mut Checked::new(start), &mut |key, vstart, strings| {
+        let Some(i) = keys.iter().position(|k| key_eq(key, k)) else {
+            return walk_value(b, vstart, strings);
+        };
+        let vend = if i == nested && b.get(vstart) == Some(&b'{') {
+            let mut member = None;
+            let vend = walk_members(raw, vstart, strings, &mut |k, vs, strings| {
+                let ve = walk_value(b, vs, strings)?;
+                if key_eq(k, inner) {
+                    member = Some(&raw[vs..ve]);
+                }
+                Ok(ve)
+            })?;
+            found = member;
+            vend
+        } else {
+            if i == nested {
+                found = None;
+            }
+            walk_value(b, vstart, strings)?
+        };
+        out[i] = Some(&raw[vstart..vend]);
+        Ok(vend)
+    })?;
+    Ok((out, found, end))
+}
+
+/// What [`record_fields`] finds: the members asked for, the nested member, and where
+/// the object ends.
+pub type RecordFields<'a, const N: usize> = ([Option<&'a str>; N], Option<&'a str>, usize);
+
+/// Validates the object that starts at `start` (its `{`), handing each member's raw
+/// key and the position of its value to `on`, which validates the value and returns
+/// its end; returns the object's end. `strings` must have begun at or before `start`.
+fn walk_members<'a, S: StringEnds>(
+    raw: &'a str,
+    start: usize,
+    strings: &mut S,
+    on: &mut dyn FnMut(&'a str, usize, &mut S) -> Result<usize, ScanError>,
+) -> Result<usize, ScanError> {
+    let b = raw.as_bytes();
     match b.get(start) {
         None => return Err(ScanError::Incomplete),
         Some(b'{') => {}
@@ -429,7 +501,7 @@ pub fn object_fields<'a, const N: usize>(
     let mut p = skip_ws(b, start + 1);
     match b.get(p) {
         None => return Err(ScanError::Incomplete),
-        Some(b'}') => return Ok((out, p + 1)),
+        Some(b'}') => return Ok(p + 1),
         _ => {}
     }
     loop {
@@ -447,15 +519,12 @@ pub fn object_fields<'a, const N: usize>(
             Some(_) => return Err(ScanError::Syntax),
         }
         let vstart = skip_ws(b, p + 1);
-        let vend = walk_value(b, vstart, &mut strings)?;
-        if let Some(i) = keys.iter().position(|k| key_eq(key, k)) {
-            out[i] = Some(&raw[vstart..vend]);
-        }
+        let vend = on(key, vstart, strings)?;
         p = skip_ws(b, vend);
         match b.get(p) {
             None => return Err(ScanError::Incomplete),
             Some(b',') => p = skip_ws(b, p + 1),
-            Some(b'}') => return Ok((out, p + 1)),
+            Some(b'}') => return Ok(p + 1),
             Some(_) => return Err(ScanError::Syntax),
         }
     }

@@ -273,7 +273,8 @@ fn overwrite_prefix_in_place(s: &dyn Storage, root: &Path) -> CaseResult {
 
 /// Parses the session at `p` by position, as the session manager does.
 fn parsed(s: &dyn Storage, p: &Path, dialect: Dialect) -> Result<session_model::ParsedFile, StoreError> {
-    let (size, reader) = s.open_reader(p)?;
+    let (st, reader) = s.open_reader(p)?;
+    let size = st.size;
     session_model::parse_session_at(&*reader, size, dialect).map_err(|e| StoreError::io(crate::Op::Read, p, e))
 }
 
@@ -292,7 +293,8 @@ fn reads_by_position(s: &dyn Storage, root: &Path) -> CaseResult {
     }
     text.push_str("{\"type\":");
     s.write_atomic(&p, text.as_bytes(), ExpectedSize::Missing)?;
-    let (size, reader) = s.open_reader(&p)?;
+    let (st, reader) = s.open_reader(&p)?;
+    let size = st.size;
     check(size == text.len() as u64, "the size")?;
     for (at, len) in [(0, 10), (4 << 20, 100), (size - 5, 100), (size, 10)] {
         let mut buf = vec![0u8; len];

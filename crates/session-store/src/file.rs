@@ -39,6 +39,28 @@ impl FileStorage {
         FileStorage { clock: Arc::new(SystemClock), faults: None }
     }
 
+    /// Removes the files of `dir` whose names `pick` selects, the least recently
+    /// modified first, so that with `keep` (about to be written, never removed) at most
+    /// `max` of them remain: how a cache directory stays bounded. Best effort: what
+    /// cannot be listed, stated or removed is left.
+    pub fn evict_oldest(&self, dir: &Path, pick: &dyn Fn(&str) -> bool, keep: &Path, max: usize) {
+        let Ok(names) = self.list(dir) else { return };
+        let mut files: Vec<(i64, PathBuf)> = names
+            .into_iter()
+            .filter(|n| pick(n))
+            .map(|n| dir.join(n))
+            .filter(|p| p != keep)
+            .filter_map(|p| Some((self.stat(&p).ok()??.mtime_ns(), p)))
+            .collect();
+        if files.len() < max {
+            return;
+        }
+        files.sort();
+        for (_, p) in &files[..files.len() + 1 - max.max(1)] {
+            let _ = self.unlink(p);
+        }
+    }
+
     /// Returns a file storage that stamps lock records with `clock`.
     pub fn with_clock(clock: Arc<dyn Clock>) -> FileStorage {
         FileStorage { clock, faults: None }
@@ -369,13 +391,14 @@ impl Storage for FileStorage {
     }
 
     #[cfg(any(unix, windows))]
-    fn open_reader(&self, path: &Path) -> Result<(u64, Box<dyn ReadAt + Send>), StoreError> {
+    fn open_reader(&self, path: &Path) -> Result<(FileStat, Box<dyn ReadAt + Send>), StoreError> {
         self.check(Op::Read, path)?;
         let io = |e| StoreError::io(Op::Read, path, e);
         // Only regular files: a FIFO or a device is refused, never waited on.
         let file = crate::open::open_regular(path).map_err(io)?;
+        // The stat of the open descriptor: the very file the reader reads.
         let meta = file.metadata().map_err(io)?;
-        Ok((meta.len(), Box::new(PositionalFile(file.into_file()))))
+        Ok((stat_of(&meta), Box::new(PositionalFile(file.into_file()))))
     }
 
     fn read_slices(&self, path: &Path, prefix: u64, suffix: u64) -> Result<(Vec<u8>, Vec<u8>), StoreError> {

@@ -51,6 +51,21 @@ pub struct FileIdentity {
     pub dev: u64,
 }
 
+impl FileIdentity {
+    /// A file changed less than this long before it was read may change again without
+    /// its times moving (file times are coarser than writes): a cache that trusts a
+    /// file's identity to mean "unchanged" does not trust it for such a file (git's
+    /// "racy clean" rule).
+    pub const RACY_NS: i64 = 2_000_000_000;
+
+    /// Returns whether a file of this identity, read at `now_ns` (nanoseconds since the
+    /// epoch), had last changed long enough before to be known unchanged by its
+    /// identity alone later on.
+    pub fn settled_at(&self, now_ns: i64) -> bool {
+        self.mtime_ns.max(self.ctime_ns) < now_ns.saturating_sub(FileIdentity::RACY_NS)
+    }
+}
+
 /// What kind of thing a directory entry is, as the directory reports it (a link is
 /// not followed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -253,15 +268,19 @@ pub trait Storage: Send + Sync {
         Ok((stat, h.len(), t.len()))
     }
 
-    /// Opens the file for reads by position: returns its size when opened and a
-    /// reader, through which a large session is parsed in pieces as it is read
-    /// ([`session_model::parse_session_at`]) rather than held whole. Fails as [`Storage::read`] does.
+    /// Opens the file for reads by position: returns its stat when opened (its size,
+    /// and where the backend has one its identity: for files that of the open
+    /// descriptor, the very file the reader reads) and a reader, through which a large
+    /// session is parsed in pieces as it is read ([`session_model::parse_session_at`])
+    /// rather than held whole. Fails as [`Storage::read`] does.
     ///
     /// The default reads the whole file with [`Storage::read`] and serves it from
-    /// memory; the file storage reads the file itself.
-    fn open_reader(&self, path: &Path) -> Result<(u64, Box<dyn ReadAt + Send>), StoreError> {
+    /// memory (the reader never changes); the file storage reads the file itself.
+    fn open_reader(&self, path: &Path) -> Result<(FileStat, Box<dyn ReadAt + Send>), StoreError> {
         let bytes = self.read(path)?;
-        Ok((bytes.len() as u64, Box::new(bytes)))
+        let size = bytes.len() as u64;
+        let stat = self.stat(path)?.map_or(FileStat::new(size, 0, true), |st| FileStat { size, ..st });
+        Ok((stat, Box::new(bytes)))
     }
 
     /// Returns a head and a tail window of the file (omp `readTextSlices`).

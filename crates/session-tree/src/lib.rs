@@ -48,6 +48,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod idindex;
 pub mod omp;
 pub mod pi;
 mod raw;

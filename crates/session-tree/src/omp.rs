@@ -277,7 +277,7 @@ fn derive_state(path: &[&Record], ctx: &mut OmpContext<'_>) -> PathState {
                 let f = RawFields::parse(entry.text());
                 ctx.service_tier = coerce_service_tier(f.raw("serviceTier"));
             }
-            EntryType::Message if !explicit_default && entry.message_info().role() == Some("assistant") => {
+            EntryType::Message if !explicit_default && entry.message_role() == Some("assistant") => {
                 // Only the last such assistant before an explicit default counts; its
                 // model string is made once, after the pass.
                 if !models.contains_key("default") {

@@ -161,7 +161,7 @@ fn settings<'a>(path: &[&'a Record]) -> (Option<Cow<'a, str>>, String) {
         match entry.entry_type() {
             EntryType::ThinkingLevelChange => thinking_entry = Some(entry),
             EntryType::ModelChange => model_entry = Some(entry),
-            EntryType::Message if entry.message_info().role() == Some("assistant") => model_entry = Some(entry),
+            EntryType::Message if entry.message_role() == Some("assistant") => model_entry = Some(entry),
             _ => {}
         }
     }
@@ -229,7 +229,7 @@ fn context_entries<'a>(path: &[&'a Record]) -> Vec<&'a Record> {
             Some(None) => false,
         };
         found |= matches;
-        if found && !(entry.entry_type() == EntryType::Message && entry.message_info().role() == Some("system")) {
+        if found && entry.message_role() != Some("system") {
             out.push(entry);
         }
     }

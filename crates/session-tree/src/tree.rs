@@ -12,7 +12,9 @@ use std::fmt;
 use session_model::{Dialect, EntryType, ParentRef, Record, id_key_is_falsy};
 
 use crate::raw::{self, RawFields};
-use session_model::idhash::{IdHashState, IdMap, IdSet};
+use session_model::idhash::IdSet;
+
+use crate::idindex::{IdIndex, Keys, NONE};
 
 /// Which leaf a context query starts from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,7 +185,8 @@ struct Undo {
 pub struct SessionTree {
     dialect: Dialect,
     entries: Vec<Record>,
-    by_id: IdMap<Box<str>, Slot>,
+    /// Each id's slot (see [`IdIndex`]).
+    by_id: IdIndex,
     /// For each id in first-insertion order, the position of its latest entry.
     slot_pos: Vec<usize>,
     /// For each entry, the slot of its parent id ([`NO_PARENT`] when the parent is
@@ -200,6 +203,10 @@ pub struct SessionTree {
     diagnostics: Vec<TreeDiagnostic>,
     /// Parent ids that orphans name: appending one of them may close a cycle.
     missing_parents: IdSet<Box<str>>,
+    /// While loading: for each entry, the slot (first-insertion order) of its id
+    /// ([`NO_PARENT`] for none), so that a parent that is the entry before is found
+    /// without hashing.
+    load_orders: Vec<u32>,
 }
 
 impl SessionTree {
@@ -214,7 +221,7 @@ impl SessionTree {
         let mut tree = SessionTree {
             dialect,
             entries: Vec::with_capacity(entries.len()),
-            by_id: IdMap::with_capacity_and_hasher(entries.len(), IdHashState::default()),
+            by_id: IdIndex::with_capacity(entries.len()),
             slot_pos: Vec::with_capacity(entries.len()),
             parent_slot: Vec::with_capacity(entries.len()),
             has_cycle: false,
@@ -225,10 +232,31 @@ impl SessionTree {
             undo: None,
             diagnostics: Vec::new(),
             missing_parents: IdSet::default(),
+            load_orders: Vec::new(),
         };
-        for record in entries {
-            tree.index_one(record, false);
+        let built = IdIndex::build(&entries);
+        tree.by_id = built.index;
+        tree.slot_pos = built.slot_pos;
+        for (pos, record) in entries.into_iter().enumerate() {
+            // Keyed as the references' `Map` keys ids: a number id apart from a string.
+            match record.id_key() {
+                Some(id) => {
+                    if let Some(&first) = built.prev_at.get(pos).filter(|&&p| p != NONE) {
+                        let (id, first) = (id.clone().into_owned(), first as usize);
+                        tree.diagnostics.push(TreeDiagnostic::DuplicateId { id, first, index: pos });
+                    }
+                    if record.parent_key().as_deref() == Some(&*id) {
+                        tree.has_cycle = true;
+                        tree.diagnostics.push(TreeDiagnostic::SelfParent { id: id.into_owned() });
+                    }
+                }
+                None => tree.idless_last = Some(pos),
+            }
+            tree.replay_label(&record);
+            tree.entries.push(record);
+            tree.parent_slot.push(NO_PARENT);
         }
+        tree.load_orders = built.slot_at;
         tree.leaf = tree.entries.last().map_or(LeafState::Null, LeafState::after);
         tree.resolve_parents_and_find_orphans();
         tree.find_cycles();
@@ -239,22 +267,28 @@ impl SessionTree {
     /// Returns whether [`SessionTree::new`] keeps `record` as an entry of a `dialect`
     /// session: not `null`, and for pi not a stray header.
     pub fn keeps(dialect: Dialect, record: &Record) -> bool {
-        (dialect == Dialect::Omp || !record.is_header()) && record.text() != "null"
+        // An object is never `null`: its text (perhaps still in the file) is not read.
+        (dialect == Dialect::Omp || !record.is_header()) && (record.is_object() || record.text() != "null")
     }
 
-    /// Adds one record to the index and makes it the leaf. Returns the undo record.
-    fn index_one(&mut self, record: Record, live: bool) -> Option<Undo> {
+    /// Adds one record (appended after loading) to the index and makes it the leaf.
+    /// Returns the undo record.
+    fn index_one(&mut self, record: Record) -> Option<Undo> {
         let pos = self.entries.len();
-        // Loading sets the leaf once, after the last entry.
-        let prev_leaf =
-            if live { std::mem::replace(&mut self.leaf, LeafState::after(&record)) } else { LeafState::Null };
+        let prev_leaf = std::mem::replace(&mut self.leaf, LeafState::after(&record));
         let diag_len = self.diagnostics.len();
         let mut undo = None;
         // Keyed as the references' `Map` keys ids: a number id apart from a string.
         let key = record.id_key();
         match key.as_deref() {
             Some(id) => {
-                let prev_slot = self.by_id.get(id).copied();
+                // One probe of the index: the id's slot is found or made in place.
+                let fresh = Slot { pos, order: self.slot_pos.len() };
+                let keys = Keys { entries: &self.entries, slot_pos: &self.slot_pos };
+                let prev_slot = self
+                    .by_id
+                    .get_or_insert(id.as_bytes(), fresh.order as u32, keys)
+                    .map(|order| Slot { pos: self.slot_pos[order as usize], order: order as usize });
                 match prev_slot {
                     Some(slot) => {
                         self.diagnostics.push(TreeDiagnostic::DuplicateId {
@@ -262,29 +296,22 @@ impl SessionTree {
                             first: slot.pos,
                             index: pos,
                         });
-                        self.by_id.insert(id.into(), Slot { pos, order: slot.order });
                         self.slot_pos[slot.order] = pos;
                     }
-                    None => {
-                        self.by_id.insert(id.into(), Slot { pos, order: self.slot_pos.len() });
-                        self.slot_pos.push(pos);
-                    }
+                    None => self.slot_pos.push(pos),
                 }
                 match record.parent_key().as_deref() {
                     Some(p) if p == id => {
                         self.has_cycle = true;
                         self.diagnostics.push(TreeDiagnostic::SelfParent { id: id.to_owned() });
                     }
-                    Some(p) if live && !id_key_is_falsy(p) && !self.by_id.contains_key(p) => {
+                    Some(p) if !id_key_is_falsy(p) && self.slot_of(p).is_none() => {
                         self.missing_parents.insert(p.into());
                         self.diagnostics.push(TreeDiagnostic::Orphan { id: id.to_owned(), parent: p.to_owned() })
                     }
                     _ => {}
                 }
-                // Loading needs no undo record (and no copy of every id).
-                if live {
-                    undo = Some(Undo { pos, id: id.into(), prev_slot, prev_leaf, prev_label: None, diag_len });
-                }
+                undo = Some(Undo { pos, id: id.into(), prev_slot, prev_leaf, prev_label: None, diag_len });
             }
             None => self.idless_last = Some(pos),
         }
@@ -292,16 +319,15 @@ impl SessionTree {
         if let Some(u) = undo.as_mut() {
             u.prev_label = prev_label;
         }
-        let parent = if live { self.parent_slot_of(&record) } else { NO_PARENT };
+        let parent = self.parent_slot_of(&record);
         self.entries.push(record);
         self.parent_slot.push(parent);
-        if live && undo.as_ref().is_some_and(|u| u.prev_slot.is_none() && self.missing_parents.contains(&u.id)) {
+        if undo.as_ref().is_some_and(|u| u.prev_slot.is_none() && self.missing_parents.contains(&u.id)) {
             // An orphan's parent arrived: re-resolve every parent link.
             self.resolve_parents();
         }
         // Only a reused id, or an id some orphan was waiting for, can close a cycle.
-        if live
-            && let Some(u) = &undo
+        if let Some(u) = &undo
             && (u.prev_slot.is_some() || self.missing_parents.contains(&u.id))
             && self.walk(pos).first().is_some_and(|&root| {
                 let r = &self.entries[root];
@@ -357,7 +383,7 @@ impl SessionTree {
 
     fn parent_slot_of(&self, record: &Record) -> u32 {
         // A falsy parent (`""`, 0) ends the references' walk: no parent slot.
-        match record.parent_key().filter(|p| !id_key_is_falsy(p)).and_then(|p| self.by_id.get(&*p).copied()) {
+        match record.parent_key().filter(|p| !id_key_is_falsy(p)).and_then(|p| self.slot_of(&p)) {
             Some(slot) => u32::try_from(slot.order).unwrap_or(NO_PARENT),
             None => NO_PARENT,
         }
@@ -380,10 +406,20 @@ impl SessionTree {
     /// (entries whose parent id is not in the file) in the same pass.
     fn resolve_parents_and_find_orphans(&mut self) {
         let mut slots = Vec::with_capacity(self.entries.len());
-        for rec in &self.entries {
+        let orders = std::mem::take(&mut self.load_orders);
+        for (i, rec) in self.entries.iter().enumerate() {
             let parent = rec.parent_key().filter(|p| !id_key_is_falsy(p));
-            let slot = parent.as_deref().and_then(|p| self.by_id.get(p));
-            slots.push(slot.map_or(NO_PARENT, |s| u32::try_from(s.order).unwrap_or(NO_PARENT)));
+            // Most entries follow their parent: its slot is known without hashing.
+            let after_parent = i > 0
+                && orders.get(i - 1).is_some_and(|&o| o != NO_PARENT)
+                && parent.is_some()
+                && self.entries[i - 1].id_key() == parent;
+            let slot = if after_parent {
+                orders.get(i - 1).copied()
+            } else {
+                parent.as_deref().and_then(|p| self.slot_of(p)).map(|s| u32::try_from(s.order).unwrap_or(NO_PARENT))
+            };
+            slots.push(slot.unwrap_or(NO_PARENT));
             if slot.is_none()
                 && let (Some(id), Some(p)) = (rec.id_key(), parent)
                 && p != id
@@ -432,12 +468,20 @@ impl SessionTree {
         self.diagnostics.extend(found.into_iter().map(|id| TreeDiagnostic::Cycle { id }));
     }
 
+    /// Returns the slot of `id` (the position of its latest entry and its place in
+    /// first-insertion order).
+    fn slot_of(&self, id: &str) -> Option<Slot> {
+        let keys = Keys { entries: &self.entries, slot_pos: &self.slot_pos };
+        let order = self.by_id.get(id.as_bytes(), keys)? as usize;
+        Some(Slot { pos: self.slot_pos[order], order })
+    }
+
     /// Returns the position of the entry `id` resolves to (non-empty ids only).
     fn lookup(&self, id: &str) -> Option<usize> {
         if id.is_empty() {
             return None;
         }
-        self.by_id.get(id).map(|s| s.pos)
+        self.slot_of(id).map(|s| s.pos)
     }
 
     /// Returns the root..`pos` path as positions, stopping at a missing parent or
@@ -540,7 +584,7 @@ impl SessionTree {
     /// context then starts from the last entry and the path is empty, as a falsy
     /// leaf id gives in the references.
     pub fn branch(&mut self, id: &str) -> Result<(), TreeError> {
-        if !self.by_id.contains_key(id) {
+        if self.slot_of(id).is_none() {
             return Err(TreeError::NotFound(id.to_owned()));
         }
         self.leaf = LeafState::Id(id.into());
@@ -560,6 +604,16 @@ impl SessionTree {
             None => self.leaf.id(),
         };
         match start.and_then(|id| self.lookup(id)) {
+            Some(pos) => self.walk(pos).into_iter().map(|p| &self.entries[p]).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Returns the root..leaf path a context at `leaf` is built from (an unknown id
+    /// falls back to the last entry, [`Leaf::Null`] gives an empty path), as the
+    /// projections of [`crate::pi`] and [`crate::omp`] walk it.
+    pub fn path(&self, leaf: Leaf<'_>) -> Vec<&Record> {
+        match self.resolve_leaf(leaf) {
             Some(pos) => self.walk(pos).into_iter().map(|p| &self.entries[p]).collect(),
             None => Vec::new(),
         }
@@ -607,7 +661,7 @@ impl SessionTree {
         if record.id().is_none() {
             return Err(TreeError::MissingId);
         }
-        self.undo = self.index_one(record, true);
+        self.undo = self.index_one(record);
         Ok(())
     }
 
@@ -624,15 +678,16 @@ impl SessionTree {
         };
         match self.undo.take() {
             Some(undo) if undo.pos + 1 == self.entries.len() && record.id_key().as_deref() == Some(&*undo.id) => {
+                if undo.prev_slot.is_none() {
+                    // A new id: out of the index while its entry still names it.
+                    let keys = Keys { entries: &self.entries, slot_pos: &self.slot_pos };
+                    self.by_id.remove(undo.id.as_bytes(), keys);
+                }
                 self.entries.pop();
                 self.parent_slot.pop();
                 match undo.prev_slot {
-                    Some(slot) => {
-                        self.slot_pos[slot.order] = slot.pos;
-                        self.by_id.insert(undo.id, slot);
-                    }
+                    Some(slot) => self.slot_pos[slot.order] = slot.pos,
                     None => {
-                        self.by_id.remove(&undo.id);
                         self.slot_pos.pop();
                         if self.missing_parents.contains(&undo.id) {
                             self.resolve_parents();
@@ -670,7 +725,7 @@ impl SessionTree {
 
     /// Returns whether an entry has this id (for id collision checks).
     pub fn contains_id(&self, id: &str) -> bool {
-        self.by_id.contains_key(id)
+        self.slot_of(id).is_some()
     }
 
     /// Returns what indexing found odd: duplicate ids, self parents, orphans, cycles.
@@ -689,7 +744,7 @@ impl SessionTree {
         let n = self.entries.len();
         let node_of = |pos: usize| -> usize {
             match self.entries[pos].id_key() {
-                Some(id) => self.by_id.get(&*id).map_or(pos, |s| s.pos),
+                Some(id) => self.slot_of(&id).map_or(pos, |s| s.pos),
                 None => self.idless_last.unwrap_or(pos),
             }
         };
@@ -705,7 +760,7 @@ impl SessionTree {
                 // `byId.get(parentId)` links a falsy parent (`""`, 0) too, where the
                 // path walk stops.
                 ParentRef::Id(_) | ParentRef::Invalid => match parent_key {
-                    Some(p) if id_key_is_falsy(&p) => self.by_id.get(&*p).map(|s| s.pos),
+                    Some(p) if id_key_is_falsy(&p) => self.slot_of(&p).map(|s| s.pos),
                     Some(_) => self.parent_pos(pos),
                     None => None,
                 },

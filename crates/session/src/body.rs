@@ -21,6 +21,9 @@ pub(crate) struct Body<'a> {
     /// omp's title slot (`None`: an empty slot dated like the header).
     pub(crate) slot: Option<&'a TitleSlot>,
     pub(crate) entries: &'a [Record],
+    /// The session file records still read by position read their text from (for the
+    /// error when that fails).
+    pub(crate) source: Option<&'a Path>,
 }
 
 impl Body<'_> {
@@ -68,7 +71,7 @@ impl Body<'_> {
         const BATCH: usize = 512;
         let mut batch: Vec<Cow<'_, str>> = Vec::with_capacity(BATCH);
         for record in std::iter::once(self.header).chain(self.entries) {
-            match self.persisted(record.line()) {
+            match self.line_of(record) {
                 Ok(line) => batch.push(line),
                 Err(e) => {
                     let message = e.to_string();
@@ -82,6 +85,20 @@ impl Body<'_> {
             }
         }
         write_lines(w, &batch)
+    }
+
+    /// The line written for `record`: borrowed from it where possible. A record whose
+    /// text is still in the session's file is read for this write only, not kept.
+    fn line_of<'r>(&self, record: &'r Record) -> Result<Cow<'r, str>> {
+        if record.is_loaded() {
+            return self.persisted(record.line());
+        }
+        record
+            .with_line(|line| self.persisted(Cow::Borrowed(line)).map(|l| Cow::Owned(l.into_owned())))
+            .map_err(|e| {
+                let path = self.source.unwrap_or(Path::new(""));
+                SessionError::Store(session_store::StoreError::io(session_store::Op::Read, path, e))
+            })?
     }
 
     /// [`persist_line`] for a line that may be borrowed from its record.

@@ -9,10 +9,10 @@
 
 use serde_json::{Map, Value};
 use session_model::typed::{Message, ServiceTier, TypedError, parse_json};
-use session_model::{Dialect, json};
+use session_model::{Dialect, EntryType, json};
 use session_tree::{Leaf, omp, pi};
 
-use crate::SessionManager;
+use crate::{SessionError, SessionManager};
 
 /// The model context at a leaf: the messages the model sees and the settings the
 /// projection replays over the path.
@@ -179,7 +179,7 @@ impl SessionManager {
     /// assert!(matches!(ctx.settings, ContextSettings::Pi(ref s) if s.model.is_none()));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn context(&self) -> Result<Context, TypedError> {
+    pub fn context(&self) -> Result<Context, SessionError> {
         self.context_at(Leaf::Current)
     }
 
@@ -198,7 +198,69 @@ impl SessionManager {
     /// assert_eq!(m.context()?.messages.len(), 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn context_at(&self, leaf: Leaf<'_>) -> Result<Context, TypedError> {
+    pub fn context_at(&self, leaf: Leaf<'_>) -> Result<Context, SessionError> {
+        self.read_for_context(leaf, false)?;
+        let context = self.typed_context(leaf);
+        self.check_reads()?;
+        Ok(context?)
+    }
+
+    /// Returns the model context at `leaf` as the reference's JSON text, byte for byte
+    /// (pi: `{messages, thinkingLevel, model}`; omp: `{messages, thinkingLevel, …}`,
+    /// and with `transcript` omp's display transcript with `cacheMissExplainedAt`).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use session::{Dialect, Env, Leaf, SessionManager};
+    ///
+    /// let mut m = SessionManager::in_memory(Dialect::Pi, "/p", Env::memory());
+    /// m.append_message(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    /// assert_eq!(
+    ///     m.context_json(Leaf::Current, false)?,
+    ///     r#"{"messages":[{"role":"user","content":"hi","timestamp":1}],"thinkingLevel":"off","model":null}"#
+    /// );
+    /// # Ok::<(), session::SessionError>(())
+    /// ```
+    pub fn context_json(&self, leaf: Leaf<'_>, transcript: bool) -> Result<String, SessionError> {
+        self.read_for_context(leaf, transcript)?;
+        let json = match self.dialect() {
+            Dialect::Pi => pi::build_context(self.tree(), leaf).to_json_string(),
+            Dialect::Omp => omp::build_context(self.tree(), leaf, omp::ContextOptions { transcript }).to_json_string(),
+        };
+        self.check_reads()?;
+        Ok(json)
+    }
+
+    /// Returns pi's projection at `leaf` (`buildSessionProjection`: each context entry
+    /// with the messages it contributes) as the reference's JSON text; omp has none
+    /// ([`SessionError::WrongDialect`]).
+    pub fn projection_json(&self, leaf: Leaf<'_>) -> Result<String, SessionError> {
+        if self.dialect() != Dialect::Pi {
+            return Err(crate::manager::wrong_dialect("buildSessionProjection", self.dialect()));
+        }
+        self.read_for_context(leaf, false)?;
+        let json = pi::build_projection(self.tree(), leaf).to_json_string();
+        self.check_reads()?;
+        Ok(json)
+    }
+
+    /// Reads into memory, in few reads, the texts a context at `leaf` reads for sure:
+    /// the path after its last compaction or reset (the whole path for a transcript).
+    /// What else the projection reads (a compaction's kept range) is read as it goes.
+    fn read_for_context(&self, leaf: Leaf<'_>, whole: bool) -> Result<(), SessionError> {
+        let path = self.tree().path(leaf);
+        let from = if whole {
+            0
+        } else {
+            path.iter()
+                .rposition(|r| matches!(r.entry_type(), EntryType::Compaction | EntryType::ResetBoundary))
+                .unwrap_or(0)
+        };
+        self.load_texts(path[from..].iter().copied())
+    }
+
+    /// The typed context at `leaf`, from the projection (texts read as it goes).
+    fn typed_context(&self, leaf: Leaf<'_>) -> Result<Context, TypedError> {
         match self.dialect() {
             Dialect::Pi => {
                 let ctx = pi::build_context(self.tree(), leaf);

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use session_discovery::{AgentDirs, OmpHome};
-use session_model::Parallelism;
 use session_model::ids::SessionIdGenerator;
+use session_model::{Parallelism, SpanPolicy};
 use session_store::blob::BlobStore;
 use session_store::clock::{Clock, SystemClock};
 use session_store::{Durability, FileStorage, MemoryStorage, Storage};
@@ -44,6 +44,17 @@ pub struct Env {
     /// [`Parallelism::SERIAL`] keeps everything on the calling thread. Results never
     /// depend on it.
     pub parallelism: Parallelism,
+    /// When an opened session leaves the text of its large records in its file, read
+    /// when first asked for ([`session_model::span`]): memory then grows with the
+    /// number of entries, not their bytes. `None` keeps every text in memory. The
+    /// default ([`SpanPolicy::default`]) does so for files of 4 MiB and more.
+    pub spans: Option<SpanPolicy>,
+    /// Where opening a session whose texts stay in its file keeps its index (the parse
+    /// of the file, reused while the file is unchanged or only grew; see
+    /// [`crate::IndexUse`]). `None` (the default) keeps none: every open parses the
+    /// file. A cache directory outside the session directories; deleting it costs
+    /// only speed.
+    pub index_dir: Option<PathBuf>,
 }
 
 impl Env {
@@ -78,12 +89,27 @@ impl Env {
             dirs: None,
             terminal_id: None,
             parallelism: Parallelism::default(),
+            spans: Some(SpanPolicy::default()),
+            index_dir: None,
         }
     }
 
     /// Returns this environment with another parallelism setting.
     pub fn with_parallelism(mut self, parallelism: Parallelism) -> Env {
         self.parallelism = parallelism;
+        self
+    }
+
+    /// Returns this environment with another policy for texts left in the file
+    /// (`None`: every text of an opened session is kept in memory).
+    pub fn with_spans(mut self, spans: Option<SpanPolicy>) -> Env {
+        self.spans = spans;
+        self
+    }
+
+    /// Returns this environment keeping session indexes in `dir` (see [`Env::index_dir`]).
+    pub fn with_index_dir(mut self, dir: impl Into<PathBuf>) -> Env {
+        self.index_dir = Some(dir.into());
         self
     }
 

@@ -14,10 +14,11 @@
 //! disk never holds a half-written record in place of a good file.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::Value;
 use session_model::entries::{self, Base};
-use session_model::{Diagnostic, Dialect, EntryType, HeaderCheck, Record, SLOT_BYTES, TitleSlot, ids};
+use session_model::{Bodies, Diagnostic, Dialect, EntryType, HeaderCheck, Record, SLOT_BYTES, TitleSlot, ids};
 use session_store::{AppendWriter, ExpectedSize, StoreError};
 use session_tree::SessionTree;
 
@@ -26,6 +27,7 @@ mod lifecycle;
 pub use lifecycle::ForkOptions;
 
 use crate::body::{Body, persist_line};
+pub use crate::index::IndexUse;
 use crate::{Env, SessionError};
 
 type Result<T> = std::result::Result<T, SessionError>;
@@ -55,6 +57,9 @@ pub struct SessionManager {
     read_only: bool,
     /// What the open did (or, read-only, did in memory only).
     load_report: LoadReport,
+    /// Where the texts of the records read by position come from (`None`: every text
+    /// is in memory).
+    bodies: Option<Arc<Bodies>>,
 }
 
 /// The dialect of a session and the state its persistence rules keep.
@@ -168,6 +173,8 @@ pub struct LoadReport {
     pub reinitialised: bool,
     /// Whether the file was written while opening (always false read-only).
     pub wrote: bool,
+    /// How the session index was used ([`crate::Env::index_dir`]).
+    pub index: IndexUse,
 }
 
 impl SessionManager {
@@ -191,6 +198,7 @@ impl SessionManager {
             diagnostics: Vec::new(),
             read_only: false,
             load_report: LoadReport::default(),
+            bodies: None,
         }
     }
 
@@ -471,7 +479,8 @@ impl SessionManager {
             report.wrote = now;
             return Ok(report);
         };
-        let parsed = read_parsed(&*storage, path, self.dialect(), self.env.parallelism)?;
+        let (parsed, bodies, index) = read_indexed(&self.env, path, self.dialect())?;
+        report.index = index;
         match parsed.header_check(self.dialect()) {
             HeaderCheck::Valid { .. } => {}
             HeaderCheck::Empty if self.dialect() == Dialect::Omp || stat.size == 0 => {
@@ -488,6 +497,7 @@ impl SessionManager {
             }
         }
         self.file = Some(path.to_path_buf());
+        self.bodies = bodies;
         self.diagnostics = parsed.diagnostics;
         let mut records = parsed.records;
         if self.dialect() == Dialect::Pi && !parsed.ends_with_newline {
@@ -548,19 +558,9 @@ impl SessionManager {
         let Some(blobs) = self.env.blobs.clone() else {
             return records;
         };
-        records
-            .into_iter()
-            .map(|r| {
-                if !r.text().contains("blob:sha256:") {
-                    return r;
-                }
-                let (value, _warnings) = crate::persist::resolve_blob_refs_shared(r.value(), &blobs);
-                match value {
-                    Some(v) => Record::from_value(v),
-                    None => r,
-                }
-            })
-            .collect()
+        // A record whose text is still in the file is resolved when it is read (the
+        // bodies' hook, see `read_indexed`).
+        records.into_iter().map(|r| if r.is_loaded() { resolve_blob_refs(r, &blobs) } else { r }).collect()
     }
 
     fn counts_as_conversation(&self, r: &Record) -> bool {
@@ -625,6 +625,41 @@ impl SessionManager {
     /// Returns what the parser reported while loading the file.
     pub fn diagnostics(&self) -> &[Diagnostic] {
         &self.diagnostics
+    }
+
+    /// Returns the error of a text this session read from its file for an accessor
+    /// that cannot return one, and clears it.
+    ///
+    /// A large session keeps the text of most records in its file until they are
+    /// first read ([`session_model::span`]): [`Record::text`] and what is built on it
+    /// then read the file. Should that read fail (the disk failed, or another program
+    /// changed the file in place since it was opened), the record reads as `null`
+    /// and the error waits here. The manager's own operations check it and return it;
+    /// code that reads records itself calls this when it is done, or
+    /// [`SessionManager::load_texts`] first.
+    pub fn check_reads(&self) -> Result<()> {
+        match self.bodies.as_ref().and_then(|b| b.take_failure()) {
+            Some(e) => Err(self.read_error(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Returns how many texts of records left in the file were read from it since the
+    /// session was opened (0 when every text was in memory from the start).
+    pub fn texts_read(&self) -> u64 {
+        self.bodies.as_ref().map_or(0, |b| b.reads())
+    }
+
+    /// Reads into memory the texts of `records` that are still in the session's file,
+    /// nearby ones together, so that reading them afterwards cannot fail.
+    pub fn load_texts<'a>(&self, records: impl IntoIterator<Item = &'a Record>) -> Result<()> {
+        session_model::span::load_all(records).map_err(|e| self.read_error(e))
+    }
+
+    /// The error of a failed read of the session's file.
+    fn read_error(&self, e: std::io::Error) -> SessionError {
+        let path = self.file.clone().unwrap_or_default();
+        SessionError::Store(StoreError::io(session_store::Op::Read, &path, e))
     }
 
     /// Returns the session name: pi's latest `session_info`, omp's title.
@@ -857,6 +892,7 @@ impl SessionManager {
             header: &self.header,
             slot: self.slot.as_ref(),
             entries: self.tree.entries(),
+            source: self.file.as_deref(),
         }
     }
 
@@ -1268,6 +1304,7 @@ impl SessionManager {
             header: &self.header,
             slot: self.slot.as_ref(),
             entries: &entries,
+            source: self.file.as_deref(),
         };
         if entries.len() < PARALLEL_FROM || self.env.parallelism.threads() < 2 {
             let written = body.publish(path, ExpectedSize::Missing);
@@ -1394,17 +1431,83 @@ fn pi_branch_entries(path: &[Record]) -> Vec<Record> {
 
 /// Reads and parses the session file at `path` as `dialect`'s reference reads it,
 /// through [`Storage::open_reader`](session_store::Storage::open_reader): a large file
-/// is parsed in pieces as it is read, never held whole. The result is what
-/// [`session_model::parse_session_bytes`] gives for the file's bytes.
+/// is parsed in pieces as it is read, never held whole, and every text of it is kept.
+/// The result is what [`session_model::parse_session_bytes`] gives for the file's
+/// bytes.
 pub(crate) fn read_parsed(
     storage: &dyn session_store::Storage,
     path: &Path,
     dialect: Dialect,
     parallelism: session_model::Parallelism,
 ) -> Result<session_model::ParsedFile> {
-    let (size, reader) = storage.open_reader(path)?;
-    session_model::parse_session_at_with(&*reader, size, dialect, parallelism)
+    let (st, reader) = storage.open_reader(path)?;
+    session_model::parse_session_at_with(&*reader, st.size, dialect, parallelism)
         .map_err(|e| SessionError::Store(StoreError::io(session_store::Op::Read, path, e)))
+}
+
+/// [`read_parsed`] leaving the text of large records in the file
+/// ([`session_model::parse_session_spans`]): they are read through the returned
+/// [`Bodies`] when first asked for. The bodies are `None` when every text is in memory
+/// (a small file). omp's records read later get their blob references resolved as
+/// [`SessionManager::open`] resolves the others.
+pub(crate) fn read_indexed(
+    env: &Env,
+    path: &Path,
+    dialect: Dialect,
+) -> Result<(session_model::ParsedFile, Option<Arc<Bodies>>, IndexUse)> {
+    let Some(policy) = env.spans else {
+        return Ok((read_parsed(&*env.storage, path, dialect, env.parallelism)?, None, IndexUse::None));
+    };
+    let read_error = |e| SessionError::Store(StoreError::io(session_store::Op::Read, path, e));
+    // The time the file is read at, for the index's racy-write rule.
+    let now_ns = env.clock.now_ms().saturating_mul(1_000_000);
+    let (st, reader) = env.storage.open_reader(path)?;
+    let mut bodies = Bodies::new(reader);
+    if dialect == Dialect::Omp
+        && let Some(blobs) = env.blobs.clone()
+    {
+        bodies = bodies.with_hook(Box::new(move |r| resolve_blob_refs(r, &blobs)));
+    }
+    let bodies = Arc::new(bodies);
+    let index = env
+        .index_dir
+        .as_deref()
+        .filter(|_| st.identity.is_some() && st.size >= policy.from_file_size)
+        .map(crate::index::IndexDir::new);
+    let keep = |parsed: session_model::ParsedFile, how| {
+        let spans = parsed.records.iter().any(|r| r.span().is_some());
+        (parsed, spans.then(|| Arc::clone(&bodies)), how)
+    };
+    if let Some(index) = &index
+        && let Some((parsed, how, tail)) = index.lookup(path, dialect, &st, &bodies, policy, env.parallelism)
+    {
+        // A few appended entries are parsed again next time rather than rewriting the
+        // whole index for them; past a file-sized tail the index is brought up to date.
+        if how == IndexUse::Grown && tail >= policy.from_file_size {
+            index.store(path, dialect, &st, &bodies, &parsed, now_ns);
+        }
+        return Ok(keep(parsed, how));
+    }
+    let parsed =
+        session_model::parse_session_spans(&bodies, st.size, dialect, env.parallelism, policy).map_err(read_error)?;
+    let Some(index) = index else { return Ok(keep(parsed, IndexUse::None)) };
+    // Only a file that did not change while it was read is indexed.
+    if env.storage.stat(path).ok().flatten().is_some_and(|now| crate::freshness::Seen::of_stat(&st).same_stat(&now)) {
+        index.store(path, dialect, &st, &bodies, &parsed, now_ns);
+    }
+    Ok(keep(parsed, IndexUse::Rebuilt))
+}
+
+/// Returns `r` with omp's blob references resolved to the images they stand for
+/// (unchanged when it holds none, or none resolves).
+pub(crate) fn resolve_blob_refs(r: Record, blobs: &session_store::blob::BlobStore) -> Record {
+    if !r.text().contains("blob:sha256:") {
+        return r;
+    }
+    match crate::persist::resolve_blob_refs_shared(r.value(), blobs).0 {
+        Some(v) => Record::from_value(v),
+        None => r,
+    }
 }
 
 /// Returns `path` made absolute against `base` and lexically normalised

@@ -44,12 +44,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use session_history::{Catalog, CatalogDoc, CatalogFile, CatalogHit, HistoryError};
 use session_model::typed::{Content, ContentBlock, Entry, Message};
-use session_model::{Dialect, Parallelism, Record, SLOT_BYTES};
+use session_model::{Dialect, Parallelism, Record};
 use session_store::{FileStat, Storage, StoreError};
 
-/// How many bytes of a file's head, and of the bytes before the indexed end, are
-/// hashed to tell an append from a rewrite.
-const CHECK_BYTES: u64 = 4096;
+use crate::freshness::{Change, Head, Seen, hashes, read_at};
 
 /// A session file to keep in the catalog.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -248,7 +246,8 @@ impl SearchIndex {
 
 /// Reads `len` bytes at `offset` of `path`.
 fn read_line(storage: &dyn Storage, path: &Path, offset: u64, len: u64) -> Option<String> {
-    let (size, reader) = storage.open_reader(path).ok()?;
+    let (st, reader) = storage.open_reader(path).ok()?;
+    let size = st.size;
     if offset.checked_add(len)? > size {
         return None;
     }
@@ -258,39 +257,18 @@ fn read_line(storage: &dyn Storage, path: &Path, offset: u64, len: u64) -> Optio
     String::from_utf8(buf).ok()
 }
 
-/// Returns the FNV-1a hash of `bytes`: stable across builds and platforms, so what a
-/// catalog records stays valid from one version to the next (and a name derived from
-/// it, such as the catalog of a `--store` URL, stays the same).
-pub fn stable_hash(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-}
+pub use crate::freshness::stable_hash;
 
-/// Where the hashed head starts: after omp's title slot, which a rename rewrites in place.
-fn head_start(first: &[u8]) -> u64 {
-    if first.starts_with(b"{\"type\":\"title\"") { SLOT_BYTES as u64 } else { 0 }
-}
-
-fn read_at(reader: &dyn session_model::ReadAt, from: u64, to: u64) -> std::io::Result<Vec<u8>> {
-    let len = usize::try_from(to.saturating_sub(from)).unwrap_or(usize::MAX);
-    let mut buf = vec![0; len];
-    let n = reader.read_full_at(&mut buf, from)?;
-    buf.truncate(n);
-    Ok(buf)
-}
-
-/// The hashes of the head and of the bytes before `end`.
-fn hashes(reader: &dyn session_model::ReadAt, end: u64) -> std::io::Result<(u64, u64)> {
-    let first = read_at(reader, 0, end.min(16))?;
-    let start = head_start(&first).min(end);
-    let head = read_at(reader, start, end.min(start + CHECK_BYTES))?;
-    let tail = read_at(reader, end.saturating_sub(CHECK_BYTES).max(start), end)?;
-    Ok((stable_hash(&head), stable_hash(&tail)))
-}
-
-fn same_identity(old: &CatalogFile, st: &FileStat) -> bool {
-    match &st.identity {
-        Some(id) => old.ino == Some(id.ino) && old.dev == Some(id.dev),
-        None => old.ino.is_none(),
+/// What the catalog noted about `old` when it indexed it.
+fn seen(old: &CatalogFile) -> Seen {
+    Seen {
+        size: old.size,
+        mtime_ns: old.mtime_ns,
+        ctime_ns: None,
+        file: old.ino.zip(old.dev),
+        covered: old.indexed_len,
+        head_hash: old.head_hash,
+        tail_hash: old.tail_hash,
     }
 }
 
@@ -309,18 +287,16 @@ fn scan_file(
 ) -> Result<Scanned, Box<dyn std::error::Error>> {
     let Some(st) = storage.stat(&f.path)? else { return Ok(Scanned::Gone) };
     if let Some(old) = old
-        && old.size == st.size
-        && old.mtime_ns == st.mtime_ns()
-        && same_identity(old, &st)
+        && seen(old).same_stat(&st)
     {
         return Ok(Scanned::Unchanged);
     }
-    let (size, reader) = storage.open_reader(&f.path)?;
+    let (opened, reader) = storage.open_reader(&f.path)?;
+    let size = opened.size;
     // Only a file that grew can be an append; the old bytes must be the same.
     if let Some(old) = old
         && size > old.size
-        && same_identity(old, &st)
-        && hashes(&*reader, old.indexed_len)? == (old.head_hash, old.tail_hash)
+        && seen(old).change(&opened, &*reader, Head::AfterTitleSlot, true)? == Change::Grown
     {
         let bytes = read_at(&*reader, old.indexed_len, size)?;
         let read = bytes.len() as u64;
@@ -355,7 +331,7 @@ fn finish(file: &mut CatalogFile, reader: &dyn session_model::ReadAt, st: &FileS
     file.mtime_ns = st.mtime_ns();
     file.ino = st.identity.as_ref().map(|i| i.ino);
     file.dev = st.identity.as_ref().map(|i| i.dev);
-    (file.head_hash, file.tail_hash) = hashes(reader, file.indexed_len)?;
+    (file.head_hash, file.tail_hash) = hashes(reader, file.indexed_len, Head::AfterTitleSlot)?;
     Ok(())
 }
 

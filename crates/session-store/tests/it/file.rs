@@ -294,7 +294,8 @@ fn reads_into_buffers_are_the_windows_of_the_file() -> TestResult {
 
 /// Parses the session at `p` by position, as the session manager does.
 fn parsed(s: &FileStorage, p: &Path) -> Result<session_model::ParsedFile, StoreError> {
-    let (size, reader) = s.open_reader(p)?;
+    let (st, reader) = s.open_reader(p)?;
+    let size = st.size;
     session_model::parse_session_at(&*reader, size, session_model::Dialect::Pi)
         .map_err(|e| StoreError::io(session_store::Op::Read, p, e))
 }

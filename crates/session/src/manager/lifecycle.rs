@@ -365,6 +365,7 @@ impl SessionManager {
             header: &header,
             slot: Some(&slot),
             entries: self.tree.entries(),
+            source: self.file.as_deref(),
         };
         let size = match body.publish(&new_file, ExpectedSize::Missing) {
             Ok(size) => size,
@@ -426,6 +427,7 @@ impl SessionManager {
             header: &header,
             slot: Some(&slot),
             entries: self.tree.entries(),
+            source: self.file.as_deref(),
         };
         match body.publish(&file, ExpectedSize::Missing) {
             Ok(_) => Ok(file),
@@ -456,7 +458,7 @@ impl SessionManager {
         let header = entries::omp::header(&id, &ts, &cwd, entries::omp::HeaderExtra::default());
         let slot = TitleSlot { title: String::new(), source: None, updated_at: ts.clone() };
         let file = dir.join(session_discovery::session_file_name(&ts, &id));
-        let body = Body { dialect: Dialect::Omp, env, header: &header, slot: Some(&slot), entries: &[] };
+        let body = Body { dialect: Dialect::Omp, env, header: &header, slot: Some(&slot), entries: &[], source: None };
         match body.publish(&file, ExpectedSize::Missing) {
             Ok(_) => Ok(file),
             Err(e) if e.landed() => Ok(file),

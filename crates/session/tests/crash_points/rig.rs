@@ -125,6 +125,10 @@ impl Rig {
             terminal_id: None,
             // One thread: the explored boundaries come in one order.
             parallelism: session::Parallelism::SERIAL,
+            // Sessions keep their texts in the file wherever they can, so whole-file
+            // writes read them back while the crash points are explored.
+            spans: Some(session::model::SpanPolicy::everything(64)),
+            index_dir: None,
         }
     }
 
@@ -248,6 +252,8 @@ impl View {
             terminal_id: None,
             // One thread: the explored boundaries come in one order.
             parallelism: session::Parallelism::SERIAL,
+            spans: Some(session::model::SpanPolicy::everything(64)),
+            index_dir: None,
         }
     }
 

@@ -27,7 +27,7 @@ fn jsonl_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-fn testdata_files() -> Vec<PathBuf> {
+pub(crate) fn testdata_files() -> Vec<PathBuf> {
     let mut out = Vec::new();
     jsonl_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata"), &mut out);
     out.sort();

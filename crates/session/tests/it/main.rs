@@ -12,3 +12,4 @@ mod races;
 mod readonly;
 mod roundtrip;
 mod search;
+mod spans;

@@ -1,0 +1,606 @@
+//! Records read by position: the skeleton in memory, the text left in the file.
+//!
+//! A large session is mostly message text that opening it never needs: the tree needs
+//! ids, parents, types and timestamps, the context only the texts on one path. So
+//! [`crate::parse_session_spans`] keeps, for each large record, a row of a
+//! [`SpanTable`]: where its text is in the file (offset and length), its entry type,
+//! `id`, `parentId`, `timestamp`, `type` and message `role`. The text is read through
+//! the file's [`Bodies`] when a layer above first asks for it ([`Record::text`] and
+//! everything built on it), then kept.
+//!
+//! Reading a text again checks that it is still the record that was indexed: it must
+//! parse, and its skeleton must be the row's. A file changed in place since it was read
+//! (another program rewrote it) fails that check instead of handing out another
+//! record's text. A file replaced by a rename is no problem: the reader keeps the
+//! file that was opened.
+//!
+//! A read that fails inside an accessor that cannot return an error ([`Record::text`])
+//! gives the record `null` for that call and keeps the error in the [`Bodies`]
+//! ([`Bodies::take_failure`]); [`Record::load`] and [`load_all`] return it instead,
+//! and callers load what they will read before reading it.
+//!
+//! Which records are read by position: objects on one line of at least
+//! [`SPAN_FROM`] bytes, of any type but the header and labels (the tree reads every
+//! label), whose `id` and `parentId` are strings (or absent, or a `null` parent) and
+//! whose `timestamp` is a string, each under 256 bytes. Everything else (small
+//! records, odd ones) keeps its text in memory as before.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::parse::ReadAt;
+use crate::record::{EntryType, ParentRef, Record, RecordParseError};
+use crate::scan;
+
+/// Records shorter than this keep their text in memory: their row would save little.
+pub const SPAN_FROM: usize = 256;
+
+/// What [`Bodies`] does to a record read from the file before it is kept (the
+/// facade resolves omp's blob references this way, as it does for records it keeps
+/// in memory).
+pub type LoadHook = Box<dyn Fn(Record) -> Record + Send + Sync>;
+
+/// The file that records read by position read their text from, and what went wrong
+/// reading it.
+///
+/// One per opened file, shared by its records (an `Arc`): the file stays open as long
+/// as any of them lives. Made by whoever opens the file (`session` opens it through
+/// its storage) and given to [`crate::parse_session_spans`].
+pub struct Bodies {
+    reader: Box<dyn ReadAt + Send>,
+    hook: Option<LoadHook>,
+    failure: Mutex<Option<std::io::Error>>,
+    reads: AtomicU64,
+}
+
+impl fmt::Debug for Bodies {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Bodies").field("reads", &self.reads()).field("failed", &self.has_failed()).finish()
+    }
+}
+
+impl Bodies {
+    /// Returns the bodies of the file `reader` reads.
+    pub fn new(reader: Box<dyn ReadAt + Send>) -> Bodies {
+        Bodies { reader, hook: None, failure: Mutex::new(None), reads: AtomicU64::new(0) }
+    }
+
+    /// Returns these bodies with `hook` applied to every record read from the file.
+    pub fn with_hook(mut self, hook: LoadHook) -> Bodies {
+        self.hook = Some(hook);
+        self
+    }
+
+    /// Returns the file's reader.
+    pub fn reader(&self) -> &(dyn ReadAt + Send) {
+        &*self.reader
+    }
+
+    /// Returns (and clears) the first error of a read that an accessor could not
+    /// return: the record read as `null` for that call.
+    pub fn take_failure(&self) -> Option<std::io::Error> {
+        self.failure.lock().map_or(None, |mut f| f.take())
+    }
+
+    /// Returns whether a read failed since the last [`Bodies::take_failure`].
+    pub fn has_failed(&self) -> bool {
+        self.failure.lock().map_or(true, |f| f.is_some())
+    }
+
+    /// Returns how many record texts were read from the file so far.
+    pub fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+
+    fn fail(&self, e: std::io::Error) {
+        if let Ok(mut f) = self.failure.lock()
+            && f.is_none()
+        {
+            *f = Some(e);
+        }
+    }
+}
+
+/// Where a row's `parentId` is.
+const PARENT_ABSENT: u8 = 0;
+const PARENT_NULL: u8 = 1;
+const PARENT_ID: u8 = 2;
+
+/// Row flags.
+const HAS_ID: u8 = 1;
+const HAS_ROLE: u8 = 2;
+const HAS_TYPE: u8 = 4;
+
+/// The names of a row, in the order they follow each other in the table's text.
+const NAME_ID: usize = 0;
+const NAME_PARENT: usize = 1;
+const NAME_TIMESTAMP: usize = 2;
+const NAME_ROLE: usize = 3;
+const NAME_TYPE: usize = 4;
+
+/// The skeleton of one record read by position (24 bytes; its strings are in the
+/// table's text).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SpanRow {
+    /// Byte offset of the record's first byte in the file.
+    pub(crate) at: u64,
+    /// Length of the record's text in bytes.
+    pub(crate) len: u32,
+    /// Where the row's names start in the table's text.
+    names: u32,
+    kind: EntryType,
+    parent: u8,
+    flags: u8,
+    /// Lengths of the id, parent id, timestamp, role and type.
+    lens: [u8; 5],
+}
+
+impl SpanRow {
+    /// The size of a row as [`SpanRow::write`] writes it.
+    pub(crate) const BYTES: usize = 24;
+
+    /// Returns where the row's names start in its table's text.
+    pub(crate) fn names_at(&self) -> u32 {
+        self.names
+    }
+
+    /// Returns the row with its names starting at `at` (rows of several tables joined).
+    pub(crate) fn with_names_at(self, at: u32) -> SpanRow {
+        SpanRow { names: at, ..self }
+    }
+
+    /// Returns whether the row's names lie in `names`, each on character boundaries.
+    pub(crate) fn names_fit(&self, names: &str) -> bool {
+        let mut at = self.names as usize;
+        self.lens.iter().all(|&l| {
+            let end = at + usize::from(l);
+            let ok = names.get(at..end).is_some();
+            at = end;
+            ok
+        })
+    }
+
+    /// Appends the row's [`SpanRow::BYTES`] bytes, little-endian.
+    pub(crate) fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.at.to_le_bytes());
+        out.extend_from_slice(&self.len.to_le_bytes());
+        out.extend_from_slice(&self.names.to_le_bytes());
+        out.push(kind_code(self.kind));
+        out.push(self.parent);
+        out.push(self.flags);
+        out.extend_from_slice(&self.lens);
+    }
+
+    /// Reads a row [`SpanRow::write`] wrote (`None`: not one).
+    pub(crate) fn read(b: &[u8]) -> Option<SpanRow> {
+        let b: &[u8; SpanRow::BYTES] = b.try_into().ok()?;
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let mut at = [0u8; 8];
+        at.copy_from_slice(&b[..8]);
+        let row = SpanRow {
+            at: u64::from_le_bytes(at),
+            len: u32_at(8),
+            names: u32_at(12),
+            kind: *KINDS.get(usize::from(b[16]))?,
+            parent: b[17],
+            flags: b[18],
+            lens: [b[19], b[20], b[21], b[22], b[23]],
+        };
+        (row.parent <= PARENT_ID && row.flags & !(HAS_ID | HAS_ROLE | HAS_TYPE) == 0).then_some(row)
+    }
+}
+
+/// Every entry type, in the order of their codes in a stored row.
+const KINDS: [EntryType; 21] = [
+    EntryType::Session,
+    EntryType::Message,
+    EntryType::CustomMessage,
+    EntryType::Custom,
+    EntryType::Compaction,
+    EntryType::BranchSummary,
+    EntryType::ModelChange,
+    EntryType::ThinkingLevelChange,
+    EntryType::ServiceTierChange,
+    EntryType::ContextEdit,
+    EntryType::Label,
+    EntryType::SessionInfo,
+    EntryType::Usage,
+    EntryType::TtsrInjection,
+    EntryType::SessionInit,
+    EntryType::ModeChange,
+    EntryType::ResetBoundary,
+    EntryType::TitleChange,
+    EntryType::CredentialPin,
+    EntryType::ModelUsage,
+    EntryType::Unknown,
+];
+
+/// The code of an entry type in a stored row: its place in [`KINDS`].
+fn kind_code(kind: EntryType) -> u8 {
+    KINDS.iter().position(|k| *k == kind).map_or(u8::MAX, |i| i as u8)
+}
+
+/// The skeleton of a record read by position, as strings: what a row holds, and what
+/// a text read again must match.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Skeleton<'a> {
+    pub(crate) kind: EntryType,
+    /// The `type` string of an unknown type (known types are [`Skeleton::kind`]).
+    pub(crate) ty: Option<&'a str>,
+    pub(crate) id: Option<&'a str>,
+    pub(crate) parent: ParentRef<'a>,
+    pub(crate) timestamp: &'a str,
+    pub(crate) role: Option<&'a str>,
+}
+
+/// The rows of one piece of a file (or of one persisted index) and their texts once
+/// read.
+pub(crate) struct SpanTable {
+    bodies: Arc<Bodies>,
+    rows: Box<[SpanRow]>,
+    names: Box<str>,
+    /// The texts read so far, one cell per row; made when the first text is read (a
+    /// session that only shows its tree never makes it).
+    loaded: OnceLock<Box<[OnceLock<Record>]>>,
+}
+
+impl SpanTable {
+    /// Returns a table of `rows` whose names are in `names`, reading through `bodies`.
+    pub(crate) fn new(bodies: &Arc<Bodies>, rows: Vec<SpanRow>, names: String) -> Arc<SpanTable> {
+        Arc::new(SpanTable {
+            bodies: Arc::clone(bodies),
+            rows: rows.into_boxed_slice(),
+            names: names.into_boxed_str(),
+            loaded: OnceLock::new(),
+        })
+    }
+
+    fn row(&self, row: u32) -> &SpanRow {
+        &self.rows[row as usize]
+    }
+
+    fn name(&self, row: u32, which: usize) -> &str {
+        let r = self.row(row);
+        let start = r.names as usize + r.lens[..which].iter().map(|&l| usize::from(l)).sum::<usize>();
+        self.names.get(start..start + usize::from(r.lens[which])).unwrap_or_default()
+    }
+
+    pub(crate) fn span(&self, row: u32) -> (u64, u32) {
+        let r = self.row(row);
+        (r.at, r.len)
+    }
+
+    pub(crate) fn kind(&self, row: u32) -> EntryType {
+        self.row(row).kind
+    }
+
+    pub(crate) fn type_str(&self, row: u32) -> Option<&str> {
+        let r = self.row(row);
+        if r.flags & HAS_TYPE != 0 { Some(self.name(row, NAME_TYPE)) } else { r.kind.as_str() }
+    }
+
+    pub(crate) fn id(&self, row: u32) -> Option<&str> {
+        (self.row(row).flags & HAS_ID != 0).then(|| self.name(row, NAME_ID))
+    }
+
+    pub(crate) fn parent(&self, row: u32) -> ParentRef<'_> {
+        match self.row(row).parent {
+            PARENT_NULL => ParentRef::Null,
+            PARENT_ID => ParentRef::Id(self.name(row, NAME_PARENT)),
+            _ => ParentRef::Absent,
+        }
+    }
+
+    pub(crate) fn timestamp(&self, row: u32) -> Option<&str> {
+        Some(self.name(row, NAME_TIMESTAMP))
+    }
+
+    pub(crate) fn role(&self, row: u32) -> Option<&str> {
+        (self.row(row).flags & HAS_ROLE != 0).then(|| self.name(row, NAME_ROLE))
+    }
+
+    pub(crate) fn skeleton(&self, row: u32) -> Skeleton<'_> {
+        let r = self.row(row);
+        Skeleton {
+            kind: r.kind,
+            ty: (r.flags & HAS_TYPE != 0).then(|| self.name(row, NAME_TYPE)),
+            id: self.id(row),
+            parent: self.parent(row),
+            timestamp: self.name(row, NAME_TIMESTAMP),
+            role: self.role(row),
+        }
+    }
+
+    pub(crate) fn rows(&self) -> &[SpanRow] {
+        &self.rows
+    }
+
+    /// Returns the text holding the rows' names.
+    pub(crate) fn names(&self) -> &str {
+        &self.names
+    }
+
+    /// Returns the row's text if it was read.
+    pub(crate) fn loaded(&self, row: u32) -> Option<&Record> {
+        self.loaded.get()?[row as usize].get()
+    }
+
+    /// Keeps `record` as the row's text (the first one kept wins).
+    fn keep(&self, row: u32, record: Record) -> &Record {
+        let cells = self.loaded.get_or_init(|| (0..self.rows.len()).map(|_| OnceLock::new()).collect());
+        cells[row as usize].get_or_init(|| record)
+    }
+
+    /// Returns the row's text, reading it now if it was not yet; a failure is kept by
+    /// the bodies and gives `None`.
+    pub(crate) fn loaded_or_read(&self, row: u32) -> Option<&Record> {
+        match self.load(row) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                self.bodies.fail(e);
+                None
+            }
+        }
+    }
+
+    /// Returns the row's text, reading it now if it was not yet.
+    pub(crate) fn load(&self, row: u32) -> std::io::Result<&Record> {
+        if let Some(r) = self.loaded(row) {
+            return Ok(r);
+        }
+        let record = self.read(row)?;
+        Ok(self.keep(row, record))
+    }
+
+    /// Reads the row's text from the file (without keeping it), checks it is the
+    /// record that was indexed and applies the bodies' hook.
+    pub(crate) fn read(&self, row: u32) -> std::io::Result<Record> {
+        let (at, len) = self.span(row);
+        let mut buf = vec![0u8; len as usize];
+        let n = self.bodies.reader.read_full_at(&mut buf, at)?;
+        if n < buf.len() {
+            return Err(changed(at, "the file is shorter than when it was read"));
+        }
+        self.accept(row, &buf)
+    }
+
+    /// Checks that `bytes` (read from the row's place) are the record that was indexed,
+    /// and makes the record the table hands out for the row.
+    fn accept(&self, row: u32, bytes: &[u8]) -> std::io::Result<Record> {
+        let (at, _) = self.span(row);
+        let text = std::str::from_utf8(bytes).map_err(|_| changed(at, "the bytes there are not UTF-8"))?;
+        let record = Record::parse(text).map_err(|_| changed(at, "the bytes there are not one JSON value"))?;
+        if skeleton_of(&record).as_ref() != Some(&self.skeleton(row)) {
+            return Err(changed(at, "another record is there"));
+        }
+        self.bodies.reads.fetch_add(1, Ordering::Relaxed);
+        Ok(match &self.bodies.hook {
+            Some(hook) => hook(record),
+            None => record,
+        })
+    }
+}
+
+/// The error of a text read again that is not the record indexed there.
+fn changed(at: u64, why: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!("the session file changed since it was read: at byte {at}, {why}; open it again"),
+    )
+}
+
+/// Returns the skeleton a record held in memory would have as a row, `None` if it
+/// could not be one.
+fn skeleton_of(r: &Record) -> Option<Skeleton<'_>> {
+    if !r.is_object() {
+        return None;
+    }
+    let kind = r.entry_type();
+    Some(Skeleton {
+        kind,
+        ty: if kind == EntryType::Unknown { r.type_str() } else { None },
+        id: r.id(),
+        parent: r.parent(),
+        timestamp: r.timestamp()?,
+        role: if kind == EntryType::Message { r.message_info().role() } else { None },
+    })
+}
+
+/// Reads the texts of `records` that were read by position and are not in memory yet,
+/// nearby ones in one read each; afterwards they read without touching the file.
+///
+/// # Errors
+/// The first failed read, or a record that is no longer where it was read
+/// ([`std::io::ErrorKind::InvalidData`]); the texts read before it stay in memory.
+pub fn load_all<'a>(records: impl IntoIterator<Item = &'a Record>) -> std::io::Result<()> {
+    /// Records at most this far apart are read in one read.
+    const GAP: u64 = 16 << 10;
+    /// The most one read takes in.
+    const MAX_READ: u64 = 8 << 20;
+    let mut todo: Vec<(&Arc<SpanTable>, u32, u64, u32)> = records
+        .into_iter()
+        .filter_map(Record::span_row)
+        .filter(|(t, row)| t.loaded(*row).is_none())
+        .map(|(t, row)| {
+            let (at, len) = t.span(row);
+            (t, row, at, len)
+        })
+        .collect();
+    // By file, then by place: one run of reads per file.
+    todo.sort_by_key(|(t, _, at, _)| (Arc::as_ptr(&t.bodies) as usize, *at));
+    let mut buf = Vec::new();
+    let mut i = 0;
+    while i < todo.len() {
+        let bodies = &todo[i].0.bodies;
+        let start = todo[i].2;
+        let mut end = start + u64::from(todo[i].3);
+        let mut j = i + 1;
+        while j < todo.len()
+            && Arc::ptr_eq(&todo[j].0.bodies, bodies)
+            && todo[j].2 <= end + GAP
+            && todo[j].2 + u64::from(todo[j].3) - start <= MAX_READ
+        {
+            end = end.max(todo[j].2 + u64::from(todo[j].3));
+            j += 1;
+        }
+        buf.clear();
+        buf.resize((end - start) as usize, 0);
+        let n = bodies.reader.read_full_at(&mut buf, start)?;
+        for &(table, row, at, len) in &todo[i..j] {
+            let from = (at - start) as usize;
+            let Some(bytes) = buf[..n].get(from..from + len as usize) else {
+                return Err(changed(at, "the file is shorter than when it was read"));
+            };
+            if table.loaded(row).is_none() {
+                let record = table.accept(row, bytes)?;
+                table.keep(row, record);
+            }
+        }
+        i = j;
+    }
+    Ok(())
+}
+
+/// Returns an absent field as `Some(None)`, a string field decoded, and `None` for a
+/// field of any other type (which keeps its record in memory).
+fn decoded(raw: Option<&str>) -> Option<Option<std::borrow::Cow<'_, str>>> {
+    match raw {
+        None => Some(None),
+        Some(r) if scan::kind(r) == scan::Kind::String => scan::decode_string(r).map(Some),
+        Some(_) => None,
+    }
+}
+
+/// Makes the records of one piece of a file as it is parsed: records that qualify
+/// (see the module documentation) become rows of the piece's table, the rest keep
+/// their text.
+pub(crate) struct SpanBuilder {
+    /// The file offset of the piece's first byte.
+    base: u64,
+    /// The address of the piece's text, which every parsed line is a slice of.
+    origin: usize,
+    span_from: usize,
+    rows: Vec<SpanRow>,
+    names: String,
+}
+
+impl SpanBuilder {
+    /// Returns a builder for the piece `text`, which starts at byte `base` of the file.
+    pub(crate) fn new(text: &str, base: u64, span_from: usize) -> SpanBuilder {
+        SpanBuilder { base, origin: text.as_ptr() as usize, span_from, rows: Vec::new(), names: String::new() }
+    }
+
+    /// Parses `line` (a slice of the piece's text) as [`Record::parse`] does; a record
+    /// that qualifies comes back unbound, a row of the table [`SpanBuilder::finish`]
+    /// makes.
+    pub(crate) fn record(&mut self, line: &str) -> Result<Record, RecordParseError> {
+        let bytes = line.as_bytes();
+        let start = scan::skip_ws(bytes, 0);
+        if bytes.get(start) != Some(&b'{') {
+            return Record::parse_non_object(line);
+        }
+        let (fields, role, end) = Record::scan_object(line, start)?;
+        let raw = &line[start..end];
+        match self.row_for(raw, fields, role) {
+            Some(row) => Ok(row),
+            None => Ok(Record::from_fields(raw, fields)),
+        }
+    }
+
+    /// Adds a row for the object `raw` when it qualifies and returns its record.
+    fn row_for(&mut self, raw: &str, [ty, id, parent, ts, _]: [Option<&str>; 5], role: Option<&str>) -> Option<Record> {
+        if raw.len() < self.span_from {
+            return None;
+        }
+        let len = u32::try_from(raw.len()).ok()?;
+        let ty = decoded(ty)??;
+        let kind = EntryType::from_type_str(&ty);
+        if matches!(kind, EntryType::Session | EntryType::Label) {
+            return None;
+        }
+        let id = decoded(id)?;
+        let (parent_tag, parent) = match parent {
+            None => (PARENT_ABSENT, None),
+            Some("null") => (PARENT_NULL, None),
+            Some(_) => (PARENT_ID, Some(decoded(parent)??)),
+        };
+        let ts = decoded(ts)??;
+        // The role a message's skeleton answers: a string, or none (no string role).
+        let role = match role {
+            Some(r) if kind == EntryType::Message && scan::kind(r) == scan::Kind::String => scan::decode_string(r),
+            _ => None,
+        };
+        if memchr::memchr2(b'\n', b'\r', raw.as_bytes()).is_some() {
+            return None;
+        }
+        let ty_name = (kind == EntryType::Unknown).then_some(ty.as_ref());
+        let names = [id.as_deref(), parent.as_deref(), Some(ts.as_ref()), role.as_deref(), ty_name];
+        let mut lens = [0u8; 5];
+        for (l, n) in lens.iter_mut().zip(names) {
+            *l = u8::try_from(n.map_or(0, str::len)).ok()?;
+        }
+        let at = self.base + (raw.as_ptr() as usize - self.origin) as u64;
+        let row = self.push(at, len, kind, parent_tag, names, lens)?;
+        Some(Record::unbound(row))
+    }
+
+    fn push(
+        &mut self,
+        at: u64,
+        len: u32,
+        kind: EntryType,
+        parent: u8,
+        names: [Option<&str>; 5],
+        lens: [u8; 5],
+    ) -> Option<u32> {
+        let row = u32::try_from(self.rows.len()).ok()?;
+        let start = u32::try_from(self.names.len()).ok()?;
+        let mut flags = 0;
+        for (i, n) in names.iter().enumerate() {
+            if let Some(n) = n {
+                self.names.push_str(n);
+                flags |= match i {
+                    NAME_ID => HAS_ID,
+                    NAME_ROLE => HAS_ROLE,
+                    NAME_TYPE => HAS_TYPE,
+                    _ => 0,
+                };
+            }
+        }
+        self.rows.push(SpanRow { at, len, names: start, kind, parent, flags, lens });
+        Some(row)
+    }
+
+    /// Makes the piece's table and binds the piece's unbound records to it.
+    pub(crate) fn finish(self, bodies: &Arc<Bodies>, records: &mut [Record]) {
+        if self.rows.is_empty() {
+            return;
+        }
+        let table = SpanTable::new(bodies, self.rows, self.names);
+        for r in records {
+            r.bind(&table);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_is_24_bytes() {
+        assert_eq!(std::mem::size_of::<SpanRow>(), 24);
+        assert_eq!(std::mem::size_of::<Record>(), 16);
+    }
+
+    #[test]
+    fn every_entry_type_has_a_code() {
+        for (i, k) in KINDS.iter().enumerate() {
+            assert_eq!(kind_code(*k) as usize, i);
+        }
+        for name in ["session", "message", "label", "usage", "model_usage", "nope"] {
+            assert!(KINDS.contains(&EntryType::from_type_str(name)));
+        }
+    }
+}

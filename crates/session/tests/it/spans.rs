@@ -1,0 +1,196 @@
+//! Records read by position (`Env::spans`, `session_model::span`): a session whose
+//! texts stay in its file until asked for reads, projects and writes exactly as one
+//! that holds every text, for every session file of `testdata/` in both dialects and
+//! whatever the pieces it is read in; opening and the tree read no text of a large
+//! session, and its context reads only the path after the last compaction.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use session::model::SpanPolicy;
+use session::store::FileStorage;
+use session::tree::tree_to_json;
+use session::{Dialect, Env, Leaf, OpenMode, SessionManager};
+
+use crate::context::testdata_files;
+use crate::manager::TempDir;
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+fn env(dir: &Path, spans: Option<SpanPolicy>) -> Env {
+    Env::bare(Arc::new(FileStorage::new())).with_process_cwd(dir).with_spans(spans)
+}
+
+/// What a session answers, queried the way the `session` command queries it.
+fn answers(m: &SessionManager) -> Result<Vec<String>> {
+    let t = m.tree();
+    // An empty file gets a fresh header (a new id each time).
+    let header = if m.load_report().reinitialised { String::new() } else { m.header().line().into_owned() };
+    let mut out = vec![
+        header,
+        format!("{:?}", t.leaf_id()),
+        format!("{:?}", m.session_name()),
+        format!("{:?}", m.load_report()),
+        format!("{:?}", m.diagnostics()),
+        format!("{:?}", t.diagnostics()),
+        tree_to_json(&t.tree(), m.dialect() == Dialect::Pi),
+    ];
+    let ids: Vec<String> = t.entries().iter().filter_map(|r| r.id().map(str::to_owned)).collect();
+    let mut leaves = vec![Leaf::Current, Leaf::Null];
+    leaves.extend(ids.iter().step_by(ids.len() / 6 + 1).map(|id| Leaf::Id(id)));
+    for leaf in leaves {
+        out.push(m.context_json(leaf, false)?);
+        if m.dialect() == Dialect::Omp {
+            out.push(m.context_json(leaf, true)?);
+        } else {
+            out.push(m.projection_json(leaf)?);
+        }
+        let branch: Vec<_> = t.path(leaf).iter().map(|r| r.id().map(str::to_owned)).collect();
+        out.push(format!("{branch:?}"));
+    }
+    out.extend(t.entries().iter().map(|r| r.line().into_owned()));
+    m.check_reads()?;
+    Ok(out)
+}
+
+/// Whether opening migrated a version 1 file, which mints a fresh id for every entry
+/// (two opens never agree on them).
+fn mints_ids(m: &SessionManager) -> bool {
+    let r = m.load_report();
+    r.migrated && r.migrated_from.as_deref().is_none_or(|v| v.parse::<f64>().is_ok_and(|n| n < 2.0))
+}
+
+#[test]
+fn sessions_read_by_position_answer_as_sessions_held_in_memory() -> Result<()> {
+    let tmp = TempDir::new("spans");
+    let (mut compared, mut read_later) = (0, 0);
+    for path in testdata_files() {
+        for dialect in [Dialect::Pi, Dialect::Omp] {
+            let Ok(held) = SessionManager::open_read_only(dialect, &path, env(tmp.path(), None)) else {
+                assert!(
+                    SessionManager::open_read_only(dialect, &path, env(tmp.path(), Some(SpanPolicy::everything(64))))
+                        .is_err()
+                );
+                continue;
+            };
+            if mints_ids(&held) {
+                continue;
+            }
+            let want = answers(&held)?;
+            for piece in [1, 97, 4096] {
+                let what = format!("{dialect:?} {} in pieces of {piece}", path.display());
+                let m = SessionManager::open_read_only(
+                    dialect,
+                    &path,
+                    env(tmp.path(), Some(SpanPolicy::everything(piece))),
+                )?;
+                let spans = m.tree().entries().iter().filter(|r| r.span().is_some()).count();
+                read_later += spans;
+                assert_eq!(answers(&m)?, want, "{what}");
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 300, "{compared} sessions compared");
+    assert!(read_later > 10_000, "{read_later} records were read by position");
+    Ok(())
+}
+
+/// A whole-file write of a session whose texts are in its file writes the same bytes as
+/// one of a session holding them (the texts are read for the write, not kept).
+#[test]
+fn rewrites_write_the_same_bytes_from_the_file() -> Result<()> {
+    let tmp = TempDir::new("spans-rewrite");
+    let mut rewritten = 0;
+    for (i, path) in testdata_files().into_iter().enumerate() {
+        for dialect in [Dialect::Pi, Dialect::Omp] {
+            let mut written = Vec::new();
+            for (k, spans) in [None, Some(SpanPolicy::everything(53))].into_iter().enumerate() {
+                let copy = tmp.path().join(format!("{i}-{dialect:?}-{k}.jsonl"));
+                fs_err::copy(&path, &copy)?;
+                let Ok(mut m) = SessionManager::open_with(dialect, &copy, env(tmp.path(), spans), OpenMode::MustExist)
+                else {
+                    continue;
+                };
+                if mints_ids(&m) || m.load_report().reinitialised {
+                    continue;
+                }
+                let loaded_before = m.tree().entries().iter().filter(|r| r.is_loaded()).count();
+                m.rewrite_entries()?;
+                let loaded_after = m.tree().entries().iter().filter(|r| r.is_loaded()).count();
+                assert_eq!(loaded_before, loaded_after, "a write keeps no text it read");
+                m.close()?;
+                written.push(fs_err::read(&copy)?);
+            }
+            if let [a, b] = &written[..] {
+                assert!(a == b, "{dialect:?} {}", path.display());
+                rewritten += 1;
+            }
+        }
+    }
+    assert!(rewritten > 100, "{rewritten} rewrites compared");
+    Ok(())
+}
+
+/// A session of about 6 MiB with a compaction two thirds of the way in.
+fn large_session(dialect: Dialect) -> (String, String) {
+    let mut text = String::new();
+    if dialect == Dialect::Omp {
+        let slot = session::model::TitleSlot { title: "t".into(), source: None, updated_at: "u".into() };
+        text.push_str(&slot.to_line().unwrap_or_default());
+    }
+    text.push_str(r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#);
+    text.push('\n');
+    let mut parent = "null".to_owned();
+    let body = "words ".repeat(150);
+    let total = 7000;
+    let mut kept = String::new();
+    for i in 0..total {
+        let id = format!("e{i:07}");
+        if i == total * 2 / 3 {
+            text.push_str(&format!(
+                r#"{{"type":"compaction","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","summary":"{body}","firstKeptEntryId":"{kept}","tokensBefore":1}}"#
+            ));
+        } else {
+            let message = if i % 2 == 0 {
+                format!(r#"{{"role":"user","content":"{body}","timestamp":{i}}}"#)
+            } else {
+                format!(
+                    r#"{{"role":"assistant","content":[{{"type":"text","text":"{body}"}}],"provider":"p","model":"m","stopReason":"stop","timestamp":{i}}}"#
+                )
+            };
+            text.push_str(&format!(
+                r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","message":{message}}}"#
+            ));
+        }
+        text.push('\n');
+        if i == total * 2 / 3 - 10 {
+            kept = id.clone();
+        }
+        parent = format!(r#""{id}""#);
+    }
+    (text, kept)
+}
+
+#[test]
+fn opening_reads_no_text_and_the_context_only_what_it_shows() -> Result<()> {
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        let tmp = TempDir::new("spans-lazy");
+        let file = tmp.path().join("large.jsonl");
+        let (text, _) = large_session(dialect);
+        fs_err::write(&file, &text)?;
+        let m = SessionManager::open_read_only(dialect, &file, env(tmp.path(), Some(SpanPolicy::default())))?;
+        let entries = m.tree().entries();
+        assert!(entries.len() == 7000 && entries.iter().all(|r| !r.is_loaded()), "{dialect:?}");
+        let _ = (m.tree().tree(), m.tree().leaf_id(), m.session_name(), m.tree().get_branch(None));
+        assert_eq!(m.texts_read(), 0, "{dialect:?}: the tree, the leaf and the path read no text");
+        let ctx = m.context()?;
+        // The compaction's summary, the ten kept entries and the rest of the path after it.
+        assert_eq!(ctx.messages.len(), 1 + 10 + (7000 - 7000 * 2 / 3 - 1), "{dialect:?}");
+        let read = m.texts_read();
+        assert!(read <= ctx.messages.len() as u64 + 1, "{dialect:?}: {read} texts read for the context");
+        let held = SessionManager::open_read_only(dialect, &file, env(tmp.path(), None))?;
+        assert_eq!(held.context()?, ctx);
+    }
+    Ok(())
+}
