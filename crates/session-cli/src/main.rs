@@ -41,7 +41,8 @@ fn main() -> ExitCode {
             } else {
                 session::model::json::display_str(&out.text)
             };
-            if writeln!(stdout, "{text}").and_then(|()| stdout.flush()).is_err() {
+            let written = stdout.write_all(text.as_bytes()).and_then(|()| stdout.write_all(b"\n"));
+            if written.and_then(|()| stdout.flush()).is_err() {
                 return ExitCode::FAILURE;
             }
             if out.failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }

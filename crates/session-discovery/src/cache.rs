@@ -17,10 +17,12 @@
 //! * **Format.** Binary, little-endian, versioned: a header (magic, version, dialect,
 //!   scope, write time, where the records end, file length), one record per file
 //!   (path, identity, the info or "not listable", where its message text is), then
-//!   every message text. Strings are length-prefixed UTF-8, validated on read. Only
-//!   the records are read up front; each text is read straight into the string that
-//!   returns it, so a listing holds one copy of the texts, not two. Records of files
-//!   that did not change are copied to the next cache as raw bytes.
+//!   every message text, as the content of a JSON string (escaped as `JSON.stringify`
+//!   escapes it). Strings are length-prefixed UTF-8, validated on read. Only the
+//!   records are read up front; each text is read straight into the
+//!   [`MessagesText`] that returns it, so a listing holds one copy of the texts, not
+//!   two, and a listing printed as JSON copies them without escaping them again.
+//!   Records of files that did not change are copied to the next cache as raw bytes.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -30,10 +32,10 @@ use std::sync::Mutex;
 use session_model::Dialect;
 use session_store::{FileStorage, Storage};
 
-use crate::info::{SessionInfo, SessionStatus};
+use crate::info::{MessagesText, SessionInfo, SessionStatus};
 
 const MAGIC: &[u8; 8] = b"SSLCACHE";
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
 /// How many listing caches a cache directory keeps: saving one more removes the
 /// caches written longest ago.
 pub const MAX_CACHE_FILES: usize = 32;
@@ -162,7 +164,7 @@ impl ListCache {
                 let mut buf = buf.borrow_mut();
                 read_at_into(self.old_file.as_ref()?, &spans.text, &mut buf).ok()?;
                 match session_model::decode_utf8_lossy(&buf) {
-                    std::borrow::Cow::Borrowed(text) => Some(text.to_owned()),
+                    std::borrow::Cow::Borrowed(text) => Some(MessagesText::from_json(text.to_owned())),
                     std::borrow::Cow::Owned(_) => None,
                 }
             })?;
@@ -204,7 +206,7 @@ impl ListCache {
             encode_info(&mut records, info.as_ref());
             let info_len = (records.len() - info_at - 8) as u64;
             records[info_at..info_at + 8].copy_from_slice(&info_len.to_le_bytes());
-            let text = info.as_ref().map_or("", |i| i.all_messages_text.as_str());
+            let text = info.as_ref().map_or(std::borrow::Cow::Borrowed(""), |i| i.all_messages_text.as_json());
             put_u64(&mut records, text_len);
             put_u64(&mut records, text.len() as u64);
             text_len += text.len() as u64;
@@ -258,7 +260,7 @@ impl ListCache {
 
 /// Where a text of the next cache comes from.
 enum TextSource<'a> {
-    New(&'a str),
+    New(std::borrow::Cow<'a, str>),
     Old(Range<u64>),
 }
 
@@ -479,7 +481,7 @@ pub(crate) fn decode_info(bytes: &[u8], path: &Path) -> Option<Option<SessionInf
         size: r.opt_u64()?,
         first_message: r.str()?.to_owned(),
         // Stored apart (see the module docs).
-        all_messages_text: String::new(),
+        all_messages_text: MessagesText::default(),
         status: match r.u8()? {
             0 => None,
             n => Some(*STATUSES.get(usize::from(n) - 1)?),
@@ -547,7 +549,7 @@ mod tests {
         let mut out = Vec::new();
         encode_info(&mut out, Some(&sample(p)));
         // The message text is stored apart from the other fields.
-        let without_text = SessionInfo { all_messages_text: String::new(), ..sample(p) };
+        let without_text = SessionInfo { all_messages_text: String::new().into(), ..sample(p) };
         assert_eq!(decode_info(&out, p), Some(Some(without_text)));
         for cut in 0..out.len() {
             assert_eq!(decode_info(&out[..cut], p), None, "cut at {cut}");

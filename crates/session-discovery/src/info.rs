@@ -74,9 +74,116 @@ pub struct SessionInfo {
     /// The first user text, or `(no messages)`.
     pub first_message: String,
     /// All user/assistant texts joined with a space.
-    pub all_messages_text: String,
+    pub all_messages_text: MessagesText,
     /// omp: the lifecycle status.
     pub status: Option<SessionStatus>,
+}
+
+/// The text of a session's messages ([`SessionInfo::all_messages_text`]), kept as
+/// JSON string content when it comes from the listing cache: a listing printed as JSON
+/// copies it as it is, and it is decoded only if read as text (the first deref).
+///
+/// ```
+/// use session_discovery::MessagesText;
+/// let t = MessagesText::from("line one\nline \"two\"");
+/// assert_eq!(t.as_json(), r#"line one\nline \"two\""#);
+/// let back = MessagesText::from_json(t.as_json().into_owned());
+/// assert_eq!(back, t);
+/// assert_eq!(&*back, "line one\nline \"two\"");
+/// ```
+#[derive(Clone, Default)]
+pub struct MessagesText {
+    /// The text (decoded from `json` on first use when that is all there was).
+    plain: std::sync::OnceLock<String>,
+    /// The text as the content of a JSON string (no quotes), when known.
+    json: Option<Box<str>>,
+}
+
+impl MessagesText {
+    /// Returns the text held as the content of a JSON string (its quotes left out), as
+    /// `JSON.stringify` and [`write_js_str`] write it.
+    pub fn from_json(json: String) -> MessagesText {
+        MessagesText { plain: std::sync::OnceLock::new(), json: Some(json.into_boxed_str()) }
+    }
+
+    /// Returns the text.
+    pub fn as_str(&self) -> &str {
+        self.plain.get_or_init(|| self.json.as_deref().map(session_model::scan::unescape).unwrap_or_default())
+    }
+
+    /// Returns the text as the content of a JSON string (no quotes).
+    pub fn as_json(&self) -> std::borrow::Cow<'_, str> {
+        match &self.json {
+            Some(j) => std::borrow::Cow::Borrowed(j),
+            None => {
+                let mut out = String::new();
+                write_js_str(&mut out, self.as_str());
+                out.pop();
+                out.remove(0);
+                std::borrow::Cow::Owned(out)
+            }
+        }
+    }
+
+    /// Returns about how long the text is as JSON (exactly, when it came as JSON).
+    fn json_len(&self) -> usize {
+        match &self.json {
+            Some(j) => j.len(),
+            None => self.as_str().len() + self.as_str().len() / 8,
+        }
+    }
+
+    /// Appends the text as a JSON string.
+    pub fn write_json(&self, out: &mut String) {
+        match &self.json {
+            Some(j) => {
+                out.reserve(j.len() + 2);
+                out.push('"');
+                out.push_str(j);
+                out.push('"');
+            }
+            None => write_js_str(out, self.as_str()),
+        }
+    }
+}
+
+impl From<String> for MessagesText {
+    fn from(text: String) -> MessagesText {
+        MessagesText { plain: std::sync::OnceLock::from(text), json: None }
+    }
+}
+
+impl From<&str> for MessagesText {
+    fn from(text: &str) -> MessagesText {
+        MessagesText::from(text.to_owned())
+    }
+}
+
+impl std::ops::Deref for MessagesText {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl PartialEq for MessagesText {
+    fn eq(&self, other: &MessagesText) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for MessagesText {}
+
+impl PartialEq<&str> for MessagesText {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl std::fmt::Debug for MessagesText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
 }
 
 impl SessionInfo {
@@ -127,7 +234,9 @@ pub fn sanitize_name(value: &str) -> Option<String> {
 /// `SessionManager.list(...)` result: an array of objects in the reference's key
 /// order, dates as ISO strings (`null` when invalid), absent fields omitted.
 pub fn sessions_to_json(dialect: Dialect, sessions: &[SessionInfo]) -> String {
-    let mut out = String::with_capacity(sessions.len() * 512);
+    // One allocation for the whole text: the messages' texts and room for the rest.
+    let texts: usize = sessions.iter().map(|s| s.all_messages_text.json_len() + s.first_message.len()).sum();
+    let mut out = String::with_capacity(texts + sessions.len() * 640);
     out.push('[');
     for (i, s) in sessions.iter().enumerate() {
         if i > 0 {
@@ -203,7 +312,7 @@ fn write_session(out: &mut String, dialect: Dialect, s: &SessionInfo) {
     key(out, "firstMessage");
     write_js_str(out, &s.first_message);
     key(out, "allMessagesText");
-    write_js_str(out, &s.all_messages_text);
+    s.all_messages_text.write_json(out);
     if dialect == Dialect::Omp
         && let Some(st) = s.status
     {

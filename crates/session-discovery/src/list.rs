@@ -142,7 +142,7 @@ fn decode_note(bytes: &[u8], path: &Path) -> Option<Option<SessionInfo>> {
     let mut info = crate::cache::decode_info(record, path)?;
     let text = &bytes[4 + len..];
     match info.as_mut() {
-        Some(i) => i.all_messages_text = std::str::from_utf8(text).ok()?.to_owned(),
+        Some(i) => i.all_messages_text = std::str::from_utf8(text).ok()?.into(),
         None if !text.is_empty() => return None,
         None => {}
     }

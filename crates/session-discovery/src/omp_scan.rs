@@ -407,7 +407,7 @@ fn scan_windows(
         assistant_turns: Some(assistant_turns),
         size: Some(st.size),
         first_message: if first_message.is_empty() { "(no messages)".to_string() } else { first_message },
-        all_messages_text,
+        all_messages_text: all_messages_text.into(),
         status: with_status.then(|| derive_status(&suffix)),
     })
 }

@@ -332,7 +332,7 @@ fn build_with(storage: &dyn Storage, path: &Path, bytes: &mut Vec<u8>, all: &mut
         assistant_turns: None,
         size: None,
         first_message: if first_message.is_empty() { "(no messages)".to_string() } else { first_message },
-        all_messages_text: all.as_str().to_owned(),
+        all_messages_text: all.as_str().into(),
         status: None,
     })
 }

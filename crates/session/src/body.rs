@@ -93,12 +93,12 @@ impl Body<'_> {
         if record.is_loaded() {
             return self.persisted(record.line());
         }
-        record
-            .with_line(|line| self.persisted(Cow::Borrowed(line)).map(|l| Cow::Owned(l.into_owned())))
-            .map_err(|e| {
+        record.with_line(|line| self.persisted(Cow::Borrowed(line)).map(|l| Cow::Owned(l.into_owned()))).map_err(
+            |e| {
                 let path = self.source.unwrap_or(Path::new(""));
                 SessionError::Store(session_store::StoreError::io(session_store::Op::Read, path, e))
-            })?
+            },
+        )?
     }
 
     /// [`persist_line`] for a line that may be borrowed from its record.

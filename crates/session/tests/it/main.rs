@@ -2,6 +2,7 @@
 
 mod checklist;
 mod context;
+mod index;
 mod layering;
 mod lifecycle;
 mod lifecycle_model;
@@ -12,4 +13,4 @@ mod races;
 mod readonly;
 mod roundtrip;
 mod search;
-mod spans;
+pub(crate) mod spans;

@@ -17,12 +17,12 @@ use crate::manager::TempDir;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-fn env(dir: &Path, spans: Option<SpanPolicy>) -> Env {
+pub(crate) fn env(dir: &Path, spans: Option<SpanPolicy>) -> Env {
     Env::bare(Arc::new(FileStorage::new())).with_process_cwd(dir).with_spans(spans)
 }
 
 /// What a session answers, queried the way the `session` command queries it.
-fn answers(m: &SessionManager) -> Result<Vec<String>> {
+pub(crate) fn answers(m: &SessionManager) -> Result<Vec<String>> {
     let t = m.tree();
     // An empty file gets a fresh header (a new id each time).
     let header = if m.load_report().reinitialised { String::new() } else { m.header().line().into_owned() };
@@ -30,7 +30,8 @@ fn answers(m: &SessionManager) -> Result<Vec<String>> {
         header,
         format!("{:?}", t.leaf_id()),
         format!("{:?}", m.session_name()),
-        format!("{:?}", m.load_report()),
+        // How the index was used is not what the session says.
+        format!("{:?}", session::LoadReport { index: session::IndexUse::None, ..m.load_report().clone() }),
         format!("{:?}", m.diagnostics()),
         format!("{:?}", t.diagnostics()),
         tree_to_json(&t.tree(), m.dialect() == Dialect::Pi),
