@@ -289,6 +289,14 @@ pub trait ReadAt: Sync {
         }
         Ok(done)
     }
+
+    /// Returns a stamp of the bytes' state: two calls give the same stamp only if no
+    /// byte changed in between, as far as the reader can tell (a file's size, times
+    /// and identity; any constant for bytes that never change). `None` (the default)
+    /// when it cannot tell: every text read again is then checked in full.
+    fn stamp(&self) -> Option<u128> {
+        None
+    }
 }
 
 impl ReadAt for [u8] {
@@ -298,11 +306,19 @@ impl ReadAt for [u8] {
         buf[..n].copy_from_slice(&self[start..start + n]);
         Ok(n)
     }
+
+    fn stamp(&self) -> Option<u128> {
+        Some(0) // Bytes in memory never change behind the reader.
+    }
 }
 
 impl ReadAt for Vec<u8> {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
         self.as_slice().read_at(buf, offset)
+    }
+
+    fn stamp(&self) -> Option<u128> {
+        Some(0)
     }
 }
 
@@ -1608,6 +1624,46 @@ mod tests {
         // A shorter file is caught too.
         file.0.lock().map_err(|_| std::io::Error::other("poisoned"))?.truncate(10);
         assert!(span::load_all(&parsed.records).is_err());
+        Ok(())
+    }
+
+    /// A reader that says its bytes never change, whatever happens to them.
+    struct Trusting(Arc<Changing>);
+
+    impl ReadAt for Trusting {
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+            self.0.read_at(buf, offset)
+        }
+        fn stamp(&self) -> Option<u128> {
+            Some(7)
+        }
+    }
+
+    /// The lines a whole-file write reads back are the records' lines, read in few
+    /// reads and not kept; a file changed in place is refused even when its reader
+    /// claims nothing changed (another record at the place does not hold the id).
+    #[test]
+    fn lines_read_back_for_a_write_are_checked() -> std::io::Result<()> {
+        let line = |id: &str, body: &str| {
+            format!(
+                "{{\"type\":\"custom\",\"id\":\"{id}\",\"parentId\":null,\"timestamp\":\"t\",\"n\":[1e400],\"data\":\"{body}\"}}\n"
+            )
+        };
+        let text = format!("{}{}{}", line("aaaaaaaa", "one"), line("bbbbbbbb", "two"), line("cccccccc", "three"));
+        let file = Arc::new(Changing(std::sync::Mutex::new(text.clone().into_bytes())));
+        let bodies = Arc::new(Bodies::new(Box::new(Trusting(Arc::clone(&file)))));
+        let threads = crate::Parallelism::new(2);
+        let parsed = parse_session_spans(&bodies, text.len() as u64, Dialect::Pi, threads, SpanPolicy::everything(16))?;
+        let whole = parse_session_bytes(text.as_bytes(), Dialect::Pi);
+        let mut buf = Vec::new();
+        let lines = span::lines(&parsed.records, &mut buf)?;
+        let want: Vec<String> = whole.records.iter().map(|r| r.line().into_owned()).collect();
+        assert_eq!(lines.iter().map(|l| l.to_string()).collect::<Vec<_>>(), want);
+        assert!(parsed.records.iter().all(|r| !r.is_loaded()), "lines read for a write are not kept");
+        let swapped = format!("{}{}{}", line("aaaaaaaa", "one"), line("cccccccc", "two"), line("bbbbbbbb", "three"));
+        *file.0.lock().map_err(|_| std::io::Error::other("poisoned"))? = swapped.into_bytes();
+        let err = span::lines(&parsed.records, &mut buf).map(|_| ()).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
         Ok(())
     }
 

@@ -25,6 +25,7 @@
 //! whose `timestamp` is a string, each under 256 bytes. Everything else (small
 //! records, odd ones) keeps its text in memory as before.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -49,6 +50,8 @@ pub type LoadHook = Box<dyn Fn(Record) -> Record + Send + Sync>;
 /// its storage) and given to [`crate::parse_session_spans`].
 pub struct Bodies {
     reader: Box<dyn ReadAt + Send>,
+    /// The reader's stamp when the bodies were made (before the file was parsed).
+    stamp: Option<u128>,
     hook: Option<LoadHook>,
     failure: Mutex<Option<std::io::Error>>,
     reads: AtomicU64,
@@ -63,7 +66,13 @@ impl fmt::Debug for Bodies {
 impl Bodies {
     /// Returns the bodies of the file `reader` reads.
     pub fn new(reader: Box<dyn ReadAt + Send>) -> Bodies {
-        Bodies { reader, hook: None, failure: Mutex::new(None), reads: AtomicU64::new(0) }
+        let stamp = reader.stamp();
+        Bodies { reader, stamp, hook: None, failure: Mutex::new(None), reads: AtomicU64::new(0) }
+    }
+
+    /// Returns whether the reader says no byte changed since the bodies were made.
+    fn unchanged(&self) -> bool {
+        self.stamp.is_some() && self.reader.stamp() == self.stamp
     }
 
     /// Returns these bodies with `hook` applied to every record read from the file.
@@ -321,6 +330,27 @@ impl SpanTable {
         &self.names
     }
 
+    /// Returns whether `text`, read from the row's place in a file that did not change
+    /// since it was parsed, looks like the row's record: one object holding the row's
+    /// id (a text that does not is checked in full).
+    fn looks_like(&self, row: u32, text: &str) -> bool {
+        if !(text.starts_with('{') && text.ends_with('}')) {
+            return false;
+        }
+        match self.id(row) {
+            Some(id) => {
+                let b = text.as_bytes();
+                memchr::memmem::find_iter(b, id.as_bytes()).any(|at| {
+                    at >= 7
+                        && b[at - 1] == b'"'
+                        && b.get(at + id.len()) == Some(&b'"')
+                        && b[..at - 1].ends_with(b"\"id\":")
+                })
+            }
+            None => false,
+        }
+    }
+
     /// Returns the row's text if it was read.
     pub(crate) fn loaded(&self, row: u32) -> Option<&Record> {
         self.loaded.get()?[row as usize].get()
@@ -414,57 +444,160 @@ fn skeleton_of(r: &Record) -> Option<Skeleton<'_>> {
 /// The first failed read, or a record that is no longer where it was read
 /// ([`std::io::ErrorKind::InvalidData`]); the texts read before it stay in memory.
 pub fn load_all<'a>(records: impl IntoIterator<Item = &'a Record>) -> std::io::Result<()> {
-    /// Records at most this far apart are read in one read.
-    const GAP: u64 = 16 << 10;
-    /// The most one read takes in.
-    const MAX_READ: u64 = 8 << 20;
-    let mut todo: Vec<(&Arc<SpanTable>, u32, u64, u32)> = records
+    let mut wanted: Vec<Wanted<'a>> = records
         .into_iter()
-        .filter_map(Record::span_row)
-        .filter(|(t, row)| t.loaded(*row).is_none())
-        .map(|(t, row)| {
-            let (at, len) = t.span(row);
-            (t, row, at, len)
+        .filter_map(|r| {
+            let (table, row) = r.span_row().filter(|(t, row)| t.loaded(*row).is_none())?;
+            let (at, len) = table.span(row);
+            Some(Wanted { record: 0, table, row, at, len, place: 0 })
         })
         .collect();
-    // By file, then by place: one run of reads per file.
-    todo.sort_by_key(|(t, _, at, _)| (Arc::as_ptr(&t.bodies) as usize, *at));
     let mut buf = Vec::new();
-    let mut i = 0;
-    while i < todo.len() {
-        let bodies = &todo[i].0.bodies;
-        let start = todo[i].2;
-        let mut end = start + u64::from(todo[i].3);
-        let mut j = i + 1;
-        while j < todo.len()
-            && Arc::ptr_eq(&todo[j].0.bodies, bodies)
-            && todo[j].2 <= end + GAP
-            && todo[j].2 + u64::from(todo[j].3) - start <= MAX_READ
-        {
-            end = end.max(todo[j].2 + u64::from(todo[j].3));
-            j += 1;
+    read_runs(&mut wanted, &mut buf)?;
+    for w in &wanted {
+        if w.table.loaded(w.row).is_none() {
+            let record = w.table.accept(w.row, &buf[w.place..w.place + w.len as usize])?;
+            w.table.keep(w.row, record);
         }
-        buf.clear();
-        buf.resize((end - start) as usize, 0);
-        let n = bodies.reader.read_full_at(&mut buf, start)?;
-        for &(table, row, at, len) in &todo[i..j] {
-            let from = (at - start) as usize;
-            let Some(bytes) = buf[..n].get(from..from + len as usize) else {
-                return Err(changed(at, "the file is shorter than when it was read"));
-            };
-            if table.loaded(row).is_none() {
-                let record = table.accept(row, bytes)?;
-                table.keep(row, record);
-            }
-        }
-        i = j;
     }
     Ok(())
 }
 
+/// Returns the line to write for each of `records` ([`Record::line`]): borrowed from
+/// the record when its text is in memory, else read from its file for this call only
+/// (not kept), nearby texts in one read each, into `buf` (reused from call to call).
+/// This is how a whole-file write streams a session whose texts are in its file.
+///
+/// A text read again is checked to be the record indexed there: in full (it must
+/// parse to the same skeleton) unless the file says no byte changed since it was
+/// parsed, when its first and last bytes and its id are looked at.
+///
+/// # Errors
+/// As [`load_all`].
+pub fn lines<'a>(records: &'a [Record], buf: &'a mut Vec<u8>) -> std::io::Result<Vec<Cow<'a, str>>> {
+    let mut wanted: Vec<Wanted<'a>> = records
+        .iter()
+        .enumerate()
+        .filter_map(|(record, r)| {
+            let (table, row) = r.span_row().filter(|(t, row)| t.loaded(*row).is_none())?;
+            let (at, len) = table.span(row);
+            Some(Wanted { record, table, row, at, len, place: 0 })
+        })
+        .collect();
+    let runs = read_runs(&mut wanted, buf)?;
+    let buf: &'a [u8] = buf;
+    // Each run is checked as UTF-8 once (a record's text then is a slice of it).
+    let texts: Vec<Option<&'a str>> =
+        runs.iter().map(|r| simdutf8::basic::from_utf8(&buf[r.place..r.place + r.len]).ok()).collect();
+    let text_at = |place: usize, len: usize| -> Option<&'a str> {
+        let k = runs.partition_point(|r| r.place <= place).checked_sub(1)?;
+        texts[k]?.get(place - runs[k].place..place - runs[k].place + len)
+    };
+    let mut unchanged: Vec<(*const Bodies, bool)> = Vec::new();
+    let mut out: Vec<Cow<'a, str>> = records.iter().map(|_| Cow::Borrowed("")).collect();
+    let mut read = wanted.iter().peekable();
+    for (i, r) in records.iter().enumerate() {
+        let Some(w) = read.next_if(|w| w.record == i) else {
+            out[i] = r.line();
+            continue;
+        };
+        let (table, len) = (w.table, w.len as usize);
+        let bytes = &buf[w.place..w.place + len];
+        let key = Arc::as_ptr(&table.bodies);
+        let trusted = match unchanged.iter().find(|(b, _)| *b == key) {
+            Some(&(_, u)) => u,
+            None => {
+                let u = table.bodies.unchanged();
+                unchanged.push((key, u));
+                u
+            }
+        };
+        out[i] = match text_at(w.place, len) {
+            // The file says nothing changed and the text holds the row's id: its bytes
+            // as they are, unless JavaScript reads its numbers as other values.
+            Some(text)
+                if trusted
+                    && !(table.bodies.hook.is_some() && text.contains("blob:sha256:"))
+                    && table.looks_like(w.row, text)
+                    && crate::json::numbers_exact(text) =>
+            {
+                Cow::Borrowed(text)
+            }
+            _ => Cow::Owned(table.accept(w.row, bytes)?.line().into_owned()),
+        };
+    }
+    Ok(out)
+}
+
+/// A text [`lines`] reads from a file.
+struct Wanted<'a> {
+    /// Which of the records.
+    record: usize,
+    table: &'a Arc<SpanTable>,
+    row: u32,
+    /// Where it is in its file.
+    at: u64,
+    len: u32,
+    /// Where it lands in the buffer.
+    place: usize,
+}
+
+/// One read of [`lines`]: `len` bytes into the buffer at `place`.
+struct Run {
+    place: usize,
+    len: usize,
+}
+
+/// Reads the texts `wanted` into `buf`, nearby ones of one file in one read each, and
+/// sets where each landed; returns the reads, in buffer order.
+fn read_runs(wanted: &mut [Wanted<'_>], buf: &mut Vec<u8>) -> std::io::Result<Vec<Run>> {
+    /// Texts at most this far apart are read in one read.
+    const GAP: u64 = 16 << 10;
+    /// The most one read takes in.
+    const MAX_READ: u64 = 8 << 20;
+    let mut order: Vec<usize> = (0..wanted.len()).collect();
+    order.sort_by_key(|&k| (Arc::as_ptr(&wanted[k].table.bodies) as usize, wanted[k].at));
+    let mut planned: Vec<(usize, &Arc<SpanTable>, u64, u64)> = Vec::new();
+    let mut total = 0usize;
+    let mut k = 0;
+    while k < order.len() {
+        let first = &wanted[order[k]];
+        let (table, from) = (first.table, first.at);
+        let mut to = from + u64::from(first.len);
+        let mut j = k + 1;
+        while let Some(w) = order.get(j).map(|&m| &wanted[m]) {
+            if !Arc::ptr_eq(&w.table.bodies, &table.bodies)
+                || w.at > to + GAP
+                || w.at + u64::from(w.len) - from > MAX_READ
+            {
+                break;
+            }
+            to = to.max(w.at + u64::from(w.len));
+            j += 1;
+        }
+        for &m in &order[k..j] {
+            wanted[m].place = total + (wanted[m].at - from) as usize;
+        }
+        planned.push((total, table, from, to));
+        total += (to - from) as usize;
+        k = j;
+    }
+    buf.clear();
+    buf.resize(total, 0);
+    let mut runs = Vec::with_capacity(planned.len());
+    for (place, table, from, to) in planned {
+        let len = (to - from) as usize;
+        if table.bodies.reader.read_full_at(&mut buf[place..place + len], from)? < len {
+            return Err(changed(from, "the file is shorter than when it was read"));
+        }
+        runs.push(Run { place, len });
+    }
+    Ok(runs)
+}
+
 /// Returns an absent field as `Some(None)`, a string field decoded, and `None` for a
 /// field of any other type (which keeps its record in memory).
-fn decoded(raw: Option<&str>) -> Option<Option<std::borrow::Cow<'_, str>>> {
+fn decoded(raw: Option<&str>) -> Option<Option<Cow<'_, str>>> {
     match raw {
         None => Some(None),
         Some(r) if scan::kind(r) == scan::Kind::String => scan::decode_string(r).map(Some),

@@ -131,6 +131,16 @@ impl<F: std::borrow::Borrow<std::fs::File> + Sync> ReadAt for PositionalFile<F> 
             self.0.borrow().seek_read(buf, offset)
         }
     }
+
+    /// The open file's size, modification and change times, inode and device: any write
+    /// to it moves one of them (a rename over its path does not touch it at all).
+    fn stamp(&self) -> Option<u128> {
+        let st = stat_of(&self.0.borrow().metadata().ok()?);
+        let id = st.identity?;
+        let mut h = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(&(st.size, id.mtime_ns, id.ctime_ns, id.ino, id.dev), &mut h);
+        Some(u128::from(std::hash::Hasher::finish(&h)) | u128::from(st.size) << 64)
+    }
 }
 
 /// Writes all of `bytes` at `offset` (positionally where the platform can).

@@ -67,38 +67,29 @@ impl Body<'_> {
             }
         }
         // Lines go out in batches of borrowed slices (one `writev` each: at most 1,024
-        // slices, a line and its newline), not copied.
+        // slices, a line and its newline), not copied. The texts of a batch's records
+        // still in the session's file are read for it in few reads, into `texts`.
         const BATCH: usize = 512;
-        let mut batch: Vec<Cow<'_, str>> = Vec::with_capacity(BATCH);
-        for record in std::iter::once(self.header).chain(self.entries) {
-            match self.line_of(record) {
-                Ok(line) => batch.push(line),
-                Err(e) => {
-                    let message = e.to_string();
-                    *failure = Some(e);
-                    return Err(std::io::Error::other(message));
-                }
-            }
-            if batch.len() == BATCH {
-                write_lines(w, &batch)?;
-                batch.clear();
-            }
-        }
-        write_lines(w, &batch)
-    }
-
-    /// The line written for `record`: borrowed from it where possible. A record whose
-    /// text is still in the session's file is read for this write only, not kept.
-    fn line_of<'r>(&self, record: &'r Record) -> Result<Cow<'r, str>> {
-        if record.is_loaded() {
-            return self.persisted(record.line());
-        }
-        record.with_line(|line| self.persisted(Cow::Borrowed(line)).map(|l| Cow::Owned(l.into_owned()))).map_err(
-            |e| {
+        let fail = |failure: &mut Option<SessionError>, e: SessionError| {
+            let message = e.to_string();
+            *failure = Some(e);
+            std::io::Error::other(message)
+        };
+        let header = self.persisted(self.header.line()).map_err(|e| fail(failure, e))?;
+        write_lines(w, &[header])?;
+        let mut texts = Vec::new();
+        for chunk in self.entries.chunks(BATCH) {
+            let lines = session_model::span::lines(chunk, &mut texts).map_err(|e| {
                 let path = self.source.unwrap_or(Path::new(""));
-                SessionError::Store(session_store::StoreError::io(session_store::Op::Read, path, e))
-            },
-        )?
+                fail(failure, SessionError::Store(session_store::StoreError::io(session_store::Op::Read, path, e)))
+            })?;
+            let mut batch: Vec<Cow<'_, str>> = Vec::with_capacity(lines.len());
+            for line in lines {
+                batch.push(self.persisted(line).map_err(|e| fail(failure, e))?);
+            }
+            write_lines(w, &batch)?;
+        }
+        Ok(())
     }
 
     /// [`persist_line`] for a line that may be borrowed from its record.
