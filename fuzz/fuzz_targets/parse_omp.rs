@@ -6,8 +6,11 @@
 //! record writes back as one line that reads as the same value and skeleton, and
 //! its scanned skeleton agrees with serde_json's reading; a file with a valid header
 //! written back reads back the same and cleanly; and the piecewise parse
-//! (`parse_session_at`, with piece, stated and read sizes from the input's hash) and
-//! the two-halves parse equal the one-pass parse in every field.
+//! (`parse_session_at`, with piece, stated and read sizes from the input's hash), the
+//! parse that leaves texts in the file (`parse_session_spans`; the same skeletons
+//! before any text is read), that parse stored and read back, and a parse continued
+//! over the bytes after a prefix (`parse_session_tail`) equal the one-pass parse in
+//! every field.
 
 #![no_main]
 

@@ -16,7 +16,9 @@
 //!   (`Tape::parse_validated`, `Obj::parse_validated`) find the same spans;
 //! * decoded strings equal serde_json's decoding, numbers serde_json's `f64`;
 //! * on any text, the unchecked variants and `array_elements` stay in bounds
-//!   (do not panic) and give spans inside the text.
+//!   (do not panic) and give spans inside the text;
+//! * any bytes read as a stored parse (`session_model::stored::decode`) are refused or
+//!   give records whose fields and texts read without a panic.
 
 #![no_main]
 
@@ -32,6 +34,14 @@ const DEPTHS: [usize; 4] = [0, 1, 3, 64];
 fuzz_target!(|data: &[u8]| {
     let text = session_model::decode_utf8_lossy(data);
     check(&text);
+    // Any bytes as a stored parse: refused or read, never a panic, and what is read
+    // answers its skeleton and (through bodies of the same bytes) its texts.
+    let bodies = std::sync::Arc::new(session_model::Bodies::new(Box::new(data.to_vec())));
+    if let Some(p) = session_model::stored::decode(data, &bodies) {
+        for r in &p.records {
+            let _ = (r.id(), r.parent(), r.timestamp(), r.message_role(), r.load(), r.text());
+        }
+    }
 });
 
 fn check(text: &str) {

@@ -4,9 +4,12 @@
 use serde_json::Value;
 use session_model::scan;
 use session_model::typed::TypedError;
+use std::sync::Arc;
+
 use session_model::{
-    DiagnosticKind, Dialect, HeaderCheck, ParentRef, ParsedFile, ReadAt, Record, parse_session_at,
-    parse_session_at_in_pieces, parse_session_bytes,
+    Bodies, DiagnosticKind, Dialect, HeaderCheck, Parallelism, ParentRef, ParsedFile, ReadAt, Record, SpanPolicy,
+    parse_session_at, parse_session_at_in_pieces, parse_session_bytes, parse_session_spans, parse_session_tail, span,
+    stored,
 };
 
 /// A file that gives at most `max` bytes per read, as a real file may.
@@ -119,7 +122,60 @@ pub fn check_parse(data: &[u8], dialect: Dialect) -> ParsedFile {
     assert_same_parse(&pieces, &parsed, &format!("pieces of {piece} bytes, stated size {stated}, reads of {max}"));
     let at = parse_session_at(data, data.len() as u64, dialect).expect("a slice reads");
     assert_same_parse(&at, &parsed, "parse_session_at");
+    check_spans(data, dialect, &parsed, h, piece);
     parsed
+}
+
+/// The skeleton of a record, read without its text.
+fn skeleton(r: &Record) -> (session_model::EntryType, Option<String>, Option<String>, String, Option<String>, Option<String>, bool) {
+    (
+        r.entry_type(),
+        r.type_str().map(str::to_owned),
+        r.id_key().map(|k| k.into_owned()),
+        format!("{:?}", r.parent()),
+        r.timestamp().map(str::to_owned),
+        r.message_role().map(str::to_owned),
+        r.is_object(),
+    )
+}
+
+/// Records read by position: the parse that leaves texts in the file (pieces and the
+/// smallest record kept by position from the input's hash) has the one-pass parse's
+/// skeletons before any text is read, then its records and everything else; written
+/// down and read back ([`stored`]) it is the same parse; the lines a whole-file write
+/// reads back ([`span::lines`]) are the records' lines; and a parse of the first lines
+/// continued over the rest ([`parse_session_tail`]) is the one-pass parse.
+fn check_spans(data: &[u8], dialect: Dialect, parsed: &ParsedFile, h: u64, piece: u64) {
+    let len = data.len() as u64;
+    let policy = SpanPolicy { from_record_size: ((h >> 50) % 96) as usize, ..SpanPolicy::everything(piece) };
+    let threads = Parallelism::new(2);
+    let bodies = Arc::new(Bodies::new(Box::new(data.to_vec())));
+    let spans = parse_session_spans(&bodies, len, dialect, threads, policy).expect("a slice reads");
+    assert_eq!(spans.records.len(), parsed.records.len(), "spans: record counts differ");
+    for (a, b) in spans.records.iter().zip(&parsed.records) {
+        assert_eq!(skeleton(a), skeleton(b), "spans: skeletons differ");
+    }
+    assert_eq!(bodies.reads(), 0, "spans: a skeleton read a text");
+    let back = stored::decode(&stored::encode(&spans), &bodies).expect("a stored parse reads back");
+    let mut buf = Vec::new();
+    let lines: Vec<String> =
+        span::lines(&spans.records, &mut buf).expect("the texts read").iter().map(|l| l.to_string()).collect();
+    let want: Vec<String> = parsed.records.iter().map(|r| r.line().into_owned()).collect();
+    assert_eq!(lines, want, "spans: lines read back for a write differ");
+    assert_same_parse(&spans, parsed, "spans");
+    assert_same_parse(&back, parsed, "stored and read back");
+    assert_eq!(back.open_end, parsed.open_end, "stored: open_end differs");
+    // A prefix ending at a line's end (or anywhere), continued over the rest.
+    let ends: Vec<usize> = data.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1).collect();
+    let cut = match ends.len() {
+        0 => data.len() / 2,
+        _ if h % 7 == 0 => (h >> 16) as usize % (data.len() + 1),
+        n => ends[(h >> 16) as usize % n],
+    };
+    let first = Arc::new(Bodies::new(Box::new(data[..cut].to_vec())));
+    let before = parse_session_spans(&first, cut as u64, dialect, threads, policy).expect("a slice reads");
+    let continued = parse_session_tail(&bodies, before, len, dialect, threads, policy).expect("a slice reads");
+    assert_same_parse(&continued, parsed, &format!("continued after byte {cut}"));
 }
 
 /// Writes `parsed` back and checks that it reads back the same, cleanly.

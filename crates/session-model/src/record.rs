@@ -854,22 +854,6 @@ impl Record {
         }
     }
 
-    /// Calls `f` with [`Record::line`], reading the text of a record read by position
-    /// for this call only if it is not in memory (a whole-file write streams a large
-    /// session this way without keeping every text).
-    ///
-    /// # Errors
-    /// As [`Record::load`].
-    pub fn with_line<R>(&self, f: impl FnOnce(&str) -> R) -> std::io::Result<R> {
-        match &self.repr {
-            Repr::Span(table, row) if table.loaded(*row).is_none() => {
-                let record = table.read(*row)?;
-                Ok(f(&record.line()))
-            }
-            _ => Ok(f(&self.line())),
-        }
-    }
-
     /// Returns a record that stands for row `row` of the span table a parse is still
     /// filling (see [`Record::bind`]).
     pub(crate) fn unbound(row: u32) -> Record {

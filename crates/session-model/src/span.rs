@@ -3,7 +3,7 @@
 //! A large session is mostly message text that opening it never needs: the tree needs
 //! ids, parents, types and timestamps, the context only the texts on one path. So
 //! [`crate::parse_session_spans`] keeps, for each large record, a row of a
-//! [`SpanTable`]: where its text is in the file (offset and length), its entry type,
+//! span table: where its text is in the file (offset and length), its entry type,
 //! `id`, `parentId`, `timestamp`, `type` and message `role`. The text is read through
 //! the file's [`Bodies`] when a layer above first asks for it ([`Record::text`] and
 //! everything built on it), then kept.
