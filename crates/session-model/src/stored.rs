@@ -332,6 +332,10 @@ struct Reader<'a> {
     r: &'a mut dyn Read,
 }
 
+/// The most a length read from the input reserves before its bytes arrive (a damaged
+/// length must not allocate much; a real one beyond this grows as it is read).
+const ROOM: u64 = 64 << 20;
+
 /// Reads fields from a section read whole.
 struct Slice<'a> {
     b: &'a [u8],
@@ -377,7 +381,7 @@ impl Reader<'_> {
     /// `n` bytes, read into their own allocation (grown as bytes arrive, so a damaged
     /// length never allocates more than the input holds).
     fn bytes(&mut self, n: u64) -> Option<Vec<u8>> {
-        let mut bytes = Vec::new();
+        let mut bytes = Vec::with_capacity(usize::try_from(n.min(ROOM)).ok()?);
         let got = std::io::Read::take(&mut self.r, n).read_to_end(&mut bytes).ok()?;
         (got as u64 == n).then_some(bytes)
     }
@@ -386,7 +390,7 @@ impl Reader<'_> {
     /// damaged length never allocates more than the input holds).
     fn string(&mut self) -> Option<String> {
         let n = u64::from(self.u32()?);
-        let mut bytes = Vec::new();
+        let mut bytes = Vec::with_capacity(usize::try_from(n.min(ROOM)).ok()?);
         let got = std::io::Read::take(&mut self.r, n).read_to_end(&mut bytes).ok()?;
         if got as u64 != n {
             return None;

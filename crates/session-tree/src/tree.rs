@@ -6,6 +6,7 @@
 //! position in iteration order. Walks up the parent chain stop at the first
 //! revisited entry, so a cycle or a self-parented entry never hangs.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
@@ -203,10 +204,6 @@ pub struct SessionTree {
     diagnostics: Vec<TreeDiagnostic>,
     /// Parent ids that orphans name: appending one of them may close a cycle.
     missing_parents: IdSet<Box<str>>,
-    /// While loading: for each entry, the slot (first-insertion order) of its id
-    /// ([`NO_PARENT`] for none), so that a parent that is the entry before is found
-    /// without hashing.
-    load_orders: Vec<u32>,
 }
 
 impl SessionTree {
@@ -218,11 +215,13 @@ impl SessionTree {
     /// entry has no id).
     pub fn new(dialect: Dialect, entries: Vec<Record>) -> SessionTree {
         let entries: Vec<Record> = entries.into_iter().filter(|r| SessionTree::keeps(dialect, r)).collect();
+        let built = IdIndex::build(&entries);
+        let (index, slot_pos) = (built.index, built.slot_pos);
         let mut tree = SessionTree {
             dialect,
-            entries: Vec::with_capacity(entries.len()),
-            by_id: IdIndex::with_capacity(entries.len()),
-            slot_pos: Vec::with_capacity(entries.len()),
+            entries: Vec::new(),
+            by_id: IdIndex::with_capacity(0),
+            slot_pos: Vec::new(),
             parent_slot: Vec::with_capacity(entries.len()),
             has_cycle: false,
             idless_last: None,
@@ -232,35 +231,55 @@ impl SessionTree {
             undo: None,
             diagnostics: Vec::new(),
             missing_parents: IdSet::default(),
-            load_orders: Vec::new(),
         };
-        let built = IdIndex::build(&entries);
-        tree.by_id = built.index;
-        tree.slot_pos = built.slot_pos;
-        for (pos, record) in entries.into_iter().enumerate() {
-            // Keyed as the references' `Map` keys ids: a number id apart from a string.
-            match record.id_key() {
-                Some(id) => {
-                    if let Some(&first) = built.prev_at.get(pos).filter(|&&p| p != NONE) {
-                        let (id, first) = (id.clone().into_owned(), first as usize);
-                        tree.diagnostics.push(TreeDiagnostic::DuplicateId { id, first, index: pos });
+        // One pass: duplicate ids and self-parents (in entry order), labels, and each
+        // entry's parent slot; orphans are reported after them.
+        let mut orphans = Vec::new();
+        {
+            let keys = Keys { entries: &entries, slot_pos: &slot_pos };
+            let mut previous: Option<Cow<'_, str>> = None;
+            for (pos, record) in entries.iter().enumerate() {
+                // Keyed as the references' `Map` keys ids: a number id apart from a string.
+                let id = record.id_key();
+                match &id {
+                    Some(id) => {
+                        if let Some(&first) = built.prev_at.get(pos).filter(|&&p| p != NONE) {
+                            let (id, first) = (id.clone().into_owned(), first as usize);
+                            tree.diagnostics.push(TreeDiagnostic::DuplicateId { id, first, index: pos });
+                        }
+                        if record.parent_key().as_deref() == Some(&**id) {
+                            tree.has_cycle = true;
+                            tree.diagnostics.push(TreeDiagnostic::SelfParent { id: id.clone().into_owned() });
+                        }
                     }
-                    if record.parent_key().as_deref() == Some(&*id) {
-                        tree.has_cycle = true;
-                        tree.diagnostics.push(TreeDiagnostic::SelfParent { id: id.into_owned() });
-                    }
+                    None => tree.idless_last = Some(pos),
                 }
-                None => tree.idless_last = Some(pos),
+                tree.replay_label(record);
+                let parent = record.parent_key().filter(|p| !id_key_is_falsy(p));
+                // Most entries follow their parent: its slot is known without a lookup.
+                let slot = match (&parent, pos.checked_sub(1).and_then(|p| built.slot_at.get(p))) {
+                    (Some(_), Some(&prev_slot)) if prev_slot != NONE && previous == parent => Some(prev_slot),
+                    (Some(p), _) => index.get(p.as_bytes(), keys),
+                    (None, _) => None,
+                };
+                tree.parent_slot.push(slot.unwrap_or(NO_PARENT));
+                if slot.is_none()
+                    && let (Some(id), Some(p)) = (&id, &parent)
+                    && p != id
+                {
+                    tree.missing_parents.insert((**p).into());
+                    orphans
+                        .push(TreeDiagnostic::Orphan { id: id.clone().into_owned(), parent: p.clone().into_owned() });
+                }
+                previous = id;
             }
-            tree.replay_label(&record);
-            tree.entries.push(record);
-            tree.parent_slot.push(NO_PARENT);
         }
-        tree.load_orders = built.slot_at;
+        tree.diagnostics.extend(orphans);
+        tree.entries = entries;
+        tree.by_id = index;
+        tree.slot_pos = slot_pos;
         tree.leaf = tree.entries.last().map_or(LeafState::Null, LeafState::after);
-        tree.resolve_parents_and_find_orphans();
         tree.find_cycles();
-        tree.undo = None;
         tree
     }
 
@@ -400,35 +419,6 @@ impl SessionTree {
             NO_PARENT => None,
             slot => Some(self.slot_pos[slot as usize]),
         }
-    }
-
-    /// The load-time [`SessionTree::resolve_parents`], which also reports orphans
-    /// (entries whose parent id is not in the file) in the same pass.
-    fn resolve_parents_and_find_orphans(&mut self) {
-        let mut slots = Vec::with_capacity(self.entries.len());
-        let orders = std::mem::take(&mut self.load_orders);
-        for (i, rec) in self.entries.iter().enumerate() {
-            let parent = rec.parent_key().filter(|p| !id_key_is_falsy(p));
-            // Most entries follow their parent: its slot is known without hashing.
-            let after_parent = i > 0
-                && orders.get(i - 1).is_some_and(|&o| o != NO_PARENT)
-                && parent.is_some()
-                && self.entries[i - 1].id_key() == parent;
-            let slot = if after_parent {
-                orders.get(i - 1).copied()
-            } else {
-                parent.as_deref().and_then(|p| self.slot_of(p)).map(|s| u32::try_from(s.order).unwrap_or(NO_PARENT))
-            };
-            slots.push(slot.unwrap_or(NO_PARENT));
-            if slot.is_none()
-                && let (Some(id), Some(p)) = (rec.id_key(), parent)
-                && p != id
-            {
-                self.missing_parents.insert((*p).into());
-                self.diagnostics.push(TreeDiagnostic::Orphan { id: id.into_owned(), parent: p.into_owned() });
-            }
-        }
-        self.parent_slot = slots;
     }
 
     fn find_cycles(&mut self) {
