@@ -321,8 +321,12 @@ costs only time. Sessions are never written.")]
         #[arg(long, value_name = "CWD", conflicts_with = "all")]
         cwd: Option<String>,
         /// Start the catalog over.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "no_update")]
         rebuild: bool,
+        /// Answer from the catalog as it is, without looking for sessions written or
+        /// changed since it was last brought up to date (fastest; may miss them).
+        #[arg(long)]
+        no_update: bool,
         /// At most this many hits.
         #[arg(long, default_value_t = 20)]
         limit: usize,

@@ -72,12 +72,13 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
         Command::Resume { query, cwd, session_dir, no_cache } => {
             crate::find::resume(g, query, cwd.as_deref(), session_dir.as_deref(), *no_cache)?.into()
         }
-        Command::Search { query, all, cwd, rebuild, limit, jsonl } => {
+        Command::Search { query, all, cwd, rebuild, no_update, limit, jsonl } => {
             let o = crate::find::SearchOptions {
                 query,
                 all: *all,
                 cwd: cwd.as_deref(),
                 rebuild: *rebuild,
+                no_update: *no_update,
                 limit: *limit,
                 jsonl: *jsonl,
             };

@@ -380,6 +380,8 @@ pub(crate) struct SearchOptions<'a> {
     pub(crate) cwd: Option<&'a str>,
     /// Start the catalog over.
     pub(crate) rebuild: bool,
+    /// Answer from the catalog without bringing it up to date.
+    pub(crate) no_update: bool,
     /// At most this many hits.
     pub(crate) limit: usize,
     /// One JSON object a line.
@@ -406,6 +408,11 @@ pub(crate) fn search(g: &Global, o: &SearchOptions<'_>) -> Result<String> {
     let mut scopes = Vec::new();
     for dialect in dialects {
         let d = discovery_for(g, dialect, true)?.read_only();
+        if o.no_update {
+            // The catalog answers alone: nothing is listed.
+            scopes.push(d.session_scope(cwd.as_deref()));
+            continue;
+        }
         let (scope, found) = d.session_files(cwd.as_deref())?;
         files.extend(found.into_iter().map(|path| SessionFile { path, dialect }));
         scopes.push(scope);
@@ -419,9 +426,14 @@ pub(crate) fn search(g: &Global, o: &SearchOptions<'_>) -> Result<String> {
     if o.rebuild {
         index.clear()?;
     }
-    let mut bar = ProgressLine::new();
-    let report = index.update(&files, &scopes, &mut |done, total| bar.tick(done, total))?;
-    bar.finish();
+    let report = if o.no_update {
+        session::search::UpdateReport::default()
+    } else {
+        let mut bar = ProgressLine::new();
+        let report = index.update(&files, &scopes, &mut |done, total| bar.tick(done, total))?;
+        bar.finish();
+        report
+    };
     let hits = index.search(o.query, o.limit, &scopes)?;
     let hit_json = |h: &session::search::SearchHit| {
         serde_json::json!({
@@ -453,6 +465,12 @@ pub(crate) fn search(g: &Global, o: &SearchOptions<'_>) -> Result<String> {
         });
         let hits: Vec<_> = hits.iter().map(hit_json).collect();
         return Ok(serde_json::json!({ "hits": hits, "index": index }).to_string());
+    }
+    if hits.is_empty() && o.no_update {
+        return Ok(format!(
+            "no match for {:?} in the catalog (--no-update: sessions changed since are not searched)",
+            o.query
+        ));
     }
     if hits.is_empty() {
         return Ok(format!("no match for {:?} in {} session(s)", o.query, files.len()));

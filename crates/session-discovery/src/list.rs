@@ -288,18 +288,21 @@ impl Discovery {
     /// [`DiscoveryError`] when a directory that exists cannot be read.
     pub fn session_files(&self, cwd: Option<&str>) -> Result<(PathBuf, Vec<PathBuf>), DiscoveryError> {
         let omp = self.dialect() == Dialect::Omp;
+        let scope = self.session_scope(cwd);
+        let listed = match cwd {
+            Some(_) if omp => omp_dir_files(self.storage(), &scope)?,
+            Some(_) => pi_dir_files(self.storage(), &scope)?,
+            None => bucket_files(self.storage(), &scope, omp)?,
+        };
+        Ok((scope, listed.files))
+    }
+
+    /// Returns the directory [`Discovery::session_files`] lists: `cwd`'s session
+    /// directory, or with no `cwd` the sessions root.
+    pub fn session_scope(&self, cwd: Option<&str>) -> PathBuf {
         match cwd {
-            Some(cwd) => {
-                let dir = self.dirs.default_session_dir(cwd);
-                let listed =
-                    if omp { omp_dir_files(self.storage(), &dir)? } else { pi_dir_files(self.storage(), &dir)? };
-                Ok((dir, listed.files))
-            }
-            None => {
-                let root = self.dirs.sessions_root.clone();
-                let listed = bucket_files(self.storage(), &root, omp)?;
-                Ok((root, listed.files))
-            }
+            Some(cwd) => self.dirs.default_session_dir(cwd),
+            None => self.dirs.sessions_root.clone(),
         }
     }
 

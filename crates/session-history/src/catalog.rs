@@ -16,7 +16,7 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
 use crate::error::HistoryError;
-use crate::text::{fts_query, tokenize};
+use crate::text::{segment, segmented_query, tokenize};
 
 /// The schema; `user_version` says which, and another version is rebuilt.
 const CATALOG_DDL: &str = "
@@ -48,7 +48,8 @@ CREATE INDEX IF NOT EXISTS docs_file ON docs(file_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
 ";
 
-const CATALOG_VERSION: i64 = 1;
+/// 2: text of scripts written without spaces indexed character by character.
+const CATALOG_VERSION: i64 = 2;
 
 /// What the catalog remembers of one indexed file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -318,7 +319,7 @@ impl Catalog {
         if tokens.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
-        let mut params = vec![Value::Text(fts_query(&tokens))];
+        let mut params = vec![Value::Text(segmented_query(&tokens))];
         let clause = prefix_clause(prefixes, &mut params);
         params.push(Value::Integer(int(limit as u64)));
         let sql = format!(
@@ -401,7 +402,7 @@ impl CatalogWriter<'_> {
         let mut fts = self.tx.prepare_cached("INSERT INTO docs_fts(rowid, text) VALUES (?, ?)")?;
         for d in docs {
             doc.execute(params![file_id, d.entry_id, int(d.offset), int(d.len), d.timestamp, d.kind])?;
-            fts.execute(params![self.tx.last_insert_rowid(), d.text])?;
+            fts.execute(params![self.tx.last_insert_rowid(), segment(&d.text)])?;
         }
         Ok(())
     }

@@ -91,6 +91,56 @@ pub(crate) fn fts_query(tokens: &[String]) -> String {
     out
 }
 
+/// Returns whether `c` belongs to a script written without spaces between words
+/// (Han, Hiragana, Katakana, Hangul): text in it is indexed and searched character by
+/// character, since a tokenizer that splits on spaces would make a whole sentence
+/// one word.
+pub(crate) fn is_unspaced(c: char) -> bool {
+    matches!(u32::from(c),
+        0x1100..=0x11FF // Hangul Jamo
+        | 0x2E80..=0x2FDF // CJK radicals
+        | 0x3040..=0x30FF // Hiragana, Katakana
+        | 0x3100..=0x312F // Bopomofo
+        | 0x3130..=0x318F // Hangul compatibility Jamo
+        | 0x31F0..=0x31FF // Katakana phonetic extensions
+        | 0x3400..=0x4DBF // CJK extension A
+        | 0x4E00..=0x9FFF // CJK unified ideographs
+        | 0xAC00..=0xD7AF // Hangul syllables
+        | 0xF900..=0xFAFF // CJK compatibility ideographs
+        | 0xFF66..=0xFF9F // half-width Katakana
+        | 0x20000..=0x3134F) // CJK extensions B and later
+}
+
+/// Returns `text` with a space before and after each character of a script written
+/// without spaces ([`is_unspaced`]), so that the catalog's tokenizer makes each its
+/// own word; other text is returned as it is.
+pub(crate) fn segment(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(is_unspaced) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() * 2);
+    for c in text.chars() {
+        if is_unspaced(c) {
+            out.push(' ');
+            out.push(c);
+            out.push(' ');
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Builds the catalog's FTS5 MATCH expression from query tokens: as [`fts_query`],
+/// but a token holding characters of a script written without spaces becomes a
+/// phrase of its pieces (consecutive in the text, the last one a prefix), so a word
+/// is found inside a longer run of such text.
+pub(crate) fn segmented_query(tokens: &[String]) -> String {
+    let pieces: Vec<String> =
+        tokens.iter().map(|t| segment(t).split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+    fts_query(&pieces)
+}
+
 /// Builds a `LIKE … ESCAPE '\'` pattern matching `token` anywhere: `\`, `%` and `_`
 /// are escaped so they match themselves.
 pub(crate) fn like_pattern(token: &str) -> String {

@@ -37,7 +37,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -155,42 +154,46 @@ impl SearchIndex {
         scopes: &[PathBuf],
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<UpdateReport, SearchError> {
-        let known: HashMap<PathBuf, CatalogFile> =
-            self.catalog.files(scopes)?.into_iter().map(|f| (f.path.clone(), f)).collect();
+        // Keyed by the paths' bytes: hashing a `Path` walks its components.
+        let known: session_model::idhash::IdMap<Vec<u8>, CatalogFile> = self
+            .catalog
+            .files(scopes)?
+            .into_iter()
+            .map(|f| (f.path.as_os_str().as_encoded_bytes().to_vec(), f))
+            .collect();
+        let known_of = |p: &Path| known.get(p.as_os_str().as_encoded_bytes());
         let mut report = UpdateReport { files_seen: files.len(), ..UpdateReport::default() };
         let next = AtomicUsize::new(0);
+        let done = AtomicUsize::new(0);
         let threads = self.parallelism.threads().min(files.len().max(1));
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, Scanned)>();
         let storage = &*self.storage;
-        let mut results: Vec<Option<Scanned>> = Vec::new();
+        let results: Vec<std::sync::OnceLock<Scanned>> = files.iter().map(|_| std::sync::OnceLock::new()).collect();
+        // Each thread takes the next file; this one also reports the progress.
+        let scan_next = || {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let f = files.get(i)?;
+            let _ = results[i].set(scan(storage, f, known_of(&f.path)));
+            done.fetch_add(1, Ordering::Relaxed);
+            Some(())
+        };
         std::thread::scope(|s| {
-            for _ in 0..threads {
-                let tx = tx.clone();
-                let (next, known) = (&next, &known);
-                s.spawn(move || {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(f) = files.get(i) else { break };
-                        if tx.send((i, scan(storage, f, known.get(&f.path)))).is_err() {
-                            break;
-                        }
-                    }
-                });
+            for _ in 1..threads {
+                s.spawn(|| while scan_next().is_some() {});
             }
-            drop(tx);
-            results.resize_with(files.len(), || None);
-            for (done, (i, r)) in rx.into_iter().enumerate() {
-                results[i] = Some(r);
-                progress(done + 1, files.len());
+            while scan_next().is_some() {
+                progress(done.load(Ordering::Relaxed), files.len());
             }
         });
-        let listed: std::collections::HashSet<&Path> = files.iter().map(|f| f.path.as_path()).collect();
+        progress(files.len(), files.len());
+        let results: Vec<Option<Scanned>> = results.into_iter().map(std::sync::OnceLock::into_inner).collect();
+        let listed: session_model::idhash::IdSet<&[u8]> =
+            files.iter().map(|f| f.path.as_os_str().as_encoded_bytes()).collect();
         let w = self.catalog.writer()?;
         for (f, r) in files.iter().zip(results) {
             match r {
                 Some(Scanned::Unchanged) => report.files_unchanged += 1,
                 Some(Scanned::Gone) => {
-                    if known.contains_key(&f.path) {
+                    if known_of(&f.path).is_some() {
                         w.remove(&f.path)?;
                         report.files_removed += 1;
                     }
@@ -210,9 +213,9 @@ impl SearchIndex {
                 Some(Scanned::Unreadable) | None => report.files_unreadable += 1,
             }
         }
-        for path in known.keys() {
-            if !listed.contains(path.as_path()) {
-                w.remove(path)?;
+        for (key, file) in &known {
+            if !listed.contains(key.as_slice()) {
+                w.remove(&file.path)?;
                 report.files_removed += 1;
             }
         }

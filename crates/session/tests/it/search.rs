@@ -135,3 +135,32 @@ fn better_matches_rank_first_and_any_query_text_is_taken() -> Result<()> {
     assert!(hit[0].snippet.contains("minus-sign"), "snippet: {}", hit[0].snippet);
     Ok(())
 }
+
+/// Scripts written without spaces (Chinese, Japanese, Korean) are found by a word in
+/// the middle of a run, as a phrase of its characters; the characters must be
+/// consecutive, and a query still needs every word.
+#[test]
+fn words_inside_runs_of_unspaced_scripts_are_found() -> Result<()> {
+    let mut fx = Fixture::new("search-cjk")?;
+    let text = session(&[
+        user("zh", None, "我们在讨论会话存储的实现方法"),
+        user("ja", Some("zh"), "セッションを保存する前に確認してください"),
+        user("ko", Some("ja"), "세션을저장합니다 today"),
+        user("mixed", Some("ko"), "parser日本語テスト"),
+    ]);
+    write(&fx.file("a.jsonl"), &text)?;
+    fx.update(&["a.jsonl"])?;
+    let found =
+        |fx: &Fixture, q: &str| -> Result<Vec<String>> { Ok(fx.ids(q)?.into_iter().map(|(_, id)| id).collect()) };
+    assert_eq!(found(&fx, "会话")?, ["zh"]);
+    assert_eq!(found(&fx, "存储的实现")?, ["zh"]);
+    assert_eq!(found(&fx, "保存")?, ["ja"]);
+    assert_eq!(found(&fx, "저장")?, ["ko"]);
+    assert_eq!(found(&fx, "저장 today")?, ["ko"]);
+    assert_eq!(found(&fx, "日本")?, ["mixed"]);
+    assert_eq!(found(&fx, "parser日本")?, ["mixed"]);
+    // Not consecutive, or a word that is not there.
+    assert!(found(&fx, "会存")?.is_empty());
+    assert!(found(&fx, "会话 tomorrow")?.is_empty());
+    Ok(())
+}
