@@ -198,6 +198,19 @@ pub(crate) enum Command {
         /// The new name.
         name: String,
     },
+    /// Move a session to another project: into the bucket of --cwd (or --session-dir),
+    /// its artifacts with it; the header takes the new cwd.
+    #[command(after_help = "Example: session move FILE --cwd ~/src/renamed-project")]
+    Move {
+        /// The session file.
+        file: PathBuf,
+        /// The project the session belongs to from now on.
+        #[arg(long, value_name = "DIR")]
+        cwd: String,
+        /// A session directory to move into instead of --cwd's bucket.
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
+    },
     /// Label an entry (an empty label clears it).
     #[command(after_help = "Example: session label FILE 1a2b3c4d 'before the refactor'")]
     Label {

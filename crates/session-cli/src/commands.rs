@@ -52,6 +52,7 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
         Command::Fork { file, cwd, session_dir } => fork(g, file, cwd, session_dir)?.into(),
         Command::Rename { file, name } => rename(g, file, name)?.into(),
         Command::Label { file, id, text } => label(g, file, id, text.as_deref())?.into(),
+        Command::Move { file, cwd, session_dir } => move_cmd(g, file, cwd, session_dir.as_deref(), json)?.into(),
         Command::Migrate { file, no_backup } => migrate(g, file, *no_backup, json)?.into(),
         Command::Repair { file, no_backup } => crate::jobs::repair(g, file, *no_backup, json)?.into(),
         Command::Rm { file, yes } => crate::jobs::rm(file, *yes)?.into(),
@@ -338,6 +339,31 @@ fn rename(g: &Global, file: &Path, name: &str) -> Result<String> {
     let id = m.set_session_name(name, Some("user"))?;
     m.close()?;
     Ok(id_json(id.as_deref()))
+}
+
+/// Moves the session into the bucket of `cwd` under its sessions root (or into
+/// `session_dir`), its artifacts directory with it, and gives its header the new cwd
+/// (omp's `moveTo`; pi's session the same way). Prints `{"path": …}`.
+fn move_cmd(g: &Global, file: &Path, cwd: &str, session_dir: Option<&Path>, json: bool) -> Result<String> {
+    let dialect = dialect_for(g, file);
+    let mut env = env(g, dialect);
+    if dialect == Dialect::Pi
+        && let Ok(process) = session::discovery::ProcessEnv::from_process_env()
+    {
+        env.dirs = Some(session::discovery::AgentDirs::pi(&process));
+    }
+    let mode = if g.as_agent { OpenMode::AsAgent } else { OpenMode::MustExist };
+    let mut m = SessionManager::open_with(dialect, file, env, mode)?;
+    let before = m.session_file().map(Path::to_path_buf);
+    let moved = m.move_to(cwd, session_dir)?;
+    m.close()?;
+    if !json {
+        return Ok(match &moved {
+            Some(p) if Some(p) != before.as_ref() => format!("moved {} to {}", file.display(), p.display()),
+            _ => format!("{}: already in place, nothing moved", file.display()),
+        });
+    }
+    Ok(path_json(moved.as_deref()))
 }
 
 /// Labels an entry (`label` entry); an empty or absent text clears the label.

@@ -367,3 +367,48 @@ fn fsck_repair_gc_export_and_rm() -> Result<()> {
     assert!(!sample.exists());
     Ok(())
 }
+
+/// `move FILE --cwd DIR` puts the session into the bucket of DIR under the agent's
+/// sessions root (never a bucket name typed by hand), with its artifacts, and the
+/// header takes the new cwd; the entries keep their bytes. Both agents.
+#[test]
+fn move_puts_a_session_into_the_bucket_of_its_new_project() -> Result<()> {
+    let tmp = TempDir::new("move")?;
+    let home = tmp.0.join("home");
+    let work = tmp.0.join("work");
+    fs_err::create_dir_all(&work)?;
+    for (dialect, agent) in [("pi", ".pi/agent"), ("omp", ".omp/agent")] {
+        let from = home.join(agent).join("sessions").join("old-bucket");
+        fs_err::create_dir_all(&from)?;
+        let file = from.join("2026-01-01T00-00-00-000Z_s.jsonl");
+        let prefix = if dialect == "omp" { slot("") } else { String::new() };
+        fs_err::write(&file, format!("{prefix}{HEADER}\n{USER}\n"))?;
+        fs_err::create_dir_all(file.with_extension(""))?;
+        fs_err::write(file.with_extension("").join("0.log"), "artifact")?;
+        let target_cwd = tmp.0.join("projects").join("renamed");
+        let out = in_home(&home, &work)
+            .args(["--dialect", dialect, "--json", "move"])
+            .arg(&file)
+            .arg("--cwd")
+            .arg(&target_cwd)
+            .output()?;
+        assert!(out.status.success(), "{dialect}: {}", String::from_utf8_lossy(&out.stderr));
+        let moved: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        let new = PathBuf::from(moved["path"].as_str().ok_or("a path")?);
+        assert!(!file.exists(), "{dialect}: the old file is gone");
+        let bucket = new.parent().ok_or("a bucket")?;
+        assert_eq!(bucket.parent(), Some(home.join(agent).join("sessions").as_path()), "{dialect}: {}", new.display());
+        assert!(
+            bucket.file_name().is_some_and(|b| b.to_string_lossy().contains("renamed")),
+            "{dialect}: {}",
+            new.display()
+        );
+        assert_eq!(fs_err::read_to_string(new.with_extension("").join("0.log"))?, "artifact", "{dialect}: artifacts");
+        let text = fs_err::read_to_string(&new)?;
+        assert!(text.ends_with(&format!("{USER}\n")), "{dialect}: the entries keep their bytes");
+        let info = in_home(&home, &work).args(["--dialect", dialect, "--json", "info"]).arg(&new).output()?;
+        let info: serde_json::Value = serde_json::from_slice(&info.stdout)?;
+        assert_eq!(info["header"]["cwd"], target_cwd.to_string_lossy().as_ref(), "{dialect}");
+    }
+    Ok(())
+}

@@ -468,7 +468,11 @@ impl SessionManager {
 
     // ------------------------------------------------------------------ moves
 
-    /// Moves this omp session to `new_cwd` (omp's `moveTo`) and returns its file.
+    /// Moves this session to `new_cwd` (omp's `moveTo`) and returns its file.
+    ///
+    /// pi has no `moveTo`; a pi session moves the same way into pi's bucket of
+    /// `new_cwd`, and its header only takes the new cwd (pi keeps no
+    /// `previousSessionFiles`); a pi session not yet written moves in memory only.
     ///
     /// The new directory is `target_session_dir`, else the bucket of `new_cwd`: under
     /// the same root when the current directory is the bucket of the old cwd (a custom
@@ -502,12 +506,10 @@ impl SessionManager {
     pub fn move_to(&mut self, new_cwd: &str, target_session_dir: Option<&Path>) -> Result<Option<PathBuf>> {
         self.writable()?;
         self.not_in_batch()?;
-        if self.dialect() != Dialect::Omp {
-            return Err(wrong_dialect("move_to", Dialect::Pi));
-        }
+        let dialect = self.dialect();
         let new_cwd = absolute(&self.env.process_cwd, Path::new(new_cwd)).to_string_lossy().into_owned();
         let Some(old_file) = self.file.clone().filter(|_| self.persist) else {
-            let header = moved_header(&self.header, &new_cwd, None);
+            let header = moved_header(dialect, &self.header, &new_cwd, None);
             self.header = header;
             self.cwd = new_cwd;
             return Ok(None);
@@ -564,20 +566,32 @@ impl SessionManager {
             self.failure.take(),
         );
         let previous = (existed && new_file != old_file).then_some(old_file.as_path());
-        self.header = moved_header(&self.header, &new_cwd, previous);
+        self.header = moved_header(dialect, &self.header, &new_cwd, previous);
         self.cwd = new_cwd;
         self.session_dir = Some(new_dir);
         self.file = Some(new_file.clone());
-        let Persistence::Omp(old_state) = &saved.4 else { unreachable!("checked to be omp above") };
-        self.persistence = Persistence::Omp(OmpState {
-            file_is_current: old_state.file_is_current && existed,
-            force_file_creation: true,
-            rewrite_required: true,
-            expected_size: if existed { old_state.expected_size } else { None },
-            in_batch: false,
-        });
-        if existed || self.has_conversation {
-            if let Err(e) = self.rewrite_omp() {
+        self.persistence = match &saved.4 {
+            Persistence::Omp(old_state) => Persistence::Omp(OmpState {
+                file_is_current: old_state.file_is_current && existed,
+                force_file_creation: true,
+                rewrite_required: true,
+                expected_size: if existed { old_state.expected_size } else { None },
+                in_batch: false,
+            }),
+            // pi writes nothing before its first-write rule says so.
+            Persistence::Pi(_) => Persistence::Pi(PiState { flushed: existed }),
+        };
+        let rewrite = match dialect {
+            Dialect::Omp if existed || self.has_conversation => Some(Dialect::Omp),
+            Dialect::Pi if existed => Some(Dialect::Pi),
+            _ => None,
+        };
+        if rewrite.is_some() {
+            let written = match dialect {
+                Dialect::Omp => self.rewrite_omp(),
+                Dialect::Pi => self.rewrite_entries(),
+            };
+            if let Err(e) = written {
                 if e.landed() {
                     // The rewrite is in place, not yet durable: the move stands, reported.
                     if not_durable.is_none() {
@@ -871,9 +885,14 @@ fn string_array(value: Option<&Value>) -> Vec<String> {
 /// Returns the header after a move to `new_cwd`: `previous` appended to
 /// `previousSessionFiles` (once), `cwd` replaced, `new_cwd` dropped from
 /// `additionalDirectories` (the key removed when empty).
-fn moved_header(header: &Record, new_cwd: &str, previous: Option<&Path>) -> Record {
+fn moved_header(dialect: Dialect, header: &Record, new_cwd: &str, previous: Option<&Path>) -> Record {
     header.map_value(|v| {
         let Value::Object(m) = v else { return };
+        if dialect == Dialect::Pi {
+            // pi's header knows nothing of moves: only its cwd changes.
+            m.insert("cwd".into(), new_cwd.into());
+            return;
+        }
         if let Some(previous) = previous {
             let previous = Value::from(previous.to_string_lossy().into_owned());
             let mut list = match m.get("previousSessionFiles") {

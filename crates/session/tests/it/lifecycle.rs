@@ -196,6 +196,43 @@ fn omp_move_to_renames_journal_and_artifacts() -> Result<()> {
     Ok(())
 }
 
+/// pi has no `moveTo`; moving a pi session puts its file in the bucket of the new
+/// cwd (beside the old bucket) and changes only the header's cwd: every entry keeps
+/// its bytes. A pi session not yet written moves in memory only.
+#[test]
+fn pi_move_to_moves_the_file_and_keeps_every_entry() -> Result<()> {
+    for (name, tmp, env) in envs("pi-move") {
+        let root = tmp.path();
+        let pi_dirs = session::discovery::AgentDirs { dialect: Dialect::Pi, ..agent_dirs(root) };
+        let env = Env { dirs: Some(pi_dirs.clone()), ..env };
+        let old_cwd = root.join("a").to_string_lossy().into_owned();
+        let mut m = SessionManager::create(Dialect::Pi, &old_cwd, &pi_dirs.default_session_dir(&old_cwd), env.clone())?;
+        m.append_message(user("q"))?;
+        m.append_message(assistant("a"))?;
+        let old = file_of(&m)?;
+        let before = env.storage.read(&old)?;
+        let new_cwd = root.join("b").to_string_lossy().into_owned();
+        let new = m.move_to(&new_cwd, None)?.ok_or("a file")?;
+        assert_eq!(new.parent(), Some(pi_dirs.default_session_dir(&new_cwd).as_path()), "{name}: the new bucket");
+        assert!(!env.storage.exists(&old)?, "{name}: the old file is gone");
+        let after = env.storage.read(&new)?;
+        let lines = |b: &[u8]| String::from_utf8_lossy(b).lines().map(str::to_owned).collect::<Vec<_>>();
+        assert_eq!(lines(&after)[1..], lines(&before)[1..], "{name}: entries keep their bytes");
+        let again = assert_on_disk(&m, &new)?;
+        assert_eq!(again.header().get_str("cwd"), Some(new_cwd.as_str()));
+        assert_eq!(again.header().get("previousSessionFiles"), None, "{name}: pi's header knows no moves");
+        m.append_custom_entry("after", None)?;
+        assert_on_disk(&m, &new)?;
+        // Not written yet: nothing to move on disk.
+        let mut lazy =
+            SessionManager::create(Dialect::Pi, &old_cwd, &pi_dirs.default_session_dir(&old_cwd), env.clone())?;
+        let moved = lazy.move_to(&new_cwd, None)?.ok_or("a path")?;
+        assert!(!env.storage.exists(&moved)?, "{name}: pi writes nothing before its first message");
+        assert_eq!(lazy.cwd(), new_cwd);
+    }
+    Ok(())
+}
+
 #[test]
 fn omp_move_to_a_session_dir_and_additional_directories() -> Result<()> {
     for (name, tmp, env) in envs("move-dir") {
