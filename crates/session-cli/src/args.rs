@@ -41,6 +41,10 @@ pub(crate) struct Global {
     /// Print JSON (the documented contract shapes) even on a terminal.
     #[arg(long, global = true)]
     pub(crate) json: bool,
+    /// Print for a person (aligned fields, trees, transcripts, tables) even when the
+    /// output is not a terminal (a pager, a file).
+    #[arg(long, global = true, conflicts_with = "json")]
+    pub(crate) text: bool,
     /// Open files as the agent does: write back a migration or a repaired last line,
     /// write a header into an empty file, start a new session at a missing path.
     #[arg(long, global = true)]

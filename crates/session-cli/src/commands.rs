@@ -31,9 +31,10 @@ impl From<String> for Output {
     }
 }
 
-/// Whether to print JSON: asked for, or stdout is not a terminal.
+/// Whether to print JSON: asked for, or stdout is not a terminal and `--text` was not
+/// given.
 pub(crate) fn wants_json(g: &Global) -> bool {
-    g.json || !std::io::stdout().is_terminal()
+    g.json || (!g.text && !std::io::stdout().is_terminal())
 }
 
 pub(crate) fn run(cli: &Cli) -> Result<Output> {

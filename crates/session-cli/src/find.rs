@@ -40,13 +40,22 @@ fn cwd_arg(cwd: Option<&str>) -> Result<String> {
 /// Draws a progress line on stderr when it is a terminal and the scan takes a while.
 struct ProgressLine {
     start: Instant,
+    after: Duration,
     enabled: bool,
     drawn: bool,
 }
 
 impl ProgressLine {
     fn new() -> ProgressLine {
-        ProgressLine { start: Instant::now(), enabled: std::io::stderr().is_terminal(), drawn: false }
+        // How long a scan runs before its line is drawn (`SESSION_PROGRESS_AFTER_MS`,
+        // default 250 ms).
+        let after = std::env::var("SESSION_PROGRESS_AFTER_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(250);
+        ProgressLine {
+            start: Instant::now(),
+            after: Duration::from_millis(after),
+            enabled: std::io::stderr().is_terminal(),
+            drawn: false,
+        }
     }
 
     fn update(&mut self, p: &Progress<'_>) {
@@ -54,7 +63,7 @@ impl ProgressLine {
     }
 
     fn tick(&mut self, loaded: usize, total: usize) {
-        if !self.enabled || self.start.elapsed() < Duration::from_millis(250) {
+        if !self.enabled || self.start.elapsed() < self.after {
             return;
         }
         if loaded == total || loaded.is_multiple_of(25) {

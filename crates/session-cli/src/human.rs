@@ -8,6 +8,7 @@ use serde_json::Value;
 use session::model::Record;
 use session::tree::TreeNode;
 use session::{Dialect, SessionManager};
+use unicode_width::UnicodeWidthStr;
 
 /// Longest text shown for one entry or one block before it is cut with `…`.
 const SNIPPET: usize = 72;
@@ -146,11 +147,14 @@ pub(crate) fn info(m: &SessionManager) -> String {
 /// `entries`: one line per entry (`--full`: the entry's JSON line).
 pub(crate) fn entries(m: &SessionManager, full: bool) -> String {
     let mut out = String::new();
+    let width = crate::table::width();
     for r in m.tree().entries() {
         if full {
             out.push_str(&r.line());
         } else {
-            let _ = write!(out, "{:<10} {}", r.id().unwrap_or("-"), describe(r));
+            let head = format!("{:<10} ", r.id().unwrap_or("-"));
+            let room = width.saturating_sub(head.width()).max(16);
+            let _ = write!(out, "{head}{}", crate::table::fit(&describe(r), room));
         }
         out.push('\n');
     }
@@ -161,6 +165,7 @@ pub(crate) fn entries(m: &SessionManager, full: bool) -> String {
 /// `tree`: an indented tree; a chain continues at the same depth, indentation grows
 /// only where a branch splits. `*` marks the active branch; labels follow in `[…]`.
 pub(crate) fn tree(m: &SessionManager, nodes: &[TreeNode]) -> String {
+    let width = crate::table::width();
     let active: std::collections::HashSet<&str> =
         m.tree().get_branch(None).into_iter().filter_map(Record::id).collect();
     let mut out = String::new();
@@ -180,7 +185,10 @@ pub(crate) fn tree(m: &SessionManager, nodes: &[TreeNode]) -> String {
         let id = node.entry.id().unwrap_or("-");
         let mark = if active.contains(id) { "*" } else { " " };
         let label = node.label.as_deref().map(|l| format!("  [{}]", one_line(l, 40))).unwrap_or_default();
-        let _ = writeln!(out, "{line_prefix}{mark} {id:<8} {}{label}", describe(&node.entry));
+        // The line fits the terminal with its label: the description gives way.
+        let head = format!("{line_prefix}{mark} {id:<8} ");
+        let room = width.saturating_sub(head.width() + label.width()).max(16);
+        let _ = writeln!(out, "{head}{}{label}", crate::table::fit(&describe(&node.entry), room));
         match node.children.len() {
             0 => {}
             1 => stack.push((&node.children[0], rest_prefix.clone(), rest_prefix)),
@@ -203,8 +211,11 @@ pub(crate) fn tree(m: &SessionManager, nodes: &[TreeNode]) -> String {
 /// `branch`: the path from the root to the leaf, one entry a line.
 pub(crate) fn branch(path: &[&Record]) -> String {
     let mut out = String::new();
+    let width = crate::table::width();
     for r in path {
-        let _ = writeln!(out, "{:<10} {}", r.id().unwrap_or("-"), describe(r));
+        let head = format!("{:<10} ", r.id().unwrap_or("-"));
+        let room = width.saturating_sub(head.width()).max(16);
+        let _ = writeln!(out, "{head}{}", crate::table::fit(&describe(r), room));
     }
     let _ = write!(out, "{} entries", path.len());
     out

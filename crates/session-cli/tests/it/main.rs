@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod human;
 #[cfg(any(feature = "postgres", feature = "redis"))]
 mod store;
 
