@@ -43,7 +43,7 @@ pub(crate) struct Global {
     pub(crate) json: bool,
     /// Print for a person (aligned fields, trees, transcripts, tables) even when the
     /// output is not a terminal (a pager, a file).
-    #[arg(long, global = true, conflicts_with = "json")]
+    #[arg(long = "text", id = "text_output", global = true, conflicts_with = "json")]
     pub(crate) text: bool,
     /// Open files as the agent does: write back a migration or a repaired last line,
     /// write a header into an empty file, start a new session at a missing path.
@@ -427,4 +427,24 @@ pub(crate) enum HistoryCommand {
         #[arg(long, value_name = "CWD")]
         cwd: Option<String>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::*;
+
+    /// clap's own checks of the definition (unique names, valid conflicts), and every
+    /// subcommand's arguments parsed beside the global flags, whose names they share.
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+        let parsed = Cli::try_parse_from(["session", "--text", "label", "f.jsonl", "1a2b3c4d", "before"]);
+        assert!(
+            matches!(&parsed, Ok(Cli { command: Command::Label { text: Some(t), .. }, global, .. }) if t == "before" && global.text),
+            "{parsed:?}"
+        );
+        assert!(Cli::try_parse_from(["session", "--json", "--text", "info", "f"]).is_err());
+    }
 }
