@@ -285,16 +285,34 @@ fn run_target(root: &Path, opts: &Options, target: &str, log: &Path) -> Result<O
             .lines()
             .rev()
             .find_map(|l| l.split_once("Test unit written to ").map(|(_, path)| path.trim().to_owned()));
-        let tail: Vec<&str> = text.lines().rev().take(30).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
         format!(
             "{} ({status}); log {}\n  {}",
             artifact.map_or_else(|| "no artifact written".to_owned(), |a| format!("crash artifact {a}")),
             log.display(),
-            tail.join("\n  ")
+            failure_excerpt(&text).join("\n  ")
         )
     });
     Ok(Outcome { seconds, executions, failure })
+}
+
+/// The lines of a failed run's log that say what failed, for a CI log that keeps no
+/// artifact: the panic message with the lines after it up to the backtrace, libFuzzer's
+/// summary and the failing input (its `Base64:` line), or the log's last lines when
+/// none of these is there.
+fn failure_excerpt(log: &str) -> Vec<&str> {
+    let lines: Vec<&str> = log.lines().collect();
+    let mut keep = Vec::new();
+    if let Some(at) = lines.iter().position(|l| l.contains("panicked at")) {
+        keep.extend(lines[at..].iter().take(12).take_while(|l| !l.trim_start().starts_with("stack backtrace")));
+    }
+    keep.extend(lines.iter().filter(|l| {
+        l.starts_with("SUMMARY:") || l.starts_with("Base64:") || l.starts_with("==") && l.contains("ERROR")
+    }));
+    if keep.is_empty() {
+        let from = lines.len().saturating_sub(30);
+        keep.extend(&lines[from..]);
+    }
+    keep
 }
 
 /// Returns the value of libFuzzer's final statistic `name` (`-print_final_stats=1`).
@@ -314,6 +332,24 @@ mod tests {
         assert_eq!(cut_at_line(b"ab\ncd\nef", 7), b"ab\ncd\n");
         assert_eq!(cut_at_line(b"abcdef", 3), b"abc");
         assert_eq!(cut_at_line(b"ab\n", 7), b"ab\n");
+    }
+
+    #[test]
+    fn excerpts_the_panic_and_the_input() {
+        let log = "INFO: seed\n#12 NEW cov: 3\nthread '<unnamed>' panicked at src/session.rs:9:5:\nassertion `left == right` failed\n  left: 1\n right: 2\nstack backtrace:\n   0: frame\n==77== ERROR: libFuzzer: deadly signal\nSUMMARY: libFuzzer: deadly signal\nBase64: e30K\n";
+        assert_eq!(
+            failure_excerpt(log),
+            [
+                "thread '<unnamed>' panicked at src/session.rs:9:5:",
+                "assertion `left == right` failed",
+                "  left: 1",
+                " right: 2",
+                "==77== ERROR: libFuzzer: deadly signal",
+                "SUMMARY: libFuzzer: deadly signal",
+                "Base64: e30K",
+            ]
+        );
+        assert_eq!(failure_excerpt("a\nb\n"), ["a", "b"]);
     }
 
     #[test]

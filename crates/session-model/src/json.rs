@@ -340,7 +340,9 @@ fn number_tokens(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
                                 i = b.len();
                                 break;
                             }
-                            Some(k) if b[i + k] == b'\\' => i += k + 2,
+                            // An escape at the very end (invalid JSON, which `parse`
+                            // also hands here) ends the text.
+                            Some(k) if b[i + k] == b'\\' => i = (i + k + 2).min(b.len()),
                             Some(k) => {
                                 i += k + 1;
                                 break;
@@ -572,5 +574,27 @@ mod tests {
     #[test]
     fn integer_keys_first() {
         assert_eq!(rt(r#"{"b":1,"2":0,"1":0,"01":3,"4294967295":4}"#), r#"{"1":0,"2":0,"b":1,"01":3,"4294967295":4}"#);
+    }
+    /// `parse` hands text that is not JSON to the number rules too: an escape cut off
+    /// at the end of the text is read as the end, never past it.
+    #[test]
+    fn parse_survives_a_cut_escape() {
+        assert_eq!(parse("\"abc\\"), None);
+        assert_eq!(parse("[\"\\"), None);
+        assert_eq!(parse("{\"a\":1e400,\"b\":\"\\"), None);
+        assert_eq!(null_infinite_numbers("[1e400,\"\\"), "[null,\"\\");
+        assert_eq!(parse("[1e400]"), Some(serde_json::json!([null])));
+    }
+
+    proptest::proptest! {
+        /// `parse` never panics on any text, and reads valid JSON as serde_json does
+        /// (apart from the values JavaScript reads differently).
+        #[test]
+        fn parse_takes_any_text(text in "[\\\"\\[\\]{}:,0-9eE.+ a-z-]{0,24}") {
+            let got = parse(&text);
+            if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                proptest::prop_assert_eq!(got, Some(v));
+            }
+        }
     }
 }
