@@ -192,6 +192,12 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Returns whether this is the operating system's refusal to rename across file
+    /// systems (`EXDEV`): the move has to copy instead.
+    pub fn crosses_devices(&self) -> bool {
+        matches!(self, StoreError::Io { source, .. } if source.kind() == io::ErrorKind::CrossesDevices)
+    }
+
     /// Wraps an IO error, turning `NotFound`, `AlreadyExists` and a refused non-regular file
     /// into their own variants.
     pub fn io(op: Op, path: &Path, err: io::Error) -> StoreError {

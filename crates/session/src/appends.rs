@@ -162,6 +162,7 @@ impl SessionManager {
     /// the title slot, and returns `None` when the name is refused (empty after
     /// cleaning, or an automatic name over a user's).
     pub fn set_session_name(&mut self, name: &str, source: Option<&str>) -> Result<Option<String>> {
+        self.writable()?;
         match self.dialect() {
             Dialect::Pi => {
                 let name = entries::pi::sanitize_session_name(name);

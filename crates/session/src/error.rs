@@ -90,6 +90,13 @@ pub enum SessionError {
         /// The session file.
         path: PathBuf,
     },
+    /// The session was sealed ([`crate::SessionManager::seal`]): later appends and
+    /// rewrites are refused; nothing was written.
+    #[error("session {} is sealed: it takes no more writes; open it again to continue it", path.display())]
+    Sealed {
+        /// The session file (empty for a session in memory).
+        path: PathBuf,
+    },
     /// The title slot could not be written.
     #[error(transparent)]
     Slot(#[from] session_model::SlotTooLong),

@@ -46,7 +46,10 @@ pub use appends::CompactionOptions;
 pub use context::{Context, ContextSettings, ModelRef, OmpSettings, PiSettings};
 pub use env::Env;
 pub use error::SessionError;
-pub use manager::{ForkOptions, IndexUse, LoadReport, NewSessionOptions, OpenMode, SessionManager};
+pub use manager::{
+    DRAFT_FILE, DRAFT_ONLY_MARKER, ForkOptions, IndexUse, LoadReport, NewSessionOptions, OpenMode, SessionManager,
+    is_draft_only_metadata,
+};
 pub use session_discovery as discovery;
 pub use session_history as history;
 pub use session_migrate as migrate;

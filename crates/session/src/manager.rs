@@ -22,7 +22,10 @@ use session_model::{Bodies, Diagnostic, Dialect, EntryType, HeaderCheck, Record,
 use session_store::{AppendWriter, ExpectedSize, StoreError};
 use session_tree::SessionTree;
 
+mod drafts;
 mod lifecycle;
+
+pub use drafts::{DRAFT_FILE, DRAFT_ONLY_MARKER, is_draft_only_metadata};
 
 pub use lifecycle::ForkOptions;
 
@@ -53,13 +56,24 @@ pub struct SessionManager {
     /// full rewrite succeeds).
     failure: Option<SessionError>,
     diagnostics: Vec<Diagnostic>,
-    /// Opened with [`OpenMode::ReadOnly`]: every write is refused.
-    read_only: bool,
+    /// Whether the manager may write: opened read-only, or sealed.
+    pub(crate) access: Access,
     /// What the open did (or, read-only, did in memory only).
     load_report: LoadReport,
     /// Where the texts of the records read by position come from (`None`: every text
     /// is in memory).
-    bodies: Option<Arc<Bodies>>,
+    pub(crate) bodies: Option<Arc<Bodies>>,
+}
+
+/// What a manager may do to its session's storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Reads and writes.
+    ReadWrite,
+    /// Opened with [`OpenMode::ReadOnly`]: every write is refused.
+    ReadOnly,
+    /// [`SessionManager::seal`]ed: every later write is refused, for good.
+    Sealed,
 }
 
 /// The dialect of a session and the state its persistence rules keep.
@@ -91,6 +105,9 @@ pub(crate) struct OmpState {
     pub(crate) expected_size: Option<u64>,
     /// Inside [`SessionManager::append_entries_atomically`]: appends are staged.
     pub(crate) in_batch: bool,
+    /// This manager wrote the file only to carry a draft (or found such a file and
+    /// consumed its draft): [`SessionManager::close`] removes it if nothing was added.
+    pub(crate) draft_cleanup_armed: bool,
 }
 
 impl Persistence {
@@ -196,7 +213,7 @@ impl SessionManager {
             line_buf: Vec::new(),
             failure: None,
             diagnostics: Vec::new(),
-            read_only: false,
+            access: Access::ReadWrite,
             load_report: LoadReport::default(),
             bodies: None,
         }
@@ -236,7 +253,9 @@ impl SessionManager {
         let dir = path.parent().map(Path::to_path_buf);
         let process_cwd = env.process_cwd.to_string_lossy().into_owned();
         let mut m = SessionManager::blank(dialect, env, process_cwd, dir, true);
-        m.read_only = mode == OpenMode::ReadOnly;
+        if mode == OpenMode::ReadOnly {
+            m.access = Access::ReadOnly;
+        }
         let must_exist = mode != OpenMode::AsAgent;
         m.load_report = m.load_file(&path, must_exist)?;
         if mode == OpenMode::AsAgent {
@@ -252,7 +271,7 @@ impl SessionManager {
 
     /// Returns whether the manager was opened read-only ([`OpenMode::ReadOnly`]).
     pub fn is_read_only(&self) -> bool {
-        self.read_only
+        self.access == Access::ReadOnly
     }
 
     /// Fails with [`SessionError::InBatch`] inside an atomic batch: whole-file
@@ -265,11 +284,13 @@ impl SessionManager {
     }
 
     /// Fails with [`SessionError::ReadOnly`] when the manager may not write.
-    fn writable(&self) -> Result<()> {
-        if self.read_only {
-            return Err(SessionError::ReadOnly { path: self.file.clone().unwrap_or_default() });
+    pub(crate) fn writable(&self) -> Result<()> {
+        let path = || self.file.clone().unwrap_or_default();
+        match self.access {
+            Access::ReadWrite => Ok(()),
+            Access::ReadOnly => Err(SessionError::ReadOnly { path: path() }),
+            Access::Sealed => Err(SessionError::Sealed { path: path() }),
         }
-        Ok(())
     }
 
     /// Starts a new persisted session for `cwd` in `session_dir`; no file is written
@@ -456,7 +477,7 @@ impl SessionManager {
 
     /// Writes the terminal breadcrumb of this omp session (see [`Env::write_breadcrumb`]).
     pub(crate) fn breadcrumb(&self, fresh: bool) {
-        if self.dialect() != Dialect::Omp || !self.persist || self.read_only {
+        if self.dialect() != Dialect::Omp || !self.persist || self.access != Access::ReadWrite {
             return;
         }
         if let Some(file) = &self.file {
@@ -467,7 +488,7 @@ impl SessionManager {
     fn load_file(&mut self, path: &Path, must_exist: bool) -> Result<LoadReport> {
         let mut report = LoadReport::default();
         let storage = self.env.storage.clone();
-        let write = !self.read_only;
+        let write = self.access == Access::ReadWrite;
         let stat = storage.stat(path)?;
         let Some(stat) = stat else {
             if must_exist {
@@ -547,7 +568,7 @@ impl SessionManager {
                     force_file_creation: true,
                     rewrite_required: report.migrated || parsed.malformed > 0,
                     expected_size: Some(parsed.byte_len as u64),
-                    in_batch: false,
+                    ..OmpState::default()
                 });
             }
         }
@@ -957,12 +978,15 @@ impl SessionManager {
         }
     }
 
-    /// Flushes and closes the session's writer.
+    /// Flushes and closes the session's writer. omp: then removes the session's file and
+    /// artifacts if it was written only to carry a draft that is gone since (see
+    /// [`SessionManager::save_draft`]).
     pub fn close(mut self) -> Result<()> {
         self.flush()?;
         if let Some(w) = self.writer.take() {
             w.close()?;
         }
+        self.drop_if_only_for_draft()?;
         Ok(())
     }
 

@@ -14,7 +14,7 @@ use session_model::{Dialect, Record, TitleSlot, ids};
 use session_store::{ExpectedSize, StoreError, artifacts_dir};
 use session_tree::SessionTree;
 
-use super::{OmpState, OpenMode, Persistence, PiState, SessionManager, absolute, copy_error, wrong_dialect};
+use super::{Access, OmpState, OpenMode, Persistence, PiState, SessionManager, absolute, copy_error, wrong_dialect};
 use crate::body::Body;
 use crate::{Env, SessionError};
 
@@ -164,6 +164,47 @@ impl SessionManager {
         }
         self.writable()?;
         self.rewrite_omp()
+    }
+
+    /// Raises the terminal write barrier (omp's `seal`): from now on every append,
+    /// rename and rewrite of this manager is refused with [`SessionError::Sealed`] and
+    /// writes nothing, so a late event handler cannot write over a session that another
+    /// manager (or process) has taken over. What was appended before is in the file;
+    /// [`SessionManager::flush`] and [`SessionManager::close`] still work, and reads
+    /// still answer. Idempotent. omp drops such writes with a warning; here the caller
+    /// is told. Available for pi sessions too (pi has no seal).
+    ///
+    /// ```
+    /// use session::{Dialect, Env, SessionError, SessionManager};
+    /// let mut m = SessionManager::in_memory(Dialect::Omp, "/work", Env::memory());
+    /// m.seal();
+    /// let refused = m.append_message(serde_json::json!({"role": "user", "content": "late", "timestamp": 1}));
+    /// assert!(matches!(refused, Err(SessionError::Sealed { .. })));
+    /// assert!(m.tree().entries().is_empty());
+    /// ```
+    pub fn seal(&mut self) {
+        self.access = Access::Sealed;
+    }
+
+    /// Returns whether [`SessionManager::seal`] (or
+    /// [`SessionManager::release_retained_entries`]) was called.
+    pub fn is_sealed(&self) -> bool {
+        self.access == Access::Sealed
+    }
+
+    /// Seals the manager and drops what it holds in memory (omp's
+    /// `releaseRetainedEntries`, for a session that is done but still referenced): the
+    /// entries, their index and any text cache are freed and the append writer is
+    /// flushed and closed; its first error, if any, is returned (the memory is released
+    /// either way). The tree is empty afterwards; open the file again to read the session.
+    pub fn release_retained_entries(&mut self) -> Result<()> {
+        self.seal();
+        let flushed = self.flush();
+        let closed = self.writer.take().map_or(Ok(()), |w| w.close().map_err(SessionError::from));
+        self.tree = SessionTree::new(self.dialect(), Vec::new());
+        self.bodies = None;
+        self.has_conversation = false;
+        flushed.and(closed)
     }
 
     /// Runs `stage`, whose appends are staged in memory, then publishes them with one
@@ -488,6 +529,13 @@ impl SessionManager {
     /// ([`SessionError::landed`]) is returned once the move is done. The target file must
     /// not exist. In memory only the header changes.
     ///
+    /// A target on another file system, where nothing can be renamed (as omp does, copy
+    /// then delete): the session is written whole at the new path and the artifacts
+    /// copied into a new directory (one already there is [`SessionError::TargetExists`]),
+    /// then the old file and artifacts are deleted. A failure before the new file is in
+    /// place removes the copy and leaves the session where it was; a failure to delete
+    /// the old copy is returned after the move (the manager names the new file).
+    ///
     /// ```
     /// use session::{Dialect, Env, SessionManager};
     /// use std::path::Path;
@@ -536,23 +584,43 @@ impl SessionManager {
         // its file, and the error is returned once the move is done.
         let mut not_durable: Option<StoreError> = None;
         let mut rewrite_landed: Option<SessionError> = None;
+        // The target is on another file system (omp: copy, then unlink): the session is
+        // written whole at the new path, the artifacts copied, and the old file and
+        // artifacts deleted once the new file is in place.
+        let mut across = false;
         if new_file != old_file {
             if existed {
                 match storage.rename(&old_file, &new_file) {
-                    Ok(()) => {}
-                    Err(e) if e.landed().is_some() => not_durable = Some(e),
+                    Ok(()) => renames.push((old_file.clone(), new_file.clone())),
+                    Err(e) if e.landed().is_some() => {
+                        not_durable = Some(e);
+                        renames.push((old_file.clone(), new_file.clone()));
+                    }
+                    Err(e) if e.crosses_devices() => across = true,
                     Err(e) => return Err(e.into()),
                 }
-                renames.push((old_file.clone(), new_file.clone()));
             }
             if let (Some(from), Some(to)) = (artifacts_dir(&old_file), artifacts_dir(&new_file))
                 && storage.exists(&from)?
             {
-                match storage.move_dir(&from, &to) {
+                let moved = if across { Err(None) } else { storage.move_dir(&from, &to).map_err(Some) };
+                match moved {
                     Ok(moved) => renames.extend(moved),
+                    Err(e) if e.as_ref().is_none_or(StoreError::crosses_devices) && renames.is_empty() => {
+                        // Copied into a directory of its own, so that a failure can remove
+                        // the copy without touching anything that was there.
+                        if storage.exists(&to)? {
+                            return Err(SessionError::TargetExists { path: to });
+                        }
+                        across = true;
+                        if let Err(e) = storage.copy_dir(&from, &to) {
+                            let _ = storage.delete_with_artifacts(&new_file);
+                            return Err(e.into());
+                        }
+                    }
                     Err(e) => {
                         undo_renames(&*storage, &renames);
-                        return Err(e.into());
+                        return Err(e.unwrap_or_else(|| StoreError::NotFound { path: from.clone() }).into());
                     }
                 }
             }
@@ -572,11 +640,11 @@ impl SessionManager {
         self.file = Some(new_file.clone());
         self.persistence = match &saved.4 {
             Persistence::Omp(old_state) => Persistence::Omp(OmpState {
-                file_is_current: old_state.file_is_current && existed,
+                file_is_current: old_state.file_is_current && existed && !across,
                 force_file_creation: true,
                 rewrite_required: true,
-                expected_size: if existed { old_state.expected_size } else { None },
-                in_batch: false,
+                expected_size: if existed && !across { old_state.expected_size } else { None },
+                ..OmpState::default()
             }),
             // pi writes nothing before its first-write rule says so.
             Persistence::Pi(_) => Persistence::Pi(PiState { flushed: existed }),
@@ -599,6 +667,10 @@ impl SessionManager {
                     }
                 } else {
                     undo_renames(&*storage, &renames);
+                    if across {
+                        // Only the copy goes: the new path held nothing before.
+                        let _ = storage.delete_with_artifacts(&new_file);
+                    }
                     let (header, cwd, dir, file, persistence, failure) = saved;
                     self.header = header;
                     self.cwd = cwd;
@@ -614,6 +686,11 @@ impl SessionManager {
         }
         let on_disk = storage.exists(&new_file).unwrap_or(false);
         self.breadcrumb(!on_disk);
+        if across {
+            // The session is whole at its new path: the source goes. A failure here
+            // leaves a copy behind, which the error names; the move itself stands.
+            storage.delete_with_artifacts(&old_file)?;
+        }
         match (not_durable, rewrite_landed) {
             (Some(e), _) => Err(e.into()),
             (None, Some(e)) => Err(e),

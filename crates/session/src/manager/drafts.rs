@@ -1,0 +1,191 @@
+//! omp's unsent-editor drafts (`saveDraft`, `consumeDraft`) and the close-time removal
+//! of a session file that was written only to carry a draft.
+//!
+//! A draft lives in the session's artifacts directory as `draft.txt`. Saving one forces
+//! the session onto disk (so that resume finds the file the draft belongs to); when that
+//! write is what creates the file and the session holds nothing but startup metadata
+//! (model, thinking level, service tier, mode changes and credential pins), the marker
+//! `.draft-only-session` is written beside it. [`SessionManager::close`] then deletes
+//! such a file with its artifacts once its draft is gone, provided the file on disk,
+//! read again under the session's lock, still holds nothing else.
+
+use std::path::PathBuf;
+
+use session_model::{Dialect, EntryType, Record, parse_session_bytes};
+use session_store::{LockWait, StoreError, artifacts_dir};
+
+use super::{Persistence, SessionManager, wrong_dialect};
+use crate::SessionError;
+
+type Result<T> = std::result::Result<T, SessionError>;
+
+/// The draft's file name inside the artifacts directory.
+pub const DRAFT_FILE: &str = "draft.txt";
+
+/// The marker of a session file written only for a draft.
+pub const DRAFT_ONLY_MARKER: &str = ".draft-only-session";
+
+/// Returns whether `entry` is startup metadata that does not keep a draft-only session
+/// alive once its draft is gone (omp's `isDraftOnlyMetadataEntry`): a model, thinking
+/// level, service tier or mode change, or a credential pin. Messages, compactions,
+/// custom entries, labels, titles and every other type keep the session.
+pub fn is_draft_only_metadata(entry: &Record) -> bool {
+    matches!(
+        entry.entry_type(),
+        EntryType::ModelChange
+            | EntryType::ThinkingLevelChange
+            | EntryType::ServiceTierChange
+            | EntryType::ModeChange
+            | EntryType::CredentialPin
+    )
+}
+
+impl SessionManager {
+    /// The artifacts directory of a persisted omp session, or why there is none.
+    fn draft_dir(&self, operation: &'static str) -> Result<Option<PathBuf>> {
+        if self.dialect() != Dialect::Omp {
+            return Err(wrong_dialect(operation, self.dialect()));
+        }
+        if !self.persist {
+            return Ok(None);
+        }
+        Ok(self.file.as_deref().and_then(artifacts_dir))
+    }
+
+    /// Saves the unsent editor text `text` as the session's draft (omp's `saveDraft`):
+    /// `<artifacts>/draft.txt`. An empty `text` deletes the draft. Otherwise the session
+    /// is put on disk first ([`SessionManager::ensure_on_disk`]); when that creates the
+    /// file for a session holding only startup metadata, the `.draft-only-session` marker
+    /// is written too, and [`SessionManager::close`] removes the file again if the draft
+    /// is consumed and nothing else is added. A session in memory has nowhere to keep a
+    /// draft: nothing is done. omp only ([`SessionError::WrongDialect`]).
+    ///
+    /// ```
+    /// use session::{Dialect, Env, SessionManager};
+    /// # fn main() -> Result<(), session::SessionError> {
+    /// let env = Env::memory();
+    /// let mut m = SessionManager::create(Dialect::Omp, "/work", std::path::Path::new("/s"), env.clone())?;
+    /// m.save_draft("half a thought")?;
+    /// let file = m.session_file().expect("persisted").to_path_buf();
+    /// assert!(env.storage.exists(&file)?, "the draft's session is on disk");
+    /// assert_eq!(m.consume_draft()?.as_deref(), Some("half a thought"));
+    /// m.close()?;
+    /// assert!(!env.storage.exists(&file)?, "a session written only for its draft is removed");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn save_draft(&mut self, text: &str) -> Result<()> {
+        self.writable()?;
+        let Some(dir) = self.draft_dir("save_draft")? else { return Ok(()) };
+        let storage = self.env.storage.clone();
+        let draft = dir.join(DRAFT_FILE);
+        if text.is_empty() {
+            return match storage.unlink(&draft) {
+                Ok(()) | Err(StoreError::NotFound { .. }) => Ok(()),
+                Err(e) => Err(e.into()),
+            };
+        }
+        let file = self.file.clone().unwrap_or_default();
+        let only_for_draft = !storage.exists(&file)? && self.tree.entries().iter().all(is_draft_only_metadata);
+        self.ensure_on_disk()?;
+        storage.ensure_dir(&dir)?;
+        if only_for_draft {
+            storage.write(&dir.join(DRAFT_ONLY_MARKER), b"")?;
+            self.arm_draft_cleanup(true);
+        }
+        storage.write(&draft, text.as_bytes())?;
+        Ok(())
+    }
+
+    /// Reads and deletes the session's draft (omp's `consumeDraft`); `None` when there
+    /// is none (or the session is in memory). Bytes that are not UTF-8 are read as
+    /// U+FFFD, as omp reads them. A session written only for its draft and still holding
+    /// nothing else is removed by [`SessionManager::close`] afterwards.
+    pub fn consume_draft(&mut self) -> Result<Option<String>> {
+        let Some(dir) = self.draft_dir("consume_draft")? else { return Ok(None) };
+        let storage = self.env.storage.clone();
+        let draft = dir.join(DRAFT_FILE);
+        let text = match storage.read(&draft) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(StoreError::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        match storage.unlink(&draft) {
+            Ok(()) | Err(StoreError::NotFound { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        if self.tree.entries().iter().all(is_draft_only_metadata) && storage.exists(&dir.join(DRAFT_ONLY_MARKER))? {
+            self.arm_draft_cleanup(true);
+        }
+        Ok(Some(text))
+    }
+
+    fn arm_draft_cleanup(&mut self, armed: bool) {
+        if let Persistence::Omp(omp) = &mut self.persistence {
+            omp.draft_cleanup_armed = armed;
+        }
+    }
+
+    /// The close-time cleanup (omp's `#dropIfEmptyAndNoDraft`): deletes the session file
+    /// and its artifacts when this manager wrote it only for a draft, the draft is gone,
+    /// and the file, read again under the session's lock, holds a valid header, no
+    /// damaged record and only startup metadata. Returns whether it deleted the file.
+    ///
+    /// The lock is the session's publish lock, which every writer of ours and omp's
+    /// append writer take: a writer that has the file open (another terminal that took
+    /// the session over) holds it, and then nothing is deleted. When the lock is busy,
+    /// or cannot be taken, the file stays (a leftover file loses nothing).
+    pub(crate) fn drop_if_only_for_draft(&mut self) -> Result<bool> {
+        let armed = matches!(&self.persistence, Persistence::Omp(omp) if omp.draft_cleanup_armed);
+        let (Some(file), Some(dir)) = (self.file.clone(), self.file.as_deref().and_then(artifacts_dir)) else {
+            return Ok(false);
+        };
+        if !armed {
+            return Ok(false);
+        }
+        let storage = self.env.storage.clone();
+        if !storage.exists(&file)? {
+            self.arm_draft_cleanup(false);
+            return Ok(false);
+        }
+        if storage.exists(&dir.join(DRAFT_FILE))? {
+            return Ok(false);
+        }
+        let disarm = |m: &mut SessionManager| -> Result<bool> {
+            match storage.unlink(&dir.join(DRAFT_ONLY_MARKER)) {
+                Ok(()) | Err(StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+            m.arm_draft_cleanup(false);
+            Ok(false)
+        };
+        if !self.tree.entries().iter().all(is_draft_only_metadata) {
+            return disarm(self);
+        }
+        // Busy (another writer has the file open) or not to be had: the file stays.
+        let Ok(_lock) = storage.lock(&file, LockWait::NoWait) else { return Ok(false) };
+        let bytes = match storage.read(&file) {
+            Ok(bytes) => bytes,
+            Err(StoreError::NotFound { .. }) => {
+                self.arm_draft_cleanup(false);
+                return Ok(false);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let on_disk = parse_session_bytes(&bytes, Dialect::Omp);
+        let only_metadata = on_disk.header().is_some()
+            && on_disk.malformed == 0
+            && on_disk.records[1..].iter().all(is_draft_only_metadata);
+        if !only_metadata {
+            return disarm(self);
+        }
+        storage.delete_with_artifacts(&file)?;
+        if let Persistence::Omp(omp) = &mut self.persistence {
+            omp.draft_cleanup_armed = false;
+            omp.file_is_current = false;
+            omp.force_file_creation = false;
+            omp.expected_size = None;
+        }
+        Ok(true)
+    }
+}
