@@ -51,6 +51,15 @@ impl Base {
         self.pool.get().map_err(db(op, path))
     }
 
+    /// Watches the file `path` on `table`'s notification channel, on a connection of
+    /// its own ([`crate::watch`]).
+    pub(crate) fn watch(&self, path: &Path, table: &str) -> Result<Box<dyn session_store::Watch>, StoreError> {
+        let op = Op::Stat;
+        let key = ServerError::file_key(op, path)?;
+        let client = self.pool.connect_unpooled().map_err(db(op, path))?;
+        Ok(Box::new(crate::watch::PgWatch::start(client, table, key, path)?))
+    }
+
     /// Returns a modification time, strictly increasing per storage.
     pub(crate) fn mtime(&self) -> i64 {
         self.times.next()

@@ -24,6 +24,11 @@
 //! ALTER TABLE omp_session_files ADD COLUMN title_updated_at TEXT;  -- "already exists" ignored
 //! ```
 //!
+//! and then, ours, a row trigger `omp_session_files_notify` (`AFTER INSERT OR UPDATE OR
+//! DELETE`) that sends `pg_notify('omp_session_files_changes', '<path>:<size>')`, so that
+//! [`Storage::watch`] hears every write of the table, omp's included. omp's statements
+//! neither see nor need it.
+//!
 //! # Operations
 //!
 //! * Sizes are byte lengths, `octet_length(content)` (constant time).
@@ -31,7 +36,7 @@
 //!   `INSERT … ON CONFLICT (path) DO UPDATE SET content = t.content || excluded.content, mtime_ms = …`.
 //!   PostgreSQL writes a new version of the whole row, so **an append costs O(size of the
 //!   session)** in time and WAL (measured on PostgreSQL 15: 0.55 to 1.6 s and about 92 MB of
-//!   WAL for 1 KB onto a 69 MB row). A one-row-per-line layout is the planned follow-up.
+//!   WAL for 1 KB onto a 69 MB row); the native layout below appends in O(line).
 //!   [`PostgresStorage::append_if_size`] appends only at an expected size.
 //! * Whole-file writes map [`ExpectedSize`] onto omp's compare-and-set: `Any` is an upsert
 //!   that replaces, `Missing` an insert that does nothing on conflict, `Bytes(n)` an
@@ -47,6 +52,10 @@
 //!   `hashtextextended('<table>:<path>', 0)` on a connection of its own, held until the
 //!   [`SessionLock`](session_store::SessionLock) is released (or the connection dies).
 //!   Locks exclude other holders on any connection; omp takes no lock on SQL storage.
+//! * [`Storage::watch`] `LISTEN`s on `<table>_changes` (the first 55 bytes of the table
+//!   name, in lower case) on a connection of its own; the trigger's notifications arrive
+//!   when the writing transaction commits. A path over 7,000 bytes is notified as `:`
+//!   (a payload holds 8,000 bytes), which a watcher reports as a change of unknown size.
 //! * [`Storage::ensure_dir`] remembers an empty directory in this storage only (omp's is a
 //!   no-op); a directory with files exists for everyone.
 //! * Every append and write is one committed statement or transaction: each level of
@@ -110,6 +119,7 @@ mod keys;
 mod native;
 mod pool;
 mod storage;
+mod watch;
 
 pub use error::{ConnectError, MAX_CONTENT_BYTES, MAX_KEY_BYTES, ServerError};
 pub use native::{DEFAULT_STEM, NativePostgresStorage, valid_stem};

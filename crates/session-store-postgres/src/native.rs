@@ -190,9 +190,11 @@ impl NativePostgresStorage {
              IF NEW.note IS NOT DISTINCT FROM OLD.note AND NEW.note_kind IS NOT DISTINCT FROM OLD.note_kind THEN \
              NEW.note := NULL; NEW.note_kind := NULL; END IF; RETURN NEW; END $$; \
              CREATE OR REPLACE TRIGGER {m}_drop_note BEFORE UPDATE ON {m} FOR EACH ROW EXECUTE FUNCTION {m}_drop_note(); \
+             {notify} \
              COMMIT",
             m = q.meta_t,
-            l = q.lines_t
+            l = q.lines_t,
+            notify = crate::watch::trigger_ddl(&q.meta_t, "NEW.size"),
         );
         c.client().batch_execute(&ddl).map_err(|source| ConnectError::Schema { table: q.meta_t.clone(), source })?;
         drop(c);
@@ -591,5 +593,10 @@ impl Storage for NativePostgresStorage {
     fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError> {
         let k = ServerError::file_key(Op::Lock, path)?;
         self.inner.base.lock(path, wait, format!("{}:{k}", self.inner.q.meta_t))
+    }
+
+    /// `LISTEN`s for the metadata table's notifications (see the crate docs).
+    fn watch(&self, path: &Path) -> Result<Option<Box<dyn session_store::Watch>>, StoreError> {
+        self.inner.base.watch(path, &self.inner.q.meta_t).map(Some)
     }
 }

@@ -51,6 +51,11 @@ impl Pool {
         Ok(Pooled { client: Some(client), pool: self.clone() })
     }
 
+    /// Opens a connection of its own, never pooled (a `LISTEN`ing watcher keeps it).
+    pub(crate) fn connect_unpooled(&self) -> Result<Client, postgres::Error> {
+        self.config.connect(NoTls)
+    }
+
     fn put(&self, client: Client) {
         if client.is_closed() {
             return;

@@ -366,6 +366,13 @@ fn create_table(c: &mut Pooled, table: &str) -> Result<(), ConnectError> {
             Err(e) => return Err(schema(e)),
         }
     }
+    // The change notifications (ours; omp's statements do not see them), one connect at
+    // a time so that two processes starting together do not race on the function.
+    let notify = format!(
+        "BEGIN; SELECT pg_advisory_xact_lock(hashtext('{table}')); {} COMMIT",
+        crate::watch::trigger_ddl(table, "octet_length(NEW.content)")
+    );
+    c.client().batch_execute(&notify).map_err(schema)?;
     Ok(())
 }
 
@@ -489,6 +496,13 @@ impl Storage for PostgresStorage {
     fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError> {
         let k = ServerError::file_key(Op::Lock, path)?;
         self.inner.base.lock(path, wait, format!("{}:{k}", self.inner.table))
+    }
+
+    /// `LISTEN`s for the table's notifications (the crate docs' trigger; a table this
+    /// storage did not create, [`PostgresOptions::create_table`] off, may lack it, and
+    /// then no change is reported).
+    fn watch(&self, path: &Path) -> Result<Option<Box<dyn session_store::Watch>>, StoreError> {
+        self.inner.base.watch(path, &self.inner.table).map(Some)
     }
 }
 

@@ -21,6 +21,7 @@
 //! | `<p>meta` | hash | field `<path>` → mtime in ms since the epoch, decimal |
 //! | `<p>title` | hash | field `<path>` → JSON `{"title"?,"source"?,"updatedAt"}` |
 //! | `<p>lock:<path>` | string | ours only: the holder's token while [`Storage::lock`] is held |
+//! | `<p>changes` | channel | ours only: `<path>:<size>` published by each write (`<path>:` for a deletion) |
 //!
 //! # Operations
 //!
@@ -45,6 +46,11 @@
 //!   lock on Redis.
 //! * [`Storage::ensure_dir`] remembers an empty directory in this storage only (omp's is a
 //!   no-op); a directory with files exists for everyone.
+//! * Every write script also `PUBLISH`es on `<p>changes`, and [`Storage::watch`] subscribes
+//!   there on a connection and a thread of its own. omp's scripts publish nothing, so a
+//!   watch does not hear omp's own writes (keyspace notifications would, but they are a
+//!   server-wide setting this crate leaves alone); a reader that must see them polls
+//!   [`Storage::stat`] as well.
 //!
 //! # Persistence
 //!
@@ -88,6 +94,7 @@
 mod error;
 mod scripts;
 mod storage;
+mod watch;
 
 pub use error::{ConnectError, MAX_CONTENT_BYTES, MAX_KEY_BYTES, ServerError};
 pub use storage::{DEFAULT_PREFIX, RedisStorage};

@@ -2,6 +2,10 @@
 //! `EVAL`, plus ours (append with a size check, move, truncate, slices, locks).
 //!
 //! Sizes are `STRLEN` of the body, `-1` for a missing key, as omp's compare-and-set uses.
+//!
+//! Every script that writes a body also publishes `<path>:<size>` (`<path>:` for a body
+//! gone) on the channel `<prefix>changes`, named from the meta key (`<prefix>meta`, always
+//! `KEYS[2]` or `KEYS[3]` here), for the storage's watchers.
 
 /// `writeFull`: KEYS body, meta, title; ARGV path, content, mtime, title JSON (`""`: none,
 /// the field is deleted), expected size (`""`: no check, `-1`: must be missing). Returns
@@ -13,6 +17,7 @@ if ARGV[5] ~= '' and tonumber(ARGV[5]) ~= size then return {0, size} end
 redis.call('SET', KEYS[1], ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[3], ARGV[1], ARGV[4]) else redis.call('HDEL', KEYS[3], ARGV[1]) end
+redis.call('PUBLISH', string.sub(KEYS[2], 1, -5) .. 'changes', ARGV[1] .. ':' .. string.len(ARGV[2]))
 return {1, string.len(ARGV[2])}
 ";
 
@@ -26,6 +31,7 @@ if ARGV[4] ~= '' then
 end
 local n = redis.call('APPEND', KEYS[1], ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+redis.call('PUBLISH', string.sub(KEYS[2], 1, -5) .. 'changes', ARGV[1] .. ':' .. n)
 return {1, n}
 ";
 
@@ -43,6 +49,7 @@ pub(crate) const ENSURE: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('SET', KEYS[1], '')
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+  redis.call('PUBLISH', string.sub(KEYS[2], 1, -5) .. 'changes', ARGV[1] .. ':0')
 end
 return 1
 ";
@@ -62,6 +69,9 @@ if t then
 else
   redis.call('HDEL', KEYS[4], ARGV[2])
 end
+local channel = string.sub(KEYS[3], 1, -5) .. 'changes'
+redis.call('PUBLISH', channel, ARGV[1] .. ':')
+redis.call('PUBLISH', channel, ARGV[2] .. ':' .. redis.call('STRLEN', KEYS[2]))
 return 1
 ";
 
@@ -83,6 +93,7 @@ elseif len > size then
 end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 if len < 256 then redis.call('HDEL', KEYS[3], ARGV[1]) end
+redis.call('PUBLISH', string.sub(KEYS[2], 1, -5) .. 'changes', ARGV[1] .. ':' .. len)
 return 1
 ";
 

@@ -192,6 +192,11 @@ impl RedisStorage {
         format!("{}title", self.inner.prefix)
     }
 
+    /// The channel the scripts publish each write on (see [`crate::watch`]).
+    fn changes(&self) -> String {
+        format!("{}changes", self.inner.prefix)
+    }
+
     fn conn(&self, op: Op, path: &Path) -> Result<Conn, StoreError> {
         loop {
             let idle = self.inner.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
@@ -360,16 +365,12 @@ impl RedisStorage {
             return Ok(());
         }
         let bodies: Vec<String> = keys.iter().map(|k| self.body(k)).collect();
-        redis::pipe()
-            .atomic()
-            .del(&bodies)
-            .ignore()
-            .hdel(self.meta(), keys)
-            .ignore()
-            .hdel(self.titles(), keys)
-            .ignore()
-            .query::<()>(c.get())
-            .map_err(rd(op, path))
+        let mut pipe = redis::pipe();
+        pipe.atomic().del(&bodies).ignore().hdel(self.meta(), keys).ignore().hdel(self.titles(), keys).ignore();
+        for k in keys {
+            pipe.publish(self.changes(), format!("{k}:")).ignore();
+        }
+        pipe.query::<()>(c.get()).map_err(rd(op, path))
     }
 }
 
@@ -536,6 +537,8 @@ impl Storage for RedisStorage {
             .del(self.body(&k))
             .hdel(self.meta(), &k)
             .hdel(self.titles(), &k)
+            .publish(self.changes(), format!("{k}:"))
+            .ignore()
             .query(c.get())
             .map_err(rd(op, path))?;
         if gone == 0 {
@@ -639,6 +642,13 @@ impl Storage for RedisStorage {
                 released.map(drop).map_err(rd(Op::Lock, &locked))
             }),
         ))
+    }
+
+    /// Subscribes to `<prefix>changes` (see the crate docs): writes through this crate
+    /// are heard, omp's own are not.
+    fn watch(&self, path: &Path) -> Result<Option<Box<dyn session_store::Watch>>, StoreError> {
+        let key = ServerError::file_key(Op::Stat, path)?;
+        Ok(Some(Box::new(crate::watch::RedisWatch::start(&self.inner.client, self.changes(), key, path)?)))
     }
 }
 

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use session_model::{Dialect, parse_session_bytes};
 
 use crate::clock::{Clock, SystemClock};
-use crate::{DirEntry, Durability, EntryKind, ExpectedSize, LockWait, Storage, StoreError};
+use crate::{Change, DirEntry, Durability, EntryKind, ExpectedSize, LockWait, Storage, StoreError, Watch};
 
 /// The outcome of one contract case, or of a whole run (every failure, one per line).
 pub type CaseResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
@@ -51,6 +51,7 @@ const CASES: &[(&str, Case)] = &[
     ("reads_into_reused_buffers", reads_into_reused_buffers),
     ("remove_empty_dir_keeps_contents", remove_empty_dir_keeps_contents),
     ("directories_move_and_copy", directories_move_and_copy),
+    ("watch_reports_writes", watch_reports_writes),
 ];
 
 /// The cases of backends that hold any byte sequence (NUL bytes, invalid UTF-8).
@@ -558,5 +559,43 @@ fn ensure_dir_and_stat(s: &dyn Storage, root: &Path) -> CaseResult {
     let m = s.stat(&p)?.ok_or("file stat")?.mtime_ms;
     let after = SystemClock.now_ms();
     check(m >= before - 2_000 && m <= after + 2_000, &format!("mtime {m} not within [{before}, {after}]"))?;
+    Ok(())
+}
+
+/// Waits (up to ten seconds) for a change that satisfies `want`, skipping earlier ones.
+fn wait_for(w: &mut dyn Watch, want: impl Fn(&Change) -> bool, what: &str) -> CaseResult {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        if let Some(c) = w.next(left)?
+            && want(&c)
+        {
+            return Ok(());
+        }
+    }
+    Err(format!("{what}: not reported within ten seconds").into())
+}
+
+/// Every backend of ours watches a file: appends (plain and through a writer), atomic
+/// rewrites, deletion and a rename onto the path are reported with the size left.
+fn watch_reports_writes(s: &dyn Storage, root: &Path) -> CaseResult {
+    s.ensure_dir(root)?;
+    let p = root.join("watched.jsonl");
+    let other = root.join("other.jsonl");
+    s.write(&p, b"a\n")?;
+    let mut w = s.watch(&p)?.ok_or("the storage cannot watch a file")?;
+    check(w.next(Duration::from_millis(150))?.is_none(), "nothing is reported before a write")?;
+    s.write(&other, b"elsewhere\n")?;
+    s.append(&p, b"bc\n")?;
+    wait_for(&mut *w, |c| c.size == Some(5), "an append")?;
+    let mut writer = s.open_writer(&p, Durability::None)?;
+    writer.append(b"d\n")?;
+    writer.close()?;
+    wait_for(&mut *w, |c| c.size == Some(7), "an append through a writer")?;
+    s.write_atomic(&p, b"x\n", ExpectedSize::Bytes(7))?;
+    wait_for(&mut *w, |c| c.size == Some(2), "an atomic rewrite")?;
+    s.unlink(&p)?;
+    wait_for(&mut *w, |c| c.size.is_none(), "a deletion")?;
+    s.rename(&other, &p)?;
+    wait_for(&mut *w, |c| c.size == Some(10), "a rename onto the path")?;
     Ok(())
 }

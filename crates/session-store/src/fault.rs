@@ -620,6 +620,11 @@ impl<S: Storage> Storage for FaultStorage<S> {
         self.faults.check(Op::Lock, path)?;
         self.inner.lock(path, wait)
     }
+
+    fn watch(&self, path: &Path) -> Result<Option<Box<dyn crate::Watch>>, StoreError> {
+        self.faults.check(Op::Stat, path)?;
+        self.inner.watch(path)
+    }
 }
 
 struct FaultWriter {

@@ -13,8 +13,8 @@ use crate::error::{Op, StoreError};
 use crate::fault::{Faults, plan_write, short_write_error};
 use crate::lock;
 use crate::storage::{
-    AppendWriter, DirEntry, Durability, EntryKind, ExpectedSize, FileIdentity, FileStat, LockWait, SessionLock,
-    Storage, artifacts_dir, grow, is_backup_of,
+    AppendWriter, DirEntry, Durability, EntryKind, ExpectedSize, FileIdentity, FileStat, LockWait, PollWatch,
+    SessionLock, Storage, Watch, artifacts_dir, grow, is_backup_of,
 };
 
 /// Session files on the real file system, with real `fsync`.
@@ -641,6 +641,13 @@ impl Storage for FileStorage {
 
     fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError> {
         lock::lock_explicit(path, wait, &self.clock, self.faults.as_ref())
+    }
+
+    /// Polls the file's stat ([`PollWatch`]): no watch of the operating system, which
+    /// would need a dependency per platform and still miss writes over a network file
+    /// system.
+    fn watch(&self, path: &Path) -> Result<Option<Box<dyn Watch>>, StoreError> {
+        Ok(Some(Box::new(PollWatch::new(self.clone(), path)?)))
     }
 }
 

@@ -84,6 +84,6 @@ pub use file::FileStorage;
 pub use lock::lock_paths;
 pub use memory::MemoryStorage;
 pub use storage::{
-    AppendWriter, DirEntry, Durability, EntryKind, ExpectedSize, FileIdentity, FileStat, LockWait, Note, SessionLock,
-    Storage, artifacts_dir, grow, is_backup_of, slice_windows,
+    AppendWriter, Change, DirEntry, Durability, EntryKind, ExpectedSize, FileIdentity, FileStat, LockWait, Note,
+    PollWatch, SessionLock, Storage, Watch, artifacts_dir, grow, is_backup_of, slice_windows,
 };

@@ -8,8 +8,8 @@ use std::time::Instant;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Op, StoreError};
 use crate::storage::{
-    AppendWriter, DirEntry, Durability, EntryKind, ExpectedSize, FileStat, LockWait, SessionLock, Storage,
-    artifacts_dir, is_backup_of, slice_windows,
+    AppendWriter, DirEntry, Durability, EntryKind, ExpectedSize, FileStat, LockWait, PollWatch, SessionLock, Storage,
+    Watch, artifacts_dir, is_backup_of, slice_windows,
 };
 
 #[derive(Debug)]
@@ -456,6 +456,11 @@ impl Storage for MemoryStorage {
                 Ok(())
             }),
         ))
+    }
+
+    /// Polls the file's stat ([`PollWatch`]).
+    fn watch(&self, path: &Path) -> Result<Option<Box<dyn Watch>>, StoreError> {
+        Ok(Some(Box::new(PollWatch::new(self.clone(), path)?)))
     }
 }
 

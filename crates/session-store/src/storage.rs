@@ -496,6 +496,83 @@ pub trait Storage: Send + Sync {
         let _ = (kind, notes);
         Ok(())
     }
+
+    /// Starts watching the file `path` for writes (appends, rewrites, truncation,
+    /// deletion, a rename onto or away from it), by this process or any other: a
+    /// reader that follows a session (`session tail --follow`) waits on the returned
+    /// [`Watch`] instead of reading the file again and again. `None` when this storage
+    /// has no way to watch (the default); a caller then polls [`Storage::stat`].
+    ///
+    /// The file and memory storages poll the file's stat while a caller waits
+    /// ([`PollWatch`]); the server storages are told by the server (PostgreSQL
+    /// `LISTEN`/`NOTIFY`, a Redis channel).
+    fn watch(&self, path: &Path) -> Result<Option<Box<dyn Watch>>, StoreError> {
+        let _ = path;
+        Ok(None)
+    }
+}
+
+/// One write to a watched file, as a [`Watch`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Change {
+    /// The file's size after the write, as the writer left it; `None` when the file is
+    /// gone (deleted, or renamed away), or the storage could not say.
+    pub size: Option<u64>,
+}
+
+/// The writes to one file, as they happen (see [`Storage::watch`]).
+///
+/// A change is reported at least once after it happens; several writes may come as one
+/// change, and one write may come twice, so a reader reads the file (or stats it) after
+/// each change rather than trusting the count. Changes that happened before the watch
+/// started are not reported: start watching, then read.
+pub trait Watch: Send {
+    /// Waits up to `timeout` for the next change; `Ok(None)` when none came in time.
+    fn next(&mut self, timeout: Duration) -> Result<Option<Change>, StoreError>;
+}
+
+/// A [`Watch`] that compares the file's [`FileStat`] (size, mtime and identity) every
+/// [`PollWatch::INTERVAL`] while a caller waits: what the file and memory storages
+/// return.
+pub struct PollWatch<S> {
+    storage: S,
+    path: PathBuf,
+    last: Option<FileStat>,
+}
+
+impl<S: Storage> PollWatch<S> {
+    /// How often the file is looked at while a caller waits.
+    pub const INTERVAL: Duration = Duration::from_millis(50);
+
+    /// Watches `path` on `storage`, from the file's state now.
+    pub fn new(storage: S, path: &Path) -> Result<PollWatch<S>, StoreError> {
+        let last = storage.stat(path)?;
+        Ok(PollWatch { storage, path: path.to_path_buf(), last })
+    }
+}
+
+impl<S: Storage + Send> Watch for PollWatch<S> {
+    fn next(&mut self, timeout: Duration) -> Result<Option<Change>, StoreError> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let now = self.storage.stat(&self.path)?;
+            if now != self.last {
+                self.last = now;
+                return Ok(Some(Change { size: now.filter(|s| s.is_file).map(|s| s.size) }));
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            std::thread::sleep(left.min(Self::INTERVAL));
+        }
+    }
+}
+
+impl<S> fmt::Debug for PollWatch<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PollWatch").field("path", &self.path).field("last", &self.last).finish_non_exhaustive()
+    }
 }
 
 /// What [`Storage::read_notes`] returns for one file.

@@ -99,3 +99,29 @@ fn locks_hold_across_storages() -> TestResult {
     drop(b.lock(p, session_store::LockWait::NoWait)?);
     Ok(())
 }
+
+/// A watcher hears writes that do not come through this crate: the trigger is on the
+/// table, so omp's own statements (its append is this upsert) notify too.
+#[test]
+fn watchers_hear_omps_own_statements() -> TestResult {
+    let Some(db) = TestDb::create("watchers_hear_omps_own_statements")? else { return Ok(()) };
+    let storage = PostgresStorage::connect(&db.conn())?;
+    let path = Path::new("/s/--p--/a.jsonl");
+    storage.write(path, b"{\"type\":\"session\"}\n")?;
+    let mut watch = storage.watch(path)?.ok_or("PostgreSQL storage watches")?;
+    let mut c = db.client()?;
+    // omp 18.3.4's append, as SqlSessionStorage sends it.
+    c.execute(
+        "INSERT INTO omp_session_files (path, content, mtime_ms) VALUES ($1, $2, $3) \
+         ON CONFLICT (path) DO UPDATE SET content = omp_session_files.content || excluded.content, mtime_ms = excluded.mtime_ms",
+        &[&"/s/--p--/a.jsonl", &"{\"x\":1}\n", &1_i64],
+    )?;
+    let change = watch.next(std::time::Duration::from_secs(10))?.ok_or("omp's append was heard")?;
+    assert_eq!(change.size, Some(27));
+    // Another path of the same table wakes nobody watching this one.
+    c.execute("INSERT INTO omp_session_files (path, content, mtime_ms) VALUES ('/s/b.jsonl', 'b', 1)", &[])?;
+    assert_eq!(watch.next(std::time::Duration::from_millis(300))?, None);
+    c.execute("DELETE FROM omp_session_files WHERE path = '/s/--p--/a.jsonl'", &[])?;
+    assert_eq!(watch.next(std::time::Duration::from_secs(10))?.map(|c| c.size), Some(None));
+    Ok(())
+}

@@ -111,6 +111,11 @@ impl Storage for RequiredOnly {
     fn lock(&self, path: &Path, wait: LockWait) -> Result<session_store::SessionLock, StoreError> {
         self.0.lock(path, wait)
     }
+    // The default `watch` has no feed (`None`, which the contract refuses): the wrapper
+    // polls its storage's stat, as the file and memory storages do.
+    fn watch(&self, path: &Path) -> Result<Option<Box<dyn session_store::Watch>>, StoreError> {
+        Ok(Some(Box::new(session_store::PollWatch::new(self.0.clone(), path)?)))
+    }
 }
 
 #[test]

@@ -1,0 +1,120 @@
+//! Watching a file through PostgreSQL's `LISTEN`/`NOTIFY`.
+//!
+//! Each layout's table carries a trigger that, for every row it inserts, updates or
+//! deletes, sends `pg_notify('<table>_changes', '<path>:<size>')` (a deleted or
+//! renamed-away path sends `'<path>:'`; a path longer than 7,000 bytes is sent as `''`,
+//! which every watcher takes as "look again", since a payload is limited to 8,000
+//! bytes). The trigger catches every writer of the table, omp's own included, and a
+//! notification is delivered only when its transaction commits.
+//!
+//! A [`PgWatch`] holds a connection of its own, outside the pool, that `LISTEN`s on the
+//! channel and keeps the notifications for its path.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use postgres::Client;
+use postgres::fallible_iterator::FallibleIterator;
+use session_store::{Change, Op, StoreError, Watch};
+
+use crate::error::db;
+
+/// The first 55 bytes of the (ASCII) table name: with `_changes` or `_notify` it stays
+/// within PostgreSQL's 63-byte names (`pg_notify` refuses a longer channel). Tables
+/// whose names share those bytes share the channel, which only wakes their watchers
+/// for each other's paths.
+fn stem(table: &str) -> &str {
+    &table[..table.len().min(55)]
+}
+
+/// The `NOTIFY` channel of the table `table`, in lower case as PostgreSQL folds the
+/// unquoted names of the `LISTEN` and of the table (`pg_notify` takes its string as is).
+pub(crate) fn channel(table: &str) -> String {
+    format!("{}_changes", stem(table)).to_ascii_lowercase()
+}
+
+/// The trigger function and trigger that notify the watchers of `table`, whose rows are
+/// keyed by `path` and whose size is the SQL expression `size` over `NEW`. Run inside the
+/// transaction that holds the layout's schema lock.
+pub(crate) fn trigger_ddl(table: &str, size: &str) -> String {
+    let channel = channel(table);
+    let f = format!("{}_notify", stem(table));
+    format!(
+        "CREATE OR REPLACE FUNCTION {f}() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         DECLARE p TEXT; s TEXT := ''; BEGIN \
+         IF TG_OP = 'DELETE' THEN p := OLD.path; ELSE p := NEW.path; s := ({size})::TEXT; END IF; \
+         IF octet_length(p) > 7000 THEN p := ''; END IF; \
+         PERFORM pg_notify('{channel}', p || ':' || s); \
+         IF TG_OP = 'UPDATE' AND OLD.path <> NEW.path THEN \
+         PERFORM pg_notify('{channel}', CASE WHEN octet_length(OLD.path) > 7000 THEN '' ELSE OLD.path END || ':'); \
+         END IF; RETURN NULL; END $$; \
+         CREATE OR REPLACE TRIGGER {f} AFTER INSERT OR UPDATE OR DELETE ON {table} \
+         FOR EACH ROW EXECUTE FUNCTION {f}();"
+    )
+}
+
+/// A [`Watch`] on one path of a PostgreSQL table (see the module docs).
+pub(crate) struct PgWatch {
+    client: Client,
+    key: String,
+    path: std::path::PathBuf,
+}
+
+impl std::fmt::Debug for PgWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgWatch").field("key", &self.key).finish_non_exhaustive()
+    }
+}
+
+impl PgWatch {
+    /// Listens on `table`'s channel with `client`, for the file keyed `key`.
+    pub(crate) fn start(mut client: Client, table: &str, key: String, path: &Path) -> Result<PgWatch, StoreError> {
+        client.batch_execute(&format!("LISTEN {}", channel(table))).map_err(db(Op::Stat, path))?;
+        Ok(PgWatch { client, key, path: path.to_path_buf() })
+    }
+}
+
+/// Reads a notification's payload: the path, and the size when there is one (`None` for
+/// a payload that is not `<path>:<size>` or `<path>:`).
+fn parse_payload(payload: &str) -> Option<(&str, Option<u64>)> {
+    let (path, size) = payload.rsplit_once(':')?;
+    if size.is_empty() {
+        return Some((path, None));
+    }
+    Some((path, Some(size.parse().ok()?)))
+}
+
+impl Watch for PgWatch {
+    fn next(&mut self, timeout: Duration) -> Result<Option<Change>, StoreError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let mut notes = self.client.notifications();
+            let next = notes.timeout_iter(left).next().map_err(db(Op::Stat, &self.path))?;
+            let Some(note) = next else { return Ok(None) };
+            match parse_payload(note.payload()) {
+                Some((path, size)) if path == self.key => return Ok(Some(Change { size })),
+                // A path too long for a payload: the watcher cannot tell, so it reports.
+                Some(("", _)) | None => return Ok(Some(Change { size: None })),
+                Some(_) => {}
+            }
+            if left.is_zero() {
+                return Ok(None);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_are_path_and_size() {
+        assert_eq!(parse_payload("a/b:c.jsonl:12"), Some(("a/b:c.jsonl", Some(12))));
+        assert_eq!(parse_payload("a.jsonl:"), Some(("a.jsonl", None)));
+        assert_eq!(parse_payload(":"), Some(("", None)));
+        assert_eq!(parse_payload("no size"), None);
+        assert_eq!(parse_payload("a:x"), None);
+    }
+}
