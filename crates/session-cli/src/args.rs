@@ -121,6 +121,21 @@ pub(crate) enum Command {
         #[arg(long)]
         full: bool,
     },
+    /// Print the last entries of a session; with --follow, print each new one as it is written.
+    #[command(after_help = "Example: session tail FILE -n 20 --follow\n\n\
+        --follow waits on the storage's change feed (files: the file's stat, looked at every 50 ms; \
+        PostgreSQL: LISTEN/NOTIFY; Redis: a channel) and stops with exit status 1 when the file is removed. \
+        With --json (or piped) each entry is printed as its JSON line.")]
+    Tail {
+        /// The session file.
+        file: PathBuf,
+        /// How many of the last entries to print first.
+        #[arg(short = 'n', long, default_value_t = 10, value_name = "N")]
+        lines: usize,
+        /// Keep waiting for new entries, until interrupted.
+        #[arg(short, long)]
+        follow: bool,
+    },
     /// Show the entry tree with labels and the active branch.
     #[command(after_help = "Example: session tree FILE")]
     Tree {

@@ -44,6 +44,7 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
         Command::Info { file } => info(g, file, json)?.into(),
         Command::Entries { file, full } => entries(g, file, *full, json)?.into(),
         Command::Tree { file } => tree_cmd(g, file, json)?.into(),
+        Command::Tail { file, lines, follow } => crate::tail::tail(g, file, *lines, *follow, json)?.into(),
         Command::Context { file, leaf, transcript } => context(g, file, leaf, *transcript, json)?.into(),
         Command::Projection { file, leaf } => projection(g, file, leaf)?.into(),
         Command::Branch { file, leaf } => branch(g, file, leaf.as_deref(), json)?.into(),
@@ -144,7 +145,7 @@ fn open_for_writing(g: &Global, file: &Path) -> Result<SessionManager> {
     open_as(g, file, OpenMode::MustExist)
 }
 
-fn open_as(g: &Global, file: &Path, mode: OpenMode) -> Result<SessionManager> {
+pub(crate) fn open_as(g: &Global, file: &Path, mode: OpenMode) -> Result<SessionManager> {
     let dialect = dialect_for(g, file);
     let mode = if g.as_agent { OpenMode::AsAgent } else { mode };
     Ok(SessionManager::open_with(dialect, file, env(g, dialect), mode)?)
@@ -152,7 +153,7 @@ fn open_as(g: &Global, file: &Path, mode: OpenMode) -> Result<SessionManager> {
 
 /// Returns `value` unless a text of the session failed to be read from its file while
 /// `value` was made (the record then read as `null`).
-fn done<T>(m: &SessionManager, value: T) -> Result<T> {
+pub(crate) fn done<T>(m: &SessionManager, value: T) -> Result<T> {
     m.check_reads()?;
     Ok(value)
 }

@@ -144,6 +144,13 @@ pub(crate) fn info(m: &SessionManager) -> String {
     out.trim_end().to_owned()
 }
 
+/// One entry on one line: its id and what it is, fitted to `width` display cells.
+pub(crate) fn entry_line(r: &Record, width: usize) -> String {
+    let head = format!("{:<10} ", r.id().unwrap_or("-"));
+    let room = width.saturating_sub(head.width()).max(16);
+    format!("{head}{}", crate::table::fit(&describe(r), room))
+}
+
 /// `entries`: one line per entry (`--full`: the entry's JSON line).
 pub(crate) fn entries(m: &SessionManager, full: bool) -> String {
     let mut out = String::new();
@@ -152,9 +159,7 @@ pub(crate) fn entries(m: &SessionManager, full: bool) -> String {
         if full {
             out.push_str(&r.line());
         } else {
-            let head = format!("{:<10} ", r.id().unwrap_or("-"));
-            let room = width.saturating_sub(head.width()).max(16);
-            let _ = write!(out, "{head}{}", crate::table::fit(&describe(r), room));
+            out.push_str(&entry_line(r, width));
         }
         out.push('\n');
     }

@@ -14,6 +14,7 @@ mod human;
 mod jobs;
 mod store;
 mod table;
+mod tail;
 mod transfer;
 
 use std::io::Write;

@@ -158,8 +158,9 @@ fn inspecting_commands_never_write() -> Result<()> {
     for file in files.iter().chain([&missing]) {
         let f = file.to_str().ok_or("utf-8 path")?;
         for dialect in ["pi", "omp"] {
-            let queries: [&[&str]; 9] = [
+            let queries: [&[&str]; 10] = [
                 &["info", f],
+                &["tail", f, "-n", "3"],
                 &["entries", f],
                 &["entries", f, "--full"],
                 &["tree", f],
@@ -411,5 +412,55 @@ fn move_puts_a_session_into_the_bucket_of_its_new_project() -> Result<()> {
         let info: serde_json::Value = serde_json::from_slice(&info.stdout)?;
         assert_eq!(info["header"]["cwd"], target_cwd.to_string_lossy().as_ref(), "{dialect}");
     }
+    Ok(())
+}
+
+/// `tail` prints the last entries; `tail --follow` then prints each entry another writer
+/// appends, as it lands, until the file is removed (exit 1, naming it).
+#[test]
+fn tail_follows_a_session_as_it_grows() -> Result<()> {
+    use std::io::BufRead;
+    let tmp = TempDir::new("tail")?;
+    let file = tmp.0.join("s.jsonl");
+    let second = USER.replace("aaaaaaaa", "bbbbbbbb").replace(r#""parentId":null"#, r#""parentId":"aaaaaaaa""#);
+    fs_err::write(&file, format!("{HEADER}\n{USER}\n{second}\n"))?;
+    let f = file.to_str().ok_or("utf-8 path")?;
+    let (code, out, _) = run(&["--json", "tail", f, "-n", "1"], &tmp.0)?;
+    assert_eq!((code, out.as_str()), (0, format!("{second}\n").as_str()), "the last entry, as its line");
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_session"))
+        .args(["--json", "tail", f, "-n", "1", "--follow"])
+        .current_dir(&tmp.0)
+        .env("SESSION_NO_CACHE", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or("piped stdout")?;
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next = |what: &str| -> Result<String> {
+        Ok(lines.recv_timeout(std::time::Duration::from_secs(20)).map_err(|_| format!("no line for {what}"))??)
+    };
+    assert_eq!(next("the last entry")?, second);
+    let third = second.replace("bbbbbbbb", "cccccccc").replace(r#""parentId":"aaaaaaaa""#, r#""parentId":"bbbbbbbb""#);
+    let fourth = third.replace("cccccccc", "dddddddd").replace(r#""parentId":"bbbbbbbb""#, r#""parentId":"cccccccc""#);
+    let mut f2 = fs_err::OpenOptions::new().append(true).open(&file)?;
+    std::io::Write::write_all(&mut f2, format!("{third}\n").as_bytes())?;
+    assert_eq!(next("an appended entry")?, third);
+    std::io::Write::write_all(&mut f2, format!("{fourth}\n").as_bytes())?;
+    assert_eq!(next("a second appended entry")?, fourth);
+    drop(f2);
+    fs_err::remove_file(&file)?;
+    let status = child.wait()?;
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().ok_or("piped stderr")?, &mut err)?;
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("s.jsonl") && err.contains("removed"), "{err}");
     Ok(())
 }

@@ -226,6 +226,48 @@ fn agents_on_the_server(url: &str, tag: &str) -> Result<()> {
 }
 
 #[cfg(feature = "postgres")]
+/// `tail --follow --store URL` prints an entry another process appends on the server, as
+/// the storage's change feed reports it, and ends (exit 1) when the session is removed.
+fn follow_on_the_server(url: &str, tag: &str) -> Result<()> {
+    use std::io::BufRead;
+    let tmp = TempDir::new(tag)?;
+    let file = sample(&tmp.0, "pi")?;
+    let f = file.to_str().ok_or("utf-8 path")?;
+    ok(&["push", f, "--to", url], &tmp.0)?;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_session"))
+        .args(["--dialect", "pi", "--json", "--store", url, "tail", f, "-n", "1", "--follow"])
+        .current_dir(&tmp.0)
+        .env("SESSION_NO_CACHE", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or("piped stdout")?;
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // The child is watching once it printed the last entry.
+    let first =
+        lines.recv_timeout(std::time::Duration::from_secs(20)).map_err(|_| format!("{tag}: no last entry"))??;
+    assert!(first.starts_with('{'), "{tag}: {first}");
+    for n in 0..2 {
+        let custom = format!("followed-{n}");
+        ok(&["--dialect", "pi", "--store", url, "append", f, "--custom-type", &custom], &tmp.0)?;
+        let line = lines
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .map_err(|_| format!("{tag}: no line for {custom}"))??;
+        assert!(line.contains(&format!(r#""customType":"{custom}""#)), "{tag}: {line}");
+    }
+    ok(&["--store", url, "rm", f, "--yes"], &tmp.0)?;
+    let status = child.wait()?;
+    assert_eq!(status.code(), Some(1), "{tag}: tail ends when the session is removed");
+    Ok(())
+}
+
 #[test]
 fn push_inspect_and_pull_on_postgres() -> Result<()> {
     let test = "push_inspect_and_pull_on_postgres";
@@ -238,6 +280,7 @@ fn push_inspect_and_pull_on_postgres() -> Result<()> {
         let pull = |file: &Path| format!("{scheme}:///{}{}?host=/var/run/postgresql", db.name, file.display());
         round_trip(&url, &pull, &format!("pg-{}", scheme.len()))?;
         agents_on_the_server(&url, &format!("pg-agents-{}", scheme.len()))?;
+        follow_on_the_server(&url, &format!("pg-follow-{}", scheme.len()))?;
     }
     Ok(())
 }
@@ -254,6 +297,7 @@ fn push_inspect_and_pull_on_redis() -> Result<()> {
     let pull = |file: &Path| format!("redis://127.0.0.1:6379/0{}?prefix={}", file.display(), t.prefix);
     round_trip(&url, &pull, "redis")?;
     agents_on_the_server(&url, "redis-agents")?;
+    follow_on_the_server(&url, "redis-follow")?;
     // A plain path pulls from the --store storage.
     let tmp = TempDir::new("redis-store-pull")?;
     let missing = run(&["pull", "/nowhere/s.jsonl", "--to", ".", "--store", &url], &tmp.0)?;

@@ -1,0 +1,86 @@
+//! `session tail FILE [-n N] [--follow]`: the last entries of a session, then (following)
+//! each new entry as it is written.
+//!
+//! Following waits on the storage's change feed ([`session::store::Storage::watch`]),
+//! and also looks at the file's stat at least once a second (a feed that does not hear
+//! every writer, Redis with omp's own scripts, is covered that way). After a change the
+//! session is opened again, read-only (on files the session index makes that cost the new
+//! tail only), and the entries not printed yet are printed in file order. A file that is
+//! rewritten in place (a repair, a migration) prints only the entries it did not have;
+//! a file that is removed ends the command with an error.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use session::{OpenMode, Record, SessionManager};
+
+use crate::args::Global;
+use crate::commands::{Result, done, open_as};
+
+/// How long one wait on the change feed lasts before the stat is looked at anyway.
+const WAIT: Duration = Duration::from_secs(1);
+
+/// Runs `tail`; returns what is left to print (following, everything is printed as it
+/// comes and the command only ends with an error).
+pub(crate) fn tail(g: &Global, file: &Path, lines: usize, follow: bool, json: bool) -> Result<String> {
+    let storage = crate::store::current();
+    // Watch first, then read: a write between the two is then reported, not lost.
+    let mut watch = if follow { storage.watch(file)? } else { None };
+    let m = open_as(g, file, OpenMode::ReadOnly)?;
+    let entries = m.tree().entries();
+    let shown = &entries[entries.len().saturating_sub(lines)..];
+    let width = crate::table::width();
+    let text = shown.iter().map(|r| render(r, json, width)).collect::<Vec<_>>().join("\n");
+    done(&m, ())?;
+    if !follow {
+        return Ok(text);
+    }
+    let mut seen: HashSet<String> = entries.iter().filter_map(|r| r.id().map(str::to_owned)).collect();
+    let mut last = storage.stat(file)?;
+    drop(m);
+    let mut out = std::io::stdout().lock();
+    if !text.is_empty() {
+        writeln!(out, "{text}")?;
+    }
+    out.flush()?;
+    loop {
+        match &mut watch {
+            Some(w) => {
+                w.next(WAIT)?;
+            }
+            None => std::thread::sleep(Duration::from_millis(250)),
+        }
+        let now = storage.stat(file)?;
+        if now == last {
+            continue;
+        }
+        let Some(stat) = now else {
+            return Err(format!("{} was removed", file.display()).into());
+        };
+        if !stat.is_file {
+            return Err(format!("{} is no longer a file", file.display()).into());
+        }
+        last = now;
+        let m: SessionManager = open_as(g, file, OpenMode::ReadOnly)?;
+        for r in m.tree().entries() {
+            let Some(id) = r.id() else { continue };
+            if seen.insert(id.to_owned()) {
+                writeln!(out, "{}", render(r, json, crate::table::width()))?;
+            }
+        }
+        done(&m, ())?;
+        out.flush()?;
+    }
+}
+
+/// One entry as `tail` prints it: its JSON line, or a line for a person (a lone
+/// surrogate shown as U+FFFD, as the other commands show it).
+fn render(r: &Record, json: bool, width: usize) -> String {
+    if json {
+        r.line().into_owned()
+    } else {
+        session::model::json::display_str(&crate::human::entry_line(r, width)).into_owned()
+    }
+}
