@@ -2,8 +2,8 @@
 """Sessions on a server are shared with the real omp: each side loads what the other wrote.
 
 omp 18.3.4's own `SessionManager` on its own server storages (`SqlSessionStorage` through
-`bun:sql` on the machine's PostgreSQL, `RedisSessionStorage` through Bun's Redis client on
-its Redis; scripts/omp-server.ts) and our `session --store URL` work on one table / one
+`bun:sql` on the machine's PostgreSQL and on a SQLite file, `RedisSessionStorage` through
+Bun's Redis client on its Redis; scripts/omp-server.ts) and our `session --store URL` work on one table / one
 key prefix:
 
   1. omp writes the corpus generator's scenarios (../shared/conformance/lib/common.mjs,
@@ -18,7 +18,7 @@ key prefix:
 Blobs stay on the file system on both sides (one `--blob-dir`). Each run uses a table /
 key prefix of its own and drops it after.
 
-  python3 scripts/omp-server-roundtrip.py [--count N] [--seed S] [--backend postgres,redis] [-v]
+  python3 scripts/omp-server-roundtrip.py [--count N] [--seed S] [--backend postgres,redis,sqlite] [-v]
 
 Exit status 1 when any answer differs; 2 when the references are not installed or a
 server does not answer.
@@ -63,18 +63,31 @@ class Backend:
             self.name = f"omp_rt_{tag}"
             self.ours = f"postgres:///{PG_DB}?host={PG_SOCKET}&table={self.name}"
             self.omp = {"kind": "postgres", "url": f"postgres://{os.environ.get('USER', 'root')}@127.0.0.1:5432/{PG_DB}", "table": self.name}
+        elif kind == "sqlite":
+            self.name = f"omp_rt_{tag}"
+            self.db = os.path.join(tempfile.gettempdir(), f"omp-rt-{tag}.db")
+            self.ours = f"sqlite://{self.db}?table={self.name}"
+            self.omp = {"kind": "sqlite", "path": self.db, "table": self.name}
         else:
             self.name = f"omp-rt:{tag}:"
             self.ours = f"redis://127.0.0.1:6379/0?prefix={self.name}"
             self.omp = {"kind": "redis", "url": "redis://127.0.0.1:6379/0", "prefix": self.name}
 
     def reachable(self) -> bool:
+        if self.kind == "sqlite":
+            return True
         if self.kind == "postgres":
             return subprocess.run(["pg_isready", "-q", "-h", PG_SOCKET], capture_output=True).returncode == 0
         p = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", "6379", "ping"], capture_output=True, text=True)
         return p.stdout.strip() == "PONG"
 
     def drop(self) -> None:
+        if self.kind == "sqlite":
+            for p in (self.db, self.db + "-journal", self.db + "-wal", self.db + "-shm"):
+                if os.path.exists(p):
+                    os.remove(p)
+            shutil.rmtree(self.db + ".locks", ignore_errors=True)
+            return
         if self.kind == "postgres":
             subprocess.run(["psql", "-q", "-h", PG_SOCKET, "-d", PG_DB, "-c", f"DROP TABLE IF EXISTS {self.name}"], capture_output=True)
             return
@@ -173,7 +186,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--count", type=int, default=12, help="generator scenarios (damaged ones are left out)")
     ap.add_argument("--seed", type=int, default=5)
-    ap.add_argument("--backend", default="postgres,redis")
+    ap.add_argument("--backend", default="postgres,redis,sqlite")
     ap.add_argument("--no-build", action="store_true", help="use target/release/session as it is")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()

@@ -1,11 +1,12 @@
 // The omp side of scripts/omp-server-roundtrip.py: omp 18.3.4's own SessionManager on its
-// own server storages (SqlSessionStorage on PostgreSQL through bun:sql, RedisSessionStorage
-// through Bun's Redis client), reached from the published bundle (see omp-storage-preload.ts).
+// own server storages (SqlSessionStorage on PostgreSQL and on a SQLite file through bun:sql,
+// RedisSessionStorage through Bun's Redis client), reached from the published bundle (see omp-storage-preload.ts).
 //
 //   bun --preload ../shared/conformance/lib/omp-preload.ts --preload scripts/omp-storage-preload.ts \
 //       scripts/omp-server.ts JOB.json
 //
-// JOB.json: {"backend": {"kind": "postgres", "url": U, "table": T} | {"kind": "redis", "url": U, "prefix": P},
+// JOB.json: {"backend": {"kind": "postgres", "url": U, "table": T} | {"kind": "sqlite", "path": DB, "table": T}
+//                       | {"kind": "redis", "url": U, "prefix": P},
 //            "blobs": DIR, "gen"?: {"seed": S, "count": N, "dir": D}, "queries"?: [[cmd, path, args...], ...]}
 // With `gen`, writes the corpus generator's scenarios (../shared/conformance/lib/common.mjs, the
 // damaged ones left out: damage is made to files, not through the API) into the storage under
@@ -31,6 +32,10 @@ async function openStorage(): Promise<any> {
 	const b = job.backend;
 	if (b.kind === "postgres") {
 		client = new Bun.SQL(b.url);
+		return lib.__ns_sqlStorage.SqlSessionStorage.create({ client, table: b.table });
+	}
+	if (b.kind === "sqlite") {
+		client = new Bun.SQL({ adapter: "sqlite", filename: b.path });
 		return lib.__ns_sqlStorage.SqlSessionStorage.create({ client, table: b.table });
 	}
 	client = new Bun.RedisClient(b.url);

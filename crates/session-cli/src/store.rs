@@ -7,6 +7,7 @@
 //! | `postgres://…`, `postgresql://…` | omp's `omp_session_files` table (`?table=NAME` for another) |
 //! | `postgres+native://…`, `postgresql+native://…` | the native one-row-per-line tables (`?stem=NAME`, default `session`) |
 //! | `redis://…` | omp's Redis keys under `omp:sessions:` (`?prefix=P` for another) |
+//! | `sqlite:///path/to/db` | omp's `omp_session_files` table in that SQLite file (`?table=NAME` for another) |
 //!
 //! The `table`, `stem` and `prefix` parameters are this command's; every other part of
 //! the URL goes to the driver as it is (`postgres:///db?host=/var/run/postgresql` reaches
@@ -48,6 +49,13 @@ pub(crate) enum StoreUrl {
         url: String,
         /// `?prefix=`, else `omp:sessions:`.
         prefix: Option<String>,
+    },
+    /// omp's table in a SQLite database file.
+    Sqlite {
+        /// The database file (the URL's path, percent-decoded).
+        db: PathBuf,
+        /// `?table=`, else `omp_session_files`.
+        table: Option<String>,
     },
 }
 
@@ -116,11 +124,20 @@ impl StoreUrl {
                 let (url, prefix) = take_param(s, "prefix");
                 Ok(StoreUrl::Redis { url, prefix })
             }
-            "file" => Ok(StoreUrl::Files),
-            other => {
-                Err(format!("unknown store {other}://; use postgres://, postgres+native://, redis:// or a directory")
-                    .into())
+            "sqlite" => {
+                let (url, table) = take_param(rest, "table");
+                // `sqlite:///abs/db` and `sqlite://localhost/abs/db` name /abs/db.
+                let path = url.strip_prefix("localhost").unwrap_or(&url);
+                if path.is_empty() {
+                    return Err("sqlite:// needs the database file: sqlite:///path/to/sessions.db".into());
+                }
+                Ok(StoreUrl::Sqlite { db: PathBuf::from(percent_decode(path)), table })
             }
+            "file" => Ok(StoreUrl::Files),
+            other => Err(format!(
+                "unknown store {other}://; use postgres://, postgres+native://, redis://, sqlite:// or a directory"
+            )
+            .into()),
         }
     }
 
@@ -131,6 +148,7 @@ impl StoreUrl {
             StoreUrl::Postgres { conn, table } => postgres(conn, table.as_deref()),
             StoreUrl::PostgresNative { conn, stem } => postgres_native(conn, stem.as_deref()),
             StoreUrl::Redis { url, prefix } => redis(url, prefix.as_deref()),
+            StoreUrl::Sqlite { db, table } => sqlite(db, table.as_deref()),
         }
     }
 
@@ -174,7 +192,19 @@ fn redis(_: &str, _: Option<&str>) -> Result<Arc<dyn Storage>> {
     Err(without("redis"))
 }
 
-#[cfg(not(all(feature = "postgres", feature = "redis")))]
+#[cfg(feature = "sqlite")]
+fn sqlite(db: &Path, table: Option<&str>) -> Result<Arc<dyn Storage>> {
+    use session_store_sqlite::{SqliteOptions, SqliteStorage};
+    let options = table.map_or_else(SqliteOptions::default, |t| SqliteOptions::default().table(t));
+    Ok(Arc::new(SqliteStorage::open_with(db, options)?))
+}
+
+#[cfg(not(feature = "sqlite"))]
+fn sqlite(_: &Path, _: Option<&str>) -> Result<Arc<dyn Storage>> {
+    Err(without("sqlite"))
+}
+
+#[cfg(not(all(feature = "postgres", feature = "redis", feature = "sqlite")))]
 fn without(feature: &str) -> Box<dyn std::error::Error> {
     format!("this session was built without the `{feature}` feature; rebuild with `--features {feature}`").into()
 }
@@ -218,8 +248,16 @@ impl SourcePath {
     /// Splits `URL/PATH` (the database is the first path segment after the host) or
     /// takes a plain path.
     pub(crate) fn parse(s: &str) -> Result<SourcePath> {
-        if scheme(s).is_none() {
-            return Ok(SourcePath { store: None, path: PathBuf::from(s) });
+        match scheme(s).as_deref() {
+            None => return Ok(SourcePath { store: None, path: PathBuf::from(s) }),
+            Some("sqlite") => {
+                return Err(format!(
+                    "{s}: a SQLite URL names the database file, not a session in it; \
+                     write `session --store sqlite:///DB pull PATH --to DIR`"
+                )
+                .into());
+            }
+            Some(_) => {}
         }
         let scheme_end = s.find("://").map_or(0, |i| i + 3);
         let (before_query, query) = match s.split_once('?') {
@@ -272,6 +310,13 @@ mod tests {
             StoreUrl::Redis { url: "redis://127.0.0.1:6379/2".into(), prefix: Some("a:b:".into()) }
         );
         assert!(StoreUrl::parse("mysql://h/db").is_err());
+        assert_eq!(
+            StoreUrl::parse("sqlite:///var/lib/s%20x.db?table=t")?,
+            StoreUrl::Sqlite { db: "/var/lib/s x.db".into(), table: Some("t".into()) }
+        );
+        assert_eq!(StoreUrl::parse("sqlite://localhost/a.db")?, StoreUrl::Sqlite { db: "/a.db".into(), table: None });
+        assert!(StoreUrl::parse("sqlite://").is_err());
+        assert!(SourcePath::parse("sqlite:///a.db/s.jsonl").is_err());
         Ok(())
     }
 

@@ -62,5 +62,8 @@ pub use session_store_postgres as store_postgres;
 /// Sessions on Redis with omp's keys (feature `redis`).
 #[cfg(feature = "redis")]
 pub use session_store_redis as store_redis;
+/// Sessions in a SQLite database file with omp's table (feature `sqlite`).
+#[cfg(feature = "sqlite")]
+pub use session_store_sqlite as store_sqlite;
 pub use session_tree as tree;
 pub use session_tree::Leaf;

@@ -5,7 +5,7 @@
 //! end. Without a reachable server a test prints `skipped: <test>: <reason>` and passes,
 //! unless `SESSION_REQUIRE_SERVERS=1`, where it fails.
 #![cfg_attr(
-    not(all(feature = "postgres", feature = "redis")),
+    not(all(feature = "postgres", feature = "redis", feature = "sqlite")),
     allow(dead_code, reason = "the helpers of a backend built without its feature")
 )]
 
@@ -225,7 +225,6 @@ fn agents_on_the_server(url: &str, tag: &str) -> Result<()> {
     Ok(())
 }
 
-#[cfg(feature = "postgres")]
 /// `tail --follow --store URL` prints an entry another process appends on the server, as
 /// the storage's change feed reports it, and ends (exit 1) when the session is removed.
 fn follow_on_the_server(url: &str, tag: &str) -> Result<()> {
@@ -268,6 +267,7 @@ fn follow_on_the_server(url: &str, tag: &str) -> Result<()> {
     Ok(())
 }
 
+#[cfg(feature = "postgres")]
 #[test]
 fn push_inspect_and_pull_on_postgres() -> Result<()> {
     let test = "push_inspect_and_pull_on_postgres";
@@ -283,6 +283,36 @@ fn push_inspect_and_pull_on_postgres() -> Result<()> {
         follow_on_the_server(&url, &format!("pg-follow-{}", scheme.len()))?;
     }
     Ok(())
+}
+
+/// omp's table in a SQLite file: push, inspect as on files, pull back through `--store`,
+/// the agents' homes there, and `tail --follow`. No server: never skipped.
+#[cfg(feature = "sqlite")]
+#[test]
+fn push_inspect_and_pull_on_sqlite() -> Result<()> {
+    let tmp = TempDir::new("sqlite-store")?;
+    let db = tmp.0.join("sessions.db");
+    let url = format!("sqlite://{}", db.display());
+    let (src, back) = (tmp.0.join("src"), tmp.0.join("back"));
+    fs_err::create_dir_all(&src)?;
+    fs_err::create_dir_all(&back)?;
+    for name in ["pi", "omp"] {
+        let file = sample(&src, name)?;
+        let f = file.to_str().ok_or("utf-8 path")?;
+        let pushed: serde_json::Value = serde_json::from_str(&ok(&["push", f, "--to", &url], &tmp.0)?)?;
+        assert_eq!(pushed["artifacts"], 2, "{name}: {pushed}");
+        for cmd in ["info", "context", "entries", "tree"] {
+            let there = ok(&[cmd, f, "--json", "--store", &url], &tmp.0)?;
+            assert_eq!(there, ok(&[cmd, f, "--json"], &tmp.0)?, "{name}: {cmd} in SQLite and on files");
+        }
+        ok(&["--store", &url, "pull", f, "--to", back.to_str().ok_or("utf-8 path")?], &tmp.0)?;
+        assert_eq!(fs_err::read(back.join(format!("{name}.jsonl")))?, fs_err::read(&file)?, "{name}: the session");
+        assert_eq!(fs_err::read(back.join(name).join("sub/.1.log"))?, fs_err::read(src.join(name).join("sub/.1.log"))?);
+    }
+    let refused = run(&["pull", &format!("{url}/x.jsonl"), "--to", "."], &tmp.0)?;
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--store sqlite:///"), "{refused:?}");
+    agents_on_the_server(&url, "sqlite-agents")?;
+    follow_on_the_server(&url, "sqlite-follow")
 }
 
 #[cfg(feature = "redis")]

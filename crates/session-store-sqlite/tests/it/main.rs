@@ -1,0 +1,179 @@
+//! The SQLite storage: the shared storage contract, discovery through it, omp's own
+//! statements on the same table, text limits and two writers on two connections.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use session_store::contract::run_contract;
+use session_store::{ExpectedSize, Storage, StoreError};
+use session_store_sqlite::{SqliteError, SqliteOptions, SqliteStorage};
+
+type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
+
+/// A directory of its own under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!(
+            "session-sqlite-{tag}-{}-{:x}",
+            std::process::id(),
+            rand::random::<u64>()
+        ));
+        fs_err::create_dir_all(&dir).expect("temp dir can be created");
+        TempDir(dir)
+    }
+
+    fn db(&self) -> PathBuf {
+        self.0.join("sessions.db")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs_err::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn sqlite_storage_meets_the_contract() -> TestResult {
+    let tmp = TempDir::new("contract");
+    let storage = SqliteStorage::open(&tmp.db())?;
+    run_contract(&|| Box::new(storage.clone()), &|case| format!("/contract/{case}"))
+}
+
+#[test]
+fn another_table_meets_the_contract_too() -> TestResult {
+    let tmp = TempDir::new("table");
+    let storage = SqliteStorage::open_with(&tmp.db(), SqliteOptions::default().table("Other_Sessions_2"))?;
+    run_contract(&|| Box::new(storage.clone()), &|case| format!("/c/{case}"))?;
+    let c = rusqlite::Connection::open(tmp.db())?;
+    let n: i64 = c.query_row("SELECT count(*) FROM other_sessions_2", [], |r| r.get(0))?;
+    assert!(n > 0, "the rows went to the other table");
+    assert!(SqliteStorage::open_with(&tmp.db(), SqliteOptions::default().table("no-dashes")).is_err());
+    Ok(())
+}
+
+#[test]
+fn discovery_answers_through_the_storage_as_on_memory() -> TestResult {
+    let tmp = TempDir::new("parity");
+    let storage = SqliteStorage::open(&tmp.db())?;
+    session_discovery::parity::check_parity(Arc::new(storage), "/parity".as_ref())
+}
+
+/// A table an older omp made (three columns) gains the title columns; rows omp writes
+/// with its own statements read here, and ours read there.
+#[test]
+fn omps_own_statements_share_the_table() -> TestResult {
+    let tmp = TempDir::new("omp");
+    let omp = rusqlite::Connection::open(tmp.db())?;
+    omp.execute_batch(
+        "CREATE TABLE omp_session_files (path TEXT PRIMARY KEY, content TEXT NOT NULL, mtime_ms INTEGER NOT NULL)",
+    )?;
+    let storage = SqliteStorage::open(&tmp.db())?;
+    let cols: Vec<String> = omp
+        .prepare("SELECT name FROM pragma_table_info('omp_session_files')")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    assert_eq!(cols, ["path", "content", "mtime_ms", "title", "title_source", "title_updated_at"]);
+    // omp 18.3.4's append and size, as SqlSessionStorage sends them on SQLite.
+    let append = "INSERT INTO omp_session_files (path, content, mtime_ms) VALUES (?, ?, ?) \
+                  ON CONFLICT (path) DO UPDATE SET content = omp_session_files.content || excluded.content, mtime_ms = excluded.mtime_ms";
+    omp.execute(append, rusqlite::params!["/s/a.jsonl", "{\"type\":\"session\",\"id\":\"é\"}\n", 1_i64])?;
+    omp.execute(append, rusqlite::params!["/s/a.jsonl", "{\"x\":1}\n", 2_i64])?;
+    let path = Path::new("/s/a.jsonl");
+    assert_eq!(storage.read(path)?, "{\"type\":\"session\",\"id\":\"é\"}\n{\"x\":1}\n".as_bytes());
+    assert_eq!(storage.stat(path)?.map(|s| (s.size, s.mtime_ms)), Some((37, 2)));
+    storage.append(path, b"{\"y\":2}\n")?;
+    let omp_len: i64 = omp.query_row(
+        "SELECT length(cast(content AS blob)) FROM omp_session_files WHERE path = ?",
+        ["/s/a.jsonl"],
+        |r| r.get(0),
+    )?;
+    assert_eq!(omp_len, 45, "omp's byte length agrees with ours");
+    assert_eq!(storage.list(Path::new("/s"))?, ["a.jsonl"]);
+    Ok(())
+}
+
+/// Content a `TEXT` column cannot hold is refused before anything is written.
+#[test]
+fn text_cannot_hold_nul_or_invalid_utf8() -> TestResult {
+    let tmp = TempDir::new("text");
+    let storage = SqliteStorage::open(&tmp.db())?;
+    let path = Path::new("/t/s.jsonl");
+    storage.write(path, "ok\n".as_bytes())?;
+    for bad in [&b"a\0b\n"[..], &b"\xff\xfe\n"[..]] {
+        for result in [storage.write(path, bad), storage.append(path, bad)] {
+            let e = result.expect_err("refused");
+            assert!(matches!(SqliteError::find(&e), Some(SqliteError::InvalidContent { .. })), "{e}");
+            assert!(matches!(&e, StoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::InvalidData));
+        }
+    }
+    let e = storage.truncate(path, 10).expect_err("no NUL padding");
+    assert!(matches!(SqliteError::find(&e), Some(SqliteError::InvalidContent { .. })), "{e}");
+    storage.write(path, "é\n".as_bytes())?;
+    assert!(storage.truncate(path, 1).is_err(), "a cut inside a character");
+    assert_eq!(storage.read(path)?, "é\n".as_bytes(), "nothing was written");
+    let long = format!("/{}", "k".repeat(3000));
+    let e = storage.write(Path::new(&long), b"x").expect_err("key too long");
+    assert!(matches!(SqliteError::find(&e), Some(SqliteError::BadPath { .. })), "{e}");
+    Ok(())
+}
+
+/// Two storages on two connections append to one session with a size check: no entry
+/// is lost, duplicated or interleaved, and each refused append is a conflict the writer
+/// can retry.
+#[test]
+fn two_writers_never_interleave() -> TestResult {
+    let tmp = TempDir::new("writers");
+    let db = tmp.db();
+    SqliteStorage::open(&db)?.write(Path::new("/w/s.jsonl"), b"{\"type\":\"session\"}\n")?;
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let db = db.clone();
+            std::thread::spawn(move || -> Result<u32, String> {
+                let s = SqliteStorage::open(&db).map_err(|e| e.to_string())?;
+                let path = Path::new("/w/s.jsonl");
+                let mut conflicts = 0;
+                for i in 0..50 {
+                    let line = format!("{{\"w\":{w},\"i\":{i}}}\n");
+                    loop {
+                        let size = s.stat(path).map_err(|e| e.to_string())?.map_or(0, |st| st.size);
+                        match s.append_if_size(path, line.as_bytes(), ExpectedSize::Bytes(size)) {
+                            Ok(()) => break,
+                            Err(StoreError::Conflict { .. }) => conflicts += 1,
+                            Err(e) => return Err(e.to_string()),
+                        }
+                    }
+                }
+                Ok(conflicts)
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().map_err(|_| "a writer panicked")??;
+    }
+    let text = String::from_utf8(SqliteStorage::open(&db)?.read(Path::new("/w/s.jsonl"))?)?;
+    let mut lines: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(lines.len(), 100, "every append landed once");
+    lines.sort_unstable();
+    lines.dedup();
+    assert_eq!(lines.len(), 100, "no duplicate");
+    Ok(())
+}
+
+/// A lock excludes a second holder, also through another storage of the same database,
+/// and is free again once dropped.
+#[test]
+fn locks_exclude_across_storages() -> TestResult {
+    let tmp = TempDir::new("locks");
+    let (a, b) = (SqliteStorage::open(&tmp.db())?, SqliteStorage::open(&tmp.db())?);
+    let path = Path::new("/l/s.jsonl");
+    let held = a.lock(path, session_store::LockWait::NoWait)?;
+    assert!(matches!(b.lock(path, session_store::LockWait::NoWait), Err(StoreError::Locked { .. })));
+    let other = b.lock(Path::new("/l/other.jsonl"), session_store::LockWait::NoWait)?;
+    drop(held);
+    drop(b.lock(path, session_store::LockWait::NoWait)?);
+    drop(other);
+    Ok(())
+}
