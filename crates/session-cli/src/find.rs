@@ -112,7 +112,12 @@ pub(crate) fn ls(g: &Global, o: &LsOptions<'_>) -> Result<String> {
         && wants_json(g)
         && !o.jsonl
     {
-        return Ok(discovery::sessions_to_json(*dialect, sessions));
+        // Streamed: a listing of thousands of sessions (each with all its message text)
+        // is never assembled whole; the command's closing newline follows.
+        let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
+        discovery::write_sessions_json(*dialect, sessions, &mut out)?;
+        std::io::Write::flush(&mut out)?;
+        return Ok(String::new());
     }
     // Both agents (or a stream): each session's reference shape, with its agent.
     let mut merged: Vec<(Option<i64>, Dialect, serde_json::Value)> = Vec::new();

@@ -248,6 +248,29 @@ pub fn sessions_to_json(dialect: Dialect, sessions: &[SessionInfo]) -> String {
     out
 }
 
+/// [`sessions_to_json`] written to `w` session by session, through one reused buffer:
+/// a listing of many sessions is never held whole in memory as text.
+pub fn write_sessions_json(
+    dialect: Dialect,
+    sessions: &[SessionInfo],
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let mut buf = String::with_capacity(64 * 1024);
+    buf.push('[');
+    for (i, s) in sessions.iter().enumerate() {
+        if i > 0 {
+            buf.push(',');
+        }
+        write_session(&mut buf, dialect, s);
+        if buf.len() >= 48 * 1024 {
+            w.write_all(buf.as_bytes())?;
+            buf.clear();
+        }
+    }
+    buf.push(']');
+    w.write_all(buf.as_bytes())
+}
+
 fn key(out: &mut String, k: &str) {
     if !out.ends_with('{') {
         out.push(',');

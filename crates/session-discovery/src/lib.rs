@@ -76,7 +76,7 @@ pub use breadcrumb::{Breadcrumb, ContinueDecision, cwd_identity, read_breadcrumb
 pub use cache::MAX_CACHE_FILES;
 pub use env::{AgentDirs, OmpHome, ProcessEnv};
 pub use error::DiscoveryError;
-pub use info::{MessagesText, SessionInfo, SessionStatus, sanitize_name, sessions_to_json};
+pub use info::{MessagesText, SessionInfo, SessionStatus, sanitize_name, sessions_to_json, write_sessions_json};
 pub use list::{Discovery, Progress, RecentSession, ResumeTarget, Scope, time_ago};
 pub use omp_scan::{PREFIX_BYTES, SUFFIX_BYTES};
 pub use paths::{
