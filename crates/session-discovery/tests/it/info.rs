@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 
 use proptest::prelude::*;
-use session_discovery::{Dialect, SessionInfo, SessionStatus, sanitize_name, sessions_to_json, time_ago};
+use session_discovery::{
+    Dialect, SessionInfo, SessionStatus, sanitize_name, sessions_to_json, time_ago, write_sessions_json,
+};
 
 fn sample() -> SessionInfo {
     SessionInfo {
@@ -38,6 +40,22 @@ fn json_per_dialect() {
         r#"[{"path":"/d/x.jsonl","id":"id","cwd":"/tmp","title":"T","created":null,"modified":"1970-01-01T00:00:00.000Z","messageCount":2,"assistantTurns":1,"size":10,"firstMessage":"a\"b","allMessagesText":"🚀\n","status":"complete"}]"#
     );
     assert_eq!(sessions_to_json(Dialect::Pi, &[]), "[]");
+}
+
+/// The streamed listing writes the same bytes as the whole one, at any count (a buffer
+/// flushed part way through included).
+#[test]
+fn streamed_json_equals_the_whole() -> Result<(), Box<dyn std::error::Error>> {
+    for n in [0, 1, 2, 700] {
+        let sessions: Vec<SessionInfo> =
+            (0..n).map(|i| SessionInfo { path: PathBuf::from(format!("/d/{i}.jsonl")), ..sample() }).collect();
+        for dialect in [Dialect::Pi, Dialect::Omp] {
+            let mut out = Vec::new();
+            write_sessions_json(dialect, &sessions, &mut out)?;
+            assert_eq!(String::from_utf8(out)?, sessions_to_json(dialect, &sessions), "{n} sessions");
+        }
+    }
+    Ok(())
 }
 
 #[test]
