@@ -202,7 +202,9 @@ pub fn decode_from(r: &mut dyn Read, bodies: &Arc<Bodies>) -> Option<ParsedFile>
     }
     drop(section);
     let n_rows = r.u32()? as usize;
-    let mut rows = Vec::new();
+    // Room for every row at once (no regrowth of a large table), bounded by the records
+    // read above so a damaged count cannot ask for more.
+    let mut rows = Vec::with_capacity(n_rows.min(slots.len()));
     let mut chunk = vec![0u8; 4096 * SpanRow::BYTES];
     let mut left = n_rows;
     while left > 0 {
