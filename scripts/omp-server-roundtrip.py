@@ -2,7 +2,7 @@
 """Sessions on a server are shared with the real omp: each side loads what the other wrote.
 
 omp 18.3.4's own `SessionManager` on its own server storages (`SqlSessionStorage` through
-`bun:sql` on the machine's PostgreSQL and on a SQLite file, `RedisSessionStorage` through
+`bun:sql` on the machine's PostgreSQL and MariaDB and on a SQLite file, `RedisSessionStorage` through
 Bun's Redis client on its Redis; scripts/omp-server.ts) and our `session --store URL` work on one table / one
 key prefix:
 
@@ -18,7 +18,7 @@ key prefix:
 Blobs stay on the file system on both sides (one `--blob-dir`). Each run uses a table /
 key prefix of its own and drops it after.
 
-  python3 scripts/omp-server-roundtrip.py [--count N] [--seed S] [--backend postgres,redis,sqlite] [-v]
+  python3 scripts/omp-server-roundtrip.py [--count N] [--seed S] [--backend postgres,redis,sqlite,mysql] [-v]
 
 Exit status 1 when any answer differs; 2 when the references are not installed or a
 server does not answer.
@@ -40,6 +40,7 @@ OURS = os.path.join(ROOT, "target", "release", "session")
 QUERIES = [["info"], ["entries"], ["tree"], ["context"], ["context", "--transcript"], ["branch"]]
 PG_SOCKET = "/var/run/postgresql"
 PG_DB = "test"
+MY_DB = "test"
 REFUSED: list[str] = []  # queries both sides refused (equal answers, listed so none goes unseen)
 
 
@@ -63,6 +64,10 @@ class Backend:
             self.name = f"omp_rt_{tag}"
             self.ours = f"postgres:///{PG_DB}?host={PG_SOCKET}&table={self.name}"
             self.omp = {"kind": "postgres", "url": f"postgres://{os.environ.get('USER', 'root')}@127.0.0.1:5432/{PG_DB}", "table": self.name}
+        elif kind == "mysql":
+            self.name = f"omp_rt_{tag}"
+            self.ours = f"mysql://root@127.0.0.1:3306/{MY_DB}?table={self.name}"
+            self.omp = {"kind": "mysql", "url": f"mysql://root@127.0.0.1:3306/{MY_DB}", "table": self.name}
         elif kind == "sqlite":
             self.name = f"omp_rt_{tag}"
             self.db = os.path.join(tempfile.gettempdir(), f"omp-rt-{tag}.db")
@@ -76,12 +81,17 @@ class Backend:
     def reachable(self) -> bool:
         if self.kind == "sqlite":
             return True
+        if self.kind == "mysql":
+            return subprocess.run(["mysqladmin", "-uroot", "-h127.0.0.1", "status"], capture_output=True).returncode == 0
         if self.kind == "postgres":
             return subprocess.run(["pg_isready", "-q", "-h", PG_SOCKET], capture_output=True).returncode == 0
         p = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", "6379", "ping"], capture_output=True, text=True)
         return p.stdout.strip() == "PONG"
 
     def drop(self) -> None:
+        if self.kind == "mysql":
+            subprocess.run(["mysql", "-uroot", "-h127.0.0.1", MY_DB, "-e", f"DROP TABLE IF EXISTS {self.name}"], capture_output=True)
+            return
         if self.kind == "sqlite":
             for p in (self.db, self.db + "-journal", self.db + "-wal", self.db + "-shm"):
                 if os.path.exists(p):
@@ -186,7 +196,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--count", type=int, default=12, help="generator scenarios (damaged ones are left out)")
     ap.add_argument("--seed", type=int, default=5)
-    ap.add_argument("--backend", default="postgres,redis,sqlite")
+    ap.add_argument("--backend", default="postgres,redis,sqlite,mysql")
     ap.add_argument("--no-build", action="store_true", help="use target/release/session as it is")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()

@@ -1,11 +1,11 @@
 // The omp side of scripts/omp-server-roundtrip.py: omp 18.3.4's own SessionManager on its
-// own server storages (SqlSessionStorage on PostgreSQL and on a SQLite file through bun:sql,
+// own server storages (SqlSessionStorage on PostgreSQL, MariaDB and a SQLite file through bun:sql,
 // RedisSessionStorage through Bun's Redis client), reached from the published bundle (see omp-storage-preload.ts).
 //
 //   bun --preload ../shared/conformance/lib/omp-preload.ts --preload scripts/omp-storage-preload.ts \
 //       scripts/omp-server.ts JOB.json
 //
-// JOB.json: {"backend": {"kind": "postgres", "url": U, "table": T} | {"kind": "sqlite", "path": DB, "table": T}
+// JOB.json: {"backend": {"kind": "postgres" | "mysql", "url": U, "table": T} | {"kind": "sqlite", "path": DB, "table": T}
 //                       | {"kind": "redis", "url": U, "prefix": P},
 //            "blobs": DIR, "gen"?: {"seed": S, "count": N, "dir": D}, "queries"?: [[cmd, path, args...], ...]}
 // With `gen`, writes the corpus generator's scenarios (../shared/conformance/lib/common.mjs, the
@@ -30,7 +30,7 @@ const OPEN_OPTS = { suppressBreadcrumb: true };
 let client: any;
 async function openStorage(): Promise<any> {
 	const b = job.backend;
-	if (b.kind === "postgres") {
+	if (b.kind === "postgres" || b.kind === "mysql") {
 		client = new Bun.SQL(b.url);
 		return lib.__ns_sqlStorage.SqlSessionStorage.create({ client, table: b.table });
 	}

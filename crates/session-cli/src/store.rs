@@ -8,6 +8,7 @@
 //! | `postgres+native://…`, `postgresql+native://…` | the native one-row-per-line tables (`?stem=NAME`, default `session`) |
 //! | `redis://…` | omp's Redis keys under `omp:sessions:` (`?prefix=P` for another) |
 //! | `sqlite:///path/to/db` | omp's `omp_session_files` table in that SQLite file (`?table=NAME` for another) |
+//! | `mysql://…`, `mariadb://…` | omp's `omp_session_files` table on MySQL or MariaDB (`?table=NAME` for another) |
 //!
 //! The `table`, `stem` and `prefix` parameters are this command's; every other part of
 //! the URL goes to the driver as it is (`postgres:///db?host=/var/run/postgresql` reaches
@@ -49,6 +50,13 @@ pub(crate) enum StoreUrl {
         url: String,
         /// `?prefix=`, else `omp:sessions:`.
         prefix: Option<String>,
+    },
+    /// omp's table on MySQL or MariaDB.
+    Mysql {
+        /// The URL without this command's parameters, scheme `mysql://`.
+        url: String,
+        /// `?table=`, else `omp_session_files`.
+        table: Option<String>,
     },
     /// omp's table in a SQLite database file.
     Sqlite {
@@ -124,6 +132,10 @@ impl StoreUrl {
                 let (url, prefix) = take_param(s, "prefix");
                 Ok(StoreUrl::Redis { url, prefix })
             }
+            "mysql" | "mariadb" => {
+                let (url, table) = take_param(&format!("mysql://{rest}"), "table");
+                Ok(StoreUrl::Mysql { url, table })
+            }
             "sqlite" => {
                 let (url, table) = take_param(rest, "table");
                 // `sqlite:///abs/db` and `sqlite://localhost/abs/db` name /abs/db.
@@ -135,7 +147,7 @@ impl StoreUrl {
             }
             "file" => Ok(StoreUrl::Files),
             other => Err(format!(
-                "unknown store {other}://; use postgres://, postgres+native://, redis://, sqlite:// or a directory"
+                "unknown store {other}://; use postgres://, postgres+native://, redis://, mysql://, sqlite:// or a directory"
             )
             .into()),
         }
@@ -149,6 +161,7 @@ impl StoreUrl {
             StoreUrl::PostgresNative { conn, stem } => postgres_native(conn, stem.as_deref()),
             StoreUrl::Redis { url, prefix } => redis(url, prefix.as_deref()),
             StoreUrl::Sqlite { db, table } => sqlite(db, table.as_deref()),
+            StoreUrl::Mysql { url, table } => mysql(url, table.as_deref()),
         }
     }
 
@@ -204,7 +217,19 @@ fn sqlite(_: &Path, _: Option<&str>) -> Result<Arc<dyn Storage>> {
     Err(without("sqlite"))
 }
 
-#[cfg(not(all(feature = "postgres", feature = "redis", feature = "sqlite")))]
+#[cfg(feature = "mysql")]
+fn mysql(url: &str, table: Option<&str>) -> Result<Arc<dyn Storage>> {
+    use session_store_mysql::{MysqlOptions, MysqlStorage};
+    let options = table.map_or_else(MysqlOptions::default, |t| MysqlOptions::default().table(t));
+    Ok(Arc::new(MysqlStorage::connect_with(url, options)?))
+}
+
+#[cfg(not(feature = "mysql"))]
+fn mysql(_: &str, _: Option<&str>) -> Result<Arc<dyn Storage>> {
+    Err(without("mysql"))
+}
+
+#[cfg(not(all(feature = "postgres", feature = "redis", feature = "sqlite", feature = "mysql")))]
 fn without(feature: &str) -> Box<dyn std::error::Error> {
     format!("this session was built without the `{feature}` feature; rebuild with `--features {feature}`").into()
 }
@@ -309,7 +334,11 @@ mod tests {
             StoreUrl::parse("redis://127.0.0.1:6379/2?prefix=a%3Ab:")?,
             StoreUrl::Redis { url: "redis://127.0.0.1:6379/2".into(), prefix: Some("a:b:".into()) }
         );
-        assert!(StoreUrl::parse("mysql://h/db").is_err());
+        assert!(StoreUrl::parse("mongodb://h/db").is_err());
+        assert_eq!(
+            StoreUrl::parse("mariadb://root@127.0.0.1:3306/test?table=t")?,
+            StoreUrl::Mysql { url: "mysql://root@127.0.0.1:3306/test".into(), table: Some("t".into()) }
+        );
         assert_eq!(
             StoreUrl::parse("sqlite:///var/lib/s%20x.db?table=t")?,
             StoreUrl::Sqlite { db: "/var/lib/s x.db".into(), table: Some("t".into()) }

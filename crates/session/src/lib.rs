@@ -56,6 +56,9 @@ pub use session_migrate as migrate;
 pub use session_model as model;
 pub use session_model::{Dialect, Parallelism, Record};
 pub use session_store as store;
+/// Sessions on MySQL or MariaDB with omp's table (feature `mysql`).
+#[cfg(feature = "mysql")]
+pub use session_store_mysql as store_mysql;
 /// Sessions on PostgreSQL (feature `postgres`): omp's table and the one-row-per-line layout.
 #[cfg(feature = "postgres")]
 pub use session_store_postgres as store_postgres;

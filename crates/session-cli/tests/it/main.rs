@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod human;
-#[cfg(any(feature = "postgres", feature = "redis", feature = "sqlite"))]
+#[cfg(any(feature = "postgres", feature = "redis", feature = "sqlite", feature = "mysql"))]
 mod store;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;

@@ -5,7 +5,7 @@
 //! end. Without a reachable server a test prints `skipped: <test>: <reason>` and passes,
 //! unless `SESSION_REQUIRE_SERVERS=1`, where it fails.
 #![cfg_attr(
-    not(all(feature = "postgres", feature = "redis", feature = "sqlite")),
+    not(all(feature = "postgres", feature = "redis", feature = "sqlite", feature = "mysql")),
     allow(dead_code, reason = "the helpers of a backend built without its feature")
 )]
 
@@ -62,6 +62,32 @@ impl TestDb {
 impl Drop for TestDb {
     fn drop(&mut self) {
         if let Err(e) = self.admin.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)) {
+            eprintln!("cannot drop test database {}: {e}", self.name);
+        }
+    }
+}
+
+/// A database of its own on the local MariaDB (or MySQL), dropped on drop.
+struct TestMysqlDb {
+    name: String,
+    admin: mysql::Conn,
+}
+
+impl TestMysqlDb {
+    fn create() -> std::result::Result<TestMysqlDb, mysql::Error> {
+        use mysql::prelude::Queryable;
+        let opts = mysql::Opts::from_url("mysql://root@127.0.0.1:3306/").map_err(mysql::Error::UrlError)?;
+        let mut admin = mysql::Conn::new(opts)?;
+        let name = random_name();
+        admin.query_drop(format!("CREATE DATABASE {name}"))?;
+        Ok(TestMysqlDb { name, admin })
+    }
+}
+
+impl Drop for TestMysqlDb {
+    fn drop(&mut self) {
+        use mysql::prelude::Queryable;
+        if let Err(e) = self.admin.query_drop(format!("DROP DATABASE IF EXISTS {}", self.name)) {
             eprintln!("cannot drop test database {}: {e}", self.name);
         }
     }
@@ -315,6 +341,21 @@ fn push_inspect_and_pull_on_sqlite() -> Result<()> {
     follow_on_the_server(&url, "sqlite-follow")
 }
 
+#[cfg(feature = "mysql")]
+#[test]
+fn push_inspect_and_pull_on_mariadb() -> Result<()> {
+    let test = "push_inspect_and_pull_on_mariadb";
+    let db = match TestMysqlDb::create() {
+        Ok(db) => db,
+        Err(e) => return skip(test, &format!("MariaDB not reachable: {e}")),
+    };
+    let url = format!("mariadb://root@127.0.0.1:3306/{}", db.name);
+    let pull = |file: &Path| format!("mysql://root@127.0.0.1:3306/{}{}", db.name, file.display());
+    round_trip(&url, &pull, "mariadb")?;
+    agents_on_the_server(&url, "mariadb-agents")?;
+    follow_on_the_server(&url, "mariadb-follow")
+}
+
 #[cfg(feature = "redis")]
 #[test]
 fn push_inspect_and_pull_on_redis() -> Result<()> {
@@ -338,9 +379,9 @@ fn push_inspect_and_pull_on_redis() -> Result<()> {
 #[test]
 fn a_storage_url_without_its_backend_or_scheme_is_an_error() -> Result<()> {
     let tmp = TempDir::new("bad-store")?;
-    let out = run(&["ls", "--store", "mysql://h/db"], &tmp.0)?;
+    let out = run(&["ls", "--store", "mongodb://h/db"], &tmp.0)?;
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown store mysql://"), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown store mongodb://"), "{out:?}");
     let out = run(&["push", "x.jsonl", "--to", "/some/dir"], &tmp.0)?;
     assert!(!out.status.success(), "push needs a storage URL");
     Ok(())

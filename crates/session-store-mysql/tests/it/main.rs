@@ -1,0 +1,208 @@
+//! The MySQL/MariaDB storage on the machine's server: the shared storage contract,
+//! discovery through it, omp's own statements on the same table, limits and two writers
+//! on two connections.
+//!
+//! Each test makes a database of its own and drops it at the end. Without a reachable
+//! server a test prints `skipped: <test>: <reason>` and passes, unless
+//! `SESSION_REQUIRE_SERVERS=1`, where it fails.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use mysql::prelude::Queryable;
+use session_store::contract::run_contract;
+use session_store::{ExpectedSize, LockWait, Storage, StoreError};
+use session_store_mysql::{MysqlError, MysqlOptions, MysqlStorage};
+
+type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
+
+/// The server as the machine's tests reach it.
+fn server_url() -> String {
+    std::env::var("SESSION_TEST_MYSQL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".to_owned())
+}
+
+/// A database of its own, dropped on drop.
+struct TestDb {
+    name: String,
+    admin: mysql::Conn,
+}
+
+impl TestDb {
+    /// Creates the database, or returns `Ok(None)` after printing why the test is skipped.
+    fn create(test: &str) -> Result<Option<TestDb>, Box<dyn std::error::Error + Send + Sync>> {
+        let mut admin = match mysql::Conn::new(mysql::Opts::from_url(&format!("{}/", server_url()))?) {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "skipped: {test}: MySQL/MariaDB not reachable at {}: {e}",
+                    server_url()
+                );
+                if std::env::var("SESSION_REQUIRE_SERVERS").is_ok_and(|v| v == "1") {
+                    return Err(format!("{test}: the server is required (SESSION_REQUIRE_SERVERS=1): {e}").into());
+                }
+                return Ok(None);
+            }
+        };
+        let name = format!("sess_{:016x}", rand::random::<u64>());
+        admin.query_drop(format!("CREATE DATABASE {name}"))?;
+        Ok(Some(TestDb { name, admin }))
+    }
+
+    fn url(&self) -> String {
+        format!("{}/{}", server_url(), self.name)
+    }
+
+    fn conn(&self) -> Result<mysql::Conn, mysql::Error> {
+        mysql::Conn::new(mysql::Opts::from_url(&self.url()).map_err(mysql::Error::UrlError)?)
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let Err(e) = self.admin.query_drop(format!("DROP DATABASE IF EXISTS {}", self.name)) {
+            eprintln!("cannot drop test database {}: {e}", self.name);
+        }
+    }
+}
+
+#[test]
+fn mysql_storage_meets_the_contract() -> TestResult {
+    let Some(db) = TestDb::create("mysql_storage_meets_the_contract")? else { return Ok(()) };
+    let storage = MysqlStorage::connect(&db.url())?;
+    run_contract(&|| Box::new(storage.clone()), &|case| format!("/contract/{case}"))
+}
+
+#[test]
+fn another_table_meets_the_contract_too() -> TestResult {
+    let Some(db) = TestDb::create("another_table_meets_the_contract_too")? else { return Ok(()) };
+    let storage = MysqlStorage::connect_with(&db.url(), MysqlOptions::default().table("other_sessions_2"))?;
+    run_contract(&|| Box::new(storage.clone()), &|case| format!("/c/{case}"))?;
+    let n: Option<i64> = db.conn()?.query_first("SELECT count(*) FROM other_sessions_2")?;
+    assert!(n > Some(0), "the rows went to the other table");
+    assert!(MysqlStorage::connect_with(&db.url(), MysqlOptions::default().table("no-dashes")).is_err());
+    Ok(())
+}
+
+#[test]
+fn discovery_answers_through_the_storage_as_on_memory() -> TestResult {
+    let Some(db) = TestDb::create("discovery_answers_through_the_storage_as_on_memory")? else { return Ok(()) };
+    session_discovery::parity::check_parity(Arc::new(MysqlStorage::connect(&db.url())?), "/parity".as_ref())
+}
+
+/// A table an older omp made (three columns) gains the title columns; rows omp writes
+/// with its own statements read here, and ours read there.
+#[test]
+fn omps_own_statements_share_the_table() -> TestResult {
+    let Some(db) = TestDb::create("omps_own_statements_share_the_table")? else { return Ok(()) };
+    let mut omp = db.conn()?;
+    omp.query_drop(
+        "CREATE TABLE omp_session_files (path VARCHAR(512) NOT NULL PRIMARY KEY, content LONGTEXT NOT NULL, \
+         mtime_ms BIGINT NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    )?;
+    let storage = MysqlStorage::connect(&db.url())?;
+    let cols: Vec<String> = omp.query(format!(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = '{}' AND table_name = 'omp_session_files' ORDER BY ordinal_position",
+        db.name
+    ))?;
+    assert_eq!(cols, ["path", "content", "mtime_ms", "title", "title_source", "title_updated_at"]);
+    // omp 18.3.4's append, as SqlSessionStorage sends it on MySQL.
+    let append = "INSERT INTO omp_session_files (path, content, mtime_ms) VALUES (?, ?, ?) \
+                  ON DUPLICATE KEY UPDATE content = CONCAT(content, ?), mtime_ms = ?";
+    let (head, line) = ("{\"type\":\"session\",\"id\":\"é\"}\n", "{\"x\":1}\n");
+    omp.exec_drop(append, ("/s/a.jsonl", head, 1_i64, head, 1_i64))?;
+    omp.exec_drop(append, ("/s/a.jsonl", line, 2_i64, line, 2_i64))?;
+    let path = Path::new("/s/a.jsonl");
+    assert_eq!(storage.read(path)?, format!("{head}{line}").as_bytes());
+    assert_eq!(storage.stat(path)?.map(|s| (s.size, s.mtime_ms)), Some((37, 2)));
+    storage.append(path, b"{\"y\":2}\n")?;
+    let omp_len: Option<i64> =
+        omp.exec_first("SELECT length(content) FROM omp_session_files WHERE path = ?", ("/s/a.jsonl",))?;
+    assert_eq!(omp_len, Some(45), "omp's byte length agrees with ours");
+    // A size-checked rewrite with the same bytes is a success (CLIENT_FOUND_ROWS).
+    let same = storage.read(path)?;
+    storage.write_atomic(path, &same, ExpectedSize::Bytes(45))?;
+    assert_eq!(storage.list(Path::new("/s"))?, ["a.jsonl"]);
+    Ok(())
+}
+
+/// Content and paths the table cannot hold are refused before anything is written.
+#[test]
+fn limits_are_typed_errors() -> TestResult {
+    let Some(db) = TestDb::create("limits_are_typed_errors")? else { return Ok(()) };
+    let storage = MysqlStorage::connect(&db.url())?;
+    let path = Path::new("/t/s.jsonl");
+    storage.write(path, "ok\n".as_bytes())?;
+    for bad in [&b"a\0b\n"[..], &b"\xff\xfe\n"[..]] {
+        for result in [storage.write(path, bad), storage.append(path, bad)] {
+            let e = result.expect_err("refused");
+            assert!(matches!(MysqlError::find(&e), Some(MysqlError::InvalidContent { .. })), "{e}");
+        }
+    }
+    let long = format!("/{}", "k".repeat(600));
+    let e = storage.write(Path::new(&long), b"x").expect_err("a key past VARCHAR(512)");
+    assert!(matches!(MysqlError::find(&e), Some(MysqlError::BadPath { .. })), "{e}");
+    let big = "x".repeat(usize::try_from(storage.max_content_bytes())? + 1);
+    let e = storage.write(path, big.as_bytes()).expect_err("past max_allowed_packet");
+    assert!(matches!(MysqlError::find(&e), Some(MysqlError::TooLarge { .. })), "{e}");
+    let e = storage.append(path, big.as_bytes()).expect_err("past max_allowed_packet");
+    assert!(matches!(&e, StoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::FileTooLarge), "{e}");
+    assert_eq!(storage.read(path)?, b"ok\n", "nothing was written");
+    Ok(())
+}
+
+/// Two storages on two connections append to one session with a size check: no entry
+/// is lost, duplicated or interleaved.
+#[test]
+fn two_writers_never_interleave() -> TestResult {
+    let Some(db) = TestDb::create("two_writers_never_interleave")? else { return Ok(()) };
+    let url = db.url();
+    MysqlStorage::connect(&url)?.write(Path::new("/w/s.jsonl"), b"{\"type\":\"session\"}\n")?;
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let url = url.clone();
+            std::thread::spawn(move || -> Result<(), String> {
+                let s = MysqlStorage::connect(&url).map_err(|e| e.to_string())?;
+                let path = Path::new("/w/s.jsonl");
+                for i in 0..40 {
+                    let line = format!("{{\"w\":{w},\"i\":{i}}}\n");
+                    loop {
+                        let size = s.stat(path).map_err(|e| e.to_string())?.map_or(0, |st| st.size);
+                        match s.append_if_size(path, line.as_bytes(), ExpectedSize::Bytes(size)) {
+                            Ok(()) => break,
+                            Err(StoreError::Conflict { .. }) => {}
+                            Err(e) => return Err(e.to_string()),
+                        }
+                    }
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().map_err(|_| "a writer panicked")??;
+    }
+    let text = String::from_utf8(MysqlStorage::connect(&url)?.read(Path::new("/w/s.jsonl"))?)?;
+    let mut lines: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(lines.len(), 80, "every append landed once");
+    lines.sort_unstable();
+    lines.dedup();
+    assert_eq!(lines.len(), 80, "no duplicate");
+    Ok(())
+}
+
+/// A lock excludes a second holder on another storage, and is free once dropped.
+#[test]
+fn locks_exclude_across_storages() -> TestResult {
+    let Some(db) = TestDb::create("locks_exclude_across_storages")? else { return Ok(()) };
+    let (a, b) = (MysqlStorage::connect(&db.url())?, MysqlStorage::connect(&db.url())?);
+    let path = Path::new("/l/s.jsonl");
+    let held = a.lock(path, LockWait::NoWait)?;
+    assert!(matches!(b.lock(path, LockWait::NoWait), Err(StoreError::Locked { .. })));
+    let other = b.lock(Path::new("/l/other.jsonl"), LockWait::NoWait)?;
+    held.release()?;
+    drop(b.lock(path, LockWait::Timeout(std::time::Duration::from_secs(2)))?);
+    drop(other);
+    Ok(())
+}
