@@ -82,7 +82,8 @@ mod error;
 mod storage;
 
 pub use error::{ConnectError, MAX_KEY_CHARS, MysqlError};
-pub use storage::{DEFAULT_TABLE, MysqlOptions, MysqlStorage, valid_table_name};
+pub use session_store::keyed::valid_table_name;
+pub use storage::{DEFAULT_TABLE, MysqlOptions, MysqlStorage};
 
 #[cfg(doc)]
 use session_store::Storage;

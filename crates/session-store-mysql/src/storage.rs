@@ -8,7 +8,7 @@ use mysql::prelude::Queryable;
 use mysql::{Opts, OptsBuilder, Pool, PooledConn, Row, TxOpts, params};
 use session_store::clock::SystemClock;
 use session_store::keyed::{
-    AppendingWriter, Cause, LocalDirs, Mtimes, TitleMeta, backups, child_entries, children, lay_over,
+    AppendingWriter, Cause, LocalDirs, Mtimes, TitleMeta, backups, child_entries, children, lay_over, valid_table_name,
 };
 use session_store::{
     AppendWriter, DirEntry, Durability, ExpectedSize, FileStat, LockWait, Op, PollWatch, SessionLock, Storage,
@@ -25,16 +25,6 @@ const STATEMENT_ROOM: u64 = 8 * 1024;
 
 /// How long a waiting [`Storage::lock`] sleeps between attempts.
 const LOCK_POLL: Duration = Duration::from_millis(10);
-
-/// Returns whether `name` is a table name this crate accepts: `[A-Za-z_][A-Za-z0-9_]{0,62}`
-/// (it is written into the statements, so nothing else is let through).
-pub fn valid_table_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
-}
 
 /// Options of [`MysqlStorage::connect_with`].
 #[derive(Clone, Debug)]
@@ -473,13 +463,7 @@ fn create_table(c: &mut PooledConn, table: &str) -> Result<(), ConnectError> {
 
 /// The content as text: UTF-8 without NUL bytes, or [`MysqlError::InvalidContent`].
 fn text<'a>(op: Op, path: &Path, bytes: &'a [u8]) -> Result<&'a str, StoreError> {
-    let s = std::str::from_utf8(bytes).map_err(|e| {
-        MysqlError::InvalidContent { reason: format!("invalid UTF-8 at byte {}", e.valid_up_to()) }.at(op, path)
-    })?;
-    if let Some(at) = s.bytes().position(|b| b == 0) {
-        return Err(MysqlError::InvalidContent { reason: format!("NUL byte at byte {at}") }.at(op, path));
-    }
-    Ok(s)
+    session_store::keyed::text_content(bytes).map_err(|reason| MysqlError::InvalidContent { reason }.at(op, path))
 }
 
 /// Column `at` of `row` as a `T`.

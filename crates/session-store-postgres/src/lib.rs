@@ -123,7 +123,8 @@ mod watch;
 
 pub use error::{ConnectError, MAX_CONTENT_BYTES, MAX_KEY_BYTES, ServerError};
 pub use native::{DEFAULT_STEM, NativePostgresStorage, valid_stem};
-pub use storage::{DEFAULT_TABLE, PostgresOptions, PostgresStorage, valid_table_name};
+pub use session_store::keyed::valid_table_name;
+pub use storage::{DEFAULT_TABLE, PostgresOptions, PostgresStorage};
 
 #[cfg(doc)]
 use session_store::{ExpectedSize, Storage, StoreError};

@@ -21,7 +21,7 @@ pub const DEFAULT_STEM: &str = "session";
 /// Returns whether `stem` makes valid table names `<stem>_lines` and `<stem>_meta`:
 /// `[A-Za-z_][A-Za-z0-9_]{0,56}`.
 pub fn valid_stem(stem: &str) -> bool {
-    crate::storage::valid_table_name(stem) && stem.len() <= 57
+    session_store::keyed::valid_table_name(stem) && stem.len() <= 57
 }
 
 #[derive(Debug)]

@@ -5,7 +5,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use postgres::Config;
-use session_store::keyed::{AppendingWriter, Cause, TitleMeta, backups, lay_over};
+use session_store::keyed::{AppendingWriter, Cause, TitleMeta, backups, lay_over, valid_table_name};
 use session_store::{AppendWriter, Durability, ExpectedSize, FileStat, LockWait, Op, SessionLock, Storage, StoreError};
 
 use crate::base::{Base, FileQueries, base_storage_methods};
@@ -50,15 +50,6 @@ impl PostgresOptions {
         self.max_idle = n;
         self
     }
-}
-
-/// Returns whether `name` is a table name omp accepts: `[A-Za-z_][A-Za-z0-9_]{0,62}`.
-pub fn valid_table_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
 }
 
 /// The statements, with the validated table name inlined (values are always bound).

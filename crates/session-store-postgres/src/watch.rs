@@ -74,16 +74,6 @@ impl PgWatch {
     }
 }
 
-/// Reads a notification's payload: the path, and the size when there is one (`None` for
-/// a payload that is not `<path>:<size>` or `<path>:`).
-fn parse_payload(payload: &str) -> Option<(&str, Option<u64>)> {
-    let (path, size) = payload.rsplit_once(':')?;
-    if size.is_empty() {
-        return Some((path, None));
-    }
-    Some((path, Some(size.parse().ok()?)))
-}
-
 impl Watch for PgWatch {
     fn next(&mut self, timeout: Duration) -> Result<Option<Change>, StoreError> {
         let deadline = Instant::now() + timeout;
@@ -92,7 +82,7 @@ impl Watch for PgWatch {
             let mut notes = self.client.notifications();
             let next = notes.timeout_iter(left).next().map_err(db(Op::Stat, &self.path))?;
             let Some(note) = next else { return Ok(None) };
-            match parse_payload(note.payload()) {
+            match session_store::keyed::parse_change(note.payload()) {
                 Some((path, size)) if path == self.key => return Ok(Some(Change { size })),
                 // A path too long for a payload: the watcher cannot tell, so it reports.
                 Some(("", _)) | None => return Ok(Some(Change { size: None })),
@@ -102,19 +92,5 @@ impl Watch for PgWatch {
                 return Ok(None);
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn payloads_are_path_and_size() {
-        assert_eq!(parse_payload("a/b:c.jsonl:12"), Some(("a/b:c.jsonl", Some(12))));
-        assert_eq!(parse_payload("a.jsonl:"), Some(("a.jsonl", None)));
-        assert_eq!(parse_payload(":"), Some(("", None)));
-        assert_eq!(parse_payload("no size"), None);
-        assert_eq!(parse_payload("a:x"), None);
     }
 }

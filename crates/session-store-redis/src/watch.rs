@@ -35,16 +35,6 @@ impl std::fmt::Debug for RedisWatch {
     }
 }
 
-/// Reads a message's payload: the path and the size (`None` for `<path>:`); `None` for a
-/// payload of another shape.
-fn parse_payload(payload: &str) -> Option<(&str, Option<u64>)> {
-    let (path, size) = payload.rsplit_once(':')?;
-    if size.is_empty() {
-        return Some((path, None));
-    }
-    Some((path, Some(size.parse().ok()?)))
-}
-
 impl RedisWatch {
     /// Subscribes to `channel` on a new connection of `client` and keeps the messages
     /// about the key `key` (the file `path`). Returns once the subscription is in place.
@@ -83,7 +73,7 @@ impl RedisWatch {
                         }
                     };
                     let Ok(payload) = msg.get_payload::<String>() else { continue };
-                    let change = match parse_payload(&payload) {
+                    let change = match session_store::keyed::parse_change(&payload) {
                         Some((p, size)) if p == key => Change { size },
                         Some(_) => continue,
                         None => Change { size: None },
@@ -119,17 +109,5 @@ impl Watch for RedisWatch {
 impl Drop for RedisWatch {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn payloads_are_path_and_size() {
-        assert_eq!(parse_payload("a/b:c.jsonl:12"), Some(("a/b:c.jsonl", Some(12))));
-        assert_eq!(parse_payload("a.jsonl:"), Some(("a.jsonl", None)));
-        assert_eq!(parse_payload("nothing"), None);
     }
 }

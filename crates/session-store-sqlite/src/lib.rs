@@ -84,7 +84,8 @@ mod error;
 mod storage;
 
 pub use error::{ConnectError, MAX_CONTENT_BYTES, MAX_KEY_BYTES, SqliteError};
-pub use storage::{DEFAULT_TABLE, SqliteOptions, SqliteStorage, valid_table_name};
+pub use session_store::keyed::valid_table_name;
+pub use storage::{DEFAULT_TABLE, SqliteOptions, SqliteStorage};
 
 #[cfg(doc)]
 use session_store::Storage;

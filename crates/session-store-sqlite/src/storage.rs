@@ -7,7 +7,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use session_store::clock::SystemClock;
 use session_store::keyed::{
-    AppendingWriter, Cause, LocalDirs, Mtimes, TitleMeta, backups, child_entries, children, lay_over,
+    AppendingWriter, Cause, LocalDirs, Mtimes, TitleMeta, backups, child_entries, children, lay_over, valid_table_name,
 };
 use session_store::{
     AppendWriter, DirEntry, Durability, ExpectedSize, FileStat, FileStorage, LockWait, Op, PollWatch, SessionLock,
@@ -22,16 +22,6 @@ pub const DEFAULT_TABLE: &str = "omp_session_files";
 /// How long a statement waits for another connection's write lock before it fails with
 /// `ResourceBusy`.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Returns whether `name` is a table name this crate accepts: `[A-Za-z_][A-Za-z0-9_]{0,62}`
-/// (it is written into the statements, so nothing else is let through).
-pub fn valid_table_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
-}
 
 /// Options of [`SqliteStorage::open_with`].
 #[derive(Clone, Debug)]
@@ -443,13 +433,7 @@ fn make_private_dir(dir: &Path) -> std::io::Result<()> {
 
 /// The content as text: UTF-8 without NUL bytes, or [`SqliteError::InvalidContent`].
 fn text<'a>(op: Op, path: &Path, bytes: &'a [u8]) -> Result<&'a str, StoreError> {
-    let s = std::str::from_utf8(bytes).map_err(|e| {
-        SqliteError::InvalidContent { reason: format!("invalid UTF-8 at byte {}", e.valid_up_to()) }.at(op, path)
-    })?;
-    if let Some(at) = s.bytes().position(|b| b == 0) {
-        return Err(SqliteError::InvalidContent { reason: format!("NUL byte at byte {at}") }.at(op, path));
-    }
-    Ok(s)
+    session_store::keyed::text_content(bytes).map_err(|reason| SqliteError::InvalidContent { reason }.at(op, path))
 }
 
 fn check_len(op: Op, path: &Path, size: u64) -> Result<(), StoreError> {

@@ -8,6 +8,8 @@
 //! * [`children`] and [`child_entries`] answer [`Storage::list`] and
 //!   [`Storage::read_dir`] from the keys below a prefix; [`backups`] picks a file's
 //!   `<name>.<anything>.bak` siblings for [`Storage::delete_with_artifacts`].
+//! * [`valid_table_name`], [`text_content`] and [`parse_change`] are the SQL storages'
+//!   table-name rule, their text-column rule and the servers' change notifications.
 //! * [`TitleMeta`] is omp's title metadata, kept beside a body and laid over its
 //!   256-byte title slot on read ([`lay_over`]).
 //! * [`LocalDirs`] remembers the empty directories [`Storage::ensure_dir`] made (a key
@@ -76,6 +78,44 @@ pub fn find<C: Cause>(err: &StoreError) -> Option<&C> {
         StoreError::Io { source, .. } => source.get_ref()?.downcast_ref::<C>(),
         _ => None,
     }
+}
+
+/// Returns whether `name` is a table name the SQL storages accept:
+/// `[A-Za-z_][A-Za-z0-9_]{0,62}` (it is written into their statements, so nothing else
+/// is let through).
+pub fn valid_table_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+}
+
+/// Returns `bytes` as the content of a text column (PostgreSQL `text`, SQLite `TEXT`,
+/// MySQL `utf8mb4`): UTF-8 without NUL bytes; else why not, for the backend's
+/// "invalid content" error.
+pub fn text_content(bytes: &[u8]) -> Result<&str, String> {
+    let s = std::str::from_utf8(bytes).map_err(|e| format!("invalid UTF-8 at byte {}", e.valid_up_to()))?;
+    match memchr_nul(s.as_bytes()) {
+        Some(at) => Err(format!("NUL byte at byte {at}")),
+        None => Ok(s),
+    }
+}
+
+fn memchr_nul(b: &[u8]) -> Option<usize> {
+    b.iter().position(|&c| c == 0)
+}
+
+/// Reads a change notification of a server storage's watch, `<path>:<size>` (a write
+/// that left `size` bytes) or `<path>:` (the file is gone): the path and the size.
+/// `None` for a payload of another shape. The path may hold `:`; the size follows the
+/// last one.
+pub fn parse_change(payload: &str) -> Option<(&str, Option<u64>)> {
+    let (path, size) = payload.rsplit_once(':')?;
+    if size.is_empty() {
+        return Some((path, None));
+    }
+    Some((path, Some(size.parse().ok()?)))
 }
 
 /// Returns the key of `path`: its components joined by `/` (a leading `/` when absolute).
@@ -508,6 +548,21 @@ macro_rules! keyed_storage_methods {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shared_checks() {
+        assert!(valid_table_name("omp_session_files") && valid_table_name("_x9"));
+        assert!(!valid_table_name("1x") && !valid_table_name("a-b") && !valid_table_name(""));
+        assert!(!valid_table_name(&"a".repeat(64)));
+        assert_eq!(text_content(b"ok\n"), Ok("ok\n"));
+        assert_eq!(text_content(b"a\0b"), Err("NUL byte at byte 1".to_owned()));
+        assert_eq!(text_content(b"\xff"), Err("invalid UTF-8 at byte 0".to_owned()));
+        assert_eq!(parse_change("a/b:c.jsonl:12"), Some(("a/b:c.jsonl", Some(12))));
+        assert_eq!(parse_change("a.jsonl:"), Some(("a.jsonl", None)));
+        assert_eq!(parse_change(":"), Some(("", None)));
+        assert_eq!(parse_change("no size"), None);
+        assert_eq!(parse_change("a:x"), None);
+    }
 
     #[derive(Debug, thiserror::Error)]
     #[error("bad: {0}")]

@@ -415,11 +415,26 @@ fn move_puts_a_session_into_the_bucket_of_its_new_project() -> Result<()> {
     Ok(())
 }
 
+/// The lines `child` prints on its piped stdout, as they come (read on a thread of
+/// their own, so a test can wait for one with a deadline).
+fn stdout_lines(child: &mut std::process::Child) -> Result<std::sync::mpsc::Receiver<std::io::Result<String>>> {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().ok_or("piped stdout")?;
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Ok(lines)
+}
+
 /// `tail` prints the last entries; `tail --follow` then prints each entry another writer
 /// appends, as it lands, until the file is removed (exit 1, naming it).
 #[test]
 fn tail_follows_a_session_as_it_grows() -> Result<()> {
-    use std::io::BufRead;
     let tmp = TempDir::new("tail")?;
     let file = tmp.0.join("s.jsonl");
     let second = USER.replace("aaaaaaaa", "bbbbbbbb").replace(r#""parentId":null"#, r#""parentId":"aaaaaaaa""#);
@@ -435,15 +450,7 @@ fn tail_follows_a_session_as_it_grows() -> Result<()> {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()?;
-    let stdout = child.stdout.take().ok_or("piped stdout")?;
-    let (tx, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let lines = stdout_lines(&mut child)?;
     let next = |what: &str| -> Result<String> {
         Ok(lines.recv_timeout(std::time::Duration::from_secs(20)).map_err(|_| format!("no line for {what}"))??)
     };

@@ -254,7 +254,6 @@ fn agents_on_the_server(url: &str, tag: &str) -> Result<()> {
 /// `tail --follow --store URL` prints an entry another process appends on the server, as
 /// the storage's change feed reports it, and ends (exit 1) when the session is removed.
 fn follow_on_the_server(url: &str, tag: &str) -> Result<()> {
-    use std::io::BufRead;
     let tmp = TempDir::new(tag)?;
     let file = sample(&tmp.0, "pi")?;
     let f = file.to_str().ok_or("utf-8 path")?;
@@ -266,15 +265,7 @@ fn follow_on_the_server(url: &str, tag: &str) -> Result<()> {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()?;
-    let stdout = child.stdout.take().ok_or("piped stdout")?;
-    let (tx, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let lines = crate::stdout_lines(&mut child)?;
     // The child is watching once it printed the last entry.
     let first =
         lines.recv_timeout(std::time::Duration::from_secs(20)).map_err(|_| format!("{tag}: no last entry"))??;
