@@ -5,9 +5,10 @@
 //! and also looks at the file's stat at least once a second (a feed that does not hear
 //! every writer, Redis with omp's own scripts, is covered that way). After a change the
 //! session is opened again, read-only (on files the session index makes that cost the new
-//! tail only), and the entries not printed yet are printed in file order. A file that is
-//! rewritten in place (a repair, a migration) prints only the entries it did not have;
-//! a file that is removed ends the command with an error.
+//! tail only). A file that grew prints the entries after those it had (by position, so
+//! an old file whose entries get their ids only when migrated in memory is not printed
+//! again); a file rewritten in place (a repair, a migration) prints the entries whose ids
+//! it did not have; a file that is removed ends the command with an error.
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -26,8 +27,10 @@ const WAIT: Duration = Duration::from_secs(1);
 /// comes and the command only ends with an error).
 pub(crate) fn tail(g: &Global, file: &Path, lines: usize, follow: bool, json: bool) -> Result<String> {
     let storage = crate::store::current();
-    // Watch first, then read: a write between the two is then reported, not lost.
+    // Watch, stat, then read: a write after the stat is reported and seen as a change;
+    // one before it is in what is read.
     let mut watch = if follow { storage.watch(file)? } else { None };
+    let mut last = if follow { storage.stat(file)? } else { None };
     let m = open_as(g, file, OpenMode::ReadOnly)?;
     let entries = m.tree().entries();
     let shown = &entries[entries.len().saturating_sub(lines)..];
@@ -38,7 +41,7 @@ pub(crate) fn tail(g: &Global, file: &Path, lines: usize, follow: bool, json: bo
         return Ok(text);
     }
     let mut seen: HashSet<String> = entries.iter().filter_map(|r| r.id().map(str::to_owned)).collect();
-    let mut last = storage.stat(file)?;
+    let mut count = entries.len();
     drop(m);
     let mut out = std::io::stdout().lock();
     if !text.is_empty() {
@@ -62,14 +65,20 @@ pub(crate) fn tail(g: &Global, file: &Path, lines: usize, follow: bool, json: bo
         if !stat.is_file {
             return Err(format!("{} is no longer a file", file.display()).into());
         }
+        let grew = last.is_some_and(|l| stat.size > l.size);
         last = now;
         let m: SessionManager = open_as(g, file, OpenMode::ReadOnly)?;
-        for r in m.tree().entries() {
-            let Some(id) = r.id() else { continue };
-            if seen.insert(id.to_owned()) {
-                writeln!(out, "{}", render(r, json, crate::table::width()))?;
+        let entries = m.tree().entries();
+        let width = crate::table::width();
+        for (i, r) in entries.iter().enumerate() {
+            let id = r.id().map(str::to_owned);
+            let new = if grew { i >= count } else { id.as_ref().is_some_and(|id| !seen.contains(id)) };
+            if new {
+                writeln!(out, "{}", render(r, json, width))?;
             }
+            seen.extend(id);
         }
+        count = entries.len();
         done(&m, ())?;
         out.flush()?;
     }

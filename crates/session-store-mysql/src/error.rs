@@ -92,8 +92,9 @@ fn db_kind(e: &mysql::Error) -> io::ErrorKind {
             1114 | 1021 => io::ErrorKind::StorageFull,
             // ER_TRUNCATED_WRONG_VALUE_FOR_FIELD (incorrect string value)
             1366 => io::ErrorKind::InvalidData,
-            // ER_DATA_TOO_LONG (a path past VARCHAR(512))
-            1406 => io::ErrorKind::InvalidInput,
+            // ER_DATA_TOO_LONG: a value longer than its column (a title source past
+            // omp's VARCHAR(16); paths are checked before)
+            1406 => io::ErrorKind::InvalidData,
             // ER_LOCK_WAIT_TIMEOUT, ER_LOCK_DEADLOCK
             1205 | 1213 => io::ErrorKind::ResourceBusy,
             // ER_CON_COUNT_ERROR, ER_SERVER_SHUTDOWN, ER_CONNECTION_KILLED

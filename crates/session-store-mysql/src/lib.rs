@@ -29,6 +29,10 @@
 //!
 //! # Operations
 //!
+//! * The pool opens one connection at first and at most sixteen. A lock
+//!   ([`Storage::lock`]) keeps its connection until released; the server drops the lock
+//!   with a connection it closes (`wait_timeout`, a restart), and the holder learns of it
+//!   only at release.
 //! * Every connection runs with `sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'`
 //!   (a value that does not fit is an error, never a truncated row) and the
 //!   `CLIENT_FOUND_ROWS` capability (an `UPDATE` counts the rows it matched, so a
@@ -40,9 +44,9 @@
 //!   rewrites the row: **an append costs O(size of the session)**.
 //!   [`MysqlStorage::append_if_size`] appends only at an expected size.
 //! * Whole-file writes map [`ExpectedSize`](session_store::ExpectedSize) onto omp's
-//!   compare-and-set: `Any` is an upsert that replaces, `Missing` an insert that leaves an
-//!   existing row alone (`ON DUPLICATE KEY UPDATE path = path`, where omp's `INSERT IGNORE`
-//!   would also hide errors), `Bytes(n)` an `UPDATE … WHERE LENGTH(content) = n`; a refused
+//!   compare-and-set: `Any` is an upsert that replaces, `Missing` a plain `INSERT` whose
+//!   duplicate-key error means the file exists (omp's `INSERT IGNORE` would also hide other
+//!   errors), `Bytes(n)` an `UPDATE … WHERE LENGTH(content) = n`; a refused
 //!   write is [`StoreError::Conflict`](session_store::StoreError::Conflict) with the size
 //!   found. Writes fill the title columns from the body's title slot, as omp's `writeFull`
 //!   does; reads lay the title columns over the slot.
@@ -63,7 +67,7 @@
 //! |---|---|
 //! | a session, or a statement writing it, past the server's `max_allowed_packet` (16 MiB by default on MariaDB 10.11; [`MysqlStorage::max_content_bytes`]) | `StoreError::Io`, kind `FileTooLarge` ([`MysqlError::TooLarge`], checked before sending); nothing written |
 //! | content with a NUL byte or invalid UTF-8; a truncate that would add NUL bytes or cut a character | kind `InvalidData` ([`MysqlError::InvalidContent`]); nothing written |
-//! | a path over omp's 512 characters, not UTF-8, with NUL or `..` | kind `InvalidInput` ([`MysqlError::BadPath`]) |
+//! | a path over omp's 512 characters, ending in a space (the collation ignores it), not UTF-8, with NUL or `..` | kind `InvalidInput` ([`MysqlError::BadPath`]) |
 //! | a lock wait timeout or a deadlock | kind `ResourceBusy`; the statement's transaction rolled back |
 //! | no connection, or a lost one | kind `ConnectionRefused` / `ConnectionAborted`; the pool reconnects on the next call |
 //!

@@ -199,7 +199,12 @@ impl MysqlStorage {
             return Err(ConnectError::BadTableName(options.table));
         }
         let opts = Opts::from_url(url).map_err(ConnectError::BadUrl)?;
+        // One connection opened at first (the driver's default opens ten per pool, and
+        // every command is a process of its own), at most sixteen.
+        let pool_opts = mysql::PoolOpts::default()
+            .with_constraints(mysql::PoolConstraints::new(1, 16).unwrap_or(mysql::PoolConstraints::DEFAULT));
         let opts = OptsBuilder::from_opts(opts)
+            .pool_opts(pool_opts)
             // An UPDATE reports the rows it matched, not only those it changed: a
             // size-checked write of the same bytes is a success, not a conflict.
             .additional_capabilities(mysql::consts::CapabilityFlags::CLIENT_FOUND_ROWS)
@@ -432,6 +437,11 @@ fn key(op: Op, path: &Path) -> Result<String, StoreError> {
 }
 
 fn check_key_len(op: Op, path: &Path, k: &str) -> Result<(), StoreError> {
+    if k.ends_with(' ') {
+        // `utf8mb4_bin` pads: `a ` and `a` would be one row.
+        let reason = "a trailing space, which MySQL's PAD SPACE collation ignores".to_owned();
+        return Err(MysqlError::BadPath { reason }.at(op, path));
+    }
     let chars = k.chars().count();
     if chars > MAX_KEY_CHARS {
         let reason = format!("{chars} characters, more than omp's VARCHAR({MAX_KEY_CHARS})");
@@ -501,7 +511,8 @@ impl Storage for MysqlStorage {
         let k = MysqlError::key(op, path)?;
         let prefix = MysqlError::dir_prefix(op, path)?;
         let mut c = self.conn(op, path)?;
-        if k.chars().count() <= MAX_KEY_CHARS {
+        // A key no row can have (too long, or padded by the collation) is no file.
+        if check_key_len(op, path, &k).is_ok() {
             let row: Option<(u64, i64)> =
                 c.exec_first(&self.inner.q.stat, params! {"path" => &k}).map_err(db(op, path))?;
             if let Some((size, mtime_ms)) = row {

@@ -25,9 +25,12 @@
 //! ```
 //!
 //! and then, ours, a row trigger `omp_session_files_notify` (`AFTER INSERT OR UPDATE OR
-//! DELETE`) that sends `pg_notify('omp_session_files_changes', '<path>:<size>')`, so that
-//! [`Storage::watch`] hears every write of the table, omp's included. omp's statements
-//! neither see nor need it.
+//! DELETE`, created only when the table lacks it, so a connect takes no lock on a table
+//! that has it) that sends `pg_notify('omp_session_files_changes', '<path>:<size>')`, so
+//! that [`Storage::watch`] hears every write of the table, omp's included. omp's
+//! statements neither see nor need it; each of their commits now also queues a
+//! notification (PostgreSQL serialises `NOTIFY` at commit). PostgreSQL 11 or later
+//! (`starts_with`, `EXECUTE FUNCTION`).
 //!
 //! # Operations
 //!

@@ -189,12 +189,18 @@ impl NativePostgresStorage {
              CREATE OR REPLACE FUNCTION {m}_drop_note() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
              IF NEW.note IS NOT DISTINCT FROM OLD.note AND NEW.note_kind IS NOT DISTINCT FROM OLD.note_kind THEN \
              NEW.note := NULL; NEW.note_kind := NULL; END IF; RETURN NEW; END $$; \
-             CREATE OR REPLACE TRIGGER {m}_drop_note BEFORE UPDATE ON {m} FOR EACH ROW EXECUTE FUNCTION {m}_drop_note(); \
+             {drop_note} \
              {notify} \
              COMMIT",
             m = q.meta_t,
             l = q.lines_t,
             notify = crate::watch::trigger_ddl(&q.meta_t, "NEW.size"),
+            drop_note = crate::watch::create_trigger_if_missing(
+                &q.meta_t,
+                &format!("{}_drop_note", q.meta_t),
+                "BEFORE UPDATE",
+                &format!("{}_drop_note", q.meta_t)
+            ),
         );
         c.client().batch_execute(&ddl).map_err(|source| ConnectError::Schema { table: q.meta_t.clone(), source })?;
         drop(c);

@@ -47,9 +47,20 @@ pub(crate) fn trigger_ddl(table: &str, size: &str) -> String {
          PERFORM pg_notify('{channel}', p || ':' || s); \
          IF TG_OP = 'UPDATE' AND OLD.path <> NEW.path THEN \
          PERFORM pg_notify('{channel}', CASE WHEN octet_length(OLD.path) > 7000 THEN '' ELSE OLD.path END || ':'); \
-         END IF; RETURN NULL; END $$; \
-         CREATE OR REPLACE TRIGGER {f} AFTER INSERT OR UPDATE OR DELETE ON {table} \
-         FOR EACH ROW EXECUTE FUNCTION {f}();"
+         END IF; RETURN NULL; END $$; {}",
+        create_trigger_if_missing(table, &f, "AFTER INSERT OR UPDATE OR DELETE", &f)
+    )
+}
+
+/// A statement that creates the row trigger `name` on `table` (running `function` at
+/// `when`) unless the table has it: no `CREATE OR REPLACE TRIGGER` (PostgreSQL 14 and
+/// later only), and no lock on the table when the trigger is there (every connect runs
+/// this, beside omp's writers).
+pub(crate) fn create_trigger_if_missing(table: &str, name: &str, when: &str, function: &str) -> String {
+    let lower = name.to_ascii_lowercase();
+    format!(
+        "DO $do$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = '{lower}' AND tgrelid = '{table}'::regclass) \
+         THEN CREATE TRIGGER {name} {when} ON {table} FOR EACH ROW EXECUTE FUNCTION {function}(); END IF; END $do$;"
     )
 }
 

@@ -504,8 +504,10 @@ pub trait Storage: Send + Sync {
     /// has no way to watch (the default); a caller then polls [`Storage::stat`].
     ///
     /// The file and memory storages poll the file's stat while a caller waits
-    /// ([`PollWatch`]); the server storages are told by the server (PostgreSQL
-    /// `LISTEN`/`NOTIFY`, a Redis channel).
+    /// ([`PollWatch`]), and so do the SQLite and MySQL storages; PostgreSQL is told by
+    /// the server (a trigger's `NOTIFY`, every writer of the table); Redis by the
+    /// channel our write scripts publish on, which omp's own scripts do not. A reader
+    /// that must see every writer also stats the file now and then.
     fn watch(&self, path: &Path) -> Result<Option<Box<dyn Watch>>, StoreError> {
         let _ = path;
         Ok(None)
@@ -522,10 +524,11 @@ pub struct Change {
 
 /// The writes to one file, as they happen (see [`Storage::watch`]).
 ///
-/// A change is reported at least once after it happens; several writes may come as one
-/// change, and one write may come twice, so a reader reads the file (or stats it) after
-/// each change rather than trusting the count. Changes that happened before the watch
-/// started are not reported: start watching, then read.
+/// A change by a writer the storage hears (see [`Storage::watch`]) is reported at least
+/// once after it happens; several writes may come as one change, and one write may come
+/// twice, so a reader reads the file (or stats it) after each change rather than
+/// trusting the count. Changes that happened before the watch started are not reported:
+/// start watching, then read.
 pub trait Watch: Send {
     /// Waits up to `timeout` for the next change; `Ok(None)` when none came in time.
     fn next(&mut self, timeout: Duration) -> Result<Option<Change>, StoreError>;

@@ -822,17 +822,26 @@ impl SessionManager {
                     omp.file_is_current = false;
                     return Ok(());
                 }
+                if omp.draft_cleanup_armed {
+                    return self.persist_beside_draft_cleanup(line);
+                }
                 if !omp.file_is_current || omp.rewrite_required {
                     return self.rewrite_omp();
                 }
-                let line = persist_line(Dialect::Omp, &self.env, line)?;
-                self.append_line(&line)?;
-                if let Persistence::Omp(omp) = &mut self.persistence {
-                    omp.expected_size = omp.expected_size.map(|s| s + line.len() as u64 + 1);
-                }
-                Ok(())
+                self.append_omp_line(line)
             }
         }
+    }
+
+    /// omp's hot path: the line as omp persists it, appended, and the expected size
+    /// moved past it.
+    fn append_omp_line(&mut self, line: &str) -> Result<()> {
+        let line = persist_line(Dialect::Omp, &self.env, line)?;
+        self.append_line(&line)?;
+        if let Persistence::Omp(omp) = &mut self.persistence {
+            omp.expected_size = omp.expected_size.map(|s| s + line.len() as u64 + 1);
+        }
+        Ok(())
     }
 
     fn append_line(&mut self, line: &str) -> Result<()> {

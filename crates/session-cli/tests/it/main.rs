@@ -431,6 +431,34 @@ fn stdout_lines(child: &mut std::process::Child) -> Result<std::sync::mpsc::Rece
     Ok(lines)
 }
 
+/// A version 1 file has no ids: each read-only open gives its entries new ones. What
+/// it appends is still printed once, and nothing before it again.
+fn follow_a_version_1_file(dir: &Path) -> Result<()> {
+    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/v1/pi.jsonl");
+    let file = dir.join("v1.jsonl");
+    fs_err::copy(&testdata, &file)?;
+    let f = file.to_str().ok_or("utf-8 path")?;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_session"))
+        .args(["--dialect", "pi", "--json", "tail", f, "-n", "1", "--follow"])
+        .current_dir(dir)
+        .env("SESSION_NO_CACHE", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let lines = stdout_lines(&mut child)?;
+    let wait = || lines.recv_timeout(std::time::Duration::from_secs(20));
+    wait().map_err(|_| "no last entry")??;
+    let added = r#"{"type":"message","timestamp":"2025-06-01T10:00:11.000Z","message":{"role":"user","content":"one more","timestamp":1}}"#;
+    let mut w = fs_err::OpenOptions::new().append(true).open(&file)?;
+    std::io::Write::write_all(&mut w, format!("{added}\n").as_bytes())?;
+    let line = wait().map_err(|_| "no line for the appended entry")??;
+    assert!(line.contains("one more"), "{line}");
+    assert!(lines.recv_timeout(std::time::Duration::from_millis(1500)).is_err(), "nothing else is printed");
+    child.kill()?;
+    child.wait()?;
+    Ok(())
+}
+
 /// `tail` prints the last entries; `tail --follow` then prints each entry another writer
 /// appends, as it lands, until the file is removed (exit 1, naming it).
 #[test]
@@ -465,6 +493,7 @@ fn tail_follows_a_session_as_it_grows() -> Result<()> {
     drop(f2);
     fs_err::remove_file(&file)?;
     let status = child.wait()?;
+    follow_a_version_1_file(&tmp.0)?;
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().ok_or("piped stderr")?, &mut err)?;
     assert_eq!(status.code(), Some(1), "{err}");

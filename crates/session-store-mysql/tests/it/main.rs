@@ -140,6 +140,8 @@ fn limits_are_typed_errors() -> TestResult {
             assert!(matches!(MysqlError::find(&e), Some(MysqlError::InvalidContent { .. })), "{e}");
         }
     }
+    let e = storage.write(Path::new("/t/s.jsonl "), b"x").expect_err("a trailing space would alias /t/s.jsonl");
+    assert!(matches!(MysqlError::find(&e), Some(MysqlError::BadPath { .. })), "{e}");
     let long = format!("/{}", "k".repeat(600));
     let e = storage.write(Path::new(&long), b"x").expect_err("a key past VARCHAR(512)");
     assert!(matches!(MysqlError::find(&e), Some(MysqlError::BadPath { .. })), "{e}");

@@ -11,10 +11,12 @@
 
 use std::path::PathBuf;
 
+use std::time::Duration;
+
 use session_model::{Dialect, EntryType, Record, parse_session_bytes};
 use session_store::{LockWait, StoreError, artifacts_dir};
 
-use super::{Persistence, SessionManager, wrong_dialect};
+use super::{Access, Persistence, SessionManager, wrong_dialect};
 use crate::SessionError;
 
 type Result<T> = std::result::Result<T, SessionError>;
@@ -24,6 +26,10 @@ pub const DRAFT_FILE: &str = "draft.txt";
 
 /// The marker of a session file written only for a draft.
 pub const DRAFT_ONLY_MARKER: &str = ".draft-only-session";
+
+/// How long a write of a session whose draft-only cleanup is armed waits for the
+/// session's lock (another manager's cleanup holds it for one read and one delete).
+const CLEANUP_LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// Returns whether `entry` is startup metadata that does not keep a draft-only session
 /// alive once its draft is gone (omp's `isDraftOnlyMetadataEntry`): a model, thinking
@@ -100,8 +106,12 @@ impl SessionManager {
     /// Reads and deletes the session's draft (omp's `consumeDraft`); `None` when there
     /// is none (or the session is in memory). Bytes that are not UTF-8 are read as
     /// U+FFFD, as omp reads them. A session written only for its draft and still holding
-    /// nothing else is removed by [`SessionManager::close`] afterwards.
+    /// nothing else is removed by [`SessionManager::close`] afterwards. It deletes a
+    /// file: a read-only manager is refused ([`SessionError::ReadOnly`]).
     pub fn consume_draft(&mut self) -> Result<Option<String>> {
+        if self.access == Access::ReadOnly {
+            return Err(SessionError::ReadOnly { path: self.file.clone().unwrap_or_default() });
+        }
         let Some(dir) = self.draft_dir("consume_draft")? else { return Ok(None) };
         let storage = self.env.storage.clone();
         let draft = dir.join(DRAFT_FILE);
@@ -120,6 +130,35 @@ impl SessionManager {
         Ok(Some(text))
     }
 
+    /// Persists an appended entry while this session's draft-only cleanup is armed, so
+    /// that it cannot race another manager's cleanup of the same file (two terminals on
+    /// one session: one consumed the draft, the other closes): under the session's lock,
+    /// which the cleanup holds for its read and delete, the file is looked at first; a
+    /// file the cleanup removed is written again whole (header and every entry), one
+    /// still there takes the append. omp takes the same lock for the first such entry;
+    /// it would append to the removed path.
+    pub(super) fn persist_beside_draft_cleanup(&mut self, line: &str) -> Result<()> {
+        let Some(path) = self.file.clone() else { return Ok(()) };
+        let storage = self.env.storage.clone();
+        let _lock = storage.lock(&path, LockWait::Timeout(CLEANUP_LOCK_WAIT))?;
+        let on_disk = storage.stat(&path)?;
+        let Persistence::Omp(omp) = &mut self.persistence else {
+            return Err(wrong_dialect("an omp append", self.dialect()));
+        };
+        if on_disk.is_none() {
+            self.close_writer();
+            if let Persistence::Omp(omp) = &mut self.persistence {
+                omp.file_is_current = false;
+                omp.expected_size = None;
+            }
+            return self.rewrite_omp();
+        }
+        if !omp.file_is_current || omp.rewrite_required {
+            return self.rewrite_omp();
+        }
+        self.append_omp_line(line)
+    }
+
     fn arm_draft_cleanup(&mut self, armed: bool) {
         if let Persistence::Omp(omp) = &mut self.persistence {
             omp.draft_cleanup_armed = armed;
@@ -131,10 +170,13 @@ impl SessionManager {
     /// and the file, read again under the session's lock, holds a valid header, no
     /// damaged record and only startup metadata. Returns whether it deleted the file.
     ///
-    /// The lock is the session's publish lock, which every writer of ours and omp's
-    /// append writer take: a writer that has the file open (another terminal that took
-    /// the session over) holds it, and then nothing is deleted. When the lock is busy,
-    /// or cannot be taken, the file stays (a leftover file loses nothing).
+    /// The lock is the session's lock ([`Storage::lock`](session_store::Storage::lock));
+    /// every append of a manager whose cleanup is armed (one that consumed this draft)
+    /// takes it too and writes the session whole if the file is gone
+    /// ([`SessionManager::persist_beside_draft_cleanup`]), so a session another manager
+    /// took over is never lost to this cleanup. On the file storage omp's append writer
+    /// holds the same lock. When the lock is busy, or cannot be taken, the file stays (a
+    /// leftover file loses nothing).
     pub(crate) fn drop_if_only_for_draft(&mut self) -> Result<bool> {
         let armed = matches!(&self.persistence, Persistence::Omp(omp) if omp.draft_cleanup_armed);
         let (Some(file), Some(dir)) = (self.file.clone(), self.file.as_deref().and_then(artifacts_dir)) else {

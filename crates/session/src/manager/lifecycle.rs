@@ -534,7 +534,8 @@ impl SessionManager {
     /// copied into a new directory (one already there is [`SessionError::TargetExists`]),
     /// then the old file and artifacts are deleted. A failure before the new file is in
     /// place removes the copy and leaves the session where it was; a failure to delete
-    /// the old copy is returned after the move (the manager names the new file).
+    /// the old copy is returned after the move (the manager names the new file), and a
+    /// new file that landed but could not be made durable keeps the old one as well.
     ///
     /// ```
     /// use session::{Dialect, Env, SessionManager};
@@ -588,6 +589,8 @@ impl SessionManager {
         // written whole at the new path, the artifacts copied, and the old file and
         // artifacts deleted once the new file is in place.
         let mut across = false;
+        // The artifacts were copied into a directory this move created.
+        let mut copied = false;
         if new_file != old_file {
             if existed {
                 match storage.rename(&old_file, &new_file) {
@@ -613,6 +616,7 @@ impl SessionManager {
                             return Err(SessionError::TargetExists { path: to });
                         }
                         across = true;
+                        copied = true;
                         if let Err(e) = storage.copy_dir(&from, &to) {
                             let _ = storage.delete_with_artifacts(&new_file);
                             return Err(e.into());
@@ -667,9 +671,12 @@ impl SessionManager {
                     }
                 } else {
                     undo_renames(&*storage, &renames);
-                    if across {
-                        // Only the copy goes: the new path held nothing before.
+                    if copied {
+                        // The copy goes, and only it: the directory is this move's.
                         let _ = storage.delete_with_artifacts(&new_file);
+                    } else if across {
+                        // The new path held no file before (checked above).
+                        let _ = storage.unlink(&new_file);
                     }
                     let (header, cwd, dir, file, persistence, failure) = saved;
                     self.header = header;
@@ -686,9 +693,11 @@ impl SessionManager {
         }
         let on_disk = storage.exists(&new_file).unwrap_or(false);
         self.breadcrumb(!on_disk);
-        if across {
-            // The session is whole at its new path: the source goes. A failure here
-            // leaves a copy behind, which the error names; the move itself stands.
+        if across && rewrite_landed.is_none() {
+            // The session is whole and durable at its new path: the source goes. A
+            // failure here leaves a copy behind, which the error names; the move itself
+            // stands. A new file that landed but is not durable keeps the source (two
+            // copies rather than none after a power loss), and the error says so.
             storage.delete_with_artifacts(&old_file)?;
         }
         match (not_durable, rewrite_landed) {

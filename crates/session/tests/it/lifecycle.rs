@@ -950,3 +950,32 @@ fn move_to_another_file_system_copies_then_deletes() -> Result<()> {
     }
     Ok(())
 }
+
+/// Two managers on one draft-only session: B resumes it and consumes the draft, A closes
+/// and removes the file, B writes on. B's session comes back whole (header, metadata and
+/// its new entries), never as a headerless line. A read-only manager consumes nothing.
+#[test]
+fn a_resumed_draft_session_survives_the_other_managers_cleanup() -> Result<()> {
+    for (name, tmp, env) in envs("draft-race") {
+        let mut a = SessionManager::create(Dialect::Omp, "/p", &tmp.path().join("s"), env.clone())?;
+        a.append_model_change_omp("p/m", None, false)?;
+        a.save_draft("to be continued")?;
+        let file = file_of(&a)?;
+        let mut read_only = SessionManager::open_read_only(Dialect::Omp, &file, env.clone())?;
+        assert!(matches!(read_only.consume_draft(), Err(SessionError::ReadOnly { .. })), "{name}");
+        read_only.close()?;
+        assert!(env.storage.exists(&file)?, "{name}: a read-only manager removes nothing");
+
+        let mut b = SessionManager::open(Dialect::Omp, &file, env.clone())?;
+        assert_eq!(b.consume_draft()?.as_deref(), Some("to be continued"));
+        a.close()?;
+        assert!(!env.storage.exists(&file)?, "{name}: A's cleanup removed the draft-only file");
+        b.append_message(user("continued in B"))?;
+        b.append_message(assistant("answer"))?;
+        let again = assert_on_disk(&b, &file)?;
+        assert!(again.tree().entries().iter().any(|r| r.entry_type() == session::model::EntryType::ModelChange));
+        b.close()?;
+        assert!(env.storage.exists(&file)?, "{name}: B's conversation keeps the file");
+    }
+    Ok(())
+}
