@@ -140,23 +140,29 @@ impl SessionManager {
     pub(super) fn persist_beside_draft_cleanup(&mut self, line: &str) -> Result<()> {
         let Some(path) = self.file.clone() else { return Ok(()) };
         let storage = self.env.storage.clone();
-        let _lock = storage.lock(&path, LockWait::Timeout(CLEANUP_LOCK_WAIT))?;
+        let lock = storage.lock(&path, LockWait::Timeout(CLEANUP_LOCK_WAIT))?;
         let on_disk = storage.stat(&path)?;
         let Persistence::Omp(omp) = &mut self.persistence else {
             return Err(wrong_dialect("an omp append", self.dialect()));
         };
-        if on_disk.is_none() {
+        let written = if on_disk.is_none() {
             self.close_writer();
             if let Persistence::Omp(omp) = &mut self.persistence {
                 omp.file_is_current = false;
                 omp.expected_size = None;
             }
-            return self.rewrite_omp();
-        }
-        if !omp.file_is_current || omp.rewrite_required {
-            return self.rewrite_omp();
-        }
-        self.append_omp_line(line)
+            self.rewrite_omp()
+        } else if !omp.file_is_current || omp.rewrite_required {
+            self.rewrite_omp()
+        } else {
+            self.append_omp_line(line)
+        };
+        // A writer opened under this lock holds none of its own (the storage leaves the
+        // session's locks to their holder): it goes with the lock, and the next one
+        // takes its own.
+        self.close_writer();
+        drop(lock);
+        written
     }
 
     fn arm_draft_cleanup(&mut self, armed: bool) {
