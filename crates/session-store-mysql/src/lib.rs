@@ -65,7 +65,7 @@
 //!
 //! | limit | error |
 //! |---|---|
-//! | a session, or a statement writing it, past the server's `max_allowed_packet` (16 MiB by default on MariaDB 10.11; [`MysqlStorage::max_content_bytes`]) | `StoreError::Io`, kind `FileTooLarge` ([`MysqlError::TooLarge`], checked before sending); nothing written |
+//! | a session, or a statement writing it, past the server's `max_allowed_packet` (16 MiB by default on MariaDB 10.11; [`MysqlStorage::max_content_bytes`]) | `StoreError::Io`, kind `FileTooLarge` ([`MysqlError::TooLarge`]: a whole write is checked before sending, an append by its own statement); nothing written |
 //! | content with a NUL byte or invalid UTF-8; a truncate that would add NUL bytes or cut a character | kind `InvalidData` ([`MysqlError::InvalidContent`]); nothing written |
 //! | a path over omp's 512 characters, ending in a space (the collation ignores it), not UTF-8, with NUL or `..` | kind `InvalidInput` ([`MysqlError::BadPath`]) |
 //! | a lock wait timeout or a deadlock | kind `ResourceBusy`; the statement's transaction rolled back |
@@ -86,8 +86,9 @@ mod error;
 mod storage;
 
 pub use error::{ConnectError, MAX_KEY_CHARS, MysqlError};
+pub use session_store::keyed::OMP_TABLE as DEFAULT_TABLE;
 pub use session_store::keyed::valid_table_name;
-pub use storage::{DEFAULT_TABLE, MysqlOptions, MysqlStorage};
+pub use storage::{MysqlOptions, MysqlStorage};
 
 #[cfg(doc)]
 use session_store::Storage;

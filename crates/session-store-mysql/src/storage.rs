@@ -8,7 +8,8 @@ use mysql::prelude::Queryable;
 use mysql::{Opts, OptsBuilder, Pool, PooledConn, Row, TxOpts, params};
 use session_store::clock::SystemClock;
 use session_store::keyed::{
-    AppendingWriter, Cause, LocalDirs, Mtimes, TitleMeta, backups, child_entries, children, lay_over, valid_table_name,
+    AppendingWriter, Cause, LocalDirs, Mtimes, TableOptions, TitleMeta, backups, child_entries, children, lay_over,
+    valid_table_name,
 };
 use session_store::{
     AppendWriter, DirEntry, Durability, ExpectedSize, FileStat, LockWait, Op, PollWatch, SessionLock, Storage,
@@ -17,42 +18,14 @@ use session_store::{
 
 use crate::error::{ConnectError, MAX_KEY_CHARS, MysqlError, db};
 
-/// omp 18.3.4's table name.
-pub const DEFAULT_TABLE: &str = "omp_session_files";
-
 /// Room left in `max_allowed_packet` for the rest of a statement (path, mtime, title).
 const STATEMENT_ROOM: u64 = 8 * 1024;
 
 /// How long a waiting [`Storage::lock`] sleeps between attempts.
 const LOCK_POLL: Duration = Duration::from_millis(10);
 
-/// Options of [`MysqlStorage::connect_with`].
-#[derive(Clone, Debug)]
-pub struct MysqlOptions {
-    table: String,
-    create_table: bool,
-}
-
-impl Default for MysqlOptions {
-    fn default() -> MysqlOptions {
-        MysqlOptions { table: DEFAULT_TABLE.to_owned(), create_table: true }
-    }
-}
-
-impl MysqlOptions {
-    /// Uses the table `table` instead of `omp_session_files` (omp's `table` option).
-    pub fn table(mut self, table: &str) -> MysqlOptions {
-        table.clone_into(&mut self.table);
-        self
-    }
-
-    /// Whether to create the table (and add omp's title columns) when it is missing; on
-    /// by default, as omp does unless told `createTable: false`.
-    pub fn create_table(mut self, create: bool) -> MysqlOptions {
-        self.create_table = create;
-        self
-    }
-}
+/// Options of [`MysqlStorage::connect_with`]: which table, and whether to create it.
+pub type MysqlOptions = TableOptions;
 
 /// The statements, with the validated table name inlined (values are always bound,
 /// by name).
@@ -112,9 +85,12 @@ impl Queries {
                 "UPDATE {t} SET content = :content, mtime_ms = :mtime, title = :title, title_source = :source, \
                  title_updated_at = :updated WHERE path = :path AND LENGTH(content) = :expected"
             ),
+            // omp's append, with the storage's size limit checked in the same statement:
+            // past it the new value is NULL, which strict mode refuses for the column.
             append: format!(
                 "INSERT INTO {t} (path, content, mtime_ms) VALUES (:path, :content, :mtime) \
-                 ON DUPLICATE KEY UPDATE content = CONCAT(content, :content), mtime_ms = :mtime"
+                 ON DUPLICATE KEY UPDATE content = IF(LENGTH(content) + LENGTH(:content) <= :limit, \
+                 CONCAT(content, :content), NULL), mtime_ms = :mtime"
             ),
             append_if_size: format!(
                 "UPDATE {t} SET content = CONCAT(content, :content), mtime_ms = :mtime \
@@ -195,8 +171,8 @@ impl MysqlStorage {
 
     /// [`MysqlStorage::connect`] with other [`MysqlOptions`].
     pub fn connect_with(url: &str, options: MysqlOptions) -> Result<MysqlStorage, ConnectError> {
-        if !valid_table_name(&options.table) {
-            return Err(ConnectError::BadTableName(options.table));
+        if !valid_table_name(options.table_name()) {
+            return Err(ConnectError::BadTableName(options.table_name().to_owned()));
         }
         let opts = Opts::from_url(url).map_err(ConnectError::BadUrl)?;
         // One connection opened at first (the driver's default opens ten per pool, and
@@ -212,15 +188,15 @@ impl MysqlStorage {
             .init(vec!["SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'"]);
         let pool = Pool::new(opts).map_err(ConnectError::Connect)?;
         let mut c = pool.get_conn().map_err(ConnectError::Connect)?;
-        if options.create_table {
-            create_table(&mut c, &options.table)?;
+        if options.creates_table() {
+            create_table(&mut c, options.table_name())?;
         }
         let max_packet: Option<u64> = c.query_first("SELECT @@max_allowed_packet").map_err(ConnectError::Connect)?;
         drop(c);
-        let q = Queries::new(&options.table);
+        let q = Queries::new(options.table_name());
         let inner = Inner {
             pool,
-            table: options.table,
+            table: options.table_name().to_owned(),
             q,
             max_packet: max_packet.unwrap_or(16 << 20),
             dirs: LocalDirs::new(),
@@ -549,13 +525,20 @@ impl Storage for MysqlStorage {
         let op = Op::Append;
         let k = key(op, path)?;
         let body = text(op, path, bytes)?;
+        self.check_len(op, path, bytes.len() as u64)?;
         let mut c = self.conn(op, path)?;
-        // `CONCAT` past `max_allowed_packet` gives NULL: refused here with the sizes (and
-        // by strict mode, should the row grow meanwhile).
-        let size = self.size_of(&mut c, op, path, &k)?.unwrap_or(0);
-        self.check_len(op, path, size.saturating_add(bytes.len() as u64))?;
-        let args = params! {"path" => &k, "content" => body, "mtime" => self.mtime()};
-        c.exec_drop(&self.inner.q.append, args).map_err(db(op, path))
+        let limit = self.max_content_bytes();
+        let args = params! {"path" => &k, "content" => body, "mtime" => self.mtime(), "limit" => limit};
+        match c.exec_drop(&self.inner.q.append, args) {
+            // Past the limit the statement sets NULL, which strict mode refuses for the
+            // `NOT NULL` column (`ER_BAD_NULL_ERROR`): nothing was written, and the sizes
+            // say why.
+            Err(mysql::Error::MySqlError(e)) if e.code == 1048 => {
+                let size = self.size_of(&mut c, op, path, &k)?.unwrap_or(0);
+                Err(MysqlError::TooLarge { size: size.saturating_add(bytes.len() as u64), limit }.at(op, path))
+            }
+            other => other.map_err(db(op, path)),
+        }
     }
 
     fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {

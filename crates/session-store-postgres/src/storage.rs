@@ -14,7 +14,7 @@ use crate::keys::text;
 use crate::pool::{Pool, Pooled};
 
 /// The table omp uses unless told otherwise.
-pub const DEFAULT_TABLE: &str = "omp_session_files";
+pub const DEFAULT_TABLE: &str = session_store::keyed::OMP_TABLE;
 
 /// Settings of [`PostgresStorage::connect_with`].
 #[derive(Clone, Debug)]

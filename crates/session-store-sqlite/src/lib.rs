@@ -84,8 +84,9 @@ mod error;
 mod storage;
 
 pub use error::{ConnectError, MAX_CONTENT_BYTES, MAX_KEY_BYTES, SqliteError};
+pub use session_store::keyed::OMP_TABLE as DEFAULT_TABLE;
 pub use session_store::keyed::valid_table_name;
-pub use storage::{DEFAULT_TABLE, SqliteOptions, SqliteStorage};
+pub use storage::{SqliteOptions, SqliteStorage};
 
 #[cfg(doc)]
 use session_store::Storage;

@@ -7,7 +7,8 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use session_store::clock::SystemClock;
 use session_store::keyed::{
-    AppendingWriter, Cause, LocalDirs, Mtimes, TitleMeta, backups, child_entries, children, lay_over, valid_table_name,
+    AppendingWriter, Cause, LocalDirs, Mtimes, TableOptions, TitleMeta, backups, child_entries, children, lay_over,
+    valid_table_name,
 };
 use session_store::{
     AppendWriter, DirEntry, Durability, ExpectedSize, FileStat, FileStorage, LockWait, Op, PollWatch, SessionLock,
@@ -16,40 +17,12 @@ use session_store::{
 
 use crate::error::{ConnectError, MAX_CONTENT_BYTES, SqliteError, db};
 
-/// omp 18.3.4's table name.
-pub const DEFAULT_TABLE: &str = "omp_session_files";
-
 /// How long a statement waits for another connection's write lock before it fails with
 /// `ResourceBusy`.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Options of [`SqliteStorage::open_with`].
-#[derive(Clone, Debug)]
-pub struct SqliteOptions {
-    table: String,
-    create_table: bool,
-}
-
-impl Default for SqliteOptions {
-    fn default() -> SqliteOptions {
-        SqliteOptions { table: DEFAULT_TABLE.to_owned(), create_table: true }
-    }
-}
-
-impl SqliteOptions {
-    /// Uses the table `table` instead of `omp_session_files` (omp's `table` option).
-    pub fn table(mut self, table: &str) -> SqliteOptions {
-        table.clone_into(&mut self.table);
-        self
-    }
-
-    /// Whether to create the table (and add omp's title columns) when it is missing; on
-    /// by default, as omp does unless told `createTable: false`.
-    pub fn create_table(mut self, create: bool) -> SqliteOptions {
-        self.create_table = create;
-        self
-    }
-}
+/// Options of [`SqliteStorage::open_with`]: which table, and whether to create it.
+pub type SqliteOptions = TableOptions;
 
 /// The statements, with the validated table name inlined (values are always bound).
 #[derive(Debug)]
@@ -181,24 +154,24 @@ impl SqliteStorage {
 
     /// [`SqliteStorage::open`] with other [`SqliteOptions`].
     pub fn open_with(db: &Path, options: SqliteOptions) -> Result<SqliteStorage, ConnectError> {
-        if !valid_table_name(&options.table) {
-            return Err(ConnectError::BadTableName(options.table));
+        if !valid_table_name(options.table_name()) {
+            return Err(ConnectError::BadTableName(options.table_name().to_owned()));
         }
         let open = |source| ConnectError::Open { path: db.to_path_buf(), source };
         let conn = Connection::open(db).map_err(open)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open)?;
-        if options.create_table {
-            create_table(&conn, &options.table)?;
+        if options.creates_table() {
+            create_table(&conn, options.table_name())?;
         }
         let mut locks = db.as_os_str().to_owned();
         locks.push(".locks");
         let locks_dir = PathBuf::from(locks);
         make_private_dir(&locks_dir).map_err(|source| ConnectError::LockDir { path: locks_dir.clone(), source })?;
-        let q = Queries::new(&options.table);
+        let q = Queries::new(options.table_name());
         let inner = Inner {
             conn: Mutex::new(conn),
             db_path: db.to_path_buf(),
-            table: options.table,
+            table: options.table_name().to_owned(),
             q,
             dirs: LocalDirs::new(),
             times: Mtimes::new(Arc::new(SystemClock)),
@@ -507,12 +480,20 @@ impl Storage for SqliteStorage {
         let op = Op::Append;
         let k = SqliteError::file_key(op, path)?;
         let body = text(op, path, bytes)?;
+        check_len(op, path, bytes.len() as u64)?;
         let now = self.mtime();
         let c = self.conn();
-        let size = self.size_of(&c, op, path, &k)?.unwrap_or(0);
-        check_len(op, path, size.saturating_add(bytes.len() as u64))?;
-        c.execute(&self.inner.q.append, params![k, body, now]).map_err(db(op, path))?;
-        Ok(())
+        match c.execute(&self.inner.q.append, params![k, body, now]) {
+            Ok(_) => Ok(()),
+            // The concatenation past `SQLITE_MAX_LENGTH`: nothing was written, and the
+            // sizes say why.
+            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::TooBig) => {
+                let size = self.size_of(&c, op, path, &k)?.unwrap_or(0);
+                Err(SqliteError::TooLarge { size: size.saturating_add(bytes.len() as u64), limit: MAX_CONTENT_BYTES }
+                    .at(op, path))
+            }
+            Err(e) => Err(db(op, path)(e)),
+        }
     }
 
     fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {

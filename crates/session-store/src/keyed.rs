@@ -80,6 +80,48 @@ pub fn find<C: Cause>(err: &StoreError) -> Option<&C> {
     }
 }
 
+/// omp 18.3.4's table of session files on SQL storages.
+pub const OMP_TABLE: &str = "omp_session_files";
+
+/// The options every SQL storage of omp's table takes (the SQLite and MySQL storages'
+/// `…Options`): which table, and whether to create it.
+#[derive(Clone, Debug)]
+pub struct TableOptions {
+    table: String,
+    create_table: bool,
+}
+
+impl Default for TableOptions {
+    fn default() -> TableOptions {
+        TableOptions { table: OMP_TABLE.to_owned(), create_table: true }
+    }
+}
+
+impl TableOptions {
+    /// Uses the table `table` instead of `omp_session_files` (omp's `table` option).
+    pub fn table(mut self, table: &str) -> TableOptions {
+        table.clone_into(&mut self.table);
+        self
+    }
+
+    /// Whether to create the table (and add omp's title columns) when it is missing; on
+    /// by default, as omp does unless told `createTable: false`.
+    pub fn create_table(mut self, create: bool) -> TableOptions {
+        self.create_table = create;
+        self
+    }
+
+    /// Returns the table's name.
+    pub fn table_name(&self) -> &str {
+        &self.table
+    }
+
+    /// Returns whether the table is created when missing.
+    pub fn creates_table(&self) -> bool {
+        self.create_table
+    }
+}
+
 /// Returns whether `name` is a table name the SQL storages accept:
 /// `[A-Za-z_][A-Za-z0-9_]{0,62}` (it is written into their statements, so nothing else
 /// is let through).

@@ -151,6 +151,14 @@ fn limits_are_typed_errors() -> TestResult {
     let e = storage.append(path, big.as_bytes()).expect_err("past max_allowed_packet");
     assert!(matches!(&e, StoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::FileTooLarge), "{e}");
     assert_eq!(storage.read(path)?, b"ok\n", "nothing was written");
+    // A row near the limit: the append that would pass it (by the server's CONCAT) is
+    // refused, typed with the sizes, and writes nothing.
+    let near = Path::new("/t/near.jsonl");
+    let body = "y".repeat(usize::try_from(storage.max_content_bytes())? - 100);
+    storage.write(near, body.as_bytes())?;
+    let e = storage.append(near, "z".repeat(200).as_bytes()).expect_err("past the limit once concatenated");
+    assert!(matches!(MysqlError::find(&e), Some(MysqlError::TooLarge { .. })), "{e}");
+    assert_eq!(storage.stat(near)?.map(|s| s.size), Some(body.len() as u64), "nothing was appended");
     Ok(())
 }
 
