@@ -409,16 +409,25 @@ fn decimal(tok: &str) -> Option<(bool, Vec<u8>, i64)> {
     Some((neg, digits, point))
 }
 
+/// Whether a JSON number token is plainly exact: no exponent, at most 15 digits, not
+/// `-0`. Such a token reads as a double to the value it spells ([`numbers_exact`]
+/// without looking further); the validating scan notes whether every token of a record
+/// is plain, so that most records never need the slower look.
+#[inline]
+pub(crate) fn number_plain(b: &[u8]) -> bool {
+    if b.is_empty() || b.len() > 16 || b.iter().any(|&c| c == b'e' || c == b'E') {
+        return false;
+    }
+    let digits = b.iter().filter(|c| c.is_ascii_digit()).count();
+    let negative_zero = b[0] == b'-' && b[1..].iter().all(|&c| c == b'0' || c == b'.');
+    digits <= 15 && !negative_zero
+}
+
 /// Whether one JSON number token reads as a double to the value it spells.
 fn number_exact(tok: &str) -> bool {
-    // The common case without allocating: no exponent, at most 15 digits, not `-0`.
-    let b = tok.as_bytes();
-    if b.len() <= 16 && !b.iter().any(|&c| c == b'e' || c == b'E') {
-        let digits = b.iter().filter(|c| c.is_ascii_digit()).count();
-        let negative_zero = b[0] == b'-' && b[1..].iter().all(|&c| c == b'0' || c == b'.');
-        if digits <= 15 && !negative_zero {
-            return true;
-        }
+    // The common case without allocating.
+    if number_plain(tok.as_bytes()) {
+        return true;
     }
     let Some((neg, digits, point)) = decimal(tok) else { return true };
     if digits.is_empty() {
@@ -568,6 +577,24 @@ mod tests {
                 f.is_finite() && decimal(&js_number(f)) == Some((neg, digits, point))
             };
             proptest::prop_assert_eq!(number_exact(&tok), by_definition, "{}", tok);
+        }
+
+        /// A plain token (what the scan lets through without a second look) is exact.
+        #[test]
+        fn a_plain_number_is_exact(tok in "-?(0|[1-9][0-9]{0,18})(\\.[0-9]{1,6})?([eE][-+]?[0-9]{1,3})?") {
+            if number_plain(tok.as_bytes()) {
+                proptest::prop_assert!(number_exact(&tok), "{}", tok);
+            }
+        }
+    }
+
+    #[test]
+    fn plain_numbers() {
+        for tok in ["0", "-1", "1.5", "123456789012345", "-0.5", "0.00000001"] {
+            assert!(number_plain(tok.as_bytes()), "{tok}");
+        }
+        for tok in ["-0", "-0.0", "1e3", "1E3", "1234567890123456", "12345678901234567890", ""] {
+            assert!(!number_plain(tok.as_bytes()), "{tok}");
         }
     }
 

@@ -1378,6 +1378,8 @@ mod tests {
         "{\"type\":\"message\",\"id\":\"m5\",\"timestamp\":\"t\",\"message\":\"text\"}\n",
         "{\"type\":\"mess\\u0061ge\",\"id\":\"a\\u0062\",\"parentId\":\"\\ud800\",\"timestamp\":\"t\\n\",\"message\":{\"r\\u006fle\":\"us\\u0065r\"}}\n",
         "{\"type\":\"future_kind\",\"id\":\"f1\",\"parentId\":\"m1\",\"timestamp\":\"t\",\"x\":[1,{\"y\":1e400}]}\n",
+        "{\"type\":\"custom\",\"id\":\"f2\",\"parentId\":\"f1\",\"timestamp\":\"t\",\"x\":[1.50,-0,12345678901234567890,\"1e400\"]}\n",
+        "{\"type\":\"custom\",\"id\":\"f3\",\"parentId\":\"f2\",\"timestamp\":\"t\",\"x\":[1E3,0.1,-2.5e-7]}\n",
         "{\"type\":\"label\",\"id\":\"l1\",\"parentId\":\"m1\",\"timestamp\":\"t\",\"targetId\":\"m1\",\"label\":\"x\"}\n",
         "{\"type\":\"custom\",\"id\":7,\"parentId\":\"a\",\"timestamp\":\"t\"}\n",
         "{\"type\":\"custom\",\"id\":\"n1\",\"parentId\":7,\"timestamp\":\"t\"}\n",

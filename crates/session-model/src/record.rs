@@ -20,6 +20,7 @@ use serde_json::value::RawValue;
 #[allow(unused_imports)] // named by the docs of the accessors that read through it
 use crate::span::Bodies;
 use crate::span::SpanTable;
+use crate::strings::Checked;
 use crate::{json, scan};
 
 /// A JSON value as the skeleton parser saw it, without keeping nested structure.
@@ -330,9 +331,25 @@ fn without_whitespace(text: &str) -> String {
 /// [`Record::scan_object`] returns them; `message` is the one it also looks into.
 const SKELETON_KEYS: [&str; 5] = ["type", "id", "parentId", "timestamp", "message"];
 
-/// What [`Record::scan_object`] finds: the raw skeleton fields, the message's raw
-/// `role` and where the object ends.
-pub(crate) type ObjectScan<'a> = ([Option<&'a str>; 5], Option<&'a str>, usize);
+/// Whether a record's numbers are exact ([`json::numbers_exact`]): not looked at yet.
+const EXACT_UNKNOWN: u8 = 0;
+/// They are.
+const EXACT_YES: u8 = 1;
+/// They are not.
+const EXACT_NO: u8 = 2;
+
+/// What [`Record::scan_object`] finds.
+pub(crate) struct ObjectScan<'a> {
+    /// The raw skeleton fields, in the order of `SKELETON_KEYS`.
+    pub(crate) fields: [Option<&'a str>; 5],
+    /// The message's raw `role`.
+    pub(crate) role: Option<&'a str>,
+    /// Where the object ends.
+    pub(crate) end: usize,
+    /// Whether every number of the object is plain (`json::number_plain`), so that
+    /// its numbers are exact ([`json::numbers_exact`]) without a second look.
+    pub(crate) numbers_plain: bool,
+}
 
 /// What starts the id-map key of an id that is not a string: a noncharacter, which
 /// no id an agent writes holds.
@@ -391,7 +408,7 @@ struct Inner {
     value: OnceLock<Option<Value>>,
     message_info: OnceLock<MessageInfo>,
     /// Whether the text's numbers are exact as JavaScript reads them
-    /// ([`json::numbers_exact`]): 0 not yet looked, 1 yes, 2 no.
+    /// ([`json::numbers_exact`]): [`EXACT_UNKNOWN`], [`EXACT_YES`] or [`EXACT_NO`].
     exact: AtomicU8,
 }
 
@@ -431,8 +448,8 @@ impl Record {
         if bytes.get(start) != Some(&b'{') {
             return Record::parse_non_object(text);
         }
-        let (fields, _, end) = Record::scan_object(text, start)?;
-        Ok(Record::from_fields(&text[start..end], fields))
+        let scan = Record::scan_object(text, start)?;
+        Ok(Record::from_fields(&text[start..scan.end], &scan))
     }
 
     /// Parses a value that is not an object (`42`, `"s"`, `[]`): small, parsed whole.
@@ -454,23 +471,30 @@ impl Record {
 
     /// Validates the object at `start` of `text` (nothing but whitespace may follow
     /// it) and returns its skeleton fields (`type`, `id`, `parentId`, `timestamp`,
-    /// `message`), the message's raw `role` and the object's end.
+    /// `message`), the message's raw `role`, the object's end and whether its numbers
+    /// are all plain.
     pub(crate) fn scan_object(text: &str, start: usize) -> Result<ObjectScan<'_>, RecordParseError> {
-        let (fields, role, end) = scan::record_fields(text, start, SKELETON_KEYS, 4, "role")?;
+        let mut strings = Checked::new(start);
+        let (fields, role, end) = scan::record_fields_with(text, start, SKELETON_KEYS, 4, "role", &mut strings)?;
         if scan::skip_ws(text.as_bytes(), end) != text.len() {
             return Err(scan::ScanError::Syntax.into());
         }
-        Ok((fields, role, end))
+        Ok(ObjectScan { fields, role, end, numbers_plain: strings.numbers_plain() })
     }
 
-    /// Builds a record held in memory from an object's raw text and its skeleton
-    /// fields as [`Record::scan_object`] found them.
-    pub(crate) fn from_fields(raw: &str, [ty, id, parent, ts, message]: [Option<&str>; 5]) -> Record {
+    /// Builds a record held in memory from an object's raw text and what
+    /// [`Record::scan_object`] found in it.
+    pub(crate) fn from_fields(raw: &str, scan: &ObjectScan<'_>) -> Record {
+        let [ty, id, parent, ts, message] = scan.fields;
         let message = message.filter(|m| scan::kind(m) != scan::Kind::Null).map(|m| {
             let at = m.as_ptr() as usize - raw.as_ptr() as usize;
             at as u32..(at + m.len()) as u32
         });
-        Record::build(raw, true, scalar(ty), scalar(id), scalar(parent), scalar(ts), message, None, None)
+        let record = Record::build(raw, true, scalar(ty), scalar(id), scalar(parent), scalar(ts), message, None, None);
+        if scan.numbers_plain {
+            record.text_inner().exact.store(EXACT_YES, Ordering::Relaxed);
+        }
+        record
     }
 
     fn from_parsed(text: &str, value: Value) -> Record {
@@ -536,7 +560,7 @@ impl Record {
                 message,
                 value: cell,
                 message_info: OnceLock::new(),
-                exact: AtomicU8::new(0),
+                exact: AtomicU8::new(EXACT_UNKNOWN),
             })),
         }
     }
@@ -898,11 +922,11 @@ impl Inner {
 
     fn numbers_exact(&self) -> bool {
         match self.exact.load(Ordering::Relaxed) {
-            1 => true,
-            2 => false,
+            EXACT_YES => true,
+            EXACT_NO => false,
             _ => {
                 let exact = json::numbers_exact(&self.text);
-                self.exact.store(if exact { 1 } else { 2 }, Ordering::Relaxed);
+                self.exact.store(if exact { EXACT_YES } else { EXACT_NO }, Ordering::Relaxed);
                 exact
             }
         }
@@ -1002,6 +1026,31 @@ impl Serialize for Record {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// A record is written back as it was read unless JavaScript reads one of its
+        /// numbers as another value; the scan's shortcut for plain numbers changes
+        /// nothing of that.
+        #[test]
+        fn a_record_is_written_back_by_the_number_rule(
+            numbers in proptest::collection::vec("-?(0|[1-9][0-9]{0,20})(\\.[0-9]{1,4})?([eE][-+]?[0-9]{1,3})?", 0..4),
+            quoted in "[0-9e.-]{0,8}",
+        ) {
+            let text = format!(
+                r#"{{"type":"custom","id":"a","n":[{}],"s":"{quoted}","m":{{"k":{}}}}}"#,
+                numbers.join(","),
+                numbers.first().map_or("0", String::as_str),
+            );
+            let expected = if json::numbers_exact(&text) {
+                text.clone()
+            } else {
+                json::to_js_string(&json::parse(&text).expect("JSON"))
+            };
+            let record = Record::parse(&text).expect("an object");
+            proptest::prop_assert_eq!(record.numbers_exact(), json::numbers_exact(&text));
+            proptest::prop_assert_eq!(record.line(), expected);
+        }
+    }
 
     /// Numbers beyond a double are `Infinity` in JavaScript and `null` once
     /// `JSON.stringify` writes them back; the text itself is kept.

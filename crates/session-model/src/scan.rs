@@ -261,7 +261,11 @@ fn walk_with_stack(
         let id = rec.open(parent, key.take(), pos, stack.len());
         let mut end = match c {
             b'"' => strings.string_end(b, pos)?,
-            b'-' | b'0'..=b'9' => skip_number(b, pos)?,
+            b'-' | b'0'..=b'9' => {
+                let end = skip_number(b, pos)?;
+                strings.number(&b[pos..end]);
+                end
+            }
             b't' => skip_literal(b, pos, b"true")?,
             b'f' => skip_literal(b, pos, b"false")?,
             b'n' => skip_literal(b, pos, b"null")?,
@@ -449,10 +453,23 @@ pub fn record_fields<'a, const N: usize>(
     nested: usize,
     inner: &str,
 ) -> Result<RecordFields<'a, N>, ScanError> {
+    record_fields_with(raw, start, keys, nested, inner, &mut Checked::new(start))
+}
+
+/// [`record_fields`] with the walk's string index `strings` (begun at `start`), which
+/// then also says whether every number of the object was plain.
+pub(crate) fn record_fields_with<'a, const N: usize>(
+    raw: &'a str,
+    start: usize,
+    keys: [&str; N],
+    nested: usize,
+    inner: &str,
+    strings: &mut Checked,
+) -> Result<RecordFields<'a, N>, ScanError> {
     let b = raw.as_bytes();
     let mut out = [None; N];
     let mut found = None;
-    let end = walk_members(raw, start, &mut Checked::new(start), &mut |key, vstart, strings| {
+    let end = walk_members(raw, start, strings, &mut |key, vstart, strings| {
         let Some(i) = keys.iter().position(|k| key_eq(key, k)) else {
             return walk_value(b, vstart, strings);
         };

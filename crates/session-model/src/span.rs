@@ -120,6 +120,9 @@ const PARENT_ID: u8 = 2;
 const HAS_ID: u8 = 1;
 const HAS_ROLE: u8 = 2;
 const HAS_TYPE: u8 = 4;
+/// Every number of the record's text is plain (`json::number_plain`): its numbers are
+/// exact without a look at them when it is written back.
+const PLAIN_NUMBERS: u8 = 8;
 
 /// The names of a row, in the order they follow each other in the table's text.
 const NAME_ID: usize = 0;
@@ -196,7 +199,7 @@ impl SpanRow {
             flags: b[18],
             lens: [b[19], b[20], b[21], b[22], b[23]],
         };
-        (row.parent <= PARENT_ID && row.flags & !(HAS_ID | HAS_ROLE | HAS_TYPE) == 0).then_some(row)
+        (row.parent <= PARENT_ID && row.flags & !(HAS_ID | HAS_ROLE | HAS_TYPE | PLAIN_NUMBERS) == 0).then_some(row)
     }
 }
 
@@ -349,6 +352,11 @@ impl SpanTable {
             }
             None => false,
         }
+    }
+
+    /// Returns whether the scan found every number of the row's text plain.
+    fn numbers_plain(&self, row: u32) -> bool {
+        self.row(row).flags & PLAIN_NUMBERS != 0
     }
 
     /// Returns the row's text if it was read.
@@ -519,7 +527,7 @@ pub fn lines<'a>(records: &'a [Record], buf: &'a mut Vec<u8>) -> std::io::Result
                 if trusted
                     && !(table.bodies.hook.is_some() && text.contains("blob:sha256:"))
                     && table.looks_like(w.row, text)
-                    && crate::json::numbers_exact(text) =>
+                    && (table.numbers_plain(w.row) || crate::json::numbers_exact(text)) =>
             {
                 Cow::Borrowed(text)
             }
@@ -633,16 +641,22 @@ impl SpanBuilder {
         if bytes.get(start) != Some(&b'{') {
             return Record::parse_non_object(line);
         }
-        let (fields, role, end) = Record::scan_object(line, start)?;
-        let raw = &line[start..end];
-        match self.row_for(raw, fields, role) {
+        let scan = Record::scan_object(line, start)?;
+        let raw = &line[start..scan.end];
+        match self.row_for(raw, scan.fields, scan.role, scan.numbers_plain) {
             Some(row) => Ok(row),
-            None => Ok(Record::from_fields(raw, fields)),
+            None => Ok(Record::from_fields(raw, &scan)),
         }
     }
 
     /// Adds a row for the object `raw` when it qualifies and returns its record.
-    fn row_for(&mut self, raw: &str, [ty, id, parent, ts, _]: [Option<&str>; 5], role: Option<&str>) -> Option<Record> {
+    fn row_for(
+        &mut self,
+        raw: &str,
+        [ty, id, parent, ts, _]: [Option<&str>; 5],
+        role: Option<&str>,
+        numbers_plain: bool,
+    ) -> Option<Record> {
         if raw.len() < self.span_from {
             return None;
         }
@@ -674,22 +688,9 @@ impl SpanBuilder {
             *l = u8::try_from(n.map_or(0, str::len)).ok()?;
         }
         let at = self.base + (raw.as_ptr() as usize - self.origin) as u64;
-        let row = self.push(at, len, kind, parent_tag, names, lens)?;
-        Some(Record::unbound(row))
-    }
-
-    fn push(
-        &mut self,
-        at: u64,
-        len: u32,
-        kind: EntryType,
-        parent: u8,
-        names: [Option<&str>; 5],
-        lens: [u8; 5],
-    ) -> Option<u32> {
         let row = u32::try_from(self.rows.len()).ok()?;
         let start = u32::try_from(self.names.len()).ok()?;
-        let mut flags = 0;
+        let mut flags = if numbers_plain { PLAIN_NUMBERS } else { 0 };
         for (i, n) in names.iter().enumerate() {
             if let Some(n) = n {
                 self.names.push_str(n);
@@ -701,8 +702,8 @@ impl SpanBuilder {
                 };
             }
         }
-        self.rows.push(SpanRow { at, len, names: start, kind, parent, flags, lens });
-        Some(row)
+        self.rows.push(SpanRow { at, len, names: start, kind, parent: parent_tag, flags, lens });
+        Some(Record::unbound(row))
     }
 
     /// Makes the piece's table and binds the piece's unbound records to it.

@@ -35,7 +35,7 @@ use crate::span::{Bodies, SpanRow, SpanTable};
 use crate::title::TitleSlot;
 
 /// The version of the format; another version is refused.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// A record held in memory: its text's index and its offset follow.
 const TAG_TEXT: u8 = 0;

@@ -27,6 +27,13 @@ pub(crate) trait StringEnds {
     /// (a control character or a bad escape); `Incomplete` if the text ends first.
     /// `open` never decreases from one call to the next.
     fn string_end(&mut self, b: &[u8], open: usize) -> Result<usize, ScanError>;
+
+    /// The walk met the number token `tok` (outside any string). Nothing by default;
+    /// [`Marks`] notes whether every token was plain ([`Marks::numbers_plain`]).
+    #[inline(always)]
+    fn number(&mut self, tok: &[u8]) {
+        let _ = tok;
+    }
 }
 
 /// Bits at even positions.
@@ -139,6 +146,8 @@ pub(crate) struct Marks<const CHECK: bool> {
     escaped_carry: u64,
     /// All ones if the next block starts inside a string.
     inside_carry: u64,
+    /// Whether every number token met so far was plain (`json::number_plain`).
+    numbers_plain: bool,
 }
 
 /// [`Marks`] that validates string content.
@@ -150,7 +159,14 @@ pub(crate) type Quotes = Marks<false>;
 impl<const CHECK: bool> Marks<CHECK> {
     /// An index of the text from `origin`, which must not be inside a string.
     pub(crate) fn new(origin: usize) -> Marks<CHECK> {
-        Marks { block: origin, next: origin, quotes: 0, bad: 0, escaped_carry: 0, inside_carry: 0 }
+        Marks { block: origin, next: origin, quotes: 0, bad: 0, escaped_carry: 0, inside_carry: 0, numbers_plain: true }
+    }
+
+    /// Returns whether every number token the walk met was plain
+    /// (`json::number_plain`): then the text's numbers are exact without looking
+    /// at them again.
+    pub(crate) fn numbers_plain(&self) -> bool {
+        self.numbers_plain
     }
 
     /// Classifies the next block (the text must extend into it).
@@ -194,6 +210,13 @@ impl<const CHECK: bool> Marks<CHECK> {
 }
 
 impl<const CHECK: bool> StringEnds for Marks<CHECK> {
+    #[inline]
+    fn number(&mut self, tok: &[u8]) {
+        if self.numbers_plain && !crate::json::number_plain(tok) {
+            self.numbers_plain = false;
+        }
+    }
+
     #[inline]
     fn string_end(&mut self, b: &[u8], open: usize) -> Result<usize, ScanError> {
         while open >= self.next {
