@@ -61,6 +61,13 @@ def run_in_pane(name, cols, command, env, log=None):
     tmux("new-session", "-d", "-s", name, "-x", str(cols), "-y", "40", "env -i sh")
     if log:
         tmux("pipe-pane", "-o", "-t", name, f"cat >> {log}")
+        # tmux starts the pipe's command on its own time: type nothing until it runs,
+        # or the first bytes (and on a loaded machine all of them) are never logged.
+        deadline = time.time() + 20.0
+        while not os.path.exists(log):
+            if time.time() > deadline:
+                raise SystemExit(f"tty-check: tmux never started the pipe writing {log}")
+            time.sleep(0.05)
     exports = " ".join(f"{k}='{v}'" for k, v in env.items())
     tmux("send-keys", "-t", name, f"export {exports}; clear; {command}; echo '[done]'", "Enter")
     return wait_for(name, "[done]")
