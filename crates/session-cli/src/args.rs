@@ -444,6 +444,35 @@ pub(crate) enum HistoryCommand {
     },
 }
 
+impl Command {
+    /// Returns the one session file the command opens, for those that name one.
+    pub(crate) fn session_file(&self) -> Option<&std::path::Path> {
+        use Command::*;
+        match self {
+            Info { file, .. }
+            | Entries { file, .. }
+            | Tail { file, .. }
+            | Tree { file, .. }
+            | Context { file, .. }
+            | Projection { file, .. }
+            | Branch { file, .. }
+            | Check { file, .. }
+            | Append { file, .. }
+            | Extract { file, .. }
+            | Fork { file, .. }
+            | Rename { file, .. }
+            | Move { file, .. }
+            | Label { file, .. }
+            | Migrate { file, .. }
+            | Repair { file, .. }
+            | Rm { file, .. }
+            | Export { file, .. }
+            | Push { file, .. } => Some(file),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use clap::{CommandFactory, Parser};

@@ -10,6 +10,7 @@
 mod args;
 mod commands;
 mod find;
+mod huge_pages;
 mod human;
 mod jobs;
 mod store;
@@ -28,6 +29,9 @@ fn main() -> ExitCode {
         // Usage errors exit 2; `--help` and `--version` print and exit 0.
         Err(e) => e.exit(),
     };
+    if let Some(file) = cli.command.session_file() {
+        huge_pages::ensure_for(file);
+    }
     if let Err(e) = store::init(cli.global.store.as_deref()) {
         eprintln!("error: --store: {e}");
         return ExitCode::FAILURE;

@@ -115,6 +115,9 @@ impl Bodies {
 const PARENT_ABSENT: u8 = 0;
 const PARENT_NULL: u8 = 1;
 const PARENT_ID: u8 = 2;
+/// The `parentId` is the id of the row before it in the same table (most entries follow
+/// the one before them): it is not written again in the table's text.
+const PARENT_PREV: u8 = 3;
 
 /// Row flags.
 const HAS_ID: u8 = 1;
@@ -199,7 +202,7 @@ impl SpanRow {
             flags: b[18],
             lens: [b[19], b[20], b[21], b[22], b[23]],
         };
-        (row.parent <= PARENT_ID && row.flags & !(HAS_ID | HAS_ROLE | HAS_TYPE | PLAIN_NUMBERS) == 0).then_some(row)
+        (row.parent <= PARENT_PREV && row.flags & !(HAS_ID | HAS_ROLE | HAS_TYPE | PLAIN_NUMBERS) == 0).then_some(row)
     }
 }
 
@@ -272,6 +275,14 @@ impl SpanTable {
         &self.rows[row as usize]
     }
 
+    /// Returns whether every row that names the row before it as its parent has one
+    /// with an id (rows read back from a stored index are checked before use).
+    pub(crate) fn parents_fit(rows: &[SpanRow]) -> bool {
+        rows.iter()
+            .enumerate()
+            .all(|(i, r)| r.parent != PARENT_PREV || i.checked_sub(1).is_some_and(|p| rows[p].flags & HAS_ID != 0))
+    }
+
     fn name(&self, row: u32, which: usize) -> &str {
         let r = self.row(row);
         let start = r.names as usize + r.lens[..which].iter().map(|&l| usize::from(l)).sum::<usize>();
@@ -300,6 +311,8 @@ impl SpanTable {
         match self.row(row).parent {
             PARENT_NULL => ParentRef::Null,
             PARENT_ID => ParentRef::Id(self.name(row, NAME_PARENT)),
+            // Checked when the table is made: the row before it has an id.
+            PARENT_PREV => ParentRef::Id(self.name(row.wrapping_sub(1), NAME_ID)),
             _ => ParentRef::Absent,
         }
     }
@@ -667,11 +680,14 @@ impl SpanBuilder {
             return None;
         }
         let id = decoded(id)?;
-        let (parent_tag, parent) = match parent {
+        let (mut parent_tag, mut parent) = match parent {
             None => (PARENT_ABSENT, None),
             Some("null") => (PARENT_NULL, None),
             Some(_) => (PARENT_ID, Some(decoded(parent)??)),
         };
+        if parent.is_some() && parent.as_deref() == self.last_id() {
+            (parent_tag, parent) = (PARENT_PREV, None);
+        }
         let ts = decoded(ts)??;
         // The role a message's skeleton answers: a string, or none (no string role).
         let role = match role {
@@ -706,6 +722,13 @@ impl SpanBuilder {
         Some(Record::unbound(row))
     }
 
+    /// Returns the id of the last row added, if it has one.
+    fn last_id(&self) -> Option<&str> {
+        let r = self.rows.last().filter(|r| r.flags & HAS_ID != 0)?;
+        let at = r.names as usize;
+        self.names.get(at..at + usize::from(r.lens[NAME_ID]))
+    }
+
     /// Makes the piece's table and binds the piece's unbound records to it.
     pub(crate) fn finish(self, bodies: &Arc<Bodies>, records: &mut [Record]) {
         if self.rows.is_empty() {
@@ -726,6 +749,43 @@ mod tests {
     fn a_row_is_24_bytes() {
         assert_eq!(std::mem::size_of::<SpanRow>(), 24);
         assert_eq!(std::mem::size_of::<Record>(), 16);
+    }
+
+    /// A row whose parent is the row before it keeps that id once in the table's text;
+    /// a stored row claiming so with no row before it (or one without an id) is refused.
+    #[test]
+    fn a_parent_that_is_the_row_before_is_not_written_again() -> std::io::Result<()> {
+        let text = concat!(
+            "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n",
+            "{\"type\":\"custom\",\"id\":\"aaaa\",\"parentId\":null,\"timestamp\":\"t\"}\n",
+            "{\"type\":\"custom\",\"id\":\"bbbb\",\"parentId\":\"aaaa\",\"timestamp\":\"t\"}\n",
+            "{\"type\":\"custom\",\"id\":\"cccc\",\"parentId\":\"aaaa\",\"timestamp\":\"t\"}\n",
+        );
+        let bodies = Arc::new(Bodies::new(Box::new(text.as_bytes().to_vec())));
+        let parsed = crate::parse_session_spans(
+            &bodies,
+            text.len() as u64,
+            crate::Dialect::Pi,
+            crate::Parallelism::new(2),
+            // A piece smaller than the file (read by position), holding the three rows.
+            crate::SpanPolicy::everything(text.len() as u64 - 1),
+        )?;
+        let parents: Vec<_> = parsed.records[1..].iter().map(|r| r.parent().id().map(str::to_owned)).collect();
+        assert_eq!(parents, [None, Some("aaaa".to_owned()), Some("aaaa".to_owned())]);
+        let (table, _) = parsed.records[1].span_row().expect("a row");
+        // aaaa t, bbbb t (its parent shared), cccc aaaa t.
+        assert_eq!(table.names(), "aaaatbbbbtccccaaaat");
+        let rows = table.rows();
+        assert_eq!(rows[1].parent, PARENT_PREV);
+        assert_eq!(rows[2].parent, PARENT_ID);
+        assert!(SpanTable::parents_fit(rows));
+        assert!(!SpanTable::parents_fit(&rows[1..]));
+        let no_id = SpanRow { flags: rows[0].flags & !HAS_ID, ..rows[0] };
+        assert!(!SpanTable::parents_fit(&[no_id, rows[1]]));
+        let stored = crate::stored::encode(&parsed);
+        let again = crate::stored::decode(&stored, &bodies).expect("reads back");
+        assert_eq!(again.records, parsed.records);
+        Ok(())
     }
 
     #[test]

@@ -172,39 +172,19 @@ pub fn decode_from(r: &mut dyn Read, bodies: &Arc<Bodies>) -> Option<ParsedFile>
         diagnostics.push(Diagnostic { line, offset, kind: read_kind(&mut r)? });
     }
     let n = r.u32()? as usize;
-    // (tag, index); the offsets of the next rows are theirs, known later.
+    // The records' section is walked twice: once for the offsets (those of the next
+    // rows are theirs, known once the rows are read), once to make the records.
     let section_len = r.u64()?;
     let section = r.bytes(section_len)?;
-    let mut s = Slice { b: &section, at: 0 };
-    let mut slots: Vec<(u8, u32)> = Vec::with_capacity(n.min(section.len()));
     let mut record_offsets: Vec<usize> = Vec::with_capacity(n.min(section.len()));
-    let mut next_row = 0u32;
-    for _ in 0..n {
-        match s.u8()? {
-            TAG_NEXT_ROW => {
-                slots.push((TAG_ROW, next_row));
-                record_offsets.push(usize::MAX);
-                next_row = next_row.checked_add(1)?;
-            }
-            tag @ (TAG_ROW | TAG_TEXT) => {
-                let index = s.u32()?;
-                record_offsets.push(usize::try_from(s.u64()?).ok()?);
-                if tag == TAG_ROW {
-                    next_row = index.checked_add(1)?;
-                }
-                slots.push((tag, index));
-            }
-            _ => return None,
-        }
-    }
-    if s.at != section.len() {
-        return None;
-    }
-    drop(section);
+    walk_section(&section, n, |_, _, offset| {
+        record_offsets.push(offset.map_or(Some(usize::MAX), |o| usize::try_from(o).ok())?);
+        Some(())
+    })?;
     let n_rows = r.u32()? as usize;
     // Room for every row at once (no regrowth of a large table), bounded by the records
     // read above so a damaged count cannot ask for more.
-    let mut rows = Vec::with_capacity(n_rows.min(slots.len()));
+    let mut rows = Vec::with_capacity(n_rows.min(record_offsets.len()));
     let mut chunk = vec![0u8; 4096 * SpanRow::BYTES];
     let mut left = n_rows;
     while left > 0 {
@@ -217,7 +197,7 @@ pub fn decode_from(r: &mut dyn Read, bodies: &Arc<Bodies>) -> Option<ParsedFile>
         left -= k;
     }
     let names = r.string()?;
-    if !rows.iter().all(|row| row.names_fit(&names)) {
+    if !rows.iter().all(|row| row.names_fit(&names)) || !SpanTable::parents_fit(&rows) {
         return None;
     }
     let n_texts = r.u32()? as usize;
@@ -225,21 +205,23 @@ pub fn decode_from(r: &mut dyn Read, bodies: &Arc<Bodies>) -> Option<ParsedFile>
     for _ in 0..n_texts {
         texts.push(Some(r.string()?));
     }
-    for ((tag, i), offset) in slots.iter().zip(&mut record_offsets) {
-        if *offset == usize::MAX {
-            *offset = usize::try_from(rows.get(*i as usize)?.at).ok()?;
-        } else if *tag == TAG_ROW && *i as usize >= rows.len() {
-            return None;
-        }
-    }
     let table = SpanTable::new(bodies, rows, names);
-    let mut records = Vec::with_capacity(slots.len());
-    for (tag, i) in slots {
-        records.push(match tag {
-            TAG_TEXT => Record::parse(&texts.get_mut(i as usize)?.take()?).ok()?,
-            _ => Record::span_of(&table, i),
-        });
-    }
+    let mut records = Vec::with_capacity(record_offsets.len());
+    let mut k = 0;
+    walk_section(&section, n, |tag, i, _| {
+        let offset = record_offsets.get_mut(k)?;
+        k += 1;
+        if tag == TAG_TEXT {
+            records.push(Record::parse(&texts.get_mut(i as usize)?.take()?).ok()?);
+            return Some(());
+        }
+        let at = table.rows().get(i as usize)?.at;
+        if *offset == usize::MAX {
+            *offset = usize::try_from(at).ok()?;
+        }
+        records.push(Record::span_of(&table, i));
+        Some(())
+    })?;
     Some(ParsedFile {
         title_slot,
         records,
@@ -251,6 +233,34 @@ pub fn decode_from(r: &mut dyn Read, bodies: &Arc<Bodies>) -> Option<ParsedFile>
         open_end: flags & 4 != 0,
         byte_len,
     })
+}
+
+/// Walks the records' section of `n` records: `each` gets each record's tag
+/// ([`TAG_TEXT`] or [`TAG_ROW`]), its text's or row's index and its offset when the
+/// section holds one (a next row's is its row's); a [`TAG_NEXT_ROW`] stands for the
+/// row after the last one. `None` when the section is not `n` such records (or `each`
+/// gives `None`).
+fn walk_section(section: &[u8], n: usize, mut each: impl FnMut(u8, u32, Option<u64>) -> Option<()>) -> Option<()> {
+    let mut s = Slice { b: section, at: 0 };
+    let mut next_row = 0u32;
+    for _ in 0..n {
+        match s.u8()? {
+            TAG_NEXT_ROW => {
+                each(TAG_ROW, next_row, None)?;
+                next_row = next_row.checked_add(1)?;
+            }
+            tag @ (TAG_ROW | TAG_TEXT) => {
+                let index = s.u32()?;
+                let offset = s.u64()?;
+                each(tag, index, Some(offset))?;
+                if tag == TAG_ROW {
+                    next_row = index.checked_add(1)?;
+                }
+            }
+            _ => return None,
+        }
+    }
+    (s.at == section.len()).then_some(())
 }
 
 /// A count that fits the format's `u32` fields (a session larger than that is not
@@ -380,23 +390,23 @@ impl Reader<'_> {
         self.exact(&mut b)?;
         Some(u64::from_le_bytes(b))
     }
-    /// `n` bytes, read into their own allocation (grown as bytes arrive, so a damaged
-    /// length never allocates more than the input holds).
+    /// `n` bytes, read into their own allocation (beyond [`ROOM`] grown as bytes
+    /// arrive, so a damaged length never allocates much more than the input holds).
     fn bytes(&mut self, n: u64) -> Option<Vec<u8>> {
-        let mut bytes = Vec::with_capacity(usize::try_from(n.min(ROOM)).ok()?);
+        if n <= ROOM {
+            // Zeroed by the allocator (fresh pages are), not by the reader as it goes.
+            let mut bytes = vec![0u8; usize::try_from(n).ok()?];
+            self.exact(&mut bytes)?;
+            return Some(bytes);
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(ROOM).ok()?);
         let got = std::io::Read::take(&mut self.r, n).read_to_end(&mut bytes).ok()?;
         (got as u64 == n).then_some(bytes)
     }
 
-    /// A string, read straight into its own allocation (grown as bytes arrive, so a
-    /// damaged length never allocates more than the input holds).
+    /// A string, read straight into its own allocation ([`Reader::bytes`]).
     fn string(&mut self) -> Option<String> {
         let n = u64::from(self.u32()?);
-        let mut bytes = Vec::with_capacity(usize::try_from(n.min(ROOM)).ok()?);
-        let got = std::io::Read::take(&mut self.r, n).read_to_end(&mut bytes).ok()?;
-        if got as u64 != n {
-            return None;
-        }
-        String::from_utf8(bytes).ok()
+        String::from_utf8(self.bytes(n)?).ok()
     }
 }

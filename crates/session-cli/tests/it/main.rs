@@ -500,3 +500,32 @@ fn tail_follows_a_session_as_it_grows() -> Result<()> {
     assert!(err.contains("s.jsonl") && err.contains("removed"), "{err}");
     Ok(())
 }
+
+/// A command about to open a file of at least 128 MiB starts itself again with
+/// glibc's huge-page tunable (see `huge_pages`): arguments, standard streams and the
+/// exit status come through that second start as they are without it.
+#[test]
+fn a_second_start_for_huge_pages_changes_nothing_seen() -> Result<()> {
+    let dir = TempDir::new("huge-pages")?;
+    let big = dir.0.join("big.jsonl");
+    // Sparse: no disk is spent. The store URL is refused after the second start.
+    fs_err::File::create(&big)?.set_len(128 << 20)?;
+    let big = big.to_string_lossy().into_owned();
+    let args = ["--dialect", "pi", "push", big.as_str(), "--to", "nope://x"];
+    let outcome = |tunables: Option<&str>| -> Result<(Option<i32>, Vec<u8>, Vec<u8>)> {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_session"));
+        c.args(args).current_dir(&dir.0).env_remove("SESSION_HUGE_PAGES_STARTED");
+        match tunables {
+            Some(t) => c.env("GLIBC_TUNABLES", t),
+            None => c.env_remove("GLIBC_TUNABLES"),
+        };
+        let out = c.output()?;
+        Ok((out.status.code(), out.stdout, out.stderr))
+    };
+    let started_again = outcome(None)?;
+    let opted_out = outcome(Some(""))?;
+    assert_eq!(started_again, opted_out);
+    assert_eq!(started_again.0, Some(1));
+    assert!(String::from_utf8_lossy(&started_again.2).contains("unknown store nope://"), "{started_again:?}");
+    Ok(())
+}
