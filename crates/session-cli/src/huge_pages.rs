@@ -10,7 +10,8 @@
 //! a session file of at least [`FROM_BYTES`], started without `GLIBC_TUNABLES`, runs
 //! itself again (the same executable through `/proc/self/exe`, the same arguments,
 //! standard streams and process id) with that tunable set; smaller files do not pay
-//! for the second start (about 1.5 ms). Measured in `docs/performance.md`.
+//! for the second start (about 1.5 ms). `docs/cli.md` ("Huge pages") says how to turn
+//! it off.
 //!
 //! A `GLIBC_TUNABLES` already in the environment is the user's choice and is left as
 //! it is: set it to anything (even empty) to run without huge pages and without the
@@ -25,11 +26,17 @@ const TUNABLES: &str = "GLIBC_TUNABLES";
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const STARTED: &str = "SESSION_HUGE_PAGES_STARTED";
 
-/// The size of session file from which an open's memory is worth huge pages.
+/// The size of session file from which an open's memory is worth huge pages, unless
+/// [`FROM_VAR`] says another.
 pub(crate) const FROM_BYTES: u64 = 128 << 20;
 
+/// The variable that sets another size than [`FROM_BYTES`] (in bytes; `0`: every file).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const FROM_VAR: &str = "SESSION_HUGE_PAGES_FROM";
+
 /// Starts the command again with glibc's huge-page tunable when it is about to open
-/// `file` and that is a file of at least [`FROM_BYTES`], unless the environment already
+/// `file` and that is a file of at least [`FROM_BYTES`] (or `SESSION_HUGE_PAGES_FROM`
+/// bytes), unless the environment already
 /// speaks of the tunable; returns (doing nothing) otherwise, on other systems and when
 /// that start fails.
 pub(crate) fn ensure_for(file: &std::path::Path) {
@@ -41,7 +48,9 @@ pub(crate) fn ensure_for(file: &std::path::Path) {
         if std::env::var_os(TUNABLES).is_some() || std::env::var_os(STARTED).is_some() {
             return;
         }
-        if !std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.len() >= FROM_BYTES) {
+        use session::store::{FileStorage, Storage};
+        let from = std::env::var(FROM_VAR).ok().and_then(|v| v.parse().ok()).unwrap_or(FROM_BYTES);
+        if FileStorage::new().stat(file).ok().flatten().is_none_or(|st| st.size < from) {
             return;
         }
         let mut args = std::env::args_os();

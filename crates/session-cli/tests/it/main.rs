@@ -501,12 +501,57 @@ fn tail_follows_a_session_as_it_grows() -> Result<()> {
     Ok(())
 }
 
-/// A command about to open a file of at least 128 MiB starts itself again with
-/// glibc's huge-page tunable (see `huge_pages`): arguments, standard streams and the
-/// exit status come through that second start as they are without it.
+/// A command about to open a session file of at least `SESSION_HUGE_PAGES_FROM` bytes
+/// (128 MiB unless set) runs with glibc's huge-page tunable (see `huge_pages`); a
+/// smaller file, or a `GLIBC_TUNABLES` already set, leaves the environment as it is.
+/// Seen in the environment of a running `tail --follow`.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn a_large_session_is_opened_with_huge_pages() -> Result<()> {
+    let tmp = TempDir::new("huge-pages")?;
+    let file = tmp.0.join("s.jsonl");
+    fs_err::write(&file, format!("{HEADER}\n{USER}\n"))?;
+    let f = file.to_str().ok_or("utf-8 path")?;
+    let environment = |from: &str, tunables: Option<&str>| -> Result<Vec<String>> {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_session"));
+        c.args(["--json", "tail", f, "-n", "1", "--follow"])
+            .current_dir(&tmp.0)
+            .env("SESSION_NO_CACHE", "1")
+            .env("SESSION_HUGE_PAGES_FROM", from)
+            .env_remove("SESSION_HUGE_PAGES_STARTED")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        match tunables {
+            Some(t) => c.env("GLIBC_TUNABLES", t),
+            None => c.env_remove("GLIBC_TUNABLES"),
+        };
+        let mut child = c.spawn()?;
+        let lines = stdout_lines(&mut child)?;
+        // The entry is printed: the command (started again or not) is running.
+        let line = lines.recv_timeout(std::time::Duration::from_secs(20)).map_err(|_| "no entry printed")?;
+        let environ = fs_err::read(format!("/proc/{}/environ", child.id()));
+        child.kill()?;
+        child.wait()?;
+        assert_eq!(line?, USER);
+        Ok(String::from_utf8_lossy(&environ?).split('\0').map(str::to_owned).collect())
+    };
+    let tunable = |env: &[String]| env.iter().find(|v| v.starts_with("GLIBC_TUNABLES=")).cloned();
+    let large = environment("0", None)?;
+    assert_eq!(tunable(&large).as_deref(), Some("GLIBC_TUNABLES=glibc.malloc.hugetlb=1"));
+    assert!(large.iter().any(|v| v == "SESSION_HUGE_PAGES_STARTED=1"));
+    let small = environment("1000000", None)?;
+    assert_eq!(tunable(&small), None);
+    let chosen = environment("0", Some(""))?;
+    assert_eq!(tunable(&chosen).as_deref(), Some("GLIBC_TUNABLES="));
+    assert!(!chosen.iter().any(|v| v.starts_with("SESSION_HUGE_PAGES_STARTED")));
+    Ok(())
+}
+
+/// Arguments, standard streams and the exit status come through the second start as
+/// they are without it.
 #[test]
 fn a_second_start_for_huge_pages_changes_nothing_seen() -> Result<()> {
-    let dir = TempDir::new("huge-pages")?;
+    let dir = TempDir::new("huge-pages-same")?;
     let big = dir.0.join("big.jsonl");
     // Sparse: no disk is spent. The store URL is refused after the second start.
     fs_err::File::create(&big)?.set_len(128 << 20)?;
@@ -514,7 +559,7 @@ fn a_second_start_for_huge_pages_changes_nothing_seen() -> Result<()> {
     let args = ["--dialect", "pi", "push", big.as_str(), "--to", "nope://x"];
     let outcome = |tunables: Option<&str>| -> Result<(Option<i32>, Vec<u8>, Vec<u8>)> {
         let mut c = Command::new(env!("CARGO_BIN_EXE_session"));
-        c.args(args).current_dir(&dir.0).env_remove("SESSION_HUGE_PAGES_STARTED");
+        c.args(args).current_dir(&dir.0).env_remove("SESSION_HUGE_PAGES_STARTED").env_remove("SESSION_HUGE_PAGES_FROM");
         match tunables {
             Some(t) => c.env("GLIBC_TUNABLES", t),
             None => c.env_remove("GLIBC_TUNABLES"),
