@@ -501,6 +501,16 @@ fn tail_follows_a_session_as_it_grows() -> Result<()> {
     Ok(())
 }
 
+/// Gives `c` `GLIBC_TUNABLES` as `tunables` says (absent for `None`) and no marker of
+/// an earlier huge-page start.
+fn huge_pages_env<'a>(c: &'a mut Command, tunables: Option<&str>) -> &'a mut Command {
+    match tunables {
+        Some(t) => c.env("GLIBC_TUNABLES", t),
+        None => c.env_remove("GLIBC_TUNABLES"),
+    }
+    .env_remove("SESSION_HUGE_PAGES_STARTED")
+}
+
 /// A command about to open a session file of at least `SESSION_HUGE_PAGES_FROM` bytes
 /// (128 MiB unless set) runs with glibc's huge-page tunable (see `huge_pages`); a
 /// smaller file, or a `GLIBC_TUNABLES` already set, leaves the environment as it is.
@@ -514,17 +524,13 @@ fn a_large_session_is_opened_with_huge_pages() -> Result<()> {
     let f = file.to_str().ok_or("utf-8 path")?;
     let environment = |from: &str, tunables: Option<&str>| -> Result<Vec<String>> {
         let mut c = Command::new(env!("CARGO_BIN_EXE_session"));
-        c.args(["--json", "tail", f, "-n", "1", "--follow"])
+        huge_pages_env(&mut c, tunables)
+            .args(["--json", "tail", f, "-n", "1", "--follow"])
             .current_dir(&tmp.0)
             .env("SESSION_NO_CACHE", "1")
             .env("SESSION_HUGE_PAGES_FROM", from)
-            .env_remove("SESSION_HUGE_PAGES_STARTED")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null());
-        match tunables {
-            Some(t) => c.env("GLIBC_TUNABLES", t),
-            None => c.env_remove("GLIBC_TUNABLES"),
-        };
         let mut child = c.spawn()?;
         let lines = stdout_lines(&mut child)?;
         // The entry is printed: the command (started again or not) is running.
@@ -559,11 +565,7 @@ fn a_second_start_for_huge_pages_changes_nothing_seen() -> Result<()> {
     let args = ["--dialect", "pi", "push", big.as_str(), "--to", "nope://x"];
     let outcome = |tunables: Option<&str>| -> Result<(Option<i32>, Vec<u8>, Vec<u8>)> {
         let mut c = Command::new(env!("CARGO_BIN_EXE_session"));
-        c.args(args).current_dir(&dir.0).env_remove("SESSION_HUGE_PAGES_STARTED").env_remove("SESSION_HUGE_PAGES_FROM");
-        match tunables {
-            Some(t) => c.env("GLIBC_TUNABLES", t),
-            None => c.env_remove("GLIBC_TUNABLES"),
-        };
+        huge_pages_env(&mut c, tunables).args(args).current_dir(&dir.0).env_remove("SESSION_HUGE_PAGES_FROM");
         let out = c.output()?;
         Ok((out.status.code(), out.stdout, out.stderr))
     };
