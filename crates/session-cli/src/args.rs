@@ -260,13 +260,20 @@ pub(crate) enum Command {
         no_backup: bool,
     },
     /// Delete a session with its artifacts directory and backups (asks first).
-    #[command(after_help = "Example: session rm FILE --yes")]
+    #[command(after_help = "Example: session rm FILE --yes\n\n\
+The file must hold a session (a valid header) and not be a symbolic link; its artifacts
+directory (the file name without .jsonl) goes only when that is a real directory. Outside
+the agents' session folders nothing is deleted without --force. Backups go first and the
+session last, so an interrupted rm leaves the session to delete again.")]
     Rm {
         /// The session file.
         file: PathBuf,
         /// Do not ask.
         #[arg(long, short)]
         yes: bool,
+        /// Delete a session outside the agents' session folders too.
+        #[arg(long)]
+        force: bool,
     },
     /// Write the branch to the leaf as a readable document (Markdown or one HTML file).
     #[command(after_help = "Example: session export FILE --format html > session.html")]
@@ -290,13 +297,21 @@ pub(crate) enum Command {
         repair: bool,
     },
     /// Delete the blobs no session refers to (a dry run unless --yes).
-    #[command(after_help = "Example: session gc --yes")]
+    #[command(after_help = "Example: session gc --yes --grace 7d\n\n\
+References are read from every file in every folder either agent may keep sessions in
+(both homes, PI_CODING_AGENT_DIR, PI_CONFIG_DIR, the XDG data folders whether or not
+XDG_DATA_HOME is set now, omp's registry of sessions kept elsewhere), backups and
+artifacts included. gc deletes nothing when a folder cannot be read or when no session is
+found while blobs exist, and never a blob changed within the grace period.")]
     Gc {
-        /// Folders of sessions instead of both agents' sessions roots.
+        /// More folders of sessions to read (the agents' folders are always read).
         dirs: Vec<PathBuf>,
         /// Delete instead of listing.
         #[arg(long, short)]
         yes: bool,
+        /// Keep unused blobs changed less than this long ago (s, m, h, d, w; `0`: none).
+        #[arg(long, value_name = "DURATION", default_value = "1d", value_parser = crate::jobs::parse_duration)]
+        grace: std::time::Duration,
     },
     /// Count sessions, bytes, entries by type, tokens and cost.
     #[command(after_help = "Example: session stats")]

@@ -54,13 +54,15 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
         Command::Fork { file, cwd, session_dir } => fork(g, file, cwd, session_dir)?.into(),
         Command::Rename { file, name } => rename(g, file, name)?.into(),
         Command::Label { file, id, text } => label(g, file, id, text.as_deref())?.into(),
-        Command::Move { file, cwd, session_dir } => move_cmd(g, file, cwd, session_dir.as_deref(), json)?.into(),
-        Command::Migrate { file, no_backup } => migrate(g, file, *no_backup, json)?.into(),
+        Command::Move { file, cwd, session_dir } => {
+            crate::jobs::move_cmd(g, file, cwd, session_dir.as_deref(), json)?.into()
+        }
+        Command::Migrate { file, no_backup } => crate::jobs::migrate(g, file, *no_backup, json)?.into(),
         Command::Repair { file, no_backup } => crate::jobs::repair(g, file, *no_backup, json)?.into(),
-        Command::Rm { file, yes } => crate::jobs::rm(file, *yes)?.into(),
+        Command::Rm { file, yes, force } => crate::jobs::rm(g, file, *yes, *force)?.into(),
         Command::Export { file, leaf, format } => crate::jobs::export(g, file, leaf.as_deref(), *format)?.into(),
         Command::Fsck { dirs, repair } => crate::jobs::fsck(g, dirs, *repair)?,
-        Command::Gc { dirs, yes } => crate::jobs::gc(g, dirs, *yes)?.into(),
+        Command::Gc { dirs, yes, grace } => crate::jobs::gc(g, dirs, *yes, *grace)?.into(),
         Command::Stats { dir } => crate::jobs::stats(g, dir.as_deref())?.into(),
         Command::Ls { dir, cwd, all, no_cache, jsonl } => {
             let o = crate::find::LsOptions {
@@ -343,31 +345,6 @@ fn rename(g: &Global, file: &Path, name: &str) -> Result<String> {
     Ok(id_json(id.as_deref()))
 }
 
-/// Moves the session into the bucket of `cwd` under its sessions root (or into
-/// `session_dir`), its artifacts directory with it, and gives its header the new cwd
-/// (omp's `moveTo`; pi's session the same way). Prints `{"path": …}`.
-fn move_cmd(g: &Global, file: &Path, cwd: &str, session_dir: Option<&Path>, json: bool) -> Result<String> {
-    let dialect = dialect_for(g, file);
-    let mut env = env(g, dialect);
-    if dialect == Dialect::Pi
-        && let Ok(process) = session::discovery::ProcessEnv::from_process_env()
-    {
-        env.dirs = Some(session::discovery::AgentDirs::pi(&process));
-    }
-    let mode = if g.as_agent { OpenMode::AsAgent } else { OpenMode::MustExist };
-    let mut m = SessionManager::open_with(dialect, file, env, mode)?;
-    let before = m.session_file().map(Path::to_path_buf);
-    let moved = m.move_to(cwd, session_dir)?;
-    m.close()?;
-    if !json {
-        return Ok(match &moved {
-            Some(p) if Some(p) != before.as_ref() => format!("moved {} to {}", file.display(), p.display()),
-            _ => format!("{}: already in place, nothing moved", file.display()),
-        });
-    }
-    Ok(path_json(moved.as_deref()))
-}
-
 /// Labels an entry (`label` entry); an empty or absent text clears the label.
 fn label(g: &Global, file: &Path, id: &str, text: Option<&str>) -> Result<String> {
     let mut m = open_for_writing(g, file)?;
@@ -377,41 +354,6 @@ fn label(g: &Global, file: &Path, id: &str, text: Option<&str>) -> Result<String
     let label_id = m.set_label(id, text.filter(|t| !t.is_empty()))?;
     m.close()?;
     Ok(id_json(Some(&label_id)))
-}
-
-/// Upgrades the file to version 3 in place, atomically; the original is kept as
-/// `<file>.<epoch ms>.bak` (omp's backup naming) unless `no_backup`.
-fn migrate(g: &Global, file: &Path, no_backup: bool, json: bool) -> Result<String> {
-    let dialect = dialect_for(g, file);
-    let probe = SessionManager::open_read_only(dialect, file, env(g, dialect))?;
-    let report = probe.load_report().clone();
-    drop(probe);
-    let mut backup = None;
-    if report.migrated {
-        if !no_backup {
-            backup = Some(crate::jobs::back_up(file)?);
-        }
-        let mut m = SessionManager::open_with(dialect, file, env(g, dialect), OpenMode::MustExist)?;
-        if !m.load_report().wrote {
-            m.rewrite_entries()?;
-        }
-        m.close()?;
-    }
-    if !json {
-        return Ok(match (&report.migrated, &backup) {
-            (false, _) => format!("{}: already version 3, nothing written", file.display()),
-            (true, Some(b)) => format!("{}: migrated to version 3 (original kept as {})", file.display(), b.display()),
-            (true, None) => format!("{}: migrated to version 3", file.display()),
-        });
-    }
-    let mut out = String::from("{\"migrated\":");
-    out.push_str(if report.migrated { "true" } else { "false" });
-    out.push_str(",\"from\":");
-    push_opt_str(&mut out, report.migrated_from.as_deref());
-    out.push_str(",\"backup\":");
-    push_opt_str(&mut out, backup.as_deref().map(|p| p.to_string_lossy()).as_deref());
-    out.push('}');
-    Ok(out)
 }
 
 fn path_json(p: Option<&Path>) -> String {

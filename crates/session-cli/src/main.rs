@@ -47,16 +47,35 @@ fn main() -> ExitCode {
                 session::model::json::display_str(&out.text)
             };
             let written = stdout.write_all(text.as_bytes()).and_then(|()| stdout.write_all(b"\n"));
-            if written.and_then(|()| stdout.flush()).is_err() {
-                return ExitCode::FAILURE;
+            match written.and_then(|()| stdout.flush()) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: cannot write the output: {e}");
+                    return ExitCode::FAILURE;
+                }
             }
             if out.failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
         }
+        // The reader of our output went away (`session ls | head`): nothing to report.
+        Err(e) if broken_pipe(&*e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{}", error_report(&*e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// Returns whether `e`, or an error it was caused by, is a write to a closed pipe.
+fn broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// Renders an error and its causes, one per line: each error's message says what

@@ -306,12 +306,6 @@ impl SourcePath {
     }
 }
 
-/// Returns `path` made absolute against the working directory, as the key a pushed
-/// session gets.
-pub(crate) fn absolute(path: &Path) -> Result<PathBuf> {
-    Ok(std::path::absolute(path)?)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

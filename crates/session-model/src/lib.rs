@@ -70,7 +70,7 @@ pub use record::{
     number_id_key,
 };
 pub use span::Bodies;
-pub use title::{SLOT_BYTES, SlotTooLong, TitleSlot};
+pub use title::{SLOT_BYTES, SLOT_START, SlotTooLong, TitleSlot, dialect_of};
 
 /// How many threads one operation on a large input may use: the one parallelism
 /// setting of the workspace. The facade's `Env` carries it and passes it down to the

@@ -11,6 +11,22 @@ use crate::json;
 /// Size of the slot line, newline included.
 pub const SLOT_BYTES: usize = 256;
 
+/// The bytes every title slot line starts with.
+pub const SLOT_START: &[u8] = b"{\"type\":\"title\"";
+
+/// Returns the dialect a session file's first bytes say it is: omp when it starts with a
+/// title slot ([`SLOT_START`]), else pi (whose files never do). At least the first 15
+/// bytes are needed; fewer (an empty file) say pi.
+///
+/// ```
+/// use session_model::{Dialect, dialect_of};
+/// assert_eq!(dialect_of(b"{\"type\":\"title\",\"v\":1"), Dialect::Omp);
+/// assert_eq!(dialect_of(b"{\"type\":\"session\""), Dialect::Pi);
+/// ```
+pub fn dialect_of(head: &[u8]) -> crate::Dialect {
+    if head.starts_with(SLOT_START) { crate::Dialect::Omp } else { crate::Dialect::Pi }
+}
+
 /// The parsed title slot.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TitleSlot {
@@ -32,7 +48,7 @@ impl TitleSlot {
     /// (it is then an ordinary record).
     pub fn parse(line: &str) -> Option<TitleSlot> {
         let line = line.trim_end_matches('\r');
-        if !line.starts_with("{\"type\":\"title\"") && !line.trim_start().starts_with('{') {
+        if !line.as_bytes().starts_with(SLOT_START) && !line.trim_start().starts_with('{') {
             return None;
         }
         // The model's JSON reader: a lone surrogate in the title is kept.

@@ -255,7 +255,7 @@ impl MysqlStorage {
                 let args = params! {"path" => &k, "content" => body, "mtime" => now, "title" => none, "source" => none, "updated" => none};
                 (inserted(c.exec_drop(&self.inner.q.insert_if_missing, args)).map_err(db(op, path))?, c)
             }
-            ExpectedSize::Bytes(n) => {
+            ExpectedSize::Bytes(n) | ExpectedSize::Unchanged { size: n, .. } => {
                 self.check_len(op, path, n.saturating_add(bytes.len() as u64))?;
                 let mut c = self.conn(op, path)?;
                 let args = params! {"path" => &k, "content" => body, "mtime" => now, "expected" => n};
@@ -374,7 +374,7 @@ impl MysqlStorage {
             ExpectedSize::Missing => {
                 inserted(c.exec_drop(&q.insert_if_missing, mysql::Params::from(args))).map_err(db(op, path))?
             }
-            ExpectedSize::Bytes(n) => {
+            ExpectedSize::Bytes(n) | ExpectedSize::Unchanged { size: n, .. } => {
                 args.push(("expected".to_owned(), mysql::Value::from(n)));
                 c.exec_drop(&q.update_if_size, mysql::Params::from(args)).map_err(db(op, path))?;
                 c.affected_rows() == 1

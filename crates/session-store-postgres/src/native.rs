@@ -256,7 +256,7 @@ impl NativePostgresStorage {
                 }
                 made == 1
             }
-            ExpectedSize::Bytes(size) => {
+            ExpectedSize::Bytes(size) | ExpectedSize::Unchanged { size, .. } => {
                 let size = i64::try_from(size).unwrap_or(-1);
                 let row = c
                     .client()

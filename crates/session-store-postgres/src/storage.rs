@@ -222,7 +222,7 @@ impl PostgresStorage {
                 let q = &self.inner.q.insert_if_missing;
                 c.client().execute(q, &[&k, &body, &now, &none, &none, &none]).map_err(db(op, path))?
             }
-            ExpectedSize::Bytes(n) => {
+            ExpectedSize::Bytes(n) | ExpectedSize::Unchanged { size: n, .. } => {
                 check_len(op, path, n.saturating_add(bytes.len() as u64))?;
                 match i64::try_from(n) {
                     Ok(n) => c
@@ -323,7 +323,7 @@ impl PostgresStorage {
         let written = match expected {
             ExpectedSize::Any => c.client().execute(&q.upsert, &args).map_err(db(op, path))?,
             ExpectedSize::Missing => c.client().execute(&q.insert_if_missing, &args).map_err(db(op, path))?,
-            ExpectedSize::Bytes(n) => match i64::try_from(n) {
+            ExpectedSize::Bytes(n) | ExpectedSize::Unchanged { size: n, .. } => match i64::try_from(n) {
                 Ok(n) => {
                     let mut with_size = args.to_vec();
                     with_size.push(&n);

@@ -392,7 +392,7 @@ fn expected_arg(expected: ExpectedSize) -> String {
     match expected {
         ExpectedSize::Any => String::new(),
         ExpectedSize::Missing => "-1".to_owned(),
-        ExpectedSize::Bytes(n) => n.to_string(),
+        ExpectedSize::Bytes(n) | ExpectedSize::Unchanged { size: n, .. } => n.to_string(),
     }
 }
 

@@ -232,7 +232,7 @@ impl SqliteStorage {
                 c.execute(&self.inner.q.insert_if_missing, params![k, body, now, none, none, none])
                     .map_err(db(op, path))?
             }
-            ExpectedSize::Bytes(n) => {
+            ExpectedSize::Bytes(n) | ExpectedSize::Unchanged { size: n, .. } => {
                 check_len(op, path, n.saturating_add(bytes.len() as u64))?;
                 match i64::try_from(n) {
                     Ok(n) => c.execute(&self.inner.q.append_if_size, params![k, body, now, n]).map_err(db(op, path))?,
@@ -334,7 +334,7 @@ impl SqliteStorage {
         let written = match expected {
             ExpectedSize::Any => c.execute(&q.upsert, args).map_err(db(op, path))?,
             ExpectedSize::Missing => c.execute(&q.insert_if_missing, args).map_err(db(op, path))?,
-            ExpectedSize::Bytes(n) => match i64::try_from(n) {
+            ExpectedSize::Bytes(n) | ExpectedSize::Unchanged { size: n, .. } => match i64::try_from(n) {
                 Ok(n) => c
                     .execute(&q.update_if_size, params![k, body, now, meta.title, meta.source, meta.updated_at, n])
                     .map_err(db(op, path))?,

@@ -6,10 +6,13 @@
 //! 2. writes the new content and `sync_data`s it, so the data is on disk before it has a name;
 //! 3. runs the caller's publish step (take the publish lock, check the expected size), holding
 //!    whatever it returns until the rename is done;
-//! 4. renames the temporary file over `<name>` (atomic on POSIX file systems);
+//! 4. renames the temporary file over `<name>` (atomic on POSIX file systems), then tells the
+//!    publish step it happened: the file storage carries over to the new file the lines a
+//!    writer that takes no lock (pi) appended to the replaced one after the check;
 //! 5. syncs `<dir>` so the rename itself survives a power loss.
 //!
-//! Any failure before the rename deletes the temporary file and leaves `<name>` untouched.
+//! Any failure before the rename deletes the temporary file and leaves `<name>` untouched; a
+//! failure after it is an error that says the new file landed ([`StoreError::landed`]).
 //!
 //! The new file keeps the mode of the one it replaces, and its owner and group where the
 //! process may set them (root, or a group it belongs to): a 0600 session stays 0600. The
@@ -38,9 +41,25 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     write_atomic_with(path, bytes, None, || Ok(()))
 }
 
+/// What the publish step of a replace hands over: held until the rename is done, then
+/// told that it happened ([`Published::renamed`]), so that it can act on the file just
+/// published before letting go (the file storage carries over lines appended to the
+/// replaced file after its check, then releases the session's lock).
+pub(crate) trait Published {
+    /// Runs once the new file of `written` bytes has been renamed to `path`; an error
+    /// must say that the replace landed ([`StoreError::landed`]).
+    fn renamed(self, path: &Path, written: u64) -> Result<(), StoreError>;
+}
+
+impl Published for () {
+    fn renamed(self, _path: &Path, _written: u64) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
 /// Like [`write_atomic`], running `publish` just before the rename and holding its result (a lock
 /// guard) until the rename is done; an error from `publish` abandons the write.
-pub(crate) fn write_atomic_with<G>(
+pub(crate) fn write_atomic_with<G: Published>(
     path: &Path,
     bytes: &[u8],
     faults: Option<&Faults>,
@@ -49,20 +68,24 @@ pub(crate) fn write_atomic_with<G>(
     let dir = parent_dir(path)?;
     fs_err::create_dir_all(&dir).map_err(|e| StoreError::io(Op::EnsureDir, &dir, e))?;
     let temp = temp_path(path)?;
+    let mut renamed = false;
     let result = (|| {
         write_temp(&temp, path, bytes, faults)?;
         let guard = publish()?;
         rename_raw(&temp, path, faults)?;
-        drop(guard);
-        Ok(())
+        renamed = true;
+        guard.renamed(path, bytes.len() as u64)
     })();
-    if result.is_err() {
-        // The temporary file may or may not exist (the rename may have happened); either is fine.
+    if !renamed {
+        // The temporary file may or may not exist; either is fine.
         let _ = fs_err::remove_file(&temp);
         return result;
     }
     remove_dead_leftovers(&dir);
-    sync_dir_with(&dir, faults).map_err(|e| not_durable(path, bytes.len() as u64, e))
+    // The new file is in place: an error of the step after the rename says so, and
+    // the rename is made durable either way.
+    let synced = sync_dir_with(&dir, faults).map_err(|e| not_durable(path, bytes.len() as u64, e));
+    result.and(synced)
 }
 
 /// The error of a replace whose rename happened but whose directory sync failed.
@@ -90,7 +113,7 @@ pub fn write_atomic_stream(
 /// With `sync` false, steps 2 and 5 skip their syncs: readers still see the file appear
 /// whole, but a power loss may leave it missing, empty or cut short. Only for new files
 /// whose loss loses nothing else ([`crate::Durability::None`]).
-pub(crate) fn write_atomic_stream_with<G>(
+pub(crate) fn write_atomic_stream_with<G: Published>(
     path: &Path,
     fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
     sync: bool,
@@ -99,6 +122,7 @@ pub(crate) fn write_atomic_stream_with<G>(
     let dir = parent_dir(path)?;
     fs_err::create_dir_all(&dir).map_err(|e| StoreError::io(Op::EnsureDir, &dir, e))?;
     let temp = temp_path(path)?;
+    let mut renamed = false;
     let result = (|| {
         let file = create_temp(&temp, path).map_err(|e| StoreError::io_raw(Op::WriteTemp, path, e))?;
         // The std file under the buffer: it takes large vectored writes (`writev`) as they are.
@@ -112,23 +136,24 @@ pub(crate) fn write_atomic_stream_with<G>(
         }
         let guard = publish()?;
         rename_raw(&temp, path, None)?;
-        drop(guard);
+        renamed = true;
+        guard.renamed(path, written)?;
         Ok(written)
     })();
-    match result {
-        Ok(written) => {
-            remove_dead_leftovers(&dir);
-            if sync {
-                sync_dir_with(&dir, None).map_err(|e| not_durable(path, written, e))?;
-            }
-            Ok(written)
-        }
-        Err(e) => {
-            // The temporary file may or may not exist (the rename may have happened); either is fine.
-            let _ = fs_err::remove_file(&temp);
-            Err(e)
-        }
+    if !renamed {
+        // The temporary file may or may not exist; either is fine.
+        let _ = fs_err::remove_file(&temp);
+        return result;
     }
+    remove_dead_leftovers(&dir);
+    // The new file is in place: an error of the step after the rename says so, and the
+    // rename is made durable either way.
+    let synced = match (sync, &result) {
+        (true, Ok(written)) => sync_dir_with(&dir, None).map_err(|e| not_durable(path, *written, e)),
+        (true, Err(_)) => sync_dir_with(&dir, None),
+        (false, _) => Ok(()),
+    };
+    result.and_then(|written| synced.map(|()| written))
 }
 
 /// The buffer of a streamed atomic write: small pieces are gathered in it, vectored

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use sha2::{Digest, Sha256};
 
 use crate::atomic;
+use crate::clock::Clock;
 use crate::error::{Op, StoreError};
 use crate::fault::Faults;
 
@@ -74,6 +75,32 @@ impl fmt::Display for BlobRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{BLOB_REF_PREFIX}{}", self.hex)
     }
+}
+
+/// Returns every blob reference in `text`: each `blob:sha256:` followed by 64 lowercase
+/// hex digits (what [`BlobRef::parse`] accepts), wherever it is (a session line, a
+/// backup, an artifact), in order, repeats included.
+///
+/// ```
+/// use session_store::blob::find_refs;
+/// let hex = "ab".repeat(32);
+/// let text = format!("{{\"data\":\"blob:sha256:{hex}\"}} blob:sha256:short");
+/// assert_eq!(find_refs(text.as_bytes()).map(|r| r.hash().to_owned()).collect::<Vec<_>>(), [hex]);
+/// ```
+pub fn find_refs(text: &[u8]) -> impl Iterator<Item = BlobRef> + '_ {
+    let prefix = BLOB_REF_PREFIX.as_bytes();
+    memchr::memmem::find_iter(text, prefix).filter_map(move |i| {
+        let start = i + prefix.len();
+        let hex = std::str::from_utf8(text.get(start..start + 64)?).ok()?;
+        BlobRef::from_hex(hex)
+    })
+}
+
+/// Sets the modification time of the blob at `path` to now; returns whether it could.
+fn touch(path: &Path) -> bool {
+    let now = std::time::UNIX_EPOCH
+        + std::time::Duration::from_millis(u64::try_from(crate::clock::SystemClock.now_ms()).unwrap_or(0));
+    fs_err::File::open(path).and_then(|f| f.file().set_modified(now)).is_ok()
 }
 
 /// Returns the sidecar extension for an image MIME type (omp's rule), or `None` for no sidecar.
@@ -176,7 +203,10 @@ impl BlobStore {
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
                     Err(e) => return Err(StoreError::io_raw(Op::Read, &path, e)),
                 };
-                if !identical {
+                // A blob stored again is new again: its time says so, so that a gc,
+                // which spares blobs younger than its grace period, never deletes it
+                // between this put and the line that refers to it (omp rewrites it).
+                if !identical || !touch(&path) {
                     atomic::write_atomic_with(&path, bytes, self.faults.as_ref(), || Ok(()))?;
                 }
                 if let Some(ext) = mime.and_then(extension_for_mime) {

@@ -115,12 +115,13 @@ pub enum StoreError {
         /// The missing file.
         path: PathBuf,
     },
-    /// A size-checked replace found a different file than the caller last saw.
+    /// A size-checked replace found a different file than the caller last saw (equal
+    /// sizes: the same size, but another file or another write; see
+    /// [`crate::ExpectedSize::Unchanged`]).
     #[error(
-        "session file changed before rewrite: {} (expected {}, found {}); reload the session before writing",
+        "session file changed before rewrite: {} ({}); reload the session before writing",
         path.display(),
-        size_text(*expected),
-        size_text(*found)
+        conflict_text(*expected, *found)
     )]
     Conflict {
         /// The file that changed.
@@ -181,6 +182,24 @@ pub enum StoreError {
         /// Why the directory sync failed.
         source: Box<StoreError>,
     },
+    /// A replace landed (readers see the complete new file at `path`), but lines another
+    /// writer appended to the replaced file after the size check, which a replace carries
+    /// over to the new file, could not be: they are in the old file only, which is no
+    /// longer reachable by its name. The write must not be repeated as if it had failed.
+    #[error(
+        "{} was written ({written} bytes), but {late} byte(s) another writer appended to the old file meanwhile could not be carried over to it",
+        path.display()
+    )]
+    LateAppendsLost {
+        /// The replaced file.
+        path: PathBuf,
+        /// How many bytes the new file holds.
+        written: u64,
+        /// How many bytes were appended to the old file after the check.
+        late: u64,
+        /// Why they could not be carried over.
+        source: Box<StoreError>,
+    },
     /// A fault injected by a test (see `Faults`).
     #[error("injected fault: cannot {op} {}", path.display())]
     Injected {
@@ -221,10 +240,10 @@ impl StoreError {
     }
 
     /// Returns the size of the new file when this error says a replace landed anyway
-    /// ([`StoreError::NotDurable`]).
+    /// ([`StoreError::NotDurable`], [`StoreError::LateAppendsLost`]).
     pub fn landed(&self) -> Option<u64> {
         match self {
-            StoreError::NotDurable { written, .. } => Some(*written),
+            StoreError::NotDurable { written, .. } | StoreError::LateAppendsLost { written, .. } => Some(*written),
             _ => None,
         }
     }
@@ -241,6 +260,13 @@ impl StoreError {
             _ => None,
         }
     }
+}
+
+fn conflict_text(expected: Option<u64>, found: Option<u64>) -> String {
+    if expected.is_some() && expected == found {
+        return format!("{}, but written since it was read", size_text(found));
+    }
+    format!("expected {}, found {}", size_text(expected), size_text(found))
 }
 
 fn size_text(size: Option<u64>) -> String {

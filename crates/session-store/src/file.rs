@@ -90,15 +90,111 @@ impl FileStorage {
         injected.map_or(Ok(()), Err)
     }
 
-    /// Takes the publish lock and checks the size of what is there, just before a rename
-    /// publishes a new file.
-    fn publish_check(&self, path: &Path, expected: ExpectedSize) -> Result<Option<lock::FileLockGuard>, StoreError> {
+    /// Takes the publish lock and checks what is there (its size, and for
+    /// [`ExpectedSize::Unchanged`] its identity), just before a rename publishes a new
+    /// file. The file checked is kept open until the rename is done ([`Publish`]).
+    fn publish_check(&self, path: &Path, expected: ExpectedSize) -> Result<Publish, StoreError> {
         let guard = lock::lock_publish(path, self.clock.as_ref(), self.faults.as_ref())?;
+        let mut replaced = None;
         if expected != ExpectedSize::Any {
-            let found = self.stat(path)?.map(|s| s.size);
-            expected.check(path, found)?;
+            self.check(Op::Stat, path)?;
+            // Opened, then checked on the open descriptor: the very file the rename
+            // replaces, whose later growth is then read from it.
+            let old = match crate::open::open_regular(path) {
+                Ok(f) => Some(f),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => return Err(StoreError::io_raw(Op::Stat, path, e)),
+            };
+            let found = match &old {
+                Some(f) => Some(stat_of(&f.metadata().map_err(|e| StoreError::io_raw(Op::Stat, path, e))?)),
+                None => None,
+            };
+            expected.check_stat(path, found.as_ref())?;
+            replaced = old.zip(found.map(|st| st.size));
         }
-        Ok(guard)
+        Ok(Publish { _guard: guard, replaced })
+    }
+}
+
+/// What a size-checked replace of the file storage holds from its check to its rename:
+/// the session's publish lock, and the file being replaced, open, with the size the check
+/// found.
+///
+/// Writers that take the lock (this workspace's, omp's) cannot append between the check
+/// and the rename. pi takes none: it opens the file, appends and closes it for each
+/// entry, so an append that opened the file before the rename lands in the replaced file
+/// after it, where no reader would ever find it. Such late lines are carried over to the
+/// new file ([`carry_late_appends`]) before the lock is let go.
+struct Publish {
+    _guard: Option<lock::FileLockGuard>,
+    replaced: Option<(fs_err::File, u64)>,
+}
+
+impl atomic::Published for Publish {
+    fn renamed(self, path: &Path, written: u64) -> Result<(), StoreError> {
+        match &self.replaced {
+            Some((old, seen)) => carry_late_appends(path, old, *seen, written),
+            None => Ok(()),
+        }
+    }
+}
+
+/// How long a replace waits, after it looked for late appends once, before it looks again:
+/// long enough for an append that opened the old file just before the rename to write.
+const LATE_APPEND_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// Appends to the file just published at `path` whatever was appended to the replaced
+/// file `old` (`seen` bytes when checked) since the check: at once, and again after
+/// [`LATE_APPEND_PAUSE`]. The carried bytes are synced. A failure is
+/// [`StoreError::LateAppendsLost`] (the replace itself landed).
+fn carry_late_appends(path: &Path, old: &fs_err::File, seen: u64, written: u64) -> Result<(), StoreError> {
+    let mut carried = seen;
+    for pause in [None, Some(LATE_APPEND_PAUSE)] {
+        if let Some(pause) = pause {
+            std::thread::sleep(pause);
+        }
+        let carry = || -> Result<u64, StoreError> {
+            let now = old.metadata().map_err(|e| StoreError::io_raw(Op::Read, path, e))?.len();
+            if now <= carried {
+                return Ok(carried);
+            }
+            let len = usize::try_from(now - carried)
+                .map_err(|e| StoreError::io_raw(Op::Read, path, std::io::Error::other(e)))?;
+            let mut late = vec![0; len];
+            read_exact_at(old, &mut late, carried).map_err(|e| StoreError::io_raw(Op::Read, path, e))?;
+            let mut f = open_append(path)?;
+            f.write_all(&late).map_err(|e| StoreError::io_raw(Op::Append, path, e))?;
+            f.sync_data().map_err(|e| StoreError::io_raw(Op::SyncData, path, e))?;
+            Ok(now)
+        };
+        match carry() {
+            Ok(now) => carried = now,
+            Err(e) => {
+                let late = old.metadata().map_or(0, |m| m.len().saturating_sub(carried));
+                return Err(StoreError::LateAppendsLost {
+                    path: path.to_path_buf(),
+                    written,
+                    late,
+                    source: Box::new(e),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads exactly `buf.len()` bytes of `file` at `offset`.
+fn read_exact_at(file: &fs_err::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        file.file().read_exact_at(buf, offset)
+    }
+    #[cfg(not(unix))]
+    {
+        let mut f = file.file().try_clone()?;
+        f.seek(SeekFrom::Start(offset))?;
+        f.read_exact(buf)
     }
 }
 
@@ -159,8 +255,32 @@ fn write_all_at(file: &std::fs::File, bytes: &[u8], offset: u64) -> std::io::Res
 }
 
 /// Copies the directory tree `from` into `to`: directories created, regular files
-/// copied (replacing), symbolic links and other kinds skipped.
+/// copied (replacing), symbolic links made again with the same target (never followed).
+/// A FIFO, socket or device anywhere in the tree is refused with
+/// [`StoreError::NotRegular`] before anything is written (as omp's `fs.cp` refuses them),
+/// so that a move that copies and then deletes never deletes what it could not copy.
 fn copy_tree(from: &Path, to: &Path) -> Result<(), StoreError> {
+    refuse_special(from)?;
+    copy_checked_tree(from, to)
+}
+
+/// Fails with [`StoreError::NotRegular`] at the first entry below `dir` that is neither a
+/// regular file, a directory nor a symbolic link.
+fn refuse_special(dir: &Path) -> Result<(), StoreError> {
+    let entries = fs_err::read_dir(dir).map_err(|e| StoreError::io(Op::List, dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| StoreError::io_raw(Op::List, dir, e))?;
+        let kind = entry.file_type().map_err(|e| StoreError::io_raw(Op::Stat, &entry.path(), e))?;
+        if kind.is_dir() {
+            refuse_special(&entry.path())?;
+        } else if !kind.is_file() && !kind.is_symlink() {
+            return Err(StoreError::NotRegular { path: entry.path(), kind: crate::open::kind_name(kind) });
+        }
+    }
+    Ok(())
+}
+
+fn copy_checked_tree(from: &Path, to: &Path) -> Result<(), StoreError> {
     fs_err::create_dir_all(to).map_err(|e| StoreError::io(Op::EnsureDir, to, e))?;
     let entries = fs_err::read_dir(from).map_err(|e| StoreError::io(Op::List, from, e))?;
     for entry in entries {
@@ -168,12 +288,33 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), StoreError> {
         let kind = entry.file_type().map_err(|e| StoreError::io_raw(Op::Stat, &entry.path(), e))?;
         let target = to.join(entry.file_name());
         if kind.is_dir() {
-            copy_tree(&entry.path(), &target)?;
+            copy_checked_tree(&entry.path(), &target)?;
         } else if kind.is_file() {
             fs_err::copy(entry.path(), &target).map_err(|e| StoreError::io(Op::Copy, &target, e))?;
+        } else if kind.is_symlink() {
+            copy_link(&entry.path(), &target)?;
+        } else {
+            return Err(StoreError::NotRegular { path: entry.path(), kind: crate::open::kind_name(kind) });
         }
     }
     Ok(())
+}
+
+/// Makes `target` a symbolic link with the same target as the link `link`.
+#[cfg(unix)]
+fn copy_link(link: &Path, target: &Path) -> Result<(), StoreError> {
+    let points_to = fs_err::read_link(link).map_err(|e| StoreError::io_raw(Op::Read, link, e))?;
+    match fs_err::symlink_metadata(target) {
+        Ok(m) if !m.is_dir() => fs_err::remove_file(target).map_err(|e| StoreError::io_raw(Op::Copy, target, e))?,
+        _ => {}
+    }
+    fs_err::os::unix::fs::symlink(&points_to, target).map_err(|e| StoreError::io(Op::Copy, target, e))
+}
+
+/// Links are not copied where the platform cannot make them without privileges.
+#[cfg(not(unix))]
+fn copy_link(link: &Path, _target: &Path) -> Result<(), StoreError> {
+    Err(StoreError::NotRegular { path: link.to_path_buf(), kind: "symbolic link" })
 }
 
 fn ensure_parent(path: &Path) -> Result<(), StoreError> {
@@ -531,29 +672,45 @@ impl Storage for FileStorage {
     }
 
     fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
-        match self.unlink(path) {
-            Ok(()) | Err(StoreError::NotFound { .. }) => {}
-            Err(e) => return Err(e),
-        }
-        if let Some(dir) = artifacts_dir(path) {
-            self.check(Op::RemoveDir, &dir)?;
-            match fs_err::remove_dir_all(&dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(StoreError::io_raw(Op::RemoveDir, &dir, e)),
-            }
-        }
-        let Some(name) = path.file_name().and_then(|n| n.to_str()) else { return Ok(()) };
-        let parent = atomic::parent_dir(path)?;
-        if let Ok(entries) = fs_err::read_dir(&parent) {
-            for entry in entries.flatten() {
+        // Backups first: a crash part-way must not leave a backup that omp's listing
+        // would promote into the session just deleted.
+        if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+            let parent = atomic::parent_dir(path)?;
+            let entries = match fs_err::read_dir(&parent) {
+                Ok(entries) => Some(entries),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => return Err(StoreError::io_raw(Op::List, &parent, e)),
+            };
+            for entry in entries.into_iter().flatten() {
+                let entry = entry.map_err(|e| StoreError::io_raw(Op::List, &parent, e))?;
                 if entry.file_name().to_str().is_some_and(|c| is_backup_of(name, c)) {
-                    // Best effort, as in the reference: the journal itself is already gone.
-                    let _ = fs_err::remove_file(entry.path());
+                    match self.unlink(&entry.path()) {
+                        Ok(()) | Err(StoreError::NotFound { .. }) => {}
+                        Err(e) => return Err(e),
+                    }
                 }
             }
         }
-        Ok(())
+        // Then the artifacts: a real directory only. A link in its place is not followed
+        // (nor removed: whatever it is, it was not made as this session's artifacts).
+        if let Some(dir) = artifacts_dir(path) {
+            self.check(Op::RemoveDir, &dir)?;
+            match fs_err::symlink_metadata(&dir) {
+                Ok(m) if m.is_dir() => match fs_err::remove_dir_all(&dir) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(StoreError::io_raw(Op::RemoveDir, &dir, e)),
+                },
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::io_raw(Op::Stat, &dir, e)),
+            }
+        }
+        // The journal last: until it goes, the session is there to delete again.
+        match self.unlink(path) {
+            Ok(()) | Err(StoreError::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     fn move_dir(&self, from: &Path, to: &Path) -> Result<Vec<(PathBuf, PathBuf)>, StoreError> {

@@ -85,5 +85,5 @@ pub use lock::lock_paths;
 pub use memory::MemoryStorage;
 pub use storage::{
     AppendWriter, Change, DirEntry, Durability, EntryKind, ExpectedSize, FileIdentity, FileStat, LockWait, Note,
-    PollWatch, SessionLock, Storage, Watch, artifacts_dir, grow, is_backup_of, slice_windows,
+    PollWatch, SessionLock, Storage, Watch, artifacts_dir, grow, is_backup_of, is_plain_name, slice_windows,
 };

@@ -91,8 +91,9 @@ pub struct DirEntry {
 
 /// The precondition of a size-checked replace ([`Storage::write_atomic`]), omp's `expectedSize`.
 ///
-/// The check compares byte sizes only: a same-size change by someone else goes unnoticed, exactly
-/// as in the reference.
+/// [`ExpectedSize::Bytes`] compares byte sizes only: a same-size change by someone else goes
+/// unnoticed, exactly as in the reference. [`ExpectedSize::Unchanged`] also compares the file's
+/// identity where the storage has one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExpectedSize {
     /// No precondition.
@@ -101,15 +102,37 @@ pub enum ExpectedSize {
     Missing,
     /// The file must exist with exactly this many bytes.
     Bytes(u64),
+    /// The file must be the very one a reader saw: exactly `size` bytes and, where the
+    /// storage reports identities ([`FileStat::identity`]) and `identity` is known, the same
+    /// identity (times, inode, device), so that a same-size rewrite, a touch or a rename
+    /// over the path since counts as a change. A storage without identities checks the
+    /// size alone. What a job that read a file and rewrites
+    /// it whole passes: any write by anyone since the read refuses the replace.
+    Unchanged {
+        /// The size seen.
+        size: u64,
+        /// The identity seen, if the storage reported one.
+        identity: Option<FileIdentity>,
+    },
 }
 
 impl ExpectedSize {
+    /// Returns the precondition that [`Storage::stat`] of the file seen gives:
+    /// [`ExpectedSize::Unchanged`] with its size and identity, or
+    /// [`ExpectedSize::Missing`] for no file.
+    pub fn unchanged(seen: Option<&FileStat>) -> ExpectedSize {
+        match seen {
+            Some(st) => ExpectedSize::Unchanged { size: st.size, identity: st.identity },
+            None => ExpectedSize::Missing,
+        }
+    }
+
     /// Returns the expectation as an optional size (`None` = missing), or `None` for [`ExpectedSize::Any`].
     pub fn as_option(self) -> Option<Option<u64>> {
         match self {
             ExpectedSize::Any => None,
             ExpectedSize::Missing => Some(None),
-            ExpectedSize::Bytes(n) => Some(Some(n)),
+            ExpectedSize::Bytes(n) | ExpectedSize::Unchanged { size: n, .. } => Some(Some(n)),
         }
     }
 
@@ -121,6 +144,20 @@ impl ExpectedSize {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Checks the expectation against the current stat (`None` = missing): the size, and
+    /// for [`ExpectedSize::Unchanged`] the identity where both are known. A changed
+    /// identity of the same size is a [`StoreError::Conflict`] whose sizes are equal.
+    pub fn check_stat(self, path: &Path, found: Option<&FileStat>) -> Result<(), StoreError> {
+        self.check(path, found.map(|st| st.size))?;
+        if let (ExpectedSize::Unchanged { size, identity: Some(seen) }, Some(FileStat { identity: Some(now), .. })) =
+            (self, found)
+            && seen != *now
+        {
+            return Err(StoreError::Conflict { path: path.to_path_buf(), expected: Some(size), found: Some(size) });
+        }
+        Ok(())
     }
 }
 
@@ -397,9 +434,14 @@ pub trait Storage: Send + Sync {
 
     /// Deletes a session journal and what belongs to it (omp `deleteSessionWithArtifacts`).
     ///
-    /// Removes the file (a missing file is fine), then the artifacts directory `<path minus
-    /// .jsonl>/` recursively, then every `<name>.<anything>.bak` sibling (stale backups would
-    /// otherwise resurrect the session).
+    /// Removes every `<name>.<anything>.bak` sibling (stale backups would otherwise
+    /// resurrect the session), then the artifacts directory ([`artifacts_dir`]: none for a
+    /// name whose stem is not a plain name) recursively, then the file; a missing file is
+    /// fine. omp removes the file first; removing it last means a crash or an error
+    /// part-way leaves the session in place (without some backups or artifacts) for the
+    /// next delete to finish, never a backup that omp's listing would promote in its
+    /// place. The file storage removes an artifacts directory only when it is a real
+    /// directory: a symbolic link in its place is neither followed nor removed.
     fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError>;
 
     /// Moves the directory `from` to `to` (omp's move of a session's artifacts directory)
@@ -436,11 +478,13 @@ pub trait Storage: Send + Sync {
     /// Copies the directory tree at `from` into `to` (created as needed), file by file
     /// (omp's `copySessionArtifacts`); a file already at `to` is replaced. A missing `from`
     /// is nothing to do. Not atomic: after a failure or a crash `to` may hold part of the
-    /// copy.
+    /// copy. A FIFO, socket or device in the tree is refused
+    /// ([`StoreError::NotRegular`]), as omp's copy refuses it: nothing is dropped silently.
     ///
     /// The default walks [`Storage::read_dir`] and copies each file with
-    /// [`Storage::read`] and [`Storage::write`]; links are followed (the file storage
-    /// skips them), special files skipped.
+    /// [`Storage::read`] and [`Storage::write`]; links are followed. The file storage makes
+    /// each link again with the same target (never following it) and refuses special
+    /// files before it writes anything.
     fn copy_dir(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
         if !self.exists(from)? {
             return Ok(());
@@ -455,7 +499,7 @@ pub trait Storage: Send + Sync {
                     Some(st) => !st.is_file,
                     None => continue,
                 },
-                EntryKind::Other => continue,
+                EntryKind::Other => return Err(StoreError::NotRegular { path: src, kind: "special file" }),
             };
             if is_dir {
                 self.copy_dir(&src, &dst)?;
@@ -681,14 +725,30 @@ pub trait AppendWriter: Send {
     fn close(self: Box<Self>) -> Result<(), StoreError>;
 }
 
-/// Returns the artifacts directory of a session file: the path without its `.jsonl` extension.
+/// Returns the artifacts directory of a session file: the path without its `.jsonl`
+/// extension, when that is a plain file name ([`is_plain_name`]).
+///
+/// `...jsonl` would give `..` (the folder above) and `..jsonl` would give `.` (the
+/// session's own folder): such a session has no artifacts directory, so nothing that
+/// moves, copies or deletes a session's artifacts can reach beyond them.
 pub fn artifacts_dir(path: &Path) -> Option<PathBuf> {
     let name = path.file_name()?.to_str()?;
     let stem = name.strip_suffix(".jsonl")?;
-    if stem.is_empty() {
+    if !is_plain_name(stem) {
         return None;
     }
     Some(path.with_file_name(stem))
+}
+
+/// Returns whether `name` names an entry of a directory and nothing else: not empty, not
+/// `.` or `..`, and without a path separator or a NUL (a component of a path never
+/// holds either; a name given as text might).
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name != "."
+        && name != ".."
+        && !name.contains(['/', '\0'])
+        && !name.contains(std::path::MAIN_SEPARATOR)
 }
 
 /// Returns whether `candidate` is a `<name>.<anything>.bak` backup of the file called `name`.
@@ -725,6 +785,12 @@ mod tests {
         assert_eq!(artifacts_dir(Path::new("/a/b.jsonl")), Some(PathBuf::from("/a/b")));
         assert_eq!(artifacts_dir(Path::new("/a/b.txt")), None);
         assert_eq!(artifacts_dir(Path::new("/a/.jsonl")), None);
+        // Neither the folder above nor the session's own folder is an artifacts directory.
+        assert_eq!(artifacts_dir(Path::new("/a/sub/...jsonl")), None);
+        assert_eq!(artifacts_dir(Path::new("/a/sub/..jsonl")), None);
+        assert_eq!(artifacts_dir(Path::new("...jsonl")), None);
+        assert_eq!(artifacts_dir(Path::new("/a/.b.jsonl")), Some(PathBuf::from("/a/.b")));
+        assert_eq!(artifacts_dir(Path::new("/a/..b.jsonl")), Some(PathBuf::from("/a/..b")));
     }
 
     #[test]

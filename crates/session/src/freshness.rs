@@ -138,7 +138,7 @@ pub fn stable_hash(bytes: &[u8]) -> u64 {
 /// Returns where the hashed head starts.
 fn head_start(first: &[u8], head: Head) -> u64 {
     match head {
-        Head::AfterTitleSlot if first.starts_with(b"{\"type\":\"title\"") => SLOT_BYTES as u64,
+        Head::AfterTitleSlot if first.starts_with(session_model::SLOT_START) => SLOT_BYTES as u64,
         _ => 0,
     }
 }

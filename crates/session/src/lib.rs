@@ -36,6 +36,7 @@ mod env;
 mod error;
 mod freshness;
 mod index;
+pub mod maintenance;
 mod manager;
 pub mod persist;
 mod resume;

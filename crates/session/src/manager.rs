@@ -63,6 +63,10 @@ pub struct SessionManager {
     /// Where the texts of the records read by position come from (`None`: every text
     /// is in memory).
     pub(crate) bodies: Option<Arc<Bodies>>,
+    /// The file's stat when it was read, while this manager has not written it since: a
+    /// full rewrite then requires the very file read ([`ExpectedSize::Unchanged`]), not
+    /// only one of its size.
+    pub(crate) seen: Option<session_store::FileStat>,
 }
 
 /// What a manager may do to its session's storage.
@@ -90,6 +94,11 @@ pub(crate) enum Persistence {
 pub(crate) struct PiState {
     /// The file exists and holds everything in memory (later entries are appended).
     pub(crate) flushed: bool,
+    /// The file's size as this manager last read or wrote it (`None`: not known, after
+    /// an append whose partial write could not be removed). pi checks nothing before it
+    /// rewrites a file; a rewrite here is guarded by this size, so a line another
+    /// process appended since is never written over.
+    pub(crate) size: Option<u64>,
 }
 
 /// What omp's persistence tracks.
@@ -192,6 +201,9 @@ pub struct LoadReport {
     pub wrote: bool,
     /// How the session index was used ([`crate::Env::index_dir`]).
     pub index: IndexUse,
+    /// The file's stat taken just before it was read (`None`: there was no file). A job
+    /// that read the file itself compares it with what it read.
+    pub stat: Option<session_store::FileStat>,
 }
 
 impl SessionManager {
@@ -216,6 +228,7 @@ impl SessionManager {
             access: Access::ReadWrite,
             load_report: LoadReport::default(),
             bodies: None,
+            seen: None,
         }
     }
 
@@ -464,7 +477,10 @@ impl SessionManager {
             let expected = found.map_or(ExpectedSize::Missing, ExpectedSize::Bytes);
             let size = self.publish(path, expected)?;
             match &mut self.persistence {
-                Persistence::Pi(pi) => pi.flushed = true,
+                Persistence::Pi(pi) => {
+                    pi.flushed = true;
+                    pi.size = Some(size);
+                }
                 Persistence::Omp(omp) => {
                     omp.expected_size = Some(size);
                     omp.file_is_current = true;
@@ -502,6 +518,7 @@ impl SessionManager {
         };
         let (parsed, bodies, index) = read_indexed(&self.env, path, self.dialect())?;
         report.index = index;
+        report.stat = Some(stat);
         match parsed.header_check(self.dialect()) {
             HeaderCheck::Valid { .. } => {}
             HeaderCheck::Empty if self.dialect() == Dialect::Omp || stat.size == 0 => {
@@ -545,14 +562,19 @@ impl SessionManager {
             Dialect::Pi => {
                 self.header = header;
                 self.replace_entries(records, None);
-                self.persistence = Persistence::Pi(PiState { flushed: true });
+                let mut size = parsed.byte_len as u64;
+                if report.wrote {
+                    // The final newline this open appended.
+                    size += 1;
+                }
                 // An unrecognised version counts as migrated but changes no byte: pi
                 // would rewrite the same file on every open; we write nothing.
                 if migration.changed() && write {
-                    let size = stat.size + u64::from(report.repaired_final_newline);
-                    self.publish(path, ExpectedSize::Bytes(size))?;
+                    let expected = stat.size + u64::from(report.repaired_final_newline);
+                    size = self.publish(path, ExpectedSize::Bytes(expected))?;
                     report.wrote = true;
                 }
+                self.persistence = Persistence::Pi(PiState { flushed: true, size: Some(size) });
             }
             Dialect::Omp => {
                 self.slot = Some(parsed.title_slot.clone().unwrap_or_else(|| TitleSlot {
@@ -572,6 +594,9 @@ impl SessionManager {
                 });
             }
         }
+        // The stat taken before the read describes what was read only when the read
+        // found exactly its bytes and nothing was written since.
+        self.seen = (!report.wrote && parsed.byte_len as u64 == stat.size).then_some(stat);
         Ok(report)
     }
 
@@ -799,10 +824,15 @@ impl SessionManager {
                     // the same must-not-exist check, so a crash or a full disk never
                     // leaves a partial file that would block every later first write.
                     let published = self.publish_current(ExpectedSize::Missing);
-                    if published.as_ref().map_or_else(SessionError::landed, |_| true)
+                    let landed = match &published {
+                        Ok(size) => Some(*size),
+                        Err(e) => e.landed_size(),
+                    };
+                    if let Some(size) = landed
                         && let Persistence::Pi(pi) = &mut self.persistence
                     {
                         pi.flushed = true;
+                        pi.size = Some(size);
                     }
                     return published.map(|_| ());
                 }
@@ -853,9 +883,19 @@ impl SessionManager {
         self.line_buf.clear();
         self.line_buf.extend_from_slice(line.as_bytes());
         self.line_buf.push(b'\n');
+        self.seen = None;
         match writer.append(&self.line_buf) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                if let Persistence::Pi(pi) = &mut self.persistence {
+                    pi.size = pi.size.map(|n| n + self.line_buf.len() as u64);
+                }
+                Ok(())
+            }
             Err(e) => {
+                if let (Persistence::Pi(pi), StoreError::RollbackFailed { .. }) = (&mut self.persistence, &e) {
+                    // The file may end in part of the line: its size is no longer known.
+                    pi.size = None;
+                }
                 if self.dialect() == Dialect::Omp {
                     // omp's writer is opened afresh after a failure; pi's stays failed.
                     self.close_writer();
@@ -876,11 +916,9 @@ impl SessionManager {
             return Err(wrong_dialect("a full omp rewrite", Dialect::Pi));
         };
         let fresh_file = omp.expected_size.is_none();
-        let expected = match omp.expected_size {
-            Some(n) => ExpectedSize::Bytes(n),
-            None => ExpectedSize::Missing,
-        };
+        let expected = self.expected_for_rewrite(omp.expected_size);
         let published = self.publish_current(expected);
+        self.seen = None;
         let landed = match &published {
             Ok(size) => Some(*size),
             Err(SessionError::Store(e)) => e.landed(),
@@ -911,6 +949,26 @@ impl SessionManager {
                 self.note_failure(&e);
                 Err(e)
             }
+        }
+    }
+
+    /// Returns the size of the session's file as this manager last read or wrote it
+    /// (`None`: no file yet, or not known).
+    pub(crate) fn known_size(&self) -> Option<u64> {
+        match &self.persistence {
+            Persistence::Pi(pi) => pi.size.filter(|_| pi.flushed),
+            Persistence::Omp(omp) => omp.expected_size,
+        }
+    }
+
+    /// Returns the precondition of a full rewrite of a file this manager last knew to
+    /// hold `size` bytes (`None`: no file): the very file read when nothing was written
+    /// since ([`ExpectedSize::Unchanged`]), else its size.
+    fn expected_for_rewrite(&self, size: Option<u64>) -> ExpectedSize {
+        match (size, &self.seen) {
+            (Some(n), Some(seen)) if seen.size == n => ExpectedSize::unchanged(Some(seen)),
+            (Some(n), _) => ExpectedSize::Bytes(n),
+            (None, _) => ExpectedSize::Missing,
         }
     }
 
@@ -966,23 +1024,40 @@ impl SessionManager {
     /// Writes the whole session to its file now, atomically, in place of what is there
     /// (omp's `rewriteEntries`): a migration done at open, or edits made in memory,
     /// become the file. Fails with [`StoreError::Conflict`] (and writes nothing) when the
-    /// file changed size meanwhile (omp: since this manager last read or wrote it; pi:
-    /// since just before the write); the file keeps its mode.
+    /// file changed since this manager last read or wrote it: another size, or, when
+    /// this manager has not written it since it read it, any write at all (the file's
+    /// identity: [`ExpectedSize::Unchanged`]). pi itself checks nothing; a line another
+    /// process appended is never written over here. The file keeps its mode. Lines
+    /// another writer appended between the check and the rename are carried over by the
+    /// file storage (see [`session_store::atomic`]).
     pub fn rewrite_entries(&mut self) -> Result<()> {
         self.writable()?;
         self.not_in_batch()?;
         let path = self.file.clone().ok_or_else(|| SessionError::NotFound { path: PathBuf::new() })?;
-        match self.dialect() {
-            Dialect::Omp => self.rewrite_omp(),
-            Dialect::Pi => {
+        match &self.persistence {
+            Persistence::Omp(_) => self.rewrite_omp(),
+            &Persistence::Pi(PiState { flushed, size }) => {
                 self.close_writer();
-                let expected = match self.env.storage.stat(&path)? {
-                    Some(st) => ExpectedSize::Bytes(st.size),
-                    None => ExpectedSize::Missing,
+                let expected = match (flushed, size) {
+                    (_, Some(n)) => self.expected_for_rewrite(Some(n)),
+                    (false, None) => ExpectedSize::Missing,
+                    // A partial write that could not be removed: only the file knows its
+                    // size now.
+                    (true, None) => match self.env.storage.stat(&path)? {
+                        Some(st) => ExpectedSize::Bytes(st.size),
+                        None => ExpectedSize::Missing,
+                    },
                 };
-                self.publish_current(expected)?;
-                self.persistence = Persistence::Pi(PiState { flushed: true });
-                Ok(())
+                let published = self.publish_current(expected);
+                self.seen = None;
+                let landed = match &published {
+                    Ok(size) => Some(*size),
+                    Err(e) => e.landed_size(),
+                };
+                if let Some(size) = landed {
+                    self.persistence = Persistence::Pi(PiState { flushed: true, size: Some(size) });
+                }
+                published.map(|_| ())
             }
         }
     }
@@ -1084,7 +1159,10 @@ impl SessionManager {
     /// over the file's first line, as omp does, or when that cannot be done the whole
     /// file is rewritten.
     pub(crate) fn persist_title(&mut self) -> Result<()> {
-        if matches!(self.overwrite_slot(), Ok(true)) {
+        // Written in place or whole: either way no longer the file read.
+        let overwritten = self.overwrite_slot();
+        self.seen = None;
+        if matches!(overwritten, Ok(true)) {
             return Ok(());
         }
         self.rewrite_omp()
@@ -1261,6 +1339,7 @@ impl SessionManager {
     /// what the write gave, `None` when pi waits for a conversation).
     fn switch_to_new_file(&mut self, file: PathBuf, published: Option<Result<u64>>) -> Result<()> {
         self.file = Some(file);
+        self.seen = None;
         self.failure = None;
         // What landed: the size of a whole file (synced or not), or nothing.
         let (landed, result) = match published {
@@ -1272,7 +1351,7 @@ impl SessionManager {
             Dialect::Pi => {
                 // Not written (no conversation yet, or the write failed): the first
                 // write after this creates the file whole.
-                self.persistence = Persistence::Pi(PiState { flushed: landed.is_some() });
+                self.persistence = Persistence::Pi(PiState { flushed: landed.is_some(), size: landed });
             }
             Dialect::Omp => {
                 let mut omp = OmpState { force_file_creation: true, file_is_current: true, ..OmpState::default() };

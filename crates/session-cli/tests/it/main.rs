@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod human;
+mod jobs;
 #[cfg(any(feature = "postgres", feature = "redis", feature = "sqlite", feature = "mysql"))]
 mod store;
 
@@ -314,14 +315,15 @@ fn sessions_are_found_in_both_agents_homes() -> Result<()> {
 
 /// `fsck` finds damage, unloadable files and unreferenced blobs (exit 1), `--repair`
 /// rewrites what loads with a backup and leaves what does not load alone, `gc` deletes
-/// only with `--yes`; `export` writes a self-contained document; `rm` asks for `--yes`
-/// when nobody can answer.
+/// only with `--yes` (and past its grace period); `export` writes a self-contained
+/// document; `rm` asks for `--yes` when nobody can answer.
 #[test]
 fn fsck_repair_gc_export_and_rm() -> Result<()> {
     let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
     let tmp = TempDir::new("fsck")?;
-    let s = tmp.0.join("s");
-    let blobs = tmp.0.join("blobs");
+    let home = tmp.0.join("home");
+    let s = home.join(".pi/agent/sessions/--work--");
+    let blobs = home.join(".omp/agent/blobs");
     fs_err::create_dir_all(&s)?;
     fs_err::create_dir_all(&blobs)?;
     for f in ["corrupt/garbage-lines.jsonl", "corrupt/bad-header-missing.jsonl", "sample/pi.jsonl"] {
@@ -330,12 +332,20 @@ fn fsck_repair_gc_export_and_rm() -> Result<()> {
     let blob = blobs.join("a".repeat(64));
     fs_err::write(&blob, b"x")?;
     let unloadable = fs_err::read(s.join("bad-header-missing.jsonl"))?;
-    let (sd, bd) = (s.to_str().ok_or("path")?, blobs.to_str().ok_or("path")?);
-    let (code, out, _) = run(&["--json", "fsck", sd, "--blob-dir", bd], &tmp.0)?;
+    let sd = s.to_str().ok_or("path")?;
+    let run = |args: &[&str]| -> Result<(i32, String, String)> {
+        let out = in_home(&home, &tmp.0).args(args).output()?;
+        Ok((
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ))
+    };
+    let (code, out, _) = run(&["--json", "fsck", sd])?;
     assert_eq!(code, 1, "{out}");
     let v: serde_json::Value = serde_json::from_str(&out)?;
     assert_eq!((v["sessions"].as_u64(), v["unreferencedBlobs"].as_u64()), (Some(3), Some(1)), "{v}");
-    let (code, out, _) = run(&["--json", "fsck", sd, "--repair", "--blob-dir", bd], &tmp.0)?;
+    let (code, out, _) = run(&["--json", "fsck", sd, "--repair"])?;
     assert_eq!(code, 1);
     assert_eq!(serde_json::from_str::<serde_json::Value>(&out)?["repaired"], 1);
     assert_eq!(
@@ -343,29 +353,32 @@ fn fsck_repair_gc_export_and_rm() -> Result<()> {
         unloadable,
         "a file that does not load is never written"
     );
-    let (_, out, _) = run(&["--json", "check", s.join("garbage-lines.jsonl").to_str().ok_or("path")?], &tmp.0)?;
+    let (_, out, _) = run(&["--json", "check", s.join("garbage-lines.jsonl").to_str().ok_or("path")?])?;
     assert_eq!(serde_json::from_str::<serde_json::Value>(&out)?["diagnostics"], serde_json::json!([]));
     assert!(fs_err::read_dir(&s)?.filter_map(|e| e.ok()).any(|e| e.file_name().to_string_lossy().ends_with(".bak")));
 
-    assert_eq!(run(&["gc", sd, "--blob-dir", bd], &tmp.0)?.0, 0);
+    assert_eq!(run(&["gc"])?.0, 0);
     assert!(blob.exists(), "a dry run deletes nothing");
-    assert_eq!(run(&["gc", sd, "--blob-dir", bd, "--yes"], &tmp.0)?.0, 0);
-    assert!(!blob.exists());
+    assert_eq!(run(&["gc", "--yes"])?.0, 0);
+    assert!(blob.exists(), "a blob within the grace period is kept");
+    let (code, out, err) = run(&["--json", "gc", "--yes", "--grace", "0"])?;
+    assert_eq!(code, 0, "{err}");
+    assert!(!blob.exists(), "{out}");
 
     let sample = s.join("pi.jsonl");
     let sp = sample.to_str().ok_or("path")?;
-    let (code, html, _) = run(&["export", sp, "--format", "html"], &tmp.0)?;
+    let (code, html, _) = run(&["export", sp, "--format", "html"])?;
     assert!(
         code == 0 && html.starts_with("<!doctype html>") && html.contains("<section class=\"user\">"),
         "{html:.200}"
     );
     assert!(!html.contains("<script"), "nothing to run in an export");
-    let (code, md, _) = run(&["export", sp], &tmp.0)?;
+    let (code, md, _) = run(&["export", sp])?;
     assert!(code == 0 && md.starts_with("# ") && md.contains("## User"), "{md:.200}");
 
-    let (code, _, err) = run(&["rm", sp], &tmp.0)?;
+    let (code, _, err) = run(&["rm", sp])?;
     assert!(code == 1 && err.contains("--yes") && sample.exists(), "{err}");
-    assert_eq!(run(&["rm", sp, "--yes"], &tmp.0)?.0, 0);
+    assert_eq!(run(&["rm", sp, "--yes"])?.0, 0);
     assert!(!sample.exists());
     Ok(())
 }

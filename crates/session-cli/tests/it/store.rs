@@ -245,7 +245,7 @@ fn agents_on_the_server(url: &str, tag: &str) -> Result<()> {
     run_home(&["rename", o, "Omp on the server", "--store", url])?;
     let info: serde_json::Value = serde_json::from_str(&run_home(&["info", o, "--json", "--store", url])?)?;
     assert_eq!(info["name"], "Omp on the server");
-    run_home(&["rm", p, "--yes", "--store", url])?;
+    run_home(&["rm", p, "--yes", "--force", "--store", url])?;
     assert!(run_home(&["info", p, "--json", "--store", url]).is_err(), "deleted on the server");
     assert!(pi.exists(), "and not on the file system");
     Ok(())
@@ -278,7 +278,7 @@ fn follow_on_the_server(url: &str, tag: &str) -> Result<()> {
             .map_err(|_| format!("{tag}: no line for {custom}"))??;
         assert!(line.contains(&format!(r#""customType":"{custom}""#)), "{tag}: {line}");
     }
-    ok(&["--store", url, "rm", f, "--yes"], &tmp.0)?;
+    ok(&["--store", url, "rm", f, "--yes", "--force"], &tmp.0)?;
     let status = child.wait()?;
     assert_eq!(status.code(), Some(1), "{tag}: tail ends when the session is removed");
     Ok(())

@@ -566,7 +566,7 @@ impl SessionManager {
         let old_dir = self.session_dir.clone().or_else(|| old_file.parent().map(Path::to_path_buf)).unwrap_or_default();
         let new_dir = match target_session_dir {
             Some(d) => absolute(&self.env.process_cwd, d),
-            None => self.bucket_for_move(&old_dir, &new_cwd)?,
+            None => self.bucket_for_move(&old_dir, &new_cwd, true)?,
         };
         if new_dir == old_dir && new_cwd == self.cwd {
             return Ok(Some(old_file));
@@ -637,6 +637,8 @@ impl SessionManager {
             std::mem::replace(&mut self.persistence, Persistence::Omp(OmpState::default())),
             self.failure.take(),
         );
+        // A rename changes the file's status time: from here on its size guards it.
+        self.seen = None;
         let previous = (existed && new_file != old_file).then_some(old_file.as_path());
         self.header = moved_header(dialect, &self.header, &new_cwd, previous);
         self.cwd = new_cwd;
@@ -651,7 +653,10 @@ impl SessionManager {
                 ..OmpState::default()
             }),
             // pi writes nothing before its first-write rule says so.
-            Persistence::Pi(_) => Persistence::Pi(PiState { flushed: existed }),
+            Persistence::Pi(old_state) => {
+                let renamed = existed && !across;
+                Persistence::Pi(PiState { flushed: renamed, size: if renamed { old_state.size } else { None } })
+            }
         };
         let rewrite = match dialect {
             Dialect::Omp if existed || self.has_conversation => Some(Dialect::Omp),
@@ -709,8 +714,9 @@ impl SessionManager {
 
     /// Returns the directory a move to `new_cwd` goes to without a target: the bucket of
     /// `new_cwd` beside `old_dir` when that is the bucket of the current cwd (omp's
-    /// `resolveManagedSessionRoot`), else the default bucket of the agent directory.
-    fn bucket_for_move(&self, old_dir: &Path, new_cwd: &str) -> Result<PathBuf> {
+    /// `resolveManagedSessionRoot`), else the default bucket of the agent directory
+    /// (created, and omp's legacy buckets moved into it, when `create`).
+    fn bucket_for_move(&self, old_dir: &Path, new_cwd: &str, create: bool) -> Result<PathBuf> {
         let dirs = self.env.dirs.as_ref().ok_or_else(|| SessionError::NoAgentDir { cwd: new_cwd.to_owned() })?;
         let old_name = old_dir.file_name().map(|n| n.to_string_lossy().into_owned());
         let managed = old_name.as_deref().is_some_and(|n| {
@@ -719,8 +725,23 @@ impl SessionManager {
         });
         match (managed, old_dir.parent()) {
             (true, Some(root)) => Ok(root.join(dirs.bucket_name(new_cwd))),
-            _ => Ok(dirs.ensure_default_session_dir(&*self.env.storage, new_cwd)?),
+            _ if create => Ok(dirs.ensure_default_session_dir(&*self.env.storage, new_cwd)?),
+            _ => Ok(dirs.default_session_dir(new_cwd)),
         }
+    }
+
+    /// Returns the file [`SessionManager::move_to`] with these arguments would move this
+    /// session to (`None`: it has no file), changing nothing; the same file when the move
+    /// would leave it where it is.
+    pub(crate) fn planned_move(&self, new_cwd: &str, target_session_dir: Option<&Path>) -> Result<Option<PathBuf>> {
+        let new_cwd = absolute(&self.env.process_cwd, Path::new(new_cwd)).to_string_lossy().into_owned();
+        let Some(old_file) = self.file.clone().filter(|_| self.persist) else { return Ok(None) };
+        let old_dir = self.session_dir.clone().or_else(|| old_file.parent().map(Path::to_path_buf)).unwrap_or_default();
+        let new_dir = match target_session_dir {
+            Some(d) => absolute(&self.env.process_cwd, d),
+            None => self.bucket_for_move(&old_dir, &new_cwd, false)?,
+        };
+        Ok(Some(new_dir.join(old_file.file_name().map(PathBuf::from).unwrap_or_default())))
     }
 
     // ------------------------------------------------------------------ fork_from
@@ -833,8 +854,8 @@ impl SessionManager {
             Dialect::Pi => {
                 m.header = entries::pi::header(&id, &ts, &target_cwd_abs, Some(&source.to_string_lossy()));
                 m.file = Some(file.clone());
-                m.replace_entries(records, Some(&file)).unwrap_or(Ok(0))?;
-                m.persistence = Persistence::Pi(PiState { flushed: true });
+                let size = m.replace_entries(records, Some(&file)).unwrap_or(Ok(0))?;
+                m.persistence = Persistence::Pi(PiState { flushed: true, size: Some(size) });
             }
             Dialect::Omp => {
                 let src_id = src_header.id().unwrap_or_default().to_owned();

@@ -1,0 +1,598 @@
+//! The jobs (`rm`, `move`, `fork`, `gc`, `fsck`, `repair`, `migrate`, `pull`, `push`,
+//! `export`, `ls`) run as an attacker and as an unlucky user run them: each test
+//! reproduces a loss seen before and shows that nothing is lost now.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use super::{HEADER, Result, TempDir, in_home, slot};
+
+/// A home of its own for one test: `home` is `$HOME`, `work` the working directory.
+struct Home {
+    tmp: TempDir,
+    home: PathBuf,
+    work: PathBuf,
+}
+
+impl Home {
+    fn new(tag: &str) -> Result<Home> {
+        let tmp = TempDir::new(tag)?;
+        let (home, work) = (tmp.0.join("home"), tmp.0.join("work"));
+        fs_err::create_dir_all(&home)?;
+        fs_err::create_dir_all(&work)?;
+        Ok(Home { tmp, home, work })
+    }
+
+    /// A bucket of pi's (`pi`) or omp's sessions root, created.
+    fn bucket(&self, dialect: &str, name: &str) -> Result<PathBuf> {
+        let agent = if dialect == "omp" { ".omp/agent" } else { ".pi/agent" };
+        let dir = self.home.join(agent).join("sessions").join(name);
+        fs_err::create_dir_all(&dir)?;
+        Ok(dir)
+    }
+
+    fn blobs(&self) -> Result<PathBuf> {
+        let dir = self.home.join(".omp/agent/blobs");
+        fs_err::create_dir_all(&dir)?;
+        Ok(dir)
+    }
+
+    fn run(&self, args: &[&str]) -> Result<(i32, String, String)> {
+        let out = in_home(&self.home, &self.work).args(args).output()?;
+        Ok((
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ))
+    }
+}
+
+/// A session of `dialect` whose one user message says `text`.
+fn session_text(dialect: &str, text: &str) -> String {
+    let user = format!(
+        r#"{{"type":"message","id":"aaaaaaaa","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":{},"timestamp":1}}}}"#,
+        serde_json::Value::from(text)
+    );
+    let prefix = if dialect == "omp" { slot("") } else { String::new() };
+    format!("{prefix}{HEADER}\n{user}\n")
+}
+
+fn write_session(path: &Path, dialect: &str, text: &str) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        fs_err::create_dir_all(dir)?;
+    }
+    fs_err::write(path, session_text(dialect, text))?;
+    Ok(())
+}
+
+fn s(p: &Path) -> Result<&str> {
+    p.to_str().ok_or_else(|| "utf-8 path".into())
+}
+
+/// Every path below `dir` (links not followed) with what it is: a file's bytes, a link's
+/// target, or a directory.
+fn tree(dir: &Path) -> Result<BTreeMap<PathBuf, String>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs_err::read_dir(&d)? {
+            let p = e?.path();
+            let m = fs_err::symlink_metadata(&p)?;
+            let what = if m.file_type().is_symlink() {
+                format!("link {}", fs_err::read_link(&p)?.display())
+            } else if m.is_dir() {
+                stack.push(p.clone());
+                "dir".to_owned()
+            } else if m.is_file() {
+                format!("file {:?}", fs_err::read(&p)?)
+            } else {
+                "special".to_owned()
+            };
+            out.insert(p, what);
+        }
+    }
+    Ok(out)
+}
+
+/// The paths of `after` that differ from `before` (added, removed or changed).
+fn changed(before: &BTreeMap<PathBuf, String>, after: &BTreeMap<PathBuf, String>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> =
+        before.iter().filter(|(p, w)| after.get(*p) != Some(w)).map(|(p, _)| p.clone()).collect();
+    out.extend(after.keys().filter(|p| !before.contains_key(*p)).cloned());
+    out
+}
+
+/// `rm`, `move` and `fork` of sessions named `...jsonl` and `..jsonl` act on that file
+/// only: the artifacts directory of such a name would be the folder above or the
+/// session's own folder, so it has none.
+#[test]
+fn dot_named_sessions_never_take_their_folder_with_them() -> Result<()> {
+    let h = Home::new("jobs-dots")?;
+    let bucket = h.bucket("pi", "--p--")?;
+    let other = h.bucket("pi", "--q--")?;
+    write_session(&bucket.join("keep.jsonl"), "pi", "keep")?;
+    fs_err::create_dir_all(bucket.join("keep"))?;
+    fs_err::write(bucket.join("keep/artifact.txt"), "artifact")?;
+    write_session(&other.join("other.jsonl"), "pi", "other project")?;
+    let sessions = h.home.join(".pi/agent/sessions");
+    for name in ["...jsonl", "..jsonl"] {
+        let file = bucket.join(name);
+        write_session(&file, "pi", "dots")?;
+        let before = tree(&sessions)?;
+        let (code, _, err) = h.run(&["rm", s(&file)?, "--yes"])?;
+        assert_eq!(code, 0, "{name}: {err}");
+        assert_eq!(changed(&before, &tree(&sessions)?), vec![file.clone()], "{name}: only the file goes");
+    }
+    // A move takes the file alone into its new bucket.
+    let file = bucket.join("...jsonl");
+    write_session(&file, "pi", "dots")?;
+    let target = h.work.join("elsewhere");
+    let (code, out, err) = h.run(&["--json", "move", s(&file)?, "--cwd", s(&target)?])?;
+    assert_eq!(code, 0, "{err}");
+    let moved = PathBuf::from(serde_json::from_str::<serde_json::Value>(&out)?["path"].as_str().ok_or("path")?);
+    let new_bucket = moved.parent().ok_or("bucket")?;
+    assert_eq!(fs_err::read_dir(new_bucket)?.count(), 1, "only the session moved");
+    assert!(bucket.join("keep.jsonl").exists() && bucket.join("keep/artifact.txt").exists());
+    assert!(other.join("other.jsonl").exists());
+    // An omp fork of `...jsonl` copies no folder into itself.
+    let obucket = h.bucket("omp", "--p--")?;
+    let ofile = obucket.join("...jsonl");
+    write_session(&ofile, "omp", "omp dots")?;
+    write_session(&obucket.join("sibling.jsonl"), "omp", "sibling")?;
+    let forks = h.tmp.0.join("forks");
+    let (code, out, err) =
+        h.run(&["--json", "--dialect", "omp", "fork", s(&ofile)?, "--cwd", "/w", "--session-dir", s(&forks)?])?;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(".jsonl"), "{out}");
+    let copies: Vec<_> = fs_err::read_dir(&forks)?.collect();
+    assert_eq!(copies.len(), 1, "one new session file and nothing else");
+    Ok(())
+}
+
+/// `rm` deletes only what it proved is a session: a JSONL file that is not one, and a
+/// link to a session, are refused with nothing deleted; outside the agents' folders it
+/// needs `--force`.
+#[test]
+fn rm_deletes_only_proven_sessions() -> Result<()> {
+    let h = Home::new("jobs-rm")?;
+    let data = h.work.join("data");
+    fs_err::create_dir_all(data.join("export"))?;
+    fs_err::write(data.join("export/keep.txt"), "keep")?;
+    fs_err::write(data.join("export.jsonl"), "{\"a\":1}\n")?;
+    let before = tree(&h.tmp.0)?;
+    let (code, _, err) = h.run(&["rm", s(&data.join("export.jsonl"))?, "--yes", "--force"])?;
+    assert_eq!(code, 1);
+    assert!(err.contains("not a pi session"), "{err}");
+    assert_eq!(changed(&before, &tree(&h.tmp.0)?), Vec::<PathBuf>::new());
+
+    let bucket = h.bucket("pi", "--p--")?;
+    let real = bucket.join("real.jsonl");
+    write_session(&real, "pi", "real")?;
+    fs_err::create_dir_all(bucket.join("real"))?;
+    let link = bucket.join("link.jsonl");
+    std::os::unix::fs::symlink(&real, &link)?;
+    fs_err::create_dir_all(bucket.join("link"))?;
+    fs_err::write(bucket.join("link/beside-the-link.txt"), "x")?;
+    let before = tree(&h.tmp.0)?;
+    let (code, _, err) = h.run(&["rm", s(&link)?, "--yes"])?;
+    assert_eq!(code, 1);
+    assert!(err.contains("symbolic link"), "{err}");
+    assert_eq!(changed(&before, &tree(&h.tmp.0)?), Vec::<PathBuf>::new(), "nothing deleted");
+
+    let outside = h.work.join("kept/s.jsonl");
+    write_session(&outside, "pi", "outside")?;
+    let (code, _, err) = h.run(&["rm", s(&outside)?, "--yes"])?;
+    assert!(code == 1 && err.contains("--force") && outside.exists(), "{err}");
+    let (code, _, err) = h.run(&["rm", s(&outside)?, "--yes", "--force"])?;
+    assert!(code == 0 && !outside.exists(), "{err}");
+    Ok(())
+}
+
+/// A blob `blob:sha256:<hex>` for a byte.
+fn hex(i: u8) -> String {
+    format!("{i:02x}").repeat(32)
+}
+
+/// Writes the blob `hex` into `dir`, changed `age_secs` ago.
+fn put_blob(dir: &Path, hex: &str, age_secs: u64) -> Result<PathBuf> {
+    let path = dir.join(hex);
+    fs_err::write(&path, hex)?;
+    let when = std::time::SystemTime::UNIX_EPOCH
+        + std::time::Duration::from_secs(std::time::UNIX_EPOCH.elapsed()?.as_secs().saturating_sub(age_secs));
+    fs_err::File::options().write(true).open(&path)?.file().set_modified(when)?;
+    Ok(path)
+}
+
+/// `gc` reads references from every place either agent keeps sessions: both projects
+/// whatever folder is named, omp's XDG layout with the variable unset, a bucket that is a
+/// link, a session that only a backup holds, a subagent below the artifacts, a session
+/// omp registered as kept elsewhere. Only the blob nothing refers to goes.
+#[test]
+fn gc_keeps_every_referenced_blob() -> Result<()> {
+    let h = Home::new("jobs-gc")?;
+    let blobs = h.blobs()?;
+    const DAY: u64 = 86_400;
+    let referenced: Vec<String> = (1..=7).map(hex).collect();
+    for r in &referenced {
+        put_blob(&blobs, r, 3 * DAY)?;
+    }
+    let unused = put_blob(&blobs, &hex(9), 3 * DAY)?;
+    let young = put_blob(&blobs, &hex(10), 0)?;
+    let refer = |i: usize| format!("see blob:sha256:{}", referenced[i]);
+    write_session(&h.bucket("pi", "--a--")?.join("a.jsonl"), "pi", &refer(0))?;
+    write_session(&h.bucket("omp", "-b")?.join("b.jsonl"), "omp", &refer(1))?;
+    write_session(&h.home.join(".local/share/omp/sessions/-x/x.jsonl"), "omp", &refer(2))?;
+    let elsewhere = h.tmp.0.join("linked-bucket");
+    write_session(&elsewhere.join("l.jsonl"), "pi", &refer(3))?;
+    std::os::unix::fs::symlink(&elsewhere, h.home.join(".pi/agent/sessions/--linked--"))?;
+    let bak_bucket = h.bucket("omp", "-c")?;
+    fs_err::write(bak_bucket.join("gone.jsonl.1700000000000.bak"), session_text("omp", &refer(4)))?;
+    write_session(&h.bucket("omp", "-d")?.join("d/subagent/child.jsonl"), "omp", &refer(5))?;
+    let custom = h.tmp.0.join("custom/kept.jsonl");
+    write_session(&custom, "omp", &refer(6))?;
+    let registry = h.home.join(".omp/agent/custom-session-files");
+    fs_err::create_dir_all(&registry)?;
+    fs_err::write(registry.join("abc1234"), format!("{}\n", custom.display()))?;
+    // One project named, a folder that does not exist: neither narrows what is read.
+    for dir in [s(&h.bucket("pi", "--a--")?)?, "/nonexistent/folder"] {
+        let (code, out, err) = h.run(&["--json", "gc", dir])?;
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out)?;
+        assert_eq!(v["unused"].as_array().map(Vec::len), Some(1), "{dir}: {v}");
+        assert_eq!(v["referenced"], 7, "{dir}: {v}");
+    }
+    let (code, _, err) = h.run(&["gc", "/nonexistent/folder", "--yes"])?;
+    assert_eq!(code, 0, "{err}");
+    for r in &referenced {
+        assert!(blobs.join(r).exists(), "referenced blob {r} kept");
+    }
+    assert!(!unused.exists(), "the unused blob went");
+    assert!(young.exists(), "a blob within the grace period stays");
+    Ok(())
+}
+
+/// With blobs and no session found, or a folder it cannot read, `gc` deletes nothing and
+/// says why; `fsck` reports the folder.
+#[test]
+fn gc_refuses_when_it_cannot_see_every_session() -> Result<()> {
+    let h = Home::new("jobs-gc-refuse")?;
+    let blobs = h.blobs()?;
+    let blob = put_blob(&blobs, &hex(1), 3 * 86_400)?;
+    let (code, _, err) = h.run(&["gc", "--yes", "--grace", "0"])?;
+    assert!(code == 1 && err.contains("no session found") && blob.exists(), "{err}");
+
+    // A folder only its owner may read, and gc run as someone else.
+    let bucket = h.bucket("pi", "--p--")?;
+    write_session(&bucket.join("s.jsonl"), "pi", "no blobs here")?;
+    let hidden = h.bucket("pi", "--hidden--")?;
+    write_session(&hidden.join("h.jsonl"), "pi", &format!("blob:sha256:{}", hex(1)))?;
+    let root = std::process::Command::new("id").arg("-u").output()?.stdout == b"0\n";
+    let setpriv = Path::new("/usr/bin/setpriv").exists();
+    if root && !setpriv {
+        return Err("running as root needs setpriv to run the command as another user".into());
+    }
+    let run_unprivileged = |args: &[&str]| -> Result<(i32, String)> {
+        let mut c = if root {
+            let mut c = std::process::Command::new("/usr/bin/setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_session")]);
+            c
+        } else {
+            std::process::Command::new(env!("CARGO_BIN_EXE_session"))
+        };
+        c.args(args)
+            .current_dir("/")
+            .env("HOME", &h.home)
+            .env_remove("PI_CODING_AGENT_DIR")
+            .env_remove("PI_CONFIG_DIR")
+            .env_remove("XDG_DATA_HOME")
+            .env("SESSION_NO_CACHE", "1");
+        let out = c.output()?;
+        Ok((out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned()))
+    };
+    if root {
+        let status = std::process::Command::new("chown").args(["-R", "65534:65534"]).arg(&h.tmp.0).status()?;
+        assert!(status.success());
+        let status = std::process::Command::new("chown").arg("0:0").arg(&hidden).status()?;
+        assert!(status.success());
+    }
+    let mut perms = fs_err::metadata(&hidden)?.permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o700);
+    fs_err::set_permissions(&hidden, perms.clone())?;
+    if !root {
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o000);
+        fs_err::set_permissions(&hidden, perms.clone())?;
+    }
+    let (code, err) = run_unprivileged(&["gc", "--yes", "--grace", "0"])?;
+    let (fsck_code, fsck_err) = run_unprivileged(&["--text", "fsck"])?;
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    fs_err::set_permissions(&hidden, perms)?;
+    assert!(code == 1 && err.contains("cannot read") && err.contains("--hidden--"), "{err}");
+    assert!(blob.exists(), "nothing deleted");
+    assert_eq!(fsck_code, 1, "{fsck_err}");
+    Ok(())
+}
+
+/// A writer stores blobs and then writes the lines naming them while `gc --yes` runs
+/// again and again: no blob a line names is ever deleted, and old unused ones are.
+#[test]
+fn gc_racing_a_writer_deletes_no_referenced_blob() -> Result<()> {
+    let h = Home::new("jobs-gc-race")?;
+    let blobs = h.blobs()?;
+    let bucket = h.bucket("omp", "-p")?;
+    let file = bucket.join("s.jsonl");
+    write_session(&file, "omp", "start")?;
+    let old: Vec<PathBuf> =
+        (0..20u8).map(|i| put_blob(&blobs, &hex(200 + i % 50), 3 * 86_400)).collect::<Result<_>>()?;
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let written = std::thread::scope(|scope| -> Result<Vec<String>> {
+        let writer = scope.spawn(|| -> std::io::Result<Vec<String>> {
+            let mut names = Vec::new();
+            for i in 0..400u32 {
+                let h = format!("{i:08x}").repeat(8);
+                fs_err::write(blobs.join(&h), b"image")?;
+                if i % 3 == 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                }
+                let line = format!(
+                    r#"{{"type":"custom","customType":"img","id":"{i:08x}","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","data":"blob:sha256:{h}"}}"#
+                );
+                fs_err::OpenOptions::new().append(true).open(&file)?.write_all(format!("{line}\n").as_bytes())?;
+                names.push(h);
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            Ok(names)
+        });
+        let mut runs = 0;
+        while !done.load(std::sync::atomic::Ordering::SeqCst) || runs < 3 {
+            let (code, _, err) = h.run(&["gc", "--yes"])?;
+            assert_eq!(code, 0, "{err}");
+            runs += 1;
+        }
+        Ok(writer.join().map_err(|_| "the writer panicked")??)
+    })?;
+    for name in &written {
+        assert!(blobs.join(name).exists(), "blob {name} a line names was deleted");
+    }
+    assert!(old.iter().all(|b| !b.exists()), "old unused blobs are deleted");
+    Ok(())
+}
+
+/// An appender that writes as pi does (open, append one line, close) at random moments
+/// while `migrate` or `repair` rewrites the session: every line it wrote is in the file
+/// after, in both dialects.
+#[test]
+fn rewrites_keep_lines_appended_meanwhile() -> Result<()> {
+    let h = Home::new("jobs-rewrite-race")?;
+    let bucket = h.bucket("pi", "--p--")?;
+    let trials: usize = std::env::var("SESSION_JOB_RACE_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(12);
+    for dialect in ["pi", "omp"] {
+        for job in ["migrate", "repair"] {
+            for trial in 0..trials {
+                let file = bucket.join(format!("{dialect}-{job}-{trial}.jsonl"));
+                let prefix = if dialect == "omp" { slot("") } else { String::new() };
+                let mut text = format!(
+                    "{prefix}{}\n",
+                    r#"{"type":"session","id":"legacy","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/work"}"#
+                );
+                for i in 0..200 {
+                    text.push_str(&format!(
+                        r#"{{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{{"role":"user","content":"old {i}","timestamp":1}}}}"#
+                    ));
+                    text.push('\n');
+                }
+                if job == "repair" {
+                    text.push_str("not json at all\n");
+                }
+                fs_err::write(&file, &text)?;
+                let stop = std::sync::atomic::AtomicBool::new(false);
+                let appended = std::thread::scope(|scope| -> Result<Vec<String>> {
+                    let appender = scope.spawn(|| -> std::io::Result<Vec<String>> {
+                        let mut marks = Vec::new();
+                        let mut i = 0;
+                        while !stop.load(std::sync::atomic::Ordering::SeqCst) && i < 400 {
+                            let mark = format!("late-{trial}-{i}");
+                            let line = format!(
+                                r#"{{"type":"custom","customType":"{mark}","id":"c{i:07x}","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z"}}"#
+                            );
+                            fs_err::OpenOptions::new()
+                                .append(true)
+                                .open(&file)?
+                                .write_all(format!("{line}\n").as_bytes())?;
+                            marks.push(mark);
+                            i += 1;
+                            std::thread::sleep(std::time::Duration::from_micros(u64::from(rand::random::<u8>()) * 4));
+                        }
+                        Ok(marks)
+                    });
+                    let out = h.run(&["--dialect", dialect, job, s(&file)?, "--no-backup"]);
+                    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                    let marks = appender.join().map_err(|_| "the appender panicked")??;
+                    let (code, _, err) = out?;
+                    // Refused after the session kept changing is allowed: nothing was lost.
+                    assert!(code == 0 || err.contains("kept changing"), "{dialect} {job} {trial}: {err}");
+                    Ok(marks)
+                })?;
+                let after = fs_err::read_to_string(&file)?;
+                for mark in &appended {
+                    assert!(after.contains(&format!("\"{mark}\"")), "{dialect} {job} {trial}: {mark} was lost");
+                }
+                for i in 0..200 {
+                    assert!(after.contains(&format!("old {i}\"")), "{dialect} {job} {trial}: old {i} was lost");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `move` to another file system refuses a FIFO in the artifacts before anything
+/// changes (a copy would leave it out, and the source is deleted after the copy).
+#[test]
+fn a_move_across_file_systems_refuses_special_files_first() -> Result<()> {
+    let h = Home::new("jobs-move")?;
+    let bucket = h.bucket("omp", "-old")?;
+    let file = bucket.join("s.jsonl");
+    write_session(&file, "omp", "moving")?;
+    let art = bucket.join("s");
+    fs_err::create_dir_all(&art)?;
+    fs_err::write(art.join("out.txt"), "output")?;
+    assert!(std::process::Command::new("mkfifo").arg(art.join("pipe")).status()?.success());
+    let across = Path::new("/dev/shm").join(format!("session-cli-move-fifo-{}", std::process::id()));
+    let _ = fs_err::remove_dir_all(&across);
+    let before = tree(&h.tmp.0)?;
+    let (code, _, err) =
+        h.run(&["--dialect", "omp", "move", s(&file)?, "--cwd", "/w", "--session-dir", s(&across)?])?;
+    let left = across.exists() && fs_err::read_dir(&across)?.count() > 0;
+    let _ = fs_err::remove_dir_all(&across);
+    assert_eq!(code, 1);
+    assert!(err.contains("pipe") && err.contains("fifo"), "{err}");
+    assert_eq!(changed(&before, &tree(&h.tmp.0)?), Vec::<PathBuf>::new(), "nothing changed");
+    assert!(!left, "nothing copied");
+    Ok(())
+}
+
+/// `move` to another file system makes a link in the artifacts again as a link, and keeps
+/// a backup of the line its rewrite leaves out beside the new file.
+#[test]
+fn a_link_in_the_artifacts_crosses_file_systems_as_a_link() -> Result<()> {
+    let shm = Path::new("/dev/shm");
+    let h = Home::new("jobs-move-link")?;
+    let bucket = h.bucket("omp", "-old")?;
+    let file = bucket.join("s.jsonl");
+    fs_err::write(&file, format!("{}not json\n", session_text("omp", "moving")))?;
+    let original = fs_err::read(&file)?;
+    let art = bucket.join("s");
+    fs_err::create_dir_all(&art)?;
+    fs_err::write(art.join("out.txt"), "output")?;
+    std::os::unix::fs::symlink("out.txt", art.join("latest"))?;
+    let across = shm.join(format!("session-cli-move-link-{}", std::process::id()));
+    let _ = fs_err::remove_dir_all(&across);
+    let (code, out, err) =
+        h.run(&["--json", "--dialect", "omp", "move", s(&file)?, "--cwd", "/w", "--session-dir", s(&across)?])?;
+    let checked = (|| -> Result<()> {
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out)?;
+        let new = PathBuf::from(v["path"].as_str().ok_or("path")?);
+        let new_art = new.with_extension("");
+        assert_eq!(fs_err::read_link(new_art.join("latest"))?, PathBuf::from("out.txt"));
+        assert_eq!(fs_err::read_to_string(new_art.join("latest"))?, "output");
+        let backup = PathBuf::from(v["backup"].as_str().ok_or("a backup of the dropped line")?);
+        assert_eq!(fs_err::read(&backup)?, original, "the backup holds the bytes as they were");
+        assert!(!fs_err::read_to_string(&new)?.contains("not json"));
+        Ok(())
+    })();
+    let _ = fs_err::remove_dir_all(&across);
+    checked
+}
+
+/// `repair` of a link to a damaged session is refused with nothing written: the link
+/// stays a link and the session is untouched.
+#[test]
+fn repair_of_a_link_writes_nothing() -> Result<()> {
+    let h = Home::new("jobs-repair-link")?;
+    let bucket = h.bucket("pi", "--p--")?;
+    let real = bucket.join("real.jsonl");
+    fs_err::write(&real, format!("{}garbage\n", session_text("pi", "damaged")))?;
+    let link = bucket.join("link.jsonl");
+    std::os::unix::fs::symlink(&real, &link)?;
+    let before = tree(&h.tmp.0)?;
+    let (code, _, err) = h.run(&["repair", s(&link)?])?;
+    assert!(code == 1 && err.contains("symbolic link"), "{err}");
+    assert_eq!(changed(&before, &tree(&h.tmp.0)?), Vec::<PathBuf>::new());
+    let (code, _, err) = h.run(&["repair", s(&real)?])?;
+    assert_eq!(code, 0, "{err}");
+    assert!(fs_err::symlink_metadata(&link)?.file_type().is_symlink());
+    assert!(!fs_err::read_to_string(&link)?.contains("garbage"));
+    Ok(())
+}
+
+/// pi and omp sharing `PI_CODING_AGENT_DIR`: `fsck` checks each file once, each by its
+/// own first line, and finds nothing wrong.
+#[test]
+fn fsck_with_a_shared_agent_dir_checks_each_file_once() -> Result<()> {
+    let h = Home::new("jobs-fsck-shared")?;
+    let agent = h.tmp.0.join("agent");
+    write_session(&agent.join("sessions/--p--/pi.jsonl"), "pi", "pi's")?;
+    write_session(&agent.join("sessions/-p/omp.jsonl"), "omp", "omp's")?;
+    let out = in_home(&h.home, &h.work).env("PI_CODING_AGENT_DIR", &agent).args(["--json", "fsck"]).output()?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    assert!(out.status.success(), "{v} {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(v["sessions"], 2, "{v}");
+    Ok(())
+}
+
+/// `export` shows what a command run printed (omp's and pi's `bashExecution`) and writes
+/// no HTML a Markdown renderer would run.
+#[test]
+fn export_shows_command_runs_and_carries_no_html() -> Result<()> {
+    let h = Home::new("jobs-export")?;
+    let file = h.work.join("s.jsonl");
+    let bash = r#"{"type":"message","id":"bbbbbbbb","parentId":"aaaaaaaa","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"bashExecution","command":"ls -la /srv","output":"total 42","exitCode":0,"cancelled":false,"truncated":false,"timestamp":2}}"#;
+    for dialect in ["omp", "pi"] {
+        fs_err::write(&file, format!("{}{bash}\n", session_text(dialect, "<script>alert(1)</script>")))?;
+        let (code, md, err) = h.run(&["--dialect", dialect, "export", s(&file)?])?;
+        assert_eq!(code, 0, "{err}");
+        assert!(md.contains("ls -la /srv") && md.contains("total 42"), "{dialect}: {md}");
+        assert!(!md.contains("<script>") && md.contains("&lt;script&gt;"), "{dialect}: {md}");
+    }
+    Ok(())
+}
+
+/// `ls` into a reader that goes away (`session ls | head -c 100`) ends quietly.
+#[test]
+fn ls_into_a_closed_pipe_is_quiet() -> Result<()> {
+    let h = Home::new("jobs-pipe")?;
+    let bucket = h.bucket("pi", "--p--")?;
+    let long = "x".repeat(2_000);
+    for i in 0..150 {
+        write_session(&bucket.join(format!("2026-01-01T00-00-00-{i:03}Z_s{i}.jsonl")), "pi", &format!("{i} {long}"))?;
+    }
+    let mut child = in_home(&h.home, &h.work)
+        .args(["--json", "--dialect", "pi", "ls", "--all"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let mut head = [0u8; 100];
+    child.stdout.take().ok_or("stdout")?.read_exact(&mut head)?;
+    let mut err = String::new();
+    child.stderr.take().ok_or("stderr")?.read_to_string(&mut err)?;
+    let status = child.wait()?;
+    assert_eq!(err, "", "nothing on stderr");
+    assert!(status.success(), "{status}");
+    Ok(())
+}
+
+/// `push ../s.jsonl` stores the session under its path with `..` resolved; `pull` of a
+/// path with a `.` segment is refused (no crash); `pull` writes nothing through a link
+/// below its target folder.
+#[cfg(feature = "sqlite")]
+#[test]
+fn push_and_pull_take_plain_paths_only() -> Result<()> {
+    let h = Home::new("jobs-transfer")?;
+    let sub = h.work.join("sub");
+    fs_err::create_dir_all(&sub)?;
+    let file = h.work.join("s.jsonl");
+    write_session(&file, "pi", "pushed")?;
+    fs_err::create_dir_all(h.work.join("s"))?;
+    fs_err::write(h.work.join("s/a.txt"), "artifact")?;
+    let db = format!("sqlite://{}", h.tmp.0.join("db.sqlite").display());
+    let out = in_home(&h.home, &sub).args(["--json", "push", "../s.jsonl", "--to", &db]).output()?;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    assert_eq!(v["path"], s(&file)?, "{v}");
+    let dotted = format!("{}/./s.jsonl", h.work.display());
+    let (code, _, err) = h.run(&["--store", &db, "pull", &dotted, "--to", s(&h.tmp.0)?])?;
+    assert!(code == 1 && err.contains("not a plain session path"), "{code} {err}");
+    let target = h.tmp.0.join("target");
+    let outside = h.tmp.0.join("outside");
+    fs_err::create_dir_all(&target)?;
+    fs_err::create_dir_all(&outside)?;
+    std::os::unix::fs::symlink(&outside, target.join("s"))?;
+    let (code, _, err) = h.run(&["--store", &db, "pull", s(&file)?, "--to", s(&target)?])?;
+    assert!(code == 1 && err.contains("symbolic link"), "{err}");
+    assert_eq!(fs_err::read_dir(&outside)?.count(), 0, "nothing written through the link");
+    assert!(!target.join("s.jsonl").exists());
+    Ok(())
+}

@@ -1,0 +1,273 @@
+//! The jobs that rewrite a session whole: repair, migrate and move. Each works under the
+//! session's lock, from what it read, guarded by what it read, and starts over when the
+//! file changed meanwhile; a backup of the bytes it replaces is written first.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use session_model::Dialect;
+use session_store::{FileStat, LockWait, Storage, StoreError};
+
+use super::{JobError, prove_session};
+use crate::{Env, OpenMode, SessionError, SessionManager};
+
+/// How many times a rewrite reads the session again after finding it changed before it
+/// gives up ([`JobError::KeptChanging`]).
+pub const REWRITE_TRIES: usize = 5;
+
+/// How long a rewrite waits for a writer that holds the session's lock.
+const LOCK_WAIT: Duration = Duration::from_secs(2);
+
+/// What [`repair`] and [`migrate`] do.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct RewriteOptions {
+    /// Whose rules (`None`: the file's own first bytes say).
+    pub dialect: Option<Dialect>,
+    /// Writes no backup of the replaced bytes.
+    pub no_backup: bool,
+}
+
+impl RewriteOptions {
+    /// Returns these options with the dialect `dialect`.
+    #[must_use]
+    pub fn dialect(mut self, dialect: Option<Dialect>) -> RewriteOptions {
+        self.dialect = dialect;
+        self
+    }
+
+    /// Returns these options without (`true`) or with a backup.
+    #[must_use]
+    pub fn no_backup(mut self, no_backup: bool) -> RewriteOptions {
+        self.no_backup = no_backup;
+        self
+    }
+}
+
+/// What [`repair`] or [`migrate`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RewriteReport {
+    /// The session file.
+    pub path: PathBuf,
+    /// Whose rules applied.
+    pub dialect: Dialect,
+    /// What the loader skipped or repaired (the lines the rewrite leaves out).
+    pub findings: usize,
+    /// The file was of an older version.
+    pub migrated: bool,
+    /// The version it had, as written.
+    pub migrated_from: Option<String>,
+    /// The file was rewritten.
+    pub rewritten: bool,
+    /// The backup of the bytes replaced.
+    pub backup: Option<PathBuf>,
+    /// How many times the session was read (more than once when it changed meanwhile).
+    pub tries: usize,
+    /// Bytes another writer appended while the rewrite ran, kept after it.
+    pub carried: u64,
+}
+
+/// Rewrites the session at `path` as the loader reads it (garbage lines, a torn last
+/// line and blank lines left out, an older version migrated), keeping the bytes it
+/// replaces as `<file>.<epoch ms>.bak` unless [`RewriteOptions::no_backup`]. A clean
+/// file is not written. See [`super`] for the guarantees every rewrite keeps.
+pub fn repair(env: &Env, path: &Path, options: &RewriteOptions) -> Result<RewriteReport, JobError> {
+    rewrite(env, path, options, Job::Repair)
+}
+
+/// Rewrites the session at `path` in format version 3, keeping the bytes it replaces as
+/// `<file>.<epoch ms>.bak` unless [`RewriteOptions::no_backup`]. A file already at
+/// version 3 is not written.
+pub fn migrate(env: &Env, path: &Path, options: &RewriteOptions) -> Result<RewriteReport, JobError> {
+    rewrite(env, path, options, Job::Migrate)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Job {
+    Repair,
+    Migrate,
+}
+
+fn rewrite(env: &Env, path: &Path, options: &RewriteOptions, job: Job) -> Result<RewriteReport, JobError> {
+    let storage = env.storage.clone();
+    let proof = prove_session(&*storage, path, options.dialect)?;
+    let (path, dialect) = (proof.path, proof.dialect);
+    let lock = storage.lock(&path, LockWait::Timeout(LOCK_WAIT))?;
+    let mut report = RewriteReport {
+        path: path.clone(),
+        dialect,
+        findings: 0,
+        migrated: false,
+        migrated_from: None,
+        rewritten: false,
+        backup: None,
+        tries: 0,
+        carried: 0,
+    };
+    while report.tries < REWRITE_TRIES {
+        report.tries += 1;
+        let probe = SessionManager::open_read_only(dialect, &path, env.clone())?;
+        report.findings = probe.diagnostics().len();
+        report.migrated = probe.load_report().migrated;
+        report.migrated_from.clone_from(&probe.load_report().migrated_from);
+        drop(probe);
+        let needed = match job {
+            Job::Repair => report.findings > 0 || report.migrated,
+            Job::Migrate => report.migrated,
+        };
+        if !needed {
+            break;
+        }
+        // The bytes replaced, and the stat of the file they are read from.
+        let mut bytes = Vec::new();
+        let (stat, n) = storage.read_into(&path, &mut bytes)?;
+        bytes.truncate(n);
+        let backup = match options.no_backup {
+            true => None,
+            false => Some(write_backup(&*storage, &path, &bytes, env.now_ms())?),
+        };
+        match rewrite_once(env, &path, dialect, &stat, job) {
+            Ok(Some(carried)) => {
+                report.rewritten = true;
+                report.backup = backup;
+                report.carried = carried;
+                break;
+            }
+            // Changed since it was read: read again.
+            Ok(None) | Err(JobError::Session(SessionError::Store(StoreError::Conflict { .. }))) => {
+                if let Some(b) = backup {
+                    storage.unlink(&b)?;
+                }
+            }
+            Err(e) => {
+                if let Some(b) = &backup
+                    && e.store().is_none_or(|s| s.landed().is_none())
+                {
+                    let _ = storage.unlink(b);
+                }
+                return Err(e);
+            }
+        }
+    }
+    drop(lock);
+    if !report.rewritten && report.tries >= REWRITE_TRIES {
+        return Err(JobError::KeptChanging { path, tries: report.tries });
+    }
+    Ok(report)
+}
+
+/// Opens the session as its agent does and rewrites it whole, when the file is still the
+/// one of `stat`; returns the bytes appended by another writer meanwhile (`None`: the
+/// file had changed, nothing was written by the rewrite).
+fn rewrite_once(env: &Env, path: &Path, dialect: Dialect, stat: &FileStat, job: Job) -> Result<Option<u64>, JobError> {
+    let mut m = SessionManager::open_with(dialect, path, env.clone(), OpenMode::MustExist)?;
+    let read = m.load_report().stat;
+    if !read.as_ref().is_some_and(|r| same_file(r, stat)) {
+        // Changed between the read and the open (what the open wrote, pi's rule, is
+        // guarded by the size it saw): start over.
+        return Ok(None);
+    }
+    if job == Job::Repair || !m.load_report().wrote {
+        m.rewrite_entries()?;
+    }
+    let written = m.known_size();
+    m.close()?;
+    let now = env.storage.stat(path)?.map(|s| s.size);
+    Ok(Some(match (now, written) {
+        (Some(now), Some(written)) => now.saturating_sub(written),
+        _ => 0,
+    }))
+}
+
+/// Returns whether two stats describe the same bytes of the same file.
+fn same_file(a: &FileStat, b: &FileStat) -> bool {
+    a.size == b.size && a.identity == b.identity && (a.identity.is_some() || a.mtime_ms == b.mtime_ms)
+}
+
+/// Writes `bytes` as a new backup of `file`, `<file>.<epoch ms>.bak` (omp's backup
+/// naming), and returns its path.
+fn write_backup(storage: &dyn Storage, file: &Path, bytes: &[u8], now_ms: i64) -> Result<PathBuf, JobError> {
+    for ms in now_ms.. {
+        let mut name = file.as_os_str().to_owned();
+        name.push(format!(".{ms}.bak"));
+        let backup = PathBuf::from(name);
+        match storage.write_new(&backup, bytes) {
+            Ok(()) => return Ok(backup),
+            Err(StoreError::AlreadyExists { .. }) if ms < now_ms + 1000 => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StoreError::AlreadyExists { path: file.to_path_buf() }.into())
+}
+
+/// What [`relocate`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RelocateReport {
+    /// Where the session was.
+    pub from: PathBuf,
+    /// Where it is now.
+    pub to: PathBuf,
+    /// Whether it moved (a move to where it is changes nothing).
+    pub moved: bool,
+    /// Lines the move's rewrite left out (garbage, a torn last line), kept in `backup`.
+    pub dropped: usize,
+    /// The backup of the session's bytes as they were, beside its new place, when the
+    /// rewrite left lines out.
+    pub backup: Option<PathBuf>,
+}
+
+/// Moves the session at `path` to the project `new_cwd` (into its bucket, or into
+/// `session_dir`) as [`SessionManager::move_to`] does, after proving it is a session,
+/// under its lock. When the move's rewrite leaves lines out (garbage, a torn last line),
+/// a backup of the session's bytes is written beside its new place first
+/// (`<new file>.<epoch ms>.bak`) and removed again if the move fails. Artifacts move
+/// with it; across file systems, links in them are made again and a FIFO, socket or
+/// device refuses the move before anything changes.
+pub fn relocate(
+    env: &Env,
+    path: &Path,
+    dialect: Option<Dialect>,
+    new_cwd: &str,
+    session_dir: Option<&Path>,
+) -> Result<RelocateReport, JobError> {
+    let storage = env.storage.clone();
+    let proof = prove_session(&*storage, path, dialect)?;
+    let (path, dialect) = (proof.path, proof.dialect);
+    let lock = storage.lock(&path, LockWait::Timeout(LOCK_WAIT))?;
+    let mut m = SessionManager::open_with(dialect, &path, env.clone(), OpenMode::MustExist)?;
+    let dropped = m.diagnostics().len();
+    let target = m.planned_move(new_cwd, session_dir)?.unwrap_or_else(|| path.clone());
+    let cwd_before = m.cwd().to_owned();
+    let mut backup = None;
+    if dropped > 0 {
+        let bytes = storage.read(&path)?;
+        if let Some(dir) = target.parent() {
+            storage.ensure_dir(dir)?;
+        }
+        backup = Some(write_backup(&*storage, &target, &bytes, env.now_ms())?);
+    }
+    let moved = match m.move_to(new_cwd, session_dir) {
+        Ok(moved) => moved,
+        Err(e) => {
+            if !e.landed()
+                && let Some(b) = &backup
+            {
+                let _ = storage.unlink(b);
+            }
+            return Err(e.into());
+        }
+    };
+    let to = moved.unwrap_or_else(|| path.clone());
+    if to == path
+        && m.cwd() == cwd_before
+        && let Some(b) = backup.take()
+    {
+        // Nothing moved and nothing was rewritten: nothing was left out.
+        storage.unlink(&b)?;
+    }
+    m.close()?;
+    drop(lock);
+    Ok(RelocateReport { moved: to != path, from: path, to, dropped, backup })
+}

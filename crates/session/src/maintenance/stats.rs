@@ -1,0 +1,68 @@
+//! Counting sessions, bytes, entries, tokens and cost.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde_json::Value;
+use session_model::Dialect;
+
+use super::JobError;
+use crate::{Env, OpenMode, SessionManager};
+
+/// What [`stats`] counted.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Sessions counted.
+    pub sessions: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Sessions that did not load (`session check` says why).
+    pub unreadable: u64,
+    /// The five largest sessions, largest first.
+    pub largest: Vec<(PathBuf, u64)>,
+    /// Entries by their `type`.
+    pub entries_by_type: BTreeMap<String, u64>,
+    /// Input tokens of assistant messages.
+    pub input_tokens: f64,
+    /// Output tokens.
+    pub output_tokens: f64,
+    /// Tokens read from the provider's cache.
+    pub cache_read_tokens: f64,
+    /// Cost (`usage.cost.total`), in the provider's currency.
+    pub cost: f64,
+}
+
+/// Counts the sessions `sessions` (each with whose it is): bytes, entries by type, and
+/// tokens and cost summed from assistant messages' `usage`. Reads only.
+pub fn stats(env: &Env, sessions: &[(Dialect, PathBuf)]) -> Result<Stats, JobError> {
+    let mut out = Stats::default();
+    let mut largest: Vec<(PathBuf, u64)> = Vec::new();
+    for (dialect, path) in sessions {
+        let size = env.storage.stat(path)?.map_or(0, |s| s.size);
+        out.sessions += 1;
+        out.bytes += size;
+        largest.push((path.clone(), size));
+        let Ok(m) = SessionManager::open_with(*dialect, path, env.clone(), OpenMode::ReadOnly) else {
+            out.unreadable += 1;
+            continue;
+        };
+        for r in m.tree().entries() {
+            *out.entries_by_type.entry(r.type_str().unwrap_or("?").to_owned()).or_default() += 1;
+            if r.message_role() == Some("assistant")
+                && let Some(usage) = r.get("message").and_then(|msg| msg.get("usage"))
+            {
+                let n = |k: &str| usage.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+                out.input_tokens += n("input");
+                out.output_tokens += n("output");
+                out.cache_read_tokens += n("cacheRead");
+                out.cost += usage.get("cost").and_then(|c| c.get("total")).and_then(Value::as_f64).unwrap_or(0.0);
+            }
+        }
+        m.check_reads()?;
+    }
+    largest.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    largest.truncate(5);
+    out.largest = largest;
+    Ok(out)
+}
