@@ -83,7 +83,7 @@ pub fn migrate(env: &Env, path: &Path, options: &RewriteOptions) -> Result<Rewri
     rewrite(env, path, options, Job::Migrate)
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Job {
     Repair,
     Migrate,
@@ -107,11 +107,17 @@ fn rewrite(env: &Env, path: &Path, options: &RewriteOptions, job: Job) -> Result
     };
     while report.tries < REWRITE_TRIES {
         report.tries += 1;
-        let probe = SessionManager::open_read_only(dialect, &path, env.clone())?;
-        report.findings = probe.diagnostics().len();
-        report.migrated = probe.load_report().migrated;
-        report.migrated_from.clone_from(&probe.load_report().migrated_from);
-        drop(probe);
+        // The bytes the rewrite replaces, the stat of the file they are read from, and
+        // what the loader would skip or migrate in them.
+        let mut bytes = Vec::new();
+        let (stat, n) = storage.read_into(&path, &mut bytes)?;
+        bytes.truncate(n);
+        let parsed = session_model::parse_session_bytes(&bytes, dialect);
+        report.findings = parsed.diagnostics.len();
+        let mut records = parsed.records;
+        let migration = session_migrate::migrate(&mut records, &mut || String::new());
+        report.migrated = migration.ran();
+        report.migrated_from = if report.migrated { migration.found_version.clone() } else { None };
         let needed = match job {
             Job::Repair => report.findings > 0 || report.migrated,
             Job::Migrate => report.migrated,
@@ -119,15 +125,11 @@ fn rewrite(env: &Env, path: &Path, options: &RewriteOptions, job: Job) -> Result
         if !needed {
             break;
         }
-        // The bytes replaced, and the stat of the file they are read from.
-        let mut bytes = Vec::new();
-        let (stat, n) = storage.read_into(&path, &mut bytes)?;
-        bytes.truncate(n);
         let backup = match options.no_backup {
             true => None,
             false => Some(write_backup(&*storage, &path, &bytes, env.now_ms())?),
         };
-        match rewrite_once(env, &path, dialect, &stat, job) {
+        match rewrite_once(env, &path, dialect, &stat) {
             Ok(Some(carried)) => {
                 report.rewritten = true;
                 report.backup = backup;
@@ -160,7 +162,7 @@ fn rewrite(env: &Env, path: &Path, options: &RewriteOptions, job: Job) -> Result
 /// Opens the session as its agent does and rewrites it whole, when the file is still the
 /// one of `stat`; returns the bytes appended by another writer meanwhile (`None`: the
 /// file had changed, nothing was written by the rewrite).
-fn rewrite_once(env: &Env, path: &Path, dialect: Dialect, stat: &FileStat, job: Job) -> Result<Option<u64>, JobError> {
+fn rewrite_once(env: &Env, path: &Path, dialect: Dialect, stat: &FileStat) -> Result<Option<u64>, JobError> {
     let mut m = SessionManager::open_with(dialect, path, env.clone(), OpenMode::MustExist)?;
     let read = m.load_report().stat;
     if !read.as_ref().is_some_and(|r| same_file(r, stat)) {
@@ -168,7 +170,10 @@ fn rewrite_once(env: &Env, path: &Path, dialect: Dialect, stat: &FileStat, job: 
         // guarded by the size it saw): start over.
         return Ok(None);
     }
-    if job == Job::Repair || !m.load_report().wrote {
+    // pi writes a migration whole when it opens the file (garbage left out): that was
+    // the rewrite. Anything else (omp, or pi's repaired last line alone) is written now.
+    let report = m.load_report();
+    if !(report.wrote && report.migrated) {
         m.rewrite_entries()?;
     }
     let written = m.known_size();
@@ -236,13 +241,36 @@ pub fn relocate(
     let proof = prove_session(&*storage, path, dialect)?;
     let (path, dialect) = (proof.path, proof.dialect);
     let lock = storage.lock(&path, LockWait::Timeout(LOCK_WAIT))?;
-    let mut m = SessionManager::open_with(dialect, &path, env.clone(), OpenMode::MustExist)?;
+    for _ in 0..REWRITE_TRIES {
+        match relocate_once(env, &path, dialect, new_cwd, session_dir) {
+            // Changed while it was read or rewritten: nothing moved, read it again.
+            Err(JobError::Session(SessionError::Store(StoreError::Conflict { .. }))) => {}
+            done => {
+                drop(lock);
+                return done;
+            }
+        }
+    }
+    drop(lock);
+    Err(JobError::KeptChanging { path, tries: REWRITE_TRIES })
+}
+
+/// One attempt of [`relocate`]: a conflict means nothing moved and no backup is left.
+fn relocate_once(
+    env: &Env,
+    path: &Path,
+    dialect: Dialect,
+    new_cwd: &str,
+    session_dir: Option<&Path>,
+) -> Result<RelocateReport, JobError> {
+    let storage = env.storage.clone();
+    let mut m = SessionManager::open_with(dialect, path, env.clone(), OpenMode::MustExist)?;
     let dropped = m.diagnostics().len();
-    let target = m.planned_move(new_cwd, session_dir)?.unwrap_or_else(|| path.clone());
+    let target = m.planned_move(new_cwd, session_dir)?.unwrap_or_else(|| path.to_path_buf());
     let cwd_before = m.cwd().to_owned();
     let mut backup = None;
     if dropped > 0 {
-        let bytes = storage.read(&path)?;
+        let bytes = storage.read(path)?;
         if let Some(dir) = target.parent() {
             storage.ensure_dir(dir)?;
         }
@@ -259,7 +287,7 @@ pub fn relocate(
             return Err(e.into());
         }
     };
-    let to = moved.unwrap_or_else(|| path.clone());
+    let to = moved.unwrap_or_else(|| path.to_path_buf());
     if to == path
         && m.cwd() == cwd_before
         && let Some(b) = backup.take()
@@ -268,6 +296,5 @@ pub fn relocate(
         storage.unlink(&b)?;
     }
     m.close()?;
-    drop(lock);
-    Ok(RelocateReport { moved: to != path, from: path, to, dropped, backup })
+    Ok(RelocateReport { moved: to != path, from: path.to_path_buf(), to, dropped, backup })
 }

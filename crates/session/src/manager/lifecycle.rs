@@ -640,6 +640,7 @@ impl SessionManager {
         // A rename changes the file's status time: from here on its size guards it.
         self.seen = None;
         let previous = (existed && new_file != old_file).then_some(old_file.as_path());
+        let previous_path = previous.map(Path::to_path_buf);
         self.header = moved_header(dialect, &self.header, &new_cwd, previous);
         self.cwd = new_cwd;
         self.session_dir = Some(new_dir);
@@ -668,12 +669,30 @@ impl SessionManager {
                 Dialect::Omp => self.rewrite_omp(),
                 Dialect::Pi => self.rewrite_entries(),
             };
+            let mut forward = false;
+            let written = match written {
+                // The file grew between the read and the rename (a writer that takes no
+                // lock, as pi, appended to it): renaming it back could replace a file
+                // such a writer has since made at the old path. The rename stands; the
+                // session is read again at its new place and rewritten from what it
+                // holds now.
+                Err(e) if super::is_conflict(&e) && !renames.is_empty() && !across => {
+                    forward = true;
+                    let cwd = self.cwd.clone();
+                    self.rewrite_after_move(&cwd, previous_path.as_deref(), e)
+                }
+                other => other,
+            };
             if let Err(e) = written {
                 if e.landed() {
                     // The rewrite is in place, not yet durable: the move stands, reported.
                     if not_durable.is_none() {
                         rewrite_landed = Some(e);
                     }
+                } else if forward {
+                    // The session stays at its new place, whole, its header not rewritten
+                    // (it kept changing, or could not be read again): nothing is undone.
+                    return Err(e);
                 } else {
                     undo_renames(&*storage, &renames);
                     if copied {
@@ -710,6 +729,42 @@ impl SessionManager {
             (None, Some(e)) => Err(e),
             (None, None) => Ok(Some(new_file)),
         }
+    }
+
+    /// After a move's rename, reads the session again at its new file (which grew since
+    /// it was read: `conflict` said so) and rewrites it with the moved header, up to a
+    /// few times while it keeps growing; the last conflict is returned if it never stops.
+    fn rewrite_after_move(&mut self, new_cwd: &str, previous: Option<&Path>, conflict: SessionError) -> Result<()> {
+        const TRIES: usize = 5;
+        let mut last = conflict;
+        let Some(file) = self.file.clone() else { return Err(last) };
+        for _ in 0..TRIES {
+            let mut fresh = SessionManager::open_with(self.dialect(), &file, self.env.clone(), OpenMode::MustExist)?;
+            fresh.header = moved_header(self.dialect(), &fresh.header, new_cwd, previous);
+            fresh.cwd = new_cwd.to_owned();
+            fresh.session_dir.clone_from(&self.session_dir);
+            fresh.access = self.access;
+            let written = match &mut fresh.persistence {
+                Persistence::Omp(omp) => {
+                    omp.rewrite_required = true;
+                    omp.force_file_creation = true;
+                    fresh.rewrite_omp()
+                }
+                Persistence::Pi(_) => fresh.rewrite_entries(),
+            };
+            match written {
+                Err(e) if super::is_conflict(&e) => last = e,
+                other => {
+                    let failure = self.failure.take();
+                    *self = fresh;
+                    if self.failure.is_none() {
+                        self.failure = failure.filter(|_| other.is_err());
+                    }
+                    return other;
+                }
+            }
+        }
+        Err(last)
     }
 
     /// Returns the directory a move to `new_cwd` goes to without a target: the bucket of

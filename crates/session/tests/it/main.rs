@@ -6,6 +6,7 @@ mod index;
 mod layering;
 mod lifecycle;
 mod lifecycle_model;
+mod maintenance;
 pub(crate) mod manager;
 mod parallelism;
 mod persist;

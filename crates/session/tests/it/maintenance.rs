@@ -1,0 +1,476 @@
+//! The jobs of `session::maintenance` against racing writers, failing folders and random
+//! homes: no line an agent appended is lost, no referenced blob is deleted, nothing
+//! outside the agents' folders changes.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use proptest::prelude::*;
+use session::Env;
+use session::discovery::{AgentDirs, OmpHome, ProcessEnv};
+use session::maintenance::{self, GcOptions, Homes, JobError, RewriteOptions, TransferOptions, plan_rm, prove_session};
+use session::model::Dialect;
+use session::store::{FaultStorage, Faults, FileStorage, MemoryStorage, Op, Storage};
+
+use crate::manager::TempDir;
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// How many times each racing job runs (`SESSION_JOB_RACE_TRIALS`; `cargo xtask crash`
+/// runs thousands).
+fn trials(default: usize) -> usize {
+    std::env::var("SESSION_JOB_RACE_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn env_in(dir: &Path, home: &Path) -> Env {
+    let process = ProcessEnv::new(home, dir, std::env::temp_dir());
+    Env::bare(Arc::new(FileStorage::new()))
+        .with_process_cwd(dir)
+        .with_agent_dirs(AgentDirs::omp(&process, OmpHome::Omp))
+}
+
+/// omp's empty title slot: 256 bytes with its newline.
+fn slot() -> String {
+    let base = r#"{"type":"title","v":1,"title":"","updatedAt":"2025-01-01T00:00:00.000Z","pad":""}"#;
+    let pad = " ".repeat(255 - base.len());
+    base.replace(r#""pad":"""#, &format!(r#""pad":"{pad}""#)) + "\n"
+}
+
+/// A version 1 file (no ids) of `n` messages, with a title slot for omp.
+fn v1(dialect: Dialect, n: usize, garbage: bool) -> String {
+    let mut text = if dialect == Dialect::Omp { slot() } else { String::new() };
+    text.push_str(r#"{"type":"session","id":"legacy","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/work"}"#);
+    text.push('\n');
+    for i in 0..n {
+        text.push_str(&format!(
+            r#"{{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{{"role":"user","content":"old {i}","timestamp":1}}}}"#
+        ));
+        text.push('\n');
+    }
+    if garbage {
+        text.push_str("not json at all\n");
+    }
+    text
+}
+
+/// Appends lines as pi does (open, append, close) at random moments until told to stop;
+/// returns the marks it wrote.
+fn pi_appender(path: &Path, stop: &AtomicBool, tag: &str) -> std::io::Result<Vec<String>> {
+    let mut marks = Vec::new();
+    let mut i = 0u32;
+    while !stop.load(Ordering::SeqCst) && i < 2_000 {
+        let mark = format!("{tag}-{i}");
+        let line = format!(
+            r#"{{"type":"custom","customType":"{mark}","id":"{i:08x}","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z"}}"#
+        );
+        fs_err::OpenOptions::new().append(true).create(true).open(path)?.write_all(format!("{line}\n").as_bytes())?;
+        marks.push(mark);
+        i += 1;
+        std::thread::sleep(std::time::Duration::from_micros(u64::from(rand::random::<u16>() % 8_000)));
+    }
+    Ok(marks)
+}
+
+/// Each rewriting job (repair, migrate, move; both dialects) against a pi-like appender:
+/// every line appended before, during or after the rewrite is in the session (or, for a
+/// move, in the session or in the file the appender recreated at the old path).
+#[test]
+fn rewriting_jobs_keep_every_line_appended_meanwhile() -> Result<()> {
+    let tmp = TempDir::new("jobs-race");
+    let home = tmp.path().join("home");
+    let n = trials(15);
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        for job in ["repair", "migrate", "move"] {
+            let (mut refused, mut rewritten) = (0, 0);
+            for trial in 0..n {
+                let dir = tmp.path().join(format!("{}-{job}-{trial}", dialect.name()));
+                fs_err::create_dir_all(&dir)?;
+                let file = dir.join("s.jsonl");
+                fs_err::write(&file, v1(dialect, 50, job != "migrate"))?;
+                let env = env_in(&dir, &home);
+                let stop = AtomicBool::new(false);
+                let target = dir.join("moved");
+                let (marks, outcome) = std::thread::scope(|scope| -> Result<_> {
+                    let appender = scope.spawn(|| pi_appender(&file, &stop, "late"));
+                    std::thread::sleep(std::time::Duration::from_micros(u64::from(rand::random::<u8>()) * 4));
+                    let options = RewriteOptions::default().dialect(Some(dialect)).no_backup(true);
+                    let outcome = match job {
+                        "repair" => maintenance::repair(&env, &file, &options).map(|r| r.rewritten),
+                        "migrate" => maintenance::migrate(&env, &file, &options).map(|r| r.rewritten),
+                        _ => maintenance::relocate(&env, &file, Some(dialect), "/elsewhere", Some(&target))
+                            .map(|r| r.moved),
+                    };
+                    stop.store(true, Ordering::SeqCst);
+                    let marks = appender.join().map_err(|_| "the appender panicked")??;
+                    Ok((marks, outcome))
+                })?;
+                match outcome {
+                    Ok(true) => rewritten += 1,
+                    Ok(false) => {}
+                    Err(JobError::KeptChanging { .. }) => refused += 1,
+                    Err(e) => return Err(format!("{} {job} {trial}: {e}", dialect.name()).into()),
+                }
+                let mut text = String::new();
+                for f in [file.clone(), target.join("s.jsonl")] {
+                    if f.exists() {
+                        text.push_str(&fs_err::read_to_string(&f)?);
+                    }
+                }
+                for mark in &marks {
+                    assert!(text.contains(&format!("\"{mark}\"")), "{} {job} {trial}: {mark} was lost", dialect.name());
+                }
+                for i in 0..50 {
+                    assert!(text.contains(&format!("old {i}\"")), "{} {job} {trial}: old {i} was lost", dialect.name());
+                }
+            }
+            // Not a test of nothing: some of the rewrites ran while lines were appended
+            // (a job that meets a session changing at every read refuses, changing nothing).
+            assert!(rewritten > 0, "{} {job}: {rewritten} rewritten, {refused} refused", dialect.name());
+        }
+    }
+    Ok(())
+}
+
+/// A folder gc cannot list makes it refuse, deleting nothing.
+#[test]
+fn gc_deletes_nothing_when_a_folder_cannot_be_listed() -> Result<()> {
+    let tmp = TempDir::new("jobs-gc-fault");
+    let home = tmp.path().join("home");
+    let bucket = home.join(".pi/agent/sessions/--p--");
+    fs_err::create_dir_all(&bucket)?;
+    fs_err::write(bucket.join("s.jsonl"), v1(Dialect::Pi, 1, false))?;
+    let blobs = home.join(".omp/agent/blobs");
+    fs_err::create_dir_all(&blobs)?;
+    let blob = blobs.join("ab".repeat(32));
+    fs_err::write(&blob, b"x")?;
+    let homes = Homes::from_env(&ProcessEnv::new(&home, tmp.path(), std::env::temp_dir()));
+    let faults = Faults::new();
+    faults.fail_next(Op::List, 1);
+    let storage = FaultStorage::new(FileStorage::new(), faults);
+    let options = GcOptions::default().grace(std::time::Duration::ZERO).delete(true);
+    let got = maintenance::gc(&[&storage], &homes, &blobs, &options, i64::MAX);
+    assert!(matches!(got, Err(JobError::Unreadable { .. })), "{got:?}");
+    assert!(blob.exists());
+    // Without the fault the same run deletes the unused blob.
+    let report = maintenance::gc(&[&FileStorage::new()], &homes, &blobs, &options, i64::MAX)?;
+    assert_eq!(report.unused.len(), 1);
+    assert!(!blob.exists());
+    Ok(())
+}
+
+/// A storage key with a `.` segment below a session's artifacts is refused by `pull`
+/// (it recursed into itself before), and so is a source path with one.
+#[test]
+fn pull_refuses_dot_segments_in_keys_and_paths() -> Result<()> {
+    let server = MemoryStorage::new();
+    let file = Path::new("/srv/p/s.jsonl");
+    server.write(file, v1(Dialect::Pi, 1, false).as_bytes())?;
+    server.write(Path::new("/srv/p/s/./loop.txt"), b"x")?;
+    let tmp = TempDir::new("jobs-pull-dots");
+    let files = FileStorage::new();
+    let options = TransferOptions::default();
+    let got = maintenance::pull(&server, file, &files, tmp.path(), &options);
+    let keyed_dot = server.read_dir(Path::new("/srv/p/s"))?.iter().any(|e| e.name == ".");
+    if keyed_dot {
+        assert!(matches!(got, Err(JobError::BadPath { .. })), "{got:?}");
+    } else {
+        got?;
+    }
+    let got = maintenance::pull(&server, Path::new("/srv/p/./s.jsonl"), &files, tmp.path(), &options);
+    assert!(matches!(got, Err(JobError::BadPath { .. })), "{got:?}");
+    let got = maintenance::pull(&server, Path::new("/srv/q/../p/s.jsonl"), &files, tmp.path(), &options);
+    assert!(matches!(got, Err(JobError::BadPath { .. })), "{got:?}");
+    Ok(())
+}
+
+/// Storing a blob that is already there makes it new again, so that gc's grace period
+/// protects it until the line naming it is written.
+#[test]
+fn a_blob_stored_again_is_new_again() -> Result<()> {
+    let tmp = TempDir::new("jobs-blob-touch");
+    let store = session::store::BlobStore::open(tmp.path());
+    let blob = store.put(b"image", None)?;
+    let path = store.path(&blob).ok_or("a path")?;
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+    fs_err::File::options().write(true).open(&path)?.file().set_modified(old)?;
+    store.put(b"image", None)?;
+    let now = fs_err::metadata(&path)?.modified()?;
+    assert!(now > old + std::time::Duration::from_secs(86_400 * 365), "{now:?}");
+    Ok(())
+}
+
+// ------------------------------------------------------------------ random homes
+
+/// A session of a generated home.
+#[derive(Clone, Debug)]
+struct Spec {
+    dialect: Dialect,
+    /// Which bucket (0, 1) or, 2, a bucket that is a link to a folder outside the home.
+    bucket: usize,
+    /// 0: a plain name; 1: `...jsonl`; 2: `..jsonl`; 3: a dot-file.
+    name: usize,
+    /// Blobs its lines refer to.
+    refs: Vec<usize>,
+    /// Blobs its artifacts refer to (a subagent session).
+    artifact_refs: Vec<usize>,
+    /// A backup referring to these.
+    backup_refs: Vec<usize>,
+    /// A garbage line (repair drops it).
+    garbage: bool,
+    /// Version 1 (migrate rewrites it).
+    old: bool,
+}
+
+#[derive(Clone, Debug)]
+enum Job {
+    Rm { session: usize, force: bool },
+    RmOutside { which: usize },
+    Repair { session: usize },
+    Migrate { session: usize },
+    Move { session: usize, to: usize },
+    Gc,
+    Fsck { repair: bool },
+}
+
+fn spec() -> impl Strategy<Value = Spec> {
+    (
+        prop_oneof![Just(Dialect::Pi), Just(Dialect::Omp)],
+        0..3usize,
+        prop_oneof![6 => Just(0usize), 1 => Just(1usize), 1 => Just(2usize), 1 => Just(3usize)],
+        proptest::collection::vec(0..6usize, 0..3),
+        proptest::collection::vec(0..6usize, 0..2),
+        proptest::collection::vec(0..6usize, 0..2),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(dialect, bucket, name, refs, artifact_refs, backup_refs, garbage, old)| Spec {
+            dialect,
+            bucket,
+            name,
+            refs,
+            artifact_refs,
+            backup_refs,
+            garbage,
+            old,
+        })
+}
+
+fn job() -> impl Strategy<Value = Job> {
+    prop_oneof![
+        (0..6usize, any::<bool>()).prop_map(|(session, force)| Job::Rm { session, force }),
+        (0..3usize).prop_map(|which| Job::RmOutside { which }),
+        (0..6usize).prop_map(|session| Job::Repair { session }),
+        (0..6usize).prop_map(|session| Job::Migrate { session }),
+        (0..6usize, 0..3usize).prop_map(|(session, to)| Job::Move { session, to }),
+        Just(Job::Gc),
+        any::<bool>().prop_map(|repair| Job::Fsck { repair }),
+    ]
+}
+
+fn blob_hex(i: usize) -> String {
+    format!("{:02x}", i + 0xa0).repeat(32)
+}
+
+/// A session's text, its lines naming `refs`.
+fn session_text(s: &Spec, marker: usize) -> String {
+    let body: String = s.refs.iter().map(|r| format!(" blob:sha256:{}", blob_hex(*r))).collect();
+    let mut text = if s.old {
+        v1(s.dialect, 1, false).replace("old 0", &format!("s{marker}{body}"))
+    } else {
+        let header = format!(
+            r#"{{"type":"session","version":3,"id":"01a2{marker:04}-0000-7000-8000-000000000001","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}}"#
+        );
+        let user = format!(
+            r#"{{"type":"message","id":"aaaa{marker:04}","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"s{marker}{body}","timestamp":1}}}}"#
+        );
+        let slot = if s.dialect == Dialect::Omp { slot() } else { String::new() };
+        format!("{slot}{header}\n{user}\n")
+    };
+    if s.garbage {
+        text.push_str("garbage\n");
+    }
+    text
+}
+
+/// Every path below `dir` (links not followed) and what it is.
+fn tree(dir: &Path) -> Result<BTreeMap<PathBuf, String>> {
+    let mut out = BTreeMap::new();
+    if !dir.exists() {
+        return Ok(out);
+    }
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs_err::read_dir(&d)? {
+            let p = e?.path();
+            let m = fs_err::symlink_metadata(&p)?;
+            let what = if m.file_type().is_symlink() {
+                format!("link {}", fs_err::read_link(&p)?.display())
+            } else if m.is_dir() {
+                stack.push(p.clone());
+                "dir".to_owned()
+            } else {
+                format!("{:?}", fs_err::read(&p)?)
+            };
+            out.insert(p, what);
+        }
+    }
+    Ok(out)
+}
+
+/// Every blob a file below `dir` names (links to folders followed).
+fn referenced(dir: &Path, into: &mut std::collections::BTreeSet<String>) -> Result<()> {
+    if !dir.is_dir() {
+        return Ok(());
+    }
+    for e in fs_err::read_dir(dir)? {
+        let p = e?.path();
+        if p.is_dir() {
+            referenced(&p, into)?;
+        } else if p.is_file() {
+            into.extend(session::store::blob::find_refs(&fs_err::read(&p)?).map(|r| r.hash().to_owned()));
+        }
+    }
+    Ok(())
+}
+
+/// Builds a home from `specs`: sessions in buckets of both agents (one bucket a link to a
+/// folder outside), artifacts with subagent sessions, backups, blobs, and next to the
+/// home files that look like sessions and must never change. Returns the session files.
+fn build(root: &Path, specs: &[Spec]) -> Result<Vec<PathBuf>> {
+    let home = root.join("home");
+    let outside = root.join("outside");
+    let linked = root.join("linked");
+    fs_err::create_dir_all(&outside)?;
+    fs_err::create_dir_all(&linked)?;
+    fs_err::create_dir_all(outside.join("export"))?;
+    fs_err::write(outside.join("export.jsonl"), "{\"a\":1}\n")?;
+    fs_err::write(outside.join("export/keep.txt"), "keep")?;
+    fs_err::write(outside.join("session.jsonl"), session_text(&specs[0], 999))?;
+    let blobs = home.join(".omp/agent/blobs");
+    fs_err::create_dir_all(&blobs)?;
+    for i in 0..6 {
+        fs_err::write(blobs.join(blob_hex(i)), format!("blob {i}"))?;
+    }
+    let mut files = Vec::new();
+    for (k, s) in specs.iter().enumerate() {
+        let agent = if s.dialect == Dialect::Omp { ".omp/agent" } else { ".pi/agent" };
+        let sessions = home.join(agent).join("sessions");
+        let bucket = match s.bucket {
+            2 => {
+                let link = sessions.join("--linked--");
+                if !link.exists() {
+                    fs_err::create_dir_all(&sessions)?;
+                    std::os::unix::fs::symlink(&linked, &link)?;
+                }
+                link
+            }
+            b => sessions.join(format!("--b{b}--")),
+        };
+        fs_err::create_dir_all(&bucket)?;
+        let name = match s.name {
+            1 if !bucket.join("...jsonl").exists() => "...jsonl".to_owned(),
+            2 if !bucket.join("..jsonl").exists() => "..jsonl".to_owned(),
+            3 => format!(".hidden{k}.jsonl"),
+            _ => format!("2026-01-01T00-00-00-00{k}Z_s{k}.jsonl"),
+        };
+        let file = bucket.join(&name);
+        fs_err::write(&file, session_text(s, k))?;
+        if let Some(art) = session::store::artifacts_dir(&file) {
+            fs_err::create_dir_all(art.join("sub"))?;
+            let child = Spec { refs: s.artifact_refs.clone(), garbage: false, old: false, ..s.clone() };
+            fs_err::write(art.join("sub/child.jsonl"), session_text(&child, 500 + k))?;
+        }
+        if !s.backup_refs.is_empty() {
+            let mut backup = file.as_os_str().to_owned();
+            backup.push(".1700000000000.bak");
+            let b = Spec { refs: s.backup_refs.clone(), ..s.clone() };
+            fs_err::write(PathBuf::from(backup), session_text(&b, 700 + k))?;
+        }
+        files.push(file);
+    }
+    Ok(files)
+}
+
+fn run_job(root: &Path, files: &[PathBuf], job: &Job) {
+    let home = root.join("home");
+    let process = ProcessEnv::new(&home, root, std::env::temp_dir());
+    let homes = Homes::from_env(&process);
+    let storage = FileStorage::new();
+    let env = Env::bare(Arc::new(FileStorage::new()))
+        .with_process_cwd(root)
+        .with_agent_dirs(AgentDirs::omp(&process, OmpHome::Omp));
+    let pick = |i: usize| files[i % files.len()].clone();
+    let outcome: std::result::Result<(), JobError> = match job {
+        Job::Rm { session, force } => {
+            plan_rm(&storage, &homes, &pick(*session), None, *force).and_then(|p| p.execute(&storage)).map(drop)
+        }
+        Job::RmOutside { which } => {
+            let target = ["export.jsonl", "session.jsonl", "export"][*which];
+            plan_rm(&storage, &homes, &root.join("outside").join(target), None, false)
+                .and_then(|p| p.execute(&storage))
+                .map(drop)
+        }
+        Job::Repair { session } => maintenance::repair(&env, &pick(*session), &RewriteOptions::default()).map(drop),
+        Job::Migrate { session } => maintenance::migrate(&env, &pick(*session), &RewriteOptions::default()).map(drop),
+        Job::Move { session, to } => {
+            let file = pick(*session);
+            let dialect = maintenance::detect_dialect(&storage, &file);
+            let mut env = env.clone();
+            if dialect == Dialect::Pi {
+                env.dirs = Some(AgentDirs::pi(&process));
+            }
+            maintenance::relocate(&env, &file, Some(dialect), &format!("/project{to}"), None).map(drop)
+        }
+        Job::Gc => {
+            let options = GcOptions::default().grace(std::time::Duration::ZERO).delete(true);
+            maintenance::gc(&[&storage], &homes, &home.join(".omp/agent/blobs"), &options, i64::MAX).map(drop)
+        }
+        Job::Fsck { repair } => {
+            let options = maintenance::FsckOptions::default().repair(*repair);
+            maintenance::fsck(&env, &homes, &options).map(drop)
+        }
+    };
+    // Refusals are expected (outside the homes, not a session, a link): they change nothing.
+    let _ = outcome;
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// After any sequence of jobs on a generated home, every blob a file of the home
+    /// (or of the folder a bucket links to) names is still in the store, and nothing
+    /// outside the home and that folder changed.
+    #[test]
+    fn jobs_never_lose_a_referenced_blob_nor_touch_what_is_not_theirs(
+        specs in proptest::collection::vec(spec(), 1..6),
+        jobs in proptest::collection::vec(job(), 1..7),
+    ) {
+        let tmp = TempDir::new("jobs-homes");
+        let root = tmp.path().to_path_buf();
+        let files = build(&root, &specs).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let outside = tree(&root.join("outside")).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        for job in &jobs {
+            run_job(&root, &files, job);
+            let mut named = std::collections::BTreeSet::new();
+            referenced(&root.join("home"), &mut named).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            for hex in &named {
+                let blobs = root.join("home/.omp/agent/blobs");
+                prop_assert!(blobs.join(hex).exists(), "after {:?}: blob {} is named but gone", job, hex);
+            }
+            let now = tree(&root.join("outside")).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(&now, &outside, "after {:?}: outside the home changed", job);
+            for (p, _) in &now {
+                prop_assert!(p.starts_with(root.join("outside")));
+            }
+        }
+        // What is proved a session is always a valid header.
+        for f in &files {
+            if let Ok(proof) = prove_session(&FileStorage::new(), f, None) {
+                prop_assert!(!proof.id.is_empty());
+            }
+        }
+    }
+}
