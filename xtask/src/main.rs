@@ -6,7 +6,7 @@
 //! * `gen-session --entries N --seed S [--dialect pi|omp] OUT` writes one large,
 //!   realistic session file (about 2.4 KB per entry).
 //! * `bench` runs the criterion benchmarks of the workspace.
-//! * `crash [--points N] [--kills N] [--allow-temp-leftovers]` runs the crash campaign
+//! * `crash [--points N] [--kills N] [--races N] [--allow-temp-leftovers]` runs the crash campaign
 //!   (the crash-point explorer and the SIGKILL tests) at the sizes given (see `crash.rs`).
 //! * `fuzz [--time SECS] [--sanitizer address|none] [TARGET...]` seeds the corpora of
 //!   the cargo-fuzz targets in `fuzz/` from `testdata/` and runs each for a set time,
@@ -30,7 +30,7 @@ const USAGE: &str = "usage:
   cargo xtask fixtures [--check]
   cargo xtask gen-session --entries N --seed S [--dialect pi|omp] OUT
   cargo xtask bench
-  cargo xtask crash [--points N] [--kills N] [--allow-temp-leftovers]
+  cargo xtask crash [--points N] [--kills N] [--races N] [--allow-temp-leftovers]
   cargo xtask fuzz [--time SECS] [--sanitizer address|none] [TARGET...]";
 
 fn main() -> ExitCode {

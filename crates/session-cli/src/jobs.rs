@@ -332,7 +332,7 @@ pub(crate) fn gc(g: &Global, dirs: &[PathBuf], yes: bool, grace: Duration) -> Re
     let storages: Vec<&dyn session::store::Storage> =
         if crate::store::on_files() { vec![&files] } else { vec![&files, &*current] };
     let now = session::store::clock::Clock::now_ms(&session::store::clock::SystemClock);
-    let r = maintenance::gc(&storages, &homes, &dir, &GcOptions::default().grace(grace).delete(yes), now)?;
+    let r = maintenance::gc(&storages, &homes, &files, &dir, &GcOptions::default().grace(grace).delete(yes), now)?;
     let bytes: u64 = r.unused.iter().map(|b| b.bytes).sum();
     if wants_json(g) {
         let blob = |b: &maintenance::BlobUse| json!({"hash": b.hash, "files": b.files.iter().map(|p| path_str(p)).collect::<Vec<_>>(), "bytes": b.bytes, "modified": b.modified_ms});

@@ -34,6 +34,8 @@ use crate::storage::{AppendWriter, DirEntry, Durability, ExpectedSize, FileStat,
 
 #[derive(Debug, Default)]
 struct Plan {
+    /// Renames between two directories fail as between two file systems.
+    cross_devices: bool,
     disk_free: Option<u64>,
     fail_renames: u32,
     fail_syncs: u32,
@@ -167,6 +169,27 @@ impl Faults {
     /// Lets `bytes` more bytes be written, then fails data writes with `ENOSPC` (full disk).
     pub fn disk_full_after(&self, bytes: u64) {
         self.plan().disk_free = Some(bytes);
+    }
+
+    /// Makes every rename between two directories, and every directory move, fail with
+    /// `EXDEV` as if the two were on different file systems ([`StoreError::crosses_devices`]),
+    /// so that a move takes its copy-then-delete path; a rename within one directory (an
+    /// atomic replace) still works. Not a crash boundary of its own.
+    pub fn cross_devices(&self, on: bool) {
+        self.plan().cross_devices = on;
+    }
+
+    /// Returns the error of a rename from `from` to `to` across file systems, when the plan
+    /// says they are.
+    fn crossing(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
+        if self.plan().cross_devices && from.parent() != to.parent() {
+            return Err(StoreError::Io {
+                op: Op::Rename,
+                path: from.to_path_buf(),
+                source: Arc::new(std::io::Error::from(std::io::ErrorKind::CrossesDevices)),
+            });
+        }
+        Ok(())
     }
 
     /// Makes the next `n` renames fail (`u32::MAX`: all of them).
@@ -581,6 +604,7 @@ impl<S: Storage> Storage for FaultStorage<S> {
 
     fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
         self.faults.check(Op::Rename, from)?;
+        self.faults.crossing(from, to)?;
         self.inner.rename(from, to)
     }
 
@@ -596,6 +620,7 @@ impl<S: Storage> Storage for FaultStorage<S> {
 
     fn move_dir(&self, from: &Path, to: &Path) -> Result<Vec<(PathBuf, PathBuf)>, StoreError> {
         self.faults.check(Op::Rename, from)?;
+        self.faults.crossing(from, to)?;
         self.inner.move_dir(from, to)
     }
 

@@ -80,8 +80,9 @@ pub struct GcReport {
     pub deleted: bool,
 }
 
-/// Finds (and with [`GcOptions::delete`] deletes) the blobs of the store at `blob_dir`
-/// that no file in any of `homes`' roots refers to.
+/// Finds (and with [`GcOptions::delete`] deletes) the blobs of the store at `blob_dir` on
+/// `blob_storage` (this machine's files, where omp keeps them) that no file in any of
+/// `homes`' roots refers to.
 ///
 /// What it reads: the blob list first, then every file below every root of `homes`
 /// (sessions, backups, artifacts, subagent sessions; links to folders followed, each
@@ -101,13 +102,14 @@ pub struct GcReport {
 pub fn gc(
     storages: &[&dyn Storage],
     homes: &Homes,
+    blob_storage: &dyn Storage,
     blob_dir: &Path,
     options: &GcOptions,
     now_ms: i64,
 ) -> Result<GcReport, JobError> {
-    let local = FileStorage::new();
+    let local = blob_storage;
     // The blobs first: one stored after this is not a candidate.
-    let stored = list_blobs(&local, blob_dir)?;
+    let stored = list_blobs(local, blob_dir)?;
     let mut report = GcReport { blobs: stored.len(), ..GcReport::default() };
     let referenced = scan_references(storages, homes, &mut report)?;
     if !stored.is_empty() && report.sessions == 0 {
@@ -128,7 +130,7 @@ pub fn gc(
         let mut kept = Vec::new();
         for blob in std::mem::take(&mut report.unused) {
             // Looked at again: a blob stored again since the list is new again.
-            let now = blob_state(&local, &blob.files)?;
+            let now = blob_state(local, &blob.files)?;
             if now > cutoff {
                 kept.push(blob);
                 continue;
@@ -149,7 +151,7 @@ pub fn gc(
 }
 
 /// Returns the newest modification time of `files` (0 when none is left).
-fn blob_state(local: &FileStorage, files: &[PathBuf]) -> Result<i64, JobError> {
+fn blob_state(local: &dyn Storage, files: &[PathBuf]) -> Result<i64, JobError> {
     let mut newest = 0;
     for f in files {
         if let Some(st) = local.stat(f)? {
@@ -161,7 +163,7 @@ fn blob_state(local: &FileStorage, files: &[PathBuf]) -> Result<i64, JobError> {
 
 /// Returns the blobs of the store at `dir` by hash (a missing store has none); a store
 /// that cannot be listed is an error.
-fn list_blobs(local: &FileStorage, dir: &Path) -> Result<BTreeMap<String, BlobUse>, JobError> {
+fn list_blobs(local: &dyn Storage, dir: &Path) -> Result<BTreeMap<String, BlobUse>, JobError> {
     let entries = local.read_dir(dir).map_err(|e| JobError::Unreadable { path: dir.to_path_buf(), source: e })?;
     let mut blobs: BTreeMap<String, BlobUse> = BTreeMap::new();
     for e in entries {

@@ -2,14 +2,19 @@
 //!
 //! For each operation (appends in both dialects at each durability, the store's atomic
 //! replaces, the facade's migration rewrites, fork, extract, rename in pi and in omp with
-//! the slot overwrite and the full-rewrite fallback, blob put) the explorer first runs it
+//! the slot overwrite and the full-rewrite fallback, blob put, and the jobs of
+//! `session::maintenance`: repair, migrate, move on one file system and across two, rm,
+//! gc and pull) the explorer first runs it
 //! once counting the storage boundaries it passes (every write, sync, rename, truncate,
 //! lock, open...; see `session_store::Faults`), then, for every boundary `k`, runs it again
 //! with the process dying at `k`: that call and every later one fail, and nothing is
 //! cleaned up. After each death it checks that every session file parses (through
 //! `parse_session_bytes`) and opens (through `SessionManager::open`), holds every entry
 //! acknowledged before the death, has at most one torn last line, and that a file replaced
-//! atomically holds one whole version; in memory also after a power loss that drops every
+//! atomically holds one whole version; for a job also that its session is whole wherever it
+//! is (a deleted one leaves no backup omp would promote), that every other file of the run
+//! keeps its bytes and no file appears outside what the job may touch; in memory also after
+//! a power loss that drops every
 //! unsynced byte (`Durability::Fsync`: nothing acknowledged may be lost; `Flush`: nothing
 //! acknowledged before the last flush).
 //!
@@ -490,6 +495,13 @@ fn checked(view: &View, promises: &Promises, phase: Phase) -> Result<Leftovers> 
 fn next_writers(view: &View, promises: &Promises) -> Result<Leftovers> {
     let mut sessions: Vec<(session::Dialect, std::path::PathBuf)> =
         promises.sessions.iter().map(|s| (s.dialect, view.path(&s.path))).collect();
+    // A job's session, wherever it is now; where it is not (moved away, deleted), the
+    // next writer of that folder is the next session written there.
+    for j in &promises.jobs {
+        for p in &j.paths {
+            sessions.push((j.dialect, view.path(p)));
+        }
+    }
     let files = view.files()?;
     for n in &promises.new_files {
         let dir = view.path(&n.dir);
@@ -546,6 +558,10 @@ fn next_writers(view: &View, promises: &Promises) -> Result<Leftovers> {
         if view.storage.exists(&lock_of(path))? {
             return Err(format!("{} is still locked after the next write", path.display()).into());
         }
+    }
+    // A job whose next writer is the same job run again.
+    for again in &promises.reruns {
+        (again.0)(view).map_err(|e| format!("the job run again fails: {e}"))?;
     }
     for r in &promises.raws {
         let path = view.path(&r.path);

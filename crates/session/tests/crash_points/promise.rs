@@ -44,6 +44,16 @@ pub(crate) struct Promises {
     pub(crate) new_files: Vec<NewFiles>,
     pub(crate) raws: Vec<RawPromise>,
     pub(crate) blobs: Vec<BlobPromise>,
+    /// Sessions a job rewrites, moves or deletes.
+    pub(crate) jobs: Vec<JobPromise>,
+    /// Files outside what the run's job may touch: each keeps exactly its bytes.
+    pub(crate) untouched: Vec<(PathBuf, Vec<u8>)>,
+    /// Jobs whose next writer is the job run again (a copy that died part-way).
+    pub(crate) reruns: Vec<Rerun>,
+    /// Every file of the run when its job began, and what the job may change: any other
+    /// file keeps its bytes and no other file appears (temporary and lock files aside,
+    /// which the leftover checks judge).
+    pub(crate) snapshot: Option<Snapshot>,
     /// Set by a scenario whose session did not heal after a transient fault.
     pub(crate) stuck: Option<String>,
 }
@@ -121,6 +131,79 @@ impl SessionPromise {
     }
 }
 
+/// The files of a run when its job began.
+#[derive(Debug, Default)]
+pub(crate) struct Snapshot {
+    pub(crate) files: Vec<(PathBuf, Vec<u8>)>,
+    /// Files and folders the job may change; a file also allows its `<name>.<…>` siblings
+    /// (its backups).
+    pub(crate) allowed: Vec<PathBuf>,
+    /// Where the run's files are (views put them elsewhere).
+    pub(crate) root: PathBuf,
+}
+
+impl Snapshot {
+    fn allows(&self, path: &Path) -> bool {
+        self.allowed.iter().any(|a| {
+            path.starts_with(a)
+                || (path.parent() == a.parent()
+                    && file_name(path).zip(file_name(a)).is_some_and(|(n, a)| n.starts_with(&format!("{a}."))))
+        })
+    }
+}
+
+fn check_snapshot(view: &View, snap: &Snapshot) -> Result<()> {
+    let view_root = view.path(&snap.root);
+    let mut seen = HashSet::new();
+    for (path, bytes) in &snap.files {
+        if snap.allows(path) {
+            continue;
+        }
+        seen.insert(path.clone());
+        match view.storage.read(&view.path(path)) {
+            Ok(now) if now == *bytes => {}
+            Ok(_) => return Err(format!("{} changed, outside what the job may touch", path.display()).into()),
+            Err(e) => return Err(format!("{} is gone, outside what the job may touch: {e}", path.display()).into()),
+        }
+    }
+    for f in view.files()? {
+        if is_temp(&f) || is_lock(&f) {
+            continue;
+        }
+        let Ok(rel) = f.strip_prefix(&view_root) else { continue };
+        let original = snap.root.join(rel);
+        if !snap.allows(&original) && !snap.files.iter().any(|(p, _)| *p == original) {
+            return Err(format!("{} appeared, outside what the job may touch", original.display()).into());
+        }
+    }
+    Ok(())
+}
+
+/// A job run again on a view of the run's files.
+pub(crate) struct Rerun(pub(crate) Box<dyn Fn(&View) -> Result<()> + Send + Sync>);
+
+impl std::fmt::Debug for Rerun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Rerun")
+    }
+}
+
+/// A session a job rewrites, moves or deletes: wherever it is, it is whole.
+#[derive(Debug)]
+pub(crate) struct JobPromise {
+    pub(crate) dialect: Dialect,
+    /// Where it may be: its file, and for a move its new file.
+    pub(crate) paths: Vec<PathBuf>,
+    /// It may be gone (a deletion): then no backup of it may be left, which omp's listing
+    /// would promote into the deleted session.
+    pub(crate) may_vanish: bool,
+    /// Texts its records hold, wherever it is.
+    pub(crate) marks: Vec<String>,
+    /// Artifact files (relative to an artifacts directory) that must be in the artifacts
+    /// directory of one of `paths`.
+    pub(crate) artifacts: Vec<(PathBuf, Vec<u8>)>,
+}
+
 /// New session files in `dir`: each one that exists (and is not in `known`) must be whole.
 #[derive(Debug)]
 pub(crate) struct NewFiles {
@@ -172,6 +255,21 @@ pub(crate) fn check(view: &View, promises: &Promises, phase: Phase) -> Result<Le
     }
     for b in &promises.blobs {
         check_blobs(view, b)?;
+    }
+    for j in &promises.jobs {
+        check_job(view, j).map_err(|e| format!("{}: {e}", j.paths[0].display()))?;
+    }
+    if let Some(snap) = &promises.snapshot {
+        check_snapshot(view, snap)?;
+    }
+    for (path, bytes) in &promises.untouched {
+        match view.storage.read(&view.path(path)) {
+            Ok(now) if now == *bytes => {}
+            Ok(now) => {
+                return Err(format!("{} changed ({} bytes, was {})", path.display(), now.len(), bytes.len()).into());
+            }
+            Err(e) => return Err(format!("{} is gone: {e}", path.display()).into()),
+        }
     }
     let files = view.files()?;
     let leftovers = Leftovers {
@@ -278,6 +376,54 @@ fn check_session(view: &View, p: &SessionPromise, phase: Phase) -> Result<()> {
     let names_required = phase != Phase::PowerLoss || p.durability == Durability::Fsync;
     if names_required && !p.names.is_empty() && !p.names.contains(&m.session_name()) {
         return Err(format!("session name {:?}, expected one of {:?}", m.session_name(), p.names).into());
+    }
+    Ok(())
+}
+
+fn check_job(view: &View, j: &JobPromise) -> Result<()> {
+    let mut found = Vec::new();
+    for p in &j.paths {
+        let path = view.path(p);
+        let bytes = match view.storage.read(&path) {
+            Ok(b) => b,
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let parsed = parse_session_bytes(&bytes, j.dialect);
+        if !matches!(parsed.header_check(j.dialect), HeaderCheck::Valid { .. }) {
+            return Err(format!("{}: no valid header ({} bytes)", path.display(), bytes.len()).into());
+        }
+        if let Some(m) = j.marks.iter().find(|m| !parsed.records.iter().any(|r| r.text().contains(*m))) {
+            return Err(format!("{}: no record holds {m:?}", path.display()).into());
+        }
+        SessionManager::open_read_only(j.dialect, &path, view.env())
+            .map_err(|e| format!("{} does not open: {e}", path.display()))?;
+        found.push(path);
+    }
+    if found.is_empty() {
+        if !j.may_vanish {
+            return Err("the session is at none of its places".into());
+        }
+        for p in &j.paths {
+            let path = view.path(p);
+            let (Some(dir), Some(name)) = (path.parent(), file_name(&path)) else { continue };
+            for f in view.files()? {
+                if f.parent() == Some(dir) && file_name(&f).is_some_and(|c| session::store::is_backup_of(name, c)) {
+                    return Err(format!("the session is gone but its backup {} is left", f.display()).into());
+                }
+            }
+        }
+        return Ok(());
+    }
+    for (rel, bytes) in &j.artifacts {
+        let held = j.paths.iter().any(|p| {
+            session::store::artifacts_dir(&view.path(p))
+                .and_then(|dir| view.storage.read(&dir.join(rel)).ok())
+                .is_some_and(|b| b == *bytes)
+        });
+        if !held {
+            return Err(format!("artifact {} is at none of the session's places", rel.display()).into());
+        }
     }
     Ok(())
 }

@@ -6,11 +6,13 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use session::store::{Durability, ExpectedSize, StoreError};
+use session::discovery::ProcessEnv;
+use session::maintenance::{self, GcOptions, Homes, RewriteOptions, TransferOptions};
+use session::store::{Durability, ExpectedSize, Storage, StoreError};
 use session::{Dialect, SessionManager};
 
 use crate::Result;
-use crate::promise::{BlobPromise, NewFiles, Promises, RawPromise};
+use crate::promise::{BlobPromise, JobPromise, NewFiles, Promises, RawPromise, Rerun, Snapshot};
 use crate::rig::{Level, Rig};
 
 /// One explored operation in one configuration.
@@ -70,6 +72,27 @@ pub(crate) fn cases() -> Vec<Case> {
             add("rename", format!("omp rewrite {dn}"), level, d, Box::new(|r, p, s, a| rename_omp(r, p, s, a, false)));
             add("rewrite", format!("store {dn}"), level, d, Box::new(atomic_rewrite));
         }
+        // The jobs, with the checks of every other case plus: the files no job may touch
+        // keep their bytes, and a deleted session leaves no backup.
+        let d = Durability::Fsync;
+        for dialect in [Dialect::Pi, Dialect::Omp] {
+            let n = dialect.name();
+            add("job repair", n.into(), level, d, Box::new(move |r, p, s, a| job_rewrite(r, p, s, a, dialect, false)));
+            add("job migrate", n.into(), level, d, Box::new(move |r, p, s, a| job_rewrite(r, p, s, a, dialect, true)));
+            add("job move", n.into(), level, d, Box::new(move |r, p, s, a| job_move(r, p, s, a, dialect, false)));
+            if level == Level::Memory {
+                add(
+                    "job move",
+                    format!("{n} across file systems"),
+                    level,
+                    d,
+                    Box::new(move |r, p, s, a| job_move(r, p, s, a, dialect, true)),
+                );
+            }
+            add("job rm", n.into(), level, d, Box::new(move |r, p, s, a| job_rm(r, p, s, a, dialect)));
+        }
+        add("job gc", "omp".into(), level, d, Box::new(job_gc));
+        add("job pull", "pi".into(), level, d, Box::new(job_pull));
         if level == Level::Files {
             for d in [Durability::None, Durability::Flush] {
                 let dn = durability_name(d);
@@ -546,5 +569,259 @@ fn blob_put(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut()) -> 
         p.blobs[0].acked.push(bytes);
     }
     step!(rig, rig.blobs().put(&blob(0), Some("image/png")));
+    Ok(())
+}
+
+// ------------------------------------------------------------------ jobs
+
+/// The home of a run's jobs (the agents' folders are below it).
+fn home(rig: &Rig) -> PathBuf {
+    rig.root.join("home")
+}
+
+/// The sessions root of `dialect` in the run's home.
+fn sessions_root(rig: &Rig, dialect: Dialect) -> PathBuf {
+    let agent = if dialect == Dialect::Omp { ".omp/agent" } else { ".pi/agent" };
+    home(rig).join(agent).join("sessions")
+}
+
+/// The agents' folders of the run's home.
+fn homes(rig: &Rig) -> Homes {
+    Homes::from_env(&ProcessEnv::new(home(rig), &rig.root, "/nonexistent-tmp"))
+}
+
+/// A version 3 session of `n` exchanges (questions `"<marker> question <i>"`), with omp's
+/// title slot, and a garbage line when `garbage`.
+fn v3_session(dialect: Dialect, marker: &str, n: usize, garbage: bool) -> Result<(String, Vec<String>)> {
+    let mut text = String::new();
+    if dialect == Dialect::Omp {
+        let slot = session::model::TitleSlot {
+            title: String::new(),
+            source: None,
+            updated_at: "2026-01-01T00:00:00.000Z".into(),
+        };
+        text.push_str(&slot.to_line()?);
+    }
+    text.push_str(r#"{"type":"session","version":3,"id":"01a2aaaa-0000-7000-8000-000000000001","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/work"}"#);
+    text.push('\n');
+    let mut marks = Vec::new();
+    let mut parent = "null".to_owned();
+    for i in 0..n {
+        let mark = format!("{marker} question {i}");
+        let id = format!("{i:08x}");
+        text.push_str(&format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"{mark}","timestamp":1}}}}"#
+        ));
+        text.push('\n');
+        parent = format!("\"{id}\"");
+        marks.push(mark);
+    }
+    if garbage {
+        text.push_str("garbage, not a record\n");
+    }
+    Ok((text, marks))
+}
+
+/// Takes the snapshot of every file of the run before its job begins; the job may change
+/// only `allowed` (files, with their backups, and folders).
+fn snapshot(rig: &Rig, p: &mut Promises, allowed: Vec<PathBuf>) -> Result<()> {
+    let view = rig.live();
+    let mut files = Vec::new();
+    for f in view.files()? {
+        files.push((f.clone(), view.storage.read(&f)?));
+    }
+    p.snapshot = Some(Snapshot { files, allowed, root: rig.root.clone() });
+    Ok(())
+}
+
+/// Writes `bytes` at `path`, durably.
+fn put(rig: &Rig, path: &Path, bytes: &[u8]) -> Result<()> {
+    rig.storage().write_atomic(path, bytes, ExpectedSize::Missing)?;
+    Ok(())
+}
+
+/// Files no job of the run may touch: a sibling session in the job's bucket, another
+/// project's session, and outside the home a JSONL file that is no session with a folder
+/// of its stem beside it.
+fn bystanders(rig: &Rig, p: &mut Promises, dialect: Dialect) -> Result<()> {
+    let (sibling, _) = v3_session(dialect, "sibling", 2, false)?;
+    let files: Vec<(PathBuf, Vec<u8>)> = vec![
+        (sessions_root(rig, dialect).join("--b--/sibling.jsonl"), sibling.clone().into_bytes()),
+        (sessions_root(rig, dialect).join("--other--/o.jsonl"), sibling.into_bytes()),
+        (rig.root.join("outside/export.jsonl"), b"{\"a\":1}\n".to_vec()),
+        (rig.root.join("outside/export/keep.txt"), b"keep".to_vec()),
+    ];
+    for (path, bytes) in files {
+        put(rig, &path, &bytes)?;
+        p.untouched.push((path, bytes));
+    }
+    Ok(())
+}
+
+/// `repair` of a damaged session, or `migrate` of a version 1 one (`size` more lines).
+fn job_rewrite(
+    rig: &Rig,
+    p: &mut Promises,
+    size: usize,
+    arm: &mut dyn FnMut(),
+    dialect: Dialect,
+    migrate: bool,
+) -> Result<()> {
+    let file = sessions_root(rig, dialect).join("--b--/s.jsonl");
+    let (text, marks) = if migrate {
+        let mut text = v1_session("legacy");
+        for i in 0..size {
+            text.push_str(&format!(
+                r#"{{"type":"message","timestamp":"2025-01-01T00:00:03.000Z","message":{{"role":"user","content":"legacy more {i}","timestamp":3}}}}"#
+            ));
+            text.push('\n');
+        }
+        let prefix = match dialect {
+            Dialect::Omp => {
+                v3_session(Dialect::Omp, "", 0, false)?.0.lines().next().unwrap_or_default().to_owned() + "\n"
+            }
+            Dialect::Pi => String::new(),
+        };
+        (prefix + &text, vec!["legacy question".to_owned(), "legacy answer".to_owned()])
+    } else {
+        v3_session(dialect, "damaged", size + 2, true)?
+    };
+    put(rig, &file, text.as_bytes())?;
+    bystanders(rig, p, dialect)?;
+    p.jobs.push(JobPromise { dialect, paths: vec![file.clone()], may_vanish: false, marks, artifacts: Vec::new() });
+    let env = rig.env();
+    let options = RewriteOptions::default().dialect(Some(dialect));
+    snapshot(rig, p, vec![file.clone()])?;
+    arm();
+    if migrate {
+        step!(rig, maintenance::migrate(&env, &file, &options));
+    } else {
+        step!(rig, maintenance::repair(&env, &file, &options));
+    }
+    Ok(())
+}
+
+/// `move` of a damaged session with artifacts into another bucket (`across`: as onto
+/// another file system, memory only).
+fn job_move(
+    rig: &Rig,
+    p: &mut Promises,
+    size: usize,
+    arm: &mut dyn FnMut(),
+    dialect: Dialect,
+    across: bool,
+) -> Result<()> {
+    let root = sessions_root(rig, dialect);
+    let file = root.join("--b--/s.jsonl");
+    let (text, marks) = v3_session(dialect, "moving", size + 2, true)?;
+    put(rig, &file, text.as_bytes())?;
+    let mut artifacts = Vec::new();
+    for i in 0..=size.min(3) {
+        let rel = PathBuf::from(format!("sub{i}/out{i}.txt"));
+        let bytes = format!("artifact {i}").into_bytes();
+        put(rig, &root.join("--b--/s").join(&rel), &bytes)?;
+        artifacts.push((rel, bytes));
+    }
+    bystanders(rig, p, dialect)?;
+    let target = root.join("--new--");
+    p.jobs.push(JobPromise {
+        dialect,
+        paths: vec![file.clone(), target.join("s.jsonl")],
+        may_vanish: false,
+        marks,
+        artifacts,
+    });
+    if across {
+        rig.faults.cross_devices(true);
+    }
+    let env = rig.env();
+    let allowed = vec![file.clone(), root.join("--b--/s"), target.join("s.jsonl"), target.join("s")];
+    snapshot(rig, p, allowed)?;
+    arm();
+    step!(rig, maintenance::relocate(&env, &file, Some(dialect), "/new-cwd", Some(&target)));
+    Ok(())
+}
+
+/// `rm` of a session with artifacts and `size + 1` backups.
+fn job_rm(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), dialect: Dialect) -> Result<()> {
+    let root = sessions_root(rig, dialect);
+    let file = root.join("--b--/s.jsonl");
+    let (text, marks) = v3_session(dialect, "deleted", 2, false)?;
+    put(rig, &file, text.as_bytes())?;
+    put(rig, &root.join("--b--/s/out.txt"), b"artifact")?;
+    put(rig, &root.join("--b--/s/deep/more.txt"), b"artifact")?;
+    for i in 0..=size {
+        put(rig, &root.join(format!("--b--/s.jsonl.{}.bak", 1_700_000_000_000u64 + i as u64)), text.as_bytes())?;
+    }
+    bystanders(rig, p, dialect)?;
+    p.jobs.push(JobPromise { dialect, paths: vec![file.clone()], may_vanish: true, marks, artifacts: Vec::new() });
+    let homes = homes(rig);
+    snapshot(rig, p, vec![file.clone(), root.join("--b--/s")])?;
+    arm();
+    let plan = step!(rig, maintenance::plan_rm(rig.storage(), &homes, &file, Some(dialect), false));
+    step!(rig, plan.execute(rig.storage()));
+    Ok(())
+}
+
+/// `gc` of a store of `size + 2` blobs a session refers to and `size + 2` it does not.
+fn job_gc(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut()) -> Result<()> {
+    let blobs = home(rig).join(".omp/agent/blobs");
+    let mut refs = String::new();
+    for i in 0..size + 2 {
+        let used = format!("{:02x}", i % 128).repeat(32);
+        put(rig, &blobs.join(&used), b"used")?;
+        p.untouched.push((blobs.join(&used), b"used".to_vec()));
+        refs.push_str(&format!(" blob:sha256:{used}"));
+        let unused = format!("{:02x}", 128 + i % 128).repeat(32);
+        put(rig, &blobs.join(&unused), b"unused")?;
+    }
+    let (text, _) = v3_session(Dialect::Omp, &refs, 1, false)?;
+    let file = sessions_root(rig, Dialect::Omp).join("--b--/s.jsonl");
+    put(rig, &file, text.as_bytes())?;
+    p.untouched.push((file, text.into_bytes()));
+    bystanders(rig, p, Dialect::Omp)?;
+    let (homes, storage) = (homes(rig), rig.storage());
+    let options = GcOptions::default().grace(std::time::Duration::ZERO).delete(true);
+    snapshot(rig, p, vec![blobs.clone()])?;
+    arm();
+    step!(rig, maintenance::gc(&[storage], &homes, storage, &blobs, &options, i64::MAX));
+    Ok(())
+}
+
+/// `pull` of a session with `size + 1` artifacts from a server into a folder that
+/// already holds another session.
+fn job_pull(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut()) -> Result<()> {
+    let server = session::store::MemoryStorage::new();
+    let (text, _) = v3_session(Dialect::Pi, "pulled", 3, false)?;
+    let source = Path::new("/srv/p/s.jsonl");
+    server.write_atomic(source, text.as_bytes(), ExpectedSize::Missing)?;
+    for i in 0..=size {
+        server.write_atomic(
+            &Path::new("/srv/p/s").join(format!("d{i}/a{i}.txt")),
+            b"artifact",
+            ExpectedSize::Missing,
+        )?;
+    }
+    let target = rig.root.join("pulled");
+    let (other, _) = v3_session(Dialect::Pi, "other", 1, false)?;
+    put(rig, &target.join("other.jsonl"), other.as_bytes())?;
+    p.untouched.push((target.join("other.jsonl"), other.into_bytes()));
+    let ids: Vec<String> = (0..3).map(|i| format!("{i:08x}")).collect();
+    p.new_files.push(NewFiles {
+        dialect: Dialect::Pi,
+        dir: target.clone(),
+        known: vec![target.join("other.jsonl")],
+        ids,
+    });
+    let again = (server.clone(), target.clone());
+    p.reruns.push(Rerun(Box::new(move |view| {
+        let (server, target) = (&again.0, view.path(&again.1));
+        let options = TransferOptions::default().force(true);
+        maintenance::pull(server, Path::new("/srv/p/s.jsonl"), &*view.storage, &target, &options)?;
+        Ok(())
+    })));
+    snapshot(rig, p, vec![target.join("s.jsonl"), target.join("s")])?;
+    arm();
+    step!(rig, maintenance::pull(&server, source, rig.storage(), &target, &TransferOptions::default()));
     Ok(())
 }

@@ -151,11 +151,11 @@ fn gc_deletes_nothing_when_a_folder_cannot_be_listed() -> Result<()> {
     faults.fail_next(Op::List, 1);
     let storage = FaultStorage::new(FileStorage::new(), faults);
     let options = GcOptions::default().grace(std::time::Duration::ZERO).delete(true);
-    let got = maintenance::gc(&[&storage], &homes, &blobs, &options, i64::MAX);
+    let got = maintenance::gc(&[&storage], &homes, &FileStorage::new(), &blobs, &options, i64::MAX);
     assert!(matches!(got, Err(JobError::Unreadable { .. })), "{got:?}");
     assert!(blob.exists());
     // Without the fault the same run deletes the unused blob.
-    let report = maintenance::gc(&[&FileStorage::new()], &homes, &blobs, &options, i64::MAX)?;
+    let report = maintenance::gc(&[&FileStorage::new()], &homes, &FileStorage::new(), &blobs, &options, i64::MAX)?;
     assert_eq!(report.unused.len(), 1);
     assert!(!blob.exists());
     Ok(())
@@ -426,7 +426,7 @@ fn run_job(root: &Path, files: &[PathBuf], job: &Job) {
         }
         Job::Gc => {
             let options = GcOptions::default().grace(std::time::Duration::ZERO).delete(true);
-            maintenance::gc(&[&storage], &homes, &home.join(".omp/agent/blobs"), &options, i64::MAX).map(drop)
+            maintenance::gc(&[&storage], &homes, &storage, &home.join(".omp/agent/blobs"), &options, i64::MAX).map(drop)
         }
         Job::Fsck { repair } => {
             let options = maintenance::FsckOptions::default().repair(*repair);
