@@ -179,8 +179,11 @@ fn check_snapshot(view: &View, snap: &Snapshot) -> Result<()> {
     Ok(())
 }
 
+/// What a [`Rerun`] runs.
+pub(crate) type RerunFn = Box<dyn Fn(&View) -> Result<()> + Send + Sync>;
+
 /// A job run again on a view of the run's files.
-pub(crate) struct Rerun(pub(crate) Box<dyn Fn(&View) -> Result<()> + Send + Sync>);
+pub(crate) struct Rerun(pub(crate) RerunFn);
 
 impl std::fmt::Debug for Rerun {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
