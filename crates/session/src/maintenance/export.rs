@@ -177,31 +177,26 @@ fn heading(msg: &Value) -> String {
     }
 }
 
-/// Escapes the characters HTML gives meaning to.
+/// Escapes the characters HTML gives meaning to (quotes too, for attributes).
 fn html_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
+    escape(s, true)
 }
 
 /// Markdown text with no HTML in it: `&`, `<` and `>` become character references,
 /// which every CommonMark renderer shows as the characters themselves.
 fn md_text(s: &str) -> String {
+    escape(s, false)
+}
+
+fn escape(s: &str, quotes: bool) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
+            '"' if quotes => out.push_str("&quot;"),
+            '\'' if quotes => out.push_str("&#39;"),
             _ => out.push(c),
         }
     }

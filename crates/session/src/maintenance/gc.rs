@@ -226,7 +226,7 @@ fn scan_references(
         }
         for (path, _) in &found.files {
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            if name.ends_with(".gz") {
+            if name.ends_with(".jsonl.gz") {
                 return Err(JobError::CompressedArchive { path: path.clone() });
             }
             let text = storage.read(path).map_err(|e| JobError::Unreadable { path: path.clone(), source: e })?;

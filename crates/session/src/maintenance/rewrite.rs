@@ -105,7 +105,8 @@ fn rewrite(env: &Env, path: &Path, options: &RewriteOptions, job: Job) -> Result
         tries: 0,
         carried: 0,
     };
-    while report.tries < REWRITE_TRIES {
+    let mut settled = false;
+    while !settled && report.tries < REWRITE_TRIES {
         report.tries += 1;
         // The bytes the rewrite replaces, the stat of the file they are read from, and
         // what the loader would skip or migrate in them.
@@ -123,6 +124,7 @@ fn rewrite(env: &Env, path: &Path, options: &RewriteOptions, job: Job) -> Result
             Job::Migrate => report.migrated,
         };
         if !needed {
+            settled = true;
             break;
         }
         let backup = match options.no_backup {
@@ -134,7 +136,7 @@ fn rewrite(env: &Env, path: &Path, options: &RewriteOptions, job: Job) -> Result
                 report.rewritten = true;
                 report.backup = backup;
                 report.carried = carried;
-                break;
+                settled = true;
             }
             // Changed since it was read: read again.
             Ok(None) | Err(JobError::Session(SessionError::Store(StoreError::Conflict { .. }))) => {
@@ -153,7 +155,7 @@ fn rewrite(env: &Env, path: &Path, options: &RewriteOptions, job: Job) -> Result
         }
     }
     drop(lock);
-    if !report.rewritten && report.tries >= REWRITE_TRIES {
+    if !settled {
         return Err(JobError::KeptChanging { path, tries: report.tries });
     }
     Ok(report)
@@ -191,7 +193,8 @@ fn same_file(a: &FileStat, b: &FileStat) -> bool {
 }
 
 /// Writes `bytes` as a new backup of `file`, `<file>.<epoch ms>.bak` (omp's backup
-/// naming), and returns its path.
+/// naming), and returns its path. The backup is not synced: after a power loss it may be
+/// missing or short (the session itself is whole either way).
 fn write_backup(storage: &dyn Storage, file: &Path, bytes: &[u8], now_ms: i64) -> Result<PathBuf, JobError> {
     for ms in now_ms.. {
         let mut name = file.as_os_str().to_owned();

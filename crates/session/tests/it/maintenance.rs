@@ -161,6 +161,29 @@ fn gc_deletes_nothing_when_a_folder_cannot_be_listed() -> Result<()> {
     Ok(())
 }
 
+/// A compressed session archive (which omp's gc reads) makes gc refuse: the blobs it
+/// names are unknown here.
+#[test]
+fn gc_refuses_a_compressed_archive() -> Result<()> {
+    let tmp = TempDir::new("jobs-gc-gz");
+    let home = tmp.path().join("home");
+    let bucket = home.join(".omp/agent/sessions/-p");
+    fs_err::create_dir_all(&bucket)?;
+    fs_err::write(bucket.join("s.jsonl"), v1(Dialect::Omp, 1, false))?;
+    fs_err::write(bucket.join("old.jsonl.gz"), b"\x1f\x8b compressed")?;
+    let blobs = home.join(".omp/agent/blobs");
+    fs_err::create_dir_all(&blobs)?;
+    let blob = blobs.join("cd".repeat(32));
+    fs_err::write(&blob, b"x")?;
+    let homes = Homes::from_env(&ProcessEnv::new(&home, tmp.path(), std::env::temp_dir()));
+    let options = GcOptions::default().grace(std::time::Duration::ZERO).delete(true);
+    let files = FileStorage::new();
+    let got = maintenance::gc(&[&files], &homes, &files, &blobs, &options, i64::MAX);
+    assert!(matches!(got, Err(JobError::CompressedArchive { .. })), "{got:?}");
+    assert!(blob.exists());
+    Ok(())
+}
+
 /// A storage key with a `.` segment below a session's artifacts is refused by `pull`
 /// (it recursed into itself before), and so is a source path with one.
 #[test]
