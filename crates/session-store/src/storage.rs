@@ -33,6 +33,14 @@ impl FileStat {
     pub fn mtime_ns(&self) -> i64 {
         self.identity.map_or(self.mtime_ms.saturating_mul(1_000_000), |i| i.mtime_ns)
     }
+
+    /// Returns whether `self` and `other` describe the same bytes of the same file: the
+    /// same size and identity (where the backend has one), else the same size and mtime.
+    pub fn same_bytes_as(&self, other: &FileStat) -> bool {
+        self.size == other.size
+            && self.identity == other.identity
+            && (self.identity.is_some() || self.mtime_ms == other.mtime_ms)
+    }
 }
 
 /// A file's identity beyond its size: what the file system changes whenever the file's

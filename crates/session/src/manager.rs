@@ -19,7 +19,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use session_model::entries::{self, Base};
 use session_model::{Bodies, Diagnostic, Dialect, EntryType, HeaderCheck, Record, SLOT_BYTES, TitleSlot, ids};
-use session_store::{AppendWriter, ExpectedSize, StoreError};
+use session_store::{AppendWriter, ExpectedSize, FileStat, StoreError};
 use session_tree::SessionTree;
 
 mod drafts;
@@ -66,7 +66,7 @@ pub struct SessionManager {
     /// The file's stat when it was read, while this manager has not written it since: a
     /// full rewrite then requires the very file read ([`ExpectedSize::Unchanged`]), not
     /// only one of its size.
-    pub(crate) seen: Option<session_store::FileStat>,
+    pub(crate) seen: Option<FileStat>,
 }
 
 /// What a manager may do to its session's storage.
@@ -203,7 +203,7 @@ pub struct LoadReport {
     pub index: IndexUse,
     /// The file's stat taken just before it was read (`None`: there was no file). A job
     /// that read the file itself compares it with what it read.
-    pub stat: Option<session_store::FileStat>,
+    pub stat: Option<FileStat>,
 }
 
 impl SessionManager {
@@ -270,10 +270,25 @@ impl SessionManager {
             m.access = Access::ReadOnly;
         }
         let must_exist = mode != OpenMode::AsAgent;
-        m.load_report = m.load_file(&path, must_exist)?;
+        m.load_report = m.load_file(&path, must_exist, None)?;
         if mode == OpenMode::AsAgent {
             m.breadcrumb(false);
         }
+        Ok(m)
+    }
+
+    /// Opens the existing session at `path` as [`OpenMode::MustExist`] does, but only
+    /// while its file is still the one `expected` describes ([`FileStat::same_bytes_as`]):
+    /// a file that changed since is [`StoreError::Conflict`] before the open writes
+    /// anything (pi writes a migration or a torn line's newline as it opens). The jobs
+    /// that rewrite a session from bytes they read use it, so what they back up is what
+    /// the open replaces.
+    pub(crate) fn open_guarded(dialect: Dialect, path: &Path, env: Env, expected: &FileStat) -> Result<SessionManager> {
+        let path = absolute(&env.process_cwd, path);
+        let dir = path.parent().map(Path::to_path_buf);
+        let process_cwd = env.process_cwd.to_string_lossy().into_owned();
+        let mut m = SessionManager::blank(dialect, env, process_cwd, dir, true);
+        m.load_report = m.load_file(&path, true, Some(expected))?;
         Ok(m)
     }
 
@@ -501,11 +516,21 @@ impl SessionManager {
         }
     }
 
-    fn load_file(&mut self, path: &Path, must_exist: bool) -> Result<LoadReport> {
+    fn load_file(&mut self, path: &Path, must_exist: bool, guard: Option<&FileStat>) -> Result<LoadReport> {
         let mut report = LoadReport::default();
         let storage = self.env.storage.clone();
         let write = self.access == Access::ReadWrite;
         let stat = storage.stat(path)?;
+        if let Some(expected) = guard
+            && !stat.as_ref().is_some_and(|s| s.same_bytes_as(expected))
+        {
+            return Err(StoreError::Conflict {
+                path: path.to_path_buf(),
+                expected: Some(expected.size),
+                found: stat.map(|s| s.size),
+            }
+            .into());
+        }
         let Some(stat) = stat else {
             if must_exist {
                 return Err(SessionError::NotFound { path: path.to_path_buf() });

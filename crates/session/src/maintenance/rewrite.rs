@@ -9,7 +9,7 @@ use session_model::Dialect;
 use session_store::{FileStat, LockWait, Storage, StoreError};
 
 use super::{JobError, prove_session};
-use crate::{Env, OpenMode, SessionError, SessionManager};
+use crate::{Env, SessionError, SessionManager};
 
 /// How many times a rewrite reads the session again after finding it changed before it
 /// gives up ([`JobError::KeptChanging`]).
@@ -165,13 +165,12 @@ fn rewrite(env: &Env, path: &Path, options: &RewriteOptions, job: Job) -> Result
 /// one of `stat`; returns the bytes appended by another writer meanwhile (`None`: the
 /// file had changed, nothing was written by the rewrite).
 fn rewrite_once(env: &Env, path: &Path, dialect: Dialect, stat: &FileStat) -> Result<Option<u64>, JobError> {
-    let mut m = SessionManager::open_with(dialect, path, env.clone(), OpenMode::MustExist)?;
-    let read = m.load_report().stat;
-    if !read.as_ref().is_some_and(|r| same_file(r, stat)) {
-        // Changed between the read and the open (what the open wrote, pi's rule, is
-        // guarded by the size it saw): start over.
-        return Ok(None);
-    }
+    let mut m = match SessionManager::open_guarded(dialect, path, env.clone(), stat) {
+        Ok(m) => m,
+        // Changed between the read and the open, before the open wrote anything: start over.
+        Err(SessionError::Store(StoreError::Conflict { .. })) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
     // pi writes a migration whole when it opens the file (garbage left out): that was
     // the rewrite. Anything else (omp, or pi's repaired last line alone) is written now.
     let report = m.load_report();
@@ -185,11 +184,6 @@ fn rewrite_once(env: &Env, path: &Path, dialect: Dialect, stat: &FileStat) -> Re
         (Some(now), Some(written)) => now.saturating_sub(written),
         _ => 0,
     }))
-}
-
-/// Returns whether two stats describe the same bytes of the same file.
-fn same_file(a: &FileStat, b: &FileStat) -> bool {
-    a.size == b.size && a.identity == b.identity && (a.identity.is_some() || a.mtime_ms == b.mtime_ms)
 }
 
 /// Writes `bytes` as a new backup of `file`, `<file>.<epoch ms>.bak` (omp's backup
@@ -244,8 +238,10 @@ pub fn relocate(
     let proof = prove_session(&*storage, path, dialect)?;
     let (path, dialect) = (proof.path, proof.dialect);
     let lock = storage.lock(&path, LockWait::Timeout(LOCK_WAIT))?;
+    // A backup an earlier try kept (its open wrote before the move met a change).
+    let mut kept = None;
     for _ in 0..REWRITE_TRIES {
-        match relocate_once(env, &path, dialect, new_cwd, session_dir) {
+        match relocate_once(env, &path, dialect, new_cwd, session_dir, &mut kept) {
             // Changed while it was read or rewritten: nothing moved, read it again.
             Err(JobError::Session(SessionError::Store(StoreError::Conflict { .. }))) => {}
             done => {
@@ -258,22 +254,31 @@ pub fn relocate(
     Err(JobError::KeptChanging { path, tries: REWRITE_TRIES })
 }
 
-/// One attempt of [`relocate`]: a conflict means nothing moved and no backup is left.
+/// One attempt of [`relocate`]: a conflict means nothing moved, and no backup is left
+/// unless the open had written (pi's migration at open, which leaves garbage out): that
+/// backup is kept in `kept` with the number of lines it holds that the file lost, and
+/// reported by the try that moves the session.
 fn relocate_once(
     env: &Env,
     path: &Path,
     dialect: Dialect,
     new_cwd: &str,
     session_dir: Option<&Path>,
+    kept: &mut Option<(PathBuf, usize)>,
 ) -> Result<RelocateReport, JobError> {
     let storage = env.storage.clone();
-    let mut m = SessionManager::open_with(dialect, path, env.clone(), OpenMode::MustExist)?;
+    // The bytes a backup keeps are read before the open, which may write (pi migrates
+    // as it opens, leaving garbage out), and the open goes on only while the file is
+    // still those bytes.
+    let mut bytes = Vec::new();
+    let (stat, n) = storage.read_into(path, &mut bytes)?;
+    bytes.truncate(n);
+    let mut m = SessionManager::open_guarded(dialect, path, env.clone(), &stat)?;
     let dropped = m.diagnostics().len();
     let target = m.planned_move(new_cwd, session_dir)?.unwrap_or_else(|| path.to_path_buf());
     let cwd_before = m.cwd().to_owned();
     let mut backup = None;
     if dropped > 0 {
-        let bytes = storage.read(path)?;
         if let Some(dir) = target.parent() {
             storage.ensure_dir(dir)?;
         }
@@ -282,10 +287,13 @@ fn relocate_once(
     let moved = match m.move_to(new_cwd, session_dir) {
         Ok(moved) => moved,
         Err(e) => {
-            if !e.landed()
-                && let Some(b) = &backup
-            {
-                let _ = storage.unlink(b);
+            // The backup stays when anything was written: the move's or the open's.
+            if let Some(b) = backup {
+                if e.landed() || m.load_report().wrote {
+                    kept.get_or_insert((b, dropped));
+                } else {
+                    let _ = storage.unlink(&b);
+                }
             }
             return Err(e.into());
         }
@@ -293,11 +301,16 @@ fn relocate_once(
     let to = moved.unwrap_or_else(|| path.to_path_buf());
     if to == path
         && m.cwd() == cwd_before
+        && !m.load_report().wrote
         && let Some(b) = backup.take()
     {
         // Nothing moved and nothing was rewritten: nothing was left out.
         storage.unlink(&b)?;
     }
     m.close()?;
+    let (backup, dropped) = match (backup, kept.take()) {
+        (None, Some((kept, lines))) => (Some(kept), lines),
+        (backup, _) => (backup, dropped),
+    };
     Ok(RelocateReport { moved: to != path, from: path.to_path_buf(), to, dropped, backup })
 }

@@ -106,7 +106,7 @@ impl SessionManager {
         let cwd = cwd_override.map(|c| absolute(&env.process_cwd, Path::new(c)).to_string_lossy().into_owned());
         let process_cwd = env.process_cwd.to_string_lossy().into_owned();
         let mut m = SessionManager::blank(dialect, env, cwd.clone().unwrap_or(process_cwd), Some(dir), true);
-        m.load_report = m.load_file(&path, false)?;
+        m.load_report = m.load_file(&path, false, None)?;
         if let Some(cwd) = cwd {
             m.cwd = cwd;
         }
