@@ -355,6 +355,7 @@ pub(crate) fn history(g: &Global, command: &HistoryCommand) -> Result<String> {
         Some(c) => HistoryScope::Cwd(c.clone()),
         None => HistoryScope::Global,
     };
+    note_left_out_words(query);
     let rows = opened.store.search(query, *limit, &scope)?;
     if !wants_json(g) {
         let mut out = String::new();
@@ -448,6 +449,7 @@ pub(crate) fn search(g: &Global, o: &SearchOptions<'_>) -> Result<String> {
         bar.finish();
         report
     };
+    note_left_out_words(o.query);
     let hits = index.search(o.query, o.limit, &scopes)?;
     let hit_json = |h: &session::search::SearchHit| {
         serde_json::json!({
@@ -510,4 +512,16 @@ pub(crate) fn search(g: &Global, o: &SearchOptions<'_>) -> Result<String> {
     }
     out.push_str(&format!("{} hit(s) in {} session(s)", hits.len(), files.len()));
     Ok(out)
+}
+
+/// Says on stderr which words of a long query a search leaves out.
+fn note_left_out_words(query: &str) {
+    let q = session::history::query_words(query);
+    if q.left_out > 0 {
+        eprintln!(
+            "note: searching for the first {} distinct words of the query; {} more left out",
+            q.words.len(),
+            q.left_out
+        );
+    }
 }

@@ -16,7 +16,7 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
 use crate::error::HistoryError;
-use crate::text::{segment, segmented_query, tokenize};
+use crate::text::{query_words, segment, segmented_query};
 
 /// The schema; `user_version` says which, and another version is rebuilt.
 const CATALOG_DDL: &str = "
@@ -307,7 +307,8 @@ impl Catalog {
     }
 
     /// Returns the entries of files below `prefixes` (all when empty) that contain
-    /// every word of `query` (each as a word prefix, case- and accent-insensitively),
+    /// every word of `query` (each as a word prefix, case- and accent-insensitively;
+    /// the first [`crate::MAX_QUERY_WORDS`] distinct words, [`crate::query_words`]),
     /// best match first (bm25). The query's punctuation, quotes and FTS5 operators are
     /// words' separators, never syntax; a query without a letter or digit finds nothing.
     ///
@@ -315,7 +316,7 @@ impl Catalog {
     ///
     /// [`HistoryError::Catalog`] when the query fails.
     pub fn search(&self, query: &str, limit: usize, prefixes: &[PathBuf]) -> Result<Vec<CatalogHit>, HistoryError> {
-        let tokens = tokenize(query);
+        let tokens = query_words(query).words;
         if tokens.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }

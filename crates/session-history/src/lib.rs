@@ -93,4 +93,4 @@ pub use store::{
     AddOutcome, DEFAULT_BUSY_TIMEOUT, DEFAULT_SESSION_MATCH_LIMIT, HISTORY_DB_FILE_NAME, HistoryEntry, HistoryOptions,
     HistoryScope, HistoryStore, MAX_LIMIT, Opened, SessionRecap, history_db_path,
 };
-pub use text::{normalize_prompt, tokenize};
+pub use text::{MAX_QUERY_WORDS, QueryWords, normalize_prompt, query_words, tokenize};

@@ -15,7 +15,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{HistoryError, is_busy};
 use crate::recover;
 use crate::schema::{self, OpenNotice};
-use crate::text::{fts_query, like_pattern, normalize_prompt, tokenize};
+use crate::text::{fts_query, like_pattern, normalize_prompt, query_words};
 
 /// The file name of the prompt history inside an agent directory.
 pub const HISTORY_DB_FILE_NAME: &str = "history.db";
@@ -360,8 +360,9 @@ RETURNING id, use_count",
     /// Finds up to `limit` (at most [`MAX_LIMIT`]) prompts in `scope` containing every
     /// token of `query`, most recent first.
     ///
-    /// Tokens are the lowercase runs of letters and digits of `query`
-    /// ([`tokenize`]); no tokens, no results. Two stages, as omp:
+    /// Tokens are the lowercase runs of letters and digits of `query`, each once, the
+    /// first [`crate::MAX_QUERY_WORDS`] ([`crate::query_words`]); no tokens, no results.
+    /// Two stages, as omp:
     ///
     /// 1. Full text: every token as an FTS5 prefix (`"tok"*`, all required), which
     ///    folds case and diacritics for any script. Errors of this stage are
@@ -382,7 +383,7 @@ RETURNING id, use_count",
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let tokens = tokenize(query);
+        let tokens = query_words(query).words;
         if tokens.is_empty() {
             return Ok(Vec::new());
         }

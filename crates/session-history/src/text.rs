@@ -76,6 +76,51 @@ pub fn tokenize(query: &str) -> Vec<String> {
     query.to_lowercase().split(|c: char| !is_token_char(c)).filter(|t| !t.is_empty()).map(str::to_owned).collect()
 }
 
+/// The most distinct words a search takes from its query ([`query_words`]): each word
+/// is one more condition on every candidate and one more scan of every snippet's text,
+/// so a pasted page of text would otherwise cost time in proportion to its length
+/// squared.
+pub const MAX_QUERY_WORDS: usize = 32;
+
+/// The words a search looks for ([`query_words`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueryWords {
+    /// The query's distinct tokens ([`tokenize`]) in the order they first appear, at
+    /// most [`MAX_QUERY_WORDS`].
+    pub words: Vec<String>,
+    /// How many distinct tokens after the first [`MAX_QUERY_WORDS`] were left out.
+    pub left_out: usize,
+}
+
+/// Returns the words every search (the session catalog's, the prompt history's, the
+/// snippets') looks for in `query`: its tokens, each once, the first
+/// [`MAX_QUERY_WORDS`] of them. A repeated word asks nothing more (every word must
+/// match), so only the cap changes what is found, and [`QueryWords::left_out`] says
+/// when it did.
+///
+/// ```
+/// let q = session_history::query_words("fix the fix, then FIX");
+/// assert_eq!(q.words, ["fix", "the", "then"]);
+/// assert_eq!(q.left_out, 0);
+/// ```
+pub fn query_words(query: &str) -> QueryWords {
+    let mut seen = std::collections::HashSet::new();
+    let mut q = QueryWords::default();
+    for token in tokenize(query) {
+        if seen.contains(&token) {
+            continue;
+        }
+        if q.words.len() == MAX_QUERY_WORDS {
+            q.left_out += 1;
+        } else {
+            q.words.push(token.clone());
+        }
+        seen.insert(token);
+    }
+    q
+}
+
 /// Builds the FTS5 MATCH expression: every token double-quoted (inner quotes
 /// doubled) with a `*` prefix wildcard, space-joined (implicit AND).
 pub(crate) fn fts_query(tokens: &[String]) -> String {
@@ -175,6 +220,16 @@ mod tests {
         assert_eq!(tokenize("Git-Commit  fix_2"), ["git", "commit", "fix", "2"]);
         assert_eq!(tokenize("ÉCOLE/日本語"), ["école", "日本語"]);
         assert!(tokenize(" -*- ").is_empty());
+    }
+
+    #[test]
+    fn query_words_are_distinct_and_capped() {
+        let q = query_words(&"a b a ".repeat(1000));
+        assert_eq!((q.words, q.left_out), (vec!["a".to_owned(), "b".to_owned()], 0));
+        let many: Vec<String> = (0..40).map(|i| format!("w{i}")).collect();
+        let q = query_words(&many.join(" "));
+        assert_eq!(q.words, many[..MAX_QUERY_WORDS]);
+        assert_eq!(q.left_out, 40 - MAX_QUERY_WORDS);
     }
 
     #[test]

@@ -224,14 +224,16 @@ impl SearchIndex {
     }
 
     /// Returns the best `limit` entries below `scopes` (all when empty) that contain
-    /// every word of `query`, best first, each with a snippet read from its file.
+    /// every word of `query` (the first [`session_history::MAX_QUERY_WORDS`] distinct
+    /// ones, [`session_history::query_words`]), best first, each with a snippet read
+    /// from its file.
     ///
     /// # Errors
     ///
     /// [`SearchError::Catalog`] when the catalog cannot be read.
     pub fn search(&self, query: &str, limit: usize, scopes: &[PathBuf]) -> Result<Vec<SearchHit>, SearchError> {
         let hits = self.catalog.search(query, limit, scopes)?;
-        let words = session_history::tokenize(query);
+        let words = session_history::query_words(query).words;
         Ok(hits
             .into_iter()
             .map(|hit| {

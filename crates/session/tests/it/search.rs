@@ -164,3 +164,30 @@ fn words_inside_runs_of_unspaced_scripts_are_found() -> Result<()> {
     assert!(found(&fx, "会话 tomorrow")?.is_empty());
     Ok(())
 }
+
+/// A query of thousands of words (a pasted page) asks for each distinct word once and
+/// for the first `MAX_QUERY_WORDS` of them: repeated words find what the words alone
+/// find, and words past the cap do not narrow the result.
+#[test]
+fn long_queries_take_each_word_once_and_the_first_words_only() -> Result<()> {
+    let mut fx = Fixture::new("search-long")?;
+    let first: Vec<String> = (0..session::history::MAX_QUERY_WORDS).map(|i| format!("w{i}x")).collect();
+    write(
+        &fx.file("a.jsonl"),
+        &session(&[user("a1", None, &format!("needle haystack {}", first.join(" "))), user("a2", Some("a1"), "other")]),
+    )?;
+    fx.update(&["a.jsonl"])?;
+    let a1 = vec![(fx.file("a.jsonl"), "a1".to_owned())];
+    assert_eq!(fx.ids(&"needle haystack ".repeat(4_000))?, a1);
+    let hits = fx.index.search(&"Needle ".repeat(4_000), 5, &[])?;
+    assert!(
+        hits.len() == 1 && hits[0].snippet.starts_with("needle haystack"),
+        "{:?}",
+        hits.first().map(|h| &h.snippet)
+    );
+    // The cap's worth of words all match; the words after them are not in the text.
+    let long = format!("{} absent1 absent2", first.join(" "));
+    assert_eq!(session::history::query_words(&long).left_out, 2);
+    assert_eq!(fx.ids(&long)?, a1);
+    Ok(())
+}
