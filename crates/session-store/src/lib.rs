@@ -75,6 +75,8 @@ mod lock;
 mod memory;
 pub mod open;
 mod storage;
+#[cfg(feature = "testing")]
+pub mod testkit;
 
 pub use blob::{BlobRef, BlobStore};
 pub use error::{Op, StoreError};

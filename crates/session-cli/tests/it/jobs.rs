@@ -2,10 +2,11 @@
 //! `export`, `ls`) run as an attacker and as an unlucky user run them: each test
 //! reproduces a loss seen before and shows that nothing is lost now.
 
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+
+use session_store::testkit::Tree;
 
 use super::{HEADER, Result, TempDir, in_home, slot};
 
@@ -71,39 +72,6 @@ fn s(p: &Path) -> Result<&str> {
     p.to_str().ok_or_else(|| "utf-8 path".into())
 }
 
-/// Every path below `dir` (links not followed) with what it is: a file's bytes, a link's
-/// target, or a directory.
-fn tree(dir: &Path) -> Result<BTreeMap<PathBuf, String>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs_err::read_dir(&d)? {
-            let p = e?.path();
-            let m = fs_err::symlink_metadata(&p)?;
-            let what = if m.file_type().is_symlink() {
-                format!("link {}", fs_err::read_link(&p)?.display())
-            } else if m.is_dir() {
-                stack.push(p.clone());
-                "dir".to_owned()
-            } else if m.is_file() {
-                format!("file {:?}", fs_err::read(&p)?)
-            } else {
-                "special".to_owned()
-            };
-            out.insert(p, what);
-        }
-    }
-    Ok(out)
-}
-
-/// The paths of `after` that differ from `before` (added, removed or changed).
-fn changed(before: &BTreeMap<PathBuf, String>, after: &BTreeMap<PathBuf, String>) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> =
-        before.iter().filter(|(p, w)| after.get(*p) != Some(w)).map(|(p, _)| p.clone()).collect();
-    out.extend(after.keys().filter(|p| !before.contains_key(*p)).cloned());
-    out
-}
-
 /// `rm`, `move` and `fork` of sessions named `...jsonl` and `..jsonl` act on that file
 /// only: the artifacts directory of such a name would be the folder above or the
 /// session's own folder, so it has none.
@@ -120,10 +88,10 @@ fn dot_named_sessions_never_take_their_folder_with_them() -> Result<()> {
     for name in ["...jsonl", "..jsonl"] {
         let file = bucket.join(name);
         write_session(&file, "pi", "dots")?;
-        let before = tree(&sessions)?;
+        let before = Tree::read(&sessions)?;
         let (code, _, err) = h.run(&["rm", s(&file)?, "--yes"])?;
         assert_eq!(code, 0, "{name}: {err}");
-        assert_eq!(changed(&before, &tree(&sessions)?), vec![file.clone()], "{name}: only the file goes");
+        assert_eq!(before.changed(&Tree::read(&sessions)?), vec![file.clone()], "{name}: only the file goes");
     }
     // A move takes the file alone into its new bucket.
     let file = bucket.join("...jsonl");
@@ -161,11 +129,11 @@ fn rm_deletes_only_proven_sessions() -> Result<()> {
     fs_err::create_dir_all(data.join("export"))?;
     fs_err::write(data.join("export/keep.txt"), "keep")?;
     fs_err::write(data.join("export.jsonl"), "{\"a\":1}\n")?;
-    let before = tree(&h.tmp.0)?;
+    let before = Tree::read(&h.tmp.0)?;
     let (code, _, err) = h.run(&["rm", s(&data.join("export.jsonl"))?, "--yes", "--force"])?;
     assert_eq!(code, 1);
     assert!(err.contains("not a pi session"), "{err}");
-    assert_eq!(changed(&before, &tree(&h.tmp.0)?), Vec::<PathBuf>::new());
+    assert_eq!(before.changed(&Tree::read(&h.tmp.0)?), Vec::<PathBuf>::new());
 
     let bucket = h.bucket("pi", "--p--")?;
     let real = bucket.join("real.jsonl");
@@ -175,11 +143,11 @@ fn rm_deletes_only_proven_sessions() -> Result<()> {
     std::os::unix::fs::symlink(&real, &link)?;
     fs_err::create_dir_all(bucket.join("link"))?;
     fs_err::write(bucket.join("link/beside-the-link.txt"), "x")?;
-    let before = tree(&h.tmp.0)?;
+    let before = Tree::read(&h.tmp.0)?;
     let (code, _, err) = h.run(&["rm", s(&link)?, "--yes"])?;
     assert_eq!(code, 1);
     assert!(err.contains("symbolic link"), "{err}");
-    assert_eq!(changed(&before, &tree(&h.tmp.0)?), Vec::<PathBuf>::new(), "nothing deleted");
+    assert_eq!(before.changed(&Tree::read(&h.tmp.0)?), Vec::<PathBuf>::new(), "nothing deleted");
 
     let outside = h.work.join("kept/s.jsonl");
     write_session(&outside, "pi", "outside")?;
@@ -441,14 +409,14 @@ fn a_move_across_file_systems_refuses_special_files_first() -> Result<()> {
     assert!(std::process::Command::new("mkfifo").arg(art.join("pipe")).status()?.success());
     let across = Path::new("/dev/shm").join(format!("session-cli-move-fifo-{}", std::process::id()));
     let _ = fs_err::remove_dir_all(&across);
-    let before = tree(&h.tmp.0)?;
+    let before = Tree::read(&h.tmp.0)?;
     let (code, _, err) =
         h.run(&["--dialect", "omp", "move", s(&file)?, "--cwd", "/w", "--session-dir", s(&across)?])?;
     let left = across.exists() && fs_err::read_dir(&across)?.count() > 0;
     let _ = fs_err::remove_dir_all(&across);
     assert_eq!(code, 1);
     assert!(err.contains("pipe") && err.contains("fifo"), "{err}");
-    assert_eq!(changed(&before, &tree(&h.tmp.0)?), Vec::<PathBuf>::new(), "nothing changed");
+    assert_eq!(before.changed(&Tree::read(&h.tmp.0)?), Vec::<PathBuf>::new(), "nothing changed");
     assert!(!left, "nothing copied");
     Ok(())
 }
@@ -497,10 +465,10 @@ fn repair_of_a_link_writes_nothing() -> Result<()> {
     fs_err::write(&real, format!("{}garbage\n", session_text("pi", "damaged")))?;
     let link = bucket.join("link.jsonl");
     std::os::unix::fs::symlink(&real, &link)?;
-    let before = tree(&h.tmp.0)?;
+    let before = Tree::read(&h.tmp.0)?;
     let (code, _, err) = h.run(&["repair", s(&link)?])?;
     assert!(code == 1 && err.contains("symbolic link"), "{err}");
-    assert_eq!(changed(&before, &tree(&h.tmp.0)?), Vec::<PathBuf>::new());
+    assert_eq!(before.changed(&Tree::read(&h.tmp.0)?), Vec::<PathBuf>::new());
     let (code, _, err) = h.run(&["repair", s(&real)?])?;
     assert_eq!(code, 0, "{err}");
     assert!(fs_err::symlink_metadata(&link)?.file_type().is_symlink());
