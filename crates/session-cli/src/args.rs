@@ -259,21 +259,37 @@ pub(crate) enum Command {
         #[arg(long)]
         no_backup: bool,
     },
-    /// Delete a session with its artifacts directory and backups (asks first).
+    /// Move a session with its artifacts directory and backups to the trash (asks first).
     #[command(after_help = "Example: session rm FILE --yes\n\n\
 The file must hold a session (a valid header) and not be a symbolic link; its artifacts
-directory (the file name without .jsonl) goes only when that is a real directory. Outside
-the agents' session folders nothing is deleted without --force. Backups go first and the
-session last, so an interrupted rm leaves the session to delete again.")]
+directory (the file name without .jsonl) goes only when that is a real directory. The
+session goes to the trash of its sessions folder (<agent dir>/session-trash, on the same
+file system), where neither agent lists it: see `session trash`. With --purge it is
+deleted for good. Outside the agents' session folders nothing is touched without --force,
+and there is no trash there: a forced rm deletes for good. Backups go first and the
+session last, so an interrupted rm leaves the session to remove again.")]
     Rm {
         /// The session file.
         file: PathBuf,
         /// Do not ask.
         #[arg(long, short)]
         yes: bool,
-        /// Delete a session outside the agents' session folders too.
+        /// Delete a session outside the agents' session folders too (for good).
         #[arg(long)]
         force: bool,
+        /// Delete for good instead of moving to the trash.
+        #[arg(long)]
+        purge: bool,
+    },
+    /// List, restore or empty the trash of sessions removed by `rm`.
+    #[command(after_help = "Example: session trash list\n\n\
+Each sessions folder <agent dir>/sessions has its trash <agent dir>/session-trash: one
+folder per removed session, holding trash.json (where it was, whose, when) and the
+session's file, artifacts directory and backups under their own names. gc keeps the blobs
+trashed sessions name; only `trash empty --yes` deletes them.")]
+    Trash {
+        #[command(subcommand)]
+        command: TrashCommand,
     },
     /// Write the branch to the leaf as a readable document (Markdown or one HTML file).
     #[command(after_help = "Example: session export FILE --format html > session.html")]
@@ -440,6 +456,32 @@ pub(crate) enum ExportFormat {
     Md,
     /// One self-contained HTML file, images inlined.
     Html,
+}
+
+/// `trash` commands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum TrashCommand {
+    /// The sessions in the trash of every sessions folder, oldest first.
+    #[command(after_help = "Example: session trash list --json")]
+    List,
+    /// Put a session back where it was (never over a file that is there now).
+    #[command(after_help = "Example: session trash restore 1764806400000-s.jsonl\n\n\
+WHAT is the session's folder in the trash (its name or path), the path the session had,
+or its session id; it must name one session.")]
+    Restore {
+        /// Which session.
+        what: String,
+    },
+    /// Delete sessions in the trash for good (a dry run unless --yes).
+    #[command(after_help = "Example: session trash empty --older-than 30d --yes")]
+    Empty {
+        /// Only sessions moved to the trash longer than this ago (s, m, h, d, w).
+        #[arg(long, value_name = "AGE", value_parser = crate::jobs::parse_duration)]
+        older_than: Option<std::time::Duration>,
+        /// Delete instead of listing.
+        #[arg(long, short)]
+        yes: bool,
+    },
 }
 
 /// `history` commands.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use session::Dialect;
 use session::maintenance::{self, ExportFormat as Format, FsckOptions, GcOptions, Homes, RewriteOptions};
 
-use crate::args::{ExportFormat, Global};
+use crate::args::{ExportFormat, Global, TrashCommand};
 use crate::commands::{Result, env, open, wants_json};
 
 /// Every place either agent may keep sessions and blobs, with `--blob-dir` and the
@@ -130,20 +130,24 @@ pub(crate) fn move_cmd(g: &Global, file: &Path, cwd: &str, session_dir: Option<&
     Ok(text)
 }
 
-/// `rm FILE`: deletes the session with its artifacts directory and backups, after
-/// showing what goes and asking on a terminal (or with `yes`).
-pub(crate) fn rm(g: &Global, file: &Path, yes: bool, force: bool) -> Result<String> {
+/// `rm FILE`: moves the session with its artifacts directory and backups to the trash
+/// of its sessions folder (deletes them for good with `purge`, or outside the agents'
+/// folders, where `force` is needed), after showing what goes and asking on a terminal
+/// (or with `yes`).
+pub(crate) fn rm(g: &Global, file: &Path, yes: bool, force: bool, purge: bool) -> Result<String> {
     let storage = crate::store::current();
     let homes = homes(g, &[])?;
     let plan = maintenance::plan_rm(&*storage, &homes, file, dialect_of(g), force)?;
     let p = plan.proof();
+    let trash = if purge { None } else { maintenance::trash_of(&homes, &p.path) };
     if !yes {
+        let verb = if trash.is_some() { "move to the trash" } else { "delete for good" };
         if !std::io::stdin().is_terminal() {
             return Err(
-                format!("refusing to delete {} without --yes (stdin is not a terminal)", p.path.display()).into()
+                format!("refusing to {verb} {} without --yes (stdin is not a terminal)", p.path.display()).into()
             );
         }
-        let mut what = format!("delete the {} session {}", p.dialect.name(), p.path.display());
+        let mut what = format!("{verb} the {} session {}", p.dialect.name(), p.path.display());
         if let Some(a) = &p.artifacts {
             let _ = write!(what, ", its artifacts directory {}", a.display());
         }
@@ -155,8 +159,34 @@ pub(crate) fn rm(g: &Global, file: &Path, yes: bool, force: bool) -> Result<Stri
         let mut answer = String::new();
         std::io::stdin().lock().read_line(&mut answer)?;
         if !matches!(answer.trim(), "y" | "Y" | "yes") {
-            return Err("nothing deleted".into());
+            return Err("nothing removed".into());
         }
+    }
+    if trash.is_some() {
+        let r = plan.trash(&*storage, &homes, now_ms())?;
+        if wants_json(g) {
+            return Ok(json!({
+                "trashed": path_str(&r.item.original),
+                "trash": path_str(&r.item.dir),
+                "artifacts": opt_path(r.artifacts.as_deref()),
+                "backups": r.backups.iter().map(|b| path_str(b)).collect::<Vec<_>>(),
+                "left": opt_path(r.left.as_deref()),
+            })
+            .to_string());
+        }
+        let mut text = format!("moved {} to the trash", r.item.original.display());
+        if r.artifacts.is_some() {
+            text.push_str(" with its artifacts directory");
+        }
+        if !r.backups.is_empty() {
+            let _ = write!(text, " and {} backup(s)", r.backups.len());
+        }
+        let name = r.item.dir.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+        let _ = write!(text, "\nrestore it with: session trash restore {name}");
+        if let Some(l) = &r.left {
+            let _ = write!(text, "\nleft {} in place: it is not a directory of artifacts", l.display());
+        }
+        return Ok(text);
     }
     let r = plan.execute(&*storage)?;
     if wants_json(g) {
@@ -179,6 +209,104 @@ pub(crate) fn rm(g: &Global, file: &Path, yes: bool, force: bool) -> Result<Stri
         let _ = write!(text, "\nleft {} in place: it is not a directory of artifacts", l.display());
     }
     Ok(text)
+}
+
+fn now_ms() -> i64 {
+    session::store::clock::Clock::now_ms(&session::store::clock::SystemClock)
+}
+
+/// `trash list|restore|empty`.
+pub(crate) fn trash(g: &Global, command: &TrashCommand) -> Result<String> {
+    let storage = crate::store::current();
+    let homes = homes(g, &[])?;
+    let items = maintenance::trash_list(&*storage, &homes)?;
+    let item_json = |i: &maintenance::TrashItem| {
+        json!({
+            "trash": path_str(&i.dir),
+            "path": path_str(&i.original),
+            "agent": i.dialect.name(),
+            "sessionId": i.session_id,
+            "deletedAt": i.deleted_at_ms,
+            "complete": i.complete,
+            "bytes": i.bytes,
+        })
+    };
+    match command {
+        TrashCommand::List => {
+            if wants_json(g) {
+                return Ok(json!({"sessions": items.iter().map(item_json).collect::<Vec<_>>()}).to_string());
+            }
+            let mut out = String::new();
+            for i in &items {
+                let name = i.dir.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "{}  {:<3}  {:>10}  {}{}  (was {})",
+                    session::model::timestamp::format_iso_millis(i.deleted_at_ms),
+                    i.dialect.name(),
+                    i.bytes,
+                    name,
+                    if i.complete { "" } else { "  [unfinished: run rm again]" },
+                    i.original.display()
+                );
+            }
+            let bytes: u64 = items.iter().map(|i| i.bytes).sum();
+            let _ = write!(out, "{} session(s) in the trash, {bytes} bytes", items.len());
+            Ok(out)
+        }
+        TrashCommand::Restore { what } => {
+            let found: Vec<&maintenance::TrashItem> = items
+                .iter()
+                .filter(|i| {
+                    i.dir.file_name().is_some_and(|n| n.to_string_lossy() == what.as_str())
+                        || i.dir == Path::new(what)
+                        || i.original == Path::new(what)
+                        || i.session_id == *what
+                })
+                .collect();
+            let item = match found.as_slice() {
+                [one] => *one,
+                [] => return Err(format!("nothing in the trash is {what} (see `session trash list`)").into()),
+                many => {
+                    let names: Vec<String> = many.iter().map(|i| i.dir.display().to_string()).collect();
+                    return Err(format!(
+                        "{what} names {} sessions in the trash; give one of:\n{}",
+                        many.len(),
+                        names.join("\n")
+                    )
+                    .into());
+                }
+            };
+            let back = maintenance::restore(&*storage, item)?;
+            if wants_json(g) {
+                return Ok(json!({"restored": path_str(&back), "from": path_str(&item.dir)}).to_string());
+            }
+            Ok(format!("restored {}", back.display()))
+        }
+        TrashCommand::Empty { older_than, yes } => {
+            let cutoff = older_than.map(|d| now_ms().saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)));
+            let chosen: Vec<maintenance::TrashItem> =
+                items.into_iter().filter(|i| cutoff.is_none_or(|c| i.deleted_at_ms < c)).collect();
+            let gone = if *yes { maintenance::trash_empty(&*storage, &chosen)? } else { chosen };
+            let bytes: u64 = gone.iter().map(|i| i.bytes).sum();
+            if wants_json(g) {
+                return Ok(
+                    json!({"deleted": yes, "sessions": gone.iter().map(item_json).collect::<Vec<_>>(), "bytes": bytes})
+                        .to_string(),
+                );
+            }
+            let mut out = String::new();
+            for i in &gone {
+                let _ = writeln!(out, "{}  (was {})", i.dir.display(), i.original.display());
+            }
+            if *yes {
+                let _ = write!(out, "deleted {} session(s) from the trash, {bytes} bytes", gone.len());
+            } else {
+                let _ = write!(out, "would delete {} session(s), {bytes} bytes (run again with --yes)", gone.len());
+            }
+            Ok(out)
+        }
+    }
 }
 
 /// `export FILE`.
@@ -331,7 +459,7 @@ pub(crate) fn gc(g: &Global, dirs: &[PathBuf], yes: bool, grace: Duration) -> Re
     // Sessions on a server refer to this machine's blobs as well as local ones do.
     let storages: Vec<&dyn session::store::Storage> =
         if crate::store::on_files() { vec![&files] } else { vec![&files, &*current] };
-    let now = session::store::clock::Clock::now_ms(&session::store::clock::SystemClock);
+    let now = now_ms();
     let r = maintenance::gc(&storages, &homes, &files, &dir, &GcOptions::default().grace(grace).delete(yes), now)?;
     let bytes: u64 = r.unused.iter().map(|b| b.bytes).sum();
     if wants_json(g) {

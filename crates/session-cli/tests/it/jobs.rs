@@ -564,3 +564,64 @@ fn push_and_pull_take_plain_paths_only() -> Result<()> {
     assert!(!target.join("s.jsonl").exists());
     Ok(())
 }
+
+/// `rm` moves a session to the trash, where `ls` no longer finds it; `trash list` shows
+/// it, `trash restore` puts it back byte for byte (refusing while its place is taken),
+/// `trash empty` is a dry run without `--yes`, and `rm --purge` deletes for good.
+#[test]
+fn rm_goes_to_the_trash_and_comes_back() -> Result<()> {
+    let h = Home::new("jobs-trash")?;
+    let bucket = h.bucket("pi", "--p--")?;
+    let file = bucket.join("s.jsonl");
+    write_session(&file, "pi", "kept in the trash")?;
+    fs_err::create_dir_all(bucket.join("s"))?;
+    fs_err::write(bucket.join("s/out.txt"), "artifact")?;
+    let before = Tree::read(&bucket)?;
+    let (code, out, err) = h.run(&["--json", "rm", s(&file)?, "--yes"])?;
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out)?;
+    let dir = PathBuf::from(v["trash"].as_str().ok_or("the trash folder")?);
+    assert!(dir.starts_with(h.home.join(".pi/agent/session-trash")), "{v}");
+    assert_eq!(Tree::read(&bucket)?, Tree::default());
+    let (_, ls, _) = h.run(&["--json", "ls", "--all"])?;
+    assert!(!ls.contains("s.jsonl"), "{ls}");
+
+    let (code, list, err) = h.run(&["--json", "trash", "list"])?;
+    assert_eq!(code, 0, "{err}");
+    let list: serde_json::Value = serde_json::from_str(&list)?;
+    assert_eq!(list["sessions"][0]["path"], s(&file)?, "{list}");
+
+    write_session(&file, "pi", "a new session at the same place")?;
+    let name = dir.file_name().ok_or("a name")?.to_string_lossy().into_owned();
+    let (code, _, err) = h.run(&["trash", "restore", &name])?;
+    assert!(code == 1 && err.contains("already exists"), "{err}");
+    fs_err::remove_file(&file)?;
+    let (code, out, err) = h.run(&["trash", "restore", &name])?;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"restored\""), "{out}");
+    assert_eq!(Tree::read(&bucket)?, before, "back byte for byte");
+
+    // Emptying: a dry run first, then for good.
+    h.run(&["rm", s(&file)?, "--yes"])?;
+    let empty = |args: &[&str]| -> Result<serde_json::Value> {
+        let (code, out, err) = h.run(&[&["--json", "trash", "empty"], args].concat())?;
+        assert_eq!(code, 0, "{err}");
+        Ok(serde_json::from_str(&out)?)
+    };
+    let dry = empty(&[])?;
+    assert!(dry["deleted"] == false && dry["sessions"].as_array().map(Vec::len) == Some(1), "{dry}");
+    assert_eq!(h.run(&["--json", "trash", "list"])?.1.matches("\"path\"").count(), 1);
+    let young = empty(&["--older-than", "1d", "--yes"])?;
+    assert_eq!(young["sessions"].as_array().map(Vec::len), Some(0), "{young}");
+    let all = empty(&["--yes"])?;
+    assert!(all["deleted"] == true && all["sessions"].as_array().map(Vec::len) == Some(1), "{all}");
+    assert_eq!(Tree::read(&h.home.join(".pi/agent/session-trash"))?, Tree::default());
+
+    // --purge deletes for good.
+    write_session(&file, "pi", "gone for good")?;
+    let (code, out, err) = h.run(&["rm", s(&file)?, "--yes", "--purge"])?;
+    assert!(code == 0 && out.contains("\"deleted\""), "{out}{err}");
+    assert!(!file.exists());
+    assert!(h.run(&["--json", "trash", "list"])?.1.contains("\"sessions\":[]"));
+    Ok(())
+}

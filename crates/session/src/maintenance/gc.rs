@@ -86,7 +86,7 @@ pub struct GcReport {
 ///
 /// What it reads: the blob list first, then every file below every root of `homes`
 /// (sessions, backups, artifacts, subagent sessions; links to folders followed, each
-/// file once), on each storage of `storages` (the local files, and a server the
+/// file once) and below each root's trash (a trashed session keeps its blobs), on each storage of `storages` (the local files, and a server the
 /// sessions are kept on), and each session omp registered as kept elsewhere
 /// (`custom-session-files`). A reference is `blob:sha256:<64 hex>` anywhere in a file.
 ///
@@ -204,6 +204,10 @@ fn scan_references(
         let mut walker = Walker::new(storage);
         for root in homes.roots() {
             walker.walk(&root.path);
+        }
+        // Trashed sessions keep their blobs: restoring one brings back what it names.
+        for trash in homes.trashes() {
+            walker.walk(&trash);
         }
         // omp's registry of sessions kept outside its roots: local files naming paths.
         for registry in homes.registries() {

@@ -97,6 +97,15 @@ impl Homes {
         &self.registries
     }
 
+    /// Returns the trash folder of each root ([`super::trash_of`]), each once.
+    pub fn trashes(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> =
+            self.roots.iter().filter_map(|r| r.real.parent().map(|d| d.join(super::TRASH_DIR))).collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// Returns the root `path` is in (its folder resolved, the file name itself not),
     /// if any.
     pub fn root_of(&self, path: &Path) -> Option<&Root> {

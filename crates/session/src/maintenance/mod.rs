@@ -24,6 +24,8 @@
 //! | job | may delete | may rewrite | after a crash |
 //! |---|---|---|---|
 //! | [`plan_rm`] / [`RmPlan::execute`] | the session, its artifacts directory, its backups | nothing | backups go first and the session last: the session is there (maybe without some backups or artifacts) or gone; never a backup that omp would promote in its place |
+//! | [`RmPlan::trash`] | nothing (the session, its artifacts directory and backups are moved into the trash of its root) | nothing | backups and artifacts move first and the session last: the session is in place or in the trash; `rm` again finishes the move |
+//! | [`restore`] / [`trash_empty`] | `trash_empty`: trashed sessions | nothing | `restore`: the session is in the trash or back in place, whole; `trash_empty`: as `rm` |
 //! | [`gc`] | blobs no session in any home refers to, older than the grace period | nothing | some of the unused blobs are gone |
 //! | [`fsck`] | nothing | with `repair`, damaged sessions, as [`repair`] | as [`repair`] |
 //! | [`repair`] / [`migrate`] | nothing | the session (a backup of the bytes replaced is written first, unless asked not to) | the old file or the new one, whole; possibly a backup beside it |
@@ -41,6 +43,7 @@ mod rewrite;
 mod rm;
 mod stats;
 mod transfer;
+mod trash;
 mod walk;
 
 pub use error::JobError;
@@ -53,3 +56,4 @@ pub use rewrite::{REWRITE_TRIES, RelocateReport, RewriteOptions, RewriteReport, 
 pub use rm::{RmPlan, RmReport, plan_rm};
 pub use stats::{Stats, stats};
 pub use transfer::{Copied, TransferOptions, pull, push};
+pub use trash::{TRASH_DIR, TRASH_META, TrashItem, TrashReport, restore, trash_empty, trash_list, trash_of};

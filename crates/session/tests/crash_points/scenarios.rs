@@ -90,6 +90,7 @@ pub(crate) fn cases() -> Vec<Case> {
                 );
             }
             add("job rm", n.into(), level, d, Box::new(move |r, p, s, a| job_rm(r, p, s, a, dialect)));
+            add("job trash", n.into(), level, d, Box::new(move |r, p, s, a| job_trash(r, p, s, a, dialect)));
         }
         add("job gc", "omp".into(), level, d, Box::new(job_gc));
         add("job pull", "pi".into(), level, d, Box::new(job_pull));
@@ -760,6 +761,58 @@ fn job_rm(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), diale
     arm();
     let plan = step!(rig, maintenance::plan_rm(rig.storage(), &homes, &file, Some(dialect), false));
     step!(rig, plan.execute(rig.storage()));
+    Ok(())
+}
+
+/// `rm` to the trash of a session with artifacts and `size + 1` backups: the session is
+/// whole in its bucket or in the trash, with its artifacts at one of the two; `rm` run
+/// again finishes the move, and the trash then holds it whole, once.
+fn job_trash(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), dialect: Dialect) -> Result<()> {
+    const NOW: i64 = 1_800_000_000_000;
+    let root = sessions_root(rig, dialect);
+    let file = root.join("--b--/s.jsonl");
+    let (text, marks) = v3_session(dialect, "trashed", 2, false)?;
+    put(rig, &file, text.as_bytes())?;
+    let artifacts =
+        vec![(PathBuf::from("out.txt"), b"artifact".to_vec()), (PathBuf::from("deep/more.txt"), b"more".to_vec())];
+    for (rel, bytes) in &artifacts {
+        put(rig, &root.join("--b--/s").join(rel), bytes)?;
+    }
+    for i in 0..=size {
+        put(rig, &root.join(format!("--b--/s.jsonl.{}.bak", 1_700_000_000_000u64 + i as u64)), text.as_bytes())?;
+    }
+    bystanders(rig, p, dialect)?;
+    let trash = root.parent().ok_or("an agent folder")?.join(maintenance::TRASH_DIR);
+    let in_trash = trash.join(format!("{NOW}-s.jsonl/s.jsonl"));
+    p.jobs.push(JobPromise {
+        dialect,
+        paths: vec![file.clone(), in_trash.clone()],
+        may_vanish: false,
+        marks,
+        artifacts,
+    });
+    let (home_dir, run_root) = (home(rig), rig.root.clone());
+    let again = (file.clone(), in_trash);
+    p.reruns.push(Rerun(Box::new(move |view| {
+        let homes = Homes::from_env(&ProcessEnv::new(view.path(&home_dir), view.path(&run_root), "/nonexistent-tmp"));
+        let (file, in_trash) = (view.path(&again.0), view.path(&again.1));
+        if view.storage.exists(&file)? {
+            let plan = maintenance::plan_rm(&*view.storage, &homes, &file, Some(dialect), false)?;
+            plan.trash(&*view.storage, &homes, NOW + 1)?;
+        }
+        let items = maintenance::trash_list(&*view.storage, &homes)?;
+        // The folder the cut-off move began, else (it died before making one) a new one.
+        let began = items.first().is_some_and(|i| i.file() == in_trash || i.deleted_at_ms == NOW + 1);
+        if view.storage.exists(&file)? || items.len() != 1 || !items[0].complete || !began {
+            return Err(format!("after rm again: {items:?}").into());
+        }
+        Ok(())
+    })));
+    let homes = homes(rig);
+    snapshot(rig, p, vec![file.clone(), root.join("--b--/s"), trash])?;
+    arm();
+    let plan = step!(rig, maintenance::plan_rm(rig.storage(), &homes, &file, Some(dialect), false));
+    step!(rig, plan.trash(rig.storage(), &homes, NOW));
     Ok(())
 }
 

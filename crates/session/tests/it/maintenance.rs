@@ -531,3 +531,121 @@ proptest! {
         }
     }
 }
+
+/// A session with artifacts and two backups, in a pi bucket of `home`; returns the file
+/// and the tree of its bucket as written.
+fn trashable(home: &Path, name: &str) -> Result<(PathBuf, Tree)> {
+    let bucket = home.join(".pi/agent/sessions/--p--");
+    fs_err::create_dir_all(bucket.join(name).join("deep"))?;
+    let file = bucket.join(format!("{name}.jsonl"));
+    fs_err::write(&file, v1(Dialect::Pi, 3, false).replace("\"legacy\"", "\"trash-me\""))?;
+    fs_err::write(bucket.join(name).join("deep/out.txt"), b"artifact")?;
+    for ms in [1_700_000_000_000u64, 1_700_000_000_001] {
+        fs_err::write(bucket.join(format!("{name}.jsonl.{ms}.bak")), b"old bytes")?;
+    }
+    Ok((file, Tree::read(&bucket)?))
+}
+
+/// `rm` to the trash and back: the session, its artifacts and backups leave the bucket
+/// (the agent no longer lists them), are listed in the trash, and come back byte for
+/// byte; a restore onto a taken place is refused with nothing moved; emptying deletes
+/// only what is in the trash, and gc keeps the blobs a trashed session names.
+#[test]
+fn the_trash_keeps_a_session_until_it_is_restored_or_emptied() -> Result<()> {
+    let tmp = TempDir::new("jobs-trash");
+    let home = tmp.path().join("home");
+    let homes = Homes::from_env(&ProcessEnv::new(&home, tmp.path(), std::env::temp_dir()));
+    let files = FileStorage::new();
+    let (file, before) = trashable(&home, "s")?;
+    let bucket = file.parent().ok_or("a bucket")?.to_path_buf();
+    let plan = plan_rm(&files, &homes, &file, None, false)?;
+    let report = plan.trash(&files, &homes, 1_800_000_000_000)?;
+    assert_eq!(Tree::read(&bucket)?, Tree::default(), "the bucket is empty");
+    assert_eq!(report.backups.len(), 2);
+    let item = report.item;
+    assert!(item.complete && item.original == file && item.session_id == "trash-me", "{item:?}");
+    assert!(item.dir.starts_with(home.join(".pi/agent").join(maintenance::TRASH_DIR)));
+    assert_eq!(maintenance::trash_list(&files, &homes)?, std::slice::from_ref(&item));
+
+    // A session written at its place meanwhile is never replaced.
+    fs_err::write(&file, b"new")?;
+    let taken = maintenance::restore(&files, &item);
+    assert!(matches!(taken, Err(JobError::Store(session::store::StoreError::AlreadyExists { .. }))), "{taken:?}");
+    assert!(maintenance::trash_list(&files, &homes)?[0].complete);
+    fs_err::remove_file(&file)?;
+    assert_eq!(maintenance::restore(&files, &item)?, file);
+    assert_eq!(Tree::read(&bucket)?, before, "back byte for byte");
+    assert!(maintenance::trash_list(&files, &homes)?.is_empty());
+    assert!(!item.dir.exists());
+
+    // An omp session in the trash keeps its blob through gc; emptying lets it go.
+    let blobs = home.join(".omp/agent/blobs");
+    fs_err::create_dir_all(&blobs)?;
+    let hash = "ef".repeat(32);
+    fs_err::write(blobs.join(&hash), b"image")?;
+    let omp = home.join(".omp/agent/sessions/-p/o.jsonl");
+    fs_err::create_dir_all(omp.parent().ok_or("a bucket")?)?;
+    fs_err::write(&omp, v1(Dialect::Omp, 1, false).replace("old 0", &format!("blob:sha256:{hash}")))?;
+    let trashed = plan_rm(&files, &homes, &omp, None, false)?.trash(&files, &homes, 1_800_000_000_001)?.item;
+    let options = GcOptions::default().grace(std::time::Duration::ZERO).delete(true);
+    // gc refuses with no session at all; the session in place keeps it going.
+    fs_err::write(home.join(".pi/agent/sessions/--p--/s.jsonl.keep"), b"")?;
+    let report = maintenance::gc(&[&files], &homes, &files, &blobs, &options, i64::MAX)?;
+    assert_eq!((report.referenced, report.unused.len()), (1, 0), "{report:?}");
+    assert!(blobs.join(&hash).exists());
+    let gone = maintenance::trash_empty(&files, std::slice::from_ref(&trashed))?;
+    assert_eq!(gone, std::slice::from_ref(&trashed));
+    assert!(!trashed.dir.exists() && !omp.exists());
+    let report = maintenance::gc(&[&files], &homes, &files, &blobs, &options, i64::MAX)?;
+    assert_eq!(report.unused.len(), 1);
+    Ok(())
+}
+
+/// A move to the trash that fails at any step of the storage leaves the session whole at
+/// its place, or whole in the trash; `rm` again finishes it in the same folder, and the
+/// restore brings back every byte.
+#[test]
+fn a_move_to_the_trash_cut_off_anywhere_is_finished_by_the_next() -> Result<()> {
+    // Boundaries count from 1.
+    let mut k = 1;
+    loop {
+        let tmp = TempDir::new("jobs-trash-fault");
+        let home = tmp.path().join("home");
+        let homes = Homes::from_env(&ProcessEnv::new(&home, tmp.path(), std::env::temp_dir()));
+        let (file, before) = trashable(&home, "s")?;
+        let bucket = file.parent().ok_or("a bucket")?.to_path_buf();
+        let original = fs_err::read(&file)?;
+        let faults = Faults::new();
+        faults.fail_at(k);
+        let storage = FaultStorage::new(FileStorage::new(), faults.clone());
+        let first =
+            plan_rm(&storage, &homes, &file, None, false).and_then(|p| p.trash(&storage, &homes, 1_800_000_000_000));
+        let Some(at) = faults.failed() else {
+            first?;
+            break;
+        };
+        assert!(first.is_err(), "step {k} ({at:?}) failed but the move said it was done");
+        let files = FileStorage::new();
+        let listed = maintenance::trash_list(&files, &homes)?;
+        match fs_err::read(&file) {
+            Ok(bytes) => assert_eq!(bytes, original, "step {k}: the session in place is whole"),
+            Err(_) => {
+                assert!(listed.len() == 1 && listed[0].complete, "step {k}: not in place, not in the trash");
+                assert_eq!(fs_err::read(listed[0].file())?, original);
+            }
+        }
+        if file.exists() {
+            let again = plan_rm(&files, &homes, &file, None, false)?.trash(&files, &homes, 1_800_000_000_500)?;
+            if let Some(first) = listed.first() {
+                assert_eq!(again.item.dir, first.dir, "step {k}: finished in the folder it began");
+            }
+        }
+        let listed = maintenance::trash_list(&files, &homes)?;
+        assert_eq!(listed.len(), 1, "step {k}: {listed:?}");
+        maintenance::restore(&files, &listed[0])?;
+        assert_eq!(Tree::read(&bucket)?, before, "step {k}: back byte for byte");
+        k += 1;
+    }
+    assert!(k > 6, "the move crossed {} storage steps", k - 1);
+    Ok(())
+}
