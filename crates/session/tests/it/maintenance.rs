@@ -318,6 +318,9 @@ enum Job {
     Move { session: usize, to: usize },
     Gc,
     Fsck { repair: bool },
+    Trash { session: usize },
+    Restore { which: usize },
+    EmptyTrash,
 }
 
 fn spec() -> impl Strategy<Value = Spec> {
@@ -352,6 +355,9 @@ fn job() -> impl Strategy<Value = Job> {
         (0..6usize, 0..3usize).prop_map(|(session, to)| Job::Move { session, to }),
         Just(Job::Gc),
         any::<bool>().prop_map(|repair| Job::Fsck { repair }),
+        (0..6usize).prop_map(|session| Job::Trash { session }),
+        (0..3usize).prop_map(|which| Job::Restore { which }),
+        Just(Job::EmptyTrash),
     ]
 }
 
@@ -492,6 +498,16 @@ fn run_job(root: &Path, files: &[PathBuf], job: &Job) {
             let options = maintenance::FsckOptions::default().repair(*repair);
             maintenance::fsck(&env, &homes, &options).map(drop)
         }
+        Job::Trash { session } => plan_rm(&storage, &homes, &pick(*session), None, false)
+            .and_then(|p| p.trash(&storage, &homes, 1_800_000_000_000))
+            .map(drop),
+        Job::Restore { which } => maintenance::trash_list(&storage, &homes).and_then(|items| match items.get(*which) {
+            Some(item) => maintenance::restore(&storage, item).map(drop),
+            None => Ok(()),
+        }),
+        Job::EmptyTrash => maintenance::trash_list(&storage, &homes)
+            .and_then(|items| maintenance::trash_empty(&storage, &items))
+            .map(drop),
     };
     // Refusals are expected (outside the homes, not a session, a link): they change nothing.
     let _ = outcome;
