@@ -281,6 +281,26 @@ session last, so an interrupted rm leaves the session to remove again.")]
         #[arg(long)]
         purge: bool,
     },
+    /// Move old sessions to the trash (a dry run unless --yes).
+    #[command(after_help = "Example: session prune --older-than 90d --keep-named --yes\n\n\
+A session's age is its last activity as the agents list it (pi: the last message, omp:
+the file's time); one without a valid time is never chosen. The dry run and the run with
+--yes choose the same sessions; each goes to the trash as `rm` moves it (see `session
+trash`).")]
+    Prune {
+        /// Sessions whose last activity is older than this (s, m, h, d, w).
+        #[arg(long, value_name = "AGE", value_parser = crate::jobs::parse_duration)]
+        older_than: std::time::Duration,
+        /// Keep sessions with a name (pi) or a title (omp).
+        #[arg(long)]
+        keep_named: bool,
+        /// Only the sessions of this project (its folder and the folders below it).
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+        /// Move them to the trash instead of listing them.
+        #[arg(long, short)]
+        yes: bool,
+    },
     /// List, restore or empty the trash of sessions removed by `rm`.
     #[command(after_help = "Example: session trash list\n\n\
 Each sessions folder <agent dir>/sessions has its trash <agent dir>/session-trash: one

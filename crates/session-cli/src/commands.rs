@@ -61,6 +61,9 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
         Command::Repair { file, no_backup } => crate::jobs::repair(g, file, *no_backup, json)?.into(),
         Command::Rm { file, yes, force, purge } => crate::jobs::rm(g, file, *yes, *force, *purge)?.into(),
         Command::Trash { command } => crate::jobs::trash(g, command)?.into(),
+        Command::Prune { older_than, keep_named, project, yes } => {
+            crate::jobs::prune(g, *older_than, *keep_named, project.as_deref(), *yes)?.into()
+        }
         Command::Export { file, leaf, format } => crate::jobs::export(g, file, leaf.as_deref(), *format)?.into(),
         Command::Fsck { dirs, repair } => crate::jobs::fsck(g, dirs, *repair)?,
         Command::Gc { dirs, yes, grace } => crate::jobs::gc(g, dirs, *yes, *grace)?.into(),

@@ -215,6 +215,93 @@ fn now_ms() -> i64 {
     session::store::clock::Clock::now_ms(&session::store::clock::SystemClock)
 }
 
+/// `prune --older-than AGE`: the old sessions of both agents (or `--dialect`'s), listed,
+/// or with `yes` moved to the trash one by one (a session that cannot be moved is
+/// reported and the others still go).
+pub(crate) fn prune(
+    g: &Global,
+    older_than: Duration,
+    keep_named: bool,
+    project: Option<&Path>,
+    yes: bool,
+) -> Result<String> {
+    let dialects = match g.dialect {
+        Some(d) => vec![Dialect::from(d)],
+        None => vec![Dialect::Pi, Dialect::Omp],
+    };
+    let mut listed = Vec::new();
+    for dialect in dialects {
+        let d = crate::find::discovery_for(g, dialect, false)?;
+        listed.extend(d.list_all(None, &mut |_| {})?.into_iter().map(|info| (dialect, info)));
+    }
+    let project = match project {
+        Some(p) => Some(std::path::absolute(p)?.to_string_lossy().into_owned()),
+        None => None,
+    };
+    let options = maintenance::PruneOptions::older_than(older_than).keep_named(keep_named).project(project);
+    let now = now_ms();
+    let chosen = maintenance::prune_candidates(&listed, &options, now);
+    let storage = crate::store::current();
+    let homes = homes(g, &[])?;
+    let mut rows = Vec::new();
+    let mut failed = 0;
+    for (dialect, s) in &chosen {
+        let outcome = if yes {
+            match maintenance::plan_rm(&*storage, &homes, &s.path, Some(*dialect), false)
+                .and_then(|p| p.trash(&*storage, &homes, now))
+            {
+                Ok(r) => Ok(Some(r.item.dir)),
+                Err(e) => Err(e.to_string()),
+            }
+        } else {
+            Ok(None)
+        };
+        failed += usize::from(outcome.is_err());
+        rows.push((dialect, s, outcome));
+    }
+    if wants_json(g) {
+        let v: Vec<Value> = rows
+            .iter()
+            .map(|(d, s, o)| {
+                json!({
+                    "path": path_str(&s.path),
+                    "agent": d.name(),
+                    "cwd": s.cwd,
+                    "modified": s.modified,
+                    "name": s.name.as_ref().or(s.title.as_ref()),
+                    "trash": o.as_ref().ok().and_then(|t| t.as_deref().map(path_str)),
+                    "error": o.as_ref().err(),
+                })
+            })
+            .collect();
+        let out = json!({"moved": yes, "sessions": v}).to_string();
+        return if failed > 0 {
+            Err(format!("{out}\n{failed} session(s) could not be moved to the trash").into())
+        } else {
+            Ok(out)
+        };
+    }
+    let mut out = String::new();
+    for (d, s, o) in &rows {
+        let when = s.modified.map(session::model::timestamp::format_iso_millis).unwrap_or_default();
+        let _ = write!(out, "{when}  {:<3}  {}", d.name(), s.path.display());
+        if let Err(e) = o {
+            let _ = write!(out, "  NOT MOVED: {e}");
+        }
+        out.push('\n');
+    }
+    let n = rows.len() - failed;
+    if yes {
+        let _ = write!(out, "moved {n} session(s) to the trash (see `session trash list`)");
+    } else {
+        let _ = write!(out, "would move {n} session(s) to the trash (run again with --yes)");
+    }
+    if failed > 0 {
+        return Err(format!("{out}\n{failed} session(s) could not be moved to the trash").into());
+    }
+    Ok(out)
+}
+
 /// `trash list|restore|empty`.
 pub(crate) fn trash(g: &Global, command: &TrashCommand) -> Result<String> {
     let storage = crate::store::current();

@@ -625,3 +625,56 @@ fn rm_goes_to_the_trash_and_comes_back() -> Result<()> {
     assert!(h.run(&["--json", "trash", "list"])?.1.contains("\"sessions\":[]"));
     Ok(())
 }
+
+/// `prune` chooses the same sessions in its dry run and its real run: old ones, not the
+/// named ones with `--keep-named`, only the project's with `--project`; the real run
+/// moves them to the trash.
+#[test]
+fn prune_moves_what_its_dry_run_listed() -> Result<()> {
+    let h = Home::new("jobs-prune")?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis();
+    let session = |cwd: &str, id: &str, at: u128, name: Option<&str>| {
+        let mut text = format!(
+            "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2020-01-01T00:00:00.000Z\",\"cwd\":\"{cwd}\"}}\n\
+             {{\"type\":\"message\",\"id\":\"aaaaaaaa\",\"parentId\":null,\"timestamp\":\"2020-01-01T00:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"hi\",\"timestamp\":{at}}}}}\n"
+        );
+        if let Some(n) = name {
+            text.push_str(&format!(
+                "{{\"type\":\"session_info\",\"id\":\"bbbbbbbb\",\"parentId\":\"aaaaaaaa\",\"timestamp\":\"2020-01-01T00:00:02.000Z\",\"name\":\"{n}\"}}\n"
+            ));
+        }
+        text
+    };
+    let day = 86_400_000u128;
+    let p = h.bucket("pi", "--p--")?;
+    let q = h.bucket("pi", "--q--")?;
+    fs_err::write(p.join("old.jsonl"), session("/p", "s-old", now - 100 * day, None))?;
+    fs_err::write(p.join("named.jsonl"), session("/p", "s-named", now - 100 * day, Some("keep")))?;
+    fs_err::write(p.join("new.jsonl"), session("/p", "s-new", now - day, None))?;
+    fs_err::write(q.join("other.jsonl"), session("/q", "s-other", now - 100 * day, None))?;
+    let run = |yes: bool| -> Result<Vec<String>> {
+        let mut args =
+            vec!["--json", "--dialect", "pi", "prune", "--older-than", "30d", "--keep-named", "--project", "/p"];
+        if yes {
+            args.push("--yes");
+        }
+        let (code, out, err) = h.run(&args)?;
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out)?;
+        Ok(v["sessions"]
+            .as_array()
+            .ok_or("sessions")?
+            .iter()
+            .filter_map(|s| s["path"].as_str().map(str::to_owned))
+            .collect())
+    };
+    let dry = run(false)?;
+    assert_eq!(dry, [s(&p.join("old.jsonl"))?], "the dry run changes nothing");
+    assert!(p.join("old.jsonl").exists());
+    assert_eq!(run(true)?, dry, "the real run moves what the dry run listed");
+    assert!(!p.join("old.jsonl").exists() && p.join("named.jsonl").exists() && p.join("new.jsonl").exists());
+    assert!(q.join("other.jsonl").exists());
+    let (_, list, _) = h.run(&["--json", "trash", "list"])?;
+    assert!(list.contains("s-old"), "{list}");
+    Ok(())
+}
