@@ -632,7 +632,7 @@ fn rm_goes_to_the_trash_and_comes_back() -> Result<()> {
 #[test]
 fn prune_moves_what_its_dry_run_listed() -> Result<()> {
     let h = Home::new("jobs-prune")?;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis();
+    let now = u128::try_from(session_store::clock::Clock::now_ms(&session_store::clock::SystemClock))?;
     let session = |cwd: &str, id: &str, at: u128, name: Option<&str>| {
         let mut text = format!(
             "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2020-01-01T00:00:00.000Z\",\"cwd\":\"{cwd}\"}}\n\
