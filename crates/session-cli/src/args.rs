@@ -281,6 +281,20 @@ session last, so an interrupted rm leaves the session to remove again.")]
         #[arg(long)]
         purge: bool,
     },
+    /// Where the bytes go: by project, and the largest sessions split by what they hold.
+    #[command(after_help = "Example: session du --all --top 20\n\n\
+A session's bytes are its file's: text (messages and every other entry), tool output (tool
+results and command runs), inline images (base64 image data) and other (omp's title slot,
+lines that are no record), which add up to the file's size; its artifacts directory and
+the blobs it names are counted beside them.")]
+    Du {
+        /// Every project's sessions (default: the working directory's project).
+        #[arg(long)]
+        all: bool,
+        /// How many of the largest sessions to show.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+    },
     /// Move old sessions to the trash (a dry run unless --yes).
     #[command(after_help = "Example: session prune --older-than 90d --keep-named --yes\n\n\
 A session's age is its last activity as the agents list it (pi: the last message, omp:

@@ -61,6 +61,7 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
         Command::Repair { file, no_backup } => crate::jobs::repair(g, file, *no_backup, json)?.into(),
         Command::Rm { file, yes, force, purge } => crate::jobs::rm(g, file, *yes, *force, *purge)?.into(),
         Command::Trash { command } => crate::jobs::trash(g, command)?.into(),
+        Command::Du { all, top } => crate::jobs::du(g, *all, *top)?.into(),
         Command::Prune { older_than, keep_named, project, yes } => {
             crate::jobs::prune(g, *older_than, *keep_named, project.as_deref(), *yes)?.into()
         }

@@ -215,6 +215,89 @@ fn now_ms() -> i64 {
     session::store::clock::Clock::now_ms(&session::store::clock::SystemClock)
 }
 
+/// `du [--all]`: the space of the sessions of both agents (or `--dialect`'s), of the
+/// working directory's project or of every project.
+pub(crate) fn du(g: &Global, all: bool, top: usize) -> Result<String> {
+    let dialects = match g.dialect {
+        Some(d) => vec![Dialect::from(d)],
+        None => vec![Dialect::Pi, Dialect::Omp],
+    };
+    let cwd = std::env::current_dir()?;
+    let storage = crate::store::current();
+    let homes = homes(g, &[])?;
+    let mut blob_dirs = homes.blob_dirs().to_vec();
+    blob_dirs.insert(0, blob_dir(g)?);
+    let mut spaces = Vec::new();
+    let mut unreadable = 0;
+    for dialect in dialects {
+        let d = crate::find::discovery_for(g, dialect, false)?;
+        for info in d.list_all(None, &mut |_| {})? {
+            if !all && Path::new(&info.cwd) != cwd {
+                continue;
+            }
+            match maintenance::session_space(&*storage, dialect, &info.path, &blob_dirs) {
+                Ok(s) => spaces.push(s),
+                Err(_) => unreadable += 1,
+            }
+        }
+    }
+    let projects = maintenance::by_project(&spaces);
+    spaces.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.path.cmp(&b.path)));
+    let total: u64 = spaces.iter().map(|s| s.bytes).sum();
+    if wants_json(g) {
+        let session = |s: &maintenance::SessionSpace| {
+            json!({
+                "path": path_str(&s.path), "agent": s.dialect.map(Dialect::name), "cwd": s.cwd, "bytes": s.bytes,
+                "text": s.text, "toolOutput": s.tool_output, "images": s.images, "other": s.other,
+                "entries": s.entries, "artifacts": s.artifacts, "blobs": s.blobs,
+            })
+        };
+        let project = |p: &maintenance::ProjectSpace| json!({"cwd": p.cwd, "sessions": p.sessions, "bytes": p.bytes, "artifacts": p.artifacts, "blobs": p.blobs});
+        return Ok(json!({
+            "bytes": total,
+            "sessions": spaces.len(),
+            "unreadable": unreadable,
+            "projects": projects.iter().map(project).collect::<Vec<_>>(),
+            "largest": spaces.iter().take(top).map(session).collect::<Vec<_>>(),
+        })
+        .to_string());
+    }
+    let mb = |n: u64| format!("{:.1} MB", n as f64 / 1e6);
+    let mut out = String::new();
+    let _ = writeln!(out, "{:>10}  {:>10}  {:>10}  {:>8}  project", "sessions", "artifacts", "blobs", "count");
+    for p in &projects {
+        let _ = writeln!(
+            out,
+            "{:>10}  {:>10}  {:>10}  {:>8}  {}",
+            mb(p.bytes),
+            mb(p.artifacts),
+            mb(p.blobs),
+            p.sessions,
+            p.cwd
+        );
+    }
+    let _ = writeln!(out, "\nlargest sessions ({} of {}):", top.min(spaces.len()), spaces.len());
+    let _ =
+        writeln!(out, "{:>10}  {:>10}  {:>10}  {:>10}  {:>8}  session", "bytes", "text", "tools", "images", "entries");
+    for s in spaces.iter().take(top) {
+        let _ = writeln!(
+            out,
+            "{:>10}  {:>10}  {:>10}  {:>10}  {:>8}  {}",
+            mb(s.bytes),
+            mb(s.text),
+            mb(s.tool_output),
+            mb(s.images),
+            s.entries,
+            s.path.display()
+        );
+    }
+    let _ = write!(out, "{} session(s), {}", spaces.len(), mb(total));
+    if unreadable > 0 {
+        let _ = write!(out, "; {unreadable} could not be read (see `session fsck`)");
+    }
+    Ok(out)
+}
+
 /// `prune --older-than AGE`: the old sessions of both agents (or `--dialect`'s), listed,
 /// or with `yes` moved to the trash one by one (a session that cannot be moved is
 /// reported and the others still go).

@@ -678,3 +678,35 @@ fn prune_moves_what_its_dry_run_listed() -> Result<()> {
     assert!(list.contains("s-old"), "{list}");
     Ok(())
 }
+
+/// `du --all` counts every session of both agents once; each session's parts add up to
+/// its file's size, and the total to the bytes on disk.
+#[test]
+fn du_adds_up_to_the_bytes_on_disk() -> Result<()> {
+    let h = Home::new("jobs-du")?;
+    let pi = h.bucket("pi", "--p--")?.join("a.jsonl");
+    let omp = h.bucket("omp", "-q")?.join("b.jsonl");
+    write_session(&pi, "pi", "hello")?;
+    let tool = r#"{"type":"message","id":"bbbbbbbb","parentId":"aaaaaaaa","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"toolResult","toolCallId":"c","toolName":"ls","content":[{"type":"text","text":"out"},{"type":"image","data":"QUJDRA==","mimeType":"image/png"}],"isError":false,"timestamp":2}}"#;
+    fs_err::write(&omp, format!("{}{tool}\ngarbage\n", session_text("omp", "look")))?;
+    fs_err::create_dir_all(omp.with_extension(""))?;
+    fs_err::write(omp.with_extension("").join("art.txt"), "12345")?;
+    let (code, out, err) = h.run(&["--json", "du", "--all"])?;
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out)?;
+    let on_disk = fs_err::metadata(&pi)?.len() + fs_err::metadata(&omp)?.len();
+    assert_eq!(v["bytes"], on_disk, "{v}");
+    assert_eq!(v["sessions"], 2, "{v}");
+    for s in v["largest"].as_array().ok_or("largest")? {
+        let part = |k: &str| s[k].as_u64().unwrap_or(u64::MAX / 8);
+        assert_eq!(part("text") + part("toolOutput") + part("images") + part("other"), part("bytes"), "{s}");
+        if s["agent"] == "omp" {
+            assert_eq!(
+                (part("images"), part("artifacts"), part("other") > "garbage".len() as u64),
+                (8, 5, true),
+                "{s}"
+            );
+        }
+    }
+    Ok(())
+}

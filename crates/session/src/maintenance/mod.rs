@@ -33,6 +33,7 @@
 //! | [`push`] / [`pull`] | nothing (a replaced file only with `force`) | nothing | artifacts copied before the session: a session that is there is there whole |
 //! | [`export`] / [`stats`] | nothing | nothing | nothing |
 
+mod du;
 mod error;
 mod export;
 mod fsck;
@@ -47,6 +48,7 @@ mod transfer;
 mod trash;
 mod walk;
 
+pub use du::{ProjectSpace, SessionSpace, by_project, session_space};
 pub use error::JobError;
 pub use export::{ExportFormat, export};
 pub use fsck::{Finding, FsckOptions, FsckReport, fsck};
