@@ -295,6 +295,19 @@ the blobs it names are counted beside them.")]
         #[arg(long, default_value_t = 10)]
         top: usize,
     },
+    /// Tokens and cost by day, week, month, project, model or session.
+    #[command(after_help = "Example: session usage --by month --since 2026-01-01\n\n\
+Counts the usage records of both agents' sessions: assistant messages (and tool results
+that carry usage), pi's usage entries, omp's model_usage entries, compactions and branch
+summaries. An entry a fork or an extract repeats counts once (known by its id and time).")]
+    Usage {
+        /// The grouping.
+        #[arg(long, value_enum, default_value_t = UsageBy::Day)]
+        by: UsageBy,
+        /// Only entries at or after this UTC date (YYYY-MM-DD).
+        #[arg(long, value_name = "DATE", value_parser = crate::jobs::parse_date)]
+        since: Option<String>,
+    },
     /// Move old sessions to the trash (a dry run unless --yes).
     #[command(after_help = "Example: session prune --older-than 90d --keep-named --yes\n\n\
 A session's age is its last activity as the agents list it (pi: the last message, omp:
@@ -481,6 +494,23 @@ costs only time. Sessions are never written.")]
         /// The shell.
         shell: clap_complete::Shell,
     },
+}
+
+/// `usage --by`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum UsageBy {
+    /// The UTC day.
+    Day,
+    /// The ISO week.
+    Week,
+    /// The UTC month.
+    Month,
+    /// The session's project.
+    Project,
+    /// provider/model.
+    Model,
+    /// The session file.
+    Session,
 }
 
 /// `export --format`.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use session::Dialect;
 use session::maintenance::{self, ExportFormat as Format, FsckOptions, GcOptions, Homes, RewriteOptions};
 
-use crate::args::{ExportFormat, Global, TrashCommand};
+use crate::args::{ExportFormat, Global, TrashCommand, UsageBy};
 use crate::commands::{Result, env, open, wants_json};
 
 /// Every place either agent may keep sessions and blobs, with `--blob-dir` and the
@@ -294,6 +294,73 @@ pub(crate) fn du(g: &Global, all: bool, top: usize) -> Result<String> {
     let _ = write!(out, "{} session(s), {}", spaces.len(), mb(total));
     if unreadable > 0 {
         let _ = write!(out, "; {unreadable} could not be read (see `session fsck`)");
+    }
+    Ok(out)
+}
+
+/// Parses `--since`: a date `YYYY-MM-DD`.
+pub(crate) fn parse_date(s: &str) -> std::result::Result<String, String> {
+    let ok = s.len() == 10
+        && s.bytes().enumerate().all(|(i, b)| if i == 4 || i == 7 { b == b'-' } else { b.is_ascii_digit() });
+    if ok { Ok(s.to_owned()) } else { Err(format!("{s:?} is not a date YYYY-MM-DD")) }
+}
+
+/// `usage [--by …] [--since DATE]`: tokens and cost of every session of both agents (or
+/// `--dialect`'s), each entry once.
+pub(crate) fn usage(g: &Global, by: UsageBy, since: Option<String>) -> Result<String> {
+    let dialects = match g.dialect {
+        Some(d) => vec![Dialect::from(d)],
+        None => vec![Dialect::Pi, Dialect::Omp],
+    };
+    let mut sessions = Vec::new();
+    for dialect in dialects {
+        let d = crate::find::discovery_for(g, dialect, false)?;
+        sessions.extend(d.list_all(None, &mut |_| {})?.into_iter().map(|info| (dialect, info.path)));
+    }
+    // Oldest path first: a fork's repeated entries count in the session listed first.
+    sessions.sort_by(|a, b| a.1.cmp(&b.1));
+    let by = match by {
+        UsageBy::Day => maintenance::UsageBy::Day,
+        UsageBy::Week => maintenance::UsageBy::Week,
+        UsageBy::Month => maintenance::UsageBy::Month,
+        UsageBy::Project => maintenance::UsageBy::Project,
+        UsageBy::Model => maintenance::UsageBy::Model,
+        UsageBy::Session => maintenance::UsageBy::Session,
+    };
+    let storage = crate::store::current();
+    let r = maintenance::usage(&*storage, &sessions, &maintenance::UsageOptions::by(by).since(since));
+    if wants_json(g) {
+        let row = |u: &maintenance::UsageRow| {
+            json!({"key": u.key, "input": u.input, "output": u.output, "cacheRead": u.cache_read,
+                   "cacheWrite": u.cache_write, "cost": u.cost, "records": u.records})
+        };
+        return Ok(json!({
+            "rows": r.rows.iter().map(row).collect::<Vec<_>>(),
+            "total": row(&r.total),
+            "repeated": r.repeated,
+            "unreadable": r.unreadable,
+        })
+        .to_string());
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:>14}  {:>14}  {:>14}  {:>14}  {:>10}  group",
+        "input", "output", "cache read", "cache write", "cost"
+    );
+    for u in r.rows.iter().chain(std::iter::once(&r.total)) {
+        let _ = writeln!(
+            out,
+            "{:>14}  {:>14}  {:>14}  {:>14}  {:>10.4}  {}",
+            u.input, u.output, u.cache_read, u.cache_write, u.cost, u.key
+        );
+    }
+    let _ = write!(out, "{} usage record(s) in {} session(s)", r.total.records, sessions.len());
+    if r.repeated > 0 {
+        let _ = write!(out, "; {} repeated by forks, counted once", r.repeated);
+    }
+    if r.unreadable > 0 {
+        let _ = write!(out, "; {} session(s) could not be read", r.unreadable);
     }
     Ok(out)
 }

@@ -710,3 +710,58 @@ fn du_adds_up_to_the_bytes_on_disk() -> Result<()> {
     }
     Ok(())
 }
+
+/// `usage` sums every usage record of both agents once: a fork's copy of an entry is
+/// not counted again; groups by model and by day add up to the total, and the table
+/// shows the JSON's numbers.
+#[test]
+fn usage_counts_each_entry_once() -> Result<()> {
+    let h = Home::new("jobs-usage")?;
+    let usage = |input: u32, output: u32, cost: f64| {
+        format!(
+            r#"{{"input":{input},"output":{output},"cacheRead":1,"cacheWrite":2,"totalTokens":0,"cost":{{"total":{cost}}}}}"#
+        )
+    };
+    let assistant = |id: &str, parent: &str, day: &str, model: &str, u: &str| {
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":"{parent}","timestamp":"{day}T10:00:00.000Z","message":{{"role":"assistant","content":[],"provider":"p","model":"{model}","usage":{u},"stopReason":"stop","timestamp":1}}}}"#
+        )
+    };
+    let header = |id: &str| {
+        format!(r#"{{"type":"session","version":3,"id":"{id}","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}}"#)
+    };
+    let user = r#"{"type":"message","id":"aaaaaaaa","parentId":null,"timestamp":"2026-03-01T09:00:00.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#;
+    let a1 = assistant("a1a1a1a1", "aaaaaaaa", "2026-03-01", "m1", &usage(100, 10, 0.5));
+    let a2 = assistant("a2a2a2a2", "a1a1a1a1", "2026-03-02", "m2", &usage(200, 20, 1.0));
+    let pi_usage = format!(
+        r#"{{"type":"usage","id":"u1u1u1u1","parentId":"a2a2a2a2","timestamp":"2026-03-02T11:00:00.000Z","kind":"cache_warm","provider":"p","model":"m1","usage":{}}}"#,
+        usage(1, 0, 0.25)
+    );
+    let bucket = h.bucket("pi", "--p--")?;
+    fs_err::write(bucket.join("a.jsonl"), format!("{}\n{user}\n{a1}\n{a2}\n{pi_usage}\n", header("s-a")))?;
+    // A fork: the same entries, then one of its own.
+    let a3 = assistant("a3a3a3a3", "a1a1a1a1", "2026-03-03", "m1", &usage(1000, 100, 2.0));
+    fs_err::write(bucket.join("b.jsonl"), format!("{}\n{user}\n{a1}\n{a3}\n", header("s-b")))?;
+    let run = |args: &[&str]| -> Result<String> {
+        let (code, out, err) = h.run(args)?;
+        assert_eq!(code, 0, "{err}");
+        Ok(out)
+    };
+    let by_model: serde_json::Value =
+        serde_json::from_str(&run(&["--json", "--dialect", "pi", "usage", "--by", "model"])?)?;
+    let total = &by_model["total"];
+    assert_eq!((total["input"].as_f64(), total["output"].as_f64()), (Some(1301.0), Some(130.0)), "{by_model}");
+    assert_eq!((total["cost"].as_f64(), total["records"].as_u64()), (Some(3.75), Some(4)), "{by_model}");
+    assert_eq!(by_model["repeated"], 1, "{by_model}");
+    let rows = by_model["rows"].as_array().ok_or("rows")?;
+    let keys: Vec<&str> = rows.iter().filter_map(|r| r["key"].as_str()).collect();
+    assert_eq!(keys, ["p/m1", "p/m2"]);
+    assert_eq!(rows[0]["input"].as_f64(), Some(1101.0));
+    let by_day: serde_json::Value =
+        serde_json::from_str(&run(&["--json", "--dialect", "pi", "usage", "--since", "2026-03-02"])?)?;
+    assert_eq!(by_day["total"]["input"].as_f64(), Some(1201.0), "{by_day}");
+    assert_eq!(by_day["rows"].as_array().map(Vec::len), Some(2));
+    let (code, _, err) = h.run(&["usage", "--since", "March"])?;
+    assert!(code == 2 && err.contains("YYYY-MM-DD"), "{err}");
+    Ok(())
+}

@@ -46,6 +46,7 @@ mod rm;
 mod stats;
 mod transfer;
 mod trash;
+mod usage;
 mod walk;
 
 pub use du::{ProjectSpace, SessionSpace, by_project, session_space};
@@ -61,3 +62,4 @@ pub use rm::{RmPlan, RmReport, plan_rm};
 pub use stats::{Stats, stats};
 pub use transfer::{Copied, TransferOptions, pull, push};
 pub use trash::{TRASH_DIR, TRASH_META, TrashItem, TrashReport, restore, trash_empty, trash_list, trash_of};
+pub use usage::{UsageBy, UsageOptions, UsageReport, UsageRow, usage};

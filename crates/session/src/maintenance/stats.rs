@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use serde_json::Value;
 use session_model::Dialect;
 
 use super::JobError;
+use super::usage::{UsageRow, usage_of};
 use crate::{Env, OpenMode, SessionManager};
 
 /// What [`stats`] counted.
@@ -34,10 +34,12 @@ pub struct Stats {
 }
 
 /// Counts the sessions `sessions` (each with whose it is): bytes, entries by type, and
-/// tokens and cost summed from assistant messages' `usage`. Reads only.
+/// tokens and cost summed from every usage record on each session's tree (as
+/// [`super::usage`] reads them, but an entry a fork repeats counts in each). Reads only.
 pub fn stats(env: &Env, sessions: &[(Dialect, PathBuf)]) -> Result<Stats, JobError> {
     let mut out = Stats::default();
     let mut largest: Vec<(PathBuf, u64)> = Vec::new();
+    let mut tokens = UsageRow::default();
     for (dialect, path) in sessions {
         let size = env.storage.stat(path)?.map_or(0, |s| s.size);
         out.sessions += 1;
@@ -49,18 +51,16 @@ pub fn stats(env: &Env, sessions: &[(Dialect, PathBuf)]) -> Result<Stats, JobErr
         };
         for r in m.tree().entries() {
             *out.entries_by_type.entry(r.type_str().unwrap_or("?").to_owned()).or_default() += 1;
-            if r.message_role() == Some("assistant")
-                && let Some(usage) = r.get("message").and_then(|msg| msg.get("usage"))
-            {
-                let n = |k: &str| usage.get(k).and_then(Value::as_f64).unwrap_or(0.0);
-                out.input_tokens += n("input");
-                out.output_tokens += n("output");
-                out.cache_read_tokens += n("cacheRead");
-                out.cost += usage.get("cost").and_then(|c| c.get("total")).and_then(Value::as_f64).unwrap_or(0.0);
+            if let Some((u, _)) = usage_of(r.try_value()) {
+                tokens.add(u);
             }
         }
         m.check_reads()?;
     }
+    out.input_tokens = tokens.input;
+    out.output_tokens = tokens.output;
+    out.cache_read_tokens = tokens.cache_read;
+    out.cost = tokens.cost;
     largest.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     largest.truncate(5);
     out.largest = largest;
