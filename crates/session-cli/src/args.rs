@@ -308,6 +308,22 @@ summaries. An entry a fork or an extract repeats counts once (known by its id an
         #[arg(long, value_name = "DATE", value_parser = crate::jobs::parse_date)]
         since: Option<String>,
     },
+    /// Move a project's sessions after its folder moved (a dry run unless --yes).
+    #[command(after_help = "Example: session relocate ~/src/old-name ~/src/new-name --yes\n\n\
+Every session of both agents whose cwd is OLD or a folder below it goes to the bucket of
+the same place below NEW (as `session move` moves one: the header's cwd rewritten, the
+artifacts directory and omp's breadcrumb along). OLD need not exist any more. An
+interrupted run is finished by running it again: a moved session's cwd is no longer
+below OLD.")]
+    Relocate {
+        /// The folder the project was in.
+        old: PathBuf,
+        /// The folder it is in now.
+        new: PathBuf,
+        /// Move instead of listing.
+        #[arg(long, short)]
+        yes: bool,
+    },
     /// Move old sessions to the trash (a dry run unless --yes).
     #[command(after_help = "Example: session prune --older-than 90d --keep-named --yes\n\n\
 A session's age is its last activity as the agents list it (pi: the last message, omp:

@@ -101,16 +101,93 @@ fn rewrite(g: &Global, file: &Path, no_backup: bool, json: bool, repair: bool) -
     Ok(text)
 }
 
-/// `move FILE --cwd DIR`.
-pub(crate) fn move_cmd(g: &Global, file: &Path, cwd: &str, session_dir: Option<&Path>, json: bool) -> Result<String> {
-    let dialect = crate::commands::dialect_for(g, file);
+/// The environment of a move: `dialect`'s, with its agent folders (where the buckets are).
+fn move_env(g: &Global, dialect: Dialect) -> session::Env {
     let mut env = env(g, dialect);
     if dialect == Dialect::Pi
         && let Ok(process) = session::discovery::ProcessEnv::from_process_env()
     {
         env.dirs = Some(session::discovery::AgentDirs::pi(&process));
     }
-    let r = maintenance::relocate(&env, file, Some(dialect), cwd, session_dir)?;
+    env
+}
+
+/// `relocate OLD NEW`: every session of both agents (or `--dialect`'s) whose cwd is OLD
+/// or below it, listed, or with `yes` moved to the bucket of its new cwd.
+pub(crate) fn relocate(g: &Global, old: &Path, new: &Path, yes: bool) -> Result<String> {
+    let (old, new) = (std::path::absolute(old)?, std::path::absolute(new)?);
+    if old == new || new.starts_with(&old) {
+        return Err(format!("{} is {} or inside it: nothing to move", new.display(), old.display()).into());
+    }
+    let dialects = match g.dialect {
+        Some(d) => vec![Dialect::from(d)],
+        None => vec![Dialect::Pi, Dialect::Omp],
+    };
+    let mut listed = Vec::new();
+    for dialect in dialects {
+        let d = crate::find::discovery_for(g, dialect, false)?;
+        listed.extend(d.list_all(None, &mut |_| {})?.into_iter().map(|info| (dialect, info)));
+    }
+    let moves = maintenance::project_moves(&listed, &old, &new);
+    let outcomes: Vec<(maintenance::ProjectMove, std::result::Result<Option<PathBuf>, String>)> = if yes {
+        maintenance::relocate_project(&|d| move_env(g, d), &moves)
+            .into_iter()
+            .map(|(m, r)| (m, r.map(|r| Some(r.to)).map_err(|e| e.to_string())))
+            .collect()
+    } else {
+        moves.into_iter().map(|m| (m, Ok(None))).collect()
+    };
+    let failed = outcomes.iter().filter(|(_, r)| r.is_err()).count();
+    let text = if wants_json(g) {
+        let rows: Vec<Value> = outcomes
+            .iter()
+            .map(|(m, r)| {
+                json!({
+                    "path": path_str(&m.path), "agent": m.dialect.name(), "from": m.from_cwd, "to": m.to_cwd,
+                    "moved": r.as_ref().ok().and_then(|p| p.as_deref().map(path_str)),
+                    "error": r.as_ref().err(),
+                })
+            })
+            .collect();
+        json!({"moved": yes, "sessions": rows}).to_string()
+    } else {
+        let mut out = String::new();
+        for (m, r) in &outcomes {
+            let _ = write!(out, "{:<3}  {}  {} -> {}", m.dialect.name(), m.path.display(), m.from_cwd, m.to_cwd);
+            match r {
+                Ok(Some(to)) => {
+                    let _ = write!(out, "  now {}", to.display());
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    let _ = write!(out, "  NOT MOVED: {e}");
+                }
+            }
+            out.push('\n');
+        }
+        let n = outcomes.len() - failed;
+        if yes {
+            let _ = write!(out, "moved {n} session(s) from {} to {}", old.display(), new.display());
+        } else {
+            let _ = write!(
+                out,
+                "would move {n} session(s) from {} to {} (run again with --yes)",
+                old.display(),
+                new.display()
+            );
+        }
+        out
+    };
+    if failed > 0 {
+        return Err(format!("{text}\n{failed} session(s) could not be moved; run again to finish").into());
+    }
+    Ok(text)
+}
+
+/// `move FILE --cwd DIR`.
+pub(crate) fn move_cmd(g: &Global, file: &Path, cwd: &str, session_dir: Option<&Path>, json: bool) -> Result<String> {
+    let dialect = crate::commands::dialect_for(g, file);
+    let r = maintenance::relocate(&move_env(g, dialect), file, Some(dialect), cwd, session_dir)?;
     if json {
         let mut out = String::from("{\"path\":");
         session::model::json::write_js_str(&mut out, &path_str(&r.to));

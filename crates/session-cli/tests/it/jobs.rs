@@ -765,3 +765,55 @@ fn usage_counts_each_entry_once() -> Result<()> {
     assert!(code == 2 && err.contains("YYYY-MM-DD"), "{err}");
     Ok(())
 }
+
+/// `relocate OLD NEW` lists, then moves, every session of both agents whose cwd is OLD
+/// or below it (not a sibling that shares its prefix) into the buckets of NEW, where
+/// `ls` finds them; run again it has nothing left to do.
+#[test]
+fn relocate_takes_a_project_to_its_new_folder() -> Result<()> {
+    let h = Home::new("jobs-relocate")?;
+    let with_cwd = |dialect: &str, cwd: &str, id: &str| {
+        session_text(dialect, id).replace(r#""cwd":"/p""#, &format!(r#""cwd":"{cwd}""#))
+    };
+    let pi_old = h.bucket("pi", "--w-old--")?.join("a.jsonl");
+    let pi_sub = h.bucket("pi", "--w-old-sub--")?.join("b.jsonl");
+    let pi_sibling = h.bucket("pi", "--w-old2--")?.join("c.jsonl");
+    let omp_old = h.bucket("omp", "-w-old")?.join("d.jsonl");
+    fs_err::write(&pi_old, with_cwd("pi", "/w/old", "pi old"))?;
+    fs_err::write(&pi_sub, with_cwd("pi", "/w/old/sub", "pi sub"))?;
+    fs_err::write(&pi_sibling, with_cwd("pi", "/w/old2", "pi sibling"))?;
+    fs_err::write(&omp_old, with_cwd("omp", "/w/old", "omp old"))?;
+    let sibling = fs_err::read(&pi_sibling)?;
+    let run = |yes: bool| -> Result<serde_json::Value> {
+        let mut args = vec!["--json", "relocate", "/w/old", "/w/new"];
+        if yes {
+            args.push("--yes");
+        }
+        let (code, out, err) = h.run(&args)?;
+        assert_eq!(code, 0, "{err}");
+        Ok(serde_json::from_str(&out)?)
+    };
+    let dry = run(false)?;
+    let planned: Vec<(String, String)> = dry["sessions"]
+        .as_array()
+        .ok_or("sessions")?
+        .iter()
+        .map(|s| (s["from"].as_str().unwrap_or_default().to_owned(), s["to"].as_str().unwrap_or_default().to_owned()))
+        .collect();
+    assert_eq!(planned.len(), 3, "{dry}");
+    assert!(planned.contains(&("/w/old/sub".to_owned(), "/w/new/sub".to_owned())), "{dry}");
+    assert!(pi_old.exists() && omp_old.exists(), "a dry run moves nothing");
+    let done = run(true)?;
+    assert_eq!(done["sessions"].as_array().map(Vec::len), Some(3), "{done}");
+    assert!(!pi_old.exists() && !pi_sub.exists() && !omp_old.exists(), "{done}");
+    assert_eq!(fs_err::read(&pi_sibling)?, sibling, "a sibling folder's session stays");
+    for (dialect, cwd, text) in
+        [("pi", "/w/new", "pi old"), ("pi", "/w/new/sub", "pi sub"), ("omp", "/w/new", "omp old")]
+    {
+        let (code, out, err) = h.run(&["--json", "--dialect", dialect, "ls", "--cwd", cwd])?;
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains(text), "{dialect} {cwd}: {out}");
+    }
+    assert_eq!(run(true)?["sessions"].as_array().map(Vec::len), Some(0), "nothing left to move");
+    Ok(())
+}

@@ -665,3 +665,124 @@ fn a_move_to_the_trash_cut_off_anywhere_is_finished_by_the_next() -> Result<()> 
     assert!(k > 6, "the move crossed {} storage steps", k - 1);
     Ok(())
 }
+
+/// Every session file below `root` with its header's cwd, as a listing gives them.
+fn listed(root: &Path, dialect: Dialect) -> Result<Vec<(Dialect, session::discovery::SessionInfo)>> {
+    let mut out = Vec::new();
+    if !root.exists() {
+        return Ok(out);
+    }
+    for bucket in fs_err::read_dir(root)? {
+        let bucket = bucket?.path();
+        if !bucket.is_dir() {
+            continue;
+        }
+        for f in fs_err::read_dir(&bucket)? {
+            let path = f?.path();
+            if path.extension().is_none_or(|e| e != "jsonl") {
+                continue;
+            }
+            let parsed = session::model::parse_session_bytes(&fs_err::read(&path)?, dialect);
+            let cwd = parsed.records.first().and_then(|h| h.get_str("cwd")).unwrap_or_default().to_owned();
+            out.push((
+                dialect,
+                session::discovery::SessionInfo {
+                    path,
+                    id: String::new(),
+                    id_raw: None,
+                    has_id: true,
+                    cwd,
+                    name: None,
+                    title: None,
+                    parent_session_path: None,
+                    created: None,
+                    modified: None,
+                    message_count: 0,
+                    assistant_turns: None,
+                    size: None,
+                    first_message: String::new(),
+                    all_messages_text: session::discovery::MessagesText::from(""),
+                    status: None,
+                },
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// A project move cut off at any step of the storage (each session's move fails at its
+/// k-th step) is finished by running it again: every session is once, whole, in the
+/// bucket of its new folder.
+#[test]
+fn a_project_move_cut_off_anywhere_is_finished_by_the_next() -> Result<()> {
+    let mut k = 1;
+    loop {
+        let tmp = TempDir::new("jobs-project");
+        let home = tmp.path().join("home");
+        let process = ProcessEnv::new(&home, tmp.path(), std::env::temp_dir());
+        let pi_root = AgentDirs::pi(&process).sessions_root;
+        let omp_root = AgentDirs::omp(&process, OmpHome::Omp).sessions_root;
+        let pi_dirs = AgentDirs::pi(&process);
+        let omp_dirs = AgentDirs::omp(&process, OmpHome::Omp);
+        let mut marks = Vec::new();
+        for (dialect, dirs, cwd) in [
+            (Dialect::Pi, &pi_dirs, "/w/old"),
+            (Dialect::Pi, &pi_dirs, "/w/old/sub"),
+            (Dialect::Omp, &omp_dirs, "/w/old"),
+        ] {
+            let mark = format!("{}-{}", dialect.name(), cwd.len());
+            let file = dirs.default_session_dir(cwd).join(format!("{mark}.jsonl"));
+            fs_err::create_dir_all(file.parent().ok_or("a bucket")?)?;
+            let mut text = v1(dialect, 2, false).replace("\"/work\"", &format!("\"{cwd}\""));
+            text = text.replace("old 0", &mark);
+            fs_err::write(&file, text)?;
+            marks.push((dialect, mark, cwd.replace("/w/old", "/w/new")));
+        }
+        let faults = Faults::new();
+        faults.fail_at(k);
+        let storage: Arc<dyn Storage> = Arc::new(FaultStorage::new(FileStorage::new(), faults.clone()));
+        let cwd = tmp.path().to_path_buf();
+        let env_for = |storage: Arc<dyn Storage>| {
+            let (pi_dirs, omp_dirs, cwd) = (pi_dirs.clone(), omp_dirs.clone(), cwd.clone());
+            move |d: Dialect| {
+                Env::bare(storage.clone()).with_process_cwd(&cwd).with_agent_dirs(match d {
+                    Dialect::Pi => pi_dirs.clone(),
+                    Dialect::Omp => omp_dirs.clone(),
+                })
+            }
+        };
+        let all = |r: &Path, d: Dialect| listed(r, d);
+        let mut now = all(&pi_root, Dialect::Pi)?;
+        now.extend(all(&omp_root, Dialect::Omp)?);
+        let moves = maintenance::project_moves(&now, Path::new("/w/old"), Path::new("/w/new"));
+        assert_eq!(moves.len(), 3);
+        let first = maintenance::relocate_project(&env_for(storage), &moves);
+        let fired = faults.failed().is_some();
+        // Again, without faults, with what a listing finds now.
+        let mut now = all(&pi_root, Dialect::Pi)?;
+        now.extend(all(&omp_root, Dialect::Omp)?);
+        let again = maintenance::project_moves(&now, Path::new("/w/old"), Path::new("/w/new"));
+        if !fired {
+            assert!(first.iter().all(|(_, r)| r.is_ok()) && again.is_empty(), "{again:?}");
+            break;
+        }
+        for (m, r) in maintenance::relocate_project(&env_for(Arc::new(FileStorage::new())), &again) {
+            r.map_err(|e| format!("step {k}: {} again: {e}", m.path.display()))?;
+        }
+        for (dialect, mark, cwd) in &marks {
+            let dirs = if *dialect == Dialect::Pi { &pi_dirs } else { &omp_dirs };
+            let root = if *dialect == Dialect::Pi { &pi_root } else { &omp_root };
+            let holding: Vec<_> = all(root, *dialect)?
+                .into_iter()
+                .filter(|(_, s)| fs_err::read_to_string(&s.path).is_ok_and(|t| t.contains(&format!("\"{mark}\""))))
+                .collect();
+            assert_eq!(holding.len(), 1, "step {k}: {mark} is in {} files", holding.len());
+            let (_, s) = &holding[0];
+            assert_eq!(&s.cwd, cwd, "step {k}: {mark}");
+            assert_eq!(s.path.parent(), Some(dirs.default_session_dir(cwd).as_path()), "step {k}: {mark}");
+        }
+        k += 1;
+    }
+    assert!(k > 10, "the move crossed {} storage steps", k - 1);
+    Ok(())
+}
