@@ -308,6 +308,23 @@ summaries. An entry a fork or an extract repeats counts once (known by its id an
         #[arg(long, value_name = "DATE", value_parser = crate::jobs::parse_date)]
         since: Option<String>,
     },
+    /// Merge another copy of a session (one that went on elsewhere) into this one.
+    #[command(after_help = "Example: session merge FILE FILE.sync-conflict-20261204.jsonl\n\n\
+Both files must be copies of one session (the same header id). Every entry of either is
+kept once, parents before children; the chosen leaf is written last, where both agents
+resume (auto: the other copy's leaf when it went on from this one's, else this one's).
+Entries both hold with other bytes but the same type and parent keep this copy's bytes.
+FILE is rewritten only if it is still as read; THEIRS is only read (remove it yourself
+once the merge is done). Artifact files whose names are free are copied.")]
+    Merge {
+        /// The session file to merge into.
+        file: PathBuf,
+        /// The other copy.
+        theirs: PathBuf,
+        /// The merged session's leaf: auto, ours, theirs, or an entry id.
+        #[arg(long, default_value = "auto", value_name = "LEAF")]
+        leaf: String,
+    },
     /// Move a project's sessions after its folder moved (a dry run unless --yes).
     #[command(after_help = "Example: session relocate ~/src/old-name ~/src/new-name --yes\n\n\
 Every session of both agents whose cwd is OLD or a folder below it goes to the bucket of

@@ -62,6 +62,7 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
         Command::Rm { file, yes, force, purge } => crate::jobs::rm(g, file, *yes, *force, *purge)?.into(),
         Command::Trash { command } => crate::jobs::trash(g, command)?.into(),
         Command::Du { all, top } => crate::jobs::du(g, *all, *top)?.into(),
+        Command::Merge { file, theirs, leaf } => crate::jobs::merge(g, file, theirs, leaf)?.into(),
         Command::Relocate { old, new, yes } => crate::jobs::relocate(g, old, new, *yes)?.into(),
         Command::Usage { by, since } => crate::jobs::usage(g, *by, since.clone())?.into(),
         Command::Prune { older_than, keep_named, project, yes } => {

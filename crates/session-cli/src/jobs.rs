@@ -101,6 +101,41 @@ fn rewrite(g: &Global, file: &Path, no_backup: bool, json: bool, repair: bool) -
     Ok(text)
 }
 
+/// `merge FILE THEIRS [--leaf …]`.
+pub(crate) fn merge(g: &Global, file: &Path, theirs: &Path, leaf: &str) -> Result<String> {
+    let leaf = match leaf {
+        "auto" => maintenance::MergeLeaf::Auto,
+        "ours" => maintenance::MergeLeaf::Ours,
+        "theirs" => maintenance::MergeLeaf::Theirs,
+        id => maintenance::MergeLeaf::Id(id.to_owned()),
+    };
+    let storage = crate::store::current();
+    let r = maintenance::merge(&*storage, file, theirs, dialect_of(g), &leaf)?;
+    if wants_json(g) {
+        return Ok(json!({
+            "path": path_str(&r.path), "written": r.written, "added": r.added, "differing": r.differing,
+            "leaf": r.leaf, "artifactsCopied": r.artifacts_copied,
+        })
+        .to_string());
+    }
+    if !r.written && r.added.is_empty() {
+        return Ok(format!("{}: already holds every entry of {}; nothing written", r.path.display(), theirs.display()));
+    }
+    let mut text = format!("merged {} entr(y/ies) into {}; leaf {}", r.added.len(), r.path.display(), r.leaf);
+    if !r.differing.is_empty() {
+        let _ = write!(
+            text,
+            "\n{} entr(y/ies) differ between the copies; this copy's bytes were kept: {}",
+            r.differing.len(),
+            r.differing.join(", ")
+        );
+    }
+    if r.artifacts_copied > 0 {
+        let _ = write!(text, "\n{} artifact file(s) copied", r.artifacts_copied);
+    }
+    Ok(text)
+}
+
 /// The environment of a move: `dialect`'s, with its agent folders (where the buckets are).
 fn move_env(g: &Global, dialect: Dialect) -> session::Env {
     let mut env = env(g, dialect);

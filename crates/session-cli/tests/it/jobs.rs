@@ -817,3 +817,41 @@ fn relocate_takes_a_project_to_its_new_folder() -> Result<()> {
     assert_eq!(run(true)?["sessions"].as_array().map(Vec::len), Some(0), "nothing left to move");
     Ok(())
 }
+
+/// `merge` unites two copies of a session that went on on two machines (a file-sync
+/// tool's conflict copy): both branches are in the file, the leaf is the file's last
+/// line, and a second merge writes nothing; a copy of another session is refused.
+#[test]
+fn merge_unites_a_conflict_copy() -> Result<()> {
+    let h = Home::new("jobs-merge")?;
+    let bucket = h.bucket("pi", "--p--")?;
+    let file = bucket.join("s.jsonl");
+    let conflict = bucket.join("s.sync-conflict-20261204-120000.jsonl");
+    let next = |id: &str, text: &str| {
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":"aaaaaaaa","timestamp":"2026-01-01T00:00:02.000Z","message":{{"role":"user","content":"{text}","timestamp":2}}}}"#
+        ) + "\n"
+    };
+    let base = session_text("pi", "start");
+    fs_err::write(&file, format!("{base}{}", next("cccccccc", "on the laptop")))?;
+    fs_err::write(&conflict, format!("{base}{}", next("dddddddd", "on the server")))?;
+    let (code, out, err) = h.run(&["--json", "merge", s(&file)?, s(&conflict)?])?;
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out)?;
+    assert_eq!((v["written"].as_bool(), v["leaf"].as_str()), (Some(true), Some("cccccccc")), "{v}");
+    let text = fs_err::read_to_string(&file)?;
+    assert!(
+        text.contains("on the server") && text.trim_end().ends_with(next("cccccccc", "on the laptop").trim_end()),
+        "{text}"
+    );
+    let (code, out, _) = h.run(&["--json", "merge", s(&file)?, s(&conflict)?])?;
+    assert!(code == 0 && out.contains("\"written\":false"), "{out}");
+    // fsck points at the copy and says how to unite them.
+    let (code, out, _) = h.run(&["fsck"])?;
+    assert!(code == 1 && out.contains("another copy of the session") && out.contains("session merge"), "{out}");
+    let other = bucket.join("other.jsonl");
+    fs_err::write(&other, session_text("pi", "x").replace("01a228d5-0000-7000-8000-000000000001", "another-session"))?;
+    let (code, _, err) = h.run(&["merge", s(&file)?, s(&other)?])?;
+    assert!(code == 1 && err.contains("different sessions"), "{err}");
+    Ok(())
+}

@@ -150,6 +150,41 @@ pub enum JobError {
         /// What is not supported.
         what: String,
     },
+    /// Two files to merge are not copies of one session: their headers' ids differ.
+    #[error(
+        "{} ({ours_id}) and {} ({theirs_id}) are different sessions; only copies of one session (the same header id) merge",
+        ours.display(),
+        theirs.display()
+    )]
+    NotTheSameSession {
+        /// The file merged into.
+        ours: PathBuf,
+        /// Its session id.
+        ours_id: String,
+        /// The file merged from.
+        theirs: PathBuf,
+        /// Its session id.
+        theirs_id: String,
+    },
+    /// An entry the two copies of a session disagree on in a way no rule reconciles.
+    #[error("entry {id} of {}: {reason}; nothing was changed", theirs.display())]
+    MergeConflict {
+        /// The file merged from.
+        theirs: PathBuf,
+        /// The entry.
+        id: String,
+        /// How the copies disagree.
+        reason: String,
+    },
+    /// The leaf chosen for a merge cannot be the last line: it is missing, or an entry of
+    /// the merged tree continues from it (the agents take the last line as the leaf).
+    #[error("{id} cannot be the merged session's leaf: {reason}; nothing was changed")]
+    BadLeaf {
+        /// The entry asked for.
+        id: String,
+        /// Why.
+        reason: String,
+    },
     /// The engine's error.
     #[error(transparent)]
     Session(#[from] SessionError),

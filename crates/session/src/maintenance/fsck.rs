@@ -86,7 +86,8 @@ pub struct FsckReport {
 /// Checks every session below `homes`' roots (each file once; pi and omp sharing a root
 /// check each file by its own first bytes): torn tails, garbage lines, bad headers,
 /// cycles, duplicate ids, unreadable files and folders, session files the agents do not
-/// list (a name starting with a dot), special files; and the blob store: references to
+/// list (a name starting with a dot), special files, two files of one folder holding one
+/// session (a file-sync tool's conflict copy, for [`super::merge`]); and the blob store: references to
 /// missing blobs, blobs nothing refers to. `env` opens the sessions (read-only, except
 /// for [`FsckOptions::repair`]).
 pub fn fsck(env: &Env, homes: &Homes, options: &FsckOptions) -> Result<FsckReport, JobError> {
@@ -119,6 +120,7 @@ pub fn fsck(env: &Env, homes: &Homes, options: &FsckOptions) -> Result<FsckRepor
             report.findings.push(Finding { path, message: "a FIFO, socket or device among sessions".into() });
         }
     }
+    let mut copies: std::collections::HashMap<(PathBuf, String), PathBuf> = std::collections::HashMap::new();
     for (path, root_dialect) in files {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
         match storage.read(&path) {
@@ -153,6 +155,27 @@ pub fn fsck(env: &Env, homes: &Homes, options: &FsckOptions) -> Result<FsckRepor
                 continue;
             }
         };
+        // Two files of one folder holding one session: a copy a file-sync tool made when
+        // both machines wrote (`name.sync-conflict-….jsonl`, `name (conflicted copy).jsonl`).
+        if let (Some(dir), Some(id)) = (path.parent(), m.header().get_str("id")) {
+            match copies.entry((dir.to_path_buf(), id.to_owned())) {
+                std::collections::hash_map::Entry::Occupied(first) if reported(&path) => {
+                    report.findings.push(Finding {
+                        path: path.clone(),
+                        message: format!(
+                            "another copy of the session in {} (a file-sync conflict copy?): `session merge {} {}` unites them",
+                            first.get().display(),
+                            first.get().display(),
+                            path.display()
+                        ),
+                    });
+                }
+                std::collections::hash_map::Entry::Occupied(_) => {}
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(path.clone());
+                }
+            }
+        }
         let before = report.findings.len();
         for d in m.diagnostics() {
             report.findings.push(Finding { path: path.clone(), message: d.to_string() });

@@ -26,6 +26,7 @@
 //! | [`plan_rm`] / [`RmPlan::execute`] | the session, its artifacts directory, its backups | nothing | backups go first and the session last: the session is there (maybe without some backups or artifacts) or gone; never a backup that omp would promote in its place |
 //! | [`RmPlan::trash`] | nothing (the session, its artifacts directory and backups are moved into the trash of its root) | nothing | backups and artifacts move first and the session last: the session is in place or in the trash; `rm` again finishes the move |
 //! | [`restore`] / [`trash_empty`] | `trash_empty`: trashed sessions | nothing | `restore`: the session is in the trash or back in place, whole; `trash_empty`: as `rm` |
+//! | [`merge`] | nothing | the session merged into (only if unchanged since read) | the old file or the merged one, whole |
 //! | [`gc`] | blobs no session in any home refers to, older than the grace period | nothing | some of the unused blobs are gone |
 //! | [`fsck`] | nothing | with `repair`, damaged sessions, as [`repair`] | as [`repair`] |
 //! | [`repair`] / [`migrate`] | nothing | the session (a backup of the bytes replaced is written first, unless asked not to) | the old file or the new one, whole; possibly a backup beside it |
@@ -39,6 +40,7 @@ mod export;
 mod fsck;
 mod gc;
 mod homes;
+mod merge;
 mod project;
 mod proof;
 mod prune;
@@ -56,6 +58,7 @@ pub use export::{ExportFormat, export};
 pub use fsck::{Finding, FsckOptions, FsckReport, fsck};
 pub use gc::{BlobUse, GcOptions, GcReport, gc};
 pub use homes::{Homes, Root};
+pub use merge::{MergeLeaf, MergeReport, merge};
 pub use project::{ProjectMove, project_moves, relocate_project};
 pub use proof::{SessionProof, detect_dialect, prove_session};
 pub use prune::{PruneOptions, prune_candidates};

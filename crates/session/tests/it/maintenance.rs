@@ -8,12 +8,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use proptest::prelude::*;
-use session::Env;
 use session::discovery::{AgentDirs, OmpHome, ProcessEnv};
-use session::maintenance::{self, GcOptions, Homes, JobError, RewriteOptions, TransferOptions, plan_rm, prove_session};
+use session::maintenance::{
+    self, GcOptions, Homes, JobError, MergeLeaf, RewriteOptions, TransferOptions, plan_rm, prove_session,
+};
 use session::model::Dialect;
 use session::store::testkit::Tree;
 use session::store::{FaultStorage, Faults, FileStorage, MemoryStorage, Op, Storage};
+use session::{Env, SessionManager};
 
 use crate::manager::TempDir;
 
@@ -785,4 +787,149 @@ fn a_project_move_cut_off_anywhere_is_finished_by_the_next() -> Result<()> {
     }
     assert!(k > 10, "the move crossed {} storage steps", k - 1);
     Ok(())
+}
+
+/// A v3 entry line of `dialect` continuing from `parent`.
+fn entry(id: &str, parent: Option<&str>, text: &str) -> String {
+    let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
+    format!(
+        r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"{text}","timestamp":1}}}}"#
+    ) + "\n"
+}
+
+/// A v3 session file of `dialect` (id `merge-me`) holding `lines`.
+fn v3(dialect: Dialect, lines: &[String]) -> String {
+    let mut text = if dialect == Dialect::Omp { slot() } else { String::new() };
+    text.push_str(
+        r#"{"type":"session","version":3,"id":"merge-me","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/work"}"#,
+    );
+    text.push('\n');
+    text.push_str(&lines.concat());
+    text
+}
+
+/// Two continuations of one session merge into one tree: every entry once, parents
+/// before children, the chosen leaf last (where the agent resumes); a fast-forward takes
+/// the other copy's leaf; merging again writes nothing; copies of different sessions,
+/// entries the copies disagree on and a leaf with children are refused with nothing
+/// written.
+#[test]
+fn merging_two_continuations_keeps_both_branches() -> Result<()> {
+    let tmp = TempDir::new("jobs-merge");
+    let files = FileStorage::new();
+    let env = Env::bare(Arc::new(FileStorage::new()));
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        let dir = tmp.path().join(dialect.name());
+        fs_err::create_dir_all(dir.join("ours/s"))?;
+        fs_err::create_dir_all(dir.join("theirs/s"))?;
+        let (ours, theirs) = (dir.join("ours/s.jsonl"), dir.join("theirs/s.jsonl"));
+        let base = [entry("aaaaaaaa", None, "one"), entry("bbbbbbbb", Some("aaaaaaaa"), "two")];
+        fs_err::write(
+            &ours,
+            v3(dialect, &[base[0].clone(), base[1].clone(), entry("cccccccc", Some("bbbbbbbb"), "laptop")]),
+        )?;
+        fs_err::write(
+            &theirs,
+            v3(dialect, &[base[0].clone(), base[1].clone(), entry("dddddddd", Some("bbbbbbbb"), "server")]),
+        )?;
+        fs_err::write(dir.join("ours/s/mine.txt"), "mine")?;
+        fs_err::write(dir.join("theirs/s/mine.txt"), "not copied over mine")?;
+        fs_err::write(dir.join("theirs/s/theirs.txt"), "theirs")?;
+        let r = maintenance::merge(&files, &ours, &theirs, Some(dialect), &MergeLeaf::Auto)?;
+        assert!(r.written && r.added == ["dddddddd"] && r.leaf == "cccccccc", "{r:?}");
+        assert_eq!(r.artifacts_copied, 1);
+        assert_eq!(fs_err::read_to_string(dir.join("ours/s/mine.txt"))?, "mine");
+        let m = SessionManager::open_read_only(dialect, &ours, env.clone())?;
+        assert_eq!(m.tree().entries().len(), 4);
+        assert_eq!(m.tree().leaf_id(), Some("cccccccc"), "the leaf is where the agent resumes");
+        let again = maintenance::merge(&files, &ours, &theirs, Some(dialect), &MergeLeaf::Auto)?;
+        assert!(!again.written && again.added.is_empty(), "{again:?}");
+        assert!(!maintenance::merge(&files, &ours, &ours, Some(dialect), &MergeLeaf::Auto)?.written);
+        // The other leaf on request.
+        let r = maintenance::merge(&files, &ours, &theirs, Some(dialect), &MergeLeaf::Theirs)?;
+        assert!(r.written && r.leaf == "dddddddd");
+        assert_eq!(SessionManager::open_read_only(dialect, &ours, env.clone())?.tree().leaf_id(), Some("dddddddd"));
+
+        // A fast-forward: theirs went on from ours' leaf.
+        let ff = dir.join("ff.jsonl");
+        fs_err::write(&ff, v3(dialect, &[base[0].clone(), base[1].clone()]))?;
+        let r = maintenance::merge(&files, &ff, &ours, Some(dialect), &MergeLeaf::Auto)?;
+        assert_eq!(r.leaf, "dddddddd", "{r:?}");
+        assert_eq!(fs_err::read(&ff)?, fs_err::read(&ours)?, "a fast-forward is the other copy");
+
+        // Refusals change nothing.
+        let before = fs_err::read(&ours)?;
+        let other = dir.join("other.jsonl");
+        fs_err::write(&other, v3(dialect, &[base[0].clone()]).replace("merge-me", "someone-else"))?;
+        let got = maintenance::merge(&files, &ours, &other, Some(dialect), &MergeLeaf::Auto);
+        assert!(matches!(got, Err(JobError::NotTheSameSession { .. })), "{got:?}");
+        fs_err::write(&other, v3(dialect, &[base[0].clone(), entry("bbbbbbbb", None, "two")]))?;
+        let got = maintenance::merge(&files, &ours, &other, Some(dialect), &MergeLeaf::Auto);
+        assert!(matches!(got, Err(JobError::MergeConflict { ref id, .. }) if id == "bbbbbbbb"), "{got:?}");
+        let got = maintenance::merge(&files, &ours, &theirs, Some(dialect), &MergeLeaf::Id("bbbbbbbb".into()));
+        assert!(matches!(got, Err(JobError::BadLeaf { .. })), "{got:?}");
+        assert_eq!(fs_err::read(&ours)?, before);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Any two copies of a tree grown from a common prefix merge into the union of their
+    /// entries, each once, parents before children; merging again writes nothing.
+    #[test]
+    fn a_merge_is_the_union_of_two_copies(
+        shared in 1usize..5,
+        a_parents in proptest::collection::vec(any::<prop::sample::Index>(), 0..6),
+        b_parents in proptest::collection::vec(any::<prop::sample::Index>(), 0..6),
+    ) {
+        let tmp = TempDir::new("jobs-merge-prop");
+        let files = FileStorage::new();
+        let mut base = Vec::new();
+        let mut ids = Vec::new();
+        for i in 0..shared {
+            let id = format!("{i:08x}");
+            base.push(entry(&id, ids.last().map(String::as_str), "shared"));
+            ids.push(id);
+        }
+        let grow = |tag: u32, picks: &[prop::sample::Index]| {
+            let (mut lines, mut known) = (base.clone(), ids.clone());
+            for (i, p) in picks.iter().enumerate() {
+                let id = format!("{tag:01x}{i:07x}");
+                let parent = p.get(&known).clone();
+                lines.push(entry(&id, Some(&parent), "grown"));
+                known.push(id);
+            }
+            (lines, known)
+        };
+        let (a, a_ids) = grow(0xa, &a_parents);
+        let (b, b_ids) = grow(0xb, &b_parents);
+        let (ours, theirs) = (tmp.path().join("a.jsonl"), tmp.path().join("b.jsonl"));
+        fs_err::write(&ours, v3(Dialect::Pi, &a)).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        fs_err::write(&theirs, v3(Dialect::Pi, &b)).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        // Auto finds a leaf no entry continues from, unless neither copy's leaf is one.
+        let merged = match maintenance::merge(&files, &ours, &theirs, Some(Dialect::Pi), &MergeLeaf::Auto) {
+            Ok(_) => true,
+            Err(JobError::BadLeaf { .. }) => false,
+            Err(e) => return Err(TestCaseError::fail(e.to_string())),
+        };
+        let text = fs_err::read_to_string(&ours).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let parsed = session::model::parse_session_bytes(text.as_bytes(), Dialect::Pi);
+        let got: Vec<String> = parsed.records[1..].iter().filter_map(|r| r.id().map(str::to_owned)).collect();
+        let unique: std::collections::BTreeSet<&String> = got.iter().collect();
+        prop_assert_eq!(unique.len(), got.len(), "an entry twice");
+        let want: std::collections::BTreeSet<&String> =
+            if merged { a_ids.iter().chain(&b_ids).collect() } else { a_ids.iter().collect() };
+        prop_assert_eq!(unique, want);
+        let mut seen = std::collections::HashSet::new();
+        for r in &parsed.records[1..] {
+            if let Some(p) = r.parent_id() {
+                prop_assert!(seen.contains(p), "a child before its parent");
+            }
+            seen.insert(r.id().unwrap_or_default());
+        }
+        let again = maintenance::merge(&files, &ours, &theirs, Some(Dialect::Pi), &MergeLeaf::Ours);
+        prop_assert!(again.as_ref().map_or(true, |r| !r.written), "{:?}", again);
+    }
 }

@@ -1,0 +1,238 @@
+//! Merging two copies of one session (the same header id): two continuations of a session
+//! are two branches of one tree, so the merge is the union of their entries by id, each
+//! written once, parents before children, with the leaf the user chooses last.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use session_model::{Dialect, ParsedFile, Record, SLOT_BYTES};
+use session_store::{EntryKind, ExpectedSize, LockWait, Storage, StoreError, artifacts_dir};
+
+use super::{JobError, prove_session};
+
+/// How long a merge waits for a writer that holds the session's lock.
+const LOCK_WAIT: Duration = Duration::from_secs(2);
+
+/// Which entry is the merged session's leaf (its last line, where both agents resume).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MergeLeaf {
+    /// The leaf of the copy that went further: the other copy's leaf when it continues
+    /// from this one's, else this copy's own (or the other's, when an entry of the
+    /// other copy continues from this one's).
+    #[default]
+    Auto,
+    /// The leaf of the copy merged into.
+    Ours,
+    /// The leaf of the copy merged from.
+    Theirs,
+    /// This entry.
+    Id(String),
+}
+
+/// What [`merge`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MergeReport {
+    /// The file merged into.
+    pub path: PathBuf,
+    /// Entries it gained.
+    pub added: Vec<String>,
+    /// Entries both copies hold with other bytes (a repair, a migration or a rewrite on
+    /// one side, the same type and parent): this copy's bytes were kept.
+    pub differing: Vec<String>,
+    /// The merged session's leaf.
+    pub leaf: String,
+    /// Whether the file was written (a merge that adds nothing and keeps the leaf
+    /// writes nothing).
+    pub written: bool,
+    /// Artifact files copied from the other copy (those whose names were free).
+    pub artifacts_copied: usize,
+}
+
+/// Merges the session at `theirs` into the copy at `ours` (see the module docs).
+///
+/// Both must be sessions of `dialect` (or of what their first bytes say) with the same
+/// header id, every entry with an id, and no line their loader skips (repair first:
+/// [`super::repair`]). Entries both hold must agree on their type and parent; if their
+/// bytes differ otherwise, ours are kept ([`MergeReport::differing`]). The leaf goes
+/// last; a leaf that another entry continues from cannot ([`JobError::BadLeaf`]).
+///
+/// `ours` is rewritten under its lock, only if it is still the file read (a line an
+/// agent appended meanwhile makes the merge refuse with nothing written: run it again);
+/// `theirs` is only read. Artifact files of `theirs` whose names are free in `ours`'
+/// artifacts directory are copied (links and special files are not). Merging a copy
+/// into itself, or merging twice, writes nothing.
+///
+/// # Errors
+///
+/// [`JobError::NotTheSameSession`], [`JobError::MergeConflict`], [`JobError::BadLeaf`],
+/// [`JobError::Unsupported`] (an entry without an id, or a damaged line), store errors.
+pub fn merge(
+    storage: &dyn Storage,
+    ours: &Path,
+    theirs: &Path,
+    dialect: Option<Dialect>,
+    leaf: &MergeLeaf,
+) -> Result<MergeReport, JobError> {
+    let a = prove_session(storage, ours, dialect)?;
+    let b = prove_session(storage, theirs, Some(a.dialect))?;
+    if a.id != b.id {
+        return Err(JobError::NotTheSameSession { ours: a.path, ours_id: a.id, theirs: b.path, theirs_id: b.id });
+    }
+    let (ours, theirs, dialect) = (a.path, b.path, a.dialect);
+    let lock = storage.lock(&ours, LockWait::Timeout(LOCK_WAIT))?;
+    let mut bytes = Vec::new();
+    let (stat, n) = storage.read_into(&ours, &mut bytes)?;
+    bytes.truncate(n);
+    let other = storage.read(&theirs)?;
+    let (pa, pb) =
+        (session_model::parse_session_bytes(&bytes, dialect), session_model::parse_session_bytes(&other, dialect));
+    for (path, parsed) in [(&ours, &pa), (&theirs, &pb)] {
+        if !parsed.diagnostics.is_empty() {
+            return Err(JobError::Unsupported {
+                path: path.clone(),
+                what: "it holds lines its loader skips; repair it first (session repair)".to_owned(),
+            });
+        }
+        if let Some(r) = parsed.records.iter().skip(1).find(|r| r.id().is_none()) {
+            return Err(JobError::Unsupported {
+                path: path.clone(),
+                what: format!(
+                    "an entry without an id ({}); migrate it first (session migrate)",
+                    r.type_str().unwrap_or("?")
+                ),
+            });
+        }
+    }
+    let entries_a = &pa.records[1..];
+    let entries_b = &pb.records[1..];
+    let by_id: HashMap<&str, &Record> = entries_a.iter().filter_map(|r| Some((r.id()?, r))).collect();
+    let mut report = MergeReport { path: ours.clone(), ..MergeReport::default() };
+    let mut merged: Vec<&Record> = entries_a.iter().collect();
+    for r in entries_b {
+        let id = r.id().unwrap_or_default();
+        match by_id.get(id) {
+            None => {
+                merged.push(r);
+                report.added.push(id.to_owned());
+            }
+            Some(mine) if mine.text() == r.text() => {}
+            Some(mine) => {
+                if mine.type_str() != r.type_str() || mine.parent_id() != r.parent_id() {
+                    return Err(JobError::MergeConflict {
+                        theirs,
+                        id: id.to_owned(),
+                        reason: "the copies give it another type or another parent".to_owned(),
+                    });
+                }
+                report.differing.push(id.to_owned());
+            }
+        }
+    }
+    let leaf_a = entries_a.last().and_then(|r| r.id()).map(str::to_owned);
+    let leaf_b = entries_b.last().and_then(|r| r.id()).map(str::to_owned);
+    let parents: HashMap<&str, Option<&str>> = merged.iter().filter_map(|r| Some((r.id()?, r.parent_id()))).collect();
+    let descends = |from: &str, to: &str| {
+        let mut at = Some(from);
+        let mut seen = HashSet::new();
+        while let Some(id) = at {
+            if id == to {
+                return true;
+            }
+            if !seen.insert(id) {
+                return false;
+            }
+            at = parents.get(id).copied().flatten();
+        }
+        false
+    };
+    let chosen = match leaf {
+        MergeLeaf::Ours => leaf_a.clone(),
+        MergeLeaf::Theirs => leaf_b.clone(),
+        MergeLeaf::Id(id) => Some(id.clone()),
+        // The other copy's leaf when it went on from ours, else ours, else theirs: the
+        // first that no entry continues from.
+        MergeLeaf::Auto => {
+            let ahead = match (&leaf_a, &leaf_b) {
+                (Some(a), Some(b)) if descends(b, a) => Some(b.clone()),
+                _ => None,
+            };
+            let childless = |id: &String| !merged.iter().any(|r| r.parent_id() == Some(id.as_str()));
+            [ahead, leaf_a.clone(), leaf_b.clone()].into_iter().flatten().find(childless).or(leaf_a.clone())
+        }
+    };
+    if let Some(id) = &chosen {
+        let Some(at) = merged.iter().position(|r| r.id() == Some(id)) else {
+            return Err(JobError::BadLeaf { id: id.clone(), reason: "no entry of either copy has this id".to_owned() });
+        };
+        if merged.iter().any(|r| r.parent_id() == Some(id)) {
+            return Err(JobError::BadLeaf {
+                id: id.clone(),
+                reason: "another entry continues from it (choose that branch's last entry)".to_owned(),
+            });
+        }
+        let r = merged.remove(at);
+        merged.push(r);
+        report.leaf = id.clone();
+    }
+    let out = render(&bytes, &pa, &merged);
+    if out != bytes {
+        storage.write_atomic(&ours, &out, ExpectedSize::unchanged(Some(&stat)))?;
+        report.written = true;
+    }
+    drop(lock);
+    report.artifacts_copied = unite_artifacts(storage, &theirs, &ours)?;
+    Ok(report)
+}
+
+/// The merged file: `ours`' title slot (omp) and header as they are, then `entries`, one
+/// a line.
+fn render(ours: &[u8], parsed: &ParsedFile, entries: &[&Record]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(ours.len());
+    if parsed.title_slot.is_some() {
+        out.extend_from_slice(&ours[..SLOT_BYTES.min(ours.len())]);
+    }
+    for r in parsed.records.first().into_iter().chain(entries.iter().copied()) {
+        out.extend_from_slice(r.text().as_bytes());
+        out.push(b'\n');
+    }
+    out
+}
+
+/// Copies the regular files of `theirs`' artifacts directory into `ours`' where their
+/// names are free; returns how many.
+fn unite_artifacts(storage: &dyn Storage, theirs: &Path, ours: &Path) -> Result<usize, JobError> {
+    let (Some(from), Some(to)) = (artifacts_dir(theirs), artifacts_dir(ours)) else { return Ok(0) };
+    let mut copied = 0;
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let entries = match storage.read_dir(&from.join(&rel)) {
+            Ok(e) => e,
+            Err(StoreError::NotFound { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        for e in entries {
+            let rel = rel.join(&e.name);
+            match e.kind {
+                EntryKind::Dir => stack.push(rel),
+                EntryKind::File => {
+                    let dst = to.join(&rel);
+                    if storage.stat(&dst)?.is_none() {
+                        if let Some(dir) = dst.parent() {
+                            storage.ensure_dir(dir)?;
+                        }
+                        match storage.write_new(&dst, &storage.read(&from.join(&rel))?) {
+                            Ok(()) => copied += 1,
+                            Err(StoreError::AlreadyExists { .. }) => {}
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(copied)
+}
