@@ -91,6 +91,7 @@ pub(crate) fn cases() -> Vec<Case> {
             }
             add("job rm", n.into(), level, d, Box::new(move |r, p, s, a| job_rm(r, p, s, a, dialect)));
             add("job trash", n.into(), level, d, Box::new(move |r, p, s, a| job_trash(r, p, s, a, dialect)));
+            add("job merge", n.into(), level, d, Box::new(move |r, p, s, a| job_merge(r, p, s, a, dialect)));
         }
         add("job gc", "omp".into(), level, d, Box::new(job_gc));
         add("job pull", "pi".into(), level, d, Box::new(job_pull));
@@ -813,6 +814,36 @@ fn job_trash(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), di
     arm();
     let plan = step!(rig, maintenance::plan_rm(rig.storage(), &homes, &file, Some(dialect), false));
     step!(rig, plan.trash(rig.storage(), &homes, NOW));
+    Ok(())
+}
+
+/// `merge` of a copy that went on elsewhere (`size + 1` entries of its own, and an
+/// artifact) into the session: the session is whole, before or after the merge, and the
+/// other copy keeps its bytes.
+fn job_merge(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), dialect: Dialect) -> Result<()> {
+    let root = sessions_root(rig, dialect);
+    let file = root.join("--b--/s.jsonl");
+    let copy = root.join("--b--/s.sync-conflict-1.jsonl");
+    let (text, marks) = v3_session(dialect, "merged", 2, false)?;
+    put(rig, &file, text.as_bytes())?;
+    let mut other = text.clone();
+    let mut parent = format!("{:08x}", 1);
+    for i in 0..=size {
+        let id = format!("c{i:07x}");
+        other.push_str(&format!(
+            r#"{{"type":"message","id":"{id}","parentId":"{parent}","timestamp":"2026-01-01T00:00:02.000Z","message":{{"role":"user","content":"elsewhere {i}","timestamp":2}}}}"#
+        ));
+        other.push('\n');
+        parent = id;
+    }
+    put(rig, &copy, other.as_bytes())?;
+    put(rig, &root.join("--b--/s.sync-conflict-1/a.txt"), b"artifact")?;
+    p.untouched.push((copy.clone(), other.into_bytes()));
+    bystanders(rig, p, dialect)?;
+    p.jobs.push(JobPromise { dialect, paths: vec![file.clone()], may_vanish: false, marks, artifacts: Vec::new() });
+    snapshot(rig, p, vec![file.clone(), root.join("--b--/s")])?;
+    arm();
+    step!(rig, maintenance::merge(rig.storage(), &file, &copy, Some(dialect), &maintenance::MergeLeaf::Auto));
     Ok(())
 }
 
