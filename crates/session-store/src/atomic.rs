@@ -103,7 +103,28 @@ pub fn write_atomic_stream(
     sync: bool,
     fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<u64, StoreError> {
-    write_atomic_stream_with(path, fill, sync, || Ok(()))
+    write_atomic_stream_with(path, fill, sync, NewFile::LikeTarget, || Ok(()))
+}
+
+/// Replaces `path`, a file of a private folder ([`crate::PrivateDir::write_file`]), with
+/// what `fill` writes: the temporary file is created 0600 whatever `path` was (its mode
+/// and owner are not looked at, a link there is not followed), the folder is not
+/// created, and nothing is synced. Returns the bytes written.
+pub(crate) fn write_private_stream(
+    path: &Path,
+    fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<u64, StoreError> {
+    write_atomic_stream_with(path, fill, false, NewFile::Private, || Ok(()))
+}
+
+/// How the temporary file of a replace is created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NewFile {
+    /// With the mode (and, where it may, the owner) of the file it replaces, in a
+    /// folder created when missing.
+    LikeTarget,
+    /// Mode 0600, in a private folder that must exist.
+    Private,
 }
 
 /// [`write_atomic_with`] for content produced piece by piece by `fill` (written
@@ -117,14 +138,21 @@ pub(crate) fn write_atomic_stream_with<G: Published>(
     path: &Path,
     fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
     sync: bool,
+    new_file: NewFile,
     publish: impl FnOnce() -> Result<G, StoreError>,
 ) -> Result<u64, StoreError> {
     let dir = parent_dir(path)?;
-    fs_err::create_dir_all(&dir).map_err(|e| StoreError::io(Op::EnsureDir, &dir, e))?;
+    if new_file == NewFile::LikeTarget {
+        fs_err::create_dir_all(&dir).map_err(|e| StoreError::io(Op::EnsureDir, &dir, e))?;
+    }
     let temp = temp_path(path)?;
     let mut renamed = false;
     let result = (|| {
-        let file = create_temp(&temp, path).map_err(|e| StoreError::io_raw(Op::WriteTemp, path, e))?;
+        let file = match new_file {
+            NewFile::LikeTarget => create_temp(&temp, path),
+            NewFile::Private => create_private_temp(&temp),
+        }
+        .map_err(|e| StoreError::io_raw(Op::WriteTemp, path, e))?;
         // The std file under the buffer: it takes large vectored writes (`writev`) as they are.
         let (file, _) = file.into_parts();
         let mut out = Counting { inner: std::io::BufWriter::with_capacity(STREAM_BUFFER, file), written: 0 };
@@ -212,6 +240,19 @@ fn create_temp(temp: &Path, target: &Path) -> std::io::Result<fs_err::File> {
         file.set_permissions(std::fs::Permissions::from_mode(meta.mode() & 0o7777))?;
     }
     Ok(file)
+}
+
+/// Creates the temporary file of a replace in a private folder: exclusively, never
+/// through a link, mode 0600.
+fn create_private_temp(temp: &Path) -> std::io::Result<fs_err::File> {
+    let mut options = fs_err::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use fs_err::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    crate::open::open_no_follow(&mut options, temp)
 }
 
 fn write_temp(temp: &Path, target: &Path, bytes: &[u8], faults: Option<&Faults>) -> Result<(), StoreError> {

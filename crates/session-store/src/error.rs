@@ -170,6 +170,19 @@ pub enum StoreError {
         /// What it is instead (see [`NotRegularFile::kind`](crate::open::NotRegularFile::kind)).
         kind: &'static str,
     },
+    /// A folder or file that must be private to this user (a cache folder, a derived
+    /// file in it, the lock gates' folder) is not: see [`crate::private`]. Whoever
+    /// wanted it goes on without it.
+    #[error(
+        "{} is not private to this user: {why}; remove it, or make it a folder of yours that nobody else may use (chmod 700)",
+        path.display()
+    )]
+    NotPrivate {
+        /// The folder or file.
+        path: PathBuf,
+        /// Why it was refused.
+        why: crate::private::Exposure,
+    },
     /// A replace or a rename landed (readers see the complete new file at `path`) but the
     /// directory could not be synced, so after a power loss the old file (or the old name)
     /// may come back. The write or rename must not be repeated as if it had failed.

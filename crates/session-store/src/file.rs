@@ -607,7 +607,9 @@ impl Storage for FileStorage {
             return Ok(buf.len() as u64);
         }
         let sync = durability != Durability::None;
-        let written = atomic::write_atomic_stream_with(path, fill, sync, || self.publish_check(path, expected));
+        let written = atomic::write_atomic_stream_with(path, fill, sync, atomic::NewFile::LikeTarget, || {
+            self.publish_check(path, expected)
+        });
         if written.as_ref().map_or_else(|e| e.landed().is_some(), |_| true) {
             lock::bump_generation(path);
         }

@@ -28,6 +28,10 @@
 //! storages of `session-store-postgres` and `session-store-redis`): path keys, listings
 //! from keys, omp's title metadata.
 //!
+//! [`PrivateDir`] ([`private`]) is where derived files live (the listing cache, session
+//! indexes, the search catalog, the lock gates): a folder created 0700 and owned by this
+//! user, files written 0600 without following links.
+//!
 //! All three backends pass one shared contract test suite, `contract` (behind the `testing`
 //! feature, so server backends in other crates run the same cases).
 //!
@@ -74,6 +78,7 @@ pub mod keyed;
 mod lock;
 mod memory;
 pub mod open;
+pub mod private;
 mod storage;
 #[cfg(feature = "testing")]
 pub mod testkit;
@@ -85,6 +90,7 @@ pub use fault::{Boundary, CrashKind, FaultStorage, Faults};
 pub use file::FileStorage;
 pub use lock::lock_paths;
 pub use memory::MemoryStorage;
+pub use private::PrivateDir;
 pub use storage::{
     AppendWriter, Change, DirEntry, Durability, EntryKind, ExpectedSize, FileIdentity, FileStat, LockWait, Note,
     PollWatch, SessionLock, Storage, Watch, artifacts_dir, grow, is_backup_of, is_plain_name, slice_windows,

@@ -5,9 +5,10 @@
 //! 1. the OS gate: an exclusive `flock`-style lock ([`std::fs::File::try_lock`]) on a gate
 //!    file named by the SHA-256 of the session file's absolute path, in a directory private
 //!    to this process's user: `$XDG_RUNTIME_DIR/session-store-locks`, else
-//!    `<temp dir>/session-store-locks-<uid>`, created with mode 0700 and used only when it is
-//!    a real directory owned by the user that nobody else can enter (a directory someone else
-//!    made first, or a link planted in its place, is passed over). Only when no such
+//!    `<temp dir>/session-store-locks-<uid>`, opened as a [`crate::PrivateDir`]: created with
+//!    mode 0700 and used only when it is a real directory owned by the user that nobody else
+//!    can enter (a directory someone else made first, or a link planted in its place, is
+//!    passed over). Only when no such
 //!    directory can be had does the gate fall back to omp's own `<dir>/.<name>.lock.os`. The
 //!    gate is created if needed (mode 0600), never deleted (so it never races with its own
 //!    removal), and leaves nothing in the session's folder; the kernel drops the lock when
@@ -121,65 +122,24 @@ pub fn lock_paths(path: &Path) -> Result<(PathBuf, PathBuf), StoreError> {
 
 /// Returns this process's private directory for OS gates, chosen once: the first of
 /// `$XDG_RUNTIME_DIR/session-store-locks` and `<temp dir>/session-store-locks-<uid>` that
-/// is (or can be made) a real directory owned by this process's user with no access for
-/// anyone else ([`claim_private_dir`]). `None` when neither is.
+/// opens as a [`PrivateDir`](crate::PrivateDir) (a real directory owned by this
+/// process's user with no access for anyone else, created 0700 when missing), the
+/// runtime directory only when it is itself private to the user. `None` when neither is.
 fn private_gate_dir() -> Option<&'static Path> {
     static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
     DIR.get_or_init(|| {
-        let uid = own_uid()?;
+        let uid = crate::private::own_uid()?;
         let mut candidates = Vec::new();
+        #[cfg(unix)]
         if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).filter(|d| d.is_absolute())
-            && is_private_dir(&runtime, uid)
+            && crate::private::check(&runtime, uid).is_ok()
         {
             candidates.push(runtime.join("session-store-locks"));
         }
         candidates.push(std::env::temp_dir().join(format!("session-store-locks-{uid}")));
-        candidates.into_iter().find(|c| claim_private_dir(c, uid))
+        candidates.into_iter().find_map(|c| crate::PrivateDir::open(c).ok()).map(|d| d.path().to_path_buf())
     })
     .as_deref()
-}
-
-/// Returns the uid this process creates files as (learnt from a directory it creates
-/// and removes at once; std has no safe `geteuid`).
-#[cfg(unix)]
-fn own_uid() -> Option<u32> {
-    use rand::Rng;
-    use std::os::unix::fs::MetadataExt;
-    let probe = std::env::temp_dir().join(format!(".session-store-uid-{:016x}", rand::rng().next_u64()));
-    fs_err::create_dir(&probe).ok()?;
-    let uid = fs_err::symlink_metadata(&probe).ok().map(|m| m.uid());
-    let _ = fs_err::remove_dir(&probe);
-    uid
-}
-
-#[cfg(not(unix))]
-fn own_uid() -> Option<u32> {
-    None
-}
-
-/// Returns whether `dir` is a directory (not a link to one) owned by `uid` that nobody
-/// else may enter, list or write.
-#[cfg(unix)]
-fn is_private_dir(dir: &Path, uid: u32) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    fs_err::symlink_metadata(dir).is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0)
-}
-
-#[cfg(not(unix))]
-fn is_private_dir(_dir: &Path, _uid: u32) -> bool {
-    false
-}
-
-/// Creates `dir` with mode 0700 if it is missing, then checks that it is private to
-/// `uid` ([`is_private_dir`]): a directory someone else made first (or a link planted
-/// there) is never used, so nobody can redirect our gates or lock us out.
-fn claim_private_dir(dir: &Path, uid: u32) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        let _ = std::fs::DirBuilder::new().mode(0o700).create(dir);
-    }
-    is_private_dir(dir, uid)
 }
 
 /// A held pair of locks; releases on drop.
@@ -517,37 +477,11 @@ mod tests {
         match private_gate_dir() {
             Some(dir) => {
                 assert!(os.starts_with(dir), "{}", os.display());
-                assert!(is_private_dir(dir, own_uid().unwrap_or(u32::MAX)));
+                #[cfg(unix)]
+                crate::private::check(dir, crate::private::own_uid().unwrap_or(u32::MAX))?;
             }
             None => assert_eq!(os, Path::new("/d/.s.jsonl.lock.os")),
         }
-        Ok(())
-    }
-
-    /// A gate directory someone else prepared (too open, or a link to a directory) is
-    /// never used; a missing one is made private.
-    #[cfg(unix)]
-    #[test]
-    fn only_private_gate_directories_are_claimed() -> Result<(), Box<dyn std::error::Error>> {
-        use std::os::unix::fs::PermissionsExt;
-        let uid = own_uid().ok_or("no uid")?;
-        let base = std::env::temp_dir().join(format!("session-store-gates-{}", std::process::id()));
-        let _ = fs_err::remove_dir_all(&base);
-        fs_err::create_dir_all(&base)?;
-        let fresh = base.join("fresh");
-        assert!(claim_private_dir(&fresh, uid));
-        let open = base.join("open");
-        fs_err::create_dir(&open)?;
-        fs_err::set_permissions(&open, std::fs::Permissions::from_mode(0o777))?;
-        assert!(!claim_private_dir(&open, uid), "a world-writable directory");
-        let link = base.join("link");
-        std::os::unix::fs::symlink(&fresh, &link)?;
-        assert!(!claim_private_dir(&link, uid), "a link to a private directory");
-        assert!(!claim_private_dir(&fresh, uid.wrapping_add(1)), "someone else's directory");
-        let file = base.join("file");
-        fs_err::write(&file, b"")?;
-        assert!(!claim_private_dir(&file, uid));
-        fs_err::remove_dir_all(&base)?;
         Ok(())
     }
 
