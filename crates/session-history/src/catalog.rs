@@ -8,7 +8,19 @@
 //! is contentless (`content=''`): it holds the index, not a second copy of the text,
 //! so a caller that wants a snippet reads the entry again at its offset.
 //!
-//! Deleting the file loses nothing but time; a damaged file is removed and rebuilt.
+//! Deleting the file loses nothing but time; a damaged catalog is removed and rebuilt.
+//!
+//! The file is as private as the sessions it is derived from, and nothing else is ever
+//! taken for it: [`Catalog::open`] creates it 0600 (its folder 0700), exclusively and
+//! without following a link, and SQLite is told to follow none either (its journal
+//! files copy the database's mode). A database is written only once it is shown to be
+//! a catalog: its `application_id` is [`CATALOG_APPLICATION_ID`], set when it is
+//! created (or, for a catalog from before that, it holds the catalog's tables and
+//! nothing else). Another program's database, a link or anything that is not a SQLite
+//! database at that path is refused ([`HistoryError::NotACatalog`]) and left as it is;
+//! only a damaged file that says it is a catalog is removed. The caller should keep
+//! the file in a folder that is the user's alone (the command's cache folder is a
+//! `session_store::PrivateDir`).
 
 use std::path::{Path, PathBuf};
 
@@ -50,6 +62,47 @@ CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(text, content='', content
 
 /// 2: text of scripts written without spaces indexed character by character.
 const CATALOG_VERSION: i64 = 2;
+
+/// The SQLite `application_id` of a search catalog (`SSCa`), set when one is created:
+/// a database with another is never written.
+pub const CATALOG_APPLICATION_ID: i32 = 0x5353_4361;
+
+/// Why a file was not taken for a search catalog ([`HistoryError::NotACatalog`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NotACatalog {
+    /// A symbolic link stands at the catalog's path (or in its folder's path).
+    Link,
+    /// Something other than a regular file stands there.
+    NotAFile,
+    /// The file is not a SQLite database.
+    NotADatabase,
+    /// A SQLite database of another application: its `application_id`.
+    ApplicationId(i32),
+    /// A SQLite database without an `application_id` that holds tables (or indexes,
+    /// views, triggers) a catalog does not have: their names.
+    ForeignTables(Vec<String>),
+    /// A SQLite database without an `application_id` whose `user_version` no catalog
+    /// ever had.
+    UserVersion(i64),
+}
+
+impl std::fmt::Display for NotACatalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotACatalog::Link => f.write_str("a symbolic link stands there"),
+            NotACatalog::NotAFile => f.write_str("it is not a regular file"),
+            NotACatalog::NotADatabase => f.write_str("it is not a SQLite database"),
+            NotACatalog::ApplicationId(id) => {
+                write!(f, "it is a SQLite database of another program (application_id {id:#x})")
+            }
+            NotACatalog::ForeignTables(names) => {
+                write!(f, "it is a SQLite database with tables a catalog does not have ({})", names.join(", "))
+            }
+            NotACatalog::UserVersion(v) => write!(f, "it is a SQLite database of another program (user_version {v})"),
+        }
+    }
+}
 
 /// What the catalog remembers of one indexed file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -160,29 +213,26 @@ fn prefix_clause(prefixes: &[PathBuf], params: &mut Vec<Value>) -> String {
 }
 
 impl Catalog {
-    /// Opens (creating it and its directory if needed) the catalog at `path`. A file
-    /// that is damaged or of another schema version is removed and started afresh:
-    /// it holds nothing that cannot be rebuilt.
+    /// Opens the catalog at `path`, creating it (mode 0600, exclusively, never through a
+    /// link) and its missing folders (mode 0700) if needed. A catalog that is damaged
+    /// or of another schema version is removed and started afresh: it holds nothing
+    /// that cannot be rebuilt. Anything else at `path` is refused and left as it is
+    /// (see the module docs); a catalog of an older version of this crate, 0644, is made
+    /// 0600.
     ///
     /// # Errors
     ///
-    /// [`HistoryError::Io`] when the directory cannot be created or a damaged file
-    /// removed; [`HistoryError::Catalog`] when SQLite fails.
+    /// [`HistoryError::NotACatalog`] when `path` holds something that is not a catalog
+    /// (another program's database, a link, a file that is no database);
+    /// [`HistoryError::Io`] when the folder or the file cannot be created or a damaged
+    /// catalog removed; [`HistoryError::Catalog`] when SQLite fails.
     pub fn open(path: impl AsRef<Path>) -> Result<Catalog, HistoryError> {
-        let path = path.as_ref().to_path_buf();
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|source| HistoryError::Io {
-                path: path.clone(),
-                op: "create directory",
-                target: parent.to_path_buf(),
-                source,
-            })?;
-        }
+        let path = real_path(path.as_ref())?;
+        prepare_file(&path)?;
         match Catalog::try_open(&path) {
             Ok(c) => Ok(c),
-            Err(HistoryError::Catalog { source, .. })
-                if crate::error::is_corrupt(&source) || source.to_string().contains("version") =>
-            {
+            // Only a file shown to be a catalog is removed (`try_open` says which).
+            Err(Opening::Damaged(_)) => {
                 for suffix in ["", "-wal", "-shm", "-journal"] {
                     let mut p = path.clone().into_os_string();
                     p.push(suffix);
@@ -195,9 +245,10 @@ impl Catalog {
                         }
                     }
                 }
-                Catalog::try_open(&path)
+                prepare_file(&path)?;
+                Catalog::try_open(&path).map_err(Opening::into_error)
             }
-            Err(e) => Err(e),
+            Err(Opening::Failed(e)) => Err(e),
         }
     }
 
@@ -212,14 +263,32 @@ impl Catalog {
         Catalog::init(conn, path)
     }
 
-    fn try_open(path: &Path) -> Result<Catalog, HistoryError> {
-        let conn = Connection::open(path).map_err(err(path, "open"))?;
-        crate::schema::configure(&conn, crate::DEFAULT_BUSY_TIMEOUT).map_err(|(op, source)| HistoryError::Catalog {
-            path: path.to_path_buf(),
-            op,
-            source,
-        })?;
-        Catalog::init(conn, path.to_path_buf())
+    /// Opens the catalog file at `path` (a real path, the file there) once it is shown
+    /// to be a catalog, reading only ([`identify_file`]), and brings its schema up to
+    /// date.
+    fn try_open(path: &Path) -> Result<Catalog, Opening> {
+        use rusqlite::OpenFlags;
+        if let Some(found) = identify_file(path).map_err(Opening::Failed)? {
+            return Err(Opening::Failed(HistoryError::NotACatalog { path: path.to_path_buf(), found }));
+        }
+        make_private(path).map_err(Opening::Failed)?;
+        // A catalog from here on: what fails because it is damaged or of another version
+        // is removed by the caller.
+        let ours = |e: HistoryError| match &e {
+            HistoryError::Catalog { source, .. }
+                if crate::error::is_corrupt(source) || source.to_string().contains("version") =>
+            {
+                Opening::Damaged(e)
+            }
+            _ => Opening::Failed(e),
+        };
+        // No CREATE (the file is there) and no URI; NOFOLLOW: no link anywhere in the path.
+        let flags =
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| Opening::Failed(open_error(path, e)))?;
+        crate::schema::configure(&conn, crate::DEFAULT_BUSY_TIMEOUT)
+            .map_err(|(op, source)| ours(HistoryError::Catalog { path: path.to_path_buf(), op, source }))?;
+        Catalog::init(conn, path.to_path_buf()).map_err(ours)
     }
 
     fn init(conn: Connection, path: PathBuf) -> Result<Catalog, HistoryError> {
@@ -236,7 +305,10 @@ impl Catalog {
             });
         }
         conn.execute_batch(CATALOG_DDL).map_err(err(&path, "create tables"))?;
-        conn.execute_batch(&format!("PRAGMA user_version = {CATALOG_VERSION}")).map_err(err(&path, "set version"))?;
+        conn.execute_batch(&format!(
+            "PRAGMA user_version = {CATALOG_VERSION}; PRAGMA application_id = {CATALOG_APPLICATION_ID}"
+        ))
+        .map_err(err(&path, "set version"))?;
         Ok(Catalog { conn, path })
     }
 
@@ -350,6 +422,229 @@ impl Catalog {
         };
         run().map_err(err(&self.path, "search"))
     }
+}
+
+/// `SQLITE_CANTOPEN_SYMLINK`: SQLite refused a link in the path (`SQLITE_OPEN_NOFOLLOW`).
+const SQLITE_CANTOPEN_SYMLINK: std::ffi::c_int = 1550;
+
+/// How opening a catalog file failed.
+enum Opening {
+    /// The file is a catalog, but damaged or of another version: it may be removed.
+    Damaged(HistoryError),
+    /// Anything else: the file is left as it is.
+    Failed(HistoryError),
+}
+
+impl Opening {
+    fn into_error(self) -> HistoryError {
+        match self {
+            Opening::Damaged(e) | Opening::Failed(e) => e,
+        }
+    }
+}
+
+/// The error of a failed open of `path`: a link SQLite refused says so.
+fn open_error(path: &Path, source: rusqlite::Error) -> HistoryError {
+    match source.sqlite_extended_error_code() {
+        Some(SQLITE_CANTOPEN_SYMLINK) => {
+            HistoryError::NotACatalog { path: path.to_path_buf(), found: NotACatalog::Link }
+        }
+        _ => HistoryError::Catalog { path: path.to_path_buf(), op: "open", source },
+    }
+}
+
+/// Returns `None` when the file at `path` is a catalog (or empty: a new one), else why
+/// it is not one, without writing anything: its header is read first (is it SQLite,
+/// whose `application_id`?), and only a database without an `application_id` is opened
+/// to read its schema, read-only (and, when no write-ahead log is beside it, as an
+/// immutable file, so that SQLite makes no file beside it either).
+fn identify_file(path: &Path) -> Result<Option<NotACatalog>, HistoryError> {
+    use std::io::Read;
+    let io = |op| {
+        let path = path.to_path_buf();
+        move |source| HistoryError::Io { path: path.clone(), op, target: path, source }
+    };
+    let mut header = Vec::with_capacity(100);
+    open_no_follow(path).map_err(io("open"))?.take(100).read_to_end(&mut header).map_err(io("read"))?;
+    if header.is_empty() {
+        return Ok(None);
+    }
+    if header.len() < 100 || &header[..16] != b"SQLite format 3\0" {
+        return Ok(Some(NotACatalog::NotADatabase));
+    }
+    match i32::from_be_bytes([header[68], header[69], header[70], header[71]]) {
+        CATALOG_APPLICATION_ID => return Ok(None),
+        0 => {}
+        other => return Ok(Some(NotACatalog::ApplicationId(other))),
+    }
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let immutable = std::fs::symlink_metadata(PathBuf::from(wal)).is_err();
+    let conn = open_read_only(path, immutable).map_err(|e| open_error(path, e))?;
+    identify(&conn).map_err(|source| HistoryError::Catalog { path: path.to_path_buf(), op: "read schema", source })
+}
+
+/// Opens the database at `path` read-only, without following a link; as an immutable
+/// file (no locks, no files made beside it) when `immutable`.
+fn open_read_only(path: &Path, immutable: bool) -> rusqlite::Result<Connection> {
+    use rusqlite::OpenFlags;
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    if !immutable {
+        return Connection::open_with_flags(path, flags);
+    }
+    // A URI names the file: every byte but the unreserved ones escaped.
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_encoded_bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'.' | b'_' | b'-' | b'~' => uri.push(char::from(b)),
+            _ => uri.push_str(&format!("%{b:02X}")),
+        }
+    }
+    uri.push_str("?immutable=1");
+    Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)
+}
+
+/// Returns `None` when the database `conn` opened is a catalog (or empty, a new one),
+/// else why it is not one; reads only.
+fn identify(conn: &Connection) -> rusqlite::Result<Option<NotACatalog>> {
+    let application_id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+    if application_id == CATALOG_APPLICATION_ID {
+        return Ok(None);
+    }
+    if application_id != 0 {
+        return Ok(Some(NotACatalog::ApplicationId(application_id)));
+    }
+    // No application id: an empty database, or a catalog from before they were set.
+    let names = object_names(conn)?;
+    let ours = catalog_object_names();
+    let foreign: Vec<String> = names.iter().filter(|n| !ours.contains(n)).cloned().collect();
+    if !foreign.is_empty() {
+        return Ok(Some(NotACatalog::ForeignTables(foreign)));
+    }
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    let known = if names.is_empty() { version == 0 } else { (1..=CATALOG_VERSION).contains(&version) };
+    Ok((!known).then_some(NotACatalog::UserVersion(version)))
+}
+
+/// Returns the names of the tables, indexes, views and triggers of `conn`'s database
+/// (SQLite's own `sqlite_*` left out).
+fn object_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")?;
+    let names = stmt.query_map([], |r| r.get(0))?;
+    names.collect()
+}
+
+/// Returns the names of everything the catalog's schema creates (FTS5's own tables
+/// included), learnt once from a catalog made in memory.
+fn catalog_object_names() -> &'static [String] {
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        Connection::open_in_memory()
+            .and_then(|conn| {
+                conn.execute_batch(CATALOG_DDL)?;
+                object_names(&conn)
+            })
+            .unwrap_or_default()
+    })
+}
+
+/// Returns `path` with its folder's real path (links resolved): SQLite, told to follow
+/// no link, refuses a path with any. The folder and its missing parents are created
+/// 0700 first.
+fn real_path(path: &Path) -> Result<PathBuf, HistoryError> {
+    let io = |op, target: &Path| {
+        let (path, target) = (path.to_path_buf(), target.to_path_buf());
+        move |source| HistoryError::Io { path, op, target, source }
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| HistoryError::NotACatalog { path: path.to_path_buf(), found: NotACatalog::NotAFile })?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(parent).map_err(io("create directory", parent))?;
+    Ok(std::fs::canonicalize(parent).map_err(io("resolve", parent))?.join(name))
+}
+
+/// Opens `path` for reading without following a link.
+fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    options.open(path)
+}
+
+/// Makes `path` a file that may be opened as the catalog: created empty (an empty
+/// database), 0600 and exclusively when missing, so a link planted there makes the
+/// create fail instead of being followed; an existing link or anything but a regular
+/// file is refused.
+fn prepare_file(path: &Path) -> Result<(), HistoryError> {
+    let refuse = |found| HistoryError::NotACatalog { path: path.to_path_buf(), found };
+    loop {
+        let meta = match std::fs::symlink_metadata(path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let mut options = std::fs::OpenOptions::new();
+                options.write(true).create_new(true);
+                #[cfg(unix)]
+                std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+                match options.open(path) {
+                    Ok(_) => return Ok(()),
+                    // Made meanwhile (or a link planted): look again.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                    Err(source) => {
+                        return Err(HistoryError::Io {
+                            path: path.to_path_buf(),
+                            op: "create",
+                            target: path.to_path_buf(),
+                            source,
+                        });
+                    }
+                }
+            }
+            Err(source) => {
+                return Err(HistoryError::Io {
+                    path: path.to_path_buf(),
+                    op: "stat",
+                    target: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        if meta.file_type().is_symlink() {
+            return Err(refuse(NotACatalog::Link));
+        }
+        if !meta.is_file() {
+            return Err(refuse(NotACatalog::NotAFile));
+        }
+        return Ok(());
+    }
+}
+
+/// Takes the group and other permission bits from the catalog file at `path` (one of
+/// an older version is 0644), through a descriptor opened without following a link, so
+/// that SQLite's journal files, which copy its mode, are private too.
+fn make_private(path: &Path) -> Result<(), HistoryError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let io = |op| {
+            let path = path.to_path_buf();
+            move |source| HistoryError::Io { path: path.clone(), op, target: path, source }
+        };
+        let file = open_no_follow(path).map_err(io("open"))?;
+        let mode = file.metadata().map_err(io("stat"))?.permissions().mode();
+        if mode & 0o077 != 0 {
+            file.set_permissions(std::fs::Permissions::from_mode(mode & 0o700)).map_err(io("change the mode of"))?;
+        }
+    }
+    Ok(())
 }
 
 /// A batch of catalog changes in one transaction.

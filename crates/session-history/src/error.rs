@@ -57,6 +57,16 @@ pub enum HistoryError {
         /// The SQLite error.
         source: rusqlite::Error,
     },
+    /// The file at the search catalog's path is not a catalog (another program's
+    /// database, a link, a file that is no database): it was left as it is and nothing
+    /// was written to it.
+    #[error("{} is not a search catalog: {found}; it was left as it is: remove it, or keep the catalog elsewhere", path.display())]
+    NotACatalog {
+        /// The path.
+        path: PathBuf,
+        /// What was found there.
+        found: crate::NotACatalog,
+    },
     /// The database is corrupt and could not be moved aside for a fresh one.
     #[error(
         "prompt history {} is corrupt ({cause}) and could not be preserved; move the file aside by hand and retry",
@@ -78,7 +88,7 @@ impl HistoryError {
         match self {
             HistoryError::Sqlite { source, .. } | HistoryError::Catalog { source, .. } => is_corrupt(source),
             HistoryError::Quarantine { .. } => true,
-            HistoryError::Io { .. } | HistoryError::Busy { .. } => false,
+            HistoryError::Io { .. } | HistoryError::Busy { .. } | HistoryError::NotACatalog { .. } => false,
         }
     }
 

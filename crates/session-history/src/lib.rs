@@ -85,7 +85,7 @@ mod schema;
 mod store;
 mod text;
 
-pub use catalog::{Catalog, CatalogDoc, CatalogFile, CatalogHit, CatalogWriter};
+pub use catalog::{CATALOG_APPLICATION_ID, Catalog, CatalogDoc, CatalogFile, CatalogHit, CatalogWriter, NotACatalog};
 pub use clock::{Clock, SystemClock};
 pub use error::HistoryError;
 pub use schema::OpenNotice;

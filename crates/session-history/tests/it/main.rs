@@ -2,6 +2,7 @@
 //! directories, in both directions against omp 18.3.4's schema, plus properties,
 //! corruption recovery and concurrency.
 
+mod catalog;
 mod concurrency;
 mod omp_compat;
 mod props;
