@@ -122,8 +122,11 @@ pub(crate) fn env(g: &Global, dialect: Dialect) -> Env {
             env = env.with_agent_dirs(session::discovery::AgentDirs::omp(&process, g.omp_home.into()));
         }
         // Large sessions' indexes, beside the listing cache (local files only).
-        if crate::store::on_files() && process.var("SESSION_NO_CACHE").is_none_or(|v| v == "0") {
-            env = env.with_index_dir(session::discovery::Discovery::default_cache_dir(&process).join("index"));
+        if crate::store::on_files()
+            && process.var("SESSION_NO_CACHE").is_none_or(|v| v == "0")
+            && let Some(dir) = crate::cache::index_dir()
+        {
+            env = env.with_index_dir(dir.clone());
         }
     }
     match &g.blob_dir {

@@ -27,7 +27,10 @@ pub(crate) fn discovery_for(g: &Global, dialect: Dialect, no_cache: bool) -> Res
     if no_cache || !crate::store::on_files() || env.var("SESSION_NO_CACHE").is_some_and(|v| v != "0") {
         return Ok(discovery);
     }
-    Ok(discovery.with_list_cache(Discovery::default_cache_dir(&env), 64))
+    Ok(match crate::cache::dir() {
+        Some(dir) => discovery.with_list_cache(dir.clone(), 64),
+        None => discovery,
+    })
 }
 
 fn cwd_arg(cwd: Option<&str>) -> Result<String> {
@@ -413,7 +416,6 @@ fn store_tag(url: &str) -> String {
 /// every project's with `--all`), then answers from it, best match first.
 pub(crate) fn search(g: &Global, o: &SearchOptions<'_>) -> Result<String> {
     use session::search::{SearchIndex, SessionFile};
-    let env = discovery::ProcessEnv::from_process_env()?;
     let dialects = match g.dialect {
         Some(d) => vec![Dialect::from(d)],
         None => vec![Dialect::Pi, Dialect::Omp],
@@ -436,7 +438,7 @@ pub(crate) fn search(g: &Global, o: &SearchOptions<'_>) -> Result<String> {
         (Some(url), false) => format!("search-{}.db", store_tag(url)),
         _ => "search.db".to_owned(),
     };
-    let catalog = session::history::Catalog::open(Discovery::default_cache_dir(&env).join(name))?;
+    let catalog = crate::cache::catalog(&name)?;
     let mut index = SearchIndex::new(catalog, crate::store::current());
     if o.rebuild {
         index.clear()?;

@@ -8,6 +8,7 @@
 //! failure, 2 for a command line that cannot be parsed.
 
 mod args;
+mod cache;
 mod commands;
 mod find;
 mod huge_pages;

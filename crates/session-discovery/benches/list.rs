@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use session_discovery::{AgentDirs, Dialect, Discovery, OmpHome, ProcessEnv};
+use session_store::PrivateDir;
 
 /// The shared generator of realistic sessions (`xtask/src/generate.rs`).
 #[allow(dead_code, unreachable_pub)]
@@ -103,7 +104,7 @@ fn bench_list(c: &mut Criterion) {
             }
             // With the listing cache, warmed by the first iteration: what `session ls`
             // does on every later run.
-            let cached = disc.clone().with_list_cache(root.join("cache"), 0);
+            let cached = disc.clone().with_list_cache(PrivateDir::open(root.join("cache")).expect("cache folder"), 0);
             g.bench_function(format!("{}/{n}/cached", dialect.name()), |b| {
                 b.iter(|| {
                     let got = cached.list("/tmp", Some(&dir), &mut |_| {}).expect("list");

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use session_discovery::{AgentDirs, Dialect, Discovery, OmpHome, ProcessEnv};
+use session_store::PrivateDir;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -23,7 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let env = ProcessEnv::from_process_env()?;
     let mut discovery = Discovery::new(AgentDirs::for_dialect(dialect, &env, OmpHome::MusePi));
     if !args.iter().any(|a| a == "--no-cache") {
-        discovery = discovery.with_list_cache(Discovery::default_cache_dir(&env), 64);
+        discovery = discovery.with_list_cache(PrivateDir::open(Discovery::default_cache_dir(&env))?, 64);
     }
     let start = Instant::now();
     let sessions = discovery.list("/tmp", Some(&dir), &mut |_| {})?;

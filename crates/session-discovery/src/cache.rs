@@ -10,19 +10,28 @@
 //! * **Racy entries.** A file modified within [`RACY_NS`] of the moment the cache
 //!   was written could change again without its times moving (coarse timestamps), so
 //!   such entries are never trusted: they are rescanned (git's "racy clean" rule).
-//! * **Disposable.** The cache lives outside the session directories
-//!   (`$XDG_CACHE_HOME/session-store/` by default). A missing, unreadable, foreign or
-//!   damaged cache file is ignored as a whole and replaced; it is written atomically
-//!   without fsync (losing it to a power cut only costs one full scan).
+//! * **Private and disposable.** The cache lives in a [`PrivateDir`] outside the
+//!   session directories (`$XDG_CACHE_HOME/session-store/` for the `session` command):
+//!   written 0600 and atomically without following a link, never synced (losing it to
+//!   a power cut only costs one full scan), read only when it is this user's private
+//!   file. A missing, unreadable, foreign or damaged cache file is ignored as a whole
+//!   and replaced; a damaged text costs only its own file a scan.
+//! * **Checked.** A BLAKE3 hash of the header and the record section is checked when
+//!   the file is loaded, before any record is believed; each message text carries its
+//!   own hash, checked when the text is read, and must be the content of a JSON string
+//!   (no unescaped quote, backslash or control character) before it is copied as it
+//!   is into a listing printed as JSON. Bounds are checked everywhere: a text must lie
+//!   after the records and inside the file.
 //! * **Format.** Binary, little-endian, versioned: a header (magic, version, dialect,
-//!   scope, write time, where the records end, file length), one record per file
-//!   (path, identity, the info or "not listable", where its message text is), then
-//!   every message text, as the content of a JSON string (escaped as `JSON.stringify`
-//!   escapes it). Strings are length-prefixed UTF-8, validated on read. Only the
-//!   records are read up front; each text is read straight into the
-//!   [`MessagesText`] that returns it, so a listing holds one copy of the texts, not
-//!   two, and a listing printed as JSON copies them without escaping them again.
-//!   Records of files that did not change are copied to the next cache as raw bytes.
+//!   scope, write time, where the records end, file length, the hash of header and
+//!   records), one record per file (path, identity, the info or "not listable", the
+//!   hash of its message text and where that text is), then every message text, as
+//!   the content of a JSON string (escaped as `JSON.stringify` escapes it). Strings
+//!   are length-prefixed UTF-8, validated on read. Only the records are read up front;
+//!   each text is read straight into the [`MessagesText`] that returns it, so a listing
+//!   holds one copy of the texts, not two, and a listing printed as JSON copies them
+//!   without escaping them again. Records of files that did not change are copied to
+//!   the next cache as raw bytes.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -30,12 +39,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use session_model::Dialect;
-use session_store::{FileStorage, Storage};
+use session_store::{PrivateDir, Storage};
 
 use crate::info::{MessagesText, SessionInfo, SessionStatus};
 
 const MAGIC: &[u8; 8] = b"SSLCACHE";
-const VERSION: u32 = 4;
+/// 5: a hash of header and records, and one per message text.
+const VERSION: u32 = 5;
 /// How many listing caches a cache directory keeps: saving one more removes the
 /// caches written longest ago.
 pub const MAX_CACHE_FILES: usize = 32;
@@ -67,7 +77,9 @@ impl FileKey {
 /// One listing's view of the cache: the records loaded from disk, and the files
 /// scanned afresh during the listing.
 pub(crate) struct ListCache {
-    file: PathBuf,
+    dir: PrivateDir,
+    /// The cache file's name in `dir`.
+    name: String,
     dialect: Dialect,
     scope: String,
     /// The previous cache file (open, for its texts) and its record section.
@@ -92,6 +104,8 @@ struct Spans {
     record: Range<usize>,
     info: Range<usize>,
     text: Range<u64>,
+    /// The BLAKE3 hash of the text.
+    text_hash: [u8; 32],
 }
 
 /// A cache file's records by path (its bytes: hashing a `Path` goes component by
@@ -99,16 +113,18 @@ struct Spans {
 type Index = HashMap<Vec<u8>, (FileKey, Spans)>;
 
 /// The fixed part of the header after the magic, version, dialect and scope:
-/// write time, end of the record section, file length.
-const HEADER_TAIL: usize = 24;
+/// write time, end of the record section, file length, and the hash of the header
+/// before it and of the record section.
+const HEADER_TAIL: usize = 24 + 32;
 
 impl ListCache {
     /// Loads the cache of `scope` (what was listed, and how) for `dialect` from
     /// `dir`. Anything wrong with the file gives an empty cache.
-    pub(crate) fn load(dir: &Path, dialect: Dialect, scope: &str) -> ListCache {
+    pub(crate) fn load(dir: &PrivateDir, dialect: Dialect, scope: &str) -> ListCache {
         let name = format!("list-{}-{}.bin", dialect.name(), &blake3::hash(scope.as_bytes()).to_hex()[..16]);
         let mut cache = ListCache {
-            file: dir.join(name),
+            dir: dir.clone(),
+            name,
             dialect,
             scope: scope.to_owned(),
             old_file: None,
@@ -118,7 +134,9 @@ impl ListCache {
             hits: Mutex::new(Vec::new()),
             fresh: Mutex::new(Vec::new()),
         };
-        if let Some((file, records, written_at_ns, old)) = read_records(&cache.file, dialect, scope) {
+        if let Ok(Some(file)) = dir.open_file(&cache.name)
+            && let Some((records, written_at_ns, old)) = read_records(&file, dialect, scope)
+        {
             cache.old_file = Some(file);
             cache.records = records;
             cache.written_at_ns = written_at_ns;
@@ -150,23 +168,22 @@ impl ListCache {
         built
     }
 
-    /// Decodes a cached record, reading its text from the file.
+    /// Decodes a cached record, reading its text from the file; `None` when the
+    /// record or its text is damaged.
     fn decode(&self, spans: &Spans, path: &Path) -> Option<Option<SessionInfo>> {
         let mut info = decode_info(&self.records[spans.info.clone()], path)?;
         if let Some(i) = info.as_mut() {
             thread_local! {
-                /// The text is read here, then copied into its string once checked.
+                /// The text is read here, between quotes, then copied into its string
+                /// once checked.
                 static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
             }
-            // Read into a reused buffer, validated with SIMD and copied: cheaper than
-            // reading into the string's own memory and validating with std's checker.
+            // Read into a reused buffer, checked and copied: cheaper than reading into
+            // the string's own memory and validating with std's checker.
             i.all_messages_text = BUF.with(|buf| {
                 let mut buf = buf.borrow_mut();
-                read_at_into(self.old_file.as_ref()?, &spans.text, &mut buf).ok()?;
-                match session_model::decode_utf8_lossy(&buf) {
-                    std::borrow::Cow::Borrowed(text) => Some(MessagesText::from_json(text.to_owned())),
-                    std::borrow::Cow::Owned(_) => None,
-                }
+                read_quoted_into(self.old_file.as_ref()?, &spans.text, &mut buf).ok()?;
+                checked_text(&buf, &spans.text_hash, true)
             })?;
         }
         Some(info)
@@ -197,51 +214,17 @@ impl ListCache {
         }
         for (path, key, info) in &fresh {
             let (Some(key), Some(p)) = (key, path.to_str()) else { continue };
-            put_str(&mut records, p);
-            for v in [key.size, key.mtime_ns as u64, key.ctime_ns as u64, key.ino, key.dev] {
-                put_u64(&mut records, v);
-            }
-            let info_at = records.len();
-            put_u64(&mut records, 0);
-            encode_info(&mut records, info.as_ref());
-            let info_len = (records.len() - info_at - 8) as u64;
-            records[info_at..info_at + 8].copy_from_slice(&info_len.to_le_bytes());
-            let text = info.as_ref().map_or(std::borrow::Cow::Borrowed(""), |i| i.all_messages_text.as_json());
-            put_u64(&mut records, text_len);
-            put_u64(&mut records, text.len() as u64);
+            let text = put_record(&mut records, p, key, info.as_ref(), text_len);
             text_len += text.len() as u64;
             texts.push(TextSource::New(text));
         }
-        let mut head = Vec::new();
-        head.extend_from_slice(MAGIC);
-        head.extend_from_slice(&VERSION.to_le_bytes());
-        put_str(&mut head, self.dialect.name());
-        put_str(&mut head, &self.scope);
-        let records_start = (head.len() + HEADER_TAIL) as u64;
-        let records_end = records_start + records.len() as u64;
-        put_u64(&mut head, now_ns as u64);
-        put_u64(&mut head, records_end);
-        put_u64(&mut head, records_end + text_len);
-        // Text offsets become absolute.
-        let mut r = Reader { b: &records, pos: 0 };
-        let mut fixups = Vec::new();
-        while r.pos < records.len() {
-            let Some(at) = skip_record(&mut r) else { return };
-            fixups.push(at);
-        }
-        for at in fixups {
-            let rel = u64::from_le_bytes(records[at..at + 8].try_into().unwrap_or_default());
-            records[at..at + 8].copy_from_slice(&(rel + records_end).to_le_bytes());
-        }
-        let storage = FileStorage::new();
-        let dir = self.file.parent().unwrap_or(Path::new("."));
-        let _ = storage.ensure_dir(dir);
+        let Some(head) = seal(self.dialect, &self.scope, now_ns, &mut records, text_len) else { return };
         let pick = |n: &str| n.starts_with("list-") && n.ends_with(".bin");
-        storage.evict_oldest(dir, &pick, &self.file, MAX_CACHE_FILES);
+        self.dir.evict_oldest(&pick, &self.name, MAX_CACHE_FILES);
         let old_file = self.old_file.as_ref();
         // A cache is no session: no append writer holds it, so no session lock is taken
         // (and no lock files are left in the cache directory).
-        let _ = session_store::atomic::write_atomic_stream(&self.file, false, &mut |w| {
+        let _ = self.dir.write_file(&self.name, &mut |w| {
             w.write_all(&head)?;
             w.write_all(&records)?;
             for t in &texts {
@@ -256,6 +239,61 @@ impl ListCache {
             Ok(())
         });
     }
+}
+
+/// Appends the record of the file at `path` (identity `key`, info `info`) whose text
+/// will be at `text_at` in the text section; returns that text.
+fn put_record<'a>(
+    records: &mut Vec<u8>,
+    path: &str,
+    key: &FileKey,
+    info: Option<&'a SessionInfo>,
+    text_at: u64,
+) -> std::borrow::Cow<'a, str> {
+    put_str(records, path);
+    for v in [key.size, key.mtime_ns as u64, key.ctime_ns as u64, key.ino, key.dev] {
+        put_u64(records, v);
+    }
+    let info_at = records.len();
+    put_u64(records, 0);
+    encode_info(records, info);
+    let info_len = (records.len() - info_at - 8) as u64;
+    records[info_at..info_at + 8].copy_from_slice(&info_len.to_le_bytes());
+    let text = info.map_or(std::borrow::Cow::Borrowed(""), |i| i.all_messages_text.as_json());
+    records.extend_from_slice(blake3::hash(text.as_bytes()).as_bytes());
+    put_u64(records, text_at);
+    put_u64(records, text.len() as u64);
+    text
+}
+
+/// Returns the header of a cache of `dialect` and `scope` written at `now_ns` whose
+/// record section is `records` (text offsets relative to the text section, made
+/// absolute here) and whose texts take `text_len` bytes, its hash included. `None` when
+/// `records` is not a record section.
+fn seal(dialect: Dialect, scope: &str, now_ns: i64, records: &mut [u8], text_len: u64) -> Option<Vec<u8>> {
+    let mut head = Vec::new();
+    head.extend_from_slice(MAGIC);
+    head.extend_from_slice(&VERSION.to_le_bytes());
+    put_str(&mut head, dialect.name());
+    put_str(&mut head, scope);
+    let records_start = (head.len() + HEADER_TAIL) as u64;
+    let records_end = records_start + records.len() as u64;
+    put_u64(&mut head, now_ns as u64);
+    put_u64(&mut head, records_end);
+    put_u64(&mut head, records_end + text_len);
+    // Text offsets become absolute.
+    let mut r = Reader { b: records, pos: 0 };
+    let mut fixups = Vec::new();
+    while r.pos < records.len() {
+        fixups.push(skip_record(&mut r)?);
+    }
+    for at in fixups {
+        let rel = u64::from_le_bytes(records[at..at + 8].try_into().unwrap_or_default());
+        records[at..at + 8].copy_from_slice(&(rel + records_end).to_le_bytes());
+    }
+    let sum = blake3::Hasher::new().update(&head).update(records).finalize();
+    head.extend_from_slice(sum.as_bytes());
+    Some(head)
 }
 
 /// Where a text of the next cache comes from.
@@ -280,30 +318,74 @@ fn read_at_into(file: &fs_err::File, range: &Range<u64>, buf: &mut Vec<u8>) -> s
     let len = usize::try_from(range.end.saturating_sub(range.start)).map_err(std::io::Error::other)?;
     buf.clear();
     buf.resize(len, 0);
+    read_exact_at(file, buf, range.start)
+}
+
+/// Fills `buf` from `file` at `offset`.
+fn read_exact_at(file: &fs_err::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileExt;
-        file.file().read_exact_at(buf, range.start)?;
+        file.file().read_exact_at(buf, offset)
     }
     #[cfg(not(unix))]
     {
         use std::io::{Read, Seek};
         let mut f = file.file().try_clone()?;
-        f.seek(std::io::SeekFrom::Start(range.start))?;
-        f.read_exact(buf)?;
+        f.seek(std::io::SeekFrom::Start(offset))?;
+        f.read_exact(buf)
     }
-    Ok(())
 }
 
-/// Opens a cache file and reads its header and record section; `None` when it is not
-/// a complete cache of this dialect and scope.
-fn read_records(path: &Path, dialect: Dialect, scope: &str) -> Option<(fs_err::File, Vec<u8>, i64, Index)> {
+/// Reads `range` of `file` into `buf` between two quotes, as the JSON string whose
+/// content it must be (its old contents are replaced).
+fn read_quoted_into(file: &fs_err::File, range: &Range<u64>, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    let len = usize::try_from(range.end.saturating_sub(range.start)).map_err(std::io::Error::other)?;
+    buf.clear();
+    buf.resize(len + 2, b'"');
+    read_exact_at(file, &mut buf[1..=len], range.start)
+}
+
+/// Returns the message text of a record from `quoted` (the text between two quotes)
+/// when it is what the cache wrote: its hash is `hash` (unless `verify` is off, for the
+/// fuzz targets' sake) and it is valid UTF-8 and the content of one JSON string, so
+/// that it can be copied as it is into JSON output.
+fn checked_text(quoted: &[u8], hash: &[u8; 32], verify: bool) -> Option<MessagesText> {
+    let text = quoted.get(1..quoted.len().checked_sub(1)?)?;
+    if verify && blake3::hash(text).as_bytes() != hash {
+        return None;
+    }
+    let text = simdutf8::basic::from_utf8(text).ok()?;
+    if session_model::scan::skip_value(quoted, 0) != Ok(quoted.len()) {
+        return None;
+    }
+    Some(MessagesText::from_json(text.to_owned()))
+}
+
+/// The length of a cache header for `dialect` and `scope`.
+fn header_len(dialect: Dialect, scope: &str) -> usize {
+    8 + 4 + 4 + dialect.name().len() + 4 + scope.len() + HEADER_TAIL
+}
+
+/// Reads a cache file's header and record section; `None` when it is not a complete,
+/// intact cache of this dialect and scope.
+fn read_records(file: &fs_err::File, dialect: Dialect, scope: &str) -> Option<(Vec<u8>, i64, Index)> {
     use std::io::Read;
-    let mut file = session_store::open::open_regular(path).ok()?;
     let size = file.metadata().ok()?.len();
-    let mut head = vec![0u8; 8 + 4 + 4 + dialect.name().len() + 4 + scope.len() + HEADER_TAIL];
-    file.read_exact(&mut head).ok()?;
-    let mut r = Reader { b: &head, pos: 0 };
+    let mut head = vec![0u8; header_len(dialect, scope)];
+    let mut reader: &std::fs::File = file.file();
+    reader.read_exact(&mut head).ok()?;
+    let (written_at_ns, records_end) = parse_header(&head, dialect, scope, size)?;
+    let mut records = vec![0u8; usize::try_from(records_end - head.len() as u64).ok()?];
+    reader.read_exact(&mut records).ok()?;
+    let old = parse_records(&head, &records, size, true)?;
+    Some((records, written_at_ns, old))
+}
+
+/// Reads a header of `dialect` and `scope` from a file of `size` bytes: the write time
+/// and where the records end. `None` when it is not such a header.
+fn parse_header(head: &[u8], dialect: Dialect, scope: &str, size: u64) -> Option<(i64, u64)> {
+    let mut r = Reader { b: head, pos: 0 };
     if r.take(8)? != &MAGIC[..] || r.u32()? != VERSION || r.str()? != dialect.name() || r.str()? != scope {
         return None;
     }
@@ -312,10 +394,20 @@ fn read_records(path: &Path, dialect: Dialect, scope: &str) -> Option<(fs_err::F
     if r.u64()? != size || records_end < head.len() as u64 || records_end > size {
         return None;
     }
-    let mut records = vec![0u8; usize::try_from(records_end - head.len() as u64).ok()?];
-    file.read_exact(&mut records).ok()?;
+    Some((written_at_ns, records_end))
+}
+
+/// Reads the record section `records` that follows `head` in a file of `size` bytes,
+/// once the hash at the end of `head` is shown to cover both (unless `verify` is off);
+/// `None` when anything is off.
+fn parse_records(head: &[u8], records: &[u8], size: u64, verify: bool) -> Option<Index> {
+    let (before, sum) = head.split_at(head.len().checked_sub(32)?);
+    if verify && blake3::Hasher::new().update(before).update(records).finalize().as_bytes() != sum {
+        return None;
+    }
+    let records_end = (head.len() + records.len()) as u64;
     let mut old = HashMap::new();
-    let mut r = Reader { b: &records, pos: 0 };
+    let mut r = Reader { b: records, pos: 0 };
     while r.pos < records.len() {
         let start = r.pos;
         let path = r.str()?.as_bytes().to_vec();
@@ -330,14 +422,15 @@ fn read_records(path: &Path, dialect: Dialect, scope: &str) -> Option<(fs_err::F
         let info_at = r.pos;
         r.take(info_len)?;
         let info = info_at..r.pos;
+        let text_hash: [u8; 32] = r.take(32)?.try_into().ok()?;
         let text_at = r.u64()?;
         let text = text_at..text_at.checked_add(r.u64()?)?;
         if text.start < records_end || text.end > size {
             return None;
         }
-        old.insert(path, (key, Spans { record: start..r.pos, info, text }));
+        old.insert(path, (key, Spans { record: start..r.pos, info, text, text_hash }));
     }
-    Some((file, records, written_at_ns, old))
+    Some(old)
 }
 
 /// Skips one record of a record section; returns where its text offset is.
@@ -346,6 +439,7 @@ fn skip_record(r: &mut Reader<'_>) -> Option<usize> {
     r.take(40)?;
     let info_len = usize::try_from(r.u64()?).ok()?;
     r.take(info_len)?;
+    r.take(32)?;
     let at = r.pos;
     r.take(16)?;
     Some(at)
@@ -459,7 +553,8 @@ pub(crate) fn encode_info(out: &mut Vec<u8>, info: Option<&SessionInfo>) {
 }
 
 /// Decodes what [`encode_info`] wrote; `None` when the bytes are damaged (then the
-/// file is scanned), `Some(None)` for a file that is not listable.
+/// file is scanned) or the raw id, which a listing printed as JSON copies as it is, is
+/// not one JSON value; `Some(None)` for a file that is not listable.
 pub(crate) fn decode_info(bytes: &[u8], path: &Path) -> Option<Option<SessionInfo>> {
     let mut r = Reader { b: bytes, pos: 0 };
     if r.u8()? == 0 {
@@ -468,7 +563,11 @@ pub(crate) fn decode_info(bytes: &[u8], path: &Path) -> Option<Option<SessionInf
     let info = SessionInfo {
         path: path.to_path_buf(),
         id: r.str()?.to_owned(),
-        id_raw: r.opt_str()?,
+        // Printed as it is in a listing as JSON: it must be one JSON value, whole.
+        id_raw: match r.opt_str()? {
+            Some(raw) if session_model::scan::parse_whole(&raw) != Ok(raw.as_str()) => return None,
+            raw => raw,
+        },
         has_id: r.u8()? != 0,
         cwd: r.str()?.to_owned(),
         name: r.opt_str()?,
@@ -493,6 +592,7 @@ pub(crate) fn decode_info(bytes: &[u8], path: &Path) -> Option<Option<SessionInf
 #[cfg(test)]
 mod tests {
     use super::*;
+    use session_store::FileStorage;
 
     fn sample(path: &Path) -> SessionInfo {
         SessionInfo {
@@ -528,14 +628,15 @@ mod tests {
         fn named(name: &'static str) -> impl Fn(&Path) -> Option<SessionInfo> {
             move |p| Some(SessionInfo { name: Some(name.into()), ..sample(p) })
         }
+        let dir = PrivateDir::open(root.join("c")).expect("cache dir");
         for (scope, after_ns, expected) in [("settled", 10 * RACY_NS, "cached"), ("racy", RACY_NS / 2, "rebuilt")] {
-            let cache = ListCache::load(&root.join("c"), Dialect::Pi, scope);
+            let cache = ListCache::load(&dir, Dialect::Pi, scope);
             assert_eq!(
                 cache.info(&FileStorage::new(), &file, &named("cached")).and_then(|i| i.name).as_deref(),
                 Some("cached")
             );
             cache.save(mtime + after_ns);
-            let cache = ListCache::load(&root.join("c"), Dialect::Pi, scope);
+            let cache = ListCache::load(&dir, Dialect::Pi, scope);
             let got = cache.info(&FileStorage::new(), &file, &named("rebuilt"));
             assert_eq!(got.as_ref().and_then(|i| i.name.as_deref()), Some(expected), "{scope}");
             assert_eq!(got.map(|i| i.all_messages_text), Some(sample(&file).all_messages_text), "{scope}");
@@ -557,5 +658,40 @@ mod tests {
         let mut none = Vec::new();
         encode_info(&mut none, None);
         assert_eq!(decode_info(&none, p), Some(None));
+        // A raw id is printed as it is: only one whole JSON value is taken.
+        for (raw, taken) in
+            [("42", true), ("{\"a\":[1,2]}", true), ("1,\"path\":\"/tmp/EVIL\"", false), (" 1", false), ("", false)]
+        {
+            let mut out = Vec::new();
+            encode_info(&mut out, Some(&SessionInfo { id_raw: Some(raw.into()), ..sample(p) }));
+            assert_eq!(decode_info(&out, p).is_some(), taken, "{raw}");
+        }
+    }
+
+    /// A text is copied into JSON output only when it is the content of one JSON
+    /// string, even when its hash matches.
+    #[test]
+    fn only_json_string_content_is_taken_as_a_text() {
+        let check = |text: &[u8]| {
+            let quoted = [&b"\""[..], text, b"\""].concat();
+            checked_text(&quoted, blake3::hash(text).as_bytes(), true).map(|t| t.as_json().into_owned())
+        };
+        for good in [&br#"plain"#[..], br#"say \"hi\" \\ \n \u00e9 \ud800"#, b"", "日本語".as_bytes()] {
+            assert_eq!(check(good).as_deref().map(str::as_bytes), Some(good), "{}", String::from_utf8_lossy(good));
+        }
+        for bad in [
+            &br#"","path":"/tmp/EVIL","x":""#[..],
+            br#"a"b"#,
+            br#"ends in \"#,
+            br#"bad \x escape"#,
+            br#"short \u12"#,
+            b"control \x01 char",
+            b"\xff not utf-8",
+        ] {
+            assert_eq!(check(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+        // A hash that does not match.
+        assert_eq!(checked_text(b"\"plain\"", &[0; 32], true), None);
+        assert!(checked_text(b"\"plain\"", &[0; 32], false).is_some());
     }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::mpsc;
 
 use session_model::{Dialect, Parallelism};
-use session_store::{EntryKind, FileStat, FileStorage, Storage};
+use session_store::{EntryKind, FileStat, FileStorage, PrivateDir, Storage};
 
 use crate::cache::ListCache;
 use crate::env::{AgentDirs, ProcessEnv};
@@ -95,7 +95,7 @@ pub struct Discovery {
     /// How many threads a listing scans files on.
     parallelism: Parallelism,
     /// Where the listing cache lives and the smallest listing it is used for.
-    cache: Option<(PathBuf, usize)>,
+    cache: Option<(PrivateDir, usize)>,
     /// Never create, move or rename anything in the agents' directories.
     read_only: bool,
 }
@@ -224,16 +224,19 @@ impl Discovery {
     /// reuses it while the file is unchanged (same size, times, inode and device),
     /// so listing a large directory again reads only what changed. Listings of fewer
     /// than `min_files` files skip the cache (scanning them costs little). The cache
-    /// is disposable: a damaged one is ignored and replaced, and `dir` keeps the
-    /// caches of the [`crate::MAX_CACHE_FILES`] most recently changed listings. See
+    /// is disposable and private: its files are written 0600 in `dir`, a folder shown
+    /// to be this user's alone ([`PrivateDir::open`]); a damaged one (each is checked
+    /// against hashes of its own) is ignored and replaced, and `dir` keeps the caches
+    /// of the [`crate::MAX_CACHE_FILES`] most recently changed listings. See
     /// [`Discovery::default_cache_dir`].
-    pub fn with_list_cache(mut self, dir: impl Into<PathBuf>, min_files: usize) -> Discovery {
-        self.cache = Some((dir.into(), min_files));
+    pub fn with_list_cache(mut self, dir: PrivateDir, min_files: usize) -> Discovery {
+        self.cache = Some((dir, min_files));
         self
     }
 
-    /// Returns where the `session` command keeps its listing cache:
-    /// `$XDG_CACHE_HOME/session-store`, else `~/.cache/session-store`.
+    /// Returns where the `session` command keeps its caches (the listing cache, the
+    /// session indexes, the search catalog): `$XDG_CACHE_HOME/session-store`, else
+    /// `~/.cache/session-store`. Open it with [`PrivateDir::open`].
     pub fn default_cache_dir(env: &ProcessEnv) -> PathBuf {
         match env.var("XDG_CACHE_HOME") {
             Some(d) => PathBuf::from(env.resolve(d)).join("session-store"),

@@ -39,28 +39,6 @@ impl FileStorage {
         FileStorage { clock: Arc::new(SystemClock), faults: None }
     }
 
-    /// Removes the files of `dir` whose names `pick` selects, the least recently
-    /// modified first, so that with `keep` (about to be written, never removed) at most
-    /// `max` of them remain: how a cache directory stays bounded. Best effort: what
-    /// cannot be listed, stated or removed is left.
-    pub fn evict_oldest(&self, dir: &Path, pick: &dyn Fn(&str) -> bool, keep: &Path, max: usize) {
-        let Ok(names) = self.list(dir) else { return };
-        let mut files: Vec<(i64, PathBuf)> = names
-            .into_iter()
-            .filter(|n| pick(n))
-            .map(|n| dir.join(n))
-            .filter(|p| p != keep)
-            .filter_map(|p| Some((self.stat(&p).ok()??.mtime_ns(), p)))
-            .collect();
-        if files.len() < max {
-            return;
-        }
-        files.sort();
-        for (_, p) in &files[..files.len() + 1 - max.max(1)] {
-            let _ = self.unlink(p);
-        }
-    }
-
     /// Returns a file storage that stamps lock records with `clock`.
     pub fn with_clock(clock: Arc<dyn Clock>) -> FileStorage {
         FileStorage { clock, faults: None }

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use session::model::scan;
-use session::store::{FileStorage, Storage};
+use session::store::{FileStorage, PrivateDir, Storage};
 use session::{Dialect, Env, Leaf, SessionManager};
 
 #[allow(dead_code)] // the xtask uses parts of the generator these benchmarks do not
@@ -53,7 +53,9 @@ impl Drop for TempDir {
 }
 
 fn env(dir: &Path) -> Env {
-    Env::bare(Arc::new(FileStorage::new())).with_process_cwd(dir).with_index_dir(dir.join("index"))
+    Env::bare(Arc::new(FileStorage::new()))
+        .with_process_cwd(dir)
+        .with_index_dir(PrivateDir::open(dir.join("index")).expect("index folder"))
 }
 
 /// Validates every line of `bytes` as JSON, as an open that trusts nothing must.

@@ -10,7 +10,7 @@ use session_model::ids::SessionIdGenerator;
 use session_model::{Parallelism, SpanPolicy};
 use session_store::blob::BlobStore;
 use session_store::clock::{Clock, SystemClock};
-use session_store::{Durability, FileStorage, MemoryStorage, Storage};
+use session_store::{Durability, FileStorage, MemoryStorage, PrivateDir, Storage};
 
 /// The environment of a session: where bytes go and where time comes from.
 ///
@@ -52,9 +52,10 @@ pub struct Env {
     /// Where opening a session whose texts stay in its file keeps its index (the parse
     /// of the file, reused while the file is unchanged or only grew; see
     /// [`crate::IndexUse`]). `None` (the default) keeps none: every open parses the
-    /// file. A cache directory outside the session directories; deleting it costs
-    /// only speed.
-    pub index_dir: Option<PathBuf>,
+    /// file. A private cache folder outside the session directories
+    /// ([`PrivateDir::open`]: this user's alone, its files written 0600); deleting it
+    /// costs only speed.
+    pub index_dir: Option<PrivateDir>,
 }
 
 impl Env {
@@ -108,8 +109,8 @@ impl Env {
     }
 
     /// Returns this environment keeping session indexes in `dir` (see [`Env::index_dir`]).
-    pub fn with_index_dir(mut self, dir: impl Into<PathBuf>) -> Env {
-        self.index_dir = Some(dir.into());
+    pub fn with_index_dir(mut self, dir: PrivateDir) -> Env {
+        self.index_dir = Some(dir);
         self
     }
 

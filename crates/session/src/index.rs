@@ -18,20 +18,23 @@
 //! is ignored (a checksum covers every byte of it). A file changed within the
 //! timestamps' granularity of its indexing (a racy write) is never taken as unchanged:
 //! its index is marked unsettled and it is parsed again. The index lives outside the
-//! session directories; writing it never touches a session file.
+//! session directories, in a [`PrivateDir`]: written 0600 and atomically without
+//! following a link, read only when it is this user's private file (an index of an
+//! older version, 0644, is parsed afresh and replaced); writing it never touches a
+//! session file.
 //!
 //! Format (little-endian): magic, format version, dialect, the session path, the
 //! [`Seen`] fields, a settled flag, the length and bytes of [`session_model::stored`],
 //! and the BLAKE3 hash of everything before it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use std::io::Read;
 
-use session_model::{Bodies, Dialect, ParsedFile, ReadAt, SpanPolicy, parse_session_tail, stored};
+use session_model::{Bodies, Dialect, ParsedFile, SpanPolicy, parse_session_tail, stored};
 
-use session_store::{FileStat, FileStorage, Storage};
+use session_store::{FileStat, PrivateDir};
 
 use crate::freshness::{Change, Head, Seen, stable_hash};
 
@@ -59,7 +62,7 @@ pub enum IndexUse {
 /// A directory of session indexes.
 #[derive(Clone, Debug)]
 pub(crate) struct IndexDir {
-    dir: PathBuf,
+    dir: PrivateDir,
 }
 
 /// What an index file holds besides the parse.
@@ -71,14 +74,14 @@ struct Header {
 }
 
 impl IndexDir {
-    pub(crate) fn new(dir: &Path) -> IndexDir {
-        IndexDir { dir: dir.to_path_buf() }
+    pub(crate) fn new(dir: &PrivateDir) -> IndexDir {
+        IndexDir { dir: dir.clone() }
     }
 
-    /// Returns the index file of `path` read as `dialect`.
-    fn file_for(&self, path: &Path, dialect: Dialect) -> PathBuf {
+    /// Returns the name of the index file of `path` read as `dialect`.
+    fn name_for(path: &Path, dialect: Dialect) -> String {
         let key = stable_hash(path.as_os_str().as_encoded_bytes());
-        self.dir.join(format!("{}-{key:016x}.idx", dialect.name()))
+        format!("{}-{key:016x}.idx", dialect.name())
     }
 
     /// Returns the parse of the session at `path` (stat `st` when opened, read through
@@ -94,27 +97,20 @@ impl IndexDir {
         policy: SpanPolicy,
         parallelism: session_model::Parallelism,
     ) -> Option<(ParsedFile, IndexUse, u64)> {
-        let (_, file) = FileStorage::new().open_reader(&self.file_for(path, dialect)).ok()?;
-        let mut r = Hashing {
-            inner: std::io::BufReader::with_capacity(1 << 18, Sequential { file, at: 0 }),
-            hash: blake3::Hasher::new(),
-        };
-        let header = read_header(&mut r, path, dialect)?;
-        let change = header.seen.change(st, bodies.reader(), Head::Whole, header.settled).ok()?;
-        if change == Change::Changed {
-            return None;
-        }
-        let mut body = Read::take(&mut r, header.body_len);
-        let parsed = stored::decode_from(&mut body, bodies)?;
-        if body.limit() != 0 {
-            return None;
-        }
-        let computed = r.hash.finalize();
-        let mut sum = [0u8; 32];
-        r.inner.read_exact(&mut sum).ok()?;
-        if computed.as_bytes() != &sum || parsed.byte_len as u64 != header.seen.covered {
-            return None;
-        }
+        let file = self.dir.open_file(&IndexDir::name_for(path, dialect)).ok()??;
+        let mut change = Change::Changed;
+        let (header, parsed) = decode(
+            &mut std::io::BufReader::with_capacity(1 << 18, file),
+            path,
+            dialect,
+            bodies,
+            true,
+            &mut |header| {
+                change =
+                    header.seen.change(st, bodies.reader(), Head::Whole, header.settled).unwrap_or(Change::Changed);
+                change != Change::Changed
+            },
+        )?;
         match change {
             Change::Unchanged => Some((parsed, IndexUse::Unchanged, 0)),
             _ => {
@@ -143,36 +139,76 @@ impl IndexDir {
         }
         let Ok(seen) = Seen::of(st, bodies.reader(), st.size, Head::Whole) else { return };
         let settled = identity.settled_at(now_ns);
-        let body = stored::encode(parsed);
-        let mut out = Vec::with_capacity(256);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&FORMAT.to_le_bytes());
-        out.push(dialect_code(dialect));
-        put_bytes(&mut out, path.as_os_str().as_encoded_bytes());
-        for v in [seen.size, seen.mtime_ns as u64, seen.ctime_ns.unwrap_or(0) as u64] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        let (ino, dev) = seen.file.unwrap_or((0, 0));
-        for v in [ino, dev, seen.covered, seen.head_hash, seen.tail_hash] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out.push(u8::from(settled));
-        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-        let sum = blake3::Hasher::new().update(&out).update(&body).finalize();
-        let storage = FileStorage::new();
-        if storage.ensure_dir(&self.dir).is_err() {
-            return;
-        }
-        let file = self.file_for(path, dialect);
+        let (head, body, sum) = encode(path, dialect, &seen, settled, parsed);
+        let name = IndexDir::name_for(path, dialect);
         let pick = |n: &str| n.ends_with(".idx");
-        storage.evict_oldest(&self.dir, &pick, &file, MAX_FILES);
+        self.dir.evict_oldest(&pick, &name, MAX_FILES);
         // An index is no session: no lock, and no sync (losing it costs one parse).
-        let _ = session_store::atomic::write_atomic_stream(&file, false, &mut |w| {
-            w.write_all(&out)?;
+        let _ = self.dir.write_file(&name, &mut |w| {
+            w.write_all(&head)?;
             w.write_all(&body)?;
-            w.write_all(sum.as_bytes())
+            w.write_all(&sum)
         });
     }
+}
+
+/// Returns the index of `parsed`, the parse of `path` as `dialect` when it was as
+/// `seen` says: the header, the stored parse, and the BLAKE3 hash of both.
+fn encode(
+    path: &Path,
+    dialect: Dialect,
+    seen: &Seen,
+    settled: bool,
+    parsed: &ParsedFile,
+) -> (Vec<u8>, Vec<u8>, [u8; 32]) {
+    let body = stored::encode(parsed);
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT.to_le_bytes());
+    out.push(dialect_code(dialect));
+    put_bytes(&mut out, path.as_os_str().as_encoded_bytes());
+    for v in [seen.size, seen.mtime_ns as u64, seen.ctime_ns.unwrap_or(0) as u64] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    let (ino, dev) = seen.file.unwrap_or((0, 0));
+    for v in [ino, dev, seen.covered, seen.head_hash, seen.tail_hash] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.push(u8::from(settled));
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    let sum = blake3::Hasher::new().update(&out).update(&body).finalize();
+    (out, body, *sum.as_bytes())
+}
+
+/// Reads an index from `r`: the header (of `path` read as `dialect`), which `proceed`
+/// must accept before the stored parse is read (its texts read through `bodies`),
+/// then the checksum over both (unless `verify` is off, for the fuzz targets' sake).
+/// `None` when anything is off.
+fn decode(
+    r: &mut dyn Read,
+    path: &Path,
+    dialect: Dialect,
+    bodies: &Arc<Bodies>,
+    verify: bool,
+    proceed: &mut dyn FnMut(&Header) -> bool,
+) -> Option<(Header, ParsedFile)> {
+    let mut r = Hashing { inner: r, hash: blake3::Hasher::new() };
+    let header = read_header(&mut r, path, dialect)?;
+    if !proceed(&header) {
+        return None;
+    }
+    let mut body = Read::take(&mut r, header.body_len);
+    let parsed = stored::decode_from(&mut body, bodies)?;
+    if body.limit() != 0 {
+        return None;
+    }
+    let computed = r.hash.finalize();
+    let mut sum = [0u8; 32];
+    r.inner.read_exact(&mut sum).ok()?;
+    if (verify && computed.as_bytes() != &sum) || parsed.byte_len as u64 != header.seen.covered {
+        return None;
+    }
+    Some((header, parsed))
 }
 
 fn dialect_code(dialect: Dialect) -> u8 {
@@ -236,20 +272,6 @@ impl<R: Read> Read for Hashing<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.hash.update(&buf[..n]);
-        Ok(n)
-    }
-}
-
-/// A file read by position, read in order.
-struct Sequential {
-    file: Box<dyn ReadAt + Send>,
-    at: u64,
-}
-
-impl Read for Sequential {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.file.read_at(buf, self.at)?;
-        self.at += n as u64;
         Ok(n)
     }
 }

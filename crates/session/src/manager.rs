@@ -1608,7 +1608,7 @@ pub(crate) fn read_indexed(
     let bodies = Arc::new(bodies);
     let index = env
         .index_dir
-        .as_deref()
+        .as_ref()
         .filter(|_| st.identity.is_some() && st.size >= policy.from_file_size)
         .map(crate::index::IndexDir::new);
     let keep = |parsed: session_model::ParsedFile, how| {

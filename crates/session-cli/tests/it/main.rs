@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[cfg(unix)]
+mod cache;
 mod human;
 mod jobs;
 #[cfg(any(feature = "postgres", feature = "redis", feature = "sqlite", feature = "mysql"))]

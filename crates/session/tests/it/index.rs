@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use session::model::SpanPolicy;
+use session::store::PrivateDir;
 use session::store::clock::ManualClock;
 use session::{Dialect, Env, IndexUse, SessionManager};
 
@@ -22,7 +23,8 @@ const POLICY: SpanPolicy = SpanPolicy { from_file_size: 0, from_record_size: 64,
 /// An environment that indexes into `dir/index`; `settled` sets the clock an hour
 /// ahead, so that every file looks settled (else the system clock decides).
 fn env(dir: &Path, settled: bool) -> Env {
-    let mut env = plain_env(dir, Some(POLICY)).with_index_dir(dir.join("index"));
+    let index = PrivateDir::open(dir.join("index")).expect("a private index folder");
+    let mut env = plain_env(dir, Some(POLICY)).with_index_dir(index);
     if settled {
         let now = session::store::clock::Clock::now_ms(&session::store::clock::SystemClock);
         env.clock = Arc::new(ManualClock::new(now + 3_600_000));
@@ -329,4 +331,36 @@ proptest::proptest! {
             check(&text)?;
         }
     }
+}
+
+/// The index folder is made 0700 and its files 0600; a link planted where an index
+/// goes is neither read nor written through (the file it names keeps its bytes).
+#[test]
+fn the_index_is_private_and_never_follows_a_link() -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let dialect = Dialect::Pi;
+    let tmp = TempDir::new("index-private");
+    let file = tmp.path().join("s.jsonl");
+    fs_err::write(&file, session_text(dialect, 0..300))?;
+    assert_eq!(reopen(dialect, &file, tmp.path(), true)?, IndexUse::Rebuilt);
+    let mode = |p: &Path| -> Result<u32> { Ok(fs_err::symlink_metadata(p)?.permissions().mode() & 0o777) };
+    assert_eq!(mode(&tmp.path().join("index"))?, 0o700);
+    let [index] = &index_files(tmp.path())?[..] else { return Err("one index file".into()) };
+    assert_eq!(mode(index)?, 0o600);
+    // A valid index, but someone else's file: not read through a link.
+    let elsewhere = tmp.path().join("elsewhere.idx");
+    fs_err::copy(index, &elsewhere)?;
+    let before = fs_err::read(&elsewhere)?;
+    fs_err::remove_file(index)?;
+    std::os::unix::fs::symlink(&elsewhere, index)?;
+    assert_eq!(reopen(dialect, &file, tmp.path(), true)?, IndexUse::Rebuilt, "the link is not read");
+    assert_eq!(fs_err::read(&elsewhere)?, before, "nor written through");
+    assert!(!fs_err::symlink_metadata(index)?.file_type().is_symlink(), "an index replaced it");
+    assert_eq!(mode(index)?, 0o600);
+    assert_eq!(reopen(dialect, &file, tmp.path(), true)?, IndexUse::Unchanged);
+    // An index others may read (as older versions wrote them) is not trusted.
+    fs_err::set_permissions(index, std::fs::Permissions::from_mode(0o644))?;
+    assert_eq!(reopen(dialect, &file, tmp.path(), true)?, IndexUse::Rebuilt);
+    assert_eq!(mode(index)?, 0o600);
+    Ok(())
 }
