@@ -19,10 +19,11 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// The fuzz targets, in the order they run.
-const TARGETS: [&str; 5] = ["scan", "parse_pi", "parse_omp", "serialize", "migrate"];
+const TARGETS: [&str; 7] = ["scan", "parse_pi", "parse_omp", "serialize", "migrate", "list_cache", "session_index"];
 
-/// The targets whose inputs are whole session files; the others get single lines.
-const FILE_TARGETS: [&str; 3] = ["parse_pi", "parse_omp", "migrate"];
+/// The targets whose inputs are whole session files; the others get single lines
+/// (`list_cache` builds its caches of the pieces of a line).
+const FILE_TARGETS: [&str; 4] = ["parse_pi", "parse_omp", "migrate", "session_index"];
 
 /// The cargo-fuzz release the campaign is run with (`.ci/fuzz.sh` installs it).
 const CARGO_FUZZ_VERSION: &str = "0.13.2";

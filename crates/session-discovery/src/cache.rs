@@ -296,6 +296,73 @@ fn seal(dialect: Dialect, scope: &str, now_ns: i64, records: &mut [u8], text_len
     Some(head)
 }
 
+/// What the fuzz targets reach of the listing cache: its decoder and encoder on bytes
+/// in memory, through the same functions a listing uses.
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing {
+    use super::*;
+
+    /// A file's identity in a cache record: size, mtime and ctime (ns), inode, device.
+    pub type Key = [u64; 5];
+
+    /// Reads `bytes` as a cache file of `dialect` and `scope`, every record and its
+    /// text as a listing would read them; with `verify` off the hashes are not checked,
+    /// so that every other check meets any input. `None` when the file is refused as a
+    /// whole; else each record's path and its decoded info (`None`: the record or its
+    /// text was refused, `Some(None)`: a file that is not listable).
+    #[allow(clippy::type_complexity, reason = "the decoder's own answer, for the fuzz target")]
+    pub fn decode(
+        bytes: &[u8],
+        dialect: Dialect,
+        scope: &str,
+        verify: bool,
+    ) -> Option<Vec<(Vec<u8>, Option<Option<SessionInfo>>)>> {
+        let size = bytes.len() as u64;
+        let head = bytes.get(..header_len(dialect, scope))?;
+        let (_, records_end) = parse_header(head, dialect, scope, size)?;
+        let records = bytes.get(head.len()..usize::try_from(records_end).ok()?)?;
+        let index = parse_records(head, records, size, verify)?;
+        let mut out: Vec<(Vec<u8>, Option<Option<SessionInfo>>)> = index
+            .into_iter()
+            .map(|(path, (_, spans))| {
+                let decoded = decode_info(&records[spans.info.clone()], Path::new(&*String::from_utf8_lossy(&path)))
+                    .and_then(|mut info| {
+                        if let Some(i) = info.as_mut() {
+                            let text = bytes
+                                .get(usize::try_from(spans.text.start).ok()?..usize::try_from(spans.text.end).ok()?)?;
+                            let quoted = [&b"\""[..], text, b"\""].concat();
+                            i.all_messages_text = checked_text(&quoted, &spans.text_hash, verify)?;
+                        }
+                        Some(info)
+                    });
+                (path, decoded)
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Some(out)
+    }
+
+    /// Returns a cache file of `dialect` and `scope`, written at `now_ns`, holding
+    /// `entries` (path, identity, info) as a listing writes them.
+    pub fn encode(
+        dialect: Dialect,
+        scope: &str,
+        now_ns: i64,
+        entries: &[(String, Key, Option<SessionInfo>)],
+    ) -> Vec<u8> {
+        let mut records = Vec::new();
+        let mut texts = Vec::new();
+        for (path, [size, mtime_ns, ctime_ns, ino, dev], info) in entries {
+            let key =
+                FileKey { size: *size, mtime_ns: *mtime_ns as i64, ctime_ns: *ctime_ns as i64, ino: *ino, dev: *dev };
+            let text = put_record(&mut records, path, &key, info.as_ref(), texts.len() as u64);
+            texts.extend_from_slice(text.as_bytes());
+        }
+        let head = seal(dialect, scope, now_ns, &mut records, texts.len() as u64).unwrap_or_default();
+        [head, records, texts].concat()
+    }
+}
+
 /// Where a text of the next cache comes from.
 enum TextSource<'a> {
     New(std::borrow::Cow<'a, str>),

@@ -74,6 +74,11 @@ mod pi_scan;
 
 pub use breadcrumb::{Breadcrumb, ContinueDecision, cwd_identity, read_breadcrumb, write_breadcrumb};
 pub use cache::MAX_CACHE_FILES;
+/// The listing cache's decoder and encoder on bytes, for the fuzz targets of `fuzz/`;
+/// not part of the API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub use cache::fuzzing;
 pub use env::{AgentDirs, OmpHome, ProcessEnv};
 pub use error::DiscoveryError;
 pub use info::{MessagesText, SessionInfo, SessionStatus, sanitize_name, sessions_to_json, write_sessions_json};

@@ -211,6 +211,45 @@ fn decode(
     Some((header, parsed))
 }
 
+/// What the fuzz targets reach of the session index: its decoder and encoder on bytes
+/// in memory, through the same functions an open uses.
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing {
+    use super::*;
+
+    /// Reads `bytes` as the index of the session `session` at `path` read as
+    /// `dialect`, as an open reads one (the freshness check of the header left out);
+    /// with `verify` off the checksum is not checked, so that every other check meets
+    /// any input. The parse when it is accepted.
+    pub fn decode(bytes: &[u8], path: &Path, dialect: Dialect, session: &[u8], verify: bool) -> Option<ParsedFile> {
+        let bodies = Arc::new(Bodies::new(Box::new(session.to_vec())));
+        let mut r = bytes;
+        super::decode(&mut r, path, dialect, &bodies, verify, &mut |_| true).map(|(_, parsed)| parsed)
+    }
+
+    /// Returns the parse of `session` (at `path`, read as `dialect`, its large records
+    /// left in the file) and the index an open writes of it.
+    pub fn encode(path: &Path, dialect: Dialect, session: &[u8]) -> Option<(ParsedFile, Vec<u8>)> {
+        let bodies = Arc::new(Bodies::new(Box::new(session.to_vec())));
+        let policy = SpanPolicy { from_file_size: 0, from_record_size: 64, piece: 2048 };
+        let size = session.len() as u64;
+        let parsed =
+            session_model::parse_session_spans(&bodies, size, dialect, session_model::Parallelism::SERIAL, policy)
+                .ok()?;
+        let seen = Seen {
+            size,
+            mtime_ns: 1,
+            ctime_ns: Some(2),
+            file: Some((3, 4)),
+            covered: size,
+            head_hash: crate::freshness::stable_hash(session),
+            tail_hash: 5,
+        };
+        let (head, body, sum) = super::encode(path, dialect, &seen, true, &parsed);
+        Some((parsed, [head, body, sum.to_vec()].concat()))
+    }
+}
+
 fn dialect_code(dialect: Dialect) -> u8 {
     match dialect {
         Dialect::Pi => 0,

@@ -36,6 +36,11 @@ mod env;
 mod error;
 mod freshness;
 mod index;
+/// The session index's decoder and encoder on bytes, for the fuzz targets of `fuzz/`;
+/// not part of the API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub use index::fuzzing;
 pub mod maintenance;
 mod manager;
 pub mod persist;
