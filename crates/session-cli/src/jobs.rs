@@ -154,15 +154,7 @@ pub(crate) fn relocate(g: &Global, old: &Path, new: &Path, yes: bool) -> Result<
     if old == new || new.starts_with(&old) {
         return Err(format!("{} is {} or inside it: nothing to move", new.display(), old.display()).into());
     }
-    let dialects = match g.dialect {
-        Some(d) => vec![Dialect::from(d)],
-        None => vec![Dialect::Pi, Dialect::Omp],
-    };
-    let mut listed = Vec::new();
-    for dialect in dialects {
-        let d = crate::find::discovery_for(g, dialect, false)?;
-        listed.extend(d.list_all(None, &mut |_| {})?.into_iter().map(|info| (dialect, info)));
-    }
+    let listed = every_session(g, None)?;
     let moves = maintenance::project_moves(&listed, &old, &new);
     let outcomes: Vec<(maintenance::ProjectMove, std::result::Result<Option<PathBuf>, String>)> = if yes {
         maintenance::relocate_project(&|d| move_env(g, d), &moves)
@@ -327,13 +319,39 @@ fn now_ms() -> i64 {
     session::store::clock::Clock::now_ms(&session::store::clock::SystemClock)
 }
 
-/// `du [--all]`: the space of the sessions of both agents (or `--dialect`'s), of the
-/// working directory's project or of every project.
-pub(crate) fn du(g: &Global, all: bool, top: usize) -> Result<String> {
+/// Every session of both agents (or `--dialect`'s), below `dir` when given, each file
+/// once: where pi and omp share a sessions folder (`PI_CODING_AGENT_DIR`) both list it,
+/// and a file is taken as whose its first bytes say.
+fn every_session(g: &Global, dir: Option<&Path>) -> Result<Vec<(Dialect, session::discovery::SessionInfo)>> {
     let dialects = match g.dialect {
         Some(d) => vec![Dialect::from(d)],
         None => vec![Dialect::Pi, Dialect::Omp],
     };
+    let storage = crate::store::current();
+    let mut listed: Vec<(Dialect, session::discovery::SessionInfo)> = Vec::new();
+    let mut at: std::collections::HashMap<PathBuf, usize> = std::collections::HashMap::new();
+    for dialect in &dialects {
+        let d = crate::find::discovery_for(g, *dialect, false)?;
+        for info in d.list_all(dir, &mut |_| {})? {
+            match at.get(&info.path) {
+                Some(&i) => {
+                    if maintenance::detect_dialect(&*storage, &info.path) == *dialect {
+                        listed[i] = (*dialect, info);
+                    }
+                }
+                None => {
+                    at.insert(info.path.clone(), listed.len());
+                    listed.push((*dialect, info));
+                }
+            }
+        }
+    }
+    Ok(listed)
+}
+
+/// `du [--all]`: the space of the sessions of both agents (or `--dialect`'s), of the
+/// working directory's project or of every project.
+pub(crate) fn du(g: &Global, all: bool, top: usize) -> Result<String> {
     let cwd = std::env::current_dir()?;
     let storage = crate::store::current();
     let homes = homes(g, &[])?;
@@ -341,16 +359,13 @@ pub(crate) fn du(g: &Global, all: bool, top: usize) -> Result<String> {
     blob_dirs.insert(0, blob_dir(g)?);
     let mut spaces = Vec::new();
     let mut unreadable = 0;
-    for dialect in dialects {
-        let d = crate::find::discovery_for(g, dialect, false)?;
-        for info in d.list_all(None, &mut |_| {})? {
-            if !all && Path::new(&info.cwd) != cwd {
-                continue;
-            }
-            match maintenance::session_space(&*storage, dialect, &info.path, &blob_dirs) {
-                Ok(s) => spaces.push(s),
-                Err(_) => unreadable += 1,
-            }
+    for (dialect, info) in every_session(g, None)? {
+        if !all && Path::new(&info.cwd) != cwd {
+            continue;
+        }
+        match maintenance::session_space(&*storage, dialect, &info.path, &blob_dirs) {
+            Ok(s) => spaces.push(s),
+            Err(_) => unreadable += 1,
         }
     }
     let projects = maintenance::by_project(&spaces);
@@ -420,15 +435,7 @@ pub(crate) fn parse_date(s: &str) -> std::result::Result<String, String> {
 /// `usage [--by …] [--since DATE]`: tokens and cost of every session of both agents (or
 /// `--dialect`'s), each entry once.
 pub(crate) fn usage(g: &Global, by: UsageBy, since: Option<String>) -> Result<String> {
-    let dialects = match g.dialect {
-        Some(d) => vec![Dialect::from(d)],
-        None => vec![Dialect::Pi, Dialect::Omp],
-    };
-    let mut sessions = Vec::new();
-    for dialect in dialects {
-        let d = crate::find::discovery_for(g, dialect, false)?;
-        sessions.extend(d.list_all(None, &mut |_| {})?.into_iter().map(|info| (dialect, info.path)));
-    }
+    let mut sessions: Vec<(Dialect, PathBuf)> = every_session(g, None)?.into_iter().map(|(d, i)| (d, i.path)).collect();
     // Oldest path first: a fork's repeated entries count in the session listed first.
     sessions.sort_by(|a, b| a.1.cmp(&b.1));
     let by = match by {
@@ -487,15 +494,10 @@ pub(crate) fn prune(
     project: Option<&Path>,
     yes: bool,
 ) -> Result<String> {
-    let dialects = match g.dialect {
-        Some(d) => vec![Dialect::from(d)],
-        None => vec![Dialect::Pi, Dialect::Omp],
-    };
-    let mut listed = Vec::new();
-    for dialect in dialects {
-        let d = crate::find::discovery_for(g, dialect, false)?;
-        listed.extend(d.list_all(None, &mut |_| {})?.into_iter().map(|info| (dialect, info)));
+    if older_than.is_zero() {
+        return Err("--older-than 0 would choose every session, the ones in use too; give an age such as 30d".into());
     }
+    let listed = every_session(g, None)?;
     let project = match project {
         Some(p) => Some(std::path::absolute(p)?.to_string_lossy().into_owned()),
         None => None,
@@ -507,7 +509,13 @@ pub(crate) fn prune(
     let homes = homes(g, &[])?;
     let mut rows = Vec::new();
     let mut failed = 0;
+    let cutoff = now.saturating_sub(i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX));
     for (dialect, s) in &chosen {
+        // Written to since (pi's listing dates a session by its messages, and an agent
+        // may have resumed it since the listing): kept, in the dry run as in the run.
+        if storage.stat(&s.path)?.is_none_or(|st| st.mtime_ms >= cutoff) {
+            continue;
+        }
         let outcome = if yes {
             match maintenance::plan_rm(&*storage, &homes, &s.path, Some(*dialect), false)
                 .and_then(|p| p.trash(&*storage, &homes, now))
@@ -577,6 +585,7 @@ pub(crate) fn trash(g: &Global, command: &TrashCommand) -> Result<String> {
             "sessionId": i.session_id,
             "deletedAt": i.deleted_at_ms,
             "complete": i.complete,
+            "restoring": i.restoring,
             "bytes": i.bytes,
         })
     };
@@ -595,7 +604,11 @@ pub(crate) fn trash(g: &Global, command: &TrashCommand) -> Result<String> {
                     i.dialect.name(),
                     i.bytes,
                     name,
-                    if i.complete { "" } else { "  [unfinished: run rm again]" },
+                    match (i.restoring, i.complete) {
+                        (true, _) => "  [restoring: run trash restore again]",
+                        (false, true) => "",
+                        (false, false) => "  [unfinished: run rm again]",
+                    },
                     i.original.display()
                 );
             }
@@ -626,7 +639,7 @@ pub(crate) fn trash(g: &Global, command: &TrashCommand) -> Result<String> {
                     .into());
                 }
             };
-            let back = maintenance::restore(&*storage, item)?;
+            let back = maintenance::restore(&*storage, &homes, item)?;
             if wants_json(g) {
                 return Ok(json!({"restored": path_str(&back), "from": path_str(&item.dir)}).to_string());
             }
@@ -674,11 +687,7 @@ pub(crate) fn stats(g: &Global, dir: Option<&Path>) -> Result<String> {
         Some(d) => vec![Dialect::from(d)],
         None => vec![Dialect::Pi, Dialect::Omp],
     };
-    let mut sessions = Vec::new();
-    for dialect in &dialects {
-        let d = crate::find::discovery_for(g, *dialect, false)?;
-        sessions.extend(d.list_all(dir, &mut |_| {})?.into_iter().map(|info| (*dialect, info.path)));
-    }
+    let sessions: Vec<(Dialect, PathBuf)> = every_session(g, dir)?.into_iter().map(|(d, i)| (d, i.path)).collect();
     // One environment per dialect: omp's resolves blob references.
     let mut s = maintenance::Stats::default();
     for dialect in dialects {

@@ -652,6 +652,13 @@ fn prune_moves_what_its_dry_run_listed() -> Result<()> {
     fs_err::write(p.join("named.jsonl"), session("/p", "s-named", now - 100 * day, Some("keep")))?;
     fs_err::write(p.join("new.jsonl"), session("/p", "s-new", now - day, None))?;
     fs_err::write(q.join("other.jsonl"), session("/q", "s-other", now - 100 * day, None))?;
+    // Files last written long ago, but the new one (which its messages date too).
+    let long_ago = std::time::UNIX_EPOCH + std::time::Duration::from_millis(u64::try_from(now - 100 * day)?);
+    for f in [p.join("old.jsonl"), p.join("named.jsonl"), q.join("other.jsonl")] {
+        fs_err::File::options().write(true).open(&f)?.file().set_modified(long_ago)?;
+    }
+    // A session written to just now though its messages are old: kept.
+    fs_err::write(p.join("touched.jsonl"), session("/p", "s-touched", now - 100 * day, None))?;
     let run = |yes: bool| -> Result<Vec<String>> {
         let mut args =
             vec!["--json", "--dialect", "pi", "prune", "--older-than", "30d", "--keep-named", "--project", "/p"];
@@ -674,8 +681,11 @@ fn prune_moves_what_its_dry_run_listed() -> Result<()> {
     assert_eq!(run(true)?, dry, "the real run moves what the dry run listed");
     assert!(!p.join("old.jsonl").exists() && p.join("named.jsonl").exists() && p.join("new.jsonl").exists());
     assert!(q.join("other.jsonl").exists());
+    assert!(p.join("touched.jsonl").exists());
     let (_, list, _) = h.run(&["--json", "trash", "list"])?;
     assert!(list.contains("s-old"), "{list}");
+    let (code, _, err) = h.run(&["prune", "--older-than", "0"])?;
+    assert!(code == 1 && err.contains("every session"), "{err}");
     Ok(())
 }
 
@@ -853,5 +863,25 @@ fn merge_unites_a_conflict_copy() -> Result<()> {
     fs_err::write(&other, session_text("pi", "x").replace("01a228d5-0000-7000-8000-000000000001", "another-session"))?;
     let (code, _, err) = h.run(&["merge", s(&file)?, s(&other)?])?;
     assert!(code == 1 && err.contains("different sessions"), "{err}");
+    Ok(())
+}
+
+/// pi and omp sharing `PI_CODING_AGENT_DIR` both list its sessions: `du` and `usage`
+/// still count each file once, as whose its first bytes say.
+#[test]
+fn a_shared_agent_dir_counts_each_session_once() -> Result<()> {
+    let h = Home::new("jobs-shared-count")?;
+    let agent = h.tmp.0.join("agent");
+    write_session(&agent.join("sessions/--p--/pi.jsonl"), "pi", "pi's")?;
+    write_session(&agent.join("sessions/-p/omp.jsonl"), "omp", "omp's")?;
+    let bytes = fs_err::metadata(agent.join("sessions/--p--/pi.jsonl"))?.len()
+        + fs_err::metadata(agent.join("sessions/-p/omp.jsonl"))?.len();
+    let out = in_home(&h.home, &h.work).env("PI_CODING_AGENT_DIR", &agent).args(["--json", "du", "--all"]).output()?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!((v["sessions"].as_u64(), v["bytes"].as_u64()), (Some(2), Some(bytes)), "{v}");
+    let agents: Vec<&str> =
+        v["largest"].as_array().ok_or("largest")?.iter().filter_map(|s| s["agent"].as_str()).collect();
+    assert!(agents.contains(&"pi") && agents.contains(&"omp"), "{v}");
     Ok(())
 }

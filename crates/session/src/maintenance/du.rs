@@ -9,6 +9,7 @@ use session_model::Dialect;
 use session_store::{EntryKind, Storage, artifacts_dir, blob::find_refs};
 
 use super::JobError;
+use super::proof::is_real_dir;
 
 /// The space one session takes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -93,8 +94,8 @@ pub fn session_space(
     }
     s.other = s.bytes.saturating_sub(counted);
     s.artifacts = match artifacts_dir(path) {
-        Some(dir) => tree_bytes(storage, &dir)?,
-        None => 0,
+        Some(dir) if is_real_dir(storage, &dir)? => tree_bytes(storage, &dir)?,
+        _ => 0,
     };
     let named: BTreeSet<String> = find_refs(&bytes).map(|b| b.hash().to_owned()).collect();
     for hash in &named {

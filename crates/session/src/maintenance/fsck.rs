@@ -160,13 +160,19 @@ pub fn fsck(env: &Env, homes: &Homes, options: &FsckOptions) -> Result<FsckRepor
         if let (Some(dir), Some(id)) = (path.parent(), m.header().get_str("id")) {
             match copies.entry((dir.to_path_buf(), id.to_owned())) {
                 std::collections::hash_map::Entry::Occupied(first) if reported(&path) => {
+                    // Into the file with the shorter name (the conflict copy's is longer).
+                    let (into, from) = if path.as_os_str().len() < first.get().as_os_str().len() {
+                        (&path, first.get())
+                    } else {
+                        (first.get(), &path)
+                    };
                     report.findings.push(Finding {
                         path: path.clone(),
                         message: format!(
                             "another copy of the session in {} (a file-sync conflict copy?): `session merge {} {}` unites them",
                             first.get().display(),
-                            first.get().display(),
-                            path.display()
+                            shell_quote(into),
+                            shell_quote(from)
                         ),
                     });
                 }
@@ -224,4 +230,9 @@ pub fn fsck(env: &Env, homes: &Homes, options: &FsckOptions) -> Result<FsckRepor
         }
     }
     Ok(report)
+}
+
+/// Returns `path` quoted for a POSIX shell: in single quotes, a quote inside as `'\''`.
+fn shell_quote(path: &Path) -> String {
+    format!("'{}'", path.to_string_lossy().replace('\'', "'\\''"))
 }

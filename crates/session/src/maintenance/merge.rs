@@ -6,9 +6,10 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use session_model::{Dialect, ParsedFile, Record, SLOT_BYTES};
+use session_model::{Dialect, ParsedFile, Record};
 use session_store::{EntryKind, ExpectedSize, LockWait, Storage, StoreError, artifacts_dir};
 
+use super::proof::is_real_dir;
 use super::{JobError, prove_session};
 
 /// How long a merge waits for a writer that holds the session's lock.
@@ -49,6 +50,9 @@ pub struct MergeReport {
     pub written: bool,
     /// Artifact files copied from the other copy (those whose names were free).
     pub artifacts_copied: usize,
+    /// Artifact files (relative to the artifacts directory) both copies hold with other
+    /// bytes: this copy's were kept.
+    pub artifacts_differing: Vec<PathBuf>,
 }
 
 /// Merges the session at `theirs` into the copy at `ours` (see the module docs).
@@ -81,6 +85,13 @@ pub fn merge(
     if a.id != b.id {
         return Err(JobError::NotTheSameSession { ours: a.path, ours_id: a.id, theirs: b.path, theirs_id: b.id });
     }
+    // Artifacts: only real directories, as proved (a link in either place is left alone).
+    let their_artifacts = b.artifacts.clone();
+    let our_artifacts = match (&a.artifacts, &a.not_artifacts) {
+        (Some(dir), _) => Some(dir.clone()),
+        (None, None) => artifacts_dir(&a.path),
+        (None, Some(_)) => None,
+    };
     let (ours, theirs, dialect) = (a.path, b.path, a.dialect);
     let lock = storage.lock(&ours, LockWait::Timeout(LOCK_WAIT))?;
     let mut bytes = Vec::new();
@@ -90,6 +101,15 @@ pub fn merge(
     let (pa, pb) =
         (session_model::parse_session_bytes(&bytes, dialect), session_model::parse_session_bytes(&other, dialect));
     for (path, parsed) in [(&ours, &pa), (&theirs, &pb)] {
+        // Proved before the read; the bytes read are checked again.
+        if !matches!(parsed.header_check(dialect), session_model::HeaderCheck::Valid { .. })
+            || parsed.records.first().and_then(|h| h.get_str("id")) != Some(a.id.as_str())
+        {
+            return Err(JobError::Unsupported {
+                path: path.clone(),
+                what: "it changed while the merge read it; run it again".to_owned(),
+            });
+        }
         if !parsed.diagnostics.is_empty() {
             return Err(JobError::Unsupported {
                 path: path.clone(),
@@ -106,8 +126,8 @@ pub fn merge(
             });
         }
     }
-    let entries_a = &pa.records[1..];
-    let entries_b = &pb.records[1..];
+    let entries_a = pa.records.get(1..).unwrap_or_default();
+    let entries_b = pb.records.get(1..).unwrap_or_default();
     let by_id: HashMap<&str, &Record> = entries_a.iter().filter_map(|r| Some((r.id()?, r))).collect();
     let mut report = MergeReport { path: ours.clone(), ..MergeReport::default() };
     let mut merged: Vec<&Record> = entries_a.iter().collect();
@@ -178,22 +198,25 @@ pub fn merge(
         report.leaf = id.clone();
     }
     let out = render(&bytes, &pa, &merged);
+    // The artifacts first: an error there leaves the session as it was (with some
+    // artifact files more, which nothing names yet).
+    if let (Some(from), Some(to)) = (&their_artifacts, &our_artifacts) {
+        unite_artifacts(storage, from, to, &mut report)?;
+    }
     if out != bytes {
         storage.write_atomic(&ours, &out, ExpectedSize::unchanged(Some(&stat)))?;
         report.written = true;
     }
     drop(lock);
-    report.artifacts_copied = unite_artifacts(storage, &theirs, &ours)?;
     Ok(report)
 }
 
-/// The merged file: `ours`' title slot (omp) and header as they are, then `entries`, one
-/// a line.
+/// The merged file: `ours`' bytes before its header (omp's title slot, as it is), its
+/// header as it is, then `entries`, one a line.
 fn render(ours: &[u8], parsed: &ParsedFile, entries: &[&Record]) -> Vec<u8> {
     let mut out = Vec::with_capacity(ours.len());
-    if parsed.title_slot.is_some() {
-        out.extend_from_slice(&ours[..SLOT_BYTES.min(ours.len())]);
-    }
+    let head = parsed.record_offsets.first().copied().unwrap_or(0).min(ours.len());
+    out.extend_from_slice(&ours[..head]);
     for r in parsed.records.first().into_iter().chain(entries.iter().copied()) {
         out.extend_from_slice(r.text().as_bytes());
         out.push(b'\n');
@@ -201,13 +224,20 @@ fn render(ours: &[u8], parsed: &ParsedFile, entries: &[&Record]) -> Vec<u8> {
     out
 }
 
-/// Copies the regular files of `theirs`' artifacts directory into `ours`' where their
-/// names are free; returns how many.
-fn unite_artifacts(storage: &dyn Storage, theirs: &Path, ours: &Path) -> Result<usize, JobError> {
-    let (Some(from), Some(to)) = (artifacts_dir(theirs), artifacts_dir(ours)) else { return Ok(0) };
-    let mut copied = 0;
+/// Copies the regular files below the real directory `from` into `to` where their names
+/// are free (folders made as needed; a link on the way, in either tree, is not followed:
+/// what is below it is left out); counts them in `report`, and names those whose place
+/// holds other bytes.
+fn unite_artifacts(storage: &dyn Storage, from: &Path, to: &Path, report: &mut MergeReport) -> Result<(), JobError> {
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
+        // The folder at `to` must be a real one (or not yet there).
+        if !rel.as_os_str().is_empty() || storage.stat(to)?.is_some() {
+            let here = to.join(&rel);
+            if storage.stat(&here)?.is_some() && !is_real_dir(storage, &here)? {
+                continue;
+            }
+        }
         let entries = match storage.read_dir(&from.join(&rel)) {
             Ok(e) => e,
             Err(StoreError::NotFound { .. }) => continue,
@@ -218,21 +248,26 @@ fn unite_artifacts(storage: &dyn Storage, theirs: &Path, ours: &Path) -> Result<
             match e.kind {
                 EntryKind::Dir => stack.push(rel),
                 EntryKind::File => {
-                    let dst = to.join(&rel);
-                    if storage.stat(&dst)?.is_none() {
-                        if let Some(dir) = dst.parent() {
-                            storage.ensure_dir(dir)?;
+                    let (src, dst) = (from.join(&rel), to.join(&rel));
+                    let bytes = storage.read(&src)?;
+                    if storage.stat(&dst)?.is_some() {
+                        if storage.read(&dst).ok().as_deref() != Some(&bytes[..]) {
+                            report.artifacts_differing.push(rel);
                         }
-                        match storage.write_new(&dst, &storage.read(&from.join(&rel))?) {
-                            Ok(()) => copied += 1,
-                            Err(StoreError::AlreadyExists { .. }) => {}
-                            Err(e) => return Err(e.into()),
-                        }
+                        continue;
+                    }
+                    if let Some(dir) = dst.parent() {
+                        storage.ensure_dir(dir)?;
+                    }
+                    match storage.write_new(&dst, &bytes) {
+                        Ok(()) => report.artifacts_copied += 1,
+                        Err(StoreError::AlreadyExists { .. }) => report.artifacts_differing.push(rel),
+                        Err(e) => return Err(e.into()),
                     }
                 }
                 _ => {}
             }
         }
     }
-    Ok(copied)
+    Ok(())
 }

@@ -110,3 +110,14 @@ pub fn prove_session(storage: &dyn Storage, path: &Path, dialect: Option<Dialect
     backups.sort();
     Ok(SessionProof { path, dialect, id, stat, artifacts, not_artifacts, backups })
 }
+
+/// Returns whether `dir` is a real folder (not a link to one), as its parent lists it
+/// (a missing folder is not).
+pub(super) fn is_real_dir(storage: &dyn Storage, dir: &Path) -> Result<bool, JobError> {
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name().and_then(|n| n.to_str())) else { return Ok(false) };
+    match storage.read_dir(parent) {
+        Ok(entries) => Ok(entries.iter().any(|e| e.name == name && e.kind == EntryKind::Dir)),
+        Err(StoreError::NotFound { .. }) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -13,8 +13,11 @@ use std::time::Duration;
 
 use serde_json::json;
 use session_model::Dialect;
-use session_store::{EntryKind, LockWait, Storage, StoreError, artifacts_dir, is_backup_of};
+use session_store::{
+    EntryKind, ExpectedSize, LockWait, Storage, StoreError, artifacts_dir, is_backup_of, is_plain_name,
+};
 
+use super::proof::is_real_dir;
 use super::{Homes, JobError, RmPlan, prove_session};
 
 /// The name of a root's trash folder, beside the root (`<dir>/sessions` →
@@ -44,6 +47,9 @@ pub struct TrashItem {
     /// Whether the session file itself is in the folder (a move to the trash that was
     /// cut off moves the file last; running `rm` again finishes it).
     pub complete: bool,
+    /// A restore began (and was cut off): [`restore`] again finishes it; neither `rm`
+    /// nor [`trash_empty`] touches the folder.
+    pub restoring: bool,
     /// The bytes of every file in the folder.
     pub bytes: u64,
 }
@@ -104,6 +110,12 @@ impl RmPlan {
         let lock = storage.lock(&path, LockWait::Timeout(LOCK_WAIT))?;
         let proof = prove_session(storage, &path, Some(self.proof().dialect))?;
         storage.ensure_dir(&trash)?;
+        if !is_real_dir(storage, &trash)? {
+            return Err(unsupported(&format!(
+                "{} is not a real folder (a link?); the trash goes only there",
+                trash.display()
+            )));
+        }
         let here = storage.stat(path.parent().unwrap_or(Path::new("/")))?.and_then(|s| s.identity);
         let there = storage.stat(&trash)?.and_then(|s| s.identity);
         if let (Some(a), Some(b)) = (here, there)
@@ -137,7 +149,7 @@ impl RmPlan {
         }
         storage.rename(&path, &dir.join(&name))?;
         drop(lock);
-        let item = read_item(storage, &dir)?.ok_or_else(|| unsupported("its trash folder cannot be read back"))?;
+        let item = read_item(storage, &dir).ok_or_else(|| unsupported("its trash folder cannot be read back"))?;
         Ok(TrashReport { item, artifacts: proof.artifacts, backups: proof.backups, left: proof.not_artifacts })
     }
 }
@@ -171,19 +183,17 @@ fn unfinished(storage: &dyn Storage, trash: &Path, original: &Path, id: &str) ->
         |p: &Path| (p.parent().and_then(Path::file_name).map(ToOwned::to_owned), p.file_name().map(ToOwned::to_owned));
     Ok(list_dir(storage, trash)?
         .into_iter()
-        .find(|item| !item.complete && item.session_id == id && tail(&item.original) == tail(original))
+        .find(|item| {
+            !item.complete && !item.restoring && item.session_id == id && tail(&item.original) == tail(original)
+        })
         .map(|item| item.dir))
 }
 
-/// Reads the trashed session in `dir`: `None` when its [`TRASH_META`] is missing or not
-/// ours (such a folder is never touched).
-fn read_item(storage: &dyn Storage, dir: &Path) -> Result<Option<TrashItem>, JobError> {
-    let meta = match storage.read(&dir.join(TRASH_META)) {
-        Ok(m) => m,
-        Err(StoreError::NotFound { .. }) => return Ok(None),
-        Err(e) => return Err(e.into()),
-    };
-    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&meta) else { return Ok(None) };
+/// Reads the trashed session in `dir`: `None` when its [`TRASH_META`] is missing,
+/// unreadable or not ours (such a folder is never touched).
+fn read_item(storage: &dyn Storage, dir: &Path) -> Option<TrashItem> {
+    let meta = storage.read(&dir.join(TRASH_META)).ok()?;
+    let v = serde_json::from_slice::<serde_json::Value>(&meta).ok()?;
     let (Some(1), Some(original), Some(dialect), Some(id), Some(at)) = (
         v["version"].as_u64(),
         v["path"].as_str(),
@@ -191,35 +201,36 @@ fn read_item(storage: &dyn Storage, dir: &Path) -> Result<Option<TrashItem>, Job
         v["sessionId"].as_str(),
         v["deletedAt"].as_i64(),
     ) else {
-        return Ok(None);
+        return None;
     };
     let original = PathBuf::from(original);
-    let Some(name) = original.file_name() else { return Ok(None) };
+    let name = original.file_name()?;
     if !original.is_absolute() {
-        return Ok(None);
+        return None;
     }
+    let complete = storage.stat(&dir.join(name)).ok()?.is_some_and(|s| s.is_file);
     let mut bytes = 0;
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        for e in storage.read_dir(&d)? {
+        for e in storage.read_dir(&d).unwrap_or_default() {
             let p = d.join(&e.name);
             match e.kind {
                 EntryKind::Dir => stack.push(p),
-                EntryKind::File => bytes += storage.stat(&p)?.map_or(0, |s| s.size),
+                EntryKind::File => bytes += storage.stat(&p).ok().flatten().map_or(0, |s| s.size),
                 _ => {}
             }
         }
     }
-    let complete = storage.stat(&dir.join(name))?.is_some_and(|s| s.is_file);
-    Ok(Some(TrashItem {
+    Some(TrashItem {
         dir: dir.to_path_buf(),
         original,
         dialect,
         session_id: id.to_owned(),
         deleted_at_ms: at,
         complete,
+        restoring: v["restoring"].as_bool().unwrap_or(false),
         bytes,
-    }))
+    })
 }
 
 /// Returns the trashed sessions of one trash folder, oldest first (none when it does
@@ -233,7 +244,7 @@ fn list_dir(storage: &dyn Storage, trash: &Path) -> Result<Vec<TrashItem>, JobEr
     let mut items = Vec::new();
     for e in entries {
         if e.kind == EntryKind::Dir
-            && let Some(item) = read_item(storage, &trash.join(&e.name))?
+            && let Some(item) = read_item(storage, &trash.join(&e.name))
         {
             items.push(item);
         }
@@ -257,24 +268,37 @@ pub fn trash_list(storage: &dyn Storage, homes: &Homes) -> Result<Vec<TrashItem>
     Ok(items)
 }
 
-/// Puts a trashed session back where it was: its artifacts directory and backups,
-/// then the session file, then removes its folder from the trash. Refused, with nothing
-/// moved, when anything is at the session's place, its artifacts directory's or a
-/// backup's ([`StoreError::AlreadyExists`]). A crash part-way leaves the session in the
-/// trash (the file moves last) or back in place with its folder in the trash holding
-/// [`TRASH_META`] alone; restoring again finishes it. Restoring a folder of an
-/// interrupted move to the trash (the session file never left) puts back what it holds.
+/// Puts a trashed session back where it was: the session file first, then its
+/// artifacts directory and backups, then removes its folder from the trash. The place
+/// must be inside the sessions root whose trash holds it (a `trash.json` naming any other
+/// place is refused), and free: anything at the session's place, its artifacts
+/// directory's or a backup's refuses the restore before anything moves
+/// ([`StoreError::AlreadyExists`]).
+///
+/// The folder is marked as being restored first ([`TrashItem::restoring`]): a crash
+/// part-way leaves the session in the trash, or back in place with the rest of its names
+/// still in the trash, and restoring again finishes it; until then neither `rm` nor
+/// [`trash_empty`] touches the folder.
 ///
 /// # Errors
 ///
 /// [`StoreError::AlreadyExists`] as above, [`JobError::NotASession`] when what the trash
-/// holds is no session of its dialect, store errors as they come.
-pub fn restore(storage: &dyn Storage, item: &TrashItem) -> Result<PathBuf, JobError> {
-    let item = read_item(storage, &item.dir)?.ok_or_else(|| JobError::Unsupported {
-        path: item.dir.clone(),
-        what: "not a folder of the trash (no trash.json of ours)".to_owned(),
-    })?;
+/// holds is no session of its dialect, [`JobError::Unsupported`] for a folder that is not
+/// a trashed session of `homes`, store errors as they come.
+pub fn restore(storage: &dyn Storage, homes: &Homes, item: &TrashItem) -> Result<PathBuf, JobError> {
+    let unsupported = |what: &str| JobError::Unsupported { path: item.dir.clone(), what: what.to_owned() };
+    let item = read_item(storage, &item.dir)
+        .ok_or_else(|| unsupported("not a folder of the trash (no trash.json of ours)"))?;
     let original = item.original.clone();
+    // Only back into the root this trash belongs to, by plain names.
+    let root = homes.root_of(&original).ok_or_else(|| unsupported("its former place is in no sessions folder"))?;
+    let inside = original.strip_prefix(&root.path).or_else(|_| original.strip_prefix(&root.real));
+    let plain = inside.is_ok_and(|rel| {
+        rel.components().all(|c| matches!(c, std::path::Component::Normal(n) if n.to_str().is_some_and(is_plain_name)))
+    });
+    if !plain || trash_of(homes, &original).as_deref() != item.dir.parent() {
+        return Err(unsupported("its trash.json names a place outside the sessions folder of this trash"));
+    }
     let name = original.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
     let taken = |p: &Path| -> Result<(), JobError> {
         match storage.stat(p)? {
@@ -285,12 +309,14 @@ pub fn restore(storage: &dyn Storage, item: &TrashItem) -> Result<PathBuf, JobEr
     if item.complete {
         prove_session(storage, &item.file(), Some(item.dialect))?;
         taken(&original)?;
+    } else if storage.stat(&original)?.is_none() {
+        return Err(unsupported("the session file is neither in the trash nor at its place"));
     }
     if let Some(parent) = original.parent() {
         storage.ensure_dir(parent)?;
     }
     let lock = storage.lock(&original, LockWait::Timeout(LOCK_WAIT))?;
-    // What goes back, each to a free place, all checked before anything moves.
+    // What goes back with it, each to a free place, all checked before anything moves.
     let mut moves = Vec::new();
     for e in storage.read_dir(&item.dir)? {
         let from = item.dir.join(&e.name);
@@ -301,17 +327,27 @@ pub fn restore(storage: &dyn Storage, item: &TrashItem) -> Result<PathBuf, JobEr
             moves.push((from, to, e.kind == EntryKind::Dir));
         }
     }
+    if !item.restoring {
+        let meta = storage.read(&item.dir.join(TRASH_META))?;
+        let mut v: serde_json::Value = serde_json::from_slice(&meta).map_err(|_| unsupported("trash.json changed"))?;
+        v["restoring"] = serde_json::Value::Bool(true);
+        storage.write_atomic(
+            &item.dir.join(TRASH_META),
+            format!("{v}\n").as_bytes(),
+            ExpectedSize::Bytes(meta.len() as u64),
+        )?;
+    }
+    if item.complete {
+        // Checked again just before: a session written there meanwhile is never replaced.
+        taken(&original)?;
+        storage.rename(&item.file(), &original)?;
+    }
     for (from, to, dir) in &moves {
         if *dir {
             storage.move_dir(from, to)?;
         } else {
             storage.rename(from, to)?;
         }
-    }
-    if item.complete {
-        // Checked again just before: a session written there meanwhile is never replaced.
-        taken(&original)?;
-        storage.rename(&item.file(), &original)?;
     }
     drop(lock);
     // The folder goes when nothing but its TRASH_META is left (anything else stays, in a
@@ -325,7 +361,10 @@ pub fn restore(storage: &dyn Storage, item: &TrashItem) -> Result<PathBuf, JobEr
 }
 
 /// Deletes trashed sessions for good: each of `items` whose [`TRASH_META`] still reads
-/// as ours (read again first), with everything in its folder. Returns those deleted.
+/// as ours (read again first) and that is whole in the trash, with everything in its
+/// folder. A folder whose session file is not in it (an `rm` or a restore cut off: the
+/// session is live at its place) or that is being restored is skipped. Returns those
+/// deleted.
 ///
 /// # Errors
 ///
@@ -333,7 +372,10 @@ pub fn restore(storage: &dyn Storage, item: &TrashItem) -> Result<PathBuf, JobEr
 pub fn trash_empty(storage: &dyn Storage, items: &[TrashItem]) -> Result<Vec<TrashItem>, JobError> {
     let mut gone = Vec::new();
     for item in items {
-        let Some(now) = read_item(storage, &item.dir)? else { continue };
+        let Some(now) = read_item(storage, &item.dir) else { continue };
+        if !now.complete || now.restoring {
+            continue;
+        }
         // The session's own names first (backups, artifacts, the file), as `rm` deletes.
         storage.delete_with_artifacts(&now.file())?;
         remove_item(storage, &now.dir)?;

@@ -504,7 +504,7 @@ fn run_job(root: &Path, files: &[PathBuf], job: &Job) {
             .and_then(|p| p.trash(&storage, &homes, 1_800_000_000_000))
             .map(drop),
         Job::Restore { which } => maintenance::trash_list(&storage, &homes).and_then(|items| match items.get(*which) {
-            Some(item) => maintenance::restore(&storage, item).map(drop),
+            Some(item) => maintenance::restore(&storage, &homes, item).map(drop),
             None => Ok(()),
         }),
         Job::EmptyTrash => maintenance::trash_list(&storage, &homes)
@@ -587,11 +587,11 @@ fn the_trash_keeps_a_session_until_it_is_restored_or_emptied() -> Result<()> {
 
     // A session written at its place meanwhile is never replaced.
     fs_err::write(&file, b"new")?;
-    let taken = maintenance::restore(&files, &item);
+    let taken = maintenance::restore(&files, &homes, &item);
     assert!(matches!(taken, Err(JobError::Store(session::store::StoreError::AlreadyExists { .. }))), "{taken:?}");
     assert!(maintenance::trash_list(&files, &homes)?[0].complete);
     fs_err::remove_file(&file)?;
-    assert_eq!(maintenance::restore(&files, &item)?, file);
+    assert_eq!(maintenance::restore(&files, &homes, &item)?, file);
     assert_eq!(Tree::read(&bucket)?, before, "back byte for byte");
     assert!(maintenance::trash_list(&files, &homes)?.is_empty());
     assert!(!item.dir.exists());
@@ -653,6 +653,10 @@ fn a_move_to_the_trash_cut_off_anywhere_is_finished_by_the_next() -> Result<()> 
             }
         }
         if file.exists() {
+            // Emptying the trash now deletes nothing of the live session.
+            let home_before = Tree::read(&home)?;
+            assert!(maintenance::trash_empty(&files, &listed)?.is_empty(), "step {k}");
+            assert_eq!(Tree::read(&home)?, home_before, "step {k}: emptying touched a live session's files");
             let again = plan_rm(&files, &homes, &file, None, false)?.trash(&files, &homes, 1_800_000_000_500)?;
             if let Some(first) = listed.first() {
                 assert_eq!(again.item.dir, first.dir, "step {k}: finished in the folder it began");
@@ -660,7 +664,7 @@ fn a_move_to_the_trash_cut_off_anywhere_is_finished_by_the_next() -> Result<()> 
         }
         let listed = maintenance::trash_list(&files, &homes)?;
         assert_eq!(listed.len(), 1, "step {k}: {listed:?}");
-        maintenance::restore(&files, &listed[0])?;
+        maintenance::restore(&files, &homes, &listed[0])?;
         assert_eq!(Tree::read(&bucket)?, before, "step {k}: back byte for byte");
         k += 1;
     }
@@ -838,6 +842,7 @@ fn merging_two_continuations_keeps_both_branches() -> Result<()> {
         let r = maintenance::merge(&files, &ours, &theirs, Some(dialect), &MergeLeaf::Auto)?;
         assert!(r.written && r.added == ["dddddddd"] && r.leaf == "cccccccc", "{r:?}");
         assert_eq!(r.artifacts_copied, 1);
+        assert_eq!(r.artifacts_differing, [PathBuf::from("mine.txt")], "a name both hold keeps ours, and is said");
         assert_eq!(fs_err::read_to_string(dir.join("ours/s/mine.txt"))?, "mine");
         let m = SessionManager::open_read_only(dialect, &ours, env.clone())?;
         assert_eq!(m.tree().entries().len(), 4);
@@ -932,4 +937,77 @@ proptest! {
         let again = maintenance::merge(&files, &ours, &theirs, Some(Dialect::Pi), &MergeLeaf::Ours);
         prop_assert!(again.as_ref().map_or(true, |r| !r.written), "{:?}", again);
     }
+}
+
+/// A restore cut off at any step of the storage leaves the session in the trash or back
+/// in place, never a backup alone where omp would promote it; the next restore finishes
+/// it, and meanwhile neither `rm` nor emptying the trash touches the folder.
+#[test]
+fn a_restore_cut_off_anywhere_is_finished_by_the_next() -> Result<()> {
+    let mut k = 1;
+    loop {
+        let tmp = TempDir::new("jobs-restore-fault");
+        let home = tmp.path().join("home");
+        let homes = Homes::from_env(&ProcessEnv::new(&home, tmp.path(), std::env::temp_dir()));
+        let (file, before) = trashable(&home, "s")?;
+        let bucket = file.parent().ok_or("a bucket")?.to_path_buf();
+        let files = FileStorage::new();
+        let item = plan_rm(&files, &homes, &file, None, false)?.trash(&files, &homes, 1_800_000_000_000)?.item;
+        let faults = Faults::new();
+        faults.fail_at(k);
+        let storage = FaultStorage::new(FileStorage::new(), faults.clone());
+        let first = maintenance::restore(&storage, &homes, &item);
+        if faults.failed().is_none() {
+            first?;
+            assert_eq!(Tree::read(&bucket)?, before);
+            break;
+        }
+        assert!(first.is_err(), "step {k}");
+        // A backup alone in the bucket is what omp's listing promotes: never.
+        let backups_alone = !file.exists() && fs_err::read_dir(&bucket)?.count() > 0;
+        assert!(!backups_alone, "step {k}: backups without their session in the bucket");
+        // A folder whose restore began is left alone by emptying.
+        let begun: Vec<_> =
+            maintenance::trash_list(&files, &homes)?.into_iter().filter(|i| i.restoring || !i.complete).collect();
+        assert!(maintenance::trash_empty(&files, &begun)?.is_empty(), "step {k}");
+        let listed = maintenance::trash_list(&files, &homes)?;
+        if let Some(left) = listed.first() {
+            maintenance::restore(&files, &homes, left)?;
+        }
+        assert_eq!(Tree::read(&bucket)?, before, "step {k}: back byte for byte");
+        k += 1;
+    }
+    assert!(k > 4, "the restore crossed {} storage steps", k - 1);
+    Ok(())
+}
+
+/// A trash.json naming a place outside its sessions folder is refused with nothing
+/// moved, and a link planted where the trash folder goes makes rm refuse.
+#[test]
+fn the_trash_goes_nowhere_else() -> Result<()> {
+    let tmp = TempDir::new("jobs-trash-planted");
+    let home = tmp.path().join("home");
+    let homes = Homes::from_env(&ProcessEnv::new(&home, tmp.path(), std::env::temp_dir()));
+    let files = FileStorage::new();
+    let (file, _) = trashable(&home, "s")?;
+    let item = plan_rm(&files, &homes, &file, None, false)?.trash(&files, &homes, 1_800_000_000_000)?.item;
+    let elsewhere = tmp.path().join("outside/evil.jsonl");
+    let meta = item.dir.join(maintenance::TRASH_META);
+    let text = fs_err::read_to_string(&meta)?;
+    fs_err::write(&meta, text.replace(&*file.to_string_lossy(), &elsewhere.to_string_lossy()))?;
+    let planted = maintenance::trash_list(&files, &homes)?;
+    let got = maintenance::restore(&files, &homes, &planted[0]);
+    assert!(matches!(got, Err(JobError::Unsupported { .. })), "{got:?}");
+    assert!(!tmp.path().join("outside").exists());
+
+    // A link where the trash folder goes.
+    let (other, _) = trashable(&home, "t")?;
+    fs_err::remove_dir_all(home.join(".pi/agent").join(maintenance::TRASH_DIR))?;
+    let target = tmp.path().join("target");
+    fs_err::create_dir_all(&target)?;
+    std::os::unix::fs::symlink(&target, home.join(".pi/agent").join(maintenance::TRASH_DIR))?;
+    let got = plan_rm(&files, &homes, &other, None, false)?.trash(&files, &homes, 1_800_000_000_001);
+    assert!(matches!(got, Err(JobError::Unsupported { .. })), "{got:?}");
+    assert!(other.exists() && fs_err::read_dir(&target)?.count() == 0);
+    Ok(())
 }
