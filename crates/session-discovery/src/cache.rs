@@ -429,6 +429,9 @@ fn checked_text(quoted: &[u8], hash: &[u8; 32], verify: bool) -> Option<Messages
     Some(MessagesText::from_json(text.to_owned()))
 }
 
+/// The most bytes a cache's record section may claim (about a million sessions).
+const MAX_RECORDS_BYTES: u64 = 1 << 30;
+
 /// The length of a cache header for `dialect` and `scope`.
 fn header_len(dialect: Dialect, scope: &str) -> usize {
     8 + 4 + 4 + dialect.name().len() + 4 + scope.len() + HEADER_TAIL
@@ -443,8 +446,17 @@ fn read_records(file: &fs_err::File, dialect: Dialect, scope: &str) -> Option<(V
     let mut reader: &std::fs::File = file.file();
     reader.read_exact(&mut head).ok()?;
     let (written_at_ns, records_end) = parse_header(&head, dialect, scope, size)?;
-    let mut records = vec![0u8; usize::try_from(records_end - head.len() as u64).ok()?];
-    reader.read_exact(&mut records).ok()?;
+    let n = records_end.checked_sub(head.len() as u64)?;
+    // Not what any listing writes (a few hundred bytes a session): a damaged or planted
+    // size, never allocated.
+    if n > MAX_RECORDS_BYTES {
+        return None;
+    }
+    let mut records = Vec::with_capacity(usize::try_from(n.min(1 << 20)).ok()?);
+    reader.take(n).read_to_end(&mut records).ok()?;
+    if records.len() as u64 != n {
+        return None;
+    }
     let old = parse_records(&head, &records, size, true)?;
     Some((records, written_at_ns, old))
 }

@@ -304,11 +304,13 @@ impl Catalog {
                 source: rusqlite::Error::InvalidParameterName(format!("catalog version {version}")),
             });
         }
-        conn.execute_batch(CATALOG_DDL).map_err(err(&path, "create tables"))?;
+        // One transaction: a catalog cut off while it was made is empty, not a database
+        // of tables without the marks that say it is ours.
         conn.execute_batch(&format!(
-            "PRAGMA user_version = {CATALOG_VERSION}; PRAGMA application_id = {CATALOG_APPLICATION_ID}"
+            "BEGIN IMMEDIATE; PRAGMA application_id = {CATALOG_APPLICATION_ID}; {CATALOG_DDL}; \
+             PRAGMA user_version = {CATALOG_VERSION}; COMMIT;"
         ))
-        .map_err(err(&path, "set version"))?;
+        .map_err(err(&path, "create tables"))?;
         Ok(Catalog { conn, path })
     }
 

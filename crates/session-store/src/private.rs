@@ -226,6 +226,11 @@ impl PrivateDir {
     /// them remain: how a cache folder stays bounded. Best effort: what cannot be
     /// listed, stated or removed is left; links are removed, never followed.
     pub fn evict_oldest(&self, pick: &dyn Fn(&str) -> bool, keep: &str, max: usize) {
+        // Checked again first: a folder swapped for a link since it was opened is not
+        // listed, nor anything in it removed.
+        if self.recheck().is_err() {
+            return;
+        }
         let Ok(entries) = fs_err::read_dir(&self.path) else { return };
         let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
             .flatten()
@@ -256,8 +261,9 @@ fn refused(path: &Path, why: Exposure) -> StoreError {
     StoreError::NotPrivate { path: path.to_path_buf(), why }
 }
 
-/// Returns the uid this process creates files as, learnt once from a folder it creates
-/// and removes at once (std has no safe `geteuid`); `None` when none can be created.
+/// Returns the uid this process creates files as, learnt once: the owner of
+/// `/proc/self` (Linux: the effective uid), else of a folder it creates and removes at
+/// once in the temporary folder (std has no safe `geteuid`); `None` when neither works.
 pub(crate) fn own_uid() -> Option<u32> {
     static UID: OnceLock<Option<u32>> = OnceLock::new();
     *UID.get_or_init(|| {
@@ -265,6 +271,9 @@ pub(crate) fn own_uid() -> Option<u32> {
         {
             use rand::Rng;
             use std::os::unix::fs::MetadataExt;
+            if let Ok(m) = fs_err::metadata("/proc/self") {
+                return Some(m.uid());
+            }
             let probe = std::env::temp_dir().join(format!(".session-store-uid-{:016x}", rand::rng().next_u64()));
             fs_err::create_dir(&probe).ok()?;
             let uid = fs_err::symlink_metadata(&probe).ok().map(|m| m.uid());

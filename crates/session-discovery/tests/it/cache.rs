@@ -206,6 +206,25 @@ fn a_text_overwritten_to_inject_json_is_never_copied() {
     assert_eq!(json.matches(r#""path":"#).count(), parsed.len(), "one path per session");
 }
 
+/// A cache whose header claims a record section of a terabyte (a sparse file of that
+/// size) is ignored without allocating it: the listing is the one without a cache.
+#[test]
+fn a_cache_claiming_a_huge_size_is_ignored() {
+    let td = TempDir::new("cache-huge");
+    let (dir, file, plain) = escaped_listing(td.path(), Dialect::Pi);
+    let mut bytes = fs_err::read(&file).expect("cache");
+    let len = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize;
+    let dialect_at = 8 + 4;
+    let scope_at = dialect_at + 4 + len(dialect_at);
+    let records_end_at = scope_at + 4 + len(scope_at) + 8;
+    let huge: u64 = 1 << 40;
+    bytes[records_end_at..records_end_at + 8].copy_from_slice(&huge.to_le_bytes());
+    bytes[records_end_at + 8..records_end_at + 16].copy_from_slice(&huge.to_le_bytes());
+    fs_err::write(&file, &bytes).expect("overwrite");
+    fs_err::OpenOptions::new().write(true).open(&file).expect("open").set_len(huge).expect("a sparse file");
+    assert_eq!(cached_json(td.path(), Dialect::Pi, &dir), plain);
+}
+
 /// A mutation of a cache file.
 #[derive(Clone, Debug)]
 enum Mutation {
