@@ -272,6 +272,29 @@ impl Cursor<'_> {
     }
 }
 
+/// Returns the ISO 8601 week (`2026-W49`) of the date an ISO timestamp starts with
+/// (`YYYY-MM-DD…`); `None` when it does not start with one.
+///
+/// ```
+/// assert_eq!(session_model::timestamp::iso_week("2021-01-03T10:00:00.000Z").as_deref(), Some("2020-W53"));
+/// ```
+pub fn iso_week(iso: &str) -> Option<String> {
+    let num =
+        |r: std::ops::Range<usize>| iso.get(r).filter(|t| t.bytes().all(|b| b.is_ascii_digit()))?.parse::<i64>().ok();
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) {
+        return None;
+    }
+    let days = days_from_civil(y, m, d);
+    // 1970-01-01 was a Thursday; ISO weekdays run Monday = 1 to Sunday = 7.
+    let weekday = (days + 3).rem_euclid(7) + 1;
+    // The week's Thursday decides its year.
+    let thursday = days - weekday + 4;
+    let (year, _, _) = civil_from_days(thursday);
+    let week = (thursday - days_from_civil(year, 1, 1)) / 7 + 1;
+    Some(format!("{year}-W{week:02}"))
+}
+
 fn is_leap(y: i64) -> bool {
     (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
 }
@@ -312,6 +335,21 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn iso_weeks_follow_their_thursday() {
+        for (date, week) in [
+            ("2026-12-04", "2026-W49"),
+            ("2021-01-03", "2020-W53"),
+            ("2021-01-04", "2021-W01"),
+            ("2024-12-30", "2025-W01"),
+            ("2020-02-29", "2020-W09"),
+        ] {
+            assert_eq!(iso_week(&format!("{date}T00:00:00.000Z")).as_deref(), Some(week), "{date}");
+        }
+        assert_eq!(iso_week("garbage"), None);
+        assert_eq!(iso_week("2026-13-01"), None);
+    }
 
     #[test]
     fn round_trips() {

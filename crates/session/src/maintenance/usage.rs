@@ -137,7 +137,7 @@ pub fn usage(storage: &dyn Storage, sessions: &[(Dialect, PathBuf)], options: &U
             let group = match options.by {
                 UsageBy::Day => at.get(..10).unwrap_or("unknown").to_owned(),
                 UsageBy::Month => at.get(..7).unwrap_or("unknown").to_owned(),
-                UsageBy::Week => iso_week(&at).unwrap_or_else(|| "unknown".to_owned()),
+                UsageBy::Week => session_model::timestamp::iso_week(&at).unwrap_or_else(|| "unknown".to_owned()),
                 UsageBy::Project => cwd.clone(),
                 UsageBy::Model => model,
                 UsageBy::Session => path.display().to_string(),
@@ -173,60 +173,4 @@ pub(crate) fn usage_of(v: Option<&Value>) -> Option<(&Value, String)> {
         _ => return None,
     };
     usage.is_object().then(|| (usage, model(v)))
-}
-
-/// Returns the ISO week (`2026-W49`) of an ISO timestamp's date.
-fn iso_week(at: &str) -> Option<String> {
-    let (y, m, d) =
-        (at.get(..4)?.parse::<i64>().ok()?, at.get(5..7)?.parse::<i64>().ok()?, at.get(8..10)?.parse::<i64>().ok()?);
-    let days = days_from_civil(y, m, d);
-    // 1970-01-01 was a Thursday; ISO weekdays run Monday = 1 to Sunday = 7.
-    let weekday = (days + 3).rem_euclid(7) + 1;
-    // The week's Thursday decides its year.
-    let thursday = days - weekday + 4;
-    let year = civil_year(thursday);
-    let week = (thursday - days_from_civil(year, 1, 1)) / 7 + 1;
-    Some(format!("{year}-W{week:02}"))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The year of a day counted from 1970-01-01.
-fn civil_year(days: i64) -> i64 {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    yoe + era * 400 + i64::from(m <= 2)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn iso_weeks_follow_their_thursday() {
-        for (date, week) in [
-            ("2026-12-04", "2026-W49"),
-            ("2021-01-03", "2020-W53"),
-            ("2021-01-04", "2021-W01"),
-            ("2024-12-30", "2025-W01"),
-            ("2020-02-29", "2020-W09"),
-        ] {
-            assert_eq!(iso_week(&format!("{date}T00:00:00.000Z")).as_deref(), Some(week), "{date}");
-        }
-        assert_eq!(iso_week("garbage"), None);
-    }
 }
