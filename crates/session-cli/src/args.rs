@@ -301,9 +301,9 @@ Counts the usage records of both agents' sessions: assistant messages (and tool 
 that carry usage), pi's usage entries, omp's model_usage entries, compactions and branch
 summaries. An entry a fork or an extract repeats counts once (known by its id and time).")]
     Usage {
-        /// The grouping.
-        #[arg(long, value_enum, default_value_t = UsageBy::Day)]
-        by: UsageBy,
+        /// The grouping: day, week, month, project, model or session.
+        #[arg(long, default_value = "day", value_name = "BY")]
+        by: session::maintenance::UsageBy,
         /// Only entries at or after this UTC date (YYYY-MM-DD).
         #[arg(long, value_name = "DATE", value_parser = crate::jobs::parse_date)]
         since: Option<String>,
@@ -527,23 +527,6 @@ costs only time. Sessions are never written.")]
         /// The shell.
         shell: clap_complete::Shell,
     },
-}
-
-/// `usage --by`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum UsageBy {
-    /// The UTC day.
-    Day,
-    /// The ISO week.
-    Week,
-    /// The UTC month.
-    Month,
-    /// The session's project.
-    Project,
-    /// provider/model.
-    Model,
-    /// The session file.
-    Session,
 }
 
 /// `export --format`.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use session::Dialect;
 use session::maintenance::{self, ExportFormat as Format, FsckOptions, GcOptions, Homes, RewriteOptions};
 
-use crate::args::{ExportFormat, Global, TrashCommand, UsageBy};
+use crate::args::{ExportFormat, Global, TrashCommand};
 use crate::commands::{Result, env, open, wants_json};
 
 /// Every place either agent may keep sessions and blobs, with `--blob-dir` and the
@@ -434,18 +434,10 @@ pub(crate) fn parse_date(s: &str) -> std::result::Result<String, String> {
 
 /// `usage [--by …] [--since DATE]`: tokens and cost of every session of both agents (or
 /// `--dialect`'s), each entry once.
-pub(crate) fn usage(g: &Global, by: UsageBy, since: Option<String>) -> Result<String> {
+pub(crate) fn usage(g: &Global, by: maintenance::UsageBy, since: Option<String>) -> Result<String> {
     let mut sessions: Vec<(Dialect, PathBuf)> = every_session(g, None)?.into_iter().map(|(d, i)| (d, i.path)).collect();
     // Oldest path first: a fork's repeated entries count in the session listed first.
     sessions.sort_by(|a, b| a.1.cmp(&b.1));
-    let by = match by {
-        UsageBy::Day => maintenance::UsageBy::Day,
-        UsageBy::Week => maintenance::UsageBy::Week,
-        UsageBy::Month => maintenance::UsageBy::Month,
-        UsageBy::Project => maintenance::UsageBy::Project,
-        UsageBy::Model => maintenance::UsageBy::Model,
-        UsageBy::Session => maintenance::UsageBy::Session,
-    };
     let storage = crate::store::current();
     let r = maintenance::usage(&*storage, &sessions, &maintenance::UsageOptions::by(by).since(since));
     if wants_json(g) {

@@ -19,6 +19,14 @@ pub struct Root {
     pub dialect: Option<Dialect>,
 }
 
+impl Root {
+    /// Returns this root's trash folder: [`super::TRASH_DIR`] beside it (`None` for a
+    /// root with no folder above it).
+    pub fn trash(&self) -> Option<PathBuf> {
+        self.real.parent().map(|d| d.join(super::TRASH_DIR))
+    }
+}
+
 /// Every place the agents may keep sessions and blobs, as the environment says now and
 /// as it may have said when the agent ran: a job that must see every session (gc) looks
 /// in all of them, and a job that deletes acts only inside them.
@@ -99,8 +107,7 @@ impl Homes {
 
     /// Returns the trash folder of each root ([`super::trash_of`]), each once.
     pub fn trashes(&self) -> Vec<PathBuf> {
-        let mut out: Vec<PathBuf> =
-            self.roots.iter().filter_map(|r| r.real.parent().map(|d| d.join(super::TRASH_DIR))).collect();
+        let mut out: Vec<PathBuf> = self.roots.iter().filter_map(Root::trash).collect();
         out.sort();
         out.dedup();
         out

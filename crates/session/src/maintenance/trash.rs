@@ -78,7 +78,7 @@ pub struct TrashReport {
 
 /// Returns the trash folder of the root `path` is in, if it is in one.
 pub fn trash_of(homes: &Homes, path: &Path) -> Option<PathBuf> {
-    homes.root_of(path).and_then(|r| r.real.parent()).map(|d| d.join(TRASH_DIR))
+    homes.root_of(path).and_then(super::Root::trash)
 }
 
 impl RmPlan {
@@ -149,7 +149,7 @@ impl RmPlan {
         }
         storage.rename(&path, &dir.join(&name))?;
         drop(lock);
-        let item = read_item(storage, &dir).ok_or_else(|| unsupported("its trash folder cannot be read back"))?;
+        let item = read_item(storage, &dir, true).ok_or_else(|| unsupported("its trash folder cannot be read back"))?;
         Ok(TrashReport { item, artifacts: proof.artifacts, backups: proof.backups, left: proof.not_artifacts })
     }
 }
@@ -181,7 +181,7 @@ fn new_item(storage: &dyn Storage, trash: &Path, name: &str, now_ms: i64, meta: 
 fn unfinished(storage: &dyn Storage, trash: &Path, original: &Path, id: &str) -> Result<Option<PathBuf>, JobError> {
     let tail =
         |p: &Path| (p.parent().and_then(Path::file_name).map(ToOwned::to_owned), p.file_name().map(ToOwned::to_owned));
-    Ok(list_dir(storage, trash)?
+    Ok(list_dir(storage, trash, false)?
         .into_iter()
         .find(|item| {
             !item.complete && !item.restoring && item.session_id == id && tail(&item.original) == tail(original)
@@ -190,8 +190,9 @@ fn unfinished(storage: &dyn Storage, trash: &Path, original: &Path, id: &str) ->
 }
 
 /// Reads the trashed session in `dir`: `None` when its [`TRASH_META`] is missing,
-/// unreadable or not ours (such a folder is never touched).
-fn read_item(storage: &dyn Storage, dir: &Path) -> Option<TrashItem> {
+/// unreadable or not ours (such a folder is never touched). Its bytes are counted only
+/// with `count` (0 otherwise): a folder's whole tree is walked for them.
+fn read_item(storage: &dyn Storage, dir: &Path, count: bool) -> Option<TrashItem> {
     let meta = storage.read(&dir.join(TRASH_META)).ok()?;
     let v = serde_json::from_slice::<serde_json::Value>(&meta).ok()?;
     let (Some(1), Some(original), Some(dialect), Some(id), Some(at)) = (
@@ -210,7 +211,7 @@ fn read_item(storage: &dyn Storage, dir: &Path) -> Option<TrashItem> {
     }
     let complete = storage.stat(&dir.join(name)).ok()?.is_some_and(|s| s.is_file);
     let mut bytes = 0;
-    let mut stack = vec![dir.to_path_buf()];
+    let mut stack = if count { vec![dir.to_path_buf()] } else { Vec::new() };
     while let Some(d) = stack.pop() {
         for e in storage.read_dir(&d).unwrap_or_default() {
             let p = d.join(&e.name);
@@ -235,7 +236,7 @@ fn read_item(storage: &dyn Storage, dir: &Path) -> Option<TrashItem> {
 
 /// Returns the trashed sessions of one trash folder, oldest first (none when it does
 /// not exist).
-fn list_dir(storage: &dyn Storage, trash: &Path) -> Result<Vec<TrashItem>, JobError> {
+fn list_dir(storage: &dyn Storage, trash: &Path, count: bool) -> Result<Vec<TrashItem>, JobError> {
     let entries = match storage.read_dir(trash) {
         Ok(e) => e,
         Err(StoreError::NotFound { .. }) => return Ok(Vec::new()),
@@ -244,7 +245,7 @@ fn list_dir(storage: &dyn Storage, trash: &Path) -> Result<Vec<TrashItem>, JobEr
     let mut items = Vec::new();
     for e in entries {
         if e.kind == EntryKind::Dir
-            && let Some(item) = read_item(storage, &trash.join(&e.name))
+            && let Some(item) = read_item(storage, &trash.join(&e.name), count)
         {
             items.push(item);
         }
@@ -262,7 +263,7 @@ fn list_dir(storage: &dyn Storage, trash: &Path) -> Result<Vec<TrashItem>, JobEr
 pub fn trash_list(storage: &dyn Storage, homes: &Homes) -> Result<Vec<TrashItem>, JobError> {
     let mut items = Vec::new();
     for t in &homes.trashes() {
-        items.extend(list_dir(storage, t)?);
+        items.extend(list_dir(storage, t, true)?);
     }
     items.sort_by(|a, b| (a.deleted_at_ms, &a.dir).cmp(&(b.deleted_at_ms, &b.dir)));
     Ok(items)
@@ -287,7 +288,7 @@ pub fn trash_list(storage: &dyn Storage, homes: &Homes) -> Result<Vec<TrashItem>
 /// a trashed session of `homes`, store errors as they come.
 pub fn restore(storage: &dyn Storage, homes: &Homes, item: &TrashItem) -> Result<PathBuf, JobError> {
     let unsupported = |what: &str| JobError::Unsupported { path: item.dir.clone(), what: what.to_owned() };
-    let item = read_item(storage, &item.dir)
+    let item = read_item(storage, &item.dir, false)
         .ok_or_else(|| unsupported("not a folder of the trash (no trash.json of ours)"))?;
     let original = item.original.clone();
     // Only back into the root this trash belongs to, by plain names.
@@ -372,7 +373,7 @@ pub fn restore(storage: &dyn Storage, homes: &Homes, item: &TrashItem) -> Result
 pub fn trash_empty(storage: &dyn Storage, items: &[TrashItem]) -> Result<Vec<TrashItem>, JobError> {
     let mut gone = Vec::new();
     for item in items {
-        let Some(now) = read_item(storage, &item.dir) else { continue };
+        let Some(now) = read_item(storage, &item.dir, true) else { continue };
         if !now.complete || now.restoring {
             continue;
         }

@@ -29,6 +29,23 @@ pub enum UsageBy {
     Session,
 }
 
+impl std::str::FromStr for UsageBy {
+    type Err = String;
+
+    /// Parses `day`, `week`, `month`, `project`, `model` or `session`.
+    fn from_str(s: &str) -> Result<UsageBy, String> {
+        Ok(match s {
+            "day" => UsageBy::Day,
+            "week" => UsageBy::Week,
+            "month" => UsageBy::Month,
+            "project" => UsageBy::Project,
+            "model" => UsageBy::Model,
+            "session" => UsageBy::Session,
+            other => return Err(format!("{other:?} is none of day, week, month, project, model, session")),
+        })
+    }
+}
+
 /// What [`usage`] counts.
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
