@@ -57,6 +57,9 @@ pub fn file_safe(iso: &str) -> String {
 /// assert_eq!(parse_iso_millis("2025-01-01T00:00:00Z"), Some(1_735_689_600_000));
 /// assert_eq!(parse_iso_millis("2025-01-01"), Some(1_735_689_600_000));
 /// assert_eq!(parse_iso_millis("not a date"), None);
+/// // A day past the month's end rolls over, as in V8 and JavaScriptCore; 32 does not.
+/// assert_eq!(parse_iso_millis("2026-02-30T10:00:00.000Z"), parse_iso_millis("2026-03-02T10:00:00.000Z"));
+/// assert_eq!(parse_iso_millis("2026-02-32"), None);
 /// ```
 pub fn parse_iso_millis(s: &str) -> Option<i64> {
     let b = s.as_bytes();
@@ -129,7 +132,9 @@ pub fn parse_iso_millis(s: &str) -> Option<i64> {
     if p.i != b.len() {
         return None;
     }
-    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+    // V8 and JavaScriptCore take any day up to 31 and roll past the month's end
+    // (`2026-02-30` is March 2).
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
         return None;
     }
     if h > 24 || mi > 59 || sec > 59 || (h == 24 && (mi > 0 || sec > 0 || ms > 0)) {
@@ -238,7 +243,8 @@ fn parse_legacy(s: &str) -> Option<i64> {
     } else {
         year
     };
-    if day < 1 || day > days_in_month(year, month) {
+    // A day past the month's end rolls over, as in the ISO form.
+    if !(1..=31).contains(&day) {
         return None;
     }
     let t = days_from_civil(year, month, day) * 86_400_000 + time.unwrap_or(0) - offset * 60_000;
@@ -361,10 +367,30 @@ mod tests {
 
     #[test]
     fn rejects_invalid() {
-        for s in ["", "2025-13-01", "2025-02-30", "2025-01-01T25:00Z", "2025-01-01T00:00:00.Z", "x2025"] {
+        for s in ["", "2025-13-01", "2025-02-32", "2025-04-00", "2025-01-01T25:00Z", "2025-01-01T00:00:00.Z", "x2025"] {
             assert_eq!(parse_iso_millis(s), None, "{s}");
         }
         assert_eq!(parse_iso_millis("2025-01-01T01:00+01:00"), Some(1_735_689_600_000));
         assert_eq!(file_safe("2026-11-29T19:11:36.572Z"), "2026-11-29T19-11-36-572Z");
+    }
+
+    /// `Date.parse` in V8 (node 22) and JavaScriptCore (bun 1.3) alike: a day up to 31
+    /// rolls past the month's end, in the ISO form and the legacy ones.
+    #[test]
+    fn days_past_the_months_end_roll_over_as_in_javascript() {
+        for (s, ms) in [
+            ("2026-02-30T10:00:00.000Z", Some(1_772_445_600_000)),
+            ("2026-02-31", Some(1_772_496_000_000)),
+            ("2024-02-30", Some(1_709_251_200_000)),
+            ("2026-04-31T00:00:00Z", Some(1_777_593_600_000)),
+            ("2026-02-30T24:00:00Z", Some(1_772_496_000_000)),
+            ("2026-02-32T00:00:00Z", None),
+            ("2026-02-00T00:00:00Z", None),
+            ("Mon, 30 Feb 2026 00:00:00 GMT", Some(1_772_409_600_000)),
+            ("Tue Feb 31 2026 00:00:00 GMT+0000", Some(1_772_496_000_000)),
+            ("Feb 32 2026", None),
+        ] {
+            assert_eq!(parse_js_date(s), ms, "{s}");
+        }
     }
 }

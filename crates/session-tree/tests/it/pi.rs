@@ -213,3 +213,32 @@ fn lone_surrogates_in_replaced_content_and_kept_ids() {
     assert_eq!(messages[1]["role"], json!("user"), "the kept message is an object: {v}");
     assert_eq!(messages[1]["content"], json!([]));
 }
+
+/// A timestamp whose day runs past its month's end (`2026-02-30`) is read as pi and
+/// omp read it (`new Date(...)` in V8 and JavaScriptCore rolls it over to March 2),
+/// not as an invalid date: the messages the context builds from entries carry it.
+#[test]
+fn days_past_the_months_end_roll_over_in_built_messages() {
+    let lines = [
+        r#"{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"q","timestamp":1}}"#,
+        r#"{"type":"branch_summary","id":"b","parentId":"a","timestamp":"2026-02-30T10:00:00.000Z","fromId":"a","summary":"s"}"#,
+        r#"{"type":"compaction","id":"c","parentId":"b","timestamp":"2026-04-31T00:00:00Z","summary":"sum","firstKeptEntryId":"b","tokensBefore":1}"#,
+        r#"{"type":"custom_message","customType":"cm","content":"x","display":true,"id":"d","parentId":"c","timestamp":"2026-02-31"}"#,
+    ];
+    // What pi 1.6.0 and omp 18.3.4 answer for this branch (ref-cli.sh context).
+    let want = json!([
+        {"role": "compactionSummary", "summary": "sum", "tokensBefore": 1, "timestamp": 1_777_593_600_000_i64},
+        {"role": "branchSummary", "summary": "s", "fromId": "a", "timestamp": 1_772_445_600_000_i64},
+        {"role": "custom", "customType": "cm", "content": "x", "display": true, "timestamp": 1_772_496_000_000_i64},
+    ]);
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        let records = lines.iter().map(|l| Record::parse(l).expect("json")).collect();
+        let t = SessionTree::new(dialect, records);
+        let out = match dialect {
+            Dialect::Pi => pi::build_context(&t, Leaf::Current).to_json_string(),
+            Dialect::Omp => session_tree::omp::build_context(&t, Leaf::Current, Default::default()).to_json_string(),
+        };
+        let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        assert_eq!(v["messages"], want, "{dialect:?}");
+    }
+}
