@@ -109,11 +109,11 @@ def written_by_us(corpus: str, limit: int, scratch: str) -> list[tuple[str, str]
 
 def lifecycle_files(session: str, blobs: str) -> list[tuple[str, str]]:
     """Runs omp's lifecycle operations (crates/session/examples/lifecycle_files.rs) beside `session`."""
-    p = subprocess.run(["cargo", "run", "-q", "--release", "-p", "session", "--example", "lifecycle_files", "--", session, blobs],
+    p = subprocess.run(["cargo", "run", "-q", "--release", "-p", "agent-session-store", "--example", "lifecycle_files", "--", session, blobs],
                        cwd=ROOT, capture_output=True, text=True)
     if p.returncode != 0:
-        print(f"lifecycle_files failed on {session}: {p.stderr.strip()[:300]}", file=sys.stderr)
-        return []
+        # Not a smaller check: a run that cannot write these files fails.
+        raise SystemExit(f"lifecycle_files failed on {session}: {p.stderr.strip()[:300]}")
     files = [line for line in p.stdout.splitlines() if line.endswith(".jsonl")]
     for f in files:
         # A moved session's directory gets the blob store the queries read.

@@ -48,7 +48,7 @@ pub enum SessionError {
     /// A caller-chosen session id that breaks the id rule.
     #[error(transparent)]
     InvalidSessionId(#[from] session_model::ids::InvalidSessionId),
-    /// `fork_from` of a file that holds no valid session.
+    /// pi's `fork_from` of a file that holds no valid session (omp forks it as an empty one).
     #[error("Cannot fork: source session file is empty or invalid: {}", path.display())]
     ForkSourceInvalid {
         /// The source file.

@@ -804,7 +804,9 @@ impl SessionManager {
     /// Copies the whole session at `source` into a new session for `target_cwd` in
     /// `session_dir` (`forkFrom`) with the default [`ForkOptions`]. The source is
     /// migrated in memory first and left untouched on disk (pi repairs a missing final
-    /// newline, as it does on any load).
+    /// newline, as it does on any load). A source without a valid header is
+    /// [`SessionError::ForkSourceInvalid`] for pi; omp forks it as a new, empty session
+    /// with no lineage, as omp 18.3.4 does.
     ///
     /// ```
     /// use session::{Dialect, Env, SessionManager};
@@ -850,15 +852,18 @@ impl SessionManager {
             });
         };
         let parsed = super::read_parsed(&*storage, &source, dialect, env.parallelism)?;
-        if !matches!(parsed.header_check(dialect), session_model::HeaderCheck::Valid { .. }) {
+        let valid = matches!(parsed.header_check(dialect), session_model::HeaderCheck::Valid { .. });
+        // pi refuses a source without a valid header; omp loads it as no entries and
+        // forks a new, empty session (no lineage, no title).
+        if !valid && dialect == Dialect::Pi {
             return Err(SessionError::ForkSourceInvalid { path: source });
         }
         if dialect == Dialect::Pi && !parsed.ends_with_newline {
             storage.append(&source, b"\n")?;
         }
-        let mut records = parsed.records;
+        let mut records = if valid { parsed.records } else { Vec::new() };
         session_migrate::migrate(&mut records, &mut || ids::new_entry_id(dialect, &mut rand::rng(), |_| false));
-        let src_header = records.remove(0);
+        let src_header = (!records.is_empty()).then(|| records.remove(0));
         // Nulls (and for pi stray headers) are not entries: the copy leaves them out.
         records.retain(|r| SessionTree::keeps(dialect, r));
         if options.reset_inherited_cost {
@@ -913,23 +918,29 @@ impl SessionManager {
                 m.persistence = Persistence::Pi(PiState { flushed: true, size: Some(size) });
             }
             Dialect::Omp => {
-                let src_id = src_header.id().unwrap_or_default().to_owned();
-                let folded = super::fold_slot(&src_header, parsed.title_slot.as_ref());
+                // Without a source header (omp forks an invalid source as an empty one)
+                // there is no parent, cache key, title or extra directory to carry.
+                let folded = src_header.as_ref().map(|h| super::fold_slot(h, parsed.title_slot.as_ref()));
+                let get = |k: &str| folded.as_ref().and_then(|f| f.get(k));
+                let get_str = |k: &str| folded.as_ref().and_then(|f| f.get_str(k));
                 let mut h = Map::new();
                 h.insert("type".into(), "session".into());
                 h.insert("version".into(), 3.into());
                 h.insert("id".into(), id.clone().into());
                 h.insert("timestamp".into(), ts.clone().into());
                 h.insert("cwd".into(), target_cwd_abs.clone().into());
-                h.insert("parentSession".into(), src_id.clone().into());
-                let key = folded.get_str("providerPromptCacheKey").map_or(src_id.clone(), str::to_owned);
-                h.insert("providerPromptCacheKey".into(), key.into());
+                if let Some(src) = &src_header {
+                    let src_id = src.id().unwrap_or_default().to_owned();
+                    h.insert("parentSession".into(), src_id.clone().into());
+                    let key = get_str("providerPromptCacheKey").map_or(src_id, str::to_owned);
+                    h.insert("providerPromptCacheKey".into(), key.into());
+                }
                 for k in ["title", "titleSource"] {
-                    if let Some(v) = folded.get(k) {
+                    if let Some(v) = get(k) {
                         h.insert(k.into(), v.clone());
                     }
                 }
-                if let Some(Value::Array(dirs)) = folded.get("additionalDirectories") {
+                if let Some(Value::Array(dirs)) = get("additionalDirectories") {
                     let dirs: Vec<Value> =
                         dirs.iter().filter(|d| d.as_str() != Some(target_cwd_abs.as_str())).cloned().collect();
                     if !dirs.is_empty() {
@@ -938,8 +949,8 @@ impl SessionManager {
                 }
                 m.header = Record::from_value(Value::Object(h));
                 m.slot = Some(TitleSlot {
-                    title: folded.get_str("title").unwrap_or_default().to_owned(),
-                    source: folded.get_str("titleSource").map(str::to_owned),
+                    title: get_str("title").unwrap_or_default().to_owned(),
+                    source: get_str("titleSource").map(str::to_owned),
                     updated_at: ts.clone(),
                 });
                 let records = m.resolve_blobs(records);

@@ -220,6 +220,42 @@ fn fork_migrates_the_copy_and_leaves_the_source() -> Result<()> {
     Ok(())
 }
 
+/// A source without a valid header (empty, garbage, blank lines, entries without a
+/// header): pi refuses to fork it; omp 18.3.4 loads it as no entries and forks a new,
+/// empty session whose header has no lineage (`type, version, id, timestamp, cwd`) and
+/// whose title slot is empty. The source is left as it was.
+#[test]
+fn omp_forks_a_source_without_a_header_as_an_empty_session() -> Result<()> {
+    let tmp = TempDir::new("fork-invalid");
+    let sources: [&[u8]; 4] = [b"", b"garbage\n", b"\n\n", b"{\"type\":\"message\",\"id\":\"a\"}\n"];
+    for (k, bytes) in sources.iter().enumerate() {
+        let src = tmp.path().join(format!("src-{k}.jsonl"));
+        fs_err::write(&src, bytes)?;
+        let pi = SessionManager::fork_from(Dialect::Pi, &src, "/var/tmp", &tmp.path().join("pi"), env_in(tmp.path()));
+        assert!(
+            matches!(pi, Err(SessionError::ForkSourceInvalid { ref path }) if *path == src),
+            "pi refuses {k}: {:?}",
+            pi.map(|m| m.session_file().map(Path::to_path_buf))
+        );
+        let out = tmp.path().join(format!("omp-{k}"));
+        let m = SessionManager::fork_from(Dialect::Omp, &src, "/var/tmp", &out, env_in(tmp.path()))?;
+        assert_eq!(fs_err::read(&src)?, *bytes, "the source is untouched");
+        assert!(m.tree().entries().is_empty());
+        let file = m.session_file().map(Path::to_path_buf).ok_or("file")?;
+        let text = fs_err::read_to_string(&file)?;
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "a title slot and a header: {text}");
+        assert!(lines[0].starts_with(r#"{"type":"title","v":1,"title":"","updatedAt":"#), "{}", lines[0]);
+        let header: serde_json::Value = serde_json::from_str(lines[1])?;
+        let keys: Vec<&str> = header.as_object().ok_or("object")?.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["type", "version", "id", "timestamp", "cwd"], "{}", lines[1]);
+        assert_eq!(header["cwd"], "/var/tmp");
+        let reopened = SessionManager::open(Dialect::Omp, &file, env_in(tmp.path()))?;
+        assert_eq!(reopened.cwd(), "/var/tmp");
+    }
+    Ok(())
+}
+
 #[test]
 fn every_entry_type_round_trips_through_a_file() -> Result<()> {
     let storage = Arc::new(MemoryStorage::new());
