@@ -445,17 +445,6 @@ fn number_exact(tok: &str) -> bool {
     decimal(&js_number(f)).is_some_and(|(n2, d2, p2)| n2 == neg && d2 == digits && p2 == point)
 }
 
-/// Returns whether `value` is "truthy" in JavaScript terms.
-pub fn is_truthy(value: &Value) -> bool {
-    match value {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0 && !f.is_nan()),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(_) | Value::Object(_) => true,
-    }
-}
-
 /// Parses JSON text into a value: the one JSON reader of the workspace for session
 /// text. Text that only JavaScript accepts is read as `JSON.stringify(JSON.parse(text))`
 /// would write it: an escaped lone surrogate as its stand-in

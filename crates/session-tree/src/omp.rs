@@ -483,7 +483,7 @@ impl<'a> Builder<'a> {
                 if !self.transcript
                     && kind == Kind::Assistant
                     && json.contains("\"retryRecovery\"")
-                    && RawFields::parse(&json).truthy("retryRecovery")
+                    && RawFields::parse(as_read(entry, &json)).truthy("retryRecovery")
                 {
                     return;
                 }
@@ -529,6 +529,15 @@ impl<'a> Builder<'a> {
 struct Block {
     ty: Option<String>,
     id: Option<String>,
+    /// `thinkingSignature` is truthy (read from its raw text: `1e400` is `Infinity`).
+    signed: bool,
+}
+
+/// The raw text of `entry`'s message as it is in the file, where `json` (the message
+/// as JavaScript writes it back) has lost what only `JSON.parse` holds: a truth test
+/// must see `1e400` as `Infinity`, not as the `null` it is written as.
+fn as_read<'e>(entry: &'e Record, json: &'e str) -> &'e str {
+    RawFields::parse(entry.text()).raw("message").unwrap_or(json)
 }
 
 /// The content blocks of an assistant message, or `None` when `content` is not an array.
@@ -542,7 +551,7 @@ fn blocks_of(json: &str) -> Option<Vec<Block>> {
             .into_iter()
             .map(|item| {
                 let f = RawFields::parse(item);
-                Block { ty: f.string("type"), id: f.raw("id").map(id_key) }
+                Block { ty: f.string("type"), id: f.raw("id").map(id_key), signed: f.truthy("thinkingSignature") }
             })
             .collect(),
     )
@@ -578,7 +587,8 @@ fn strip_dangling_tool_calls(messages: &mut Vec<Msg<'_>>, transcript: bool) {
     let paired: HashSet<String> =
         messages.iter().filter(|m| m.kind == Kind::ToolResult).filter_map(tool_call_id).collect();
     for &i in candidates.iter().rev() {
-        let Some(blocks) = blocks_of(&messages[i].json) else {
+        let Some(blocks) = blocks_of(messages[i].source.map_or(&*messages[i].json, |e| as_read(e, &messages[i].json)))
+        else {
             continue;
         };
         let dangling =
@@ -596,8 +606,8 @@ fn strip_dangling_tool_calls(messages: &mut Vec<Msg<'_>>, transcript: bool) {
                 .map(|(item, b)| {
                     let mut item = item.clone();
                     if b.ty.as_deref() == Some("thinking")
+                        && b.signed
                         && let Value::Object(map) = &mut item
-                        && map.get("thinkingSignature").is_some_and(session_model::json::is_truthy)
                     {
                         map.shift_remove("thinkingSignature");
                     }

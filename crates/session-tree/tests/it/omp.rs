@@ -150,3 +150,35 @@ fn settings_from_the_path() {
     let v = ctx(&tree_of("1 - tier {\"openai\":\"flex\"}\n2 ^ tier \"bogus\"", Dialect::Omp), Leaf::Current);
     assert_eq!(v.get("serviceTier"), None);
 }
+
+/// A thinking block kept beside a stripped dangling tool call loses a truthy
+/// `thinkingSignature`; truthiness is JavaScript's on the value as read, so `1e400`
+/// (`Infinity`) is truthy and goes, `0` is falsy and stays (omp 18.3.4's answer).
+#[test]
+fn an_infinite_thinking_signature_is_truthy() {
+    let lines = [
+        r#"{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"q","timestamp":1}}"#,
+        r#"{"type":"message","id":"b","parentId":"a","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"thinking","thinking":"hm","thinkingSignature":1e400},{"type":"thinking","thinking":"h2","thinkingSignature":0},{"type":"text","text":"t"},{"type":"toolCall","id":"t1","name":"bash","arguments":{}}],"stopReason":"toolUse","timestamp":2}}"#,
+        r#"{"type":"message","id":"c","parentId":"b","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"user","content":"next","timestamp":3}}"#,
+    ];
+    let records = lines.iter().map(|l| Record::parse(l).expect("json")).collect();
+    let t = SessionTree::new(Dialect::Omp, records);
+    let out = session_tree::omp::build_context(&t, Leaf::Current, Default::default()).to_json_string();
+    assert!(
+        out.contains(r#""content":[{"type":"thinking","thinking":"hm"},{"type":"thinking","thinking":"h2","thinkingSignature":0},{"type":"text","text":"t"}]"#),
+        "{out}"
+    );
+    // The same truth test drops a retry-recovery turn whose flag is `1e400`.
+    let lines = [
+        lines[0],
+        r#"{"type":"message","id":"b","parentId":"a","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"retrying"}],"retryRecovery":1e400,"stopReason":"stop","timestamp":2}}"#,
+        lines[2],
+    ];
+    let records = lines.iter().map(|l| Record::parse(l).expect("json")).collect();
+    let t = SessionTree::new(Dialect::Omp, records);
+    let out = session_tree::omp::build_context(&t, Leaf::Current, Default::default()).to_json_string();
+    assert!(
+        out.starts_with(r#"{"messages":[{"role":"user","content":"q","timestamp":1},{"role":"user","content":"next","timestamp":3}],"#),
+        "{out}"
+    );
+}
