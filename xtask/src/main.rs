@@ -8,6 +8,9 @@
 //! * `bench` runs the criterion benchmarks of the workspace.
 //! * `crash [--points N] [--kills N] [--races N] [--allow-temp-leftovers]` runs the crash campaign
 //!   (the crash-point explorer and the SIGKILL tests) at the sizes given (see `crash.rs`).
+//! * `public-api [--check] [CRATE...]` lists the public API of every library crate in
+//!   `docs/public-api/` from rustdoc's JSON; `--check` fails on any difference (see
+//!   `public_api.rs`).
 //! * `fuzz [--time SECS] [--sanitizer address|none] [TARGET...]` seeds the corpora of
 //!   the cargo-fuzz targets in `fuzz/` from `testdata/` and runs each for a set time,
 //!   failing on any crash (see `fuzz.rs`).
@@ -23,6 +26,7 @@ use session_model::Dialect;
 mod crash;
 mod fuzz;
 mod generate;
+mod public_api;
 
 use generate::{Options, Profile};
 
@@ -31,7 +35,8 @@ const USAGE: &str = "usage:
   cargo xtask gen-session --entries N --seed S [--dialect pi|omp] OUT
   cargo xtask bench
   cargo xtask crash [--points N] [--kills N] [--races N] [--allow-temp-leftovers]
-  cargo xtask fuzz [--time SECS] [--sanitizer address|none] [TARGET...]";
+  cargo xtask fuzz [--time SECS] [--sanitizer address|none] [TARGET...]
+  cargo xtask public-api [--check] [CRATE...]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -41,6 +46,7 @@ fn main() -> ExitCode {
         Some("bench") => bench(&args[1..]),
         Some("crash") => crash::run(&args[1..], USAGE),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
+        Some("public-api") => public_api::run(&args[1..], USAGE),
         _ => Err(format!("unknown or missing task\n{USAGE}")),
     };
     match result {
