@@ -19,19 +19,21 @@ use serde_json::Value;
 
 use super::repo_root;
 
-/// The library crates whose API is listed: every publishable library of the workspace.
-const CRATES: &[(&str, &str)] = &[
-    ("session-model", "session_model"),
-    ("session-migrate", "session_migrate"),
-    ("session-tree", "session_tree"),
-    ("session-store", "session_store"),
-    ("session-store-postgres", "session_store_postgres"),
-    ("session-store-redis", "session_store_redis"),
-    ("session-store-sqlite", "session_store_sqlite"),
-    ("session-store-mysql", "session_store_mysql"),
-    ("session-discovery", "session_discovery"),
-    ("session-history", "session_history"),
-    ("agent-session-store", "session"),
+/// The library crates whose API is listed: every publishable library of the workspace,
+/// with the features whose API is listed too (the default ones always; not the features
+/// for tests and fuzzing, which are not API).
+const CRATES: &[(&str, &str, &str)] = &[
+    ("session-model", "session_model", ""),
+    ("session-migrate", "session_migrate", ""),
+    ("session-tree", "session_tree", ""),
+    ("session-store", "session_store", ""),
+    ("session-store-postgres", "session_store_postgres", ""),
+    ("session-store-redis", "session_store_redis", ""),
+    ("session-store-sqlite", "session_store_sqlite", ""),
+    ("session-store-mysql", "session_store_mysql", ""),
+    ("session-discovery", "session_discovery", ""),
+    ("session-history", "session_history", ""),
+    ("agent-session-store", "session", "tokio"),
 ];
 
 /// Runs the task.
@@ -49,11 +51,11 @@ pub(crate) fn run(args: &[String], usage: &str) -> Result<(), String> {
     let out_dir = root.join("docs").join("public-api");
     let mut problems = Vec::new();
     let mut total = 0;
-    for (package, lib) in CRATES {
+    for (package, lib, features) in CRATES {
         if !only.is_empty() && !only.iter().any(|o| o == package) {
             continue;
         }
-        let lines = listing(&root, package, lib)?;
+        let lines = listing(&root, package, lib, features)?;
         total += lines.len();
         let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
         let path = out_dir.join(format!("{package}.txt"));
@@ -91,12 +93,15 @@ pub(crate) fn run(args: &[String], usage: &str) -> Result<(), String> {
     }
 }
 
-/// Builds `package`'s rustdoc JSON and returns its listing, sorted.
-fn listing(root: &Path, package: &str, lib: &str) -> Result<Vec<String>, String> {
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(root)
-        .env("RUSTC_BOOTSTRAP", "1")
-        .args(["rustdoc", "--quiet", "--lib", "-p", package, "--", "-Z", "unstable-options", "--output-format", "json"])
+/// Builds `package`'s rustdoc JSON (with `features`) and returns its listing, sorted.
+fn listing(root: &Path, package: &str, lib: &str, features: &str) -> Result<Vec<String>, String> {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root).env("RUSTC_BOOTSTRAP", "1").args(["rustdoc", "--quiet", "--lib", "-p", package]);
+    if !features.is_empty() {
+        cmd.args(["--features", features]);
+    }
+    let status = cmd
+        .args(["--", "-Z", "unstable-options", "--output-format", "json"])
         .status()
         .map_err(|e| format!("cannot run cargo rustdoc: {e}"))?;
     if !status.success() {

@@ -21,6 +21,33 @@ pub(crate) struct Pool {
     max_idle: usize,
 }
 
+/// Drops `client` where that cannot panic. The blocking client closes its connection
+/// by driving a runtime of its own, which panics on a thread that is driving a tokio
+/// runtime ("Cannot start a runtime from within a runtime"): a storage, a watch or a
+/// session lock is often dropped at the end of an `async` block. On such a thread the
+/// client is closed on a thread of its own; elsewhere, in place.
+pub(crate) fn close(client: Client) {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        let spawned = std::thread::Builder::new().name("postgres-close".into()).spawn(move || drop(client));
+        // No thread to be had: the connection is left open rather than a panic raised
+        // in a destructor (the server ends it when this process exits).
+        if let Err(e) = spawned {
+            eprintln!("session-store-postgres: cannot close a connection off the runtime: {e}");
+        }
+    } else {
+        drop(client);
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        let idle = std::mem::take(self.idle.get_mut().unwrap_or_else(|p| p.into_inner()));
+        for (client, _) in idle {
+            close(client);
+        }
+    }
+}
+
 impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pool").field("max_idle", &self.max_idle).finish_non_exhaustive()
@@ -37,11 +64,12 @@ impl Pool {
         loop {
             let next = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
             match next {
-                Some((c, _)) if c.is_closed() => continue,
+                Some((c, _)) if c.is_closed() => close(c),
                 Some((mut c, since)) if since.elapsed() >= CHECK_AFTER => {
                     if c.is_valid(CHECK_TIMEOUT).is_ok() {
                         return Ok(Pooled { client: Some(c), pool: self.clone() });
                     }
+                    close(c);
                 }
                 Some((c, _)) => return Ok(Pooled { client: Some(c), pool: self.clone() }),
                 None => break,
@@ -58,11 +86,14 @@ impl Pool {
 
     fn put(&self, client: Client) {
         if client.is_closed() {
-            return;
+            return close(client);
         }
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < self.max_idle {
             idle.push((client, Instant::now()));
+        } else {
+            drop(idle);
+            close(client);
         }
     }
 }
@@ -95,10 +126,8 @@ impl Pooled {
 impl Drop for Pooled {
     fn drop(&mut self) {
         let broken = BROKEN.with(|b| b.replace(false));
-        if let Some(c) = self.client.take()
-            && !broken
-        {
-            self.pool.put(c);
+        if let Some(c) = self.client.take() {
+            if broken { close(c) } else { self.pool.put(c) }
         }
     }
 }
@@ -106,6 +135,8 @@ impl Drop for Pooled {
 impl Pooled {
     /// Closes the connection instead of giving it back.
     pub(crate) fn discard(&mut self) {
-        self.client.take();
+        if let Some(c) = self.client.take() {
+            close(c);
+        }
     }
 }

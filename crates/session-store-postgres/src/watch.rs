@@ -66,7 +66,8 @@ pub(crate) fn create_trigger_if_missing(table: &str, name: &str, when: &str, fun
 
 /// A [`Watch`] on one path of a PostgreSQL table (see the module docs).
 pub(crate) struct PgWatch {
-    client: Client,
+    /// Always present; taken on drop ([`crate::pool::close`]).
+    client: Option<Client>,
     key: String,
     path: std::path::PathBuf,
 }
@@ -81,7 +82,15 @@ impl PgWatch {
     /// Listens on `table`'s channel with `client`, for the file keyed `key`.
     pub(crate) fn start(mut client: Client, table: &str, key: String, path: &Path) -> Result<PgWatch, StoreError> {
         client.batch_execute(&format!("LISTEN {}", channel(table))).map_err(db(Op::Stat, path))?;
-        Ok(PgWatch { client, key, path: path.to_path_buf() })
+        Ok(PgWatch { client: Some(client), key, path: path.to_path_buf() })
+    }
+}
+
+impl Drop for PgWatch {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            crate::pool::close(client);
+        }
     }
 }
 
@@ -90,7 +99,8 @@ impl Watch for PgWatch {
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let mut notes = self.client.notifications();
+            let client = self.client.as_mut().unwrap_or_else(|| unreachable!("taken only on drop"));
+            let mut notes = client.notifications();
             let next = notes.timeout_iter(left).next().map_err(db(Op::Stat, &self.path))?;
             let Some(note) = next else { return Ok(None) };
             match session_store::keyed::parse_change(note.payload()) {

@@ -43,6 +43,8 @@ mod index;
 pub use index::fuzzing;
 pub mod maintenance;
 mod manager;
+#[cfg(feature = "tokio")]
+pub mod nonblocking;
 pub mod persist;
 mod resume;
 pub mod search;
