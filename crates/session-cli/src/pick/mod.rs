@@ -291,10 +291,12 @@ pub(crate) fn run(g: &Global, all: bool) -> Result<()> {
     let mut asked_query = String::new();
     let mut asked_preview: Option<PathBuf> = None;
     let open = loop {
+        // Everything the threads said since the last frame; rows are added at once.
+        let mut rows = Vec::new();
         while let Ok(m) = rx.try_recv() {
             dirty = true;
             match m {
-                Msg::Rows(rows) => p.add(rows),
+                Msg::Rows(more) => rows.extend(more),
                 Msg::Listed => p.loading = false,
                 Msg::ListFailed(e) => {
                     p.loading = false;
@@ -305,6 +307,9 @@ pub(crate) fn run(g: &Global, all: bool) -> Result<()> {
                 Msg::Indexed(Err(e)) => p.full_text = FullText::Off(e),
                 Msg::Hits(query, hits) => p.set_hits(&query, hits),
             }
+        }
+        if !rows.is_empty() {
+            p.add(rows);
         }
         if let Some(r) = p.wanted_preview()
             && asked_preview.as_ref() != Some(&r.path)

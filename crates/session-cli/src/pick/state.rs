@@ -54,7 +54,7 @@ impl Row {
 }
 
 /// The lowercased text a row is filtered by.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Hay {
     name: Vec<char>,
     first: Vec<char>,
@@ -178,7 +178,7 @@ enum Action {
 }
 
 /// The preview of the selected session.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Preview {
     /// The session it shows (or is being loaded for).
     pub(crate) path: Option<PathBuf>,
@@ -200,7 +200,7 @@ pub(crate) enum FullText {
 }
 
 /// The picker.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Picker {
     rows: Vec<Row>,
     hay: Vec<Hay>,
@@ -213,6 +213,9 @@ pub(crate) struct Picker {
     hits: HashMap<PathBuf, String>,
     selected: usize,
     selected_path: Option<PathBuf>,
+    /// Whether a key moved the selection (until then it stays on the first row while
+    /// sessions stream in).
+    moved: bool,
     top: usize,
     page: usize,
     mode: Mode,
@@ -246,6 +249,7 @@ impl Picker {
             hits: HashMap::new(),
             selected: 0,
             selected_path: None,
+            moved: false,
             top: 0,
             page: 10,
             mode: Mode::List,
@@ -313,16 +317,19 @@ impl Picker {
         let before = self.rows.len();
         for r in rows {
             if self.paths.insert(r.path.clone()) {
+                self.hay.push(Hay::of(&r));
                 self.rows.push(r);
             }
         }
         if self.rows.len() == before {
             return;
         }
-        self.rows.sort_by(|a, b| {
+        // Each row keeps its filter text: only the new ones were lowercased.
+        let mut both: Vec<(Row, Hay)> = std::mem::take(&mut self.rows).into_iter().zip(self.hay.drain(..)).collect();
+        both.sort_by(|(a, _), (b, _)| {
             b.here.cmp(&a.here).then_with(|| b.modified.cmp(&a.modified)).then_with(|| a.path.cmp(&b.path))
         });
-        self.hay = self.rows.iter().map(Hay::of).collect();
+        (self.rows, self.hay) = both.into_iter().unzip();
         self.narrowed = None;
         self.refilter();
     }
@@ -428,7 +435,11 @@ impl Picker {
             matches.sort_by(|a, b| b.score.cmp(&a.score).then(a.row.cmp(&b.row)));
             self.matches = matches;
         }
-        let at = self.selected_path.as_ref().and_then(|p| self.matches.iter().position(|m| &self.rows[m.row].path == p));
+        let at = match (&self.selected_path, self.moved) {
+            (_, false) => Some(0),
+            (Some(p), true) => self.matches.iter().position(|m| &self.rows[m.row].path == p),
+            (None, true) => None,
+        };
         self.selected = at.unwrap_or(self.selected.min(self.matches.len().saturating_sub(1)));
         self.note_selection();
         self.set_page(self.page);
@@ -443,6 +454,8 @@ impl Picker {
 
     fn set_query(&mut self, query: String) {
         if query != self.query {
+            // A new filter starts at its best match.
+            self.moved = false;
             self.query = query;
             self.hits.clear();
             self.refilter();
@@ -450,6 +463,7 @@ impl Picker {
     }
 
     fn move_to(&mut self, i: usize) {
+        self.moved = true;
         self.selected = i.min(self.matches.len().saturating_sub(1));
         self.note_selection();
         self.set_page(self.page);
@@ -721,6 +735,14 @@ mod tests {
         assert!(p.selected_row().is_none());
         assert_eq!(p.key(key(KeyCode::Enter)), Effect::None);
         assert_eq!(p.status(), Some("no session selected"));
+    }
+
+    #[test]
+    fn until_a_key_moves_it_the_selection_is_the_first_row() {
+        let mut p = Picker::new();
+        p.add(vec![row(5, None, "five", true)]);
+        p.add(vec![row(9, None, "nine", true)]);
+        assert_eq!(p.selected_row().map(Row::label), Some("nine"));
     }
 
     #[test]
