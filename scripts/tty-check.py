@@ -51,11 +51,17 @@ def session_file(bucket, k, text):
         f.write(json.dumps(header, ensure_ascii=False) + "\n" + json.dumps(entry, ensure_ascii=False) + "\n")
 
 
+def done(screen):
+    """Whether the command typed has finished: `[done]` printed, not the `echo '[done]'`
+    of the command line itself."""
+    return any(l.rstrip().endswith("[done]") and "echo" not in l for l in screen.splitlines())
+
+
 def wait_for(target, needle, timeout=20.0):
     deadline = time.time() + timeout
     while time.time() < deadline:
         screen = tmux("capture-pane", "-p", "-t", target).stdout
-        if needle in screen:
+        if done(screen) if needle == "[done]" else needle in screen:
             return screen
         time.sleep(0.05)
     raise SystemExit(f"tty-check: {needle!r} never showed in {target}:\n{screen}")
@@ -171,7 +177,7 @@ def check_pick(binary, tmp, failures):
             if cols == 200 and "PROJECT" not in screen:
                 failures.append(f"pick at 200 columns: no PROJECT column:\n{screen}")
             tmux("send-keys", "-t", name, "q")
-            screen = wait_until(name, lambda s: "[done]" in s, "the shell after q")
+            screen = wait_until(name, done, "the shell after q")
             if "MODIFIED" in screen:
                 failures.append(f"pick at {cols}x{rows}: the picker stayed on the screen after q:\n{screen}")
             tmux("kill-session", "-t", name)
@@ -188,11 +194,11 @@ def check_pick(binary, tmp, failures):
         if "question 4242 about" not in first:
             failures.append(f"pick: the best match is not first:\n{screen}")
         tmux("send-keys", "-t", name, "Enter")
-        wait_until(name, lambda s: "[done]" in s, "the shell after Enter")
+        after = wait_until(name, done, "the shell after Enter")
         want = os.path.join(bucket, "2026-01-01T00-00-00-000Z_019b76da-a800-7000-8000-000000004242.jsonl")
         got = open(log).read() if os.path.exists(log) else "(the stub never ran)"
         if got != f"argv: --session {want}\ncwd: {proj}\n":
-            failures.append(f"pick: Enter ran the agent as\n{got}\nnot with --session {want} in {proj}")
+            failures.append(f"pick: Enter ran the agent as\n{got}\nnot with --session {want} in {proj}:\n{after}")
         tmux("kill-session", "-t", name)
 
         # The trash asks first; the file leaves only after y. A resize redraws.
@@ -230,7 +236,7 @@ def check_pick(binary, tmp, failures):
         tmux("resize-window", "-t", name, "-x", "200", "-y", "50")
         wait_until(name, lambda s: "PROJECT" in s, "the list redrawn at 200x50")
         tmux("send-keys", "-t", name, "q")
-        wait_until(name, lambda s: "[done]" in s, "the shell after q")
+        wait_until(name, done, "the shell after q")
         tmux("kill-session", "-t", name)
     except PickFailure as e:
         failures.append(f"pick: {e}")

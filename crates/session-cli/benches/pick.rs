@@ -22,26 +22,50 @@ use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use session::Dialect;
 
-#[allow(dead_code, unreachable_pub)]
+#[allow(dead_code, unreachable_pub, unused_imports)]
 #[path = "../src/table.rs"]
 mod table;
 
-#[allow(dead_code, unreachable_pub)]
-mod pick {
-    #[path = "../../src/pick/draw.rs"]
-    pub(crate) mod draw;
-    #[path = "../../src/pick/state.rs"]
-    pub(crate) mod state;
-}
+// The picker's modules as the command has them (`draw` reaches `state` as its
+// sibling, `super::state`).
+#[allow(dead_code, unreachable_pub, unused_imports)]
+#[path = "../src/pick/draw.rs"]
+mod draw;
+#[allow(dead_code, unreachable_pub, unused_imports)]
+#[path = "../src/pick/state.rs"]
+mod state;
 
-use pick::draw::{Look, draw};
-use pick::state::{Picker, Row};
+use draw::{Look, draw};
+use state::{Picker, Row};
 
 const NOW: i64 = 1_767_225_600_000;
 
 const WORDS: &[&str] = &[
-    "fix", "the", "config", "loader", "parser", "tests", "fail", "on", "ci", "refactor", "session", "store", "why",
-    "does", "build", "error", "in", "module", "add", "support", "for", "日本語", "files", "and", "docs",
+    "fix",
+    "the",
+    "config",
+    "loader",
+    "parser",
+    "tests",
+    "fail",
+    "on",
+    "ci",
+    "refactor",
+    "session",
+    "store",
+    "why",
+    "does",
+    "build",
+    "error",
+    "in",
+    "module",
+    "add",
+    "support",
+    "for",
+    "日本語",
+    "files",
+    "and",
+    "docs",
 ];
 
 fn rows(n: usize) -> Vec<Row> {

@@ -682,13 +682,17 @@ pub(crate) fn export_to(g: &Global, file: &Path, dir: &Path) -> Result<PathBuf> 
         let path = if n == 1 { dir.join(format!("{stem}.md")) } else { dir.join(format!("{stem}-{n}.md")) };
         match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
             Ok(mut f) => {
-                f.write_all(text.as_bytes()).and_then(|()| f.sync_all()).map_err(|e| {
-                    format!("cannot write {}: {e}", path.display())
-                })?;
+                f.write_all(text.as_bytes())
+                    .and_then(|()| f.sync_all())
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
                 return Ok(path);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(format!("cannot create {}: {e} (export from a folder you can write to)", path.display()).into()),
+            Err(e) => {
+                return Err(
+                    format!("cannot create {}: {e} (export from a folder you can write to)", path.display()).into()
+                );
+            }
         }
     }
     Err(format!("{} already holds {stem}.md to {stem}-999.md; remove some", dir.display()).into())

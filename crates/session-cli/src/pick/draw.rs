@@ -53,8 +53,8 @@ pub(crate) fn draw(f: &mut Frame<'_>, p: &mut Picker, look: &Look) {
         f.render_widget(Paragraph::new("too small"), area);
         return;
     }
-    let [top, body, bottom] = Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)])
-        .areas(area);
+    let [top, body, bottom] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(area);
     filter_line(f, p, look, top);
     key_line(f, p, look, bottom);
     if area.width >= 120 {
@@ -253,7 +253,9 @@ fn list(f: &mut Frame<'_>, p: &mut Picker, look: &Look, area: Rect) {
 
 fn preview(f: &mut Frame<'_>, p: &mut Picker, look: &Look, area: Rect, borders: Borders) {
     let title = match p.selected_row() {
-        Some(r) => format!(" {} · {} ", r.dialect.name(), r.path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()),
+        Some(r) => {
+            format!(" {} · {} ", r.dialect.name(), r.path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default())
+        }
         None => String::new(),
     };
     let width = usize::from(area.width);
@@ -289,10 +291,8 @@ fn help(f: &mut Frame<'_>, body: Rect) {
     let height = body.height.min(u16::try_from(HELP.len() + 2).unwrap_or(u16::MAX));
     let area = Rect { x: body.x + (body.width - width) / 2, y: body.y, width, height };
     let keys = HELP.iter().map(|(k, _)| k.width()).max().unwrap_or(0);
-    let lines: Vec<Line<'_>> = HELP
-        .iter()
-        .map(|(k, what)| Line::raw(format!("{}  {what}", pad(k, keys, false))))
-        .collect();
+    let lines: Vec<Line<'_>> =
+        HELP.iter().map(|(k, what)| Line::raw(format!("{}  {what}", pad(k, keys, false)))).collect();
     f.render_widget(Clear, area);
     f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" keys ")), area);
 }
@@ -314,7 +314,14 @@ mod tests {
         let mut p = Picker::new();
         let rows = [
             ("Fix the config loader", "", "/home/me/proj", 3_600_000, Dialect::Pi, 12),
-            ("", "write a parser for the 日本語 settings file and test it well", "/home/me/proj", 7_200_000, Dialect::Omp, 40),
+            (
+                "",
+                "write a parser for the 日本語 settings file and test it well",
+                "/home/me/proj",
+                7_200_000,
+                Dialect::Omp,
+                40,
+            ),
             ("", "why does the build fail on CI but not here", "/home/me/other", 86_400_000, Dialect::Pi, 3),
         ];
         p.add(
@@ -459,7 +466,10 @@ mod tests {
         for c in "parser".chars() {
             p.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
         }
-        p.set_hits("parser", vec![(PathBuf::from("/home/me/.pi/agent/sessions/--p--/s2.jsonl"), "a parser error".into())]);
+        p.set_hits(
+            "parser",
+            vec![(PathBuf::from("/home/me/.pi/agent/sessions/--p--/s2.jsonl"), "a parser error".into())],
+        );
         p.key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
         p.key(KeyEvent::new(KeyCode::Char('d'), KeyModifiers::NONE));
         check(
