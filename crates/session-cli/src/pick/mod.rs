@@ -140,8 +140,12 @@ fn previewer(g: Global, rx: Receiver<(Dialect, PathBuf)>, tx: Sender<Msg>) {
 }
 
 /// Brings the search catalog up to date on a thread, then answers queries, the newest
-/// only.
+/// only. It starts on its first message (sent once the sessions are listed, so that
+/// it does not compete with the first paint); an empty query asks nothing.
 fn searcher(g: Global, cwd: Option<String>, rx: Receiver<String>, tx: Sender<Msg>) {
+    if rx.recv().is_err() {
+        return;
+    }
     let catalog = match crate::find::open_catalog(&g, cwd.as_deref(), false, true, &mut |_, _| {}) {
         Ok(c) => c,
         Err(e) => {
@@ -153,6 +157,9 @@ fn searcher(g: Global, cwd: Option<String>, rx: Receiver<String>, tx: Sender<Msg
     while let Ok(mut query) = rx.recv() {
         while let Ok(newer) = rx.try_recv() {
             query = newer;
+        }
+        if query.is_empty() {
+            continue;
         }
         let hits = match catalog.index.search(&query, HITS, &catalog.scopes) {
             Ok(hits) => hits.into_iter().map(|h| (h.hit.path, h.snippet)).collect(),
@@ -297,9 +304,13 @@ pub(crate) fn run(g: &Global, all: bool) -> Result<()> {
             dirty = true;
             match m {
                 Msg::Rows(more) => rows.extend(more),
-                Msg::Listed => p.loading = false,
+                Msg::Listed => {
+                    p.loading = false;
+                    let _ = search_tx.send(String::new());
+                }
                 Msg::ListFailed(e) => {
                     p.loading = false;
+                    let _ = search_tx.send(String::new());
                     p.set_status(format!("cannot list every session: {e}"));
                 }
                 Msg::Preview(path, text) => p.set_preview(&path, &text),
