@@ -524,8 +524,9 @@ costs only time. Sessions are never written.")]
     },
     /// Browse sessions full screen: filter, preview, open in the agent, rename, trash, export.
     #[command(after_help = "Example: session pick --all\n\n\
-Plain `session` on a terminal opens it too. Typing filters by name and first message at
-once and, after a pause, by what was said (the search catalog, as `session search`). Keys:
+Plain `session` on a terminal opens it too. / (or any letter that is not a key below)
+starts a filter: by name and first message at once and, after a pause, by what was said
+(the search catalog, as `session search`); esc leaves it. Keys:
 enter opens the session in its agent (pi --session PATH, omp --resume PATH, from the
 session's directory; SESSION_PI_BIN and SESSION_OMP_BIN name other programs), y or c
 copies the path (and prints it on exit), r renames, d moves to the trash after y, e

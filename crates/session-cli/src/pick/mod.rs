@@ -171,13 +171,13 @@ fn searcher(g: Global, cwd: Option<String>, rx: Receiver<String>, tx: Sender<Msg
     }
 }
 
-/// The agent's program: `SESSION_PI_BIN` / `SESSION_OMP_BIN`, else `pi` / `omp` on
-/// PATH; and the arguments that open `path`.
-fn agent_command(t: &Target) -> (String, [String; 2]) {
+/// The agent's program: `SESSION_PI_BIN` / `SESSION_OMP_BIN` (as `var` reads the
+/// environment), else `pi` / `omp` on PATH; and the arguments that open `path`.
+fn agent_command(t: &Target, var: &dyn Fn(&str) -> Option<String>) -> (String, [String; 2]) {
     let path = t.path.to_string_lossy().into_owned();
     match t.dialect {
-        Dialect::Pi => (std::env::var("SESSION_PI_BIN").unwrap_or_else(|_| "pi".into()), ["--session".into(), path]),
-        Dialect::Omp => (std::env::var("SESSION_OMP_BIN").unwrap_or_else(|_| "omp".into()), ["--resume".into(), path]),
+        Dialect::Pi => (var("SESSION_PI_BIN").unwrap_or_else(|| "pi".into()), ["--session".into(), path]),
+        Dialect::Omp => (var("SESSION_OMP_BIN").unwrap_or_else(|| "omp".into()), ["--resume".into(), path]),
     }
 }
 
@@ -185,7 +185,7 @@ fn agent_command(t: &Target) -> (String, [String; 2]) {
 /// process becomes the agent; an error is returned only when it could not start.
 fn open_in_agent(t: &Target) -> Result<()> {
     use std::os::unix::process::CommandExt;
-    let (bin, args) = agent_command(t);
+    let (bin, args) = agent_command(t, &|k| std::env::var(k).ok().filter(|v| !v.is_empty()));
     let mut cmd = std::process::Command::new(&bin);
     cmd.args(&args);
     if !t.cwd.is_empty() && Path::new(&t.cwd).is_dir() {
@@ -373,5 +373,47 @@ pub(crate) fn run(g: &Global, all: bool) -> Result<()> {
     match open {
         Some(t) => open_in_agent(&t),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn each_agent_opens_its_session_its_own_way() {
+        let t = |dialect| Target { dialect, path: "/s/a b.jsonl".into(), cwd: "/w".into() };
+        let none = |_: &str| None;
+        assert_eq!(agent_command(&t(Dialect::Pi), &none), ("pi".into(), ["--session".into(), "/s/a b.jsonl".into()]));
+        assert_eq!(agent_command(&t(Dialect::Omp), &none), ("omp".into(), ["--resume".into(), "/s/a b.jsonl".into()]));
+        let stub = |k: &str| (k == "SESSION_OMP_BIN").then(|| "/tmp/stub-omp".to_owned());
+        assert_eq!(agent_command(&t(Dialect::Omp), &stub).0, "/tmp/stub-omp");
+        assert_eq!(agent_command(&t(Dialect::Pi), &stub).0, "pi");
+    }
+
+    /// `e` writes the export beside the working directory under a free name, never
+    /// over a file; `d` moves nothing outside the agents' folders.
+    #[test]
+    fn export_takes_a_free_name_and_trash_stays_in_the_agents_folders() -> Result<()> {
+        let dir = std::env::temp_dir().join(format!("session-pick-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let file = dir.join("s.jsonl");
+        std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/sample/pi.jsonl"), &file)?;
+        let g = crate::args::Cli::try_parse_from(["session", "--dialect", "pi", "pick"])?.global;
+        let first = crate::jobs::export_to(&g, &file, &dir)?;
+        let second = crate::jobs::export_to(&g, &file, &dir)?;
+        let id = crate::commands::open(&g, &file)?.session_id().to_owned();
+        assert_eq!(first, dir.join(format!("session-{id}.md")));
+        assert_eq!(second, dir.join(format!("session-{id}-2.md")));
+        let text = std::fs::read_to_string(&first)?;
+        assert!(!text.is_empty());
+        assert_eq!(text, std::fs::read_to_string(&second)?);
+        let refused = crate::jobs::trash_session(&g, &file);
+        assert!(refused.is_err(), "{refused:?}");
+        assert!(file.exists());
+        std::fs::remove_dir_all(&dir)?;
+        Ok(())
     }
 }

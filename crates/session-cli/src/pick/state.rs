@@ -164,7 +164,9 @@ pub(crate) struct Target {
     pub(crate) cwd: String,
 }
 
-/// A key's meaning in the list (and, for moves, in every mode).
+/// A key's meaning in the list (and, for moves, in every mode). Another action (pin,
+/// archive) is a variant here, a line in [`Picker::action`], and an [`Effect`] that
+/// `pick::perform` carries out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Action {
     Up,
