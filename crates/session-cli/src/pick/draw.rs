@@ -420,6 +420,25 @@ mod tests {
         );
     }
 
+    /// `NO_COLOR`: no cell has a colour of its own; the selection is still reversed.
+    #[test]
+    fn no_colour_when_not_wanted() {
+        let coloured = |colour: bool| {
+            let mut p = picker();
+            let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap_or_else(|e| panic!("{e}"));
+            let look = Look { colour, now_ms: NOW, home: None };
+            t.draw(|f| draw(f, &mut p, &look)).unwrap_or_else(|e| panic!("{e}"));
+            let buf = t.backend().buffer().clone();
+            let fg = buf.content().iter().filter(|c| c.fg != Color::Reset).count();
+            let reversed = buf.content().iter().filter(|c| c.modifier.contains(Modifier::REVERSED)).count();
+            (fg, reversed)
+        };
+        let (fg, reversed) = coloured(true);
+        assert!(fg > 0 && reversed == 80, "{fg} {reversed}");
+        let (fg, reversed) = coloured(false);
+        assert!(fg == 0 && reversed == 80, "{fg} {reversed}");
+    }
+
     #[test]
     fn draws_at_40x10() {
         let mut p = picker();
