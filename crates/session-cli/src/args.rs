@@ -21,8 +21,9 @@ See docs/cli.md for every command's output.";
 pub(crate) struct Cli {
     #[command(flatten)]
     pub(crate) global: Global,
+    /// The command; none on a terminal opens the picker (`session pick`).
     #[command(subcommand)]
-    pub(crate) command: Command,
+    pub(crate) command: Option<Command>,
 }
 
 /// Options every command takes, before or after its own arguments.
@@ -521,6 +522,21 @@ costs only time. Sessions are never written.")]
         #[command(subcommand)]
         command: HistoryCommand,
     },
+    /// Browse sessions full screen: filter, preview, open in the agent, rename, trash, export.
+    #[command(after_help = "Example: session pick --all\n\n\
+Plain `session` on a terminal opens it too. / (or any letter that is not a key below)
+starts a filter: by name and first message at once and, after a pause, by what was said
+(the search catalog, as `session search`); esc leaves it. Keys:
+enter opens the session in its agent (pi --session PATH, omp --resume PATH, from the
+session's directory; SESSION_PI_BIN and SESSION_OMP_BIN name other programs), y or c
+copies the path (and prints it on exit), r renames, d moves to the trash after y, e
+exports Markdown into the working directory, ? lists every key, q or esc quits. Without a
+terminal it exits with status 2.")]
+    Pick {
+        /// Every project's sessions (this project's first).
+        #[arg(long)]
+        all: bool,
+    },
     /// Print a completion script for a shell.
     #[command(after_help = "Example: session completions bash > ~/.local/share/bash-completion/completions/session")]
     Completions {
@@ -623,7 +639,7 @@ mod tests {
         Cli::command().debug_assert();
         let parsed = Cli::try_parse_from(["session", "--text", "label", "f.jsonl", "1a2b3c4d", "before"]);
         assert!(
-            matches!(&parsed, Ok(Cli { command: Command::Label { text: Some(t), .. }, global, .. }) if t == "before" && global.text),
+            matches!(&parsed, Ok(Cli { command: Some(Command::Label { text: Some(t), .. }), global, .. }) if t == "before" && global.text),
             "{parsed:?}"
         );
         assert!(Cli::try_parse_from(["session", "--json", "--text", "info", "f"]).is_err());

@@ -37,10 +37,9 @@ pub(crate) fn wants_json(g: &Global) -> bool {
     g.json || (!g.text && !std::io::stdout().is_terminal())
 }
 
-pub(crate) fn run(cli: &Cli) -> Result<Output> {
-    let g = &cli.global;
+pub(crate) fn run(g: &Global, command: &Command) -> Result<Output> {
     let json = wants_json(g);
-    Ok(match &cli.command {
+    Ok(match command {
         Command::Info { file } => info(g, file, json)?.into(),
         Command::Entries { file, full } => entries(g, file, *full, json)?.into(),
         Command::Tree { file } => tree_cmd(g, file, json)?.into(),
@@ -101,6 +100,10 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
         Command::History { command } => crate::find::history(g, command)?.into(),
         Command::Push { file, to, force } => crate::transfer::push(file, to, *force)?.into(),
         Command::Pull { source, to, force } => crate::transfer::pull(source, to, *force)?.into(),
+        Command::Pick { all } => {
+            crate::pick::run(g, *all)?;
+            String::new().into()
+        }
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             let mut out = Vec::new();
@@ -350,10 +353,23 @@ fn append(g: &Global, file: &Path, custom_type: &str, data: Option<&str>) -> Res
 /// omp: a `title_change` entry and the title slot, written in place). Prints
 /// `{"id": …}`, with `null` when omp refuses the name (empty after cleaning).
 fn rename(g: &Global, file: &Path, name: &str) -> Result<String> {
+    Ok(id_json(set_name(g, file, name)?.as_deref()))
+}
+
+/// Names the session (`rename`, and the picker's `r`): the new entry's id, `None` when
+/// omp refuses the name.
+pub(crate) fn set_name(g: &Global, file: &Path, name: &str) -> Result<Option<String>> {
     let mut m = open_for_writing(g, file)?;
     let id = m.set_session_name(name, Some("user"))?;
     m.close()?;
-    Ok(id_json(id.as_deref()))
+    Ok(id)
+}
+
+/// The transcript `context --transcript` prints on a terminal: what the model sees at
+/// the current leaf (the picker's preview).
+pub(crate) fn transcript(g: &Global, file: &Path) -> Result<String> {
+    let m = open(g, file)?;
+    human::transcript(&m.context_json(Leaf::Current, true)?)
 }
 
 /// Labels an entry (`label` entry); an empty or absent text clears the label.

@@ -16,6 +16,8 @@ use session::model::timestamp::format_iso_millis;
 use crate::args::{Global, HistoryCommand};
 use crate::commands::{Result, wants_json};
 
+/// The listing of `dialect`'s sessions as the command reads them: read-only unless
+/// `--as-agent`, with the listing cache unless `no_cache` (or `SESSION_NO_CACHE`).
 pub(crate) fn discovery_for(g: &Global, dialect: Dialect, no_cache: bool) -> Result<Discovery> {
     let env = discovery::ProcessEnv::from_process_env()?;
     let mut discovery =
@@ -33,7 +35,8 @@ pub(crate) fn discovery_for(g: &Global, dialect: Dialect, no_cache: bool) -> Res
     })
 }
 
-fn cwd_arg(cwd: Option<&str>) -> Result<String> {
+/// `--cwd`, else the process's working directory.
+pub(crate) fn cwd_arg(cwd: Option<&str>) -> Result<String> {
     match cwd {
         Some(c) => Ok(c.to_owned()),
         None => Ok(std::env::current_dir()?.to_string_lossy().into_owned()),
@@ -411,26 +414,44 @@ fn store_tag(url: &str) -> String {
     format!("{:016x}", session::search::stable_hash(url.as_bytes()))
 }
 
-/// `search QUERY`: brings the catalog in the cache directory up to date with the
-/// sessions in scope (both agents', or `--dialect`'s; the working directory's, or
-/// every project's with `--all`), then answers from it, best match first.
-pub(crate) fn search(g: &Global, o: &SearchOptions<'_>) -> Result<String> {
+/// The search catalog of the sessions in scope, brought up to date.
+pub(crate) struct OpenCatalog {
+    /// The catalog.
+    pub(crate) index: session::search::SearchIndex,
+    /// The folders searched (one per agent).
+    pub(crate) scopes: Vec<PathBuf>,
+    /// What bringing it up to date read.
+    pub(crate) report: session::search::UpdateReport,
+    /// The session files in scope (empty without an update).
+    pub(crate) files: Vec<session::search::SessionFile>,
+}
+
+/// Opens the search catalog in the cache folder (`search`, and the picker's full-text
+/// filter) for the sessions of both agents (or `--dialect`'s) of `cwd` (every
+/// project's for `None`); `rebuild` starts it over, `update` brings it up to date with
+/// the sessions written or changed since (calling `progress`).
+pub(crate) fn open_catalog(
+    g: &Global,
+    cwd: Option<&str>,
+    rebuild: bool,
+    update: bool,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<OpenCatalog> {
     use session::search::{SearchIndex, SessionFile};
     let dialects = match g.dialect {
         Some(d) => vec![Dialect::from(d)],
         None => vec![Dialect::Pi, Dialect::Omp],
     };
-    let cwd = if o.all { None } else { Some(cwd_arg(o.cwd)?) };
     let mut files = Vec::new();
     let mut scopes = Vec::new();
     for dialect in dialects {
         let d = discovery_for(g, dialect, true)?.read_only();
-        if o.no_update {
+        if !update {
             // The catalog answers alone: nothing is listed.
-            scopes.push(d.session_scope(cwd.as_deref()));
+            scopes.push(d.session_scope(cwd));
             continue;
         }
-        let (scope, found) = d.session_files(cwd.as_deref())?;
+        let (scope, found) = d.session_files(cwd)?;
         files.extend(found.into_iter().map(|path| SessionFile { path, dialect }));
         scopes.push(scope);
     }
@@ -440,17 +461,23 @@ pub(crate) fn search(g: &Global, o: &SearchOptions<'_>) -> Result<String> {
     };
     let catalog = crate::cache::catalog(&name)?;
     let mut index = SearchIndex::new(catalog, crate::store::current());
-    if o.rebuild {
+    if rebuild {
         index.clear()?;
     }
-    let report = if o.no_update {
-        session::search::UpdateReport::default()
-    } else {
-        let mut bar = ProgressLine::new();
-        let report = index.update(&files, &scopes, &mut |done, total| bar.tick(done, total))?;
-        bar.finish();
-        report
-    };
+    let report =
+        if update { index.update(&files, &scopes, progress)? } else { session::search::UpdateReport::default() };
+    Ok(OpenCatalog { index, scopes, report, files })
+}
+
+/// `search QUERY`: brings the catalog in the cache directory up to date with the
+/// sessions in scope (both agents', or `--dialect`'s; the working directory's, or
+/// every project's with `--all`), then answers from it, best match first.
+pub(crate) fn search(g: &Global, o: &SearchOptions<'_>) -> Result<String> {
+    let cwd = if o.all { None } else { Some(cwd_arg(o.cwd)?) };
+    let mut bar = ProgressLine::new();
+    let catalog = open_catalog(g, cwd.as_deref(), o.rebuild, !o.no_update, &mut |done, total| bar.tick(done, total))?;
+    bar.finish();
+    let OpenCatalog { index, scopes, report, files } = catalog;
     note_left_out_words(o.query);
     let hits = index.search(o.query, o.limit, &scopes)?;
     let hit_json = |h: &session::search::SearchHit| {

@@ -663,6 +663,41 @@ pub(crate) fn trash(g: &Global, command: &TrashCommand) -> Result<String> {
     }
 }
 
+/// Moves one session to the trash without asking (the picker asked): `rm FILE --yes`.
+pub(crate) fn trash_session(g: &Global, file: &Path) -> Result<maintenance::TrashReport> {
+    let storage = crate::store::current();
+    let homes = homes(g, &[])?;
+    let plan = maintenance::plan_rm(&*storage, &homes, file, dialect_of(g), false)?;
+    Ok(plan.trash(&*storage, &homes, now_ms())?)
+}
+
+/// Exports the branch at the current leaf as Markdown into a new file in `dir`
+/// (`session-<id>.md`, `-2`, `-3`… when taken; never over a file), and returns its path.
+pub(crate) fn export_to(g: &Global, file: &Path, dir: &Path) -> Result<PathBuf> {
+    let m = open(g, file)?;
+    let text = maintenance::export(&m, None, Format::Markdown)?;
+    let id: String = m.session_id().chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').take(36).collect();
+    let stem = if id.is_empty() { "session".to_owned() } else { format!("session-{id}") };
+    for n in 1..1000 {
+        let path = if n == 1 { dir.join(format!("{stem}.md")) } else { dir.join(format!("{stem}-{n}.md")) };
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(mut f) => {
+                f.write_all(text.as_bytes())
+                    .and_then(|()| f.sync_all())
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                return Ok(path);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                return Err(
+                    format!("cannot create {}: {e} (export from a folder you can write to)", path.display()).into()
+                );
+            }
+        }
+    }
+    Err(format!("{} already holds {stem}.md to {stem}-999.md; remove some", dir.display()).into())
+}
+
 /// `export FILE`.
 pub(crate) fn export(g: &Global, file: &Path, leaf: Option<&str>, format: ExportFormat) -> Result<String> {
     let m = open(g, file)?;

@@ -14,6 +14,7 @@ mod find;
 mod huge_pages;
 mod human;
 mod jobs;
+mod pick;
 mod store;
 mod table;
 mod tail;
@@ -30,14 +31,30 @@ fn main() -> ExitCode {
         // Usage errors exit 2; `--help` and `--version` print and exit 0.
         Err(e) => e.exit(),
     };
-    if let Some(file) = cli.command.session_file() {
+    // No command: the picker (which says, without a terminal, that it needs one).
+    let command = cli.command.unwrap_or(args::Command::Pick { all: false });
+    if let Some(file) = command.session_file() {
         huge_pages::ensure_for(file);
     }
     if let Err(e) = store::init(cli.global.store.as_deref()) {
         eprintln!("error: --store: {e}");
         return ExitCode::FAILURE;
     }
-    match commands::run(&cli) {
+    if let args::Command::Pick { all } = command {
+        // The picker prints what it copied itself: no output of a command follows.
+        return match pick::run(&cli.global, all) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) if e.is::<pick::NotATerminal>() => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+            Err(e) => {
+                eprintln!("{}", error_report(&*e));
+                ExitCode::FAILURE
+            }
+        };
+    }
+    match commands::run(&cli.global, &command) {
         Ok(out) => {
             let mut stdout = std::io::stdout().lock();
             // Text for a person shows a lone surrogate (a stand-in character in our

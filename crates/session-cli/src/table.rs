@@ -42,7 +42,7 @@ pub(crate) fn fit(s: &str, cells: usize) -> String {
 }
 
 /// Pads `s` with spaces to `cells` display cells (left-aligned, or right-aligned).
-fn pad(s: &str, cells: usize, right: bool) -> String {
+pub(crate) fn pad(s: &str, cells: usize, right: bool) -> String {
     let fill = " ".repeat(cells.saturating_sub(s.width()));
     if right { format!("{fill}{s}") } else { format!("{s}{fill}") }
 }
@@ -59,27 +59,10 @@ pub(crate) struct Column {
 /// widest cell, flexible ones share what remains by weight (at least 8 cells each), and
 /// every cell is cut to its column.
 pub(crate) fn render(columns: &[Column], rows: &[Vec<String>], total: usize, bold: bool) -> String {
-    const GAP: usize = 2;
     let natural: Vec<usize> = (0..columns.len())
         .map(|i| rows.iter().map(|r| r[i].width()).chain([columns[i].header.width()]).max().unwrap_or(0))
         .collect();
-    let fixed: usize = columns.iter().zip(&natural).filter(|(c, _)| c.flex == 0).map(|(_, w)| *w).sum();
-    let gaps = GAP * columns.len().saturating_sub(1);
-    let weights: u16 = columns.iter().map(|c| c.flex).sum();
-    let room = total.saturating_sub(fixed + gaps);
-    let mut widths = natural.clone();
-    let mut spare = room;
-    for (i, c) in columns.iter().enumerate().filter(|(_, c)| c.flex > 0) {
-        let share = (room * usize::from(c.flex)) / usize::from(weights.max(1));
-        widths[i] = natural[i].min(share.max(8));
-        spare = spare.saturating_sub(widths[i]);
-    }
-    // What a narrow flexible column does not need goes to the others.
-    for (i, _) in columns.iter().enumerate().filter(|(_, c)| c.flex > 0) {
-        let more = natural[i].saturating_sub(widths[i]).min(spare);
-        widths[i] += more;
-        spare -= more;
-    }
+    let widths = widths(columns, &natural, total);
     let line = |cells: &mut dyn Iterator<Item = (usize, String)>| {
         let parts: Vec<String> = cells
             .map(|(i, s)| {
@@ -103,6 +86,33 @@ pub(crate) fn render(columns: &[Column], rows: &[Vec<String>], total: usize, bol
         out.push('\n');
     }
     out
+}
+
+/// The cells between two columns.
+pub(crate) const GAP: usize = 2;
+
+/// The width of each column in at most `total` cells, given each column's natural
+/// width (its widest cell, header included): fixed columns take theirs, flexible ones
+/// share what remains by weight (at least 8 cells each).
+pub(crate) fn widths(columns: &[Column], natural: &[usize], total: usize) -> Vec<usize> {
+    let fixed: usize = columns.iter().zip(natural).filter(|(c, _)| c.flex == 0).map(|(_, w)| *w).sum();
+    let gaps = GAP * columns.len().saturating_sub(1);
+    let weights: u16 = columns.iter().map(|c| c.flex).sum();
+    let room = total.saturating_sub(fixed + gaps);
+    let mut widths = natural.to_vec();
+    let mut spare = room;
+    for (i, c) in columns.iter().enumerate().filter(|(_, c)| c.flex > 0) {
+        let share = (room * usize::from(c.flex)) / usize::from(weights.max(1));
+        widths[i] = natural[i].min(share.max(8));
+        spare = spare.saturating_sub(widths[i]);
+    }
+    // What a narrow flexible column does not need goes to the others.
+    for (i, _) in columns.iter().enumerate().filter(|(_, c)| c.flex > 0) {
+        let more = natural[i].saturating_sub(widths[i]).min(spare);
+        widths[i] += more;
+        spare -= more;
+    }
+    widths
 }
 
 #[cfg(test)]

@@ -591,3 +591,27 @@ fn a_second_start_for_huge_pages_changes_nothing_seen() -> Result<()> {
     assert!(String::from_utf8_lossy(&started_again.2).contains("unknown store nope://"), "{started_again:?}");
     Ok(())
 }
+
+/// The picker needs a terminal: `session pick`, and plain `session`, without one say so
+/// on stderr and exit 2, printing nothing on stdout; `pick --help` has its example.
+#[test]
+fn pick_without_a_terminal_exits_2() -> Result<()> {
+    let tmp = TempDir::new("pick")?;
+    for args in [&["pick"][..], &["pick", "--all"], &[]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_session"))
+            .args(args)
+            .current_dir(&tmp.0)
+            .env("HOME", &tmp.0)
+            .stdin(std::process::Stdio::null())
+            .output()?;
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        expect_test::expect![[r#"
+            error: the picker needs a terminal on stdin and stdout; `session ls` lists sessions and `session search` finds them in scripts
+        "#]]
+        .assert_eq(&String::from_utf8_lossy(&out.stderr));
+    }
+    let (code, out, _) = run(&["pick", "--help"], &tmp.0)?;
+    assert!(code == 0 && out.contains("Example: session pick --all") && out.contains("--all"), "{out}");
+    Ok(())
+}
