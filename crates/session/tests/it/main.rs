@@ -7,6 +7,7 @@ mod layering;
 mod lifecycle;
 mod lifecycle_model;
 mod maintenance;
+mod marks;
 pub(crate) mod manager;
 mod parallelism;
 mod persist;
