@@ -1002,7 +1002,6 @@ fn now_ns() -> i64 {
     session_store::clock::SystemClock.now_ms().saturating_mul(1_000_000)
 }
 
-
 /// The name of omp's list of pinned sessions in its agent directory.
 pub const PINS_FILE: &str = "session-pins.json";
 

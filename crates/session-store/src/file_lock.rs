@@ -106,8 +106,8 @@ fn try_acquire(lock_path: &Path) -> Result<Option<FileLock>, StoreError> {
     options.read(true).write(true).create(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let file = crate::open::open_no_follow(&mut options, lock_path)
-        .map_err(|e| StoreError::io_raw(Op::Lock, lock_path, e))?;
+    let file =
+        crate::open::open_no_follow(&mut options, lock_path).map_err(|e| StoreError::io_raw(Op::Lock, lock_path, e))?;
     match file.file().try_lock() {
         Ok(()) => Ok(Some(FileLock { _file: file })),
         Err(std::fs::TryLockError::WouldBlock) => Ok(None),
@@ -127,10 +127,7 @@ mod tests {
         assert_eq!(lock_name(""), "omp-file-lock-dd4458733774f8b02ff557a2e70c6e06");
         assert_eq!(lock_name("/tmp/config.yml.lock"), "omp-file-lock-71327ba360366b2a3eb5de2fa0093fa0");
         assert_eq!(lock_name("/tmp/test.lock"), "omp-file-lock-c0b11536af4af31f2f1b828aaf87ec00");
-        assert_eq!(
-            lock_name("/tmp/locktest/session-pins.json.lock"),
-            "omp-file-lock-3707603815fe3cef353b09828f831836"
-        );
+        assert_eq!(lock_name("/tmp/locktest/session-pins.json.lock"), "omp-file-lock-3707603815fe3cef353b09828f831836");
     }
 
     #[test]

@@ -350,7 +350,8 @@ mod tests {
         let (p, a) = parse_marks(text.as_bytes())?;
         assert_eq!((p.ids, a.ids), (vec!["p1".to_owned()], vec!["a1".to_owned(), "a2".to_owned()]));
         assert_eq!(marks_text(&[], &[]), "{\n\t\"version\": 1,\n\t\"pinned\": [],\n\t\"archived\": []\n}\n");
-        for bad in ["", "[]", "{\"pinned\":[]}", "{\"version\":2}", "{\"version\":1,\"pinned\":[1]}", "{\"version\":1"] {
+        for bad in ["", "[]", "{\"pinned\":[]}", "{\"version\":2}", "{\"version\":1,\"pinned\":[1]}", "{\"version\":1"]
+        {
             assert!(parse_marks(bad.as_bytes()).is_err(), "{bad:?}");
         }
         Ok(())

@@ -124,8 +124,8 @@ fn an_omp_pin_is_omps_own() -> Result<()> {
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(fs_err::metadata(agent.join("session-pins.json"))?.permissions().mode() & 0o777, 0o600);
     }
-    let env = ProcessEnv::new(&dir.0, &dir.0, std::env::temp_dir())
-        .with_var("PI_CODING_AGENT_DIR", &agent.to_string_lossy());
+    let env =
+        ProcessEnv::new(&dir.0, &dir.0, std::env::temp_dir()).with_var("PI_CODING_AGENT_DIR", &agent.to_string_lossy());
     let discovery = Discovery::new(AgentDirs::omp(&env, OmpHome::Omp));
     assert_eq!(discovery.pinned_ids(), ["019a-one", "019a-two"]);
     assert!(marks.unpin(Dialect::Omp, "019a-one")?);
