@@ -885,3 +885,120 @@ fn a_shared_agent_dir_counts_each_session_once() -> Result<()> {
     assert!(agents.contains(&"pi") && agents.contains(&"omp"), "{v}");
     Ok(())
 }
+
+/// Pins and archive marks follow a session through `move` and `relocate` (they are kept
+/// by the session's id, never in the file); `ls --json` carries them, pinned first;
+/// `prune --keep-pinned` keeps a pinned session; an omp pin is omp's own list.
+#[test]
+fn marks_follow_moved_sessions_and_steer_ls_and_prune() -> Result<()> {
+    let h = Home::new("jobs-marks")?;
+    let with = |dialect: &str, cwd: &str, id: &str, text: &str| {
+        session_text(dialect, text)
+            .replace(r#""cwd":"/p""#, &format!(r#""cwd":"{cwd}""#))
+            .replace("01a228d5-0000-7000-8000-000000000001", id)
+    };
+    let pi_a = h.bucket("pi", "--w-old--")?.join("a.jsonl");
+    let pi_b = h.bucket("pi", "--w-old--")?.join("b.jsonl");
+    let omp_c = h.bucket("omp", "--w-old--")?.join("c.jsonl");
+    fs_err::write(&pi_a, with("pi", "/w/old", "0000000a-0000-7000-8000-000000000000", "pi a"))?;
+    fs_err::write(&pi_b, with("pi", "/w/old", "0000000b-0000-7000-8000-000000000000", "pi b"))?;
+    fs_err::write(&omp_c, with("omp", "/w/old", "0000000c-0000-7000-8000-000000000000", "omp c"))?;
+    let files: Vec<Vec<u8>> = [&pi_a, &pi_b, &omp_c].iter().map(fs_err::read).collect::<std::io::Result<_>>()?;
+    let ok = |args: &[&str]| -> Result<String> {
+        let (code, out, err) = h.run(args)?;
+        assert_eq!(code, 0, "{args:?}: {err}");
+        Ok(out)
+    };
+    ok(&["pin", s(&pi_a)?])?;
+    ok(&["archive", "0000000b"])?;
+    let pinned: serde_json::Value = serde_json::from_str(&ok(&["--json", "pin", s(&omp_c)?])?)?;
+    assert_eq!((pinned["agent"].as_str(), pinned["pinned"].as_bool()), (Some("omp"), Some(true)), "{pinned}");
+    let after: Vec<Vec<u8>> = [&pi_a, &pi_b, &omp_c].iter().map(fs_err::read).collect::<std::io::Result<_>>()?;
+    assert_eq!(after, files, "marks never write a session file");
+    assert_eq!(
+        fs_err::read_to_string(h.home.join(".omp/agent/session-pins.json"))?,
+        "[\n\t\"0000000c-0000-7000-8000-000000000000\"\n]",
+        "omp's pin is in omp's own list, as omp writes it"
+    );
+    let listed = |cwd: &str, extra: &[&str]| -> Result<Vec<(String, bool, bool)>> {
+        let mut args = vec!["--json", "ls", "--cwd", cwd];
+        args.extend_from_slice(extra);
+        let v: serde_json::Value = serde_json::from_str(&ok(&args)?)?;
+        Ok(v.as_array()
+            .ok_or("an array")?
+            .iter()
+            .map(|s| {
+                let text = s["firstMessage"].as_str().unwrap_or_default().to_owned();
+                (text, s["pinned"] == true, s["archived"] == true)
+            })
+            .collect())
+    };
+    let before = listed("/w/old", &[])?;
+    assert_eq!(before.len(), 2, "{before:?}");
+    assert!(before.iter().all(|(_, pinned, archived)| *pinned && !archived), "{before:?}");
+    assert_eq!(listed("/w/old", &["--archived"])?, [("pi b".to_owned(), false, true)]);
+    // Moved one by one and as a project: the marks go along.
+    ok(&["move", s(&pi_a)?, "--cwd", "/w/elsewhere"])?;
+    assert_eq!(listed("/w/elsewhere", &[])?, [("pi a".to_owned(), true, false)]);
+    ok(&["relocate", "/w/old", "/w/new", "--yes"])?;
+    let moved = listed("/w/new", &[])?;
+    assert_eq!(moved, [("omp c".to_owned(), true, false)], "omp's pin went along");
+    assert_eq!(listed("/w/new", &["--archived"])?, [("pi b".to_owned(), false, true)]);
+    // prune --keep-pinned keeps the pinned sessions (every one is old: its messages
+    // and, set here, its file's time).
+    let now = u64::try_from(session_store::clock::Clock::now_ms(&session_store::clock::SystemClock))?;
+    let long_ago = std::time::UNIX_EPOCH + std::time::Duration::from_millis(now - 100 * 86_400_000);
+    for agent in [".pi/agent/sessions", ".omp/agent/sessions"] {
+        for bucket in fs_err::read_dir(h.home.join(agent))? {
+            for f in fs_err::read_dir(bucket?.path())? {
+                let f = f?.path();
+                if f.extension().is_some_and(|e| e == "jsonl") {
+                    fs_err::File::options().write(true).open(&f)?.file().set_modified(long_ago)?;
+                }
+            }
+        }
+    }
+    let (code, out, err) = h.run(&["--json", "prune", "--older-than", "1d", "--keep-pinned"])?;
+    assert_eq!(code, 0, "{err}");
+    let chosen: serde_json::Value = serde_json::from_str(&out)?;
+    let names: Vec<&str> =
+        chosen["sessions"].as_array().ok_or("sessions")?.iter().filter_map(|s| s["path"].as_str()).collect();
+    assert_eq!(names.len(), 1, "only the unpinned archived one: {chosen}");
+    assert!(names[0].ends_with("b.jsonl"), "{chosen}");
+    let (_, out, _) = h.run(&["--json", "prune", "--older-than", "1d"])?;
+    let all: serde_json::Value = serde_json::from_str(&out)?;
+    assert_eq!(all["sessions"].as_array().map(Vec::len), Some(3), "without --keep-pinned: {all}");
+    Ok(())
+}
+
+/// A damaged marks file is named and left as it is: marking refuses, `prune
+/// --keep-pinned` refuses (it cannot tell which sessions are pinned), and `ls` lists
+/// without marks after a warning naming it.
+#[test]
+fn a_damaged_marks_file_is_refused_and_kept() -> Result<()> {
+    let h = Home::new("jobs-marks-damaged")?;
+    let pi = h.bucket("pi", "--p--")?.join("a.jsonl");
+    write_session(&pi, "pi", "hello")?;
+    let state = h.home.join(".local/state/session-store");
+    fs_err::create_dir_all(&state)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs_err::set_permissions(&state, std::fs::Permissions::from_mode(0o700))?;
+    }
+    let marks = state.join("marks.json");
+    fs_err::write(&marks, "{\"version\": 1, \"pinned\": 7}")?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs_err::set_permissions(&marks, std::fs::Permissions::from_mode(0o600))?;
+    }
+    let (code, _, err) = h.run(&["pin", s(&pi)?])?;
+    assert!(code == 1 && err.contains("marks.json") && err.contains("not a list of session marks"), "{err}");
+    let (code, _, err) = h.run(&["prune", "--older-than", "1d", "--keep-pinned"])?;
+    assert!(code == 1 && err.contains("marks.json"), "{err}");
+    let (code, out, err) = h.run(&["--json", "ls", "--cwd", "/p"])?;
+    assert!(code == 0 && err.contains("marks.json") && out.contains("hello"), "{err}{out}");
+    assert_eq!(fs_err::read_to_string(&marks)?, "{\"version\": 1, \"pinned\": 7}");
+    Ok(())
+}
