@@ -299,7 +299,10 @@ the blobs it names are counted beside them.")]
     #[command(after_help = "Example: session usage --by month --since 2026-01-01\n\n\
 Counts the usage records of both agents' sessions: assistant messages (and tool results
 that carry usage), pi's usage entries, omp's model_usage entries, compactions and branch
-summaries. An entry a fork or an extract repeats counts once (known by its id and time).")]
+summaries. An entry a fork or an extract repeats counts once (known by its id and time).
+What each session file holds is kept in the usage cache (usage.bin in
+${XDG_CACHE_HOME:-~/.cache}/session-store): a file whose size, times, inode and device are
+unchanged is not read again.")]
     Usage {
         /// The grouping: day, week, month, project, model or session.
         #[arg(long, default_value = "day", value_name = "BY")]
@@ -307,6 +310,9 @@ summaries. An entry a fork or an extract repeats counts once (known by its id an
         /// Only entries at or after this UTC date (YYYY-MM-DD).
         #[arg(long, value_name = "DATE", value_parser = crate::jobs::parse_date)]
         since: Option<String>,
+        /// Read every session instead of the usage cache (also SESSION_NO_CACHE=1).
+        #[arg(long)]
+        no_cache: bool,
     },
     /// Merge another copy of a session (one that went on elsewhere) into this one.
     #[command(after_help = "Example: session merge FILE FILE.sync-conflict-20261204.jsonl\n\n\

@@ -65,7 +65,7 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
         Command::Du { all, top } => crate::jobs::du(g, *all, *top)?.into(),
         Command::Merge { file, theirs, leaf } => crate::jobs::merge(g, file, theirs, leaf)?.into(),
         Command::Relocate { old, new, yes } => crate::jobs::relocate(g, old, new, *yes)?.into(),
-        Command::Usage { by, since } => crate::jobs::usage(g, *by, since.clone())?.into(),
+        Command::Usage { by, since, no_cache } => crate::jobs::usage(g, *by, since.clone(), *no_cache)?.into(),
         Command::Prune { older_than, keep_named, keep_pinned, project, yes } => {
             let o = crate::jobs::PruneArgs {
                 older_than: *older_than,

@@ -434,12 +434,16 @@ pub(crate) fn parse_date(s: &str) -> std::result::Result<String, String> {
 
 /// `usage [--by …] [--since DATE]`: tokens and cost of every session of both agents (or
 /// `--dialect`'s), each entry once.
-pub(crate) fn usage(g: &Global, by: maintenance::UsageBy, since: Option<String>) -> Result<String> {
+pub(crate) fn usage(g: &Global, by: maintenance::UsageBy, since: Option<String>, no_cache: bool) -> Result<String> {
     let mut sessions: Vec<(Dialect, PathBuf)> = every_session(g, None)?.into_iter().map(|(d, i)| (d, i.path)).collect();
     // Oldest path first: a fork's repeated entries count in the session listed first.
     sessions.sort_by(|a, b| a.1.cmp(&b.1));
     let storage = crate::store::current();
-    let r = maintenance::usage(&*storage, &sessions, &maintenance::UsageOptions::by(by).since(since));
+    // The usage cache keys on local stats: files only, and not with SESSION_NO_CACHE.
+    let no_cache = no_cache || std::env::var("SESSION_NO_CACHE").is_ok_and(|v| !v.is_empty() && v != "0");
+    let cache = if crate::store::on_files() && !no_cache { crate::cache::dir().cloned() } else { None };
+    let options = maintenance::UsageOptions::by(by).since(since).cache(cache);
+    let r = maintenance::usage(&*storage, &sessions, &options);
     if wants_json(g) {
         let row = |u: &maintenance::UsageRow| {
             json!({"key": u.key, "input": u.input, "output": u.output, "cacheRead": u.cache_read,
@@ -450,6 +454,7 @@ pub(crate) fn usage(g: &Global, by: maintenance::UsageBy, since: Option<String>)
             "total": row(&r.total),
             "repeated": r.repeated,
             "unreadable": r.unreadable,
+            "cached": r.cached,
         })
         .to_string());
     }

@@ -1002,3 +1002,74 @@ fn a_damaged_marks_file_is_refused_and_kept() -> Result<()> {
     assert_eq!(fs_err::read_to_string(&marks)?, "{\"version\": 1, \"pinned\": 7}");
     Ok(())
 }
+
+/// `usage` keeps what each file holds in the usage cache: a second run on unchanged
+/// files reads none of them and answers the same; a file appended to is read again; a
+/// damaged cache is ignored; a fork's repeated entries still count once.
+#[test]
+fn usage_reads_only_changed_files_the_second_time() -> Result<()> {
+    let h = Home::new("jobs-usage-cache")?;
+    let cache = h.tmp.0.join("cache");
+    let assistant = |id: &str, parent: &str, input: u32| {
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":"{parent}","timestamp":"2026-03-01T10:00:00.000Z","message":{{"role":"assistant","content":[],"provider":"p","model":"m","usage":{{"input":{input},"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{{"total":0.5}}}},"stopReason":"stop","timestamp":1}}}}"#
+        )
+    };
+    let bucket = h.bucket("pi", "--p--")?;
+    let (a, b) = (bucket.join("a.jsonl"), bucket.join("b.jsonl"));
+    fs_err::write(&a, format!("{HEADER}\n{}\n", assistant("a1a1a1a1", "aaaaaaaa", 100)))?;
+    // A fork: the same entry, then one of its own.
+    fs_err::write(
+        &b,
+        format!("{HEADER}\n{}\n{}\n", assistant("a1a1a1a1", "aaaaaaaa", 100), assistant("b2b2b2b2", "a1a1a1a1", 10)),
+    )?;
+    let now = u64::try_from(session_store::clock::Clock::now_ms(&session_store::clock::SystemClock))?;
+    let settle = |f: &Path| -> Result<()> {
+        let old = std::time::UNIX_EPOCH + std::time::Duration::from_millis(now - 60_000);
+        fs_err::File::options().write(true).open(f)?.file().set_modified(old)?;
+        Ok(())
+    };
+    settle(&a)?;
+    settle(&b)?;
+    // A file is trusted by its stat only once it last changed (ctime too) over 2 s ago.
+    let racy = std::time::Duration::from_millis(2_100);
+    std::thread::sleep(racy);
+    let run = || -> Result<serde_json::Value> {
+        let out = in_home(&h.home, &h.work)
+            .env_remove("SESSION_NO_CACHE")
+            .env("XDG_CACHE_HOME", &cache)
+            .args(["--json", "--dialect", "pi", "usage", "--by", "model"])
+            .output()?;
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        Ok(serde_json::from_slice(&out.stdout)?)
+    };
+    let first = run()?;
+    assert_eq!((first["total"]["input"].as_f64(), first["cached"].as_u64()), (Some(110.0), Some(0)), "{first}");
+    assert_eq!(first["repeated"], 1, "{first}");
+    assert!(cache.join("session-store/usage.bin").is_file());
+    let second = run()?;
+    assert_eq!(second["cached"], 2, "nothing read again: {second}");
+    assert_eq!(
+        (&second["total"], &second["rows"], &second["repeated"]),
+        (&first["total"], &first["rows"], &first["repeated"])
+    );
+    // Appended to: read again, the new entry counted.
+    fs_err::OpenOptions::new()
+        .append(true)
+        .open(&b)?
+        .write_all(format!("{}\n", assistant("c3c3c3c3", "b2b2b2b2", 1000)).as_bytes())?;
+    settle(&b)?;
+    std::thread::sleep(racy);
+    let third = run()?;
+    assert_eq!((third["total"]["input"].as_f64(), third["cached"].as_u64()), (Some(1110.0), Some(1)), "{third}");
+    // A damaged cache is ignored, and the answer is the same.
+    let damaged = fs_err::read(cache.join("session-store/usage.bin"))?;
+    let mut bytes = damaged.clone();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    fs_err::write(cache.join("session-store/usage.bin"), &bytes)?;
+    let fourth = run()?;
+    assert_eq!((fourth["total"]["input"].as_f64(), fourth["cached"].as_u64()), (Some(1110.0), Some(0)), "{fourth}");
+    assert_eq!(fourth["repeated"], 1, "{fourth}");
+    Ok(())
+}

@@ -70,4 +70,4 @@ pub use rm::{RmPlan, RmReport, plan_rm};
 pub use stats::{Stats, stats};
 pub use transfer::{Copied, TransferOptions, pull, push};
 pub use trash::{TRASH_DIR, TRASH_META, TrashItem, TrashReport, restore, trash_empty, trash_list, trash_of};
-pub use usage::{UsageBy, UsageOptions, UsageReport, UsageRow, usage};
+pub use usage::{USAGE_CACHE, UsageBy, UsageOptions, UsageReport, UsageRow, usage};
