@@ -903,6 +903,8 @@ fn marks_follow_moved_sessions_and_steer_ls_and_prune() -> Result<()> {
     fs_err::write(&pi_a, with("pi", "/w/old", "0000000a-0000-7000-8000-000000000000", "pi a"))?;
     fs_err::write(&pi_b, with("pi", "/w/old", "0000000b-0000-7000-8000-000000000000", "pi b"))?;
     fs_err::write(&omp_c, with("omp", "/w/old", "0000000c-0000-7000-8000-000000000000", "omp c"))?;
+    let pi_d = h.bucket("pi", "--w-old--")?.join("d.jsonl");
+    fs_err::write(&pi_d, with("pi", "/w/old", "0000000d-0000-7000-8000-000000000000", "pi d"))?;
     let files: Vec<Vec<u8>> = [&pi_a, &pi_b, &omp_c].iter().map(fs_err::read).collect::<std::io::Result<_>>()?;
     let ok = |args: &[&str]| -> Result<String> {
         let (code, out, err) = h.run(args)?;
@@ -934,15 +936,18 @@ fn marks_follow_moved_sessions_and_steer_ls_and_prune() -> Result<()> {
             .collect())
     };
     let before = listed("/w/old", &[])?;
-    assert_eq!(before.len(), 2, "{before:?}");
-    assert!(before.iter().all(|(_, pinned, archived)| *pinned && !archived), "{before:?}");
+    assert_eq!(before.len(), 3, "{before:?}");
+    assert!(before[..2].iter().all(|(_, pinned, archived)| *pinned && !archived), "pinned first: {before:?}");
+    assert_eq!(before[2], ("pi d".to_owned(), false, false));
+    assert_eq!(listed("/w/old", &["--pinned"])?.len(), 2);
     assert_eq!(listed("/w/old", &["--archived"])?, [("pi b".to_owned(), false, true)]);
     // Moved one by one and as a project: the marks go along.
     ok(&["move", s(&pi_a)?, "--cwd", "/w/elsewhere"])?;
     assert_eq!(listed("/w/elsewhere", &[])?, [("pi a".to_owned(), true, false)]);
     ok(&["relocate", "/w/old", "/w/new", "--yes"])?;
     let moved = listed("/w/new", &[])?;
-    assert_eq!(moved, [("omp c".to_owned(), true, false)], "omp's pin went along");
+    assert_eq!(moved, [("omp c".to_owned(), true, false), ("pi d".to_owned(), false, false)], "omp's pin went along");
+    assert_eq!(listed("/w/new", &["--pinned"])?, [("omp c".to_owned(), true, false)]);
     assert_eq!(listed("/w/new", &["--archived"])?, [("pi b".to_owned(), false, true)]);
     // prune --keep-pinned keeps the pinned sessions (every one is old: its messages
     // and, set here, its file's time).
@@ -963,11 +968,11 @@ fn marks_follow_moved_sessions_and_steer_ls_and_prune() -> Result<()> {
     let chosen: serde_json::Value = serde_json::from_str(&out)?;
     let names: Vec<&str> =
         chosen["sessions"].as_array().ok_or("sessions")?.iter().filter_map(|s| s["path"].as_str()).collect();
-    assert_eq!(names.len(), 1, "only the unpinned archived one: {chosen}");
-    assert!(names[0].ends_with("b.jsonl"), "{chosen}");
+    assert_eq!(names.len(), 2, "only the unpinned ones: {chosen}");
+    assert!(names.iter().all(|n| n.ends_with("b.jsonl") || n.ends_with("d.jsonl")), "{chosen}");
     let (_, out, _) = h.run(&["--json", "prune", "--older-than", "1d"])?;
     let all: serde_json::Value = serde_json::from_str(&out)?;
-    assert_eq!(all["sessions"].as_array().map(Vec::len), Some(3), "without --keep-pinned: {all}");
+    assert_eq!(all["sessions"].as_array().map(Vec::len), Some(4), "without --keep-pinned: {all}");
     Ok(())
 }
 
