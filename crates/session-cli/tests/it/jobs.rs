@@ -1076,5 +1076,13 @@ fn usage_reads_only_changed_files_the_second_time() -> Result<()> {
     let fourth = run()?;
     assert_eq!((fourth["total"]["input"].as_f64(), fourth["cached"].as_u64()), (Some(1110.0), Some(0)), "{fourth}");
     assert_eq!(fourth["repeated"], 1, "{fourth}");
+    // A run over the other agent's sessions (none here) leaves the cached files be.
+    let out = in_home(&h.home, &h.work)
+        .env_remove("SESSION_NO_CACHE")
+        .env("XDG_CACHE_HOME", &cache)
+        .args(["--json", "--dialect", "omp", "usage"])
+        .output()?;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(run()?["cached"], 2, "still cached after another agent's run");
     Ok(())
 }

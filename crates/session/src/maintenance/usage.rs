@@ -205,6 +205,14 @@ pub fn usage(storage: &dyn Storage, sessions: &[(Dialect, PathBuf)], options: &U
             keep.push((path.clone(), file));
         }
     }
+    // Files of the cache this run did not count (another `--dialect`, another home)
+    // stay while they are unchanged; those gone or changed leave it.
+    let counted: HashSet<&PathBuf> = sessions.iter().map(|(_, p)| p).collect();
+    for (path, file) in &cached {
+        if !counted.contains(path) && storage.stat(path).ok().flatten().is_some_and(|st| file.same_stat(&st)) {
+            keep.push((path.clone(), file.clone()));
+        }
+    }
     if let Some(dir) = &options.cache
         && (parsed_any || keep.len() != cached.len())
     {

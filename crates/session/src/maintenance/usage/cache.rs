@@ -6,8 +6,8 @@
 //! inode and device are those noted (a storage without inodes is never cached), and
 //! only when it had settled when it was read (last changed more than two seconds
 //! before: [`session_store::FileIdentity::settled_at`]). The cache is written whole,
-//! 0600 and atomically, only when a run read a file or a file left the listing; it holds
-//! only the files of the last run. Its header carries a BLAKE3 hash of everything: a
+//! 0600 and atomically, only when a run read a file or a file left it; a file a run did
+//! not count (another dialect's) stays while its stat is unchanged. Its header carries a BLAKE3 hash of everything: a
 //! cache that is damaged, of another format, or larger than 1 GiB is ignored (and
 //! replaced by the next run), never half used. Deleting it costs one slower run.
 //!
