@@ -300,7 +300,10 @@ the blobs it names are counted beside them.")]
     #[command(after_help = "Example: session usage --by month --since 2026-01-01\n\n\
 Counts the usage records of both agents' sessions: assistant messages (and tool results
 that carry usage), pi's usage entries, omp's model_usage entries, compactions and branch
-summaries. An entry a fork or an extract repeats counts once (known by its id and time).")]
+summaries. An entry a fork or an extract repeats counts once (known by its id and time).
+What each session file holds is kept in the usage cache (usage.bin in
+${XDG_CACHE_HOME:-~/.cache}/session-store): a file whose size, times, inode and device are
+unchanged is not read again.")]
     Usage {
         /// The grouping: day, week, month, project, model or session.
         #[arg(long, default_value = "day", value_name = "BY")]
@@ -308,6 +311,9 @@ summaries. An entry a fork or an extract repeats counts once (known by its id an
         /// Only entries at or after this UTC date (YYYY-MM-DD).
         #[arg(long, value_name = "DATE", value_parser = crate::jobs::parse_date)]
         since: Option<String>,
+        /// Read every session instead of the usage cache (also SESSION_NO_CACHE=1).
+        #[arg(long)]
+        no_cache: bool,
     },
     /// Merge another copy of a session (one that went on elsewhere) into this one.
     #[command(after_help = "Example: session merge FILE FILE.sync-conflict-20261204.jsonl\n\n\
@@ -342,6 +348,41 @@ below OLD.")]
         #[arg(long, short)]
         yes: bool,
     },
+    /// Pin a session: `ls` lists it first (omp: in omp's own list, which its /resume reads).
+    #[command(
+        after_help = "Example: session pin 019a2b3c\n         session pin ~/.pi/agent/sessions/--home-me-proj--/2026-…jsonl\n\n\
+SESSION is a session file, or what `session resume` takes: an id prefix, a file-name
+prefix, a name or a first message. An omp session's pin goes to omp's own list,
+<omp agent dir>/session-pins.json, which omp's /resume reads too; a pi session's to
+${XDG_STATE_HOME:-~/.local/state}/session-store/marks.json. Both are keyed by the
+session's id, so a pin follows the session through `move` and `relocate`; the session
+file itself is never written."
+    )]
+    Pin {
+        /// The session: a file, an id prefix, a file-name prefix or a name.
+        session: String,
+    },
+    /// Unpin a session (see `pin`).
+    #[command(after_help = "Example: session unpin 019a2b3c")]
+    Unpin {
+        /// The session: a file, an id prefix, a file-name prefix or a name.
+        session: String,
+    },
+    /// Archive a session: `ls` leaves it out unless --archived (nothing is deleted).
+    #[command(after_help = "Example: session archive 019a2b3c\n         session ls --archived\n\n\
+The mark is kept in ${XDG_STATE_HOME:-~/.local/state}/session-store/marks.json, keyed by
+the session's id (it follows the session through `move` and `relocate`); the session file
+is never written and both agents still list and open it.")]
+    Archive {
+        /// The session: a file, an id prefix, a file-name prefix or a name.
+        session: String,
+    },
+    /// Take a session out of the archive (see `archive`).
+    #[command(after_help = "Example: session unarchive 019a2b3c")]
+    Unarchive {
+        /// The session: a file, an id prefix, a file-name prefix or a name.
+        session: String,
+    },
     /// Move old sessions to the trash (a dry run unless --yes).
     #[command(after_help = "Example: session prune --older-than 90d --keep-named --yes\n\n\
 A session's age is its last activity as the agents list it (pi: the last message, omp:
@@ -355,6 +396,9 @@ trash`).")]
         /// Keep sessions with a name (pi) or a title (omp).
         #[arg(long)]
         keep_named: bool,
+        /// Keep pinned sessions (see `session pin`).
+        #[arg(long)]
+        keep_pinned: bool,
         /// Only the sessions of this project (its folder and the folders below it).
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,
@@ -417,7 +461,10 @@ found while blobs exist, and never a blob changed within the grace period.")]
         dir: Option<PathBuf>,
     },
     /// List sessions: the current directory's, of both agents (or --dialect's).
-    #[command(after_help = "Example: session ls --all")]
+    #[command(after_help = "Example: session ls --all\n         session ls --archived\n\n\
+Pinned sessions come first (marked * in the table, `pinned` in JSON); archived ones are
+left out unless --archived, which lists only them. Without --dialect each JSON object
+carries `agent`, `pinned` and `archived`; with --dialect the JSON is the reference's own.")]
     Ls {
         /// A session directory to list instead of the working directory's.
         dir: Option<PathBuf>,
@@ -433,6 +480,12 @@ found while blobs exist, and never a blob changed within the grace period.")]
         /// One JSON object a line (each with its `agent`).
         #[arg(long)]
         jsonl: bool,
+        /// Only the archived sessions (which are left out otherwise).
+        #[arg(long)]
+        archived: bool,
+        /// Only the pinned sessions.
+        #[arg(long)]
+        pinned: bool,
     },
     /// Print the session an id prefix, a file-name prefix, a name or a first message names.
     #[command(after_help = "Example: session resume 01a2\n         session resume 'config loader'")]

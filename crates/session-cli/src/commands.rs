@@ -7,6 +7,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use serde_json::Value;
+use session::maintenance::Mark;
 use session::model::json::{write_js_str, write_js_value};
 use session::store::blob::BlobStore;
 use session::tree::{self, Leaf};
@@ -63,21 +64,34 @@ pub(crate) fn run(g: &Global, command: &Command) -> Result<Output> {
         Command::Du { all, top } => crate::jobs::du(g, *all, *top)?.into(),
         Command::Merge { file, theirs, leaf } => crate::jobs::merge(g, file, theirs, leaf)?.into(),
         Command::Relocate { old, new, yes } => crate::jobs::relocate(g, old, new, *yes)?.into(),
-        Command::Usage { by, since } => crate::jobs::usage(g, *by, since.clone())?.into(),
-        Command::Prune { older_than, keep_named, project, yes } => {
-            crate::jobs::prune(g, *older_than, *keep_named, project.as_deref(), *yes)?.into()
+        Command::Usage { by, since, no_cache } => crate::jobs::usage(g, *by, since.clone(), *no_cache)?.into(),
+        Command::Prune { older_than, keep_named, keep_pinned, project, yes } => {
+            let o = crate::jobs::PruneArgs {
+                older_than: *older_than,
+                keep_named: *keep_named,
+                keep_pinned: *keep_pinned,
+                project: project.as_deref(),
+                yes: *yes,
+            };
+            crate::jobs::prune(g, &o)?.into()
         }
+        Command::Pin { session } => crate::jobs::mark(g, session, Mark::Pinned, true)?.into(),
+        Command::Unpin { session } => crate::jobs::mark(g, session, Mark::Pinned, false)?.into(),
+        Command::Archive { session } => crate::jobs::mark(g, session, Mark::Archived, true)?.into(),
+        Command::Unarchive { session } => crate::jobs::mark(g, session, Mark::Archived, false)?.into(),
         Command::Export { file, leaf, format } => crate::jobs::export(g, file, leaf.as_deref(), *format)?.into(),
         Command::Fsck { dirs, repair } => crate::jobs::fsck(g, dirs, *repair)?,
         Command::Gc { dirs, yes, grace } => crate::jobs::gc(g, dirs, *yes, *grace)?.into(),
         Command::Stats { dir } => crate::jobs::stats(g, dir.as_deref())?.into(),
-        Command::Ls { dir, cwd, all, no_cache, jsonl } => {
+        Command::Ls { dir, cwd, all, no_cache, jsonl, archived, pinned } => {
             let o = crate::find::LsOptions {
                 dir: dir.as_deref(),
                 cwd: cwd.as_deref(),
                 all: *all,
                 no_cache: *no_cache,
                 jsonl: *jsonl,
+                archived: *archived,
+                pinned: *pinned,
             };
             crate::find::ls(g, &o)?.into()
         }

@@ -114,6 +114,14 @@ pub(crate) fn ls(g: &Global, o: &LsOptions<'_>) -> Result<String> {
         found.push((dialect, sessions));
     }
     bar.finish();
+    // The marks: one small read. Archived sessions are left out (or only they are shown).
+    let marks = crate::jobs::read_marks(g);
+    for (dialect, sessions) in &mut found {
+        sessions.retain(|s| {
+            let m = marks.of(*dialect, &s.id);
+            m.archived == o.archived && (m.pinned || !o.pinned)
+        });
+    }
     if let [(dialect, sessions)] = &found[..]
         && wants_json(g)
         && !o.jsonl
@@ -126,27 +134,32 @@ pub(crate) fn ls(g: &Global, o: &LsOptions<'_>) -> Result<String> {
         return Ok(String::new());
     }
     // Both agents (or a stream): each session's reference shape, with its agent.
-    let mut merged: Vec<(Option<i64>, Dialect, serde_json::Value)> = Vec::new();
+    // Both agents (or a stream): each session's reference shape, with its agent and its
+    // marks; pinned sessions first, then newest first.
+    let mut merged: Vec<(bool, Option<i64>, serde_json::Value)> = Vec::new();
     for (dialect, sessions) in &found {
         let values: Vec<serde_json::Value> = serde_json::from_str(&discovery::sessions_to_json(*dialect, sessions))?;
         for (s, mut v) in sessions.iter().zip(values) {
+            let m = marks.of(*dialect, &s.id);
             if let Some(obj) = v.as_object_mut() {
                 obj.insert("agent".into(), dialect.name().into());
+                obj.insert("pinned".into(), m.pinned.into());
+                obj.insert("archived".into(), m.archived.into());
             }
-            merged.push((s.modified, *dialect, v));
+            merged.push((m.pinned, s.modified, v));
         }
     }
-    merged.sort_by_key(|m| std::cmp::Reverse(m.0));
+    merged.sort_by_key(|m| (!m.0, std::cmp::Reverse(m.1)));
     if o.jsonl {
-        return Ok(merged.iter().map(|(_, _, v)| v.to_string()).collect::<Vec<_>>().join("\n"));
+        return Ok(merged.iter().map(|m| m.2.to_string()).collect::<Vec<_>>().join("\n"));
     }
     if wants_json(g) {
         return Ok(serde_json::Value::Array(merged.into_iter().map(|m| m.2).collect()).to_string());
     }
-    let mut rows: Vec<(Dialect, &SessionInfo)> =
-        found.iter().flat_map(|(d, ss)| ss.iter().map(move |s| (*d, s))).collect();
-    rows.sort_by_key(|(_, s)| std::cmp::Reverse(s.modified));
-    Ok(table(&rows))
+    let mut rows: Vec<(Dialect, &SessionInfo, bool)> =
+        found.iter().flat_map(|(d, ss)| ss.iter().map(|s| (*d, s, marks.of(*d, &s.id).pinned))).collect();
+    rows.sort_by_key(|(_, s, pinned)| (!pinned, std::cmp::Reverse(s.modified)));
+    Ok(table(&rows, o.archived))
 }
 
 /// What `ls` lists.
@@ -161,19 +174,25 @@ pub(crate) struct LsOptions<'a> {
     pub(crate) no_cache: bool,
     /// One JSON object a line.
     pub(crate) jsonl: bool,
+    /// Only the archived sessions (left out otherwise).
+    pub(crate) archived: bool,
+    /// Only the pinned sessions.
+    pub(crate) pinned: bool,
 }
 
 fn shorten(s: &str, max: usize) -> String {
     crate::table::fit(s, max)
 }
 
-fn table(sessions: &[(Dialect, &SessionInfo)]) -> String {
+/// The table of `ls`: pinned sessions marked `*`.
+fn table(sessions: &[(Dialect, &SessionInfo, bool)], archived: bool) -> String {
     use crate::table::{Column, render};
     if sessions.is_empty() {
-        return "no sessions".into();
+        return if archived { "no archived sessions" } else { "no sessions" }.into();
     }
     let now = session::store::clock::Clock::now_ms(&session::store::clock::SystemClock);
     let columns = [
+        Column { header: "PIN", right: false, flex: 0 },
         Column { header: "MODIFIED", right: false, flex: 0 },
         Column { header: "AGENT", right: false, flex: 0 },
         Column { header: "MSGS", right: true, flex: 0 },
@@ -183,9 +202,10 @@ fn table(sessions: &[(Dialect, &SessionInfo)]) -> String {
     ];
     let rows: Vec<Vec<String>> = sessions
         .iter()
-        .map(|(d, s)| {
+        .map(|(d, s, pinned)| {
             let name = s.name.as_deref().or(s.title.as_deref()).unwrap_or(&s.first_message);
             vec![
+                if *pinned { "*" } else { "" }.to_owned(),
                 s.modified.map_or_else(|| "?".to_owned(), |m| discovery::time_ago(m, now)),
                 d.name().to_owned(),
                 s.message_count.to_string(),
@@ -196,7 +216,8 @@ fn table(sessions: &[(Dialect, &SessionInfo)]) -> String {
         })
         .collect();
     let mut out = render(&columns, &rows, crate::table::width(), crate::table::colour());
-    out.push_str(&format!("{} session(s)", sessions.len()));
+    let what = if archived { "archived session(s)" } else { "session(s)" };
+    out.push_str(&format!("{} {what}", sessions.len()));
     out
 }
 
@@ -211,12 +232,37 @@ pub(crate) fn resume(
     session_dir: Option<&Path>,
     no_cache: bool,
 ) -> Result<String> {
+    let (dialect, path, scope) = find_session(g, arg, cwd, session_dir, no_cache)?;
+    if !wants_json(g) {
+        return Ok(path.display().to_string());
+    }
+    let mut out = String::from("{\"path\":");
+    write_js_str(&mut out, &path.to_string_lossy());
+    out.push_str(",\"scope\":");
+    write_js_str(&mut out, scope);
+    if g.dialect.is_none() {
+        out.push_str(",\"agent\":");
+        write_js_str(&mut out, dialect.name());
+    }
+    out.push('}');
+    Ok(out)
+}
+
+/// The session `arg` names, as `resume` looks it up: whose it is, its path, and how it
+/// was found (`path`, `local`, `global` or `name`).
+pub(crate) fn find_session(
+    g: &Global,
+    arg: &str,
+    cwd: Option<&str>,
+    session_dir: Option<&Path>,
+    no_cache: bool,
+) -> Result<(Dialect, PathBuf, &'static str)> {
     let cwd = cwd_arg(cwd)?;
     let dialects = match g.dialect {
         Some(d) => vec![Dialect::from(d)],
         None => vec![Dialect::Pi, Dialect::Omp],
     };
-    let mut hit: Option<(Dialect, PathBuf, &str)> = None;
+    let mut hit: Option<(Dialect, PathBuf, &'static str)> = None;
     for &dialect in &dialects {
         let d = discovery_for(g, dialect, no_cache)?;
         match d.resolve_resumable(arg, &cwd, session_dir)? {
@@ -268,20 +314,7 @@ pub(crate) fn resume(
             }
         }
     }
-    let Some((dialect, path, scope)) = hit else { return Err("no session found".into()) };
-    if !wants_json(g) {
-        return Ok(path.display().to_string());
-    }
-    let mut out = String::from("{\"path\":");
-    write_js_str(&mut out, &path.to_string_lossy());
-    out.push_str(",\"scope\":");
-    write_js_str(&mut out, scope);
-    if g.dialect.is_none() {
-        out.push_str(",\"agent\":");
-        write_js_str(&mut out, dialect.name());
-    }
-    out.push('}');
-    Ok(out)
+    hit.ok_or_else(|| "no session found".into())
 }
 
 /// `continue`: the session the agent's own `--continue` would open in `cwd` (omp: the

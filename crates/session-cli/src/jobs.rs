@@ -434,12 +434,16 @@ pub(crate) fn parse_date(s: &str) -> std::result::Result<String, String> {
 
 /// `usage [--by …] [--since DATE]`: tokens and cost of every session of both agents (or
 /// `--dialect`'s), each entry once.
-pub(crate) fn usage(g: &Global, by: maintenance::UsageBy, since: Option<String>) -> Result<String> {
+pub(crate) fn usage(g: &Global, by: maintenance::UsageBy, since: Option<String>, no_cache: bool) -> Result<String> {
     let mut sessions: Vec<(Dialect, PathBuf)> = every_session(g, None)?.into_iter().map(|(d, i)| (d, i.path)).collect();
     // Oldest path first: a fork's repeated entries count in the session listed first.
     sessions.sort_by(|a, b| a.1.cmp(&b.1));
     let storage = crate::store::current();
-    let r = maintenance::usage(&*storage, &sessions, &maintenance::UsageOptions::by(by).since(since));
+    // The usage cache keys on local stats: files only, and not with SESSION_NO_CACHE.
+    let no_cache = no_cache || std::env::var("SESSION_NO_CACHE").is_ok_and(|v| !v.is_empty() && v != "0");
+    let cache = if crate::store::on_files() && !no_cache { crate::cache::dir().cloned() } else { None };
+    let options = maintenance::UsageOptions::by(by).since(since).cache(cache);
+    let r = maintenance::usage(&*storage, &sessions, &options);
     if wants_json(g) {
         let row = |u: &maintenance::UsageRow| {
             json!({"key": u.key, "input": u.input, "output": u.output, "cacheRead": u.cache_read,
@@ -450,6 +454,7 @@ pub(crate) fn usage(g: &Global, by: maintenance::UsageBy, since: Option<String>)
             "total": row(&r.total),
             "repeated": r.repeated,
             "unreadable": r.unreadable,
+            "cached": r.cached,
         })
         .to_string());
     }
@@ -476,25 +481,85 @@ pub(crate) fn usage(g: &Global, by: maintenance::UsageBy, since: Option<String>)
     Ok(out)
 }
 
+/// Where the marks of sessions are kept: our state folder, and the agent directory of
+/// `--omp-home` for omp's pins.
+pub(crate) fn mark_store(g: &Global) -> Result<maintenance::MarkStore> {
+    let process = session::discovery::ProcessEnv::from_process_env()?;
+    Ok(maintenance::MarkStore::from_env(&process, g.omp_home.into()))
+}
+
+/// Every mark, for a listing: a file of marks that cannot be read is named in a warning
+/// and the listing goes on without marks.
+pub(crate) fn read_marks(g: &Global) -> maintenance::Marks {
+    match mark_store(g).map_err(|e| e.to_string()).and_then(|m| m.read().map_err(|e| e.to_string())) {
+        Ok(marks) => marks,
+        Err(e) => {
+            eprintln!("warning: listing without pins and archive marks: {e}");
+            maintenance::Marks::default()
+        }
+    }
+}
+
+/// `pin`, `unpin`, `archive`, `unarchive SESSION`: the session `arg` names (a file, or
+/// what `resume` takes) gets the mark `mark` put on (`on`) or taken off.
+pub(crate) fn mark(g: &Global, arg: &str, mark: maintenance::Mark, on: bool) -> Result<String> {
+    let (_, path, _) = crate::find::find_session(g, arg, None, None, false)?;
+    let storage = crate::store::current();
+    let proof = maintenance::prove_session(&*storage, &path, dialect_of(g))?;
+    let marks = mark_store(g)?;
+    let changed = marks.set(proof.dialect, &proof.id, mark, on)?;
+    let now = marks.read()?.of(proof.dialect, &proof.id);
+    if wants_json(g) {
+        return Ok(json!({
+            "path": path_str(&proof.path), "agent": proof.dialect.name(), "id": proof.id,
+            "pinned": now.pinned, "archived": now.archived, "changed": changed,
+        })
+        .to_string());
+    }
+    let what = match (mark, on) {
+        (maintenance::Mark::Pinned, true) => "pinned",
+        (maintenance::Mark::Pinned, false) => "unpinned",
+        (maintenance::Mark::Archived, true) => "archived",
+        (maintenance::Mark::Archived, false) => "taken out of the archive",
+        _ => "marked",
+    };
+    let already = if changed { "" } else { "already " };
+    Ok(format!("{already}{what}: {} session {} ({})", proof.dialect.name(), proof.id, proof.path.display()))
+}
+
+/// What `prune` was asked.
+pub(crate) struct PruneArgs<'a> {
+    /// Sessions whose last activity is older than this.
+    pub(crate) older_than: Duration,
+    /// Keep named sessions.
+    pub(crate) keep_named: bool,
+    /// Keep pinned sessions.
+    pub(crate) keep_pinned: bool,
+    /// Only this project's sessions.
+    pub(crate) project: Option<&'a Path>,
+    /// Move them instead of listing them.
+    pub(crate) yes: bool,
+}
+
 /// `prune --older-than AGE`: the old sessions of both agents (or `--dialect`'s), listed,
 /// or with `yes` moved to the trash one by one (a session that cannot be moved is
 /// reported and the others still go).
-pub(crate) fn prune(
-    g: &Global,
-    older_than: Duration,
-    keep_named: bool,
-    project: Option<&Path>,
-    yes: bool,
-) -> Result<String> {
+pub(crate) fn prune(g: &Global, a: &PruneArgs<'_>) -> Result<String> {
+    let (older_than, yes) = (a.older_than, a.yes);
     if older_than.is_zero() {
         return Err("--older-than 0 would choose every session, the ones in use too; give an age such as 30d".into());
     }
     let listed = every_session(g, None)?;
-    let project = match project {
+    let project = match a.project {
         Some(p) => Some(std::path::absolute(p)?.to_string_lossy().into_owned()),
         None => None,
     };
-    let options = maintenance::PruneOptions::older_than(older_than).keep_named(keep_named).project(project);
+    // With --keep-pinned, pins that cannot be read must not let a pinned session go.
+    let marks = if a.keep_pinned { mark_store(g)?.read()? } else { read_marks(g) };
+    let mut options = maintenance::PruneOptions::older_than(older_than).keep_named(a.keep_named).project(project);
+    if a.keep_pinned {
+        options = options.keep_pinned(marks.clone());
+    }
     let now = now_ms();
     let chosen = maintenance::prune_candidates(&listed, &options, now);
     let storage = crate::store::current();
@@ -531,6 +596,7 @@ pub(crate) fn prune(
                     "cwd": s.cwd,
                     "modified": s.modified,
                     "name": s.name.as_ref().or(s.title.as_ref()),
+                    "pinned": marks.of(**d, &s.id).pinned,
                     "trash": o.as_ref().ok().and_then(|t| t.as_deref().map(path_str)),
                     "error": o.as_ref().err(),
                 })

@@ -82,7 +82,7 @@ pub use cache::fuzzing;
 pub use env::{AgentDirs, OmpHome, ProcessEnv};
 pub use error::DiscoveryError;
 pub use info::{MessagesText, SessionInfo, SessionStatus, sanitize_name, sessions_to_json, write_sessions_json};
-pub use list::{Discovery, Progress, RecentSession, ResumeTarget, Scope, time_ago};
+pub use list::{Discovery, PINS_FILE, Progress, RecentSession, ResumeTarget, Scope, parse_pins, time_ago};
 pub use omp_scan::{PREFIX_BYTES, SUFFIX_BYTES};
 pub use paths::{
     OmpScope, canonicalize_best_effort, encode_cwd_omp, encode_cwd_omp_canonical, encode_cwd_pi, expand_user_path,

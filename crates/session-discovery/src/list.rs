@@ -497,17 +497,13 @@ impl Discovery {
         out.sort_by_key(|s| !pins.contains(&s.id));
     }
 
-    /// Returns the pinned session ids (omp's `session-pins.json`), empty if none.
+    /// Returns the pinned session ids (omp's `session-pins.json`), empty if none (or,
+    /// as omp reads it, when the file is not a JSON array).
     pub fn pinned_ids(&self) -> Vec<String> {
         // The agent's own configuration, on this machine.
-        let path = self.dirs.agent_dir.join("session-pins.json");
+        let path = self.dirs.agent_dir.join(PINS_FILE);
         let Ok(bytes) = io::local().read(&path) else { return Vec::new() };
-        let text = String::from_utf8_lossy(&bytes);
-        let Ok(raw) = crate::jsonscan::parse_whole(&text) else { return Vec::new() };
-        crate::jsonscan::array_elements(raw)
-            .into_iter()
-            .filter_map(|e| crate::jsonscan::decode_string(e).map(|s| s.into_owned()))
-            .collect()
+        parse_pins(&bytes).unwrap_or_default()
     }
 
     /// Returns the most recent session file of `dir`.
@@ -1004,6 +1000,27 @@ fn collect(
 fn now_ns() -> i64 {
     use session_store::clock::Clock;
     session_store::clock::SystemClock.now_ms().saturating_mul(1_000_000)
+}
+
+/// The name of omp's list of pinned sessions in its agent directory.
+pub const PINS_FILE: &str = "session-pins.json";
+
+/// Reads omp's `session-pins.json` as omp 18 does (`loadPinnedSessionIds`): the string
+/// elements of a JSON array (other elements are no pins), the bytes decoded as UTF-8
+/// with replacement. `None` when the content is not a JSON array: omp then reads no
+/// pins, and a writer must not take that for an empty list.
+pub fn parse_pins(bytes: &[u8]) -> Option<Vec<String>> {
+    let text = String::from_utf8_lossy(bytes);
+    let raw = crate::jsonscan::parse_whole(&text).ok()?;
+    if crate::jsonscan::kind(raw) != crate::jsonscan::Kind::Array {
+        return None;
+    }
+    Some(
+        crate::jsonscan::array_elements(raw)
+            .into_iter()
+            .filter_map(|e| crate::jsonscan::decode_string(e).map(|s| s.into_owned()))
+            .collect(),
+    )
 }
 
 #[cfg(test)]

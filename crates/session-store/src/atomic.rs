@@ -106,6 +106,18 @@ pub fn write_atomic_stream(
     write_atomic_stream_with(path, fill, sync, NewFile::LikeTarget, || Ok(()))
 }
 
+/// Replaces `path` atomically and durably with what `fill` writes, as a file private to
+/// this user whatever `path` was: the temporary file is created 0600, exclusively and
+/// never through a link, in `path`'s folder, which must exist. For small files of the
+/// agents' own that they write the same way (omp's `session-pins.json`, written 0600
+/// through a temporary file and a rename). Returns the bytes written.
+pub fn write_atomic_private(
+    path: &Path,
+    fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<u64, StoreError> {
+    write_atomic_stream_with(path, fill, true, NewFile::Private, || Ok(()))
+}
+
 /// Replaces `path`, a file of a private folder ([`crate::PrivateDir::write_file`]), with
 /// what `fill` writes: the temporary file is created 0600 whatever `path` was (its mode
 /// and owner are not looked at, a link there is not followed), the folder is not

@@ -28,6 +28,9 @@
 //! storages of `session-store-postgres` and `session-store-redis`): path keys, listings
 //! from keys, omp's title metadata.
 //!
+//! [`FileLock`] is omp's cross-process lock of a small shared file (its pins, our marks):
+//! the same lock omp 18 takes, so read-modify-writes of such a file never lose an update.
+//!
 //! [`PrivateDir`] ([`private`]) is where derived files live (the listing cache, session
 //! indexes, the search catalog, the lock gates): a folder created 0700 and owned by this
 //! user, files written 0600 without following links.
@@ -74,6 +77,7 @@ mod error;
 #[cfg_attr(not(feature = "testing"), allow(unreachable_pub, dead_code))]
 mod fault;
 mod file;
+mod file_lock;
 pub mod keyed;
 mod lock;
 mod memory;
@@ -88,6 +92,7 @@ pub use error::{Op, StoreError};
 #[cfg(feature = "testing")]
 pub use fault::{Boundary, CrashKind, FaultStorage, Faults};
 pub use file::FileStorage;
+pub use file_lock::{FileLock, lock_name};
 pub use lock::lock_paths;
 pub use memory::MemoryStorage;
 pub use private::PrivateDir;

@@ -34,6 +34,7 @@ fn text(dir: &Path, args: &[&str]) -> Result<String> {
         .env("SESSION_NO_CACHE", "1")
         .env("HOME", dir.join("home"))
         .env_remove("PI_CODING_AGENT_DIR")
+        .env_remove("XDG_STATE_HOME")
         .output()?;
     let mut s = String::from_utf8(out.stdout)?;
     if !out.status.success() {
@@ -393,11 +394,99 @@ fn ls_prints_a_table_that_fits_the_width() -> Result<()> {
         &tmp.0,
         &["--dialect", "pi", "ls", &dir.to_string_lossy(), "--cwd", "/home/user/project"],
         expect![[r#"
-        MODIFIED    AGENT  MSGS  ID        NAME / FIRST MESSAGE        CWD
-        2026-01-01  pi       32  019b76da  value write append file g…  /home/user/proje…
-        1 session(s)
-    "#]],
+            PIN  MODIFIED    AGENT  MSGS  ID        NAME / FIRST MESSAGE     CWD
+                 2026-01-01  pi       32  019b76da  value write append fil…  /home/user/pro…
+            1 session(s)
+        "#]],
     )?;
+    Ok(())
+}
+
+/// `pin` marks a session `*` and lists it first; `archive` takes it out of `ls` until
+/// `ls --archived`; the marks live in the state folder of `$HOME`, never in the session.
+#[test]
+fn pins_and_the_archive_show_in_ls() -> Result<()> {
+    let tmp = TempDir::new("human-pins")?;
+    let sampled = sample(&tmp.0, "pi")?;
+    // In pi's home, where an id prefix finds it.
+    let dir = tmp.0.join("home/.pi/agent/sessions/--home-user-project--");
+    fs_err::create_dir_all(&dir)?;
+    let pi = dir.join("s.jsonl");
+    fs_err::rename(&sampled, &pi)?;
+    let before = fs_err::read(&pi)?;
+    let ls = |extra: &[&str]| -> Result<String> {
+        let d = dir.to_string_lossy();
+        let mut args = vec!["--dialect", "pi", "ls", &*d, "--cwd", "/home/user/project"];
+        args.extend_from_slice(extra);
+        text(&tmp.0, &args)
+    };
+    check(
+        &tmp.0,
+        &["pin", &pi.to_string_lossy()],
+        expect![[r#"
+            pinned: pi session 019b76da-a800-7dc3-a765-d6cba1d4622c (<tmp>/home/.pi/agent/sessions/--home-user-project--/s.jsonl)
+        "#]],
+    )?;
+    check(
+        &tmp.0,
+        &["pin", "019b76da"],
+        expect![[r#"
+            already pinned: pi session 019b76da-a800-7dc3-a765-d6cba1d4622c (<tmp>/home/.pi/agent/sessions/--home-user-project--/s.jsonl)
+        "#]],
+    )?;
+    expect![[r#"
+        PIN  MODIFIED    AGENT  MSGS  ID        NAME / FIRST MESSAGE     CWD
+        *    2026-01-01  pi       32  019b76da  value write append fil…  /home/user/pro…
+        1 session(s)
+    "#]]
+    .assert_eq(&ls(&[])?);
+    check(
+        &tmp.0,
+        &["archive", &pi.to_string_lossy()],
+        expect![[r#"
+            archived: pi session 019b76da-a800-7dc3-a765-d6cba1d4622c (<tmp>/home/.pi/agent/sessions/--home-user-project--/s.jsonl)
+        "#]],
+    )?;
+    expect![[r#"
+        no sessions
+    "#]]
+    .assert_eq(&ls(&[])?);
+    expect![[r#"
+        PIN  MODIFIED    AGENT  MSGS  ID        NAME / FIRST MESSAGE     CWD
+        *    2026-01-01  pi       32  019b76da  value write append fil…  /home/user/pro…
+        1 archived session(s)
+    "#]]
+    .assert_eq(&ls(&["--archived"])?);
+    check(
+        &tmp.0,
+        &["unarchive", "019b76da"],
+        expect![[r#"
+            taken out of the archive: pi session 019b76da-a800-7dc3-a765-d6cba1d4622c (<tmp>/home/.pi/agent/sessions/--home-user-project--/s.jsonl)
+        "#]],
+    )?;
+    check(
+        &tmp.0,
+        &["unpin", "019b76da"],
+        expect![[r#"
+            unpinned: pi session 019b76da-a800-7dc3-a765-d6cba1d4622c (<tmp>/home/.pi/agent/sessions/--home-user-project--/s.jsonl)
+        "#]],
+    )?;
+    expect![[r#"
+        PIN  MODIFIED    AGENT  MSGS  ID        NAME / FIRST MESSAGE     CWD
+             2026-01-01  pi       32  019b76da  value write append fil…  /home/user/pro…
+        1 session(s)
+    "#]]
+    .assert_eq(&ls(&[])?);
+    assert_eq!(fs_err::read(&pi)?, before, "the session file is never written");
+    let marks = fs_err::read_to_string(tmp.0.join("home/.local/state/session-store/marks.json"))?;
+    expect![[r#"
+        {
+        	"version": 1,
+        	"pinned": [],
+        	"archived": []
+        }
+    "#]]
+    .assert_eq(&marks);
     Ok(())
 }
 

@@ -885,3 +885,204 @@ fn a_shared_agent_dir_counts_each_session_once() -> Result<()> {
     assert!(agents.contains(&"pi") && agents.contains(&"omp"), "{v}");
     Ok(())
 }
+
+/// Pins and archive marks follow a session through `move` and `relocate` (they are kept
+/// by the session's id, never in the file); `ls --json` carries them, pinned first;
+/// `prune --keep-pinned` keeps a pinned session; an omp pin is omp's own list.
+#[test]
+fn marks_follow_moved_sessions_and_steer_ls_and_prune() -> Result<()> {
+    let h = Home::new("jobs-marks")?;
+    let with = |dialect: &str, cwd: &str, id: &str, text: &str| {
+        session_text(dialect, text)
+            .replace(r#""cwd":"/p""#, &format!(r#""cwd":"{cwd}""#))
+            .replace("01a228d5-0000-7000-8000-000000000001", id)
+    };
+    let pi_a = h.bucket("pi", "--w-old--")?.join("a.jsonl");
+    let pi_b = h.bucket("pi", "--w-old--")?.join("b.jsonl");
+    let omp_c = h.bucket("omp", "--w-old--")?.join("c.jsonl");
+    fs_err::write(&pi_a, with("pi", "/w/old", "0000000a-0000-7000-8000-000000000000", "pi a"))?;
+    fs_err::write(&pi_b, with("pi", "/w/old", "0000000b-0000-7000-8000-000000000000", "pi b"))?;
+    fs_err::write(&omp_c, with("omp", "/w/old", "0000000c-0000-7000-8000-000000000000", "omp c"))?;
+    let pi_d = h.bucket("pi", "--w-old--")?.join("d.jsonl");
+    fs_err::write(&pi_d, with("pi", "/w/old", "0000000d-0000-7000-8000-000000000000", "pi d"))?;
+    let files: Vec<Vec<u8>> = [&pi_a, &pi_b, &omp_c].iter().map(fs_err::read).collect::<std::io::Result<_>>()?;
+    let ok = |args: &[&str]| -> Result<String> {
+        let (code, out, err) = h.run(args)?;
+        assert_eq!(code, 0, "{args:?}: {err}");
+        Ok(out)
+    };
+    ok(&["pin", s(&pi_a)?])?;
+    ok(&["archive", "0000000b"])?;
+    let pinned: serde_json::Value = serde_json::from_str(&ok(&["--json", "pin", s(&omp_c)?])?)?;
+    assert_eq!((pinned["agent"].as_str(), pinned["pinned"].as_bool()), (Some("omp"), Some(true)), "{pinned}");
+    let after: Vec<Vec<u8>> = [&pi_a, &pi_b, &omp_c].iter().map(fs_err::read).collect::<std::io::Result<_>>()?;
+    assert_eq!(after, files, "marks never write a session file");
+    assert_eq!(
+        fs_err::read_to_string(h.home.join(".omp/agent/session-pins.json"))?,
+        "[\n\t\"0000000c-0000-7000-8000-000000000000\"\n]",
+        "omp's pin is in omp's own list, as omp writes it"
+    );
+    let listed = |cwd: &str, extra: &[&str]| -> Result<Vec<(String, bool, bool)>> {
+        let mut args = vec!["--json", "ls", "--cwd", cwd];
+        args.extend_from_slice(extra);
+        let v: serde_json::Value = serde_json::from_str(&ok(&args)?)?;
+        Ok(v.as_array()
+            .ok_or("an array")?
+            .iter()
+            .map(|s| {
+                let text = s["firstMessage"].as_str().unwrap_or_default().to_owned();
+                (text, s["pinned"] == true, s["archived"] == true)
+            })
+            .collect())
+    };
+    let before = listed("/w/old", &[])?;
+    assert_eq!(before.len(), 3, "{before:?}");
+    assert!(before[..2].iter().all(|(_, pinned, archived)| *pinned && !archived), "pinned first: {before:?}");
+    assert_eq!(before[2], ("pi d".to_owned(), false, false));
+    assert_eq!(listed("/w/old", &["--pinned"])?.len(), 2);
+    assert_eq!(listed("/w/old", &["--archived"])?, [("pi b".to_owned(), false, true)]);
+    // Moved one by one and as a project: the marks go along.
+    ok(&["move", s(&pi_a)?, "--cwd", "/w/elsewhere"])?;
+    assert_eq!(listed("/w/elsewhere", &[])?, [("pi a".to_owned(), true, false)]);
+    ok(&["relocate", "/w/old", "/w/new", "--yes"])?;
+    let moved = listed("/w/new", &[])?;
+    assert_eq!(moved, [("omp c".to_owned(), true, false), ("pi d".to_owned(), false, false)], "omp's pin went along");
+    assert_eq!(listed("/w/new", &["--pinned"])?, [("omp c".to_owned(), true, false)]);
+    assert_eq!(listed("/w/new", &["--archived"])?, [("pi b".to_owned(), false, true)]);
+    // prune --keep-pinned keeps the pinned sessions (every one is old: its messages
+    // and, set here, its file's time).
+    let now = u64::try_from(session_store::clock::Clock::now_ms(&session_store::clock::SystemClock))?;
+    let long_ago = std::time::UNIX_EPOCH + std::time::Duration::from_millis(now - 100 * 86_400_000);
+    for agent in [".pi/agent/sessions", ".omp/agent/sessions"] {
+        for bucket in fs_err::read_dir(h.home.join(agent))? {
+            for f in fs_err::read_dir(bucket?.path())? {
+                let f = f?.path();
+                if f.extension().is_some_and(|e| e == "jsonl") {
+                    fs_err::File::options().write(true).open(&f)?.file().set_modified(long_ago)?;
+                }
+            }
+        }
+    }
+    let (code, out, err) = h.run(&["--json", "prune", "--older-than", "1d", "--keep-pinned"])?;
+    assert_eq!(code, 0, "{err}");
+    let chosen: serde_json::Value = serde_json::from_str(&out)?;
+    let names: Vec<&str> =
+        chosen["sessions"].as_array().ok_or("sessions")?.iter().filter_map(|s| s["path"].as_str()).collect();
+    assert_eq!(names.len(), 2, "only the unpinned ones: {chosen}");
+    assert!(names.iter().all(|n| n.ends_with("b.jsonl") || n.ends_with("d.jsonl")), "{chosen}");
+    let (_, out, _) = h.run(&["--json", "prune", "--older-than", "1d"])?;
+    let all: serde_json::Value = serde_json::from_str(&out)?;
+    assert_eq!(all["sessions"].as_array().map(Vec::len), Some(4), "without --keep-pinned: {all}");
+    Ok(())
+}
+
+/// A damaged marks file is named and left as it is: marking refuses, `prune
+/// --keep-pinned` refuses (it cannot tell which sessions are pinned), and `ls` lists
+/// without marks after a warning naming it.
+#[test]
+fn a_damaged_marks_file_is_refused_and_kept() -> Result<()> {
+    let h = Home::new("jobs-marks-damaged")?;
+    let pi = h.bucket("pi", "--p--")?.join("a.jsonl");
+    write_session(&pi, "pi", "hello")?;
+    let state = h.home.join(".local/state/session-store");
+    fs_err::create_dir_all(&state)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs_err::set_permissions(&state, std::fs::Permissions::from_mode(0o700))?;
+    }
+    let marks = state.join("marks.json");
+    fs_err::write(&marks, "{\"version\": 1, \"pinned\": 7}")?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs_err::set_permissions(&marks, std::fs::Permissions::from_mode(0o600))?;
+    }
+    let (code, _, err) = h.run(&["pin", s(&pi)?])?;
+    assert!(code == 1 && err.contains("marks.json") && err.contains("not a list of session marks"), "{err}");
+    let (code, _, err) = h.run(&["prune", "--older-than", "1d", "--keep-pinned"])?;
+    assert!(code == 1 && err.contains("marks.json"), "{err}");
+    let (code, out, err) = h.run(&["--json", "ls", "--cwd", "/p"])?;
+    assert!(code == 0 && err.contains("marks.json") && out.contains("hello"), "{err}{out}");
+    assert_eq!(fs_err::read_to_string(&marks)?, "{\"version\": 1, \"pinned\": 7}");
+    Ok(())
+}
+
+/// `usage` keeps what each file holds in the usage cache: a second run on unchanged
+/// files reads none of them and answers the same; a file appended to is read again; a
+/// damaged cache is ignored; a fork's repeated entries still count once.
+#[test]
+fn usage_reads_only_changed_files_the_second_time() -> Result<()> {
+    let h = Home::new("jobs-usage-cache")?;
+    let cache = h.tmp.0.join("cache");
+    let assistant = |id: &str, parent: &str, input: u32| {
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":"{parent}","timestamp":"2026-03-01T10:00:00.000Z","message":{{"role":"assistant","content":[],"provider":"p","model":"m","usage":{{"input":{input},"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{{"total":0.5}}}},"stopReason":"stop","timestamp":1}}}}"#
+        )
+    };
+    let bucket = h.bucket("pi", "--p--")?;
+    let (a, b) = (bucket.join("a.jsonl"), bucket.join("b.jsonl"));
+    fs_err::write(&a, format!("{HEADER}\n{}\n", assistant("a1a1a1a1", "aaaaaaaa", 100)))?;
+    // A fork: the same entry, then one of its own.
+    fs_err::write(
+        &b,
+        format!("{HEADER}\n{}\n{}\n", assistant("a1a1a1a1", "aaaaaaaa", 100), assistant("b2b2b2b2", "a1a1a1a1", 10)),
+    )?;
+    let now = u64::try_from(session_store::clock::Clock::now_ms(&session_store::clock::SystemClock))?;
+    let settle = |f: &Path| -> Result<()> {
+        let old = std::time::UNIX_EPOCH + std::time::Duration::from_millis(now - 60_000);
+        fs_err::File::options().write(true).open(f)?.file().set_modified(old)?;
+        Ok(())
+    };
+    settle(&a)?;
+    settle(&b)?;
+    // A file is trusted by its stat only once it last changed (ctime too) over 2 s ago.
+    let racy = std::time::Duration::from_millis(2_100);
+    std::thread::sleep(racy);
+    let run = || -> Result<serde_json::Value> {
+        let out = in_home(&h.home, &h.work)
+            .env_remove("SESSION_NO_CACHE")
+            .env("XDG_CACHE_HOME", &cache)
+            .args(["--json", "--dialect", "pi", "usage", "--by", "model"])
+            .output()?;
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        Ok(serde_json::from_slice(&out.stdout)?)
+    };
+    let first = run()?;
+    assert_eq!((first["total"]["input"].as_f64(), first["cached"].as_u64()), (Some(110.0), Some(0)), "{first}");
+    assert_eq!(first["repeated"], 1, "{first}");
+    assert!(cache.join("session-store/usage.bin").is_file());
+    let second = run()?;
+    assert_eq!(second["cached"], 2, "nothing read again: {second}");
+    assert_eq!(
+        (&second["total"], &second["rows"], &second["repeated"]),
+        (&first["total"], &first["rows"], &first["repeated"])
+    );
+    // Appended to: read again, the new entry counted.
+    fs_err::OpenOptions::new()
+        .append(true)
+        .open(&b)?
+        .write_all(format!("{}\n", assistant("c3c3c3c3", "b2b2b2b2", 1000)).as_bytes())?;
+    settle(&b)?;
+    std::thread::sleep(racy);
+    let third = run()?;
+    assert_eq!((third["total"]["input"].as_f64(), third["cached"].as_u64()), (Some(1110.0), Some(1)), "{third}");
+    // A damaged cache is ignored, and the answer is the same.
+    let damaged = fs_err::read(cache.join("session-store/usage.bin"))?;
+    let mut bytes = damaged.clone();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    fs_err::write(cache.join("session-store/usage.bin"), &bytes)?;
+    let fourth = run()?;
+    assert_eq!((fourth["total"]["input"].as_f64(), fourth["cached"].as_u64()), (Some(1110.0), Some(0)), "{fourth}");
+    assert_eq!(fourth["repeated"], 1, "{fourth}");
+    // A run over the other agent's sessions (none here) leaves the cached files be.
+    let out = in_home(&h.home, &h.work)
+        .env_remove("SESSION_NO_CACHE")
+        .env("XDG_CACHE_HOME", &cache)
+        .args(["--json", "--dialect", "omp", "usage"])
+        .output()?;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(run()?["cached"], 2, "still cached after another agent's run");
+    Ok(())
+}

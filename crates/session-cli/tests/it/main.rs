@@ -52,6 +52,7 @@ fn in_home(home: &Path, work: &Path) -> Command {
         .env_remove("PI_CODING_AGENT_DIR")
         .env_remove("PI_CONFIG_DIR")
         .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_STATE_HOME")
         .env("SESSION_NO_CACHE", "1");
     c
 }

@@ -185,6 +185,21 @@ pub enum JobError {
         /// Why.
         reason: String,
     },
+    /// A file of marks (our `marks.json`, omp's `session-pins.json`) is not what it
+    /// should be: nothing was written, and it is left as it is.
+    #[error("{}: not a list of session marks ({why}); nothing was changed: fix or remove the file", path.display())]
+    MarksDamaged {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Another process kept a file of marks locked: nothing was changed.
+    #[error("{} stayed locked by another process (omp, or another `session`); nothing was changed, try again", path.display())]
+    MarksBusy {
+        /// The file.
+        path: PathBuf,
+    },
     /// The engine's error.
     #[error(transparent)]
     Session(#[from] SessionError),

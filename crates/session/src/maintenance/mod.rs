@@ -32,6 +32,7 @@
 //! | [`repair`] / [`migrate`] | nothing | the session (a backup of the bytes replaced is written first, unless asked not to) | the old file or the new one, whole; possibly a backup beside it |
 //! | [`relocate`] | the source after a copy across file systems | the session at its new place | the session at one of its two places, whole (both after a copy across file systems); a backup of dropped lines beside the new place |
 //! | [`push`] / [`pull`] | nothing (a replaced file only with `force`) | nothing | artifacts copied before the session: a session that is there is there whole |
+//! | [`MarkStore::set`] (pin, archive) | nothing | our `marks.json` or omp's `session-pins.json`, atomically under its lock | the old list or the new one, whole |
 //! | [`export`] / [`stats`] | nothing | nothing | nothing |
 
 mod du;
@@ -40,6 +41,7 @@ mod export;
 mod fsck;
 mod gc;
 mod homes;
+mod marks;
 mod merge;
 mod project;
 mod proof;
@@ -58,6 +60,7 @@ pub use export::{ExportFormat, export};
 pub use fsck::{Finding, FsckOptions, FsckReport, fsck};
 pub use gc::{BlobUse, GcOptions, GcReport, gc};
 pub use homes::{Homes, Root};
+pub use marks::{MARKS_FILE, Mark, MarkStore, Marks, SessionMarks};
 pub use merge::{MergeLeaf, MergeReport, merge};
 pub use project::{ProjectMove, project_moves, relocate_project};
 pub use proof::{SessionProof, detect_dialect, prove_session};
@@ -67,4 +70,4 @@ pub use rm::{RmPlan, RmReport, plan_rm};
 pub use stats::{Stats, stats};
 pub use transfer::{Copied, TransferOptions, pull, push};
 pub use trash::{TRASH_DIR, TRASH_META, TrashItem, TrashReport, restore, trash_empty, trash_list, trash_of};
-pub use usage::{UsageBy, UsageOptions, UsageReport, UsageRow, usage};
+pub use usage::{USAGE_CACHE, UsageBy, UsageOptions, UsageReport, UsageRow, usage};

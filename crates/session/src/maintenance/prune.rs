@@ -7,6 +7,8 @@ use std::time::Duration;
 use session_discovery::SessionInfo;
 use session_model::Dialect;
 
+use super::Marks;
+
 /// What [`prune_candidates`] keeps out.
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
@@ -17,6 +19,8 @@ pub struct PruneOptions {
     pub keep_named: bool,
     /// Only sessions of this project: a header `cwd` equal to it or below it.
     pub project: Option<String>,
+    /// Keep the sessions these marks pin.
+    pub keep_pinned: Option<Marks>,
 }
 
 impl PruneOptions {
@@ -32,6 +36,13 @@ impl PruneOptions {
         self
     }
 
+    /// Returns these options keeping the sessions `marks` pin.
+    #[must_use]
+    pub fn keep_pinned(mut self, marks: Marks) -> PruneOptions {
+        self.keep_pinned = Some(marks);
+        self
+    }
+
     /// Returns these options limited to the project `cwd` (and the folders below it).
     #[must_use]
     pub fn project(mut self, cwd: Option<String>) -> PruneOptions {
@@ -42,7 +53,8 @@ impl PruneOptions {
 
 /// Returns the sessions of `listed` a prune moves to the trash at `now_ms`: those whose
 /// last activity ([`SessionInfo::modified`]) is older than [`PruneOptions::older_than`],
-/// minus named ones with [`PruneOptions::keep_named`], within [`PruneOptions::project`].
+/// minus named ones with [`PruneOptions::keep_named`] and pinned ones with
+/// [`PruneOptions::keep_pinned`], within [`PruneOptions::project`].
 /// A session without a known time (an invalid date) is never chosen. Oldest first.
 pub fn prune_candidates<'a>(
     listed: &'a [(Dialect, SessionInfo)],
@@ -54,6 +66,7 @@ pub fn prune_candidates<'a>(
         .iter()
         .filter(|(_, s)| s.modified.is_some_and(|m| m < cutoff))
         .filter(|(_, s)| !(options.keep_named && (s.name.is_some() || s.title.is_some())))
+        .filter(|(d, s)| options.keep_pinned.as_ref().is_none_or(|m| !m.of(*d, &s.id).pinned))
         .filter(|(_, s)| options.project.as_deref().is_none_or(|p| Path::new(&s.cwd).starts_with(p)))
         .collect();
     out.sort_by(|a, b| (a.1.modified, &a.1.path).cmp(&(b.1.modified, &b.1.path)));

@@ -8,7 +8,11 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 use session_model::Dialect;
-use session_store::Storage;
+use session_store::{PrivateDir, Storage};
+
+mod cache;
+
+pub use cache::USAGE_CACHE;
 
 /// What [`usage`] groups by.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -54,12 +58,22 @@ pub struct UsageOptions {
     pub by: UsageBy,
     /// Only entries at or after this UTC date (`YYYY-MM-DD`).
     pub since: Option<String>,
+    /// The private folder of the usage cache ([`USAGE_CACHE`]); `None`: every session
+    /// is read.
+    pub cache: Option<PrivateDir>,
 }
 
 impl UsageOptions {
     /// Returns options grouping by `by`.
     pub fn by(by: UsageBy) -> UsageOptions {
-        UsageOptions { by, since: None }
+        UsageOptions { by, since: None, cache: None }
+    }
+
+    /// Returns these options keeping the usage cache in `dir`.
+    #[must_use]
+    pub fn cache(mut self, dir: Option<PrivateDir>) -> UsageOptions {
+        self.cache = dir;
+        self
     }
 
     /// Returns these options counting entries from the date `since` on.
@@ -92,18 +106,44 @@ pub struct UsageRow {
 
 impl UsageRow {
     pub(crate) fn add(&mut self, usage: &Value) {
-        let n = |k: &str| usage.get(k).and_then(Value::as_f64).filter(|v| v.is_finite()).unwrap_or(0.0);
-        self.input += n("input");
-        self.output += n("output");
-        self.cache_read += n("cacheRead");
-        self.cache_write += n("cacheWrite");
-        self.cost += usage
-            .get("cost")
-            .and_then(|c| c.get("total"))
-            .and_then(Value::as_f64)
-            .filter(|v| v.is_finite())
-            .unwrap_or(0.0);
+        self.add_tokens(&Tokens::of(usage));
+    }
+
+    fn add_tokens(&mut self, t: &Tokens) {
+        self.input += t.input;
+        self.output += t.output;
+        self.cache_read += t.cache_read;
+        self.cache_write += t.cache_write;
+        self.cost += t.cost;
         self.records += 1;
+    }
+}
+
+/// The numbers of one usage record (a missing or non-finite one is 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Tokens {
+    input: f64,
+    output: f64,
+    cache_read: f64,
+    cache_write: f64,
+    cost: f64,
+}
+
+impl Tokens {
+    fn of(usage: &Value) -> Tokens {
+        let n = |k: &str| usage.get(k).and_then(Value::as_f64).filter(|v| v.is_finite()).unwrap_or(0.0);
+        Tokens {
+            input: n("input"),
+            output: n("output"),
+            cache_read: n("cacheRead"),
+            cache_write: n("cacheWrite"),
+            cost: usage
+                .get("cost")
+                .and_then(|c| c.get("total"))
+                .and_then(Value::as_f64)
+                .filter(|v| v.is_finite())
+                .unwrap_or(0.0),
+        }
     }
 }
 
@@ -119,52 +159,161 @@ pub struct UsageReport {
     pub repeated: u64,
     /// Sessions that could not be read.
     pub unreadable: u64,
+    /// Sessions answered from the usage cache, not read.
+    pub cached: u64,
 }
 
 /// Sums the usage records of `sessions` (each with whose it is), grouped as `options`
 /// say. An entry is one record however many files hold it: it is known by its id and
-/// timestamp (a fork copies both). Reads only.
+/// timestamp (a fork copies both). Reads only the sessions; with
+/// [`UsageOptions::cache`], what each file holds is kept in the usage cache
+/// ([`USAGE_CACHE`]) and a file whose size, times, inode and device are those noted
+/// (and which had settled when read) is not read again.
 pub fn usage(storage: &dyn Storage, sessions: &[(Dialect, PathBuf)], options: &UsageOptions) -> UsageReport {
     let mut report =
         UsageReport { total: UsageRow { key: "total".to_owned(), ..UsageRow::default() }, ..Default::default() };
     let mut groups: BTreeMap<String, UsageRow> = BTreeMap::new();
     let mut seen: HashSet<(String, String)> = HashSet::new();
+    let cached = options.cache.as_ref().map(cache::load).unwrap_or_default();
+    let now_ns = session_store::clock::Clock::now_ms(&session_store::clock::SystemClock).saturating_mul(1_000_000);
+    let mut keep: Vec<(PathBuf, std::sync::Arc<FileUsage>)> = Vec::new();
+    let mut parsed_any = false;
     for (dialect, path) in sessions {
-        let Ok(bytes) = storage.read(path) else {
-            report.unreadable += 1;
-            continue;
+        let st = storage.stat(path).ok().flatten();
+        let hit = match (&st, cached.get(path)) {
+            (Some(st), Some(c)) if c.dialect == *dialect && c.same_stat(st) => Some(c.clone()),
+            _ => None,
         };
-        let parsed = session_model::parse_session_bytes(&bytes, *dialect);
-        let cwd = parsed.records.first().and_then(|h| h.get_str("cwd")).unwrap_or_default().to_owned();
-        for (i, r) in parsed.records.iter().enumerate().skip(1) {
-            let Some((usage, model)) = usage_of(r.try_value()) else { continue };
-            let at = r.timestamp().unwrap_or_default().to_owned();
-            if options.since.as_deref().is_some_and(|since| at.get(..10).unwrap_or_default() < since) {
-                continue;
+        let (file, keepable) = match hit {
+            Some(f) => {
+                report.cached += 1;
+                (f, true)
             }
-            let key = match r.id() {
-                Some(id) => (id.to_owned(), at.clone()),
-                // An entry of an old file without ids: its place is its identity.
-                None => (format!("{}#{i}", path.display()), at.clone()),
-            };
-            if !seen.insert(key) {
-                report.repeated += 1;
-                continue;
+            None => {
+                let Ok(bytes) = storage.read(path) else {
+                    report.unreadable += 1;
+                    continue;
+                };
+                parsed_any = true;
+                // Kept only for a file whose identity says it cannot change unseen.
+                let settled = st.as_ref().and_then(|s| s.identity).is_some_and(|i| i.settled_at(now_ns));
+                (std::sync::Arc::new(FileUsage::parse(&bytes, *dialect, st.as_ref())), settled)
             }
-            let group = match options.by {
-                UsageBy::Day => at.get(..10).unwrap_or("unknown").to_owned(),
-                UsageBy::Month => at.get(..7).unwrap_or("unknown").to_owned(),
-                UsageBy::Week => session_model::timestamp::iso_week(&at).unwrap_or_else(|| "unknown".to_owned()),
-                UsageBy::Project => cwd.clone(),
-                UsageBy::Model => model,
-                UsageBy::Session => path.display().to_string(),
-            };
-            groups.entry(group.clone()).or_insert_with(|| UsageRow { key: group, ..UsageRow::default() }).add(usage);
-            report.total.add(usage);
+        };
+        count(&file, path, options, &mut seen, &mut groups, &mut report);
+        if keepable {
+            keep.push((path.clone(), file));
         }
+    }
+    // Files of the cache this run did not count (another `--dialect`, another home)
+    // stay while they are unchanged; those gone or changed leave it.
+    let counted: HashSet<&PathBuf> = sessions.iter().map(|(_, p)| p).collect();
+    for (path, file) in &cached {
+        if !counted.contains(path) && storage.stat(path).ok().flatten().is_some_and(|st| file.same_stat(&st)) {
+            keep.push((path.clone(), file.clone()));
+        }
+    }
+    if let Some(dir) = &options.cache
+        && (parsed_any || keep.len() != cached.len())
+    {
+        cache::store(dir, &keep);
     }
     report.rows = groups.into_values().collect();
     report
+}
+
+/// Counts the records of `file` (at `path`) not counted yet.
+fn count(
+    file: &FileUsage,
+    path: &std::path::Path,
+    options: &UsageOptions,
+    seen: &mut HashSet<(String, String)>,
+    groups: &mut BTreeMap<String, UsageRow>,
+    report: &mut UsageReport,
+) {
+    for r in &file.records {
+        if options.since.as_deref().is_some_and(|since| r.at.get(..10).unwrap_or_default() < since) {
+            continue;
+        }
+        let key = match &r.id {
+            Some(id) => (id.clone(), r.at.clone()),
+            // An entry of an old file without ids: its place is its identity.
+            None => (format!("{}#{}", path.display(), r.index), r.at.clone()),
+        };
+        if !seen.insert(key) {
+            report.repeated += 1;
+            continue;
+        }
+        let group = match options.by {
+            UsageBy::Day => r.at.get(..10).unwrap_or("unknown").to_owned(),
+            UsageBy::Month => r.at.get(..7).unwrap_or("unknown").to_owned(),
+            UsageBy::Week => session_model::timestamp::iso_week(&r.at).unwrap_or_else(|| "unknown".to_owned()),
+            UsageBy::Project => file.cwd.clone(),
+            UsageBy::Model => r.model.clone(),
+            UsageBy::Session => path.display().to_string(),
+        };
+        groups
+            .entry(group.clone())
+            .or_insert_with(|| UsageRow { key: group, ..UsageRow::default() })
+            .add_tokens(&r.tokens);
+        report.total.add_tokens(&r.tokens);
+    }
+}
+
+/// The usage records of one session file, and the stat it had when read: what the
+/// usage cache keeps of it.
+#[derive(Clone, Debug, PartialEq)]
+struct FileUsage {
+    dialect: Dialect,
+    /// Size, mtime ns, ctime ns, inode, device (zeros where the storage has none).
+    stat: [u64; 5],
+    /// The header's `cwd`.
+    cwd: String,
+    records: Vec<UsageRecord>,
+}
+
+/// One usage record.
+#[derive(Clone, Debug, PartialEq)]
+struct UsageRecord {
+    /// The entry's id (`None` in an old file without ids: then its place counts).
+    id: Option<String>,
+    /// Its index among the file's records.
+    index: u64,
+    /// Its timestamp.
+    at: String,
+    /// `provider/model`.
+    model: String,
+    tokens: Tokens,
+}
+
+impl FileUsage {
+    fn parse(bytes: &[u8], dialect: Dialect, st: Option<&session_store::FileStat>) -> FileUsage {
+        let parsed = session_model::parse_session_bytes(bytes, dialect);
+        let cwd = parsed.records.first().and_then(|h| h.get_str("cwd")).unwrap_or_default().to_owned();
+        let mut records = Vec::new();
+        for (i, r) in parsed.records.iter().enumerate().skip(1) {
+            let Some((usage, model)) = usage_of(r.try_value()) else { continue };
+            records.push(UsageRecord {
+                id: r.id().map(str::to_owned),
+                index: i as u64,
+                at: r.timestamp().unwrap_or_default().to_owned(),
+                model,
+                tokens: Tokens::of(usage),
+            });
+        }
+        FileUsage { dialect, stat: st.map(stat_key).unwrap_or_default(), cwd, records }
+    }
+
+    /// Returns whether `st` is the stat noted, with an identity (a storage without
+    /// inodes is never trusted).
+    fn same_stat(&self, st: &session_store::FileStat) -> bool {
+        st.identity.is_some() && stat_key(st) == self.stat
+    }
+}
+
+fn stat_key(st: &session_store::FileStat) -> [u64; 5] {
+    let (ctime, ino, dev) = st.identity.map_or((0, 0, 0), |i| (i.ctime_ns as u64, i.ino, i.dev));
+    [st.size, st.mtime_ns() as u64, ctime, ino, dev]
 }
 
 /// Returns the usage object of a record and the model it was spent on (`-` when the

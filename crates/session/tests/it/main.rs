@@ -8,6 +8,7 @@ mod lifecycle;
 mod lifecycle_model;
 mod maintenance;
 pub(crate) mod manager;
+mod marks;
 mod parallelism;
 mod persist;
 mod races;
