@@ -90,6 +90,7 @@ fn rows(n: usize) -> Vec<Row> {
                 modified: Some(NOW - (next() % 10_000_000_000) as i64),
                 messages: next() % 400,
                 here: k % 40 == 0,
+                pinned: k % 500 == 0,
             }
         })
         .collect()

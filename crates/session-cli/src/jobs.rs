@@ -488,10 +488,15 @@ pub(crate) fn mark_store(g: &Global) -> Result<maintenance::MarkStore> {
     Ok(maintenance::MarkStore::from_env(&process, g.omp_home.into()))
 }
 
+/// Every mark, or why they cannot be read (naming the file).
+pub(crate) fn try_read_marks(g: &Global) -> std::result::Result<maintenance::Marks, String> {
+    mark_store(g).map_err(|e| e.to_string()).and_then(|m| m.read().map_err(|e| e.to_string()))
+}
+
 /// Every mark, for a listing: a file of marks that cannot be read is named in a warning
 /// and the listing goes on without marks.
 pub(crate) fn read_marks(g: &Global) -> maintenance::Marks {
-    match mark_store(g).map_err(|e| e.to_string()).and_then(|m| m.read().map_err(|e| e.to_string())) {
+    match try_read_marks(g) {
         Ok(marks) => marks,
         Err(e) => {
             eprintln!("warning: listing without pins and archive marks: {e}");

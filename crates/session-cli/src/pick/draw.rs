@@ -24,6 +24,8 @@ pub(crate) const HELP: &[(&str, &str)] = &[
     ("r", "rename"),
     ("d del", "move to the trash (asks first)"),
     ("e", "export to Markdown in the working directory"),
+    ("P", "pin, or take the pin off (pinned sessions come first)"),
+    ("A", "archive: out of this list and ls (session unarchive brings it back)"),
     ("^U ^D", "scroll the preview"),
     ("tab", "the preview in place of the list (small terminals)"),
     ("q", "quit"),
@@ -167,6 +169,7 @@ fn columns(width: usize) -> Vec<(Column, usize)> {
 fn cell(r: &Row, snippet: Option<&str>, k: usize, look: &Look) -> String {
     match k {
         0 => r.modified.map_or_else(|| "?".to_owned(), |m| session::discovery::time_ago(m, look.now_ms)),
+        1 if r.pinned => format!("{}*", r.dialect.name()),
         1 => r.dialect.name().to_owned(),
         2 => r.messages.to_string(),
         3 => match snippet {
@@ -336,6 +339,7 @@ mod tests {
                     modified: Some(NOW - ago),
                     messages: *messages,
                     here: *cwd == "/home/me/proj",
+                    pinned: false,
                 })
                 .collect(),
         );
@@ -540,12 +544,12 @@ mod tests {
                  │r                   rename                                                  │
                  │d del               move to the trash (asks first)                          │
                  │e                   export to Markdown in the working directory             │
-                 │^U ^D               scroll the preview                                      │
-                o│tab                 the preview in place of the list (small terminals)      │─
-                l│q                   quit                                                    │
+                 │P                   pin, or take the pin off (pinned sessions come first)   │
+                o│A                   archive: out of this list and ls (session unarchive brin│─
+                l│^U ^D               scroll the preview                                      │
+                 │tab                 the preview in place of the list (small terminals)      │
+                 │q                   quit                                                    │
                  └────────────────────────────────────────────────────────────────────────────┘
-
-
 
 
 

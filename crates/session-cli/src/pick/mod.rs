@@ -25,6 +25,7 @@ use ratatui::crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScr
 use ratatui::crossterm::{cursor, execute};
 use session::Dialect;
 use session::discovery::Progress;
+use session::maintenance::{Mark, Marks};
 
 use crate::args::{DialectArg, Global};
 use crate::commands::Result;
@@ -58,6 +59,8 @@ enum Msg {
     Preview(PathBuf, String),
     Indexed(std::result::Result<(), String>),
     Hits(String, Vec<(PathBuf, String)>),
+    /// A line for the status bar.
+    Status(String),
 }
 
 /// Gives the terminal back: raw mode off, the main screen, the cursor shown.
@@ -92,9 +95,26 @@ fn dialects(g: &Global) -> Vec<Dialect> {
     }
 }
 
+/// The rows of listed sessions: archived ones left out, pinned ones marked.
+fn rows_of(dialect: Dialect, listed: &[session::discovery::SessionInfo], here: bool, marks: &Marks) -> Vec<Row> {
+    listed
+        .iter()
+        .filter_map(|s| {
+            let m = marks.of(dialect, &s.id);
+            (!m.archived).then(|| Row { pinned: m.pinned, ..Row::from_info(dialect, s, here) })
+        })
+        .collect()
+}
+
 /// Lists the sessions on a thread: this project's of each agent, then with `all`
 /// every project's, sending them as they are read.
 fn lister(g: Global, cwd: String, all: bool, tx: Sender<Msg>) {
+    // The marks, read once: archived sessions stay out, pinned ones go first. Marks that
+    // cannot be read leave the list unmarked, said on the status line.
+    let marks = crate::jobs::try_read_marks(&g).unwrap_or_else(|e| {
+        let _ = tx.send(Msg::Status(format!("listing without pins and archive marks: {e}")));
+        Marks::default()
+    });
     let list = || -> Result<()> {
         for pass in [true, false] {
             if !pass && !all {
@@ -107,13 +127,13 @@ fn lister(g: Global, cwd: String, all: bool, tx: Sender<Msg>) {
                     if let Some(part) = p.partial
                         && part.len() > sent
                     {
-                        let rows = part[sent..].iter().map(|s| Row::from_info(dialect, s, pass)).collect();
+                        let rows = rows_of(dialect, &part[sent..], pass, &marks);
                         sent = part.len();
                         let _ = tx.send(Msg::Rows(rows));
                     }
                 };
                 let found = if pass { d.list(&cwd, None, &mut progress)? } else { d.list_all(None, &mut progress)? };
-                let _ = tx.send(Msg::Rows(found.iter().map(|s| Row::from_info(dialect, s, pass)).collect()));
+                let _ = tx.send(Msg::Rows(rows_of(dialect, &found, pass, &marks)));
             }
         }
         Ok(())
@@ -243,6 +263,27 @@ fn perform(g: &Global, p: &mut Picker, effect: Effect, copied: &mut Vec<PathBuf>
             }
             None
         }
+        Effect::Pin(t, on) => {
+            let g = for_dialect(g, t.dialect);
+            match crate::jobs::mark(&g, &t.path.to_string_lossy(), Mark::Pinned, on) {
+                Ok(said) => {
+                    p.pinned(&t.path, on);
+                    p.set_status(said);
+                }
+                Err(e) => p.set_status(format!("not {}: {e}", if on { "pinned" } else { "unpinned" })),
+            }
+            None
+        }
+        Effect::Archive(t) => {
+            match crate::jobs::mark(&for_dialect(g, t.dialect), &t.path.to_string_lossy(), Mark::Archived, true) {
+                Ok(_) => {
+                    p.removed(&t.path);
+                    p.set_status(format!("archived; session unarchive {} brings it back", t.path.display()));
+                }
+                Err(e) => p.set_status(format!("not archived: {e}")),
+            }
+            None
+        }
         Effect::Export(t) => {
             let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
             match crate::jobs::export_to(&for_dialect(g, t.dialect), &t.path, &dir) {
@@ -308,6 +349,7 @@ pub(crate) fn run(g: &Global, all: bool) -> Result<()> {
                     p.loading = false;
                     let _ = search_tx.send(String::new());
                 }
+                Msg::Status(text) => p.set_status(text),
                 Msg::ListFailed(e) => {
                     p.loading = false;
                     let _ = search_tx.send(String::new());

@@ -30,6 +30,8 @@ pub(crate) struct Row {
     pub(crate) messages: u64,
     /// A session of the working directory's project (listed first).
     pub(crate) here: bool,
+    /// Pinned (`session pin`; listed before the rest).
+    pub(crate) pinned: bool,
 }
 
 impl Row {
@@ -44,6 +46,7 @@ impl Row {
             modified: s.modified,
             messages: s.message_count,
             here,
+            pinned: false,
         }
     }
 
@@ -51,6 +54,15 @@ impl Row {
     pub(crate) fn label(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.first_message)
     }
+}
+
+/// The list's order: pinned sessions, then this project's, then the newest first.
+fn order(a: &Row, b: &Row) -> std::cmp::Ordering {
+    b.pinned
+        .cmp(&a.pinned)
+        .then_with(|| b.here.cmp(&a.here))
+        .then_with(|| b.modified.cmp(&a.modified))
+        .then_with(|| a.path.cmp(&b.path))
 }
 
 /// The lowercased text a row is filtered by.
@@ -151,6 +163,10 @@ pub(crate) enum Effect {
     Trash(Target),
     /// Export the session to a Markdown file.
     Export(Target),
+    /// Pin the session (`true`) or take its pin off.
+    Pin(Target, bool),
+    /// Put the session in the archive (out of the list).
+    Archive(Target),
 }
 
 /// The session an [`Effect`] is about.
@@ -183,6 +199,8 @@ enum Action {
     Rename,
     Trash,
     Export,
+    Pin,
+    Archive,
     Help,
     Quit,
     Back,
@@ -341,9 +359,7 @@ impl Picker {
         }
         // Each row keeps its filter text: only the new ones were lowercased.
         let mut both: Vec<(Row, Hay)> = std::mem::take(&mut self.rows).into_iter().zip(self.hay.drain(..)).collect();
-        both.sort_by(|(a, _), (b, _)| {
-            b.here.cmp(&a.here).then_with(|| b.modified.cmp(&a.modified)).then_with(|| a.path.cmp(&b.path))
-        });
+        both.sort_by(|(a, _), (b, _)| order(a, b));
         (self.rows, self.hay) = both.into_iter().unzip();
         self.narrowed = None;
         self.refilter();
@@ -361,6 +377,19 @@ impl Picker {
             self.selected_path = None;
         }
         self.refilter();
+    }
+
+    /// Shows a session pinned (`on`) or unpinned, in its new place.
+    pub(crate) fn pinned(&mut self, path: &Path, on: bool) {
+        if let Some(i) = self.rows.iter().position(|r| r.path == path) {
+            self.rows[i].pinned = on;
+            let mut both: Vec<(Row, Hay)> =
+                std::mem::take(&mut self.rows).into_iter().zip(self.hay.drain(..)).collect();
+            both.sort_by(|(a, _), (b, _)| order(a, b));
+            (self.rows, self.hay) = both.into_iter().unzip();
+            self.narrowed = None;
+            self.refilter();
+        }
     }
 
     /// Shows a session's new name.
@@ -513,6 +542,9 @@ impl Picker {
             KeyCode::Char('r') => Action::Rename,
             KeyCode::Char('d') => Action::Trash,
             KeyCode::Char('e') => Action::Export,
+            // Capitals: a filter rarely starts with one.
+            KeyCode::Char('P') => Action::Pin,
+            KeyCode::Char('A') => Action::Archive,
             KeyCode::Char('?') => Action::Help,
             KeyCode::Char('q') => Action::Quit,
             KeyCode::Char('/') => Action::Filter,
@@ -610,7 +642,13 @@ impl Picker {
                 _ => return Effect::Quit,
             },
             Action::Ignore => {}
-            Action::Open | Action::Copy | Action::Rename | Action::Trash | Action::Export => {
+            Action::Open
+            | Action::Copy
+            | Action::Rename
+            | Action::Trash
+            | Action::Export
+            | Action::Pin
+            | Action::Archive => {
                 let Some(t) = self.target() else {
                     self.status = Some("no session selected".into());
                     return Effect::None;
@@ -619,6 +657,8 @@ impl Picker {
                     Action::Open => Effect::Open(t),
                     Action::Copy => Effect::Copy(t),
                     Action::Export => Effect::Export(t),
+                    Action::Pin => Effect::Pin(t, !self.selected_row().is_some_and(|r| r.pinned)),
+                    Action::Archive => Effect::Archive(t),
                     Action::Rename => {
                         let name = self.selected_row().and_then(|r| r.name.clone()).unwrap_or_default();
                         self.mode = Mode::Rename(name);
@@ -649,6 +689,7 @@ mod tests {
             modified: Some(1_000_000 + i64::try_from(k).unwrap_or(0)),
             messages: k,
             here,
+            pinned: false,
         }
     }
 
@@ -686,6 +727,27 @@ mod tests {
             row(3, None, "new here", true),
         ]);
         assert_eq!(labels(&p), ["new here", "old here", "new elsewhere"]);
+    }
+
+    #[test]
+    fn pinned_sessions_come_first_and_shift_p_and_shift_a_mark_the_selected_one() {
+        let mut p = Picker::new();
+        p.add(vec![
+            row(1, None, "old here", true),
+            Row { pinned: true, ..row(2, None, "pinned elsewhere", false) },
+            row(3, None, "new here", true),
+        ]);
+        assert_eq!(labels(&p), ["pinned elsewhere", "new here", "old here"]);
+        // The selection is "pinned elsewhere": `p` takes its pin off.
+        let t = |k: u64, dialect| Target { dialect, path: format!("/s/{k}.jsonl").into(), cwd: "/work".into() };
+        assert_eq!(p.key(key(KeyCode::Char('P'))), Effect::Pin(t(2, Dialect::Pi), false));
+        p.pinned(Path::new("/s/2.jsonl"), false);
+        assert_eq!(labels(&p), ["new here", "old here", "pinned elsewhere"]);
+        // On "new here", `p` pins it; `a` archives it.
+        assert_eq!(p.key(key(KeyCode::Char('P'))), Effect::Pin(t(3, Dialect::Omp), true));
+        assert_eq!(p.key(key(KeyCode::Char('A'))), Effect::Archive(t(3, Dialect::Omp)));
+        p.removed(Path::new("/s/3.jsonl"));
+        assert_eq!(labels(&p), ["old here", "pinned elsewhere"]);
     }
 
     #[test]
