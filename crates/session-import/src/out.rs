@@ -9,7 +9,7 @@ use session_model::entries::{Base, pi};
 use session_model::timestamp::{format_iso_millis, parse_iso_millis};
 
 /// Returns the entry id the import gives the source key `key` (a Claude Code uuid, a
-/// Codex line): 8 lowercase hex digits of the key's 64-bit FNV-1a hash, folded.
+/// Codex line): 8 lowercase hex digits of the key's 64-bit FNV-1a hash, mixed.
 /// Collisions within one import are resolved by [`Ids::mint`], which hashes the key
 /// again with a counter.
 ///
@@ -23,7 +23,14 @@ pub fn entry_id(key: &str) -> String {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
-    format!("{:08x}", (h >> 32) as u32 ^ h as u32)
+    // FNV alone spreads short keys that differ in their last bytes poorly: finish
+    // with splitmix64's avalanche.
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^= h >> 31;
+    format!("{:08x}", (h >> 32) as u32)
 }
 
 /// The ids given so far; a key whose id is taken gets `key#1`'s, `key#2`'s, ….
