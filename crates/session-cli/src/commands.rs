@@ -101,6 +101,9 @@ pub(crate) fn run(cli: &Cli) -> Result<Output> {
         Command::History { command } => crate::find::history(g, command)?.into(),
         Command::Push { file, to, force } => crate::transfer::push(file, to, *force)?.into(),
         Command::Pull { source, to, force } => crate::transfer::pull(source, to, *force)?.into(),
+        Command::Import { file, to, cwd, session_dir } => {
+            crate::import::import(g, file, (*to).into(), cwd.as_deref(), session_dir.as_deref())?.into()
+        }
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             let mut out = Vec::new();

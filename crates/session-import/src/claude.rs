@@ -166,7 +166,11 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
         if let Some(raw) = r.get("timestamp") {
             match raw.as_str().and_then(iso) {
                 Some((s, _)) => timestamp = s,
-                None => st.diag(*no, DiagnosticKind::Drift, format!("timestamp {raw} is not an ISO date: kept the previous one")),
+                None => st.diag(
+                    *no,
+                    DiagnosticKind::Drift,
+                    format!("timestamp {raw} is not an ISO date: kept the previous one"),
+                ),
             }
         }
         let ty = match r.get("type").and_then(Value::as_str) {
@@ -227,7 +231,12 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
                 let meta = r.get("compactMetadata");
                 let tokens = meta.and_then(|m| m.get("preTokens")).cloned().unwrap_or(json!(0));
                 let details = json!({"source": value});
-                st.push(uuid, parent, &timestamp, Kind::Compaction { summary: String::new(), tokens_before: tokens, details: Some(details) })
+                st.push(
+                    uuid,
+                    parent,
+                    &timestamp,
+                    Kind::Compaction { summary: String::new(), tokens_before: tokens, details: Some(details) },
+                )
             }
             other => {
                 if !KNOWN_NODES.contains(&other) {
@@ -273,13 +282,7 @@ fn ms(ts: &str) -> i64 {
 
 /// Maps an assistant line: a new response, or its blocks added to the response of its
 /// `message.id` above it. Returns the id its children attach to.
-fn assistant(
-    st: &mut State,
-    uuid: &str,
-    parent: Option<String>,
-    ts: &str,
-    r: &Map<String, Value>,
-) -> String {
+fn assistant(st: &mut State, uuid: &str, parent: Option<String>, ts: &str, r: &Map<String, Value>) -> String {
     let msg = r.get("message");
     let msg_id = msg.and_then(|m| m.get("id")).and_then(Value::as_str);
     let new_blocks: Vec<Value> = blocks(r).iter().map(assistant_block).collect();
@@ -329,7 +332,8 @@ fn assistant(
     let previous = parent.as_ref().and_then(|p| st.at.get(p)).and_then(|&i| st.model[i].clone());
     if !model.is_empty() && model != "<synthetic>" && previous.as_ref().is_some_and(|p| *p != model) {
         let key = format!("{uuid}#model");
-        let id = st.push(&key, parent, ts, Kind::ModelChange { provider: "anthropic".to_owned(), model: model.clone() });
+        let id =
+            st.push(&key, parent, ts, Kind::ModelChange { provider: "anthropic".to_owned(), model: model.clone() });
         parent = Some(id);
     }
     let has_tool = new_blocks.iter().any(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"));
@@ -446,7 +450,11 @@ fn user(
                 }
                 let call = b.get("tool_use_id").and_then(Value::as_str).unwrap_or_default();
                 let name = tool_names.get(call).cloned().unwrap_or_else(|| {
-                    st.diag(no, DiagnosticKind::Drift, format!("tool result for {call:?}, whose call is not in the file"));
+                    st.diag(
+                        no,
+                        DiagnosticKind::Drift,
+                        format!("tool result for {call:?}, whose call is not in the file"),
+                    );
                     String::new()
                 });
                 let result_content: Vec<Value> = match b.get("content") {

@@ -177,7 +177,11 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
         if let Some(raw) = r.get("timestamp") {
             match raw.as_str().and_then(iso) {
                 Some((s, _)) => timestamp = s,
-                None => st.diag(no, DiagnosticKind::Drift, format!("timestamp {raw} is not an ISO date: kept the previous one")),
+                None => st.diag(
+                    no,
+                    DiagnosticKind::Drift,
+                    format!("timestamp {raw} is not an ISO date: kept the previous one"),
+                ),
             }
         }
         let ts = timestamp.clone();
@@ -206,7 +210,8 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
                     }
                 }
                 if kind == "thread_name_updated"
-                    && let Some(name) = payload.get("thread_name").and_then(Value::as_str).filter(|n| !n.trim().is_empty())
+                    && let Some(name) =
+                        payload.get("thread_name").and_then(Value::as_str).filter(|n| !n.trim().is_empty())
                 {
                     title = Some(crate::Title { name: name.trim().to_owned(), by_user: true });
                     st.push(no, "", &ts, Kind::SessionInfo(name.to_owned()));
@@ -284,7 +289,8 @@ fn response_item(st: &mut State, no: usize, ts: &str, item: &Map<String, Value>,
                 }
                 "user" => {
                     st.open = None;
-                    let texts: Vec<&str> = content.iter().filter_map(|c| c.get("text").and_then(Value::as_str)).collect();
+                    let texts: Vec<&str> =
+                        content.iter().filter_map(|c| c.get("text").and_then(Value::as_str)).collect();
                     let scaffolding = !texts.is_empty()
                         && texts.iter().all(|t| SCAFFOLDING.iter().any(|s| t.trim_start().starts_with(s)));
                     if scaffolding {
@@ -308,7 +314,11 @@ fn response_item(st: &mut State, no: usize, ts: &str, item: &Map<String, Value>,
                 }
             }
             let signature = Value::Object(item.clone()).to_string();
-            st.assistant_block(no, ts, json!({"type": "thinking", "thinking": parts.join("\n\n"), "thinkingSignature": signature}));
+            st.assistant_block(
+                no,
+                ts,
+                json!({"type": "thinking", "thinking": parts.join("\n\n"), "thinkingSignature": signature}),
+            );
         }
         "function_call" | "custom_tool_call" | "local_shell_call" => {
             let call = item.get("call_id").or_else(|| item.get("id")).and_then(Value::as_str).unwrap_or_default();
@@ -317,17 +327,19 @@ fn response_item(st: &mut State, no: usize, ts: &str, item: &Map<String, Value>,
                 _ => item.get("name").and_then(Value::as_str).unwrap_or_default(),
             };
             let arguments = match ty {
-                "function_call" => match item.get("arguments") {
-                    Some(Value::String(s)) => match session_model::json::parse(s) {
-                        Some(v @ Value::Object(_)) => v,
-                        _ => {
-                            st.diag(no, DiagnosticKind::Drift, format!("arguments of call {call:?} are not a JSON object: kept as {{\"arguments\": text}}"));
-                            json!({"arguments": s})
-                        }
-                    },
-                    Some(v @ Value::Object(_)) => v.clone(),
-                    _ => json!({}),
-                },
+                "function_call" => {
+                    match item.get("arguments") {
+                        Some(Value::String(s)) => match session_model::json::parse(s) {
+                            Some(v @ Value::Object(_)) => v,
+                            _ => {
+                                st.diag(no, DiagnosticKind::Drift, format!("arguments of call {call:?} are not a JSON object: kept as {{\"arguments\": text}}"));
+                                json!({"arguments": s})
+                            }
+                        },
+                        Some(v @ Value::Object(_)) => v.clone(),
+                        _ => json!({}),
+                    }
+                }
                 "custom_tool_call" => json!({"input": item.get("input").cloned().unwrap_or(json!(""))}),
                 _ => item.get("action").cloned().unwrap_or_else(|| json!({})),
             };
@@ -360,7 +372,9 @@ fn response_item(st: &mut State, no: usize, ts: &str, item: &Map<String, Value>,
 /// An input content item as a pi block: `input_text` text, `input_image` an image.
 fn input_block(c: &Value) -> Value {
     match c.get("type").and_then(Value::as_str) {
-        Some("input_text" | "output_text") => json!({"type": "text", "text": c.get("text").cloned().unwrap_or(json!(""))}),
+        Some("input_text" | "output_text") => {
+            json!({"type": "text", "text": c.get("text").cloned().unwrap_or(json!(""))})
+        }
         Some("input_image") => {
             c.get("image_url").and_then(Value::as_str).and_then(image_from_data_url).unwrap_or_else(|| c.clone())
         }

@@ -210,7 +210,9 @@ impl std::fmt::Display for Diagnostic {
 #[non_exhaustive]
 pub enum ImportError {
     /// No line says which agent wrote the file.
-    #[error("not a Claude Code transcript or a Codex rollout: no line has either's shape (a .jsonl.zst rollout must be decompressed first)")]
+    #[error(
+        "not a Claude Code transcript or a Codex rollout: no line has either's shape (a .jsonl.zst rollout must be decompressed first)"
+    )]
     Unrecognised,
     /// The source has no conversation and no session id to name one by.
     #[error("the {kind} source holds no session: no line names a session id (line {lines} is the last)")]

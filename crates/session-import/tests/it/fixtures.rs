@@ -31,7 +31,9 @@ pub(crate) fn context_lines(imported: &Imported) -> Vec<String> {
                     .iter()
                     .map(|b| match b.get("type").and_then(Value::as_str) {
                         Some("text") => b.get("text").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                        Some("toolCall") => format!("[call {}]", b.get("name").and_then(Value::as_str).unwrap_or_default()),
+                        Some("toolCall") => {
+                            format!("[call {}]", b.get("name").and_then(Value::as_str).unwrap_or_default())
+                        }
                         Some(other) => format!("[{other}]"),
                         None => "[?]".to_owned(),
                     })
@@ -47,7 +49,8 @@ pub(crate) fn context_lines(imported: &Imported) -> Vec<String> {
 fn render(imported: &Imported) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# source: {} session {}", imported.kind.name(), imported.session_id);
-    let _ = writeln!(out, "# cwd {:?}, start {}, forked from {:?}", imported.cwd, imported.timestamp, imported.forked_from);
+    let _ =
+        writeln!(out, "# cwd {:?}, start {}, forked from {:?}", imported.cwd, imported.timestamp, imported.forked_from);
     let _ = writeln!(out, "# title {:?}", imported.title);
     out.push_str("# diagnostics\n");
     for d in &imported.diagnostics {
@@ -79,13 +82,21 @@ fn check(rel: &str, kind: SourceKind, expect: ExpectFile) -> Result {
 /// error), a rewind, a model switch, a sidechain, titles, a damaged line, unknown kinds.
 #[test]
 fn claude_branched() -> Result {
-    check("claude/branched.jsonl", SourceKind::ClaudeCode, expect_file!["../../../../testdata/import/claude/branched.expected"])
+    check(
+        "claude/branched.jsonl",
+        SourceKind::ClaudeCode,
+        expect_file!["../../../../testdata/import/claude/branched.expected"],
+    )
 }
 
 /// A Claude Code compaction (boundary + summary), an image, an `isMeta` line and an orphan.
 #[test]
 fn claude_compacted() -> Result {
-    check("claude/compacted.jsonl", SourceKind::ClaudeCode, expect_file!["../../../../testdata/import/claude/compacted.expected"])
+    check(
+        "claude/compacted.jsonl",
+        SourceKind::ClaudeCode,
+        expect_file!["../../../../testdata/import/claude/compacted.expected"],
+    )
 }
 
 /// A Codex rollout: scaffolding, reasoning, function and custom tool calls with string
