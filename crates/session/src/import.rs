@@ -174,6 +174,18 @@ pub fn import_bytes(
             match m.tree().get(id) {
                 Some(old) if old.line() == r.line() => {}
                 Some(_) => report.differing.push(id.to_owned()),
+                None if dialect == Dialect::Omp && r.get_str("type") == Some("title_change") => {
+                    // As omp renames: the title slot follows the entry (dated as a whole
+                    // import dates it, so both write the same bytes).
+                    let in_place = m.appends_in_place();
+                    let title = r.get_str("title").unwrap_or_default().to_owned();
+                    m.retitle_at(&title, r.get_str("source").unwrap_or("auto"), imported.timestamp.clone());
+                    m.append_raw(r.clone()).map_err(write_err)?;
+                    if in_place {
+                        m.persist_title().map_err(write_err)?;
+                    }
+                    report.appended.push(id.to_owned());
+                }
                 None => {
                     m.append_raw(r.clone()).map_err(write_err)?;
                     report.appended.push(id.to_owned());
