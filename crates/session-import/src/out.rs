@@ -10,8 +10,8 @@ use session_model::timestamp::{format_iso_millis, parse_iso_millis};
 
 /// Returns the entry id the import gives the source key `key` (a Claude Code uuid, a
 /// Codex line): 8 lowercase hex digits of the key's 64-bit FNV-1a hash, mixed.
-/// Collisions within one import are resolved by [`Ids::mint`], which hashes the key
-/// again with a counter.
+/// Collisions within one import are resolved by hashing the key again with a counter
+/// (`key#1`, `key#2`, …).
 ///
 /// ```
 /// assert_eq!(session_import::entry_id("u1"), session_import::entry_id("u1"));
