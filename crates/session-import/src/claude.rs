@@ -19,7 +19,9 @@
 //! | `isSidechain`, `isMeta`, other `system`, `progress`, snapshots, unknown kinds | `custom` `import:claude:<kind>` (`sidechain`, `meta`, `compact-summary`, the record's `type`), data = the record |
 //!
 //! Records without a uuid hang off the conversation record before them in the file,
-//! so the source's last line is the import's leaf.
+//! so the source's last line is the import's leaf. A file whose every conversation line
+//! is a sidechain (a subagent's own transcript, `<session>/subagents/agent-*.jsonl`)
+//! is imported as a main chain.
 
 use std::collections::HashMap;
 
@@ -145,6 +147,11 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
         }
     }
 
+    // A subagent's own transcript (`<session>/subagents/agent-*.jsonl`) is sidechain
+    // through and through: then its sidechain is its main chain.
+    let has_main = records.iter().any(|(_, r)| {
+        r.get("uuid").is_some_and(Value::is_string) && r.get("isSidechain").and_then(Value::as_bool) != Some(true)
+    });
     let mut st = State {
         ids: Ids::default(),
         nodes: Vec::new(),
@@ -207,7 +214,7 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
             anchor = Some(id);
             continue;
         }
-        let sidechain = r.get("isSidechain").and_then(Value::as_bool) == Some(true);
+        let sidechain = has_main && r.get("isSidechain").and_then(Value::as_bool) == Some(true);
         let compact = ty == "system" && r.get("subtype").and_then(Value::as_str) == Some("compact_boundary");
         let parent_key = if compact { "logicalParentUuid" } else { "parentUuid" };
         let parent_uuid = r.get(parent_key).and_then(Value::as_str);

@@ -133,3 +133,18 @@ fn unrecognised_and_damaged_sources() -> Result {
     assert_eq!(imported.diagnostics[0].line, 2);
     Ok(())
 }
+
+/// A subagent's own transcript (every line `isSidechain`) imports as a conversation,
+/// not as custom entries.
+#[test]
+fn a_subagent_transcript_is_its_own_main_chain() -> Result {
+    let text = concat!(
+        r#"{"type":"user","uuid":"s1","parentUuid":null,"isSidechain":true,"agentId":"a1","sessionId":"p","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"find callers"}}"#,
+        "\n",
+        r#"{"type":"assistant","uuid":"s2","parentUuid":"s1","isSidechain":true,"agentId":"a1","sessionId":"p","timestamp":"2026-01-01T00:00:01.000Z","message":{"id":"m","role":"assistant","model":"x","content":[{"type":"text","text":"one"}]}}"#,
+        "\n",
+    );
+    let imported = session_import::import(text.as_bytes())?;
+    assert_eq!(context_lines(&imported), ["user: find callers", "assistant: one"]);
+    Ok(())
+}
