@@ -523,10 +523,10 @@ source's working directory (or --cwd), named after the source's start and id, so
 the same source again finds it: an unchanged source writes nothing, a source that grew gets \
 only its new entries appended. Claude Code's tree stays a tree with the source's last line as \
 the leaf; records with no pi counterpart are kept as custom entries `import:<agent>:<kind>`. \
-A Codex `.jsonl.zst` must be decompressed first (`zstd -d`).")]
+A Codex `.jsonl.zst` is decoded as it is read.")]
     Import {
         /// The Claude Code transcript (`~/.claude/projects/…/<uuid>.jsonl`) or Codex
-        /// rollout (`~/.codex/sessions/YYYY/MM/DD/rollout-….jsonl`).
+        /// rollout (`~/.codex/sessions/YYYY/MM/DD/rollout-….jsonl`, or `.jsonl.zst`).
         file: PathBuf,
         /// The agent whose session to write.
         #[arg(long, value_enum, value_name = "AGENT")]

@@ -30,9 +30,10 @@
 //! random generator, so the same bytes give the same records, and a source that grew
 //! gives the same records for its old lines plus new ones.
 //!
+//! A Codex `.jsonl.zst` is decoded first ([`zst`]: pure Rust, bounded).
+//!
 //! What it does not do: file IO, or writing a session (the facade's `session::import`
-//! writes through `SessionManager`'s storage); Codex's `.jsonl.zst` (decompress it
-//! first).
+//! writes through `SessionManager`'s storage).
 //!
 //! ```
 //! let claude = concat!(
@@ -51,6 +52,7 @@
 pub mod claude;
 pub mod codex;
 mod out;
+pub mod zst;
 
 use serde_json::Value;
 use session_model::Record;
@@ -210,10 +212,22 @@ impl std::fmt::Display for Diagnostic {
 #[non_exhaustive]
 pub enum ImportError {
     /// No line says which agent wrote the file.
-    #[error(
-        "not a Claude Code transcript or a Codex rollout: no line has either's shape (a .jsonl.zst rollout must be decompressed first)"
-    )]
+    #[error("not a Claude Code transcript or a Codex rollout: no line has either's shape")]
     Unrecognised,
+    /// A zstd-compressed source that does not decode.
+    #[error("the zstd data at byte {offset} does not decode: {reason}")]
+    Compressed {
+        /// Where the frame that failed starts.
+        offset: u64,
+        /// The decoder's message.
+        reason: String,
+    },
+    /// A compressed source that decodes to more than the limit.
+    #[error("the compressed source decodes to more than {limit} bytes: decompress it yourself if it is meant to")]
+    TooLarge {
+        /// The limit, in bytes.
+        limit: u64,
+    },
     /// The source has no conversation and no session id to name one by.
     #[error("the {kind} source holds no session: no line names a session id (line {lines} is the last)")]
     Empty {
@@ -224,8 +238,13 @@ pub enum ImportError {
     },
 }
 
-/// Imports `bytes`, whichever agent wrote them ([`SourceKind::detect`]).
+/// Imports `bytes`, whichever agent wrote them ([`SourceKind::detect`]); zstd-compressed
+/// bytes (a Codex `.jsonl.zst`) are decoded first, up to [`zst::MAX_DECOMPRESSED`].
 pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
+    if zst::is_zstd(bytes) {
+        let plain = zst::decompress(bytes, zst::MAX_DECOMPRESSED)?;
+        return import(&plain);
+    }
     match SourceKind::detect(bytes) {
         Some(SourceKind::ClaudeCode) => claude::import(bytes),
         Some(SourceKind::Codex) => codex::import(bytes),

@@ -201,12 +201,25 @@ fn cwd_override_and_unrecognised_sources() -> Result<()> {
     assert_eq!((code, out.as_str()), (1, ""));
     expect![[r#"
         error: cannot import {tmp}/notes.jsonl
-          caused by: not a Claude Code transcript or a Codex rollout: no line has either's shape (a .jsonl.zst rollout must be decompressed first)
+          caused by: not a Claude Code transcript or a Codex rollout: no line has either's shape
     "#]]
     .assert_eq(&err);
     assert!(!h.home.join(".omp").exists());
     let (code, help, _) = h.run(&["import", "--help"])?;
     assert_eq!(code, 0);
     assert!(help.contains("Example: session import"));
+    Ok(())
+}
+
+/// A Codex `.jsonl.zst` imports as its plain rollout does: the same session, so the
+/// plain file imported after it writes nothing.
+#[test]
+fn a_compressed_rollout_imports_as_the_plain_one() -> Result<()> {
+    let h = Home::new("import-zst")?;
+    let zst = fixture(&format!("{CODEX}.zst"));
+    let first = h.json(&["import", s(&zst)?, "--to", "pi", "--json"])?;
+    assert_eq!(first["created"], true);
+    let again = h.json(&["import", s(&fixture(CODEX))?, "--to", "pi", "--json"])?;
+    assert_eq!((again["path"].clone(), again["appended"].clone()), (first["path"].clone(), Value::from(0)));
     Ok(())
 }

@@ -148,3 +148,25 @@ fn a_subagent_transcript_is_its_own_main_chain() -> Result {
     assert_eq!(context_lines(&imported), ["user: find callers", "assistant: one"]);
     Ok(())
 }
+
+/// A Codex `.jsonl.zst` (made with the zstd command from the plain fixture) imports to
+/// the plain file's records; several frames decode in order; a damaged or oversized
+/// one is refused with a reason.
+#[test]
+fn compressed_rollouts() -> Result {
+    let plain = fs_err::read(fixture("codex/rollout-2026-03-03T08-00-00-019a1b2c-3d4e-7f60-8a9b-0c1d2e3f4a5b.jsonl"))?;
+    let zst =
+        fs_err::read(fixture("codex/rollout-2026-03-03T08-00-00-019a1b2c-3d4e-7f60-8a9b-0c1d2e3f4a5b.jsonl.zst"))?;
+    assert!(session_import::zst::is_zstd(&zst) && !session_import::zst::is_zstd(&plain));
+    assert_eq!(render(&session_import::import(&zst)?), render(&session_import::import(&plain)?));
+    let twice = [zst.as_slice(), zst.as_slice()].concat();
+    assert_eq!(session_import::zst::decompress(&twice, 1 << 20)?, [plain.as_slice(), plain.as_slice()].concat());
+    assert!(matches!(
+        session_import::zst::decompress(&zst, 100),
+        Err(session_import::ImportError::TooLarge { limit: 100 })
+    ));
+    let cut = &zst[..zst.len() / 2];
+    let err = session_import::import(cut).err().ok_or("a cut frame is refused")?;
+    assert!(matches!(err, session_import::ImportError::Compressed { offset: 0, .. }), "{err}");
+    Ok(())
+}
