@@ -11,7 +11,7 @@
 //! | record | entry |
 //! |---|---|
 //! | `user`, text or images | `message` role `user` |
-//! | `user`, `tool_result` blocks | one `message` role `toolResult` per block (`toolName` from its `tool_use`, `isError`, `details` = `toolUseResult`) |
+//! | `user`, `tool_result` blocks | one `message` role `toolResult` per block (`toolName` from its `tool_use`, `isError`, `details` = `toolUseResult`); result lines that name the same response as parent (parallel calls) are chained |
 //! | `assistant` lines of one `message.id` | one `message` role `assistant`, blocks in order, usage of the last line |
 //! | a model other than the previous assistant's | `model_change` before the assistant |
 //! | `system` `compact_boundary` (+ the `isCompactSummary` user line) | `compaction`, parent the `logicalParentUuid`, summary the user line's text |
@@ -63,6 +63,9 @@ struct State {
     uuids: HashMap<String, String>,
     /// `message.id` → the response made of its lines.
     responses: HashMap<String, Response>,
+    /// Response (assistant entry id) → the last tool result made under it: results of
+    /// parallel calls that Claude Code writes as siblings are chained instead.
+    result_tail: HashMap<String, String>,
     /// Model in effect at each node (by index), as the previous assistant set it.
     model: Vec<Option<String>>,
     diagnostics: Vec<Diagnostic>,
@@ -158,6 +161,7 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
         at: HashMap::new(),
         uuids: HashMap::new(),
         responses: HashMap::new(),
+        result_tail: HashMap::new(),
         model: Vec::new(),
         diagnostics,
         session: session_id.clone(),
@@ -492,9 +496,23 @@ fn user(
         st.diag(no, DiagnosticKind::Drift, "a user record without content: kept as custom".to_owned());
         return st.custom(uuid, parent, ts, "user", value);
     }
-    let mut parent = parent;
+    // Results of one response's parallel calls may each name the response as parent:
+    // chain them, so the branch holds every result and not only the last.
+    let only_results = made.iter().all(|(_, m)| m.get("role").and_then(Value::as_str) == Some("toolResult"));
+    let response = parent.clone().filter(|p| {
+        st.at.get(p).is_some_and(|&i| {
+            matches!(&st.nodes[i].kind, Kind::Message(m) if m.get("role").and_then(Value::as_str) == Some("assistant"))
+        })
+    });
+    let mut parent = match (&response, only_results) {
+        (Some(r), true) => st.result_tail.get(r).cloned().or(parent),
+        _ => parent,
+    };
     for (key, m) in made {
         parent = Some(st.push(&key, parent, ts, Kind::Message(m)));
+    }
+    if let (Some(r), true, Some(last)) = (response, only_results, &parent) {
+        st.result_tail.insert(r, last.clone());
     }
     parent.unwrap_or_default()
 }

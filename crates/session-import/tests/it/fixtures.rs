@@ -170,3 +170,14 @@ fn compressed_rollouts() -> Result {
     assert!(matches!(err, session_import::ImportError::Compressed { offset: 0, .. }), "{err}");
     Ok(())
 }
+
+/// Parallel tool calls: results written as siblings under one response are chained; a
+/// response continued after a result keeps one message with both calls.
+#[test]
+fn claude_parallel_calls() -> Result {
+    check(
+        "claude/parallel.jsonl",
+        SourceKind::ClaudeCode,
+        expect_file!["../../../../testdata/import/claude/parallel.expected"],
+    )
+}
