@@ -38,7 +38,8 @@ pub(crate) fn import(
         return Ok(json!({
             "path": r.path.to_string_lossy(), "agent": r.dialect.name(), "source": r.source.name(),
             "sessionId": r.session_id, "cwd": r.cwd, "created": r.created, "appended": r.appended.len(),
-            "differing": r.differing, "leaf": r.leaf, "forkedFrom": r.forked_from, "diagnostics": diagnostics,
+            "differing": r.differing, "leaf": r.leaf, "forkedFrom": r.forked_from, "parentSession": r.parent_session,
+            "diagnostics": diagnostics,
         })
         .to_string());
     }
@@ -63,8 +64,14 @@ pub(crate) fn import(
             r.differing.join(", ")
         );
     }
-    if let Some(parent) = &r.forked_from {
-        let _ = write!(out, "\nforked from {parent} (import that session to have both)");
+    match (&r.forked_from, &r.parent_session) {
+        (Some(_), Some(path)) => {
+            let _ = write!(out, "\nforked from {path}");
+        }
+        (Some(parent), None) => {
+            let _ = write!(out, "\nforked from {parent}, not imported here (import it first to link the two)");
+        }
+        _ => {}
     }
     for d in &r.diagnostics {
         let _ = write!(out, "\n{}: {d}", file.display());

@@ -131,6 +131,11 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
         return Err(ImportError::Empty { kind: "Claude Code", lines: line_count(bytes) });
     };
     let cwd = records.iter().find_map(|(_, r)| r.get("cwd").and_then(Value::as_str).map(str::to_owned));
+    // `--fork-session` copies the history with `forkedFrom: {sessionId, messageUuid}`.
+    let forked_from = records
+        .iter()
+        .find_map(|(_, r)| r.get("forkedFrom")?.get("sessionId")?.as_str().map(str::to_owned))
+        .filter(|f| *f != session_id);
     let start = records
         .iter()
         .find_map(|(_, r)| r.get("timestamp").and_then(Value::as_str).and_then(iso))
@@ -271,7 +276,7 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
         session_id,
         cwd,
         timestamp: start,
-        forked_from: None,
+        forked_from,
         title: title.map(|(_, _, t)| t),
         entries,
         diagnostics: st.diagnostics,

@@ -122,7 +122,8 @@ pub struct Imported {
     pub cwd: Option<String>,
     /// The source's start, as an ISO timestamp with milliseconds: the header's.
     pub timestamp: String,
-    /// The session the source was forked from (Codex's `forked_from_id`).
+    /// The session the source was forked from (Codex's `forked_from_id`, Claude Code's
+    /// `forkedFrom.sessionId`).
     pub forked_from: Option<String>,
     /// The source's title, when it has one.
     pub title: Option<Title>,

@@ -12,6 +12,9 @@
 //!   bytes differ (a response still being written when the first import ran) are
 //!   reported, not rewritten. An unchanged source writes nothing.
 //!
+//! A fork (Codex's `forked_from_id`, Claude Code's `forkedFrom`) whose parent was
+//! imported into the same folder before gets its path as the header's `parentSession`.
+//!
 //! For omp the pi records are shaped as omp writes them: `model_change` carries
 //! `provider/model`, the title goes to the title slot and a `title_change` entry.
 
@@ -68,8 +71,11 @@ pub struct ImportReport {
     pub differing: Vec<String>,
     /// The session's leaf after the import.
     pub leaf: Option<String>,
-    /// The session the source was forked from (Codex's `forked_from_id`).
+    /// The session the source was forked from (Codex's `forked_from_id`, Claude Code's
+    /// `forkedFrom.sessionId`).
     pub forked_from: Option<String>,
+    /// The header's `parentSession`: the import of `forked_from` found in the same folder.
+    pub parent_session: Option<String>,
     /// What the mapping skipped or kept as custom entries, by source line.
     pub diagnostics: Vec<source::Diagnostic>,
 }
@@ -153,7 +159,16 @@ pub fn import_bytes(
     };
     let file = dir.join(session_discovery::session_file_name(&imported.timestamp, &imported.session_id));
     let write_err = |source: SessionError| ImportError::Write { path: file.clone(), source };
-    let (header, slot, entries) = shape(&imported, dialect, &cwd);
+    // A fork's parent, when it was imported into the same folder: pi's and omp's
+    // `parentSession` is its path.
+    let parent = imported.forked_from.as_deref().and_then(|id| {
+        let suffix = format!("_{id}.jsonl");
+        let listed = env.storage.read_dir(&dir).ok()?;
+        let mut names: Vec<String> = listed.into_iter().map(|e| e.name).filter(|n| n.ends_with(&suffix)).collect();
+        names.sort();
+        names.first().map(|n| dir.join(n).to_string_lossy().into_owned())
+    });
+    let (header, slot, entries) = shape(&imported, dialect, &cwd, parent.as_deref());
     let mut report = ImportReport {
         path: file.clone(),
         dialect,
@@ -165,6 +180,7 @@ pub fn import_bytes(
         differing: Vec::new(),
         leaf: imported.leaf().map(str::to_owned),
         forked_from: imported.forked_from.clone(),
+        parent_session: parent.clone(),
         diagnostics: imported.diagnostics.clone(),
     };
     if env.storage.exists(&file).map_err(|e| write_err(e.into()))? {
@@ -221,11 +237,20 @@ pub fn import_bytes(
 }
 
 /// The header, omp's title slot and the entries of `imported` as `dialect` writes them.
-fn shape(imported: &source::Imported, dialect: Dialect, cwd: &str) -> (Record, Option<TitleSlot>, Vec<Record>) {
+fn shape(
+    imported: &source::Imported,
+    dialect: Dialect,
+    cwd: &str,
+    parent: Option<&str>,
+) -> (Record, Option<TitleSlot>, Vec<Record>) {
     match dialect {
-        Dialect::Pi => (imported.header(Some(cwd)), None, imported.entries.clone()),
+        Dialect::Pi => {
+            let header = session_model::entries::pi::header(&imported.session_id, &imported.timestamp, cwd, parent);
+            (header, None, imported.entries.clone())
+        }
         Dialect::Omp => {
-            let header = omp::header(&imported.session_id, &imported.timestamp, cwd, omp::HeaderExtra::default());
+            let extra = omp::HeaderExtra { parent_session: parent.map(str::to_owned), ..Default::default() };
+            let header = omp::header(&imported.session_id, &imported.timestamp, cwd, extra);
             let title = imported.title.as_ref();
             let source = title.map(|t| if t.by_user { "user" } else { "auto" });
             let slot = TitleSlot {

@@ -66,7 +66,7 @@ fn claude_into_pi_reads_back_and_imports_once() -> Result<()> {
     let (code, out, _) = h.run(&["import", s(&src)?, "--to", "pi", "--json"])?;
     assert_eq!(code, 0);
     expect![[r#"
-        {"path":"{tmp}/home/.pi/agent/sessions/--home-me-proj--/2026-03-01T10-00-00-000Z_7f3c2a10-5b6e-4d8f-9a21-0c4e8b7d6f51.jsonl","agent":"pi","source":"claude","sessionId":"7f3c2a10-5b6e-4d8f-9a21-0c4e8b7d6f51","cwd":"/home/me/proj","created":true,"appended":21,"differing":[],"leaf":"0c11e603","forkedFrom":null,"diagnostics":[{"line":21,"kind":"damaged","message":"not a JSON object: skipped"},{"line":23,"kind":"unknown-kind","message":"record kind \"x-future-kind\": kept as custom"}]}
+        {"path":"{tmp}/home/.pi/agent/sessions/--home-me-proj--/2026-03-01T10-00-00-000Z_7f3c2a10-5b6e-4d8f-9a21-0c4e8b7d6f51.jsonl","agent":"pi","source":"claude","sessionId":"7f3c2a10-5b6e-4d8f-9a21-0c4e8b7d6f51","cwd":"/home/me/proj","created":true,"appended":21,"differing":[],"leaf":"0c11e603","forkedFrom":null,"parentSession":null,"diagnostics":[{"line":21,"kind":"damaged","message":"not a JSON object: skipped"},{"line":23,"kind":"unknown-kind","message":"record kind \"x-future-kind\": kept as custom"}]}
     "#]]
     .assert_eq(&out);
     let report: Value = serde_json::from_str(&out)?;
@@ -208,6 +208,28 @@ fn cwd_override_and_unrecognised_sources() -> Result<()> {
     let (code, help, _) = h.run(&["import", "--help"])?;
     assert_eq!(code, 0);
     assert!(help.contains("Example: session import"));
+    Ok(())
+}
+
+/// A Codex fork imported after its parent names the parent's import as
+/// `parentSession`; imported alone it only reports the parent.
+#[test]
+fn a_fork_links_to_its_imported_parent() -> Result<()> {
+    let fork = fixture("codex/rollout-2026-03-04T08-00-00-019a1b2c-9999-7f60-8a9b-0c1d2e3f4a5c.jsonl");
+    let alone = Home::new("import-fork-alone")?;
+    let r = alone.json(&["import", s(&fork)?, "--to", "pi", "--json"])?;
+    assert_eq!(
+        (r["forkedFrom"].as_str(), r["parentSession"].clone()),
+        (Some("019a1b2c-3d4e-7f60-8a9b-0c1d2e3f4a5b"), Value::Null)
+    );
+    for dialect in ["pi", "omp"] {
+        let h = Home::new(&format!("import-fork-{dialect}"))?;
+        let parent = h.json(&["import", s(&fixture(CODEX))?, "--to", dialect, "--json"])?;
+        let child = h.json(&["import", s(&fork)?, "--to", dialect, "--json"])?;
+        assert_eq!(child["parentSession"], parent["path"]);
+        let info = h.json(&["info", s(&h.path(&child["path"])?)?, "--json"])?;
+        assert_eq!(info["header"]["parentSession"], parent["path"]);
+    }
     Ok(())
 }
 
