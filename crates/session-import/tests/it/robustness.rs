@@ -17,7 +17,7 @@ const SOURCES: &[&str] = &[
 
 /// Replaces the value at a pseudo-random path of `v` (chosen by `pick`) with `with`.
 fn drift(v: &mut Value, pick: usize, with: Value) {
-    let deeper = pick % 3 != 0;
+    let deeper = !pick.is_multiple_of(3);
     let child = match v {
         Value::Object(m) if deeper && !m.is_empty() => {
             let k = m.keys().nth(pick % m.len()).cloned().unwrap_or_default();
