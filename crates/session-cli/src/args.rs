@@ -570,6 +570,28 @@ costs only time. Sessions are never written.")]
         #[arg(long)]
         force: bool,
     },
+    /// Import a Claude Code transcript or a Codex rollout as a new pi or omp session.
+    #[command(after_help = "Example: session import ~/.claude/projects/-home-me-proj/7f3c2a10-….jsonl --to pi\n\n\
+The source is read, never written. The session goes into the target agent's bucket for the \
+source's working directory (or --cwd), named after the source's start and id, so importing \
+the same source again finds it: an unchanged source writes nothing, a source that grew gets \
+only its new entries appended. Claude Code's tree stays a tree with the source's last line as \
+the leaf; records with no pi counterpart are kept as custom entries `import:<agent>:<kind>`. \
+A Codex `.jsonl.zst` is decoded as it is read.")]
+    Import {
+        /// The Claude Code transcript (`~/.claude/projects/…/<uuid>.jsonl`) or Codex
+        /// rollout (`~/.codex/sessions/YYYY/MM/DD/rollout-….jsonl`, or `.jsonl.zst`).
+        file: PathBuf,
+        /// The agent whose session to write.
+        #[arg(long, value_enum, value_name = "AGENT")]
+        to: DialectArg,
+        /// The project the session belongs to (default: the source's working directory).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// A session directory to write into instead of the agent's bucket for the cwd.
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
+    },
     /// Search omp's prompt history.
     History {
         #[command(subcommand)]

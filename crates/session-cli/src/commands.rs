@@ -118,6 +118,9 @@ pub(crate) fn run(g: &Global, command: &Command) -> Result<Output> {
             crate::pick::run(g, *all)?;
             String::new().into()
         }
+        Command::Import { file, to, cwd, session_dir } => {
+            crate::import::import(g, file, (*to).into(), cwd.as_deref(), session_dir.as_deref())?.into()
+        }
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             let mut out = Vec::new();

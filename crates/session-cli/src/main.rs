@@ -13,6 +13,7 @@ mod commands;
 mod find;
 mod huge_pages;
 mod human;
+mod import;
 mod jobs;
 mod pick;
 mod store;

@@ -35,6 +35,7 @@ mod context;
 mod env;
 mod error;
 mod freshness;
+pub mod import;
 mod index;
 /// The session index's decoder and encoder on bytes, for the fuzz targets of `fuzz/`;
 /// not part of the API.

@@ -1144,17 +1144,19 @@ impl SessionManager {
 
     /// Updates omp's title in the header and the title slot, in memory.
     pub(crate) fn retitle(&mut self, title: &str, source: &str) {
+        let now = self.env.now_iso();
+        self.retitle_at(title, source, now);
+    }
+
+    /// [`Self::retitle`] with the slot's `updatedAt` given (an import takes its source's).
+    pub(crate) fn retitle_at(&mut self, title: &str, source: &str, updated_at: String) {
         self.header = self.header.map_value(|v| {
             if let Value::Object(m) = v {
                 m.insert("title".into(), title.into());
                 m.insert("titleSource".into(), source.into());
             }
         });
-        self.slot = Some(TitleSlot {
-            title: title.to_owned(),
-            source: Some(source.to_owned()),
-            updated_at: self.env.now_iso(),
-        });
+        self.slot = Some(TitleSlot { title: title.to_owned(), source: Some(source.to_owned()), updated_at });
     }
 
     /// The in-memory header and title slot, to restore with [`Self::restore_title`].

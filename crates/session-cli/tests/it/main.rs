@@ -6,6 +6,7 @@ use std::process::Command;
 #[cfg(unix)]
 mod cache;
 mod human;
+mod import;
 mod jobs;
 #[cfg(any(feature = "postgres", feature = "redis", feature = "sqlite", feature = "mysql"))]
 mod store;

@@ -2,6 +2,7 @@
 
 mod checklist;
 mod context;
+mod import;
 mod index;
 mod layering;
 mod lifecycle;

@@ -1,0 +1,247 @@
+//! `session import`: Claude Code and Codex sessions written as pi and omp sessions that
+//! our own `check`, `context` and `info` read back, imported again without a write, and
+//! grown sources appended to.
+
+use std::path::{Path, PathBuf};
+
+use expect_test::expect;
+use serde_json::Value;
+
+use super::{Result, TempDir, in_home};
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/import").join(rel)
+}
+
+const CODEX: &str = "codex/rollout-2026-03-03T08-00-00-019a1b2c-3d4e-7f60-8a9b-0c1d2e3f4a5b.jsonl";
+
+struct Home {
+    tmp: TempDir,
+    home: PathBuf,
+}
+
+impl Home {
+    fn new(tag: &str) -> Result<Home> {
+        let tmp = TempDir::new(tag)?;
+        let home = tmp.0.join("home");
+        fs_err::create_dir_all(&home)?;
+        Ok(Home { tmp, home })
+    }
+
+    fn run(&self, args: &[&str]) -> Result<(i32, String, String)> {
+        let out = in_home(&self.home, &self.tmp.0).args(args).output()?;
+        Ok((
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).replace(&*self.tmp.0.to_string_lossy(), "{tmp}"),
+            String::from_utf8_lossy(&out.stderr).replace(&*self.tmp.0.to_string_lossy(), "{tmp}"),
+        ))
+    }
+
+    fn json(&self, args: &[&str]) -> Result<Value> {
+        let (code, out, err) = self.run(args)?;
+        if code != 0 {
+            return Err(format!("session {args:?}: {err}").into());
+        }
+        Ok(serde_json::from_str(&out)?)
+    }
+
+    fn path(&self, p: &Value) -> Result<PathBuf> {
+        Ok(PathBuf::from(p.as_str().ok_or("a path")?.replace("{tmp}", &self.tmp.0.to_string_lossy())))
+    }
+}
+
+fn s(p: &Path) -> Result<&str> {
+    p.to_str().ok_or_else(|| "utf-8 path".into())
+}
+
+/// A Claude Code transcript becomes a pi session in pi's bucket of its cwd, which our
+/// `check` finds sound and whose context is the source's active branch; the source is
+/// left as it was, and a second import writes nothing.
+#[test]
+fn claude_into_pi_reads_back_and_imports_once() -> Result<()> {
+    let h = Home::new("import-claude-pi")?;
+    let src = fixture("claude/branched.jsonl");
+    let before = fs_err::read(&src)?;
+    let mtime = fs_err::metadata(&src)?.modified()?;
+    let (code, out, _) = h.run(&["import", s(&src)?, "--to", "pi", "--json"])?;
+    assert_eq!(code, 0);
+    expect![[r#"
+        {"path":"{tmp}/home/.pi/agent/sessions/--home-me-proj--/2026-03-01T10-00-00-000Z_7f3c2a10-5b6e-4d8f-9a21-0c4e8b7d6f51.jsonl","agent":"pi","source":"claude","sessionId":"7f3c2a10-5b6e-4d8f-9a21-0c4e8b7d6f51","cwd":"/home/me/proj","created":true,"appended":21,"differing":[],"leaf":"0c11e603","forkedFrom":null,"parentSession":null,"diagnostics":[{"line":21,"kind":"damaged","message":"not a JSON object: skipped"},{"line":23,"kind":"unknown-kind","message":"record kind \"x-future-kind\": kept as custom"}]}
+    "#]]
+    .assert_eq(&out);
+    let report: Value = serde_json::from_str(&out)?;
+    let file = h.path(&report["path"])?;
+    let f = s(&file)?;
+    let (code, _, _) = h.run(&["check", f])?;
+    assert_eq!(code, 0, "check finds nothing to report");
+    let info = h.json(&["info", f, "--json"])?;
+    assert_eq!(info["name"], "Fix add");
+    assert_eq!(info["leafId"], report["leaf"]);
+    let (_, context, _) = h.run(&["context", f, "--text"])?;
+    expect![[r#"
+        ── user ──
+        Fix the failing test in src/lib.rs
+        ── assistant ──
+        (thinking) The user wants the test fixed. Read the file first.
+        Let me look at the file.
+        → Read {"file_path":"/home/me/proj/src/lib.rs"}
+        ← Read: pub fn add(a: i32, b: i32) -> i32 { a - b }
+        ── assistant ──
+        → Bash {"command":"cargo test","description":"Run the tests"}
+        ← Bash (error): test tests::adds ... FAILED
+        ── assistant ──
+        `add` subtracts. Shall I fix it?
+        ── user ──
+        Just fix the operator.
+        ── assistant ──
+        Fixed: `a + b`.
+        8 message(s)
+    "#]]
+    .assert_eq(&context);
+    let written = fs_err::read(&file)?;
+    let again = h.json(&["import", s(&src)?, "--to", "pi", "--json"])?;
+    assert_eq!((again["created"].clone(), again["appended"].clone()), (Value::Bool(false), Value::from(0)));
+    assert_eq!(fs_err::read(&file)?, written, "importing again writes nothing");
+    let (_, text, _) = h.run(&["import", s(&src)?, "--to", "pi", "--text"])?;
+    assert!(
+        text.starts_with("{tmp}/home/.pi/agent/sessions/--home-me-proj--/") && text.contains("nothing written"),
+        "{text}"
+    );
+    assert_eq!(fs_err::read(&src)?, before, "the source is never written");
+    assert_eq!(fs_err::metadata(&src)?.modified()?, mtime);
+    assert!(!h.home.join(".claude").exists() && !h.home.join(".codex").exists());
+    Ok(())
+}
+
+/// A Codex rollout becomes an omp session with its title in the title slot, its model
+/// from `turn_context`, and its compaction.
+#[test]
+fn codex_into_omp_with_title_model_and_compaction() -> Result<()> {
+    let h = Home::new("import-codex-omp")?;
+    let report = h.json(&["import", s(&fixture(CODEX))?, "--to", "omp", "--json"])?;
+    let file = h.path(&report["path"])?;
+    assert!(file.starts_with(h.home.join(".omp/agent/sessions")), "{}", file.display());
+    let f = s(&file)?;
+    assert_eq!(h.run(&["check", f])?.0, 0);
+    let info = h.json(&["info", f, "--json"])?;
+    assert_eq!(info["name"], "List files and patch add");
+    let text = fs_err::read_to_string(&file)?;
+    assert!(text.starts_with(r#"{"type":"title","v":1,"title":"List files and patch add","source":"user""#));
+    assert!(text.contains(r#""type":"model_change","id":"#) && text.contains(r#""model":"openai/gpt-5-codex""#));
+    let ctx = h.json(&["context", f, "--json"])?;
+    let roles: Vec<&str> =
+        ctx["messages"].as_array().ok_or("messages")?.iter().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(roles, ["compactionSummary", "user", "assistant"]);
+    Ok(())
+}
+
+/// A source that grew is imported again: only its new entries are appended, and the
+/// session is the one a whole import of the grown source writes.
+#[test]
+fn a_grown_source_appends_only_what_is_new() -> Result<()> {
+    for (rel, cut, dialect) in [(CODEX, 16, "pi"), (CODEX, 16, "omp"), ("claude/branched.jsonl", 13, "pi")] {
+        let h = Home::new(&format!("import-grow-{dialect}-{cut}-{}", rel.len()))?;
+        let whole_text = fs_err::read_to_string(fixture(rel))?;
+        let src = h.tmp.0.join(Path::new(rel).file_name().ok_or("a name")?);
+        let prefix: String = whole_text.split_inclusive('\n').take(cut).collect();
+        fs_err::write(&src, &prefix)?;
+        let first = h.json(&["import", s(&src)?, "--to", dialect, "--json"])?;
+        fs_err::write(&src, &whole_text)?;
+        let second = h.json(&["import", s(&src)?, "--to", dialect, "--json"])?;
+        assert_eq!(second["path"], first["path"]);
+        assert_eq!(second["created"], false);
+        let grown = h.path(&second["path"])?;
+
+        let w = Home::new(&format!("import-whole-{dialect}-{cut}-{}", rel.len()))?;
+        let whole = w.json(&["import", s(&fixture(rel))?, "--to", dialect, "--json"])?;
+        let fresh = w.path(&whole["path"])?;
+        let differing = second["differing"].as_array().ok_or("a list")?;
+        if rel == CODEX {
+            assert!(differing.is_empty(), "{differing:?}");
+        } else {
+            // The prefix's best title was the leading `summary`, a session_info then; the
+            // grown source's `custom-title` wins, so the summary is a custom entry now.
+            // The first import's bytes are kept; the new title comes later in the file.
+            let text = fs_err::read_to_string(&fresh)?;
+            let id = differing.first().and_then(Value::as_str).ok_or("one differing entry")?;
+            assert_eq!(differing.len(), 1);
+            assert!(
+                text.lines().any(|l| l.contains(&format!(r#""id":"{id}""#)) && l.contains("import:claude:summary"))
+            );
+        }
+        let appended = first["appended"].as_u64().ok_or("a count")? + second["appended"].as_u64().ok_or("a count")?;
+        assert_eq!(appended, whole["appended"].as_u64().ok_or("a count")?, "{rel}: every entry written once");
+        for q in ["context", "info"] {
+            let a = h.json(&[q, s(&grown)?, "--json"])?;
+            let b = w.json(&[q, s(&fresh)?, "--json"])?;
+            assert_eq!(a, b, "{rel} {dialect}: {q} of the grown import");
+        }
+        if rel == CODEX {
+            // A rollout is linear: appending gives the very bytes of a whole import.
+            assert_eq!(fs_err::read(&grown)?, fs_err::read(&fresh)?);
+        }
+    }
+    Ok(())
+}
+
+/// `--cwd` puts the session in another project's bucket; a file neither agent wrote is
+/// refused, naming it, and nothing is written.
+#[test]
+fn cwd_override_and_unrecognised_sources() -> Result<()> {
+    let h = Home::new("import-cwd")?;
+    let project = h.tmp.0.join("elsewhere");
+    let report =
+        h.json(&["import", s(&fixture("claude/compacted.jsonl"))?, "--to", "pi", "--cwd", s(&project)?, "--json"])?;
+    assert_eq!(report["cwd"], s(&project)?.replace(&*h.tmp.0.to_string_lossy(), "{tmp}"));
+    let info = h.json(&["info", s(&h.path(&report["path"])?)?, "--json"])?;
+    assert_eq!(info["header"]["cwd"], "{tmp}/elsewhere");
+    let bad = h.tmp.0.join("notes.jsonl");
+    fs_err::write(&bad, "hello\n{\"a\":1}\n")?;
+    let (code, out, err) = h.run(&["import", s(&bad)?, "--to", "omp"])?;
+    assert_eq!((code, out.as_str()), (1, ""));
+    expect![[r#"
+        error: cannot import {tmp}/notes.jsonl
+          caused by: not a Claude Code transcript or a Codex rollout: no line has either's shape
+    "#]]
+    .assert_eq(&err);
+    assert!(!h.home.join(".omp").exists());
+    let (code, help, _) = h.run(&["import", "--help"])?;
+    assert_eq!(code, 0);
+    assert!(help.contains("Example: session import"));
+    Ok(())
+}
+
+/// A Codex fork imported after its parent names the parent's import as
+/// `parentSession`; imported alone it only reports the parent.
+#[test]
+fn a_fork_links_to_its_imported_parent() -> Result<()> {
+    let fork = fixture("codex/rollout-2026-03-04T08-00-00-019a1b2c-9999-7f60-8a9b-0c1d2e3f4a5c.jsonl");
+    let alone = Home::new("import-fork-alone")?;
+    let r = alone.json(&["import", s(&fork)?, "--to", "pi", "--json"])?;
+    assert_eq!(
+        (r["forkedFrom"].as_str(), r["parentSession"].clone()),
+        (Some("019a1b2c-3d4e-7f60-8a9b-0c1d2e3f4a5b"), Value::Null)
+    );
+    for dialect in ["pi", "omp"] {
+        let h = Home::new(&format!("import-fork-{dialect}"))?;
+        let parent = h.json(&["import", s(&fixture(CODEX))?, "--to", dialect, "--json"])?;
+        let child = h.json(&["import", s(&fork)?, "--to", dialect, "--json"])?;
+        assert_eq!(child["parentSession"], parent["path"]);
+        let info = h.json(&["info", s(&h.path(&child["path"])?)?, "--json"])?;
+        assert_eq!(info["header"]["parentSession"], parent["path"]);
+    }
+    Ok(())
+}
+
+/// A Codex `.jsonl.zst` imports as its plain rollout does: the same session, so the
+/// plain file imported after it writes nothing.
+#[test]
+fn a_compressed_rollout_imports_as_the_plain_one() -> Result<()> {
+    let h = Home::new("import-zst")?;
+    let zst = fixture(&format!("{CODEX}.zst"));
+    let first = h.json(&["import", s(&zst)?, "--to", "pi", "--json"])?;
+    assert_eq!(first["created"], true);
+    let again = h.json(&["import", s(&fixture(CODEX))?, "--to", "pi", "--json"])?;
+    assert_eq!((again["path"].clone(), again["appended"].clone()), (first["path"].clone(), Value::from(0)));
+    Ok(())
+}
