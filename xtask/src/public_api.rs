@@ -33,6 +33,7 @@ const CRATES: &[(&str, &str, &str)] = &[
     ("session-store-mysql", "session_store_mysql", ""),
     ("session-discovery", "session_discovery", ""),
     ("session-history", "session_history", ""),
+    ("session-import", "session_import", ""),
     ("agent-session-store", "session", "tokio"),
 ];
 
