@@ -102,6 +102,15 @@ pub enum ImportError {
         #[source]
         source: source::ImportError,
     },
+    /// The source's session id cannot name a session file (it would reach outside the
+    /// agent's folder, or no agent would take it): pi's rule for a chosen id.
+    #[error("{} has the session id {id:?}, which cannot name a session file (letters, digits, '-', '_' and '.' only)", path.display())]
+    BadSessionId {
+        /// The source.
+        path: PathBuf,
+        /// The id it gives.
+        id: String,
+    },
     /// Neither the options nor the source name a working directory.
     #[error("{} names no working directory: pass the project's folder (--cwd DIR)", path.display())]
     NoCwd {
@@ -141,6 +150,10 @@ pub fn import_bytes(
     env: &Env,
 ) -> Result<ImportReport, ImportError> {
     let imported = source::import(bytes).map_err(|source| ImportError::Source { path: path.to_owned(), source })?;
+    // The id becomes the file's name: one that could climb out of the folder is refused.
+    if session_model::ids::validate_custom_session_id(&imported.session_id).is_err() {
+        return Err(ImportError::BadSessionId { path: path.to_owned(), id: imported.session_id });
+    }
     let cwd = options
         .cwd
         .clone()

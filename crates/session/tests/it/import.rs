@@ -76,3 +76,28 @@ proptest! {
         prop_assert_eq!(stepped, at_once);
     }
 }
+
+/// A source whose session id could name a file outside the agent's folder (`../`, a
+/// slash, an empty id) is refused before anything is written.
+#[test]
+fn a_session_id_that_is_no_file_name_is_refused() -> Result<(), Box<dyn std::error::Error>> {
+    let storage = std::sync::Arc::new(session::store::MemoryStorage::new());
+    let env = Env { storage: storage.clone(), ..Env::memory() };
+    for id in ["../../../tmp/evil", "a/b", "", ".hidden", "x y"] {
+        let line = json!({"type": "user", "uuid": "u1", "parentUuid": null, "sessionId": id, "cwd": "/w",
+            "timestamp": "2026-01-01T00:00:00.000Z", "message": {"role": "user", "content": "hi"}});
+        for dialect in [Dialect::Pi, Dialect::Omp] {
+            let options = ImportOptions { session_dir: Some("/s/bucket".into()), ..ImportOptions::to(dialect) };
+            let got = import_bytes(Path::new("evil.jsonl"), format!("{line}\n").as_bytes(), &options, &env);
+            assert!(
+                matches!(&got, Err(session::import::ImportError::BadSessionId { id: i, .. }) if i == id),
+                "{id:?}: {:?}",
+                got.map(|r| r.path)
+            );
+        }
+    }
+    use session::store::Storage;
+    assert!(storage.list(Path::new("/s"))?.is_empty(), "nothing written anywhere");
+    assert!(storage.list(Path::new("/tmp"))?.is_empty());
+    Ok(())
+}
