@@ -509,15 +509,33 @@ pub(crate) fn read_marks(g: &Global) -> maintenance::Marks {
 /// what `resume` takes) gets the mark `mark` put on (`on`) or taken off.
 pub(crate) fn mark(g: &Global, arg: &str, mark: maintenance::Mark, on: bool) -> Result<String> {
     let (_, path, _) = crate::find::find_session(g, arg, None, None, false)?;
+    mark_file(g, &path, dialect_of(g), mark, on)
+}
+
+/// Puts the mark `mark` on (`on`) or off the session file `path` (proved a session of
+/// `dialect`, or of either agent), with no lookup by name; says what it did.
+pub(crate) fn mark_file(
+    g: &Global,
+    path: &Path,
+    dialect: Option<Dialect>,
+    mark: maintenance::Mark,
+    on: bool,
+) -> Result<String> {
     let storage = crate::store::current();
-    let proof = maintenance::prove_session(&*storage, &path, dialect_of(g))?;
+    let proof = maintenance::prove_session(&*storage, path, dialect)?;
     let marks = mark_store(g)?;
     let changed = marks.set(proof.dialect, &proof.id, mark, on)?;
-    let now = marks.read()?.of(proof.dialect, &proof.id);
+    // The mark is written: its state is known; the other mark is read back for the
+    // report only (a file that cannot be read now leaves it unknown, not an error).
+    let other = marks.read().ok().map(|m| m.of(proof.dialect, &proof.id));
+    let (pinned, archived) = match mark {
+        maintenance::Mark::Pinned => (Some(on), other.map(|o| o.archived)),
+        _ => (other.map(|o| o.pinned), Some(on)),
+    };
     if wants_json(g) {
         return Ok(json!({
             "path": path_str(&proof.path), "agent": proof.dialect.name(), "id": proof.id,
-            "pinned": now.pinned, "archived": now.archived, "changed": changed,
+            "pinned": pinned, "archived": archived, "changed": changed,
         })
         .to_string());
     }

@@ -130,11 +130,11 @@ fn tail(s: &str, cells: usize) -> String {
 fn key_line(f: &mut Frame<'_>, p: &Picker, look: &Look, area: Rect) {
     let width = usize::from(area.width);
     let (text, style) = match p.mode() {
-        Mode::ConfirmTrash => {
-            let what = p.selected_row().map(|r| fit(r.label(), width / 2)).unwrap_or_default();
+        Mode::ConfirmTrash(_, label) => {
+            let what = fit(label, width / 2);
             (format!("move \"{what}\" to the trash? [y/N]"), look.style(Color::Yellow).add_modifier(Modifier::BOLD))
         }
-        Mode::Rename(name) => (format!("name: {}▏  (enter: save, esc: cancel)", name), Style::default()),
+        Mode::Rename(_, name) => (format!("name: {}▏  (enter: save, esc: cancel)", name), Style::default()),
         _ => match p.status() {
             Some(s) => (s.to_owned(), look.style(Color::Yellow)),
             None => (

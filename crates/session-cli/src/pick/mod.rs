@@ -265,7 +265,7 @@ fn perform(g: &Global, p: &mut Picker, effect: Effect, copied: &mut Vec<PathBuf>
         }
         Effect::Pin(t, on) => {
             let g = for_dialect(g, t.dialect);
-            match crate::jobs::mark(&g, &t.path.to_string_lossy(), Mark::Pinned, on) {
+            match crate::jobs::mark_file(&g, &t.path, Some(t.dialect), Mark::Pinned, on) {
                 Ok(said) => {
                     p.pinned(&t.path, on);
                     p.set_status(said);
@@ -275,7 +275,7 @@ fn perform(g: &Global, p: &mut Picker, effect: Effect, copied: &mut Vec<PathBuf>
             None
         }
         Effect::Archive(t) => {
-            match crate::jobs::mark(&for_dialect(g, t.dialect), &t.path.to_string_lossy(), Mark::Archived, true) {
+            match crate::jobs::mark_file(&for_dialect(g, t.dialect), &t.path, Some(t.dialect), Mark::Archived, true) {
                 Ok(_) => {
                     p.removed(&t.path);
                     p.set_status(format!("archived; session unarchive {} brings it back", t.path.display()));

@@ -137,10 +137,12 @@ pub(crate) enum Mode {
     List,
     /// Typing goes into the filter.
     Filter,
-    /// Typing goes into the session's new name.
-    Rename(String),
-    /// `y` moves the selected session to the trash, anything else keeps it.
-    ConfirmTrash,
+    /// Typing goes into the new name of the session chosen when `r` was pressed (rows
+    /// that stream in meanwhile do not change which).
+    Rename(Target, String),
+    /// `y` moves the session chosen when `d` was pressed (shown by its label) to the
+    /// trash, anything else keeps it.
+    ConfirmTrash(Target, String),
     /// The keys are shown; any key closes them.
     Help,
 }
@@ -238,6 +240,9 @@ pub(crate) struct Picker {
     rows: Vec<Row>,
     hay: Vec<Hay>,
     paths: HashSet<PathBuf>,
+    /// Sessions trashed or archived here: a listing still under way does not bring
+    /// them back.
+    gone: HashSet<PathBuf>,
     query: String,
     matches: Vec<Match>,
     /// The query whose fuzzy matches `narrowed` holds, over rows as they are now.
@@ -276,6 +281,7 @@ impl Picker {
             rows: Vec::new(),
             hay: Vec::new(),
             paths: HashSet::new(),
+            gone: HashSet::new(),
             query: String::new(),
             matches: Vec::new(),
             narrowed: None,
@@ -349,7 +355,7 @@ impl Picker {
     pub(crate) fn add(&mut self, rows: Vec<Row>) {
         let before = self.rows.len();
         for r in rows {
-            if self.paths.insert(r.path.clone()) {
+            if !self.gone.contains(&r.path) && self.paths.insert(r.path.clone()) {
                 self.hay.push(Hay::of(&r));
                 self.rows.push(r);
             }
@@ -371,6 +377,7 @@ impl Picker {
         self.rows.remove(i);
         self.hay.remove(i);
         self.paths.remove(path);
+        self.gone.insert(path.to_path_buf());
         self.narrowed = None;
         if self.selected_path.as_deref() == Some(path) {
             // The next one takes its place.
@@ -564,22 +571,22 @@ impl Picker {
                 self.mode = Mode::List;
                 Effect::None
             }
-            Mode::ConfirmTrash => {
+            Mode::ConfirmTrash(t, _) => {
                 self.mode = Mode::List;
-                match (k.code, self.target()) {
-                    (KeyCode::Char('y' | 'Y'), Some(t)) => Effect::Trash(t),
+                match k.code {
+                    KeyCode::Char('y' | 'Y') => Effect::Trash(t),
                     _ => {
                         self.status = Some("nothing moved to the trash".into());
                         Effect::None
                     }
                 }
             }
-            Mode::Rename(mut name) => match k.code {
+            Mode::Rename(t, mut name) => match k.code {
                 KeyCode::Enter => {
                     self.mode = Mode::List;
-                    match self.target() {
-                        Some(t) if !name.trim().is_empty() => Effect::Rename(t, name),
-                        _ => {
+                    match name.trim().is_empty() {
+                        false => Effect::Rename(t, name),
+                        true => {
                             self.status = Some("not renamed (an empty name)".into());
                             Effect::None
                         }
@@ -592,12 +599,12 @@ impl Picker {
                 }
                 KeyCode::Backspace => {
                     name.pop();
-                    self.mode = Mode::Rename(name);
+                    self.mode = Mode::Rename(t, name);
                     Effect::None
                 }
                 KeyCode::Char(c) if !k.modifiers.contains(KeyModifiers::CONTROL) => {
                     name.push(c);
-                    self.mode = Mode::Rename(name);
+                    self.mode = Mode::Rename(t, name);
                     Effect::None
                 }
                 KeyCode::Char('c') => {
@@ -661,11 +668,12 @@ impl Picker {
                     Action::Archive => Effect::Archive(t),
                     Action::Rename => {
                         let name = self.selected_row().and_then(|r| r.name.clone()).unwrap_or_default();
-                        self.mode = Mode::Rename(name);
+                        self.mode = Mode::Rename(t, name);
                         Effect::None
                     }
                     _ => {
-                        self.mode = Mode::ConfirmTrash;
+                        let label = self.selected_row().map(|r| r.label().to_owned()).unwrap_or_default();
+                        self.mode = Mode::ConfirmTrash(t, label);
                         Effect::None
                     }
                 };
@@ -849,7 +857,7 @@ mod tests {
         p.add(vec![row(1, None, "one", true)]);
         let t = Target { dialect: Dialect::Omp, path: "/s/1.jsonl".into(), cwd: "/work".into() };
         assert_eq!(p.key(key(KeyCode::Char('d'))), Effect::None);
-        assert_eq!(p.mode(), &Mode::ConfirmTrash);
+        assert_eq!(p.mode(), &Mode::ConfirmTrash(t.clone(), "one".into()));
         assert_eq!(p.key(key(KeyCode::Char('n'))), Effect::None);
         assert_eq!(p.status(), Some("nothing moved to the trash"));
         assert_eq!(p.key(key(KeyCode::Delete)), Effect::None);
@@ -861,11 +869,34 @@ mod tests {
     }
 
     #[test]
+    fn a_prompt_acts_on_its_session_and_a_gone_session_stays_gone() {
+        let mut p = Picker::new();
+        p.add(vec![row(1, None, "one", true)]);
+        p.key(key(KeyCode::Char('d')));
+        // A newer session streams in on top before the answer: the prompt's session goes.
+        p.add(vec![row(9, None, "nine", true)]);
+        let t1 = Target { dialect: Dialect::Omp, path: "/s/1.jsonl".into(), cwd: "/work".into() };
+        assert_eq!(p.key(key(KeyCode::Char('y'))), Effect::Trash(t1.clone()));
+        p.removed(Path::new("/s/1.jsonl"));
+        // The listing of every project still under way lists it again: it stays out.
+        p.add(vec![row(1, None, "one", false)]);
+        assert_eq!(labels(&p), ["nine"]);
+        // The same for a rename begun before rows arrive.
+        let mut p = Picker::new();
+        p.add(vec![row(1, Some("old"), "one", true)]);
+        p.key(key(KeyCode::Char('r')));
+        p.add(vec![row(9, None, "nine", true)]);
+        typed(&mut p, "x");
+        assert_eq!(p.key(key(KeyCode::Enter)), Effect::Rename(t1, "oldx".into()));
+    }
+
+    #[test]
     fn rename_edits_the_name_in_place() {
         let mut p = Picker::new();
         p.add(vec![row(1, Some("old"), "one", true)]);
         p.key(key(KeyCode::Char('r')));
-        assert_eq!(p.mode(), &Mode::Rename("old".into()));
+        let t = Target { dialect: Dialect::Omp, path: "/s/1.jsonl".into(), cwd: "/work".into() };
+        assert_eq!(p.mode(), &Mode::Rename(t, "old".into()));
         for _ in 0..3 {
             p.key(key(KeyCode::Backspace));
         }
