@@ -221,6 +221,23 @@ impl PrivateDir {
         crate::atomic::write_private_stream(&path, fill)
     }
 
+    /// [`PrivateDir::write_file`] for a person's own data rather than a cache: the new
+    /// file is synced before the rename and the folder after it, so a crash leaves the
+    /// old file or the new one, whole.
+    ///
+    /// # Errors
+    ///
+    /// As [`PrivateDir::write_file`].
+    pub fn write_file_durable(
+        &self,
+        name: &str,
+        fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<u64, StoreError> {
+        let path = self.file_path(name)?;
+        self.recheck()?;
+        crate::atomic::write_atomic_private(&path, fill)
+    }
+
     /// Removes the files whose names `pick` selects, the least recently modified
     /// first, so that with `keep` (about to be written, never removed) at most `max` of
     /// them remain: how a cache folder stays bounded. Best effort: what cannot be

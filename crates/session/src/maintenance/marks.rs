@@ -78,16 +78,19 @@ pub struct Marks {
     pinned: HashSet<String>,
     archived: HashSet<String>,
     omp_pinned: HashSet<String>,
+    omp_archived: HashSet<String>,
 }
 
 impl Marks {
     /// Returns the marks of the `dialect` session `id`.
     pub fn of(&self, dialect: Dialect, id: &str) -> SessionMarks {
-        let pinned = match dialect {
-            Dialect::Omp => self.omp_pinned.contains(id),
-            Dialect::Pi => self.pinned.contains(id),
+        // A pi session and an omp session may share an id (an import into both): each
+        // agent's marks are its own.
+        let (pinned, archived) = match dialect {
+            Dialect::Omp => (&self.omp_pinned, &self.omp_archived),
+            Dialect::Pi => (&self.pinned, &self.archived),
         };
-        SessionMarks { pinned, archived: self.archived.contains(id) }
+        SessionMarks { pinned: pinned.contains(id), archived: archived.contains(id) }
     }
 }
 
@@ -142,11 +145,12 @@ impl MarkStore {
     /// [`JobError::MarksDamaged`] naming a file that is not a list of marks;
     /// [`JobError::Store`] when one cannot be read (or the state folder is not private).
     pub fn read(&self) -> Result<Marks, JobError> {
-        let (pinned, archived) = self.read_ours()?;
+        let [pinned, archived, omp_archived] = self.read_ours()?;
         let omp = self.read_omp()?;
         Ok(Marks {
             pinned: pinned.ids.into_iter().collect(),
             archived: archived.ids.into_iter().collect(),
+            omp_archived: omp_archived.ids.into_iter().collect(),
             omp_pinned: omp.ids.into_iter().collect(),
         })
     }
@@ -175,16 +179,18 @@ impl MarkStore {
         let dir = PrivateDir::open(&self.state_dir)?;
         let path = self.marks_file();
         let _lock = lock(&path)?;
-        let (mut pinned, mut archived) = self.read_ours()?;
-        let ids = match mark {
-            Mark::Pinned => &mut pinned.ids,
-            Mark::Archived => &mut archived.ids,
+        let [mut pinned, mut archived, mut omp_archived] = self.read_ours()?;
+        let ids = match (mark, dialect) {
+            (Mark::Pinned, _) => &mut pinned.ids,
+            (Mark::Archived, Dialect::Pi) => &mut archived.ids,
+            (Mark::Archived, Dialect::Omp) => &mut omp_archived.ids,
         };
         if !change(ids, id, on) {
             return Ok(false);
         }
-        let text = marks_text(&pinned.ids, &archived.ids);
-        dir.write_file(MARKS_FILE, &mut |w| w.write_all(text.as_bytes()))?;
+        let text = marks_text(&pinned.ids, &archived.ids, &omp_archived.ids);
+        // Marks are a person's own data, not a cache: synced before and after the rename.
+        dir.write_file_durable(MARKS_FILE, &mut |w| w.write_all(text.as_bytes()))?;
         Ok(true)
     }
 
@@ -224,9 +230,9 @@ impl MarkStore {
         self.set(dialect, id, Mark::Archived, false)
     }
 
-    /// Reads our marks file: (pinned, archived).
-    fn read_ours(&self) -> Result<(List, List), JobError> {
-        let empty = || (List { ids: Vec::new() }, List { ids: Vec::new() });
+    /// Reads our marks file: pi's pins, pi's archive, omp's archive.
+    fn read_ours(&self) -> Result<[List; 3], JobError> {
+        let empty = || [List { ids: Vec::new() }, List { ids: Vec::new() }, List { ids: Vec::new() }];
         if !FileStorage::new().exists(&self.state_dir)? {
             return Ok(empty());
         }
@@ -254,7 +260,11 @@ impl MarkStore {
 }
 
 fn lock(path: &Path) -> Result<FileLock, JobError> {
-    FileLock::acquire(path, LOCK_WAIT).map_err(|e| match e {
+    // omp names the lock after Node's `path.resolve` of the path (`..`, `.` and `//`
+    // taken out as text): the same text here, or omp and we would hold two locks.
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let resolved = session_discovery::resolve(&cwd.to_string_lossy(), &path.to_string_lossy());
+    FileLock::acquire(Path::new(&resolved), LOCK_WAIT).map_err(|e| match e {
         StoreError::Locked { path } => JobError::MarksBusy { path },
         e => JobError::Store(e),
     })
@@ -302,17 +312,19 @@ fn list_text(out: &mut String, ids: &[String], indent: &str) {
 }
 
 /// Writes our marks file (see `docs/format.md`, "pins and archive").
-fn marks_text(pinned: &[String], archived: &[String]) -> String {
+fn marks_text(pinned: &[String], archived: &[String], omp_archived: &[String]) -> String {
     let mut out = String::from("{\n\t\"version\": 1,\n\t\"pinned\": [");
     list_text(&mut out, pinned, "\t\t");
     out.push_str("],\n\t\"archived\": [");
     list_text(&mut out, archived, "\t\t");
+    out.push_str("],\n\t\"ompArchived\": [");
+    list_text(&mut out, omp_archived, "\t\t");
     out.push_str("]\n}\n");
     out
 }
 
-/// Reads our marks file: (pinned, archived), or why it is not one.
-fn parse_marks(bytes: &[u8]) -> Result<(List, List), String> {
+/// Reads our marks file: pi's pins, pi's archive, omp's archive; or why it is not one.
+fn parse_marks(bytes: &[u8]) -> Result<[List; 3], String> {
     let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON ({e})"))?;
     let obj = v.as_object().ok_or("not a JSON object")?;
     match obj.get("version").and_then(Value::as_u64) {
@@ -329,7 +341,7 @@ fn parse_marks(bytes: &[u8]) -> Result<(List, List), String> {
             .collect::<Result<Vec<String>, String>>()?;
         Ok(List { ids: once_each(ids) })
     };
-    Ok((list("pinned")?, list("archived")?))
+    Ok([list("pinned")?, list("archived")?, list("ompArchived")?])
 }
 
 #[cfg(test)]
@@ -346,10 +358,14 @@ mod tests {
 
     #[test]
     fn marks_round_trip_and_damage_is_named() -> Result<(), String> {
-        let text = marks_text(&["p1".to_owned()], &["a1".to_owned(), "a2".to_owned()]);
-        let (p, a) = parse_marks(text.as_bytes())?;
+        let text = marks_text(&["p1".to_owned()], &["a1".to_owned(), "a2".to_owned()], &["o1".to_owned()]);
+        let [p, a, o] = parse_marks(text.as_bytes())?;
+        assert_eq!(o.ids, vec!["o1".to_owned()]);
         assert_eq!((p.ids, a.ids), (vec!["p1".to_owned()], vec!["a1".to_owned(), "a2".to_owned()]));
-        assert_eq!(marks_text(&[], &[]), "{\n\t\"version\": 1,\n\t\"pinned\": [],\n\t\"archived\": []\n}\n");
+        assert_eq!(
+            marks_text(&[], &[], &[]),
+            "{\n\t\"version\": 1,\n\t\"pinned\": [],\n\t\"archived\": [],\n\t\"ompArchived\": []\n}\n"
+        );
         for bad in ["", "[]", "{\"pinned\":[]}", "{\"version\":2}", "{\"version\":1,\"pinned\":[1]}", "{\"version\":1"]
         {
             assert!(parse_marks(bad.as_bytes()).is_err(), "{bad:?}");
