@@ -242,10 +242,18 @@ pub enum ImportError {
 /// Imports `bytes`, whichever agent wrote them ([`SourceKind::detect`]); zstd-compressed
 /// bytes (a Codex `.jsonl.zst`) are decoded first, up to [`zst::MAX_DECOMPRESSED`].
 pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
-    if zst::is_zstd(bytes) {
-        let plain = zst::decompress(bytes, zst::MAX_DECOMPRESSED)?;
-        return import(&plain);
-    }
+    // One layer of zstd (what Codex writes); a frame inside a frame is no rollout, and
+    // decoding layer after layer would recurse as deep as the file is crafted.
+    let plain;
+    let bytes = if zst::is_zstd(bytes) {
+        plain = zst::decompress(bytes, zst::MAX_DECOMPRESSED)?;
+        if zst::is_zstd(&plain) {
+            return Err(ImportError::Unrecognised);
+        }
+        &plain[..]
+    } else {
+        bytes
+    };
     match SourceKind::detect(bytes) {
         Some(SourceKind::ClaudeCode) => claude::import(bytes),
         Some(SourceKind::Codex) => codex::import(bytes),

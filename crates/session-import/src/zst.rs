@@ -27,7 +27,7 @@ pub fn decompress(bytes: &[u8], limit: u64) -> Result<Vec<u8>, ImportError> {
         let at = bytes.len() - src.len();
         let bad = |e: &dyn std::fmt::Display| ImportError::Compressed { offset: at as u64, reason: e.to_string() };
         let decoder = StreamingDecoder::new(&mut src).map_err(|e| bad(&e))?;
-        let room = (limit + 1).saturating_sub(out.len() as u64);
+        let room = limit.saturating_add(1).saturating_sub(out.len() as u64);
         decoder.take(room).read_to_end(&mut out).map_err(|e| bad(&e))?;
         if out.len() as u64 > limit {
             return Err(ImportError::TooLarge { limit });

@@ -111,6 +111,26 @@ pub enum ImportError {
         /// The id it gives.
         id: String,
     },
+    /// The imported session went on in the agent since it was imported (its leaf,
+    /// `leaf`, is none of the source's entries): importing more into it would take the
+    /// leaf from the agent's turns. Nothing was written.
+    #[error("{} went on in its agent since it was imported (leaf {leaf}): import the source into a new session (--session-dir DIR)", path.display())]
+    ContinuedSince {
+        /// The imported session.
+        path: PathBuf,
+        /// Its leaf.
+        leaf: String,
+    },
+    /// Turns the last import wrote have other content in the source now (it was imported
+    /// while the agent was still writing a response): appending would leave its parts
+    /// apart. Nothing was written.
+    #[error("{}: the source changed turns it had already imported ({}): import it into a new session (--session-dir DIR), or remove this one and import again", path.display(), ids.join(", "))]
+    SourceRewritten {
+        /// The imported session.
+        path: PathBuf,
+        /// The entries whose content changed.
+        ids: Vec<String>,
+    },
     /// Neither the options nor the source name a working directory.
     #[error("{} names no working directory: pass the project's folder (--cwd DIR)", path.display())]
     NoCwd {
@@ -198,10 +218,35 @@ pub fn import_bytes(
     };
     if env.storage.exists(&file).map_err(|e| write_err(e.into()))? {
         let mut m = SessionManager::open_with(dialect, &file, env.clone(), OpenMode::MustExist).map_err(write_err)?;
+        // Before anything is appended, two cases where an append would lose or garble:
+        // the session went on in the agent since its import (its leaf is none of the
+        // source's entries, nor the back link an import leaves), and a turn the last
+        // import wrote whole has other content now (a source imported mid-response:
+        // appending its tool results would leave them without their call).
+        let ours: std::collections::HashSet<&str> = entries.iter().filter_map(Record::id).collect();
+        if let Some(leaf) = m.tree().leaf_id()
+            && !ours.contains(leaf)
+            && m.tree().get(leaf).and_then(|r| r.get_str("customType")) != Some("import:leaf")
+        {
+            return Err(ImportError::ContinuedSince { path: file.clone(), leaf: leaf.to_owned() });
+        }
+        let mut changed = Vec::new();
+        for r in &entries {
+            let Some(id) = r.id() else { continue };
+            let Some(old) = m.tree().get(id) else { continue };
+            let line = r.line();
+            let line = crate::body::persist_line(dialect, env, &line).map_err(write_err)?;
+            if old.line() != line && matches!(r.get_str("type"), Some("message" | "compaction" | "branch_summary")) {
+                changed.push(id.to_owned());
+            }
+        }
+        if !changed.is_empty() {
+            return Err(ImportError::SourceRewritten { path: file.clone(), ids: changed });
+        }
         for r in &entries {
             let Some(id) = r.id() else { continue };
             match m.tree().get(id) {
-                Some(old) if old.line() == r.line() => {}
+                Some(old) if old.line() == crate::body::persist_line(dialect, env, &r.line()).map_err(write_err)? => {}
                 Some(_) => report.differing.push(id.to_owned()),
                 None if dialect == Dialect::Omp && r.get_str("type") == Some("title_change") => {
                     // As omp renames: the title slot follows the entry (dated as a whole

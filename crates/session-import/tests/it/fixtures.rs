@@ -165,6 +165,12 @@ fn compressed_rollouts() -> Result {
         session_import::zst::decompress(&zst, 100),
         Err(session_import::ImportError::TooLarge { limit: 100 })
     ));
+    // A frame inside a frame is decoded once and refused, never layer after layer.
+    let once = raw_frame(&plain);
+    assert_eq!(render(&session_import::import(&once)?), render(&session_import::import(&plain)?));
+    let nested = raw_frame(&once);
+    let got = session_import::import(&nested);
+    assert!(matches!(got, Err(session_import::ImportError::Unrecognised)), "{got:?}");
     let cut = &zst[..zst.len() / 2];
     let err = session_import::import(cut).err().ok_or("a cut frame is refused")?;
     assert!(matches!(err, session_import::ImportError::Compressed { offset: 0, .. }), "{err}");
@@ -180,4 +186,17 @@ fn claude_parallel_calls() -> Result {
         SourceKind::ClaudeCode,
         expect_file!["../../../../testdata/import/claude/parallel.expected"],
     )
+}
+
+/// `content` as one zstd frame holding one raw (stored) block: magic, a single-segment
+/// frame header with a 2-byte content size, the block header, the bytes.
+fn raw_frame(content: &[u8]) -> Vec<u8> {
+    let n = content.len();
+    assert!((256..65_536 + 256).contains(&n) && n < 1 << 21, "a size this helper writes");
+    let mut out = vec![0x28, 0xB5, 0x2F, 0xFD, 0x60];
+    out.extend_from_slice(&u16::try_from(n - 256).unwrap_or(u16::MAX).to_le_bytes());
+    let block = 1 | (u32::try_from(n).unwrap_or(0) << 3);
+    out.extend_from_slice(&block.to_le_bytes()[..3]);
+    out.extend_from_slice(content);
+    out
 }

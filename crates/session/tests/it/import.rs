@@ -101,3 +101,46 @@ fn a_session_id_that_is_no_file_name_is_refused() -> Result<(), Box<dyn std::err
     assert!(storage.list(Path::new("/tmp"))?.is_empty());
     Ok(())
 }
+
+/// Two re-imports that would lose or garble turns are refused with nothing written: a
+/// session the user went on with in the agent, and a source imported mid-response (one
+/// response's lines split by the cut).
+#[test]
+fn a_reimport_that_would_garble_the_session_is_refused() -> Result<(), Box<dyn std::error::Error>> {
+    let line = |v: serde_json::Value| format!("{v}\n");
+    let user = |u: &str, p: Option<&str>| {
+        line(json!({"type": "user", "uuid": u, "parentUuid": p, "sessionId": "s-1", "cwd": "/w",
+        "timestamp": "2026-01-01T00:00:00.000Z", "message": {"role": "user", "content": format!("q {u}")}}))
+    };
+    let part = |u: &str, p: &str, block: serde_json::Value| {
+        line(json!({"type": "assistant", "uuid": u, "parentUuid": p, "sessionId": "s-1",
+        "cwd": "/w", "timestamp": "2026-01-01T00:00:01.000Z",
+        "message": {"id": "msg-1", "role": "assistant", "model": "m", "content": [block]}}))
+    };
+    let first = user("u1", None) + &part("a1", "u1", json!({"type": "text", "text": "thinking it over"}));
+    let whole = first.clone()
+        + &part("a2", "a1", json!({"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}));
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        // Cut inside a response, then the whole source.
+        let env = Env::memory();
+        let options = ImportOptions { session_dir: Some("/s".into()), ..ImportOptions::to(dialect) };
+        let r = import_bytes(Path::new("src.jsonl"), first.as_bytes(), &options, &env)?;
+        let before = env.storage.read(&r.path)?;
+        let got = import_bytes(Path::new("src.jsonl"), whole.as_bytes(), &options, &env);
+        assert!(matches!(got, Err(session::import::ImportError::SourceRewritten { .. })), "{dialect:?}: {got:?}");
+        assert_eq!(env.storage.read(&r.path)?, before, "nothing written");
+
+        // The user went on in the agent; then the source grew.
+        let env = Env::memory();
+        let r = import_bytes(Path::new("src.jsonl"), whole.as_bytes(), &options, &env)?;
+        let mut m = SessionManager::open(dialect, &r.path, env.clone())?;
+        m.append_message(json!({"role": "user", "content": "my own turn", "timestamp": 5}))?;
+        m.close()?;
+        let before = env.storage.read(&r.path)?;
+        let grown = whole.clone() + &user("u2", Some("a2"));
+        let got = import_bytes(Path::new("src.jsonl"), grown.as_bytes(), &options, &env);
+        assert!(matches!(got, Err(session::import::ImportError::ContinuedSince { .. })), "{dialect:?}: {got:?}");
+        assert_eq!(env.storage.read(&r.path)?, before, "nothing written");
+    }
+    Ok(())
+}
