@@ -564,7 +564,9 @@ impl SessionManager {
         self.diagnostics = parsed.diagnostics;
         let mut records = parsed.records;
         if self.dialect() == Dialect::Pi && !parsed.ends_with_newline {
-            if write {
+            // Only onto the bytes read: a file that grew since was read in the middle of
+            // another writer's line (a torn read), which ends with its own newline.
+            if write && storage.stat(path)?.is_some_and(|now| now.size == stat.size) {
                 storage.append(path, b"\n")?;
                 report.wrote = true;
             }

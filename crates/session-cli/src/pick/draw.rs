@@ -177,7 +177,14 @@ fn cell(r: &Row, snippet: Option<&str>, k: usize, look: &Look) -> String {
             _ => r.label().to_owned(),
         },
         _ => match look.home.as_deref() {
-            Some(h) if !h.is_empty() && r.cwd.starts_with(h) => format!("~{}", &r.cwd[h.len()..]),
+            // `~` only for the home folder itself and below it (`/home/meow` is not `~ow`).
+            Some(h)
+                if !h.is_empty()
+                    && r.cwd.starts_with(h)
+                    && (r.cwd.len() == h.len() || r.cwd[h.len()..].starts_with('/') || h.ends_with('/')) =>
+            {
+                format!("~{}", &r.cwd[h.len()..])
+            }
             _ => r.cwd.clone(),
         },
     }
@@ -422,6 +429,20 @@ mod tests {
                 enter open  y copy  r rename  d trash  e export  / filter  ? help  q quit
             "#]],
         );
+    }
+
+    /// The home folder shows as `~` only for itself and what is below it.
+    #[test]
+    fn home_is_shortened_only_at_a_folder_boundary() {
+        let look = Look { colour: false, now_ms: NOW, home: Some("/home/me".into()) };
+        let at = |cwd: &str| {
+            let mut r = picker().rows()[0].clone();
+            r.cwd = cwd.to_owned();
+            cell(&r, None, 4, &look)
+        };
+        assert_eq!(at("/home/me/proj"), "~/proj");
+        assert_eq!(at("/home/me"), "~");
+        assert_eq!(at("/home/meow/x"), "/home/meow/x");
     }
 
     /// `NO_COLOR`: no cell has a colour of its own; the selection is still reversed.

@@ -408,7 +408,14 @@ pub(crate) fn run(g: &Global, all: bool) -> Result<()> {
     drop(guard);
     let mut out = std::io::stdout().lock();
     for path in &copied {
-        writeln!(out, "{}", path.display())?;
+        // A folder name may hold control characters: none reaches the terminal raw.
+        let shown: String = path
+            .display()
+            .to_string()
+            .chars()
+            .map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() })
+            .collect();
+        writeln!(out, "{shown}")?;
     }
     out.flush()?;
     drop(out);

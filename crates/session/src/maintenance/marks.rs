@@ -123,7 +123,13 @@ impl MarkStore {
     /// Returns our state folder: `$XDG_STATE_HOME/session-store`, else
     /// `~/.local/state/session-store`.
     pub fn default_state_dir(env: &ProcessEnv) -> PathBuf {
-        let base = env.var("XDG_STATE_HOME").map_or_else(|| env.home.join(".local").join("state"), PathBuf::from);
+        // The XDG rule: a relative value is ignored (it would put the marks in whatever
+        // folder the command runs in).
+        let base = env
+            .var("XDG_STATE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .unwrap_or_else(|| env.home.join(".local").join("state"));
         base.join("session-store")
     }
 
