@@ -483,7 +483,8 @@ fn pins_and_the_archive_show_in_ls() -> Result<()> {
         {
         	"version": 1,
         	"pinned": [],
-        	"archived": []
+        	"archived": [],
+        	"ompArchived": []
         }
     "#]]
     .assert_eq(&marks);
