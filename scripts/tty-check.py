@@ -274,7 +274,7 @@ def main():
             screen = run_in_pane(f"ls{cols}", cols, f"{binary} --dialect pi ls --cwd /work", env)
             screens[cols] = screen
             lines = [l for l in screen.splitlines() if l.strip() and "[done]" not in l and "export " not in l]
-            if not any(l.startswith("MODIFIED") for l in lines):
+            if not any(l.split()[:2] in (["MODIFIED", "AGENT"], ["PIN", "MODIFIED"]) for l in lines):
                 failures.append(f"ls at {cols} columns: no table header:\n{screen}")
             widest = max((cells(l) for l in lines), default=0)
             if widest > cols:
