@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 use crate::out::{Ids, Kind, Node, count, iso, ordered, usage};
-use crate::{Diagnostic, DiagnosticKind, ImportError, Imported, SourceKind, Title, line_count, lines};
+use crate::{Diagnostic, DiagnosticKind, ImportError, Imported, SourceKind, Title, line_count, objects};
 
 /// Claude Code's record kinds that carry no uuid and need no diagnostic.
 const KNOWN_META: &[&str] = &[
@@ -114,18 +114,7 @@ impl State {
 
 /// Imports a Claude Code transcript.
 pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
-    let mut records: Vec<(usize, Map<String, Value>)> = Vec::new();
-    let mut diagnostics = Vec::new();
-    for line in lines(bytes) {
-        match session_model::json::parse(&line.text) {
-            Some(Value::Object(m)) => records.push((line.no, m)),
-            _ => diagnostics.push(Diagnostic {
-                line: line.no,
-                kind: DiagnosticKind::Damaged,
-                message: "not a JSON object: skipped".to_owned(),
-            }),
-        }
-    }
+    let (records, diagnostics) = objects(bytes);
     let session_id = records.iter().find_map(|(_, r)| r.get("sessionId").and_then(Value::as_str).map(str::to_owned));
     let Some(session_id) = session_id else {
         return Err(ImportError::Empty { kind: "Claude Code", lines: line_count(bytes) });

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 use crate::out::{Ids, Kind, Node, count, image_from_data_url, iso, ordered, usage};
-use crate::{Diagnostic, DiagnosticKind, ImportError, Imported, SourceKind, line_count, lines};
+use crate::{Diagnostic, DiagnosticKind, ImportError, Imported, SourceKind, line_count, objects};
 
 /// Top-level kinds of codex-rs' `RolloutItem` kept as custom entries without a
 /// diagnostic.
@@ -126,18 +126,7 @@ impl State {
 
 /// Imports a Codex rollout.
 pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
-    let mut records: Vec<(usize, Map<String, Value>)> = Vec::new();
-    let mut diagnostics = Vec::new();
-    for line in lines(bytes) {
-        match session_model::json::parse(&line.text) {
-            Some(Value::Object(m)) => records.push((line.no, m)),
-            _ => diagnostics.push(Diagnostic {
-                line: line.no,
-                kind: DiagnosticKind::Damaged,
-                message: "not a JSON object: skipped".to_owned(),
-            }),
-        }
-    }
+    let (records, diagnostics) = objects(bytes);
     let meta = records
         .iter()
         .find(|(_, r)| r.get("type").and_then(Value::as_str) == Some("session_meta"))

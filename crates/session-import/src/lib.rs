@@ -279,6 +279,27 @@ pub(crate) fn lines(bytes: &[u8]) -> impl Iterator<Item = Line<'_>> {
     })
 }
 
+/// A JSON object of a source with its 1-based line number.
+pub(crate) type Numbered = (usize, serde_json::Map<String, Value>);
+
+/// Returns the JSON objects of the lines of `bytes` with their line numbers, and a
+/// diagnostic for each line that is not one (skipped).
+pub(crate) fn objects(bytes: &[u8]) -> (Vec<Numbered>, Vec<Diagnostic>) {
+    let mut records = Vec::new();
+    let mut diagnostics = Vec::new();
+    for line in lines(bytes) {
+        match session_model::json::parse(&line.text) {
+            Some(Value::Object(m)) => records.push((line.no, m)),
+            _ => diagnostics.push(Diagnostic {
+                line: line.no,
+                kind: DiagnosticKind::Damaged,
+                message: "not a JSON object: skipped".to_owned(),
+            }),
+        }
+    }
+    (records, diagnostics)
+}
+
 /// Returns the line count of `bytes` (for messages).
 pub(crate) fn line_count(bytes: &[u8]) -> usize {
     bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count()

@@ -118,17 +118,6 @@ pub fn write_atomic_private(
     write_atomic_stream_with(path, fill, true, NewFile::Private, || Ok(()))
 }
 
-/// Replaces `path`, a file of a private folder ([`crate::PrivateDir::write_file`]), with
-/// what `fill` writes: the temporary file is created 0600 whatever `path` was (its mode
-/// and owner are not looked at, a link there is not followed), the folder is not
-/// created, and nothing is synced. Returns the bytes written.
-pub(crate) fn write_private_stream(
-    path: &Path,
-    fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
-) -> Result<u64, StoreError> {
-    write_atomic_stream_with(path, fill, false, NewFile::Private, || Ok(()))
-}
-
 /// How the temporary file of a replace is created.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum NewFile {

@@ -216,9 +216,7 @@ impl PrivateDir {
         name: &str,
         fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
     ) -> Result<u64, StoreError> {
-        let path = self.file_path(name)?;
-        self.recheck()?;
-        crate::atomic::write_private_stream(&path, fill)
+        self.replace(name, fill, false)
     }
 
     /// [`PrivateDir::write_file`] for a person's own data rather than a cache: the new
@@ -233,9 +231,20 @@ impl PrivateDir {
         name: &str,
         fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
     ) -> Result<u64, StoreError> {
+        self.replace(name, fill, true)
+    }
+
+    /// Replaces `name` with what `fill` writes (0600, never through a link), synced or
+    /// not, after checking the folder again.
+    fn replace(
+        &self,
+        name: &str,
+        fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+        sync: bool,
+    ) -> Result<u64, StoreError> {
         let path = self.file_path(name)?;
         self.recheck()?;
-        crate::atomic::write_atomic_private(&path, fill)
+        crate::atomic::write_atomic_stream_with(&path, fill, sync, crate::atomic::NewFile::Private, || Ok(()))
     }
 
     /// Removes the files whose names `pick` selects, the least recently modified

@@ -564,10 +564,7 @@ impl SessionManager {
         self.diagnostics = parsed.diagnostics;
         let mut records = parsed.records;
         if self.dialect() == Dialect::Pi && !parsed.ends_with_newline {
-            // Only onto the bytes read: a file that grew since was read in the middle of
-            // another writer's line (a torn read), which ends with its own newline.
-            if write && storage.stat(path)?.is_some_and(|now| now.size == stat.size) {
-                storage.append(path, b"\n")?;
+            if write && repair_final_newline(&*storage, path, stat.size)? {
                 report.wrote = true;
             }
             report.repaired_final_newline = true;
@@ -1489,6 +1486,17 @@ impl Drop for SessionManager {
     fn drop(&mut self) {
         self.close_writer();
     }
+}
+
+/// pi's repair of a file without a final newline: appends one, but only onto the
+/// `read` bytes: a file that grew since was read in the middle of another writer's line
+/// (a torn read), which ends with its own newline. Returns whether it wrote.
+pub(crate) fn repair_final_newline(storage: &dyn session_store::Storage, path: &Path, read: u64) -> Result<bool> {
+    if storage.stat(path)?.is_some_and(|now| now.size == read) {
+        storage.append(path, b"\n")?;
+        return Ok(true);
+    }
+    Ok(false)
 }
 
 /// Folds omp's title slot into the header: a non-empty slot title replaces the

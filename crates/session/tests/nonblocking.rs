@@ -74,7 +74,9 @@ fn no_call_holds_the_only_worker() -> TestResult {
         assert!(got, "another task ran while `blocking` was running");
         ticker.await?;
 
-        // An open of a larger session on the pool, with a task ticking beside it.
+        // An open of a larger session through the pool reads it whole, with another task
+        // running beside it (that the worker stays free is what the two handshakes above
+        // show: `open` is `blocking` around the blocking call).
         let file = s.with(|m| m.session_file().map(Path::to_path_buf)).await.ok_or("a file")?;
         s.with(|m| -> Result<(), session::SessionError> {
             for k in 0..2_000 {
@@ -95,7 +97,7 @@ fn no_call_holds_the_only_worker() -> TestResult {
         let opened = AsyncSession::open_read_only(Dialect::Pi, file, Env::files()).await?;
         assert_eq!(opened.with(|m| m.tree().entries().len()).await, 2_001);
         counter.abort();
-        assert!(ticks.load(std::sync::atomic::Ordering::Relaxed) > 0, "the other task ran during the open");
+        assert!(ticks.load(std::sync::atomic::Ordering::Relaxed) > 0, "the task beside the open ran");
         Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
     })?;
     std::fs::remove_dir_all(&dir)?;

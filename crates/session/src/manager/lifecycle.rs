@@ -859,7 +859,7 @@ impl SessionManager {
             return Err(SessionError::ForkSourceInvalid { path: source });
         }
         if dialect == Dialect::Pi && !parsed.ends_with_newline {
-            storage.append(&source, b"\n")?;
+            super::repair_final_newline(&*storage, &source, parsed.byte_len as u64)?;
         }
         let mut records = if valid { parsed.records } else { Vec::new() };
         session_migrate::migrate(&mut records, &mut || ids::new_entry_id(dialect, &mut rand::rng(), |_| false));
