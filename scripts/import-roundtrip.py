@@ -38,6 +38,7 @@ def main() -> int:
     if not os.path.exists(rt.REF):
         print(f"the references are not installed ({rt.REF})", file=sys.stderr)
         return 2
+    a.ours = os.path.abspath(a.ours)
     rt.OURS = a.ours
     sources = sorted(glob.glob(os.path.join(ROOT, "testdata", "import", "*", "*.jsonl")))
     scratch = tempfile.mkdtemp(prefix="import-roundtrip-")

@@ -421,6 +421,32 @@ pub trait Storage: Send + Sync {
     /// On a failed or short write the file is cut back to its previous size. Not synced.
     fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError>;
 
+    /// Appends `bytes` only if the file is still as `expected` says (a conditional append:
+    /// the fast-forward of a copy whose start is known), durably.
+    ///
+    /// A mismatch fails with [`StoreError::Conflict`] and changes nothing;
+    /// [`ExpectedSize::Missing`] creates the file with `bytes`. On success the file is
+    /// the old content followed by `bytes`, and a reader (or a reader after a crash) sees
+    /// the old file or the new one whole.
+    ///
+    /// The default reads the file and replaces it with [`Storage::write_atomic`] under the
+    /// same precondition, which is correct for any backend; backends that can add to a
+    /// file without sending it whole (the object store's segments) do.
+    fn append_expected(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
+        let found = self.stat(path)?;
+        expected.check_stat(path, found.as_ref())?;
+        let mut data = if found.is_some() { self.read(path)? } else { Vec::new() };
+        let seen = ExpectedSize::unchanged(found.as_ref());
+        if let Some(Some(n)) = expected.as_option()
+            && data.len() as u64 != n
+        {
+            // The file changed between the stat and the read.
+            return Err(StoreError::Conflict { path: path.to_path_buf(), expected: Some(n), found: Some(data.len() as u64) });
+        }
+        data.extend_from_slice(bytes);
+        self.write_atomic(path, &data, seen)
+    }
+
     /// Cuts the file back to `len` bytes (or extends it with zero bytes).
     fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError>;
 
