@@ -225,7 +225,10 @@ fn append_creates_and_extends(s: &dyn Storage, root: &Path) -> CaseResult {
 fn append_expected_is_conditional(s: &dyn Storage, root: &Path) -> CaseResult {
     let p = root.join("ape/s.jsonl");
     let stale = s.append_expected(&p, b"x\n", ExpectedSize::Bytes(0));
-    check(matches!(stale, Err(StoreError::Conflict { expected: Some(0), found: None, .. })), "a missing file is no 0-byte file")?;
+    check(
+        matches!(stale, Err(StoreError::Conflict { expected: Some(0), found: None, .. })),
+        "a missing file is no 0-byte file",
+    )?;
     check(!s.exists(&p)?, "a failed conditional append creates nothing")?;
     s.append_expected(&p, b"1\n", ExpectedSize::Missing)?;
     check(s.read(&p)? == b"1\n", "created")?;
@@ -233,9 +236,15 @@ fn append_expected_is_conditional(s: &dyn Storage, root: &Path) -> CaseResult {
     check(s.read(&p)? == b"1\n2\n", "appended at the expected size")?;
     let seen = s.stat(&p)?;
     let wrong = s.append_expected(&p, b"3\n", ExpectedSize::Bytes(2));
-    check(matches!(wrong, Err(StoreError::Conflict { expected: Some(2), found: Some(4), .. })), "a grown file refuses")?;
+    check(
+        matches!(wrong, Err(StoreError::Conflict { expected: Some(2), found: Some(4), .. })),
+        "a grown file refuses",
+    )?;
     let again = s.append_expected(&p, b"3\n", ExpectedSize::Missing);
-    check(matches!(again, Err(StoreError::Conflict { expected: None, found: Some(4), .. })), "an existing file is not missing")?;
+    check(
+        matches!(again, Err(StoreError::Conflict { expected: None, found: Some(4), .. })),
+        "an existing file is not missing",
+    )?;
     check(s.read(&p)? == b"1\n2\n", "a refused append changes nothing")?;
     s.append_expected(&p, b"3\n", ExpectedSize::unchanged(seen.as_ref()))?;
     check(s.read(&p)? == b"1\n2\n3\n", "appended to the file seen")?;

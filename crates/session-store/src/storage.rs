@@ -441,7 +441,11 @@ pub trait Storage: Send + Sync {
             && data.len() as u64 != n
         {
             // The file changed between the stat and the read.
-            return Err(StoreError::Conflict { path: path.to_path_buf(), expected: Some(n), found: Some(data.len() as u64) });
+            return Err(StoreError::Conflict {
+                path: path.to_path_buf(),
+                expected: Some(n),
+                found: Some(data.len() as u64),
+            });
         }
         data.extend_from_slice(bytes);
         self.write_atomic(path, &data, seen)
