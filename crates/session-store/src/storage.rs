@@ -268,6 +268,24 @@ pub trait Storage: Send + Sync {
     /// the reference's glob does) and a missing directory gives an empty list.
     fn list(&self, dir: &Path) -> Result<Vec<String>, StoreError>;
 
+    /// Returns the regular files directly in `dir` (as [`Storage::list`]: sorted,
+    /// dot-files skipped, a missing directory empty), each with its stat, so that a sync
+    /// learns the sizes of a folder of sessions from one listing.
+    ///
+    /// The default lists and stats each file (a file gone between the two is left out);
+    /// backends whose listing carries sizes (an object store's) answer in one request.
+    fn list_stats(&self, dir: &Path) -> Result<Vec<(String, FileStat)>, StoreError> {
+        let mut out = Vec::new();
+        for name in self.list(dir)? {
+            if let Some(stat) = self.stat(&dir.join(&name))?
+                && stat.is_file
+            {
+                out.push((name, stat));
+            }
+        }
+        Ok(out)
+    }
+
     /// Returns the entries directly in `dir`, dot-files included, in no particular
     /// order; a missing directory has none. Unlike [`Storage::list`] it reports
     /// directories (in key-value backends: key prefixes with keys below them), links and

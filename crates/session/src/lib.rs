@@ -50,6 +50,7 @@ pub mod persist;
 mod resume;
 pub mod search;
 mod snapshot;
+pub mod sync;
 
 pub use appends::CompactionOptions;
 pub use context::{Context, ContextSettings, ModelRef, OmpSettings, PiSettings};

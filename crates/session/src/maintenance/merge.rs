@@ -98,41 +98,129 @@ pub fn merge(
     let (stat, n) = storage.read_into(&ours, &mut bytes)?;
     bytes.truncate(n);
     let other = storage.read(&theirs)?;
-    let (pa, pb) =
-        (session_model::parse_session_bytes(&bytes, dialect), session_model::parse_session_bytes(&other, dialect));
-    for (path, parsed) in [(&ours, &pa), (&theirs, &pb)] {
-        // Proved before the read; the bytes read are checked again.
-        if !matches!(parsed.header_check(dialect), session_model::HeaderCheck::Valid { .. })
-            || parsed.records.first().and_then(|h| h.get_str("id")) != Some(a.id.as_str())
-        {
-            return Err(JobError::Unsupported {
-                path: path.clone(),
-                what: "it changed while the merge read it; run it again".to_owned(),
-            });
+    let merged = merge_bytes(
+        MergeInput { path: &ours, bytes: &bytes },
+        MergeInput { path: &theirs, bytes: &other },
+        dialect,
+        leaf,
+    )
+    .map_err(|e| match e {
+        // Proved before the read: a header that no longer agrees changed meanwhile.
+        JobError::NotTheSameSession { ours, .. } => {
+            JobError::Unsupported { path: ours, what: "it changed while the merge read it; run it again".to_owned() }
         }
-        if !parsed.diagnostics.is_empty() {
+        e => e,
+    })?;
+    let mut report = MergeReport {
+        path: ours.clone(),
+        added: merged.added,
+        differing: merged.differing,
+        leaf: merged.leaf,
+        ..MergeReport::default()
+    };
+    // The artifacts first: an error there leaves the session as it was (with some
+    // artifact files more, which nothing names yet).
+    if let (Some(from), Some(to)) = (&their_artifacts, &our_artifacts) {
+        unite_artifacts(storage, from, to, &mut report)?;
+    }
+    if merged.bytes != bytes {
+        storage.write_atomic(&ours, &merged.bytes, ExpectedSize::unchanged(Some(&stat)))?;
+        report.written = true;
+    }
+    drop(lock);
+    Ok(report)
+}
+
+/// One copy handed to [`merge_bytes`]: its bytes and the path its errors name.
+#[derive(Clone, Copy, Debug)]
+pub struct MergeInput<'a> {
+    /// Where the bytes come from (named by errors only; never read).
+    pub path: &'a Path,
+    /// The whole file.
+    pub bytes: &'a [u8],
+}
+
+/// What [`merge_bytes`] made of two copies.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MergedBytes {
+    /// The merged file: ours' bytes before and of its header, then every entry once.
+    pub bytes: Vec<u8>,
+    /// Entries of theirs that ours lacked, in their order.
+    pub added: Vec<String>,
+    /// Entries both copies hold with other bytes (the same type and parent): ours' bytes
+    /// were kept.
+    pub differing: Vec<String>,
+    /// The merged session's leaf (its last entry; empty for a session without entries).
+    pub leaf: String,
+}
+
+/// Returns the union of two copies of one session: ours' entries in their order, then
+/// theirs' that ours lacks (each once, by id), parents before children, with the leaf
+/// `leaf` chooses moved last. Bytes before ours' header (omp's title slot) and the header
+/// are ours', and every entry keeps its own bytes (ours' where both hold it), unknown
+/// fields and entry types included. Pure: no IO.
+///
+/// # Errors
+///
+/// [`JobError::NotTheSameSession`] (the headers' ids differ), [`JobError::MergeConflict`]
+/// (an entry both hold with another type or parent), [`JobError::BadLeaf`],
+/// [`JobError::Unsupported`] (no valid header, a line its loader skips, an entry without
+/// an id), each naming the path of the copy at fault.
+pub fn merge_bytes(
+    ours: MergeInput<'_>,
+    theirs: MergeInput<'_>,
+    dialect: Dialect,
+    leaf: &MergeLeaf,
+) -> Result<MergedBytes, JobError> {
+    let (pa, pb) = (
+        session_model::parse_session_bytes(ours.bytes, dialect),
+        session_model::parse_session_bytes(theirs.bytes, dialect),
+    );
+    let mut ids = Vec::with_capacity(2);
+    for (input, parsed) in [(&ours, &pa), (&theirs, &pb)] {
+        let path = input.path.to_path_buf();
+        let id = parsed.records.first().and_then(|h| h.get_str("id"));
+        let Some(id) = id.filter(|_| matches!(parsed.header_check(dialect), session_model::HeaderCheck::Valid { .. }))
+        else {
+            return Err(JobError::Unsupported { path, what: format!("no valid {} session header", dialect.name()) });
+        };
+        if let Some(d) = parsed.diagnostics.first() {
             return Err(JobError::Unsupported {
-                path: path.clone(),
-                what: "it holds lines its loader skips; repair it first (session repair)".to_owned(),
+                path,
+                what: format!("it holds lines its loader skips (line {}); repair it first (session repair)", d.line),
             });
         }
         if let Some(r) = parsed.records.iter().skip(1).find(|r| r.id().is_none()) {
             return Err(JobError::Unsupported {
-                path: path.clone(),
+                path,
                 what: format!(
                     "an entry without an id ({}); migrate it first (session migrate)",
                     r.type_str().unwrap_or("?")
                 ),
             });
         }
+        ids.push(id.to_owned());
+    }
+    if ids[0] != ids[1] {
+        return Err(JobError::NotTheSameSession {
+            ours: ours.path.to_path_buf(),
+            ours_id: ids[0].clone(),
+            theirs: theirs.path.to_path_buf(),
+            theirs_id: ids[1].clone(),
+        });
     }
     let entries_a = pa.records.get(1..).unwrap_or_default();
     let entries_b = pb.records.get(1..).unwrap_or_default();
     let by_id: HashMap<&str, &Record> = entries_a.iter().filter_map(|r| Some((r.id()?, r))).collect();
-    let mut report = MergeReport { path: ours.clone(), ..MergeReport::default() };
+    let mut report = MergedBytes::default();
     let mut merged: Vec<&Record> = entries_a.iter().collect();
+    let mut seen_b = HashSet::new();
     for r in entries_b {
         let id = r.id().unwrap_or_default();
+        if !seen_b.insert(id) {
+            continue;
+        }
         match by_id.get(id) {
             None => {
                 merged.push(r);
@@ -142,7 +230,7 @@ pub fn merge(
             Some(mine) => {
                 if mine.type_str() != r.type_str() || mine.parent_id() != r.parent_id() {
                     return Err(JobError::MergeConflict {
-                        theirs,
+                        theirs: theirs.path.to_path_buf(),
                         id: id.to_owned(),
                         reason: "the copies give it another type or another parent".to_owned(),
                     });
@@ -197,17 +285,7 @@ pub fn merge(
         merged.push(r);
         report.leaf = id.clone();
     }
-    let out = render(&bytes, &pa, &merged);
-    // The artifacts first: an error there leaves the session as it was (with some
-    // artifact files more, which nothing names yet).
-    if let (Some(from), Some(to)) = (&their_artifacts, &our_artifacts) {
-        unite_artifacts(storage, from, to, &mut report)?;
-    }
-    if out != bytes {
-        storage.write_atomic(&ours, &out, ExpectedSize::unchanged(Some(&stat)))?;
-        report.written = true;
-    }
-    drop(lock);
+    report.bytes = render(ours.bytes, &pa, &merged);
     Ok(report)
 }
 

@@ -61,7 +61,7 @@ pub use fsck::{Finding, FsckOptions, FsckReport, fsck};
 pub use gc::{BlobUse, GcOptions, GcReport, gc};
 pub use homes::{Homes, Root};
 pub use marks::{MARKS_FILE, Mark, MarkStore, Marks, SessionMarks};
-pub use merge::{MergeLeaf, MergeReport, merge};
+pub use merge::{MergeInput, MergeLeaf, MergeReport, MergedBytes, merge, merge_bytes};
 pub use project::{ProjectMove, project_moves, relocate_project};
 pub use proof::{SessionProof, detect_dialect, prove_session};
 pub use prune::{PruneOptions, prune_candidates};

@@ -1,0 +1,894 @@
+//! Syncing the sessions of this machine with a remote copy on any [`Storage`] (a folder,
+//! a database, an object store), both ways, session by session.
+//!
+//! [`sync`] pairs each local session with the remote file of the same dialect and name
+//! and brings both to the same entries:
+//!
+//! * the same bytes (the header's `cwd` aside, which each side keeps as its own): nothing
+//!   to do ([`SyncOutcome::Unchanged`]);
+//! * one copy a prefix of the other: the missing tail is appended to the shorter one
+//!   ([`SyncOutcome::Pushed`], [`SyncOutcome::Pulled`]), on the remote with
+//!   [`Storage::append_expected`] at the size read, locally under the session's lock with
+//!   the same conditional append;
+//! * two continuations: [`merge_bytes`] makes their union and both sides are replaced
+//!   with compare-and-set ([`Storage::write_atomic`] with the size read)
+//!   ([`SyncOutcome::Merged`]);
+//! * on one side only: copied to the other ([`SyncOutcome::Uploaded`],
+//!   [`SyncOutcome::Downloaded`]); a download is filed in this machine's bucket of the
+//!   project's folder here, its header's `cwd` rewritten for this machine (only the
+//!   value's bytes change, [`project`]'s rules say which folder).
+//!
+//! Every remote write is conditional: a writer that got there between our read and our
+//! write makes it fail, and the session is read again and synced again, up to
+//! [`SYNC_ROUNDS`] times. Nothing is deleted on either side. With
+//! [`SyncOptions::dry_run`] nothing is written anywhere (the state file included), and
+//! each outcome says what a sync would do.
+//!
+//! The remote layout (`docs/format.md`, "Sync remote"): omp's sessions at
+//! `<prefix>/sessions/<project slug>/<file>.jsonl`, pi's at
+//! `<prefix>/pi/sessions/<project slug>/<file>.jsonl`, beside each a
+//! `<file stem>.meta.json` naming its project, and omp's blobs at
+//! `<prefix>/blobs/<sha256>` (uploaded once, downloaded when a session here names one
+//! this machine lacks). Each remote project folder is listed once with its sizes
+//! ([`Storage::list_stats`]); a session whose two sizes are those the last sync left
+//! (the state file, [`SyncLocal::state_dir`]) is not read.
+
+mod project;
+mod splice;
+mod state;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use session_discovery::AgentDirs;
+use session_model::Dialect;
+use session_store::blob::find_refs;
+use session_store::{BlobRef, BlobStore, EntryKind, ExpectedSize, FileStat, LockWait, Storage, StoreError};
+
+pub use project::{Project, ProjectMap, normalize_git_url, project_of, project_slug};
+pub use state::{redact_url, state_file};
+
+use crate::maintenance::{JobError, MergeInput, MergeLeaf, merge_bytes};
+
+/// How many times a session is read and synced again after another writer changed it
+/// between our read and our write.
+pub const SYNC_ROUNDS: usize = 4;
+
+/// How long a local write waits for the agent that holds the session's lock.
+const LOCK_WAIT: Duration = Duration::from_secs(2);
+
+/// How many bytes of a file are read to find its header first.
+const HEAD_WINDOW: u64 = 64 * 1024;
+
+/// The suffix of a session's sidecar on the remote (after the file's stem).
+pub const META_SUFFIX: &str = ".meta.json";
+
+/// This machine's side of a sync.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct SyncLocal {
+    /// Where the sessions are (the file system).
+    pub storage: Arc<dyn Storage>,
+    /// The agents' folders: each home's sessions root is walked, and downloads go to its
+    /// bucket of the session's folder.
+    pub homes: Vec<AgentDirs>,
+    /// omp's blob store here, if blobs are synced.
+    pub blobs: Option<BlobStore>,
+    /// Our state folder (`${XDG_STATE_HOME:-~/.local/state}/session-store`), which holds
+    /// `sync/<hash of the remote>.json`.
+    pub state_dir: PathBuf,
+}
+
+impl SyncLocal {
+    /// Returns the local side: sessions in `storage` below the `homes`' roots, the state
+    /// kept in `state_dir`, no blobs.
+    pub fn new(storage: Arc<dyn Storage>, homes: Vec<AgentDirs>, state_dir: impl Into<PathBuf>) -> SyncLocal {
+        SyncLocal { storage, homes, blobs: None, state_dir: state_dir.into() }
+    }
+
+    /// Returns this side with omp's blob store `blobs`.
+    #[must_use]
+    pub fn with_blobs(mut self, blobs: BlobStore) -> SyncLocal {
+        self.blobs = Some(blobs);
+        self
+    }
+}
+
+impl std::fmt::Debug for SyncLocal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SyncLocal").field("homes", &self.homes).field("state_dir", &self.state_dir).finish()
+    }
+}
+
+/// The remote side of a sync: any storage, below a prefix.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct SyncRemote {
+    /// The storage.
+    pub storage: Arc<dyn Storage>,
+    /// What names it (a URL or a folder); the state file is kept per URL and prefix, the
+    /// URL written without its password.
+    pub url: String,
+    /// The folder (key prefix) of the layout in the storage.
+    pub prefix: PathBuf,
+}
+
+impl SyncRemote {
+    /// Returns the remote `storage` named `url`, the layout below `prefix`.
+    pub fn new(storage: Arc<dyn Storage>, url: &str, prefix: impl Into<PathBuf>) -> SyncRemote {
+        SyncRemote { storage, url: url.to_owned(), prefix: prefix.into() }
+    }
+
+    /// Returns the folder of `dialect`'s project folders.
+    pub fn sessions_dir(&self, dialect: Dialect) -> PathBuf {
+        match dialect {
+            Dialect::Omp => self.prefix.join("sessions"),
+            Dialect::Pi => self.prefix.join("pi").join("sessions"),
+        }
+    }
+
+    /// Returns the path of a blob.
+    pub fn blob_path(&self, blob: &BlobRef) -> PathBuf {
+        self.prefix.join("blobs").join(blob.hash())
+    }
+}
+
+impl std::fmt::Debug for SyncRemote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SyncRemote").field("url", &redact_url(&self.url)).field("prefix", &self.prefix).finish()
+    }
+}
+
+/// What [`sync`] does.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct SyncOptions {
+    /// Writes nothing anywhere; each outcome says what would be done.
+    pub dry_run: bool,
+    /// Project ids of folders here (`--map ID=PATH`).
+    pub map: ProjectMap,
+    /// Only sessions whose folder (here) is one of these or below one.
+    pub projects: Vec<PathBuf>,
+}
+
+impl SyncOptions {
+    /// Returns these options writing nothing (`true`).
+    #[must_use]
+    pub fn dry_run(mut self, dry_run: bool) -> SyncOptions {
+        self.dry_run = dry_run;
+        self
+    }
+
+    /// Returns these options with the project ids `map`.
+    #[must_use]
+    pub fn map(mut self, map: ProjectMap) -> SyncOptions {
+        self.map = map;
+        self
+    }
+
+    /// Returns these options limited to sessions of `projects` (folders here).
+    #[must_use]
+    pub fn projects(mut self, projects: Vec<PathBuf>) -> SyncOptions {
+        self.projects = projects.iter().map(|p| project::lexical(p)).collect();
+        self
+    }
+}
+
+/// Why two copies of a session could not be merged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConflictReason {
+    /// Both copies hold the entry with another type or parent.
+    EntryDisagrees,
+    /// The copies' headers name different sessions.
+    DifferentSessions,
+    /// No entry of the union can be its leaf.
+    NoLeaf,
+    /// A copy cannot be merged as it is (a damaged line, an entry without an id, no
+    /// header): repair or migrate it first.
+    Unsupported,
+}
+
+/// What a sync did with one session (or would do, in a dry run).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SyncOutcome {
+    /// Both copies hold the same entries.
+    Unchanged,
+    /// The remote copy was fast-forwarded with this many bytes.
+    Pushed {
+        /// Bytes appended.
+        bytes: u64,
+    },
+    /// The local copy was fast-forwarded with this many bytes.
+    Pulled {
+        /// Bytes appended.
+        bytes: u64,
+    },
+    /// The session was new on the remote.
+    Uploaded,
+    /// The session was new here.
+    Downloaded,
+    /// Two continuations were merged and both copies replaced with the union.
+    Merged {
+        /// Entries the local copy gained.
+        local_added: usize,
+        /// Entries the remote copy gained.
+        remote_added: usize,
+    },
+    /// The copies could not be merged; neither was changed.
+    Conflict {
+        /// Why.
+        reason: ConflictReason,
+        /// The entry at fault, where one is.
+        entry: Option<String>,
+        /// What the merge said.
+        detail: String,
+    },
+    /// Left alone.
+    Skipped {
+        /// Why.
+        reason: String,
+    },
+    /// An error; what landed before it is whole (each write is atomic or a conditional
+    /// append).
+    Failed(Box<SyncError>),
+}
+
+/// One session of a sync.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct SessionSync {
+    /// Whose session it is.
+    pub dialect: Dialect,
+    /// Its file name.
+    pub name: String,
+    /// Its project id, where known.
+    pub project: Option<String>,
+    /// The local file (where there is one, or where the download goes).
+    pub local: Option<PathBuf>,
+    /// The remote file (where there is one, or where the upload goes).
+    pub remote: Option<PathBuf>,
+    /// What happened.
+    pub outcome: SyncOutcome,
+}
+
+/// The sessions' outcomes counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SyncCounts {
+    /// [`SyncOutcome::Unchanged`].
+    pub unchanged: usize,
+    /// [`SyncOutcome::Pushed`] and [`SyncOutcome::Uploaded`].
+    pub pushed: usize,
+    /// [`SyncOutcome::Pulled`] and [`SyncOutcome::Downloaded`].
+    pub pulled: usize,
+    /// [`SyncOutcome::Merged`].
+    pub merged: usize,
+    /// [`SyncOutcome::Conflict`].
+    pub conflicts: usize,
+    /// [`SyncOutcome::Skipped`].
+    pub skipped: usize,
+    /// [`SyncOutcome::Failed`].
+    pub failed: usize,
+}
+
+/// What [`sync`] did.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct SyncReport {
+    /// Each session, local ones first in path order.
+    pub sessions: Vec<SessionSync>,
+    /// Blobs copied to the remote.
+    pub blobs_uploaded: usize,
+    /// Blobs copied here.
+    pub blobs_downloaded: usize,
+    /// The state file written (none in a dry run or when nothing in it changed).
+    pub state_file: Option<PathBuf>,
+    /// Whether it was a dry run.
+    pub dry_run: bool,
+}
+
+impl SyncReport {
+    /// Returns the outcomes counted.
+    pub fn counts(&self) -> SyncCounts {
+        let mut c = SyncCounts::default();
+        for s in &self.sessions {
+            match s.outcome {
+                SyncOutcome::Unchanged => c.unchanged += 1,
+                SyncOutcome::Pushed { .. } | SyncOutcome::Uploaded => c.pushed += 1,
+                SyncOutcome::Pulled { .. } | SyncOutcome::Downloaded => c.pulled += 1,
+                SyncOutcome::Merged { .. } => c.merged += 1,
+                SyncOutcome::Conflict { .. } => c.conflicts += 1,
+                SyncOutcome::Skipped { .. } => c.skipped += 1,
+                SyncOutcome::Failed(_) => c.failed += 1,
+            }
+        }
+        c
+    }
+}
+
+/// Where a sync is: after each session.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct SyncProgress<'a> {
+    /// Sessions done.
+    pub done: usize,
+    /// Sessions in all.
+    pub total: usize,
+    /// The session just done.
+    pub session: &'a SessionSync,
+}
+
+/// Why a sync failed as a whole (one session's failure is its
+/// [`SyncOutcome::Failed`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SyncError {
+    /// A storage operation failed (its error names the path).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A job failed.
+    #[error(transparent)]
+    Job(#[from] JobError),
+    /// A session kept changing while it was synced.
+    #[error("{}: changed by another writer in each of {SYNC_ROUNDS} rounds; run the sync again", path.display())]
+    KeptChanging {
+        /// The session.
+        path: PathBuf,
+    },
+    /// A file is not what the layout says it is.
+    #[error("{}: {what}", path.display())]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        what: String,
+    },
+}
+
+/// One session of either side, before it is synced.
+#[derive(Clone, Debug)]
+struct Side {
+    path: PathBuf,
+    stat: FileStat,
+}
+
+/// A session's two sides.
+#[derive(Debug, Default)]
+struct Pair {
+    local: Option<Side>,
+    remote: Option<Side>,
+    /// More files of the same dialect and name (in other folders): left alone.
+    extra: Vec<PathBuf>,
+}
+
+/// Syncs the sessions of `local` with `remote` (see the module docs), calling `progress`
+/// after each session.
+///
+/// # Errors
+///
+/// Listing either side or reading or writing the state file failed; one session's error
+/// is its [`SyncOutcome::Failed`].
+pub fn sync(
+    local: &SyncLocal,
+    remote: &SyncRemote,
+    options: &SyncOptions,
+    progress: &mut dyn FnMut(&SyncProgress<'_>),
+) -> Result<SyncReport, SyncError> {
+    let state = state::read(&local.state_dir, &remote.url, &remote.prefix)?;
+    let mut pairs: BTreeMap<(u8, String), Pair> = BTreeMap::new();
+    let mut dialects = Vec::new();
+    for home in &local.homes {
+        if dialects.contains(&home.dialect) {
+            continue;
+        }
+        dialects.push(home.dialect);
+        for (name, side) in local_sessions(local.storage.as_ref(), &home.sessions_root)? {
+            add(&mut pairs, home.dialect, name, side, true);
+        }
+        let root = remote.sessions_dir(home.dialect);
+        for slug in dirs(remote.storage.as_ref(), &root)? {
+            let dir = root.join(&slug);
+            for (name, stat) in remote.storage.list_stats(&dir)? {
+                if name.ends_with(".jsonl") {
+                    let path = dir.join(&name);
+                    add(&mut pairs, home.dialect, name, Side { path, stat }, false);
+                }
+            }
+        }
+    }
+    let mut run = Run {
+        local,
+        remote,
+        options,
+        state,
+        report: SyncReport { dry_run: options.dry_run, ..SyncReport::default() },
+        roots: None,
+    };
+    let before = run.state.clone();
+    let total = pairs.len();
+    for (done, ((d, name), pair)) in pairs.into_iter().enumerate() {
+        let dialect = if d == 0 { Dialect::Pi } else { Dialect::Omp };
+        let mut s = SessionSync {
+            dialect,
+            name: name.clone(),
+            project: None,
+            local: pair.local.as_ref().map(|s| s.path.clone()),
+            remote: pair.remote.as_ref().map(|s| s.path.clone()),
+            outcome: SyncOutcome::Unchanged,
+        };
+        s.outcome = if let Some(other) = pair.extra.first() {
+            SyncOutcome::Skipped { reason: format!("another file of this name at {}", other.display()) }
+        } else {
+            match run.one(dialect, &name, &pair, &mut s) {
+                Ok(o) => o,
+                Err(e) => SyncOutcome::Failed(Box::new(e)),
+            }
+        };
+        progress(&SyncProgress { done: done + 1, total, session: &s });
+        run.report.sessions.push(s);
+    }
+    if !options.dry_run && run.state != before {
+        run.report.state_file = Some(state::write(&local.state_dir, &remote.url, &remote.prefix, &run.state)?);
+    }
+    Ok(run.report)
+}
+
+fn add(pairs: &mut BTreeMap<(u8, String), Pair>, dialect: Dialect, name: String, side: Side, local: bool) {
+    let d = u8::from(dialect == Dialect::Omp);
+    let pair = pairs.entry((d, name)).or_default();
+    let slot = if local { &mut pair.local } else { &mut pair.remote };
+    match slot {
+        Some(_) => pair.extra.push(side.path),
+        None => *slot = Some(side),
+    }
+}
+
+/// Returns the names of the folders directly in `dir` (none when it is missing).
+fn dirs(storage: &dyn Storage, dir: &Path) -> Result<Vec<String>, StoreError> {
+    let mut out: Vec<String> = match storage.read_dir(dir) {
+        Ok(entries) => entries.into_iter().filter(|e| e.kind == EntryKind::Dir).map(|e| e.name).collect(),
+        Err(StoreError::NotFound { .. }) => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    out.sort();
+    Ok(out)
+}
+
+/// Returns the session files of each bucket below `root`, with their stats.
+fn local_sessions(storage: &dyn Storage, root: &Path) -> Result<Vec<(String, Side)>, StoreError> {
+    let mut out = Vec::new();
+    for bucket in dirs(storage, root)? {
+        let dir = root.join(&bucket);
+        for (name, stat) in storage.list_stats(&dir)? {
+            if name.ends_with(".jsonl") {
+                out.push((name.clone(), Side { path: dir.join(&name), stat }));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What an attempt at one session came to.
+enum Step {
+    Done(SyncOutcome),
+    /// Another writer changed a side between our read and our write: read again.
+    Again,
+}
+
+struct Run<'a> {
+    local: &'a SyncLocal,
+    remote: &'a SyncRemote,
+    options: &'a SyncOptions,
+    state: state::State,
+    report: SyncReport,
+    /// Project id → folder here, from the local sessions' own folders (found once, when
+    /// a download first needs it).
+    roots: Option<HashMap<String, PathBuf>>,
+}
+
+impl Run<'_> {
+    fn one(
+        &mut self,
+        dialect: Dialect,
+        name: &str,
+        pair: &Pair,
+        s: &mut SessionSync,
+    ) -> Result<SyncOutcome, SyncError> {
+        match (&pair.local, &pair.remote) {
+            (Some(l), Some(r)) => {
+                if let Some(seen) = self.state.sessions.get(&r.path)
+                    && seen.local == l.path
+                    && seen.local_size == l.stat.size
+                    && seen.remote_size == r.stat.size
+                    && self.wanted_here(&l.path)?
+                {
+                    return Ok(SyncOutcome::Unchanged);
+                }
+                self.reconcile(dialect, &l.path, &r.path, s)
+            }
+            (Some(l), None) => self.upload(dialect, name, &l.path, s),
+            (None, Some(r)) => self.download(dialect, name, &r.path, s),
+            (None, None) => Ok(SyncOutcome::Unchanged),
+        }
+    }
+
+    /// Returns whether the local session at `path` is in the projects asked for.
+    fn wanted_here(&self, path: &Path) -> Result<bool, SyncError> {
+        if self.options.projects.is_empty() {
+            return Ok(true);
+        }
+        let cwd = read_head_cwd(self.local.storage.as_ref(), path)?;
+        Ok(cwd.is_some_and(|c| self.wanted(Path::new(&c))))
+    }
+
+    fn wanted(&self, cwd: &Path) -> bool {
+        let cwd = project::lexical(cwd);
+        self.options.projects.is_empty() || self.options.projects.iter().any(|p| project::below(&cwd, p).is_some())
+    }
+
+    fn reconcile(
+        &mut self,
+        dialect: Dialect,
+        local: &Path,
+        remote: &Path,
+        s: &mut SessionSync,
+    ) -> Result<SyncOutcome, SyncError> {
+        for _ in 0..SYNC_ROUNDS {
+            if let Step::Done(o) = self.reconcile_once(dialect, local, remote, s)? {
+                return Ok(o);
+            }
+        }
+        Err(SyncError::KeptChanging { path: local.to_path_buf() })
+    }
+
+    fn reconcile_once(
+        &mut self,
+        dialect: Dialect,
+        local: &Path,
+        remote: &Path,
+        s: &mut SessionSync,
+    ) -> Result<Step, SyncError> {
+        let (ls, lr) = (self.local.storage.as_ref(), self.remote.storage.as_ref());
+        let mut lbytes = Vec::new();
+        let (lstat, n) = ls.read_into(local, &mut lbytes)?;
+        lbytes.truncate(n);
+        let Some(lcwd) = splice::header_cwd(&lbytes).map(|c| c.value) else {
+            return Ok(Step::Done(skip(local, "no session header with a cwd")));
+        };
+        if !self.wanted(Path::new(&lcwd)) {
+            return Ok(Step::Done(skip(local, "not in the projects asked for")));
+        }
+        s.project = Some(project_of(ls, &self.options.map, &lcwd).id);
+        let rbytes = lr.read(remote)?;
+        let rsize = rbytes.len() as u64;
+        let Some(rcwd) = splice::header_cwd(&rbytes).map(|c| c.value) else {
+            return Ok(Step::Done(skip(remote, "no session header with a cwd")));
+        };
+        // Our bytes as the remote keeps them (its own `cwd`).
+        let as_remote = splice::with_cwd(&lbytes, &rcwd).unwrap_or_else(|| lbytes.clone());
+        let dry = self.options.dry_run;
+        let outcome = if as_remote == rbytes {
+            SyncOutcome::Unchanged
+        } else if as_remote.starts_with(&rbytes) {
+            let tail = &as_remote[rbytes.len()..];
+            if !dry {
+                match lr.append_expected(remote, tail, ExpectedSize::Bytes(rsize)) {
+                    Err(StoreError::Conflict { .. }) => return Ok(Step::Again),
+                    r => r?,
+                }
+            }
+            self.remember(remote, local, &lbytes, as_remote.len() as u64);
+            SyncOutcome::Pushed { bytes: tail.len() as u64 }
+        } else if rbytes.starts_with(&as_remote) {
+            let tail = &rbytes[as_remote.len()..];
+            let mut now = lbytes.clone();
+            now.extend_from_slice(tail);
+            if !dry {
+                let _lock = ls.lock(local, LockWait::Timeout(LOCK_WAIT))?;
+                match ls.append_expected(local, tail, ExpectedSize::unchanged(Some(&lstat))) {
+                    Err(StoreError::Conflict { .. }) => return Ok(Step::Again),
+                    r => r?,
+                }
+            }
+            self.remember(remote, local, &now, rsize);
+            SyncOutcome::Pulled { bytes: tail.len() as u64 }
+        } else {
+            let theirs = splice::with_cwd(&rbytes, &lcwd).unwrap_or_else(|| rbytes.clone());
+            let merged = match merge_bytes(
+                MergeInput { path: local, bytes: &lbytes },
+                MergeInput { path: remote, bytes: &theirs },
+                dialect,
+                &MergeLeaf::Auto,
+            ) {
+                Ok(m) => m,
+                Err(e) => return Ok(Step::Done(conflict(e))),
+            };
+            let new_remote = splice::with_cwd(&merged.bytes, &rcwd).unwrap_or_else(|| merged.bytes.clone());
+            let remote_added = added_to(&rbytes, &new_remote, dialect);
+            if !dry {
+                if new_remote != rbytes {
+                    match lr.write_atomic(remote, &new_remote, ExpectedSize::Bytes(rsize)) {
+                        Err(StoreError::Conflict { .. }) => return Ok(Step::Again),
+                        r => r?,
+                    }
+                }
+                if merged.bytes != lbytes {
+                    let _lock = ls.lock(local, LockWait::Timeout(LOCK_WAIT))?;
+                    match ls.write_atomic(local, &merged.bytes, ExpectedSize::unchanged(Some(&lstat))) {
+                        Err(StoreError::Conflict { .. }) => return Ok(Step::Again),
+                        r => r?,
+                    }
+                }
+            }
+            self.remember(remote, local, &merged.bytes, new_remote.len() as u64);
+            SyncOutcome::Merged { local_added: merged.added.len(), remote_added }
+        };
+        if matches!(outcome, SyncOutcome::Unchanged) {
+            self.remember(remote, local, &lbytes, rsize);
+        }
+        if dialect == Dialect::Omp && !dry {
+            self.blobs(&lbytes, &rbytes)?;
+        }
+        Ok(Step::Done(outcome))
+    }
+
+    fn upload(
+        &mut self,
+        dialect: Dialect,
+        name: &str,
+        local: &Path,
+        s: &mut SessionSync,
+    ) -> Result<SyncOutcome, SyncError> {
+        let ls = self.local.storage.as_ref();
+        let lbytes = ls.read(local)?;
+        let Some(cwd) = splice::header_cwd(&lbytes).map(|c| c.value) else {
+            return Ok(skip(local, "no session header with a cwd"));
+        };
+        if !self.wanted(Path::new(&cwd)) {
+            return Ok(skip(local, "not in the projects asked for"));
+        }
+        let project = project_of(ls, &self.options.map, &cwd);
+        let dir = self.remote.sessions_dir(dialect).join(project_slug(&project.id));
+        let path = dir.join(name);
+        s.project = Some(project.id.clone());
+        s.remote = Some(path.clone());
+        if self.options.dry_run {
+            return Ok(SyncOutcome::Uploaded);
+        }
+        let lr = self.remote.storage.as_ref();
+        lr.ensure_dir(&dir)?;
+        let meta = serde_json::json!({
+            "project": project.id,
+            "cwd": cwd,
+            "path": project.rel.to_string_lossy(),
+        });
+        let mut text = meta.to_string().into_bytes();
+        text.push(b'\n');
+        match lr.write_atomic(&meta_path(&path), &text, ExpectedSize::Missing) {
+            // Another machine's upload of this session: its sidecar stays.
+            Ok(()) | Err(StoreError::Conflict { .. } | StoreError::AlreadyExists { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        match lr.write_atomic(&path, &lbytes, ExpectedSize::Missing) {
+            Ok(()) => {}
+            // Uploaded meanwhile from elsewhere: the two copies are synced as any.
+            Err(StoreError::Conflict { .. } | StoreError::AlreadyExists { .. }) => {
+                return self.reconcile(dialect, local, &path, s);
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.remember(&path, local, &lbytes, lbytes.len() as u64);
+        if dialect == Dialect::Omp {
+            self.blobs(&lbytes, &[])?;
+        }
+        Ok(SyncOutcome::Uploaded)
+    }
+
+    fn download(
+        &mut self,
+        dialect: Dialect,
+        name: &str,
+        remote: &Path,
+        s: &mut SessionSync,
+    ) -> Result<SyncOutcome, SyncError> {
+        let lr = self.remote.storage.as_ref();
+        let meta_at = meta_path(remote);
+        let meta = match lr.read(&meta_at) {
+            Ok(b) => b,
+            Err(StoreError::NotFound { .. }) => {
+                return Ok(skip(remote, &format!("no {} beside it names its project", meta_at.display())));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let (id, rel) = parse_meta(&meta).ok_or_else(|| SyncError::Damaged {
+            path: meta_at.clone(),
+            what: "not a sync sidecar ({\"project\", \"cwd\", \"path\"})".to_owned(),
+        })?;
+        s.project = Some(id.clone());
+        let Some(root) = self.root_of(&id)? else {
+            return Ok(SyncOutcome::Skipped {
+                reason: format!("project {id} has no folder on this machine; pass --map {id}=PATH"),
+            });
+        };
+        let cwd = if rel.as_os_str().is_empty() { root } else { root.join(rel) };
+        if !self.wanted(&cwd) {
+            return Ok(skip(remote, "not in the projects asked for"));
+        }
+        let cwd = cwd.to_string_lossy().into_owned();
+        let Some(home) = self.local.homes.iter().find(|h| h.dialect == dialect) else {
+            return Ok(skip(remote, "no home of its agent here"));
+        };
+        let dir = home.default_session_dir(&cwd);
+        let path = dir.join(name);
+        s.local = Some(path.clone());
+        let rbytes = lr.read(remote)?;
+        let Some(lbytes) = splice::with_cwd(&rbytes, &cwd) else {
+            return Ok(skip(remote, "no session header with a cwd"));
+        };
+        if self.options.dry_run {
+            return Ok(SyncOutcome::Downloaded);
+        }
+        let ls = self.local.storage.as_ref();
+        ls.ensure_dir(&dir)?;
+        match ls.write_atomic(&path, &lbytes, ExpectedSize::Missing) {
+            Ok(()) => {}
+            Err(StoreError::Conflict { .. } | StoreError::AlreadyExists { .. }) => {
+                return self.reconcile(dialect, &path, remote, s);
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.remember(remote, &path, &lbytes, rbytes.len() as u64);
+        if dialect == Dialect::Omp {
+            self.blobs(&lbytes, &rbytes)?;
+        }
+        Ok(SyncOutcome::Downloaded)
+    }
+
+    /// Returns the folder here of the project `id`: mapped, else that of a local session
+    /// of the project, else the id itself when it is an absolute folder.
+    fn root_of(&mut self, id: &str) -> Result<Option<PathBuf>, SyncError> {
+        if let Some(dir) = self.options.map.folder(id) {
+            return Ok(Some(dir.to_path_buf()));
+        }
+        if self.roots.is_none() {
+            let mut roots = HashMap::new();
+            let ls = self.local.storage.as_ref();
+            let mut seen = HashSet::new();
+            for home in &self.local.homes {
+                for (_, side) in local_sessions(ls, &home.sessions_root)? {
+                    let Some(cwd) = read_head_cwd(ls, &side.path)? else { continue };
+                    if seen.insert(cwd.clone()) {
+                        let p = project_of(ls, &self.options.map, &cwd);
+                        roots.entry(p.id).or_insert(p.root);
+                    }
+                }
+            }
+            self.roots = Some(roots);
+        }
+        if let Some(dir) = self.roots.as_ref().and_then(|r| r.get(id)) {
+            return Ok(Some(dir.clone()));
+        }
+        Ok(Path::new(id).is_absolute().then(|| PathBuf::from(id)))
+    }
+
+    /// Notes what both sides hold after a sync of a session.
+    fn remember(&mut self, remote: &Path, local: &Path, local_bytes: &[u8], remote_size: u64) {
+        let seen = state::Seen {
+            local: local.to_path_buf(),
+            local_size: local_bytes.len() as u64,
+            remote_size,
+            sha256: BlobRef::for_bytes(local_bytes).hash().to_owned(),
+        };
+        self.state.sessions.insert(remote.to_path_buf(), seen);
+    }
+
+    /// Copies the blobs `local` names that the remote lacks there, and those `remote`
+    /// names that this machine lacks here.
+    fn blobs(&mut self, local: &[u8], remote: &[u8]) -> Result<(), SyncError> {
+        let Some(store) = &self.local.blobs else { return Ok(()) };
+        let lr = self.remote.storage.as_ref();
+        let mut done = HashSet::new();
+        for blob in find_refs(local) {
+            if !done.insert(blob.clone()) {
+                continue;
+            }
+            let at = self.remote.blob_path(&blob);
+            if lr.exists(&at)? {
+                continue;
+            }
+            let Some(bytes) = store.get(&blob)? else { continue };
+            if let Some(dir) = at.parent() {
+                lr.ensure_dir(dir)?;
+            }
+            match lr.write_new(&at, &bytes) {
+                Ok(()) => self.report.blobs_uploaded += 1,
+                Err(StoreError::AlreadyExists { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let mut wanted = HashSet::new();
+        for blob in find_refs(remote).chain(find_refs(local)) {
+            if !wanted.insert(blob.clone()) || store.has(&blob)? {
+                continue;
+            }
+            let at = self.remote.blob_path(&blob);
+            let bytes = match lr.read(&at) {
+                Ok(b) => b,
+                Err(StoreError::NotFound { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            if BlobRef::for_bytes(&bytes) != blob {
+                return Err(SyncError::Damaged { path: at, what: "its bytes do not hash to its name".to_owned() });
+            }
+            store.put(&bytes, None)?;
+            self.report.blobs_downloaded += 1;
+        }
+        Ok(())
+    }
+}
+
+fn skip(path: &Path, why: &str) -> SyncOutcome {
+    SyncOutcome::Skipped { reason: format!("{}: {why}", path.display()) }
+}
+
+/// Returns the outcome of a merge that could not be made.
+fn conflict(e: JobError) -> SyncOutcome {
+    let detail = e.to_string();
+    match e {
+        JobError::MergeConflict { id, .. } => {
+            SyncOutcome::Conflict { reason: ConflictReason::EntryDisagrees, entry: Some(id), detail }
+        }
+        JobError::NotTheSameSession { .. } => {
+            SyncOutcome::Conflict { reason: ConflictReason::DifferentSessions, entry: None, detail }
+        }
+        JobError::BadLeaf { id, .. } => {
+            SyncOutcome::Conflict { reason: ConflictReason::NoLeaf, entry: Some(id), detail }
+        }
+        _ => SyncOutcome::Conflict { reason: ConflictReason::Unsupported, entry: None, detail },
+    }
+}
+
+/// Returns how many entries `after` holds that `before` lacks.
+fn added_to(before: &[u8], after: &[u8], dialect: Dialect) -> usize {
+    let ids = |b: &[u8]| -> HashSet<String> {
+        let parsed = session_model::parse_session_bytes(b, dialect);
+        parsed.records.iter().skip(1).filter_map(|r| r.id().map(str::to_owned)).collect()
+    };
+    let had = ids(before);
+    ids(after).difference(&had).count()
+}
+
+/// Returns the sidecar of a remote session file.
+fn meta_path(session: &Path) -> PathBuf {
+    let name = session.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = name.strip_suffix(".jsonl").unwrap_or(&name);
+    session.with_file_name(format!("{stem}{META_SUFFIX}"))
+}
+
+/// Returns the project id and the folder below the project of a sidecar.
+fn parse_meta(bytes: &[u8]) -> Option<(String, PathBuf)> {
+    let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let id = v.get("project")?.as_str()?.to_owned();
+    let rel = PathBuf::from(v.get("path").and_then(|p| p.as_str()).unwrap_or(""));
+    // The folder below the project stays below it.
+    if !rel.components().all(|c| matches!(c, std::path::Component::Normal(_))) {
+        return None;
+    }
+    Some((id, rel))
+}
+
+/// Returns the header's `cwd` of a local session, reading its start first.
+fn read_head_cwd(storage: &dyn Storage, path: &Path) -> Result<Option<String>, StoreError> {
+    let (head, _) = storage.read_slices(path, HEAD_WINDOW, 0)?;
+    if let Some(c) = splice::header_cwd(&head) {
+        return Ok(Some(c.value));
+    }
+    if (head.len() as u64) < HEAD_WINDOW {
+        return Ok(None);
+    }
+    Ok(splice::header_cwd(&storage.read(path)?).map(|c| c.value))
+}

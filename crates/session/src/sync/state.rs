@@ -1,0 +1,150 @@
+//! What the last sync with one remote saw of each session: the sizes of both copies and
+//! the hash of the local one, so that the next sync reads no body whose sizes are the
+//! same. Kept at `<state dir>/sync/<hash of the remote>.json`, a private file (0600, in a
+//! 0700 folder), written atomically. It only saves reads: a missing or damaged state
+//! file makes the next sync compare every session's bytes, nothing more.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+use session_store::{BlobRef, FileStorage, Op, PrivateDir, Storage, StoreError};
+
+/// The folder below the state folder that holds one file per remote.
+const SYNC_DIR: &str = "sync";
+
+/// One session as the last sync left it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Seen {
+    /// The local file.
+    pub(super) local: PathBuf,
+    /// Its size then.
+    pub(super) local_size: u64,
+    /// The remote copy's size then.
+    pub(super) remote_size: u64,
+    /// The SHA-256 of the local bytes then.
+    pub(super) sha256: String,
+}
+
+/// The state of one remote: each session by its remote path.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct State {
+    /// By remote path.
+    pub(super) sessions: BTreeMap<PathBuf, Seen>,
+}
+
+/// Returns `url` without the password of its user information
+/// (`postgres://me:secret@host/db` becomes `postgres://me@host/db`).
+///
+/// ```
+/// assert_eq!(session::sync::redact_url("postgres://me:secret@host/db"), "postgres://me@host/db");
+/// assert_eq!(session::sync::redact_url("/srv/sync"), "/srv/sync");
+/// ```
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let Some((userinfo, host)) = authority.rsplit_once('@') else { return url.to_owned() };
+    let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
+    format!("{scheme}://{user}@{host}{tail}")
+}
+
+/// Returns the state file of the remote `url` (its password left out) with `prefix` in our
+/// state folder `state_dir`.
+pub fn state_file(state_dir: &Path, url: &str, prefix: &Path) -> PathBuf {
+    state_dir.join(SYNC_DIR).join(file_name(url, prefix))
+}
+
+fn file_name(url: &str, prefix: &Path) -> String {
+    let key = format!("{}\n{}", redact_url(url), prefix.to_string_lossy());
+    format!("{}.json", BlobRef::for_bytes(key.as_bytes()).hash())
+}
+
+/// Reads the state of the remote; creates nothing. A missing or damaged file is an
+/// empty state.
+///
+/// # Errors
+///
+/// The state folder exists but is not private ([`StoreError::NotPrivate`]) or cannot be
+/// read.
+pub(super) fn read(state_dir: &Path, url: &str, prefix: &Path) -> Result<State, StoreError> {
+    let dir = state_dir.join(SYNC_DIR);
+    if !FileStorage::new().exists(&dir)? {
+        return Ok(State::default());
+    }
+    let dir = PrivateDir::open(&dir)?;
+    let name = file_name(url, prefix);
+    let Some(mut file) = dir.open_file(&name)? else { return Ok(State::default()) };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(|e| StoreError::io_raw(Op::Read, &dir.path().join(&name), e))?;
+    Ok(parse(&bytes).unwrap_or_default())
+}
+
+fn parse(bytes: &[u8]) -> Option<State> {
+    let v: Value = serde_json::from_slice(bytes).ok()?;
+    let mut state = State::default();
+    for (remote, s) in v.get("sessions")?.as_object()? {
+        let seen = Seen {
+            local: PathBuf::from(s.get("local")?.as_str()?),
+            local_size: s.get("localSize")?.as_u64()?,
+            remote_size: s.get("remoteSize")?.as_u64()?,
+            sha256: s.get("sha256")?.as_str()?.to_owned(),
+        };
+        state.sessions.insert(PathBuf::from(remote), seen);
+    }
+    Some(state)
+}
+
+/// Writes the state of the remote atomically (0600, its folder 0700); the URL is kept
+/// without its password. Returns the file written.
+pub(super) fn write(state_dir: &Path, url: &str, prefix: &Path, state: &State) -> Result<PathBuf, StoreError> {
+    let dir = PrivateDir::open(state_dir)?.subdir(SYNC_DIR)?;
+    let mut sessions = Map::new();
+    for (remote, s) in &state.sessions {
+        sessions.insert(
+            remote.to_string_lossy().into_owned(),
+            json!({
+                "local": s.local.to_string_lossy(),
+                "localSize": s.local_size,
+                "remoteSize": s.remote_size,
+                "sha256": s.sha256,
+            }),
+        );
+    }
+    let value = json!({
+        "version": 1,
+        "remote": redact_url(url),
+        "prefix": prefix.to_string_lossy(),
+        "sessions": Value::Object(sessions),
+    });
+    let mut text = serde_json::to_vec_pretty(&value)
+        .map_err(|e| StoreError::io_raw(Op::Write, dir.path(), std::io::Error::other(e)))?;
+    text.push(b'\n');
+    let name = file_name(url, prefix);
+    dir.write_file_durable(&name, &mut |w| w.write_all(&text))?;
+    Ok(dir.path().join(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_left_out() {
+        assert_eq!(redact_url("redis://:pw@h:6379/0"), "redis://@h:6379/0");
+        assert_eq!(redact_url("mysql://u@h/db"), "mysql://u@h/db");
+        assert_eq!(redact_url("s3://bucket/p@x"), "s3://bucket/p@x");
+        assert_eq!(file_name("postgres://u:a@h/d", Path::new("/p")), file_name("postgres://u:b@h/d", Path::new("/p")));
+    }
+
+    #[test]
+    fn damaged_state_is_empty() {
+        assert_eq!(parse(b"{"), None);
+        assert_eq!(
+            parse(br#"{"sessions":{"/r":{"local":"/l","localSize":1,"remoteSize":2,"sha256":"x"}}}"#)
+                .map(|s| s.sessions.len()),
+            Some(1)
+        );
+    }
+}
