@@ -16,7 +16,7 @@
 //! * on one side only: copied to the other ([`SyncOutcome::Uploaded`],
 //!   [`SyncOutcome::Downloaded`]); a download is filed in this machine's bucket of the
 //!   project's folder here, its header's `cwd` rewritten for this machine (only the
-//!   value's bytes change, [`project`]'s rules say which folder).
+//!   value's bytes change; [`project_of`] says which folder).
 //!
 //! Every remote write is conditional: a writer that got there between our read and our
 //! write makes it fail, and the session is read again and synced again, up to
