@@ -570,6 +570,34 @@ costs only time. Sessions are never written.")]
         #[arg(long)]
         force: bool,
     },
+    /// Sync every session of this machine both ways with a remote copy in a folder or a storage.
+    #[command(after_help = "Example: session sync --to /mnt/nas/sessions --map github.com/me/app=$HOME/src/app\n\n\
+Each session is compared with its remote copy: one that went further is fast-forwarded \
+(only the missing lines are appended), two continuations are merged on both sides (every \
+entry of both once), a session on one side only is copied to the other. Downloads are \
+filed in this machine's bucket of the project's folder here, their cwd rewritten: a \
+project is its git origin, else a --map ID=PATH (also read from \
+$XDG_CONFIG_HOME/session/sync.json, {\"map\": {\"ID\": \"PATH\"}}), else its path. \
+Nothing is deleted; every remote write is conditional, so a concurrent writer is merged, \
+not overwritten. --dry-run writes nothing anywhere.")]
+    Sync {
+        /// The remote: a folder, or a storage URL (`postgres://…`, `redis://…`, …).
+        #[arg(long, value_name = "URL|DIR")]
+        to: String,
+        /// The folder of the layout in the remote (default: the folder itself, or
+        /// `/session-sync` in a storage).
+        #[arg(long, value_name = "P")]
+        prefix: Option<String>,
+        /// The project id of a folder of this machine (repeatable).
+        #[arg(long, value_name = "ID=PATH")]
+        map: Vec<String>,
+        /// Only sessions of this project folder (repeatable).
+        #[arg(long, value_name = "PATH")]
+        project: Vec<PathBuf>,
+        /// Say what would be done; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Import a Claude Code transcript or a Codex rollout as a new pi or omp session.
     #[command(after_help = "Example: session import ~/.claude/projects/-home-me-proj/7f3c2a10-….jsonl --to pi\n\n\
 The source is read, never written. The session goes into the target agent's bucket for the \

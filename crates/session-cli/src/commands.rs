@@ -114,6 +114,10 @@ pub(crate) fn run(g: &Global, command: &Command) -> Result<Output> {
         Command::History { command } => crate::find::history(g, command)?.into(),
         Command::Push { file, to, force } => crate::transfer::push(file, to, *force)?.into(),
         Command::Pull { source, to, force } => crate::transfer::pull(source, to, *force)?.into(),
+        Command::Sync { to, prefix, map, project, dry_run } => {
+            let a = crate::sync::SyncArgs { to, prefix: prefix.as_deref(), map, projects: project, dry_run: *dry_run };
+            crate::sync::sync(g, &a)?
+        }
         Command::Pick { all } => {
             crate::pick::run(g, *all)?;
             String::new().into()

@@ -44,7 +44,8 @@ pub(crate) fn cwd_arg(cwd: Option<&str>) -> Result<String> {
 }
 
 /// Draws a progress line on stderr when it is a terminal and the scan takes a while.
-struct ProgressLine {
+pub(crate) struct ProgressLine {
+    label: &'static str,
     start: Instant,
     after: Duration,
     enabled: bool,
@@ -53,10 +54,16 @@ struct ProgressLine {
 
 impl ProgressLine {
     fn new() -> ProgressLine {
+        ProgressLine::labeled("scanning")
+    }
+
+    /// Returns a line that names what it counts `label`.
+    pub(crate) fn labeled(label: &'static str) -> ProgressLine {
         // How long a scan runs before its line is drawn (`SESSION_PROGRESS_AFTER_MS`,
         // default 250 ms).
         let after = std::env::var("SESSION_PROGRESS_AFTER_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(250);
         ProgressLine {
+            label,
             start: Instant::now(),
             after: Duration::from_millis(after),
             enabled: std::io::stderr().is_terminal(),
@@ -68,7 +75,7 @@ impl ProgressLine {
         self.tick(p.loaded, p.total);
     }
 
-    fn tick(&mut self, loaded: usize, total: usize) {
+    pub(crate) fn tick(&mut self, loaded: usize, total: usize) {
         if !self.enabled || self.start.elapsed() < self.after {
             return;
         }
@@ -76,12 +83,12 @@ impl ProgressLine {
             let width = 30;
             let done = (loaded * width).checked_div(total).unwrap_or(width).min(width);
             let bar: String = "#".repeat(done) + &" ".repeat(width - done);
-            let _ = write!(std::io::stderr(), "\rscanning [{bar}] {loaded}/{total}");
+            let _ = write!(std::io::stderr(), "\r{} [{bar}] {loaded}/{total}", self.label);
             self.drawn = true;
         }
     }
 
-    fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.drawn {
             let _ = write!(std::io::stderr(), "\r{}\r", " ".repeat(60));
         }

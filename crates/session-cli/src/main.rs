@@ -17,6 +17,7 @@ mod import;
 mod jobs;
 mod pick;
 mod store;
+mod sync;
 mod table;
 mod tail;
 mod transfer;

@@ -77,6 +77,18 @@ impl ProjectMap {
         Ok(())
     }
 
+    /// Returns the configuration file of the map: `$XDG_CONFIG_HOME/session/sync.json`,
+    /// else `~/.config/session/sync.json` (a relative `XDG_CONFIG_HOME` is ignored, as the
+    /// XDG rule says).
+    pub fn config_file(env: &session_discovery::ProcessEnv) -> PathBuf {
+        let base = env
+            .var("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .unwrap_or_else(|| env.home.join(".config"));
+        base.join("session").join("sync.json")
+    }
+
     /// Returns the folder mapped to `id`.
     pub fn folder(&self, id: &str) -> Option<&Path> {
         self.entries.get(id).map(PathBuf::as_path)
