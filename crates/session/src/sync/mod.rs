@@ -10,9 +10,13 @@
 //!   ([`SyncOutcome::Pushed`], [`SyncOutcome::Pulled`]), on the remote with
 //!   [`Storage::append_expected`] at the size read, locally under the session's lock with
 //!   the same conditional append;
-//! * two continuations: [`merge_bytes`] makes their union and both sides are replaced
-//!   with compare-and-set ([`Storage::write_atomic`] with the size read)
-//!   ([`SyncOutcome::Merged`]);
+//! * one copy holding every entry of the other (by id, in another order or with other
+//!   bytes for an entry): that copy replaces the other with compare-and-set
+//!   ([`Storage::write_atomic`] with the size read), so that every machine ends with the
+//!   same file;
+//! * two continuations: [`merge_bytes`] makes their union (this machine's bytes kept for
+//!   an entry both hold, this machine's leaf last when no entry continues from it) and
+//!   both sides are replaced with compare-and-set ([`SyncOutcome::Merged`]);
 //! * on one side only: copied to the other ([`SyncOutcome::Uploaded`],
 //!   [`SyncOutcome::Downloaded`]); a download is filed in this machine's bucket of the
 //!   project's folder here, its header's `cwd` rewritten for this machine (only the
@@ -197,14 +201,16 @@ pub enum ConflictReason {
 pub enum SyncOutcome {
     /// Both copies hold the same entries.
     Unchanged,
-    /// The remote copy was fast-forwarded with this many bytes.
+    /// The remote copy was fast-forwarded with this many bytes, or replaced by the local
+    /// one, which held every entry of it.
     Pushed {
-        /// Bytes appended.
+        /// Bytes the remote copy grew by.
         bytes: u64,
     },
-    /// The local copy was fast-forwarded with this many bytes.
+    /// The local copy was fast-forwarded with this many bytes, or replaced by the remote
+    /// one, which held every entry of it.
     Pulled {
-        /// Bytes appended.
+        /// Bytes the local copy grew by.
         bytes: u64,
     },
     /// The session was new on the remote.
@@ -597,6 +603,7 @@ impl Run<'_> {
             self.remember(remote, local, &now, rsize);
             SyncOutcome::Pulled { bytes: tail.len() as u64 }
         } else {
+            // The remote copy as ours would be (our `cwd`).
             let theirs = splice::with_cwd(&rbytes, &lcwd).unwrap_or_else(|| rbytes.clone());
             let merged = match merge_bytes(
                 MergeInput { path: local, bytes: &lbytes },
@@ -607,8 +614,18 @@ impl Run<'_> {
                 Ok(m) => m,
                 Err(e) => return Ok(Step::Done(conflict(e))),
             };
-            let new_remote = splice::with_cwd(&merged.bytes, &rcwd).unwrap_or_else(|| merged.bytes.clone());
-            let remote_added = added_to(&rbytes, &new_remote, dialect);
+            let remote_added = added_to(&rbytes, &merged.bytes, dialect);
+            // One copy already holds every entry of the other (in another order, or with
+            // other bytes for an entry): that copy is the result, so that two machines
+            // agree on it; only two continuations make a new file.
+            let (new_local, new_remote) = if merged.added.is_empty() {
+                (lbytes.clone(), as_remote.clone())
+            } else if remote_added == 0 {
+                (theirs.clone(), rbytes.clone())
+            } else {
+                let new_remote = splice::with_cwd(&merged.bytes, &rcwd).unwrap_or_else(|| merged.bytes.clone());
+                (merged.bytes, new_remote)
+            };
             if !dry {
                 if new_remote != rbytes {
                     match lr.write_atomic(remote, &new_remote, ExpectedSize::Bytes(rsize)) {
@@ -616,16 +633,24 @@ impl Run<'_> {
                         r => r?,
                     }
                 }
-                if merged.bytes != lbytes {
+                if new_local != lbytes {
                     let _lock = ls.lock(local, LockWait::Timeout(LOCK_WAIT))?;
-                    match ls.write_atomic(local, &merged.bytes, ExpectedSize::unchanged(Some(&lstat))) {
+                    match ls.write_atomic(local, &new_local, ExpectedSize::unchanged(Some(&lstat))) {
                         Err(StoreError::Conflict { .. }) => return Ok(Step::Again),
                         r => r?,
                     }
                 }
             }
-            self.remember(remote, local, &merged.bytes, new_remote.len() as u64);
-            SyncOutcome::Merged { local_added: merged.added.len(), remote_added }
+            self.remember(remote, local, &new_local, new_remote.len() as u64);
+            let (grew_here, grew_there) =
+                (new_local.len().saturating_sub(lbytes.len()), new_remote.len().saturating_sub(rbytes.len()));
+            if new_local == lbytes {
+                SyncOutcome::Pushed { bytes: grew_there as u64 }
+            } else if new_remote == rbytes {
+                SyncOutcome::Pulled { bytes: grew_here as u64 }
+            } else {
+                SyncOutcome::Merged { local_added: merged.added.len(), remote_added }
+            }
         };
         if matches!(outcome, SyncOutcome::Unchanged) {
             self.remember(remote, local, &lbytes, rsize);

@@ -17,3 +17,4 @@ mod readonly;
 mod roundtrip;
 mod search;
 pub(crate) mod spans;
+mod sync;

@@ -1,0 +1,541 @@
+//! `session::sync`: two machines whose project folders differ (one git origin) sync
+//! their pi and omp sessions through a folder: uploads, downloads with the `cwd`
+//! rewritten and nothing else, fast-forwards both ways, divergent continuations merged
+//! on both sides, a second sync that changes nothing, a dry run that writes nothing, a
+//! private state file without the password, and a writer racing the sync.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use proptest::prelude::*;
+use session::discovery::{AgentDirs, OmpHome, ProcessEnv};
+use session::model::Dialect;
+use session::store::{
+    AppendWriter, BlobStore, DirEntry, Durability, ExpectedSize, FileStat, FileStorage, LockWait, SessionLock, Storage,
+    StoreError,
+};
+use session::sync::{SyncLocal, SyncOptions, SyncOutcome, SyncRemote, SyncReport, project_slug, sync};
+
+use crate::manager::TempDir;
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+const ORIGIN_ID: &str = "github.com/me/proj";
+
+/// One machine: its home, its folder of the project, and its side of a sync.
+struct Machine {
+    root: PathBuf,
+    project: PathBuf,
+    local: SyncLocal,
+}
+
+impl Machine {
+    /// A machine below `root/tag` whose clone of the project (origin `origin`) is at
+    /// `project` (relative to its folder).
+    fn new(root: &Path, tag: &str, project: &str, origin: &str) -> Result<Machine> {
+        let base = root.join(tag);
+        let home = base.join("home");
+        let project = base.join(project);
+        fs_err::create_dir_all(project.join(".git"))?;
+        fs_err::write(
+            project.join(".git/config"),
+            format!("[core]\n\tbare = false\n[remote \"origin\"]\n\turl = {origin}\n\tfetch = +refs/heads/*\n"),
+        )?;
+        let tmp = base.join("tmp");
+        fs_err::create_dir_all(&tmp)?;
+        let env = ProcessEnv::new(&home, &project, &tmp);
+        let omp = AgentDirs::omp(&env, OmpHome::Omp);
+        let blobs = BlobStore::open(omp.agent_dir.join("blobs"));
+        let homes = vec![AgentDirs::pi(&env), omp];
+        let local = SyncLocal::new(Arc::new(FileStorage::new()), homes, home.join(".local/state/session-store"))
+            .with_blobs(blobs);
+        Ok(Machine { root: base, project, local })
+    }
+
+    fn dirs(&self, dialect: Dialect) -> &AgentDirs {
+        self.local.homes.iter().find(|h| h.dialect == dialect).expect("both homes are set up")
+    }
+
+    /// The path of the session `name` of `dialect` in this machine's project bucket.
+    fn session(&self, dialect: Dialect, name: &str) -> PathBuf {
+        self.dirs(dialect).default_session_dir(&self.project.to_string_lossy()).join(name)
+    }
+
+    fn sync(&self, remote: &SyncRemote) -> Result<SyncReport> {
+        Ok(sync(&self.local, remote, &SyncOptions::default(), &mut |_| {})?)
+    }
+}
+
+/// A v3 entry line continuing from `parent`.
+fn entry(id: &str, parent: Option<&str>, text: &str) -> String {
+    let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
+    format!(
+        r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"{text}","timestamp":1}},"x-unknown":[1,2.50,"\u00e9"]}}"#
+    ) + "\n"
+}
+
+/// A session file of `dialect` (id `sid`) whose header's `cwd` is `cwd`.
+fn session_file(dialect: Dialect, sid: &str, cwd: &Path, lines: &[String]) -> String {
+    let mut text = String::new();
+    if dialect == Dialect::Omp {
+        let base = r#"{"type":"title","v":1,"title":"","updatedAt":"2025-01-01T00:00:00.000Z","pad":""}"#;
+        let pad = " ".repeat(255 - base.len());
+        text.push_str(&base.replace(r#""pad":"""#, &format!(r#""pad":"{pad}""#)));
+        text.push('\n');
+    }
+    let mut cwd_json = String::new();
+    session::model::json::write_js_str(&mut cwd_json, &cwd.to_string_lossy());
+    text.push_str(&format!(
+        r#"{{"type":"session","version":3,"id":"{sid}","timestamp":"2025-01-01T00:00:00.000Z","cwd":{cwd_json},"extra":{{"kept":true}}}}"#
+    ));
+    text.push('\n');
+    text.push_str(&lines.concat());
+    text
+}
+
+fn name_of(sid: &str) -> String {
+    format!("2025-01-01T00-00-00-000Z_{sid}.jsonl")
+}
+
+/// Writes a session file, its bucket made.
+fn put(path: &Path, text: &str) -> Result<()> {
+    fs_err::create_dir_all(path.parent().ok_or("a parent")?)?;
+    fs_err::write(path, text)?;
+    Ok(())
+}
+
+fn append(path: &Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut f = fs_err::OpenOptions::new().append(true).open(path)?;
+    f.write_all(text.as_bytes())?;
+    Ok(())
+}
+
+/// `bytes` with the `cwd` of machine `from` written as that of machine `to` (the one
+/// place the two copies may differ).
+fn as_on(bytes: &[u8], from: &Machine, to: &Machine) -> Vec<u8> {
+    let text = String::from_utf8_lossy(bytes);
+    let (a, b) = (format!("\"cwd\":\"{}\"", from.project.display()), format!("\"cwd\":\"{}\"", to.project.display()));
+    text.replacen(&a, &b, 1).into_bytes()
+}
+
+/// The entry ids of a file, in order.
+fn ids(path: &Path, dialect: Dialect) -> Result<Vec<String>> {
+    let bytes = fs_err::read(path)?;
+    let parsed = session::model::parse_session_bytes(&bytes, dialect);
+    assert!(parsed.diagnostics.is_empty(), "{}: {:?}", path.display(), parsed.diagnostics);
+    Ok(parsed.records[1..].iter().filter_map(|r| r.id().map(str::to_owned)).collect())
+}
+
+/// Every file below `dir` with its bytes and modification time.
+fn snapshot(dir: &Path) -> Result<BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)>> {
+    let mut out = BTreeMap::new();
+    if !dir.exists() {
+        return Ok(out);
+    }
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs_err::read_dir(&d)? {
+            let p = e?.path();
+            let m = fs_err::symlink_metadata(&p)?;
+            if m.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.clone(), (fs_err::read(&p)?, m.modified()?));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn outcome<'a>(r: &'a SyncReport, name: &str, dialect: Dialect) -> &'a SyncOutcome {
+    let found = r.sessions.iter().find(|s| s.name == name && s.dialect == dialect);
+    &found.unwrap_or_else(|| panic!("{name} is in the report: {r:?}")).outcome
+}
+
+/// Everything the brief of a sync asks for, for both dialects at once.
+#[test]
+fn two_machines_sync_through_a_folder() -> Result<()> {
+    let tmp = TempDir::new("sync-two");
+    let a = Machine::new(tmp.path(), "a", "work/proj", "git@github.com:me/proj.git")?;
+    let b = Machine::new(tmp.path(), "b", "code/other-name", "https://GitHub.com/me/proj")?;
+    let remote_dir = tmp.path().join("remote");
+    let remote = SyncRemote::new(Arc::new(FileStorage::new()), &remote_dir.to_string_lossy(), &remote_dir);
+    let shared = "shared";
+    let own = "b-own";
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        let base = [entry("aaaaaaaa", None, "one"), entry("bbbbbbbb", Some("aaaaaaaa"), "two")];
+        put(&a.session(dialect, &name_of(shared)), &session_file(dialect, shared, &a.project, &base))?;
+        // B's own session of the project tells B where the project is here.
+        put(&b.session(dialect, &name_of(own)), &session_file(dialect, own, &b.project, &base[..1]))?;
+    }
+
+    // Upload from A.
+    let r = a.sync(&remote)?;
+    let slug = project_slug(ORIGIN_ID);
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        assert!(matches!(outcome(&r, &name_of(shared), dialect), SyncOutcome::Uploaded), "{r:?}");
+        let sub = if dialect == Dialect::Pi { "pi/sessions" } else { "sessions" };
+        let on_remote = remote_dir.join(sub).join(&slug).join(name_of(shared));
+        assert_eq!(fs_err::read(&on_remote)?, fs_err::read(a.session(dialect, &name_of(shared)))?);
+        assert!(
+            remote_dir.join(sub).join(&slug).join(format!("2025-01-01T00-00-00-000Z_{shared}.meta.json")).is_file()
+        );
+    }
+
+    // B uploads its own and downloads A's into its bucket of its folder, only `cwd` changed.
+    let r = b.sync(&remote)?;
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        assert!(matches!(outcome(&r, &name_of(shared), dialect), SyncOutcome::Downloaded), "{r:?}");
+        assert!(matches!(outcome(&r, &name_of(own), dialect), SyncOutcome::Uploaded), "{r:?}");
+        let on_a = fs_err::read(a.session(dialect, &name_of(shared)))?;
+        let on_b = fs_err::read(b.session(dialect, &name_of(shared)))?;
+        assert_ne!(on_a, on_b);
+        assert_eq!(on_b, as_on(&on_a, &a, &b), "every byte but the cwd's is kept");
+    }
+    let r = a.sync(&remote)?;
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        assert!(matches!(outcome(&r, &name_of(own), dialect), SyncOutcome::Downloaded), "{r:?}");
+        assert!(matches!(outcome(&r, &name_of(shared), dialect), SyncOutcome::Unchanged), "{r:?}");
+    }
+
+    // Fast-forward A → B, then B → A.
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        append(&a.session(dialect, &name_of(shared)), &entry("cccccccc", Some("bbbbbbbb"), "from a"))?;
+    }
+    let r = a.sync(&remote)?;
+    assert_eq!(r.counts().pushed, 2, "{r:?}");
+    let r = b.sync(&remote)?;
+    assert_eq!(r.counts().pulled, 2, "{r:?}");
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        assert!(matches!(outcome(&r, &name_of(shared), dialect), SyncOutcome::Pulled { .. }), "{r:?}");
+        append(&b.session(dialect, &name_of(shared)), &entry("dddddddd", Some("cccccccc"), "from b"))?;
+    }
+    let r = b.sync(&remote)?;
+    assert_eq!(r.counts().pushed, 2, "{r:?}");
+    let r = a.sync(&remote)?;
+    assert_eq!(r.counts().pulled, 2, "{r:?}");
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        let on_a = fs_err::read(a.session(dialect, &name_of(shared)))?;
+        assert_eq!(fs_err::read(b.session(dialect, &name_of(shared)))?, as_on(&on_a, &a, &b));
+    }
+
+    // Two continuations: merged on both sides, each entry once, parents first.
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        append(&a.session(dialect, &name_of(shared)), &entry("eeeeeeee", Some("dddddddd"), "a goes on"))?;
+        append(&b.session(dialect, &name_of(shared)), &entry("ffffffff", Some("dddddddd"), "b goes on"))?;
+        append(&b.session(dialect, &name_of(shared)), &entry("99999999", Some("ffffffff"), "and on"))?;
+    }
+    let r = a.sync(&remote)?;
+    assert_eq!(r.counts().pushed, 2, "{r:?}");
+    let r = b.sync(&remote)?;
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        assert!(
+            matches!(outcome(&r, &name_of(shared), dialect), SyncOutcome::Merged { local_added: 1, remote_added: 2 }),
+            "{r:?}"
+        );
+    }
+    let r = a.sync(&remote)?;
+    assert_eq!(r.counts().pulled, 2, "{r:?}");
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        let (pa, pb) = (a.session(dialect, &name_of(shared)), b.session(dialect, &name_of(shared)));
+        assert_eq!(fs_err::read(&pb)?, as_on(&fs_err::read(&pa)?, &a, &b));
+        let got = ids(&pa, dialect)?;
+        let want = ["aaaaaaaa", "bbbbbbbb", "cccccccc", "dddddddd", "eeeeeeee", "ffffffff", "99999999"];
+        assert_eq!(got.len(), want.len(), "{got:?}");
+        assert_eq!(got.iter().map(String::as_str).collect::<BTreeSet<_>>(), want.into_iter().collect());
+        assert_eq!(got.last().map(String::as_str), Some("99999999"), "b's leaf, the longer branch, last");
+        let text = String::from_utf8(fs_err::read(&pa)?)?;
+        assert!(text.contains(r#""x-unknown":[1,2.50,"\u00e9"]"#) && text.contains(r#""extra":{"kept":true}"#));
+    }
+
+    // A second sync changes nothing anywhere.
+    let before = (snapshot(&a.root)?, snapshot(&b.root)?, snapshot(&remote_dir)?);
+    for m in [&a, &b] {
+        let r = m.sync(&remote)?;
+        assert_eq!(r.counts().unchanged, r.sessions.len(), "{r:?}");
+        assert_eq!(r.sessions.len(), 4);
+        assert!(r.state_file.is_none(), "the state did not change: {r:?}");
+    }
+    assert!(before == (snapshot(&a.root)?, snapshot(&b.root)?, snapshot(&remote_dir)?), "a second sync wrote");
+    Ok(())
+}
+
+/// A dry run says what it would do and writes nothing: no remote, no state, no bucket.
+#[test]
+fn a_dry_run_writes_nothing() -> Result<()> {
+    let tmp = TempDir::new("sync-dry");
+    let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
+    let b = Machine::new(tmp.path(), "b", "proj", "git@github.com:me/proj.git")?;
+    let remote_dir = tmp.path().join("remote");
+    let remote = SyncRemote::new(Arc::new(FileStorage::new()), &remote_dir.to_string_lossy(), &remote_dir);
+    let file = a.session(Dialect::Pi, &name_of("s"));
+    put(&file, &session_file(Dialect::Pi, "s", &a.project, &[entry("aaaaaaaa", None, "x")]))?;
+    let before = snapshot(tmp.path())?;
+    let r = sync(&a.local, &remote, &SyncOptions::default().dry_run(true), &mut |_| {})?;
+    assert!(r.dry_run && matches!(outcome(&r, &name_of("s"), Dialect::Pi), SyncOutcome::Uploaded), "{r:?}");
+    assert!(before == snapshot(tmp.path())?, "a dry run wrote");
+    assert!(!remote_dir.exists());
+    // With something to pull and to merge, too.
+    a.sync(&remote)?;
+    put(
+        &b.session(Dialect::Pi, &name_of("s")),
+        &session_file(
+            Dialect::Pi,
+            "s",
+            &b.project,
+            &[entry("aaaaaaaa", None, "x"), entry("bbbbbbbb", Some("aaaaaaaa"), "y")],
+        ),
+    )?;
+    append(&file, &entry("cccccccc", Some("aaaaaaaa"), "z"))?;
+    let before = snapshot(tmp.path())?;
+    let r = sync(&b.local, &remote, &SyncOptions::default().dry_run(true), &mut |_| {})?;
+    assert!(matches!(outcome(&r, &name_of("s"), Dialect::Pi), SyncOutcome::Pushed { .. }), "{r:?}");
+    b.sync(&remote)?;
+    let before_a = snapshot(tmp.path())?;
+    let r = sync(&a.local, &remote, &SyncOptions::default().dry_run(true), &mut |_| {})?;
+    assert!(matches!(outcome(&r, &name_of("s"), Dialect::Pi), SyncOutcome::Merged { .. }), "{r:?}");
+    assert!(before_a == snapshot(tmp.path())?, "a dry run wrote");
+    assert!(before != before_a, "the real sync did write");
+    Ok(())
+}
+
+/// The state file is private (0600 in a 0700 folder), names the remote without its
+/// password, and a relative `XDG_STATE_HOME` is not where it goes.
+#[test]
+fn the_state_file_is_private_and_keeps_no_password() -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = TempDir::new("sync-state");
+    let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
+    let remote_dir = tmp.path().join("remote");
+    let url = "postgres://me:hunter2@db.example/sessions";
+    let remote = SyncRemote::new(Arc::new(FileStorage::new()), url, &remote_dir);
+    put(
+        &a.session(Dialect::Omp, &name_of("s")),
+        &session_file(Dialect::Omp, "s", &a.project, &[entry("aaaaaaaa", None, "x")]),
+    )?;
+    let r = a.sync(&remote)?;
+    let state = r.state_file.ok_or("a state file")?;
+    assert_eq!(state, session::sync::state_file(&a.local.state_dir, url, &remote_dir));
+    assert!(state.starts_with(&a.local.state_dir));
+    let text = fs_err::read_to_string(&state)?;
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(text.contains("postgres://me@db.example/sessions"), "{text}");
+    assert_eq!(fs_err::metadata(&state)?.permissions().mode() & 0o777, 0o600);
+    assert_eq!(fs_err::metadata(state.parent().ok_or("a folder")?)?.permissions().mode() & 0o777, 0o700);
+    let env = ProcessEnv::new(tmp.path(), tmp.path(), tmp.path()).with_var("XDG_STATE_HOME", "relative/state");
+    assert_eq!(session::maintenance::MarkStore::default_state_dir(&env), tmp.path().join(".local/state/session-store"));
+    Ok(())
+}
+
+/// A storage that, the first time a session file is written conditionally, has another
+/// writer append `line` to it first: the sync's write then finds another size.
+struct Racing {
+    inner: FileStorage,
+    line: String,
+    fired: AtomicBool,
+}
+
+impl Racing {
+    fn race(&self, path: &Path) -> std::result::Result<(), StoreError> {
+        if path.extension().is_some_and(|e| e == "jsonl") && !self.fired.swap(true, Ordering::SeqCst) {
+            self.inner.append(path, self.line.as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
+impl Storage for Racing {
+    fn ensure_dir(&self, dir: &Path) -> std::result::Result<(), StoreError> {
+        self.inner.ensure_dir(dir)
+    }
+    fn exists(&self, path: &Path) -> std::result::Result<bool, StoreError> {
+        self.inner.exists(path)
+    }
+    fn stat(&self, path: &Path) -> std::result::Result<Option<FileStat>, StoreError> {
+        self.inner.stat(path)
+    }
+    fn list(&self, dir: &Path) -> std::result::Result<Vec<String>, StoreError> {
+        self.inner.list(dir)
+    }
+    fn read_dir(&self, dir: &Path) -> std::result::Result<Vec<DirEntry>, StoreError> {
+        self.inner.read_dir(dir)
+    }
+    fn read(&self, path: &Path) -> std::result::Result<Vec<u8>, StoreError> {
+        self.inner.read(path)
+    }
+    fn read_slices(
+        &self,
+        path: &Path,
+        prefix: u64,
+        suffix: u64,
+    ) -> std::result::Result<(Vec<u8>, Vec<u8>), StoreError> {
+        self.inner.read_slices(path, prefix, suffix)
+    }
+    fn write(&self, path: &Path, bytes: &[u8]) -> std::result::Result<(), StoreError> {
+        self.inner.write(path, bytes)
+    }
+    fn write_new(&self, path: &Path, bytes: &[u8]) -> std::result::Result<(), StoreError> {
+        self.inner.write_new(path, bytes)
+    }
+    fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> std::result::Result<(), StoreError> {
+        self.race(path)?;
+        self.inner.write_atomic(path, bytes, expected)
+    }
+    fn append(&self, path: &Path, bytes: &[u8]) -> std::result::Result<(), StoreError> {
+        self.inner.append(path, bytes)
+    }
+    fn append_expected(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        expected: ExpectedSize,
+    ) -> std::result::Result<(), StoreError> {
+        self.race(path)?;
+        self.inner.append_expected(path, bytes, expected)
+    }
+    fn truncate(&self, path: &Path, len: u64) -> std::result::Result<(), StoreError> {
+        self.inner.truncate(path, len)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::result::Result<(), StoreError> {
+        self.inner.rename(from, to)
+    }
+    fn unlink(&self, path: &Path) -> std::result::Result<(), StoreError> {
+        self.inner.unlink(path)
+    }
+    fn remove_empty_dir(&self, dir: &Path) -> std::result::Result<(), StoreError> {
+        self.inner.remove_empty_dir(dir)
+    }
+    fn delete_with_artifacts(&self, path: &Path) -> std::result::Result<(), StoreError> {
+        self.inner.delete_with_artifacts(path)
+    }
+    fn open_writer(
+        &self,
+        path: &Path,
+        durability: Durability,
+    ) -> std::result::Result<Box<dyn AppendWriter>, StoreError> {
+        self.inner.open_writer(path, durability)
+    }
+    fn lock(&self, path: &Path, wait: LockWait) -> std::result::Result<SessionLock, StoreError> {
+        self.inner.lock(path, wait)
+    }
+}
+
+/// A line another machine appends to the remote between the sync's read and its
+/// conditional write is merged, not lost, on both sides: in a fast-forward's append and
+/// in a merge's compare-and-set.
+#[test]
+fn a_writer_racing_the_sync_is_merged_not_lost() -> Result<()> {
+    // Without and with a line only the remote has before the sync (a merge's write).
+    for remote_first in [None, Some(entry("eeeeeeee", Some("bbbbbbbb"), "theirs, before"))] {
+        let tmp = TempDir::new("sync-race");
+        let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
+        let remote_dir = tmp.path().join("remote");
+        let file = a.session(Dialect::Pi, &name_of("s"));
+        let base = [entry("aaaaaaaa", None, "x"), entry("bbbbbbbb", Some("aaaaaaaa"), "y")];
+        put(&file, &session_file(Dialect::Pi, "s", &a.project, &base))?;
+        let plain = SyncRemote::new(Arc::new(FileStorage::new()), "remote", &remote_dir);
+        a.sync(&plain)?;
+        let on_remote = remote_dir.join("pi/sessions").join(project_slug(ORIGIN_ID)).join(name_of("s"));
+        let mut want = vec!["aaaaaaaa", "bbbbbbbb", "cccccccc", "dddddddd"];
+        if let Some(line) = &remote_first {
+            append(&on_remote, line)?;
+            want.push("eeeeeeee");
+        }
+        append(&file, &entry("cccccccc", Some("bbbbbbbb"), "ours"))?;
+        let racing = Racing {
+            inner: FileStorage::new(),
+            line: entry("dddddddd", Some("bbbbbbbb"), "theirs, meanwhile"),
+            fired: AtomicBool::new(false),
+        };
+        let storage = Arc::new(racing);
+        let remote = SyncRemote::new(storage.clone(), "remote", &remote_dir);
+        let r = a.sync(&remote)?;
+        assert!(storage.fired.load(Ordering::SeqCst), "the race happened");
+        let local_added = want.len() - 3;
+        assert!(
+            matches!(outcome(&r, &name_of("s"), Dialect::Pi), SyncOutcome::Merged { local_added: n, remote_added: 1 } if *n == local_added),
+            "{r:?}"
+        );
+        assert_eq!(fs_err::read(&on_remote)?, fs_err::read(&file)?);
+        let got = ids(&file, Dialect::Pi)?;
+        assert_eq!(got.len(), want.len(), "{got:?}");
+        assert_eq!(got.iter().map(String::as_str).collect::<BTreeSet<_>>(), want.into_iter().collect());
+    }
+    Ok(())
+}
+
+/// Appends `picks.len()` entries to `lines`, each continuing from one of the known ids.
+fn grow(tag: char, picks: &[prop::sample::Index], known: &mut Vec<String>) -> String {
+    let mut out = String::new();
+    for (i, p) in picks.iter().enumerate() {
+        let id = format!("{tag}{i:07x}");
+        let parent = p.get(known).clone();
+        out.push_str(&entry(&id, Some(&parent), "grown"));
+        known.push(id);
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    /// Two copies continued at random on two machines end, after syncs both ways, equal
+    /// (but for their `cwd`) and holding the union of their entries, each once.
+    #[test]
+    fn random_continuations_end_equal(
+        shared in 1usize..4,
+        a_picks in proptest::collection::vec(any::<prop::sample::Index>(), 0..5),
+        b_picks in proptest::collection::vec(any::<prop::sample::Index>(), 0..5),
+        omp in any::<bool>(),
+    ) {
+        let run = || -> Result<()> {
+            let dialect = if omp { Dialect::Omp } else { Dialect::Pi };
+            let tmp = TempDir::new("sync-prop");
+            let a = Machine::new(tmp.path(), "a", "p", "git@h:x/y.git")?;
+            let b = Machine::new(tmp.path(), "b", "q/r", "https://h/x/y")?;
+            let remote_dir = tmp.path().join("remote");
+            let remote = SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir);
+            let mut base = Vec::new();
+            let mut known = Vec::new();
+            for i in 0..shared {
+                let id = format!("{i:08x}");
+                base.push(entry(&id, known.last().map(String::as_str), "shared"));
+                known.push(id);
+            }
+            let (fa, fb) = (a.session(dialect, &name_of("s")), b.session(dialect, &name_of("s")));
+            put(&fa, &session_file(dialect, "s", &a.project, &base))?;
+            put(&b.session(dialect, &name_of("o")), &session_file(dialect, "o", &b.project, &[]))?;
+            a.sync(&remote)?;
+            b.sync(&remote)?;
+            let mut known_b = known.clone();
+            append(&fa, &grow('a', &a_picks, &mut known))?;
+            append(&fb, &grow('b', &b_picks, &mut known_b))?;
+            for m in [&a, &b, &a] {
+                let r = m.sync(&remote)?;
+                let c = r.counts();
+                assert_eq!(c.conflicts + c.failed + c.skipped, 0, "{r:?}");
+            }
+            assert_eq!(fs_err::read(&fb)?, as_on(&fs_err::read(&fa)?, &a, &b));
+            let got = ids(&fa, dialect)?;
+            let unique: BTreeSet<&String> = got.iter().collect();
+            assert_eq!(unique.len(), got.len(), "an entry twice: {got:?}");
+            let want: BTreeSet<&String> = known.iter().chain(&known_b).collect();
+            assert_eq!(unique, want);
+            let mut seen = std::collections::HashSet::new();
+            let bytes = fs_err::read(&fa)?;
+            for r in &session::model::parse_session_bytes(&bytes, dialect).records[1..] {
+                if let Some(p) = r.parent_id() {
+                    assert!(seen.contains(p), "a child before its parent");
+                }
+                seen.insert(r.id().unwrap_or_default().to_owned());
+            }
+            let r = b.sync(&remote)?;
+            assert_eq!(r.counts().unchanged, r.sessions.len(), "{r:?}");
+            Ok(())
+        };
+        run().map_err(|e| TestCaseError::fail(e.to_string()))?;
+    }
+}
