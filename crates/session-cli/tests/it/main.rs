@@ -10,6 +10,7 @@ mod import;
 mod jobs;
 #[cfg(any(feature = "postgres", feature = "redis", feature = "sqlite", feature = "mysql"))]
 mod store;
+mod sync;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 

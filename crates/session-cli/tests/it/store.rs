@@ -377,3 +377,40 @@ fn a_storage_url_without_its_backend_or_scheme_is_an_error() -> Result<()> {
     assert!(!out.status.success(), "push needs a storage URL");
     Ok(())
 }
+
+/// `session sync` with a PostgreSQL remote: one machine uploads, another (its project
+/// elsewhere, the same git origin through `--map`) downloads with its own `cwd`, then a
+/// continuation goes up and comes down as a fast-forward.
+#[cfg(feature = "postgres")]
+#[test]
+fn sync_through_postgres() -> Result<()> {
+    let test = "sync_through_postgres";
+    let db = match TestDb::create() {
+        Ok(db) => db,
+        Err(e) => return skip(test, &format!("PostgreSQL not reachable: {e}")),
+    };
+    let url = format!("postgres:///{}?host=/var/run/postgresql", db.name);
+    let tmp = TempDir::new("sync-pg")?;
+    let (a, b) = (
+        crate::sync::Home::new(&tmp.0, "a", "git@example.org:me/app.git")?,
+        crate::sync::Home::new(&tmp.0, "b", "https://example.org/me/app")?,
+    );
+    let file_a = a.put_pi("s1", &[crate::sync::line("aaaaaaaa", None)])?;
+    let out = a.sync(&["--to", &url])?;
+    assert_eq!(out["summary"]["pushed"], 1, "{out}");
+    let map = format!("example.org/me/app={}", b.project.display());
+    let out = b.sync(&["--to", &url, "--map", &map])?;
+    assert_eq!(out["summary"]["pulled"], 1, "{out}");
+    let file_b = b.pi_file("s1");
+    assert_eq!(fs_err::read(&file_b)?, crate::sync::with_cwd(&fs_err::read(&file_a)?, &a.project, &b.project));
+    crate::sync::append(&file_a, &crate::sync::line("bbbbbbbb", Some("aaaaaaaa")))?;
+    let out = a.sync(&["--to", &url])?;
+    assert_eq!(out["summary"]["pushed"], 1, "{out}");
+    let out = b.sync(&["--to", &url, "--map", &map])?;
+    assert_eq!(out["summary"]["pulled"], 1, "{out}");
+    assert_eq!(out["sessions"][0]["outcome"], "pulled", "{out}");
+    assert_eq!(fs_err::read(&file_b)?, crate::sync::with_cwd(&fs_err::read(&file_a)?, &a.project, &b.project));
+    let out = b.sync(&["--to", &url, "--map", &map])?;
+    assert_eq!(out["summary"]["upToDate"], 1, "{out}");
+    Ok(())
+}

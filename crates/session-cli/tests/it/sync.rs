@@ -1,0 +1,151 @@
+//! `session sync` between two homes through a folder: what it prints, what it writes,
+//! and that a dry run writes nothing.
+
+use std::path::{Path, PathBuf};
+
+use crate::{Result, TempDir, in_home};
+
+/// One machine: a home and a clone of the project.
+pub(crate) struct Home {
+    pub(crate) home: PathBuf,
+    pub(crate) project: PathBuf,
+}
+
+impl Home {
+    pub(crate) fn new(root: &Path, tag: &str, origin: &str) -> Result<Home> {
+        let home = root.join(tag).join("home");
+        let project = root.join(tag).join("src").join(format!("app-{tag}"));
+        fs_err::create_dir_all(project.join(".git"))?;
+        fs_err::write(project.join(".git/config"), format!("[remote \"origin\"]\n\turl = {origin}\n"))?;
+        fs_err::create_dir_all(&home)?;
+        Ok(Home { home, project })
+    }
+
+    /// The file of pi's session `sid` in this machine's bucket of the project.
+    pub(crate) fn pi_file(&self, sid: &str) -> PathBuf {
+        let bucket = format!("--{}--", self.project.to_string_lossy().trim_start_matches('/').replace('/', "-"));
+        self.home.join(".pi/agent/sessions").join(bucket).join(format!("2026-01-01T00-00-00-000Z_{sid}.jsonl"))
+    }
+
+    /// Writes pi's session `sid` holding `lines`.
+    pub(crate) fn put_pi(&self, sid: &str, lines: &[String]) -> Result<PathBuf> {
+        let file = self.pi_file(sid);
+        fs_err::create_dir_all(file.parent().ok_or("a bucket")?)?;
+        let header = format!(
+            r#"{{"type":"session","version":3,"id":"{sid}","timestamp":"2026-01-01T00:00:00.000Z","cwd":"{}"}}"#,
+            self.project.display()
+        );
+        fs_err::write(&file, format!("{header}\n{}", lines.concat()))?;
+        Ok(file)
+    }
+
+    /// Runs `session sync ARGS --json` here and returns its output.
+    pub(crate) fn sync(&self, args: &[&str]) -> Result<serde_json::Value> {
+        let out = in_home(&self.home, &self.home).arg("sync").args(args).arg("--json").output()?;
+        if !out.status.success() {
+            return Err(format!("session sync {args:?}: {}", String::from_utf8_lossy(&out.stderr)).into());
+        }
+        Ok(serde_json::from_slice(&out.stdout)?)
+    }
+}
+
+/// An entry line.
+pub(crate) fn line(id: &str, parent: Option<&str>) -> String {
+    let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
+    format!(
+        r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"q {id}","timestamp":1}}}}"#
+    ) + "\n"
+}
+
+pub(crate) fn append(file: &Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    fs_err::OpenOptions::new().append(true).open(file)?.write_all(text.as_bytes())?;
+    Ok(())
+}
+
+/// `bytes` with the header's `cwd` `from` written as `to`.
+pub(crate) fn with_cwd(bytes: &[u8], from: &Path, to: &Path) -> Vec<u8> {
+    String::from_utf8_lossy(bytes)
+        .replacen(&format!("\"cwd\":\"{}\"", from.display()), &format!("\"cwd\":\"{}\"", to.display()), 1)
+        .into_bytes()
+}
+
+/// Every file below `dir` with its bytes.
+fn files(dir: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs_err::read_dir(&d)? {
+            let p = e?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.clone(), fs_err::read(&p)?));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+#[test]
+fn sync_goes_both_ways_through_a_folder() -> Result<()> {
+    let tmp = TempDir::new("sync-folder")?;
+    let a = Home::new(&tmp.0, "a", "git@example.org:me/app.git")?;
+    let b = Home::new(&tmp.0, "b", "https://example.org/me/app.git")?;
+    let remote = tmp.0.join("remote");
+    let remote_arg = remote.to_str().ok_or("a UTF-8 path")?;
+    let file_a = a.put_pi("s1", &[line("aaaaaaaa", None)])?;
+    let out = a.sync(&["--to", remote_arg])?;
+    assert_eq!(out["summary"]["pushed"], 1, "{out}");
+    assert_eq!(out["sessions"][0]["outcome"], "uploaded", "{out}");
+    assert_eq!(out["sessions"][0]["project"], "example.org/me/app", "{out}");
+
+    // A dry run on the other machine says it would download and writes nothing.
+    let map = format!("example.org/me/app={}", b.project.display());
+    let before = files(&tmp.0)?;
+    let out = b.sync(&["--to", remote_arg, "--map", &map, "--dry-run"])?;
+    assert_eq!(out["dryRun"], true, "{out}");
+    assert_eq!(out["sessions"][0]["outcome"], "downloaded", "{out}");
+    assert!(out["stateFile"].is_null(), "{out}");
+    assert_eq!(before, files(&tmp.0)?, "a dry run wrote");
+
+    let out = b.sync(&["--to", remote_arg, "--map", &map])?;
+    assert_eq!(out["summary"]["pulled"], 1, "{out}");
+    let file_b = b.pi_file("s1");
+    assert_eq!(fs_err::read(&file_b)?, with_cwd(&fs_err::read(&file_a)?, &a.project, &b.project));
+
+    // Two continuations, merged; then both are up to date.
+    append(&file_a, &line("bbbbbbbb", Some("aaaaaaaa")))?;
+    append(&file_b, &line("cccccccc", Some("aaaaaaaa")))?;
+    assert_eq!(a.sync(&["--to", remote_arg])?["summary"]["pushed"], 1);
+    let out = b.sync(&["--to", remote_arg, "--map", &map])?;
+    assert_eq!(out["summary"]["merged"], 1, "{out}");
+    assert_eq!(a.sync(&["--to", remote_arg])?["summary"]["pulled"], 1);
+    assert_eq!(fs_err::read(&file_b)?, with_cwd(&fs_err::read(&file_a)?, &a.project, &b.project));
+    let text = String::from_utf8(fs_err::read(&file_a)?)?;
+    for id in ["aaaaaaaa", "bbbbbbbb", "cccccccc"] {
+        assert_eq!(text.matches(&format!("\"id\":\"{id}\"")).count(), 1, "{text}");
+    }
+
+    // The text summary, and a second sync that finds everything up to date.
+    let out = in_home(&a.home, &a.home).args(["sync", "--to", remote_arg, "--text"]).output()?;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout)?;
+    assert!(text.contains("1 up to date, 0 pushed, 0 pulled, 0 merged, 0 conflict(s)"), "{text}");
+
+    // --project leaves other projects alone.
+    let out = a.sync(&["--to", remote_arg, "--project", "/elsewhere"])?;
+    assert_eq!(out["summary"]["skipped"], 1, "{out}");
+    assert_eq!(out["summary"]["upToDate"], 0, "{out}");
+    Ok(())
+}
+
+#[test]
+fn sync_help_has_an_example() -> Result<()> {
+    let tmp = TempDir::new("sync-help")?;
+    let out = in_home(&tmp.0, &tmp.0).args(["sync", "--help"]).output()?;
+    let text = String::from_utf8(out.stdout)?;
+    assert!(text.contains("Example: session sync --to"), "{text}");
+    Ok(())
+}
