@@ -359,8 +359,14 @@ fn list_is_sorted_files_only(s: &dyn Storage, root: &Path) -> CaseResult {
     for name in ["b.jsonl", "a.jsonl", "c.txt", ".hidden.jsonl", "sub/x.jsonl"] {
         s.write(&d.join(name), b"x")?;
     }
+    s.write(&d.join("b.jsonl"), b"xyz")?;
     let names = s.list(&d)?;
     check(names == ["a.jsonl", "b.jsonl", "c.txt"], &format!("list gave {names:?}"))?;
+    let stats: Vec<(String, u64, bool)> =
+        s.list_stats(&d)?.into_iter().map(|(name, st)| (name, st.size, st.is_file)).collect();
+    let want = [("a.jsonl", 1, true), ("b.jsonl", 3, true), ("c.txt", 1, true)].map(|(n, z, f)| (n.to_owned(), z, f));
+    check(stats == want, &format!("list_stats gave {stats:?}"))?;
+    check(s.list_stats(&root.join("missing"))?.is_empty(), "list_stats of a missing folder")?;
     Ok(())
 }
 

@@ -49,7 +49,9 @@ use std::time::Duration;
 use session_discovery::AgentDirs;
 use session_model::Dialect;
 use session_store::blob::find_refs;
-use session_store::{BlobRef, BlobStore, EntryKind, ExpectedSize, FileStat, LockWait, Storage, StoreError};
+use session_store::{
+    BlobRef, BlobStore, EntryKind, ExpectedSize, FileStat, LockWait, Storage, StoreError, is_plain_name,
+};
 
 pub use project::{Project, ProjectMap, normalize_git_url, project_of, project_slug};
 pub use state::{redact_url, state_file};
@@ -153,7 +155,8 @@ pub struct SyncOptions {
     pub dry_run: bool,
     /// Project ids of folders here (`--map ID=PATH`).
     pub map: ProjectMap,
-    /// Only sessions whose folder (here) is one of these or below one.
+    /// Only sessions whose folder (here) is one of these or below one; the others are
+    /// neither synced nor reported.
     pub projects: Vec<PathBuf>,
 }
 
@@ -399,7 +402,7 @@ pub fn sync(
         for slug in dirs(remote.storage.as_ref(), &root)? {
             let dir = root.join(&slug);
             for (name, stat) in remote.storage.list_stats(&dir)? {
-                if name.ends_with(".jsonl") {
+                if name.ends_with(".jsonl") && is_plain_name(&name) {
                     let path = dir.join(&name);
                     add(&mut pairs, home.dialect, name, Side { path, stat }, false);
                 }
@@ -413,6 +416,7 @@ pub fn sync(
         state,
         report: SyncReport { dry_run: options.dry_run, ..SyncReport::default() },
         roots: None,
+        outside: false,
     };
     let before = run.state.clone();
     let total = pairs.len();
@@ -426,6 +430,7 @@ pub fn sync(
             remote: pair.remote.as_ref().map(|s| s.path.clone()),
             outcome: SyncOutcome::Unchanged,
         };
+        run.outside = false;
         s.outcome = if let Some(other) = pair.extra.first() {
             SyncOutcome::Skipped { reason: format!("another file of this name at {}", other.display()) }
         } else {
@@ -435,7 +440,9 @@ pub fn sync(
             }
         };
         progress(&SyncProgress { done: done + 1, total, session: &s });
-        run.report.sessions.push(s);
+        if !run.outside {
+            run.report.sessions.push(s);
+        }
     }
     if !options.dry_run && run.state != before {
         run.report.state_file = Some(state::write(&local.state_dir, &remote.url, &remote.prefix, &run.state)?);
@@ -494,9 +501,18 @@ struct Run<'a> {
     /// Project id → folder here, from the local sessions' own folders (found once, when
     /// a download first needs it).
     roots: Option<HashMap<String, PathBuf>>,
+    /// The session just looked at is outside [`SyncOptions::projects`]: it is left out
+    /// of the report.
+    outside: bool,
 }
 
 impl Run<'_> {
+    /// Notes that the session is outside the projects asked for.
+    fn out_of_scope(&mut self) -> SyncOutcome {
+        self.outside = true;
+        SyncOutcome::Skipped { reason: "not in the projects asked for".to_owned() }
+    }
+
     fn one(
         &mut self,
         dialect: Dialect,
@@ -566,7 +582,7 @@ impl Run<'_> {
             return Ok(Step::Done(skip(local, "no session header with a cwd")));
         };
         if !self.wanted(Path::new(&lcwd)) {
-            return Ok(Step::Done(skip(local, "not in the projects asked for")));
+            return Ok(Step::Done(self.out_of_scope()));
         }
         s.project = Some(project_of(ls, &self.options.map, &lcwd).id);
         let rbytes = lr.read(remote)?;
@@ -674,7 +690,7 @@ impl Run<'_> {
             return Ok(skip(local, "no session header with a cwd"));
         };
         if !self.wanted(Path::new(&cwd)) {
-            return Ok(skip(local, "not in the projects asked for"));
+            return Ok(self.out_of_scope());
         }
         let project = project_of(ls, &self.options.map, &cwd);
         let dir = self.remote.sessions_dir(dialect).join(project_slug(&project.id));
@@ -741,7 +757,7 @@ impl Run<'_> {
         };
         let cwd = if rel.as_os_str().is_empty() { root } else { root.join(rel) };
         if !self.wanted(&cwd) {
-            return Ok(skip(remote, "not in the projects asked for"));
+            return Ok(self.out_of_scope());
         }
         let cwd = cwd.to_string_lossy().into_owned();
         let Some(home) = self.local.homes.iter().find(|h| h.dialect == dialect) else {

@@ -539,3 +539,27 @@ proptest! {
         run().map_err(|e| TestCaseError::fail(e.to_string()))?;
     }
 }
+
+/// omp's blobs a session names go up with it once, and come down to a machine that
+/// lacks them when the session does.
+#[test]
+fn blobs_follow_their_sessions() -> Result<()> {
+    let tmp = TempDir::new("sync-blobs");
+    let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
+    let b = Machine::new(tmp.path(), "b", "elsewhere", "git@github.com:me/proj.git")?;
+    let remote_dir = tmp.path().join("remote");
+    let remote = SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir);
+    let blob = a.local.blobs.as_ref().ok_or("a blob store")?.put(b"an image", None)?;
+    let line = entry("aaaaaaaa", None, &blob.to_string());
+    put(&a.session(Dialect::Omp, &name_of("s")), &session_file(Dialect::Omp, "s", &a.project, &[line]))?;
+    put(&b.session(Dialect::Omp, &name_of("o")), &session_file(Dialect::Omp, "o", &b.project, &[]))?;
+    let r = a.sync(&remote)?;
+    assert_eq!(r.blobs_uploaded, 1, "{r:?}");
+    assert_eq!(fs_err::read(remote_dir.join("blobs").join(blob.hash()))?, b"an image");
+    let r = b.sync(&remote)?;
+    assert_eq!(r.blobs_downloaded, 1, "{r:?}");
+    assert_eq!(b.local.blobs.as_ref().ok_or("a blob store")?.get(&blob)?.as_deref(), Some(&b"an image"[..]));
+    let (ra, rb) = (a.sync(&remote)?, b.sync(&remote)?);
+    assert_eq!((ra.blobs_uploaded, rb.blobs_downloaded), (0, 0), "{ra:?} {rb:?}");
+    Ok(())
+}
