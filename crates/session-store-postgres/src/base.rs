@@ -27,6 +27,8 @@ pub(crate) struct FileQueries {
     pub(crate) newest_with_prefix: String,
     /// `SELECT path … WHERE starts_with(path, $1)`.
     pub(crate) with_prefix: String,
+    /// `SELECT path, size, mtime_ms … WHERE starts_with(path, $1)`.
+    pub(crate) stats_with_prefix: String,
     /// `UPDATE … SET title = $2, title_source = $3, title_updated_at = $4, mtime_ms = $5 WHERE path = $1`.
     pub(crate) title: String,
 }
@@ -109,6 +111,30 @@ impl Base {
         Ok(children(&prefix, self.keys_with_prefix(op, dir, &prefix)?))
     }
 
+    /// [`Storage::list_stats`](session_store::Storage::list_stats) in one query.
+    pub(crate) fn list_stats(&self, dir: &Path) -> Result<Vec<(String, FileStat)>, StoreError> {
+        let op = Op::List;
+        let prefix = ServerError::dir_prefix(op, dir)?;
+        let mut c = self.client(op, dir)?;
+        let rows = c.client().query(&self.files.stats_with_prefix, &[&prefix]).map_err(db(op, dir))?;
+        let mut out = Vec::new();
+        for r in rows {
+            let key: String = r.try_get(0).map_err(db(op, dir))?;
+            let size: i64 = r.try_get(1).map_err(db(op, dir))?;
+            let mtime_ms: i64 = r.try_get(2).map_err(db(op, dir))?;
+            // Only files directly in `dir`, dot-files left out, as `list` gives them.
+            if let Some(name) = key.strip_prefix(&prefix)
+                && !name.is_empty()
+                && !name.contains('/')
+                && !name.starts_with('.')
+            {
+                out.push((name.to_owned(), FileStat::new(size.max(0) as u64, mtime_ms, true)));
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
     pub(crate) fn read_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StoreError> {
         let op = Op::List;
         let prefix = ServerError::dir_prefix(op, dir)?;
@@ -189,7 +215,7 @@ impl Base {
 
 /// Writes, inside an `impl Storage for …` block of a layout whose `inner` holds a
 /// [`Base`] as `base`, the methods the base answers: `ensure_dir`, `stat`, `list`,
-/// `read_dir` and `remove_empty_dir`.
+/// `list_stats`, `read_dir` and `remove_empty_dir`.
 macro_rules! base_storage_methods {
     () => {
         fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
@@ -206,6 +232,10 @@ macro_rules! base_storage_methods {
 
         fn read_dir(&self, dir: &Path) -> Result<Vec<session_store::DirEntry>, StoreError> {
             self.inner.base.read_dir(dir)
+        }
+
+        fn list_stats(&self, dir: &Path) -> Result<Vec<(String, FileStat)>, StoreError> {
+            self.inner.base.list_stats(dir)
         }
 
         fn remove_empty_dir(&self, dir: &Path) -> Result<(), StoreError> {

@@ -208,6 +208,7 @@ impl NativePostgresStorage {
             stat: q.stat.clone(),
             newest_with_prefix: q.newest_with_prefix.clone(),
             with_prefix: q.with_prefix.clone(),
+            stats_with_prefix: format!("SELECT path, size, mtime_ms FROM {} WHERE starts_with(path, $1)", q.meta_t),
             title: q.title.clone(),
         };
         let inner = Inner { base: Base::new(pool, files), stem: stem.to_owned(), q };

@@ -181,6 +181,10 @@ impl PostgresStorage {
             stat: q.stat.clone(),
             newest_with_prefix: q.newest_with_prefix.clone(),
             with_prefix: q.with_prefix.clone(),
+            stats_with_prefix: format!(
+                "SELECT path, octet_length(content)::bigint, mtime_ms FROM {} WHERE starts_with(path, $1)",
+                options.table
+            ),
             title: q.title.clone(),
         };
         let inner = Inner { base: Base::new(pool, files), q, table: options.table };
