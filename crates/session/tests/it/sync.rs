@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use proptest::prelude::*;
 use session::discovery::{AgentDirs, OmpHome, ProcessEnv};
@@ -330,17 +330,24 @@ fn the_state_file_is_private_and_keeps_no_password() -> Result<()> {
     Ok(())
 }
 
-/// A storage that, the first time a session file is written conditionally, has another
-/// writer append `line` to it first: the sync's write then finds another size.
+/// A file storage that counts reads of whole files and listings with sizes, and (with
+/// a `line`) the first time a session file is written conditionally has another writer
+/// append `line` to it first: the sync's write then finds another size.
+#[derive(Default)]
 struct Racing {
     inner: FileStorage,
     line: String,
     fired: AtomicBool,
+    reads: AtomicUsize,
+    listings: AtomicUsize,
 }
 
 impl Racing {
     fn race(&self, path: &Path) -> std::result::Result<(), StoreError> {
-        if path.extension().is_some_and(|e| e == "jsonl") && !self.fired.swap(true, Ordering::SeqCst) {
+        if !self.line.is_empty()
+            && path.extension().is_some_and(|e| e == "jsonl")
+            && !self.fired.swap(true, Ordering::SeqCst)
+        {
             self.inner.append(path, self.line.as_bytes())?;
         }
         Ok(())
@@ -364,7 +371,16 @@ impl Storage for Racing {
         self.inner.read_dir(dir)
     }
     fn read(&self, path: &Path) -> std::result::Result<Vec<u8>, StoreError> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
         self.inner.read(path)
+    }
+    fn read_into(&self, path: &Path, buf: &mut Vec<u8>) -> std::result::Result<(FileStat, usize), StoreError> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.read_into(path, buf)
+    }
+    fn list_stats(&self, dir: &Path) -> std::result::Result<Vec<(String, FileStat)>, StoreError> {
+        self.listings.fetch_add(1, Ordering::SeqCst);
+        self.inner.list_stats(dir)
     }
     fn read_slices(
         &self,
@@ -445,11 +461,7 @@ fn a_writer_racing_the_sync_is_merged_not_lost() -> Result<()> {
             want.push("eeeeeeee");
         }
         append(&file, &entry("cccccccc", Some("bbbbbbbb"), "ours"))?;
-        let racing = Racing {
-            inner: FileStorage::new(),
-            line: entry("dddddddd", Some("bbbbbbbb"), "theirs, meanwhile"),
-            fired: AtomicBool::new(false),
-        };
+        let racing = Racing { line: entry("dddddddd", Some("bbbbbbbb"), "theirs, meanwhile"), ..Racing::default() };
         let storage = Arc::new(racing);
         let remote = SyncRemote::new(storage.clone(), "remote", &remote_dir);
         let r = a.sync(&remote)?;
@@ -561,5 +573,39 @@ fn blobs_follow_their_sessions() -> Result<()> {
     assert_eq!(b.local.blobs.as_ref().ok_or("a blob store")?.get(&blob)?.as_deref(), Some(&b"an image"[..]));
     let (ra, rb) = (a.sync(&remote)?, b.sync(&remote)?);
     assert_eq!((ra.blobs_uploaded, rb.blobs_downloaded), (0, 0), "{ra:?} {rb:?}");
+    Ok(())
+}
+
+/// A sync that finds nothing changed reads no session: one listing with sizes of each
+/// bucket here and of each project folder on the remote.
+#[test]
+fn an_unchanged_sync_reads_listings_only() -> Result<()> {
+    let tmp = TempDir::new("sync-cost");
+    let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
+    let remote_dir = tmp.path().join("remote");
+    for i in 0..20 {
+        let sid = format!("s{i}");
+        let dialect = if i % 2 == 0 { Dialect::Pi } else { Dialect::Omp };
+        put(
+            &a.session(dialect, &name_of(&sid)),
+            &session_file(dialect, &sid, &a.project, &[entry("aaaaaaaa", None, "x")]),
+        )?;
+    }
+    let plain = SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir);
+    assert_eq!(a.sync(&plain)?.counts().pushed, 20);
+    let (here, there) = (Arc::new(Racing::default()), Arc::new(Racing::default()));
+    let local = SyncLocal::new(here.clone(), a.local.homes.clone(), a.local.state_dir.clone());
+    let remote = SyncRemote::new(there.clone(), "r", &remote_dir);
+    let r = sync(&local, &remote, &SyncOptions::default(), &mut |_| {})?;
+    assert_eq!(r.counts().unchanged, 20, "{r:?}");
+    assert_eq!((here.reads.load(Ordering::SeqCst), there.reads.load(Ordering::SeqCst)), (0, 0), "no session was read");
+    assert_eq!(here.listings.load(Ordering::SeqCst), 2, "one bucket of each agent here");
+    assert_eq!(there.listings.load(Ordering::SeqCst), 2, "one project folder of each agent there");
+    // A session that grew here is read (both copies), and only it.
+    append(&a.session(Dialect::Pi, &name_of("s0")), &entry("bbbbbbbb", Some("aaaaaaaa"), "y"))?;
+    let r = sync(&local, &remote, &SyncOptions::default(), &mut |_| {})?;
+    assert_eq!((r.counts().unchanged, r.counts().pushed), (19, 1), "{r:?}");
+    // Here: the session and its project's `.git/config` (for the project id it reports).
+    assert_eq!((here.reads.load(Ordering::SeqCst), there.reads.load(Ordering::SeqCst)), (2, 1));
     Ok(())
 }
