@@ -18,6 +18,10 @@
 //! next full rewrite. [`Env`] says where everything goes, including omp's blob store and
 //! terminal breadcrumbs.
 //!
+//! The jobs beyond one session (rm, gc, fsck, repair, merge, push, pull, …) are
+//! [`maintenance`]; [`sync`] keeps every session of a machine in step with a remote copy
+//! on any storage.
+//!
 //! ```
 //! use session::{Dialect, Env, SessionManager};
 //! use serde_json::json;

@@ -36,6 +36,25 @@
 //! this machine lacks). Each remote project folder is listed once with its sizes
 //! ([`Storage::list_stats`]); a session whose two sizes are those the last sync left
 //! (the state file, [`SyncLocal::state_dir`]) is not read.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use session::discovery::{AgentDirs, ProcessEnv};
+//! use session::store::{MemoryStorage, Storage};
+//! use session::sync::{SyncLocal, SyncOptions, SyncOutcome, SyncRemote, sync};
+//!
+//! let env = ProcessEnv::new("/home/me", "/home/me/app", "/tmp");
+//! let pi = AgentDirs::pi(&env);
+//! let here = Arc::new(MemoryStorage::new());
+//! let file = pi.default_session_dir("/home/me/app").join("2026-01-01T00-00-00-000Z_s1.jsonl");
+//! here.write(&file, b"{\"type\":\"session\",\"version\":3,\"id\":\"s1\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/home/me/app\"}\n")?;
+//! let local = SyncLocal::new(here, vec![pi], "/home/me/.local/state/session-store");
+//! let remote = SyncRemote::new(Arc::new(MemoryStorage::new()), "memory", "/sync");
+//! // A dry run: it says what it would do and writes nothing (the state file included).
+//! let report = sync(&local, &remote, &SyncOptions::default().dry_run(true), &mut |_| {})?;
+//! assert!(matches!(report.sessions[0].outcome, SyncOutcome::Uploaded));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod project;
 mod splice;
