@@ -11,9 +11,9 @@
 //!   [`Storage::append_expected`] at the size read, locally under the session's lock with
 //!   the same conditional append;
 //! * one copy holding every entry of the other (by id, in another order or with other
-//!   bytes for an entry): that copy replaces the other with compare-and-set
-//!   ([`Storage::write_atomic`] with the size read), so that every machine ends with the
-//!   same file;
+//!   bytes for an entry; the remote one when both hold the same entries): that copy
+//!   replaces the other with compare-and-set ([`Storage::write_atomic`] with the size
+//!   read), so that every machine ends with the same file;
 //! * two continuations: [`merge_bytes`] makes their union (this machine's bytes kept for
 //!   an entry both hold, this machine's leaf last when no entry continues from it) and
 //!   both sides are replaced with compare-and-set ([`SyncOutcome::Merged`]);
@@ -653,10 +653,17 @@ impl Run<'_> {
             // One copy already holds every entry of the other (in another order, or with
             // other bytes for an entry): that copy is the result, so that two machines
             // agree on it; only two continuations make a new file.
-            let (new_local, new_remote) = if merged.added.is_empty() {
-                (lbytes.clone(), as_remote.clone())
-            } else if remote_added == 0 {
+            // A tie (the same entries, some with other bytes: a repair or a migration on
+            // one side) goes to the copy that changed since the last sync when only ours
+            // did, else to the remote: the first machine to write it decides, and every
+            // other one takes its file.
+            let ours_only = self.state.sessions.get(remote).is_some_and(|seen| {
+                seen.local == local && seen.remote_size == rsize && seen.sha256 != BlobRef::for_bytes(&lbytes).hash()
+            });
+            let (new_local, new_remote) = if remote_added == 0 && !(ours_only && merged.added.is_empty()) {
                 (theirs.clone(), rbytes.clone())
+            } else if merged.added.is_empty() {
+                (lbytes.clone(), as_remote.clone())
             } else {
                 let new_remote = splice::with_cwd(&merged.bytes, &rcwd).unwrap_or_else(|| merged.bytes.clone());
                 (merged.bytes, new_remote)

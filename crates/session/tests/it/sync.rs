@@ -609,3 +609,37 @@ fn an_unchanged_sync_reads_listings_only() -> Result<()> {
     assert_eq!((here.reads.load(Ordering::SeqCst), there.reads.load(Ordering::SeqCst)), (2, 1));
     Ok(())
 }
+
+/// Two copies with the same entries, one with other bytes (a rewrite on one machine),
+/// end equal: the rewrite goes up when only its machine changed the session, and the
+/// remote's copy wins when both did.
+#[test]
+fn a_rewrite_of_an_entry_converges() -> Result<()> {
+    let tmp = TempDir::new("sync-tie");
+    let a = Machine::new(tmp.path(), "a", "p", "git@h:x/y.git")?;
+    let b = Machine::new(tmp.path(), "b", "q", "https://h/x/y")?;
+    let remote = SyncRemote::new(Arc::new(FileStorage::new()), "r", tmp.path().join("remote"));
+    let (fa, fb) = (a.session(Dialect::Pi, &name_of("s")), b.session(Dialect::Pi, &name_of("s")));
+    let lines = |text: &str| [entry("aaaaaaaa", None, text), entry("bbbbbbbb", Some("aaaaaaaa"), "two")];
+    put(&fa, &session_file(Dialect::Pi, "s", &a.project, &lines("one")))?;
+    put(&b.session(Dialect::Pi, &name_of("o")), &session_file(Dialect::Pi, "o", &b.project, &[]))?;
+    a.sync(&remote)?;
+    b.sync(&remote)?;
+    // Only A rewrites: A's bytes go everywhere.
+    put(&fa, &session_file(Dialect::Pi, "s", &a.project, &lines("one, rewritten")))?;
+    for m in [&a, &b, &a] {
+        let r = m.sync(&remote)?;
+        assert_eq!(r.counts().conflicts + r.counts().merged, 0, "{r:?}");
+    }
+    assert!(fs_err::read_to_string(&fb)?.contains("one, rewritten"));
+    assert_eq!(fs_err::read(&fb)?, as_on(&fs_err::read(&fa)?, &a, &b));
+    // Both rewrite: the first to sync decides.
+    put(&fa, &session_file(Dialect::Pi, "s", &a.project, &lines("a's")))?;
+    put(&fb, &session_file(Dialect::Pi, "s", &b.project, &lines("b's, longer")))?;
+    for m in [&b, &a, &b, &a] {
+        m.sync(&remote)?;
+    }
+    assert!(fs_err::read_to_string(&fa)?.contains("b's, longer"));
+    assert_eq!(fs_err::read(&fb)?, as_on(&fs_err::read(&fa)?, &a, &b));
+    Ok(())
+}
