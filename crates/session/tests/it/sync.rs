@@ -643,3 +643,42 @@ fn a_rewrite_of_an_entry_converges() -> Result<()> {
     assert_eq!(fs_err::read(&fb)?, as_on(&fs_err::read(&fa)?, &a, &b));
     Ok(())
 }
+
+/// Damaged input is an outcome naming the file, never a panic and never a write: a remote
+/// copy with a line its loader skips, a sidecar that is not one, a file with no header.
+#[test]
+fn damaged_copies_are_named_and_left_alone() -> Result<()> {
+    let tmp = TempDir::new("sync-damaged");
+    let a = Machine::new(tmp.path(), "a", "p", "git@h:x/y.git")?;
+    let remote_dir = tmp.path().join("remote");
+    let remote = SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir);
+    let fa = a.session(Dialect::Pi, &name_of("s"));
+    put(&fa, &session_file(Dialect::Pi, "s", &a.project, &[entry("aaaaaaaa", None, "x")]))?;
+    a.sync(&remote)?;
+    let folder = remote_dir.join("pi/sessions").join(project_slug("h/x/y"));
+    // Diverged, and the remote copy holds a damaged line.
+    append(&folder.join(name_of("s")), "{\"type\":\"message\",\"id\":\"bbbbbbbb\"\n")?;
+    append(&fa, &entry("cccccccc", Some("aaaaaaaa"), "y"))?;
+    // A session only on the remote whose sidecar is damaged, and one without a header.
+    fs_err::write(folder.join(name_of("t")), session_file(Dialect::Pi, "t", &a.project, &[]))?;
+    fs_err::write(folder.join("2025-01-01T00-00-00-000Z_t.meta.json"), "[1]")?;
+    fs_err::write(folder.join(name_of("u")), "not a session\n")?;
+    fs_err::write(folder.join("2025-01-01T00-00-00-000Z_u.meta.json"), r#"{"project":"h/x/y","path":""}"#)?;
+    let before = snapshot(tmp.path())?;
+    let r = a.sync(&remote)?;
+    match outcome(&r, &name_of("s"), Dialect::Pi) {
+        SyncOutcome::Conflict { reason: session::sync::ConflictReason::Unsupported, detail, .. } => {
+            assert!(detail.contains(&name_of("s")) && detail.contains("line 3"), "{detail}");
+        }
+        o => return Err(format!("{o:?}").into()),
+    }
+    match outcome(&r, &name_of("t"), Dialect::Pi) {
+        SyncOutcome::Failed(e) => assert!(e.to_string().contains("_t.meta.json"), "{e}"),
+        o => return Err(format!("{o:?}").into()),
+    }
+    assert!(matches!(outcome(&r, &name_of("u"), Dialect::Pi), SyncOutcome::Skipped { .. }), "{r:?}");
+    let after = snapshot(tmp.path())?;
+    let changed: Vec<_> = after.keys().filter(|p| before.get(*p) != after.get(*p)).collect();
+    assert!(changed.iter().all(|p| p.starts_with(&a.local.state_dir)), "{changed:?}");
+    Ok(())
+}
