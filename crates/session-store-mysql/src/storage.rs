@@ -47,6 +47,7 @@ struct Queries {
     delete: String,
     rename: String,
     with_prefix: String,
+    stats_with_prefix: String,
     newest_with_prefix: String,
     delete_prefix: String,
     title: String,
@@ -109,6 +110,7 @@ impl Queries {
             delete: format!("DELETE FROM {t} WHERE path = :path"),
             rename: format!("UPDATE {t} SET path = :to, mtime_ms = :mtime WHERE path = :from"),
             with_prefix: format!("SELECT path FROM {t} WHERE {under}"),
+            stats_with_prefix: format!("SELECT path, LENGTH(content), mtime_ms FROM {t} WHERE {under}"),
             newest_with_prefix: format!("SELECT MAX(mtime_ms) FROM {t} WHERE {under}"),
             delete_prefix: format!("DELETE FROM {t} WHERE {under}"),
             title: format!(
@@ -506,6 +508,25 @@ impl Storage for MysqlStorage {
         let op = Op::List;
         let prefix = MysqlError::dir_prefix(op, dir)?;
         Ok(children(&prefix, self.keys_with_prefix(op, dir, &prefix)?))
+    }
+
+    fn list_stats(&self, dir: &Path) -> Result<Vec<(String, FileStat)>, StoreError> {
+        let op = Op::List;
+        let prefix = MysqlError::dir_prefix(op, dir)?;
+        let mut c = self.conn(op, dir)?;
+        let rows: Vec<(String, i64, i64)> =
+            c.exec(&self.inner.q.stats_with_prefix, params! {"prefix" => like_prefix(&prefix)}).map_err(db(op, dir))?;
+        // Only files directly in `dir`, dot-files left out, as `list` gives them.
+        let mut out: Vec<(String, FileStat)> = rows
+            .into_iter()
+            .filter_map(|(key, size, mtime_ms)| {
+                let name = key.strip_prefix(&prefix)?;
+                (!name.is_empty() && !name.contains('/') && !name.starts_with('.'))
+                    .then(|| (name.to_owned(), FileStat::new(size.max(0) as u64, mtime_ms, true)))
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
     }
 
     fn read_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StoreError> {
