@@ -41,7 +41,12 @@ impl Home {
 
     /// Runs `session sync ARGS --json` here and returns its output.
     pub(crate) fn sync(&self, args: &[&str]) -> Result<serde_json::Value> {
-        let out = in_home(&self.home, &self.home).arg("sync").args(args).arg("--json").output()?;
+        let out = in_home(&self.home, &self.home)
+            .env("XDG_CONFIG_HOME", self.home.join(".config"))
+            .arg("sync")
+            .args(args)
+            .arg("--json")
+            .output()?;
         if !out.status.success() {
             return Err(format!("session sync {args:?}: {}", String::from_utf8_lossy(&out.stderr)).into());
         }
@@ -139,6 +144,42 @@ fn sync_goes_both_ways_through_a_folder() -> Result<()> {
     assert_eq!(out["sessions"], serde_json::json!([]), "{out}");
     let out = a.sync(&["--to", remote_arg, "--project", a.project.to_str().ok_or("a UTF-8 path")?])?;
     assert_eq!(out["summary"]["upToDate"], 1, "{out}");
+    Ok(())
+}
+
+/// The project map of `$XDG_CONFIG_HOME/session/sync.json` places a download as `--map`
+/// does; a download without one names the `--map` to pass.
+#[test]
+fn sync_reads_the_map_from_its_config_file() -> Result<()> {
+    let tmp = TempDir::new("sync-config")?;
+    let a = Home::new(&tmp.0, "a", "git@example.org:me/app.git")?;
+    let b = Home::new(&tmp.0, "b", "https://example.org/me/app")?;
+    let remote = tmp.0.join("remote");
+    let remote_arg = remote.to_str().ok_or("a UTF-8 path")?;
+    a.put_pi("s1", &[line("aaaaaaaa", None)])?;
+    a.sync(&["--to", remote_arg])?;
+    let out = b.sync(&["--to", remote_arg])?;
+    assert_eq!(out["sessions"][0]["outcome"], "skipped", "{out}");
+    assert!(
+        out["sessions"][0]["detail"].as_str().is_some_and(|d| d.contains("--map example.org/me/app=PATH")),
+        "{out}"
+    );
+    let config = b.home.join(".config/session");
+    fs_err::create_dir_all(&config)?;
+    fs_err::write(
+        config.join("sync.json"),
+        serde_json::json!({"map": {"git@example.org:me/app.git": b.project.to_string_lossy()}}).to_string(),
+    )?;
+    let out = b.sync(&["--to", remote_arg])?;
+    assert_eq!(out["sessions"][0]["outcome"], "downloaded", "{out}");
+    assert!(b.pi_file("s1").is_file());
+    fs_err::write(config.join("sync.json"), r#"{"map": {"x": "relative"}}"#)?;
+    let out = in_home(&b.home, &b.home)
+        .env("XDG_CONFIG_HOME", b.home.join(".config"))
+        .args(["sync", "--to", remote_arg])
+        .output()?;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sync.json"), "{}", String::from_utf8_lossy(&out.stderr));
     Ok(())
 }
 
