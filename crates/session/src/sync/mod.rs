@@ -652,11 +652,10 @@ impl Run<'_> {
             let remote_added = added_to(&rbytes, &merged.bytes, dialect);
             // One copy already holds every entry of the other (in another order, or with
             // other bytes for an entry): that copy is the result, so that two machines
-            // agree on it; only two continuations make a new file.
-            // A tie (the same entries, some with other bytes: a repair or a migration on
-            // one side) goes to the copy that changed since the last sync when only ours
-            // did, else to the remote: the first machine to write it decides, and every
-            // other one takes its file.
+            // agree on it; only two continuations make a new file. A tie (the same
+            // entries, some with other bytes: a repair or a migration on one side) goes to
+            // ours when only ours changed since the last sync, else to the remote: the
+            // first machine to write it decides, and every other one takes its file.
             let ours_only = self.state.sessions.get(remote).is_some_and(|seen| {
                 seen.local == local && seen.remote_size == rsize && seen.sha256 != BlobRef::for_bytes(&lbytes).hash()
             });
