@@ -20,13 +20,15 @@
 //! # Layout
 //!
 //! Below the storage's prefix `<p>` (`docs/format.md`, "Object storage layout"), for a
-//! file whose key is `K` (each component percent-encoded where S3 keys need it):
+//! file whose key is `K` (each component percent-encoded where S3 keys need it, the last
+//! one of a head or lock marked with `!` so that a file's object is never a directory's
+//! prefix, which stores keeping objects as files, MinIO and s3s-fs, cannot hold):
 //!
 //! | object | holds | written |
 //! |---|---|---|
-//! | `<p>/heads/K` | JSON `{"v":1,"size":N,"mtime":MS,"segments":[{"sha256":"…","len":N},…]}` | replaced with `If-Match` on its ETag, created with `If-None-Match: *` |
+//! | `<p>/heads/K!` | JSON `{"v":1,"size":N,"mtime":MS,"segments":[{"sha256":"…","len":N},…]}` | replaced with `If-Match` on its ETag, created with `If-None-Match: *` |
 //! | `<p>/segments/<sha256>` | bytes of one write, named by their SHA-256 | once, with `If-None-Match: *`; an existing one is reused |
-//! | `<p>/locks/K` | JSON `{"v":1,"token":"…","expires":MS,"pid":N}` while [`Storage::lock`] is held | created with `If-None-Match: *`, renewed with `If-Match`, deleted on release |
+//! | `<p>/locks/K!` | JSON `{"v":1,"token":"…","expires":MS,"pid":N}` while [`Storage::lock`] is held | created with `If-None-Match: *`, renewed with `If-Match`, deleted on release |
 //! | `<p>/probe/<random>` | a moment's probe of conditional writes | created twice, deleted |
 //!
 //! # Operations
@@ -46,7 +48,7 @@
 //!   starts over.
 //! * [`Storage::rename`] writes the head at the new key, then deletes the old one: not
 //!   atomic (a crash between leaves both names, sharing their segments).
-//! * [`Storage::lock`] creates `<p>/locks/K` with an expiry [`DEFAULT_LOCK_TTL`] (30 s,
+//! * [`Storage::lock`] creates `<p>/locks/K!` with an expiry [`DEFAULT_LOCK_TTL`] (30 s,
 //!   [`S3StorageBuilder::lock_ttl`]) ahead; a thread renews it every third of that while
 //!   it is held, so a holder that dies frees it when it expires, and the next taker
 //!   replaces the expired object conditionally. Release deletes it when it still holds
