@@ -613,8 +613,15 @@ impl S3Storage {
             if self.put_head(op, path, k, &head, cur.as_ref().map(|c| &c.version), mode)? {
                 return Ok(());
             }
+            // Refused: another writer won, or this very write landed and its retry (after
+            // a lost response) was refused. A head equal to ours (its mtime is this
+            // storage's, strictly increasing) is ours: done, and not to be written again.
+            let now = self.load(op, path, k)?;
+            if now.as_ref().is_some_and(|c| c.head == head) {
+                return Ok(());
+            }
             if !retry {
-                let found = self.load(op, path, k)?.map(|c| c.head.size);
+                let found = now.map(|c| c.head.size);
                 let expected = cur.map(|c| c.head.size);
                 return Err(StoreError::Conflict { path: path.to_path_buf(), expected, found });
             }

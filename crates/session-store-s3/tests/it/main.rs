@@ -9,6 +9,10 @@
 //! prints `skipped: <test>: <reason>` and passes, unless `SESSION_REQUIRE_SERVERS=1`
 //! (CI), where it fails.
 //!
+//! `s3s-fs` keeps each object's metadata in a file named after the base64 of its bucket
+//! and key, so a key past about 150 bytes fails there (after the object is written);
+//! the tests keep their paths short.
+//!
 //! `s3s-fs` checks a conditional put and then renames its file without a lock: two
 //! conditional puts at the same moment may both succeed there. The tests that make
 //! writers race (`layout::a_lost_race_is_a_conflict_and_changes_nothing`) therefore
