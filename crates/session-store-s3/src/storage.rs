@@ -626,6 +626,7 @@ impl S3Storage {
                 return Err(StoreError::Conflict { path: path.to_path_buf(), expected, found });
             }
         }
+        // Other writers won every attempt: the file is as busy as a locked one.
         Err(StoreError::Locked { path: path.to_path_buf() })
     }
 
@@ -794,11 +795,14 @@ impl S3Storage {
             let first = if mode == Mode::Conditional { PutMode::Create } else { PutMode::Overwrite };
             if mode == Mode::Locked {
                 // No conditional create: look first, write, and read back (best effort).
-                if let Ok(r) = store.get(&loc).await {
-                    let held = LockBody::parse(&r.bytes().await?);
-                    if held.expires_ms > now_ms() {
-                        return Ok(None);
+                match store.get(&loc).await {
+                    Ok(r) => {
+                        if LockBody::parse(&r.bytes().await?).expires_ms > now_ms() {
+                            return Ok(None);
+                        }
                     }
+                    Err(object_store::Error::NotFound { .. }) => {}
+                    Err(e) => return Err(e),
                 }
             }
             match store.put_opts(&loc, body(), put(first)).await {
