@@ -522,7 +522,8 @@ impl S3Storage {
             }
             e => backend(op, path)(e),
         })?;
-        let mut out = Vec::with_capacity(usize::try_from(end - start).unwrap_or(0));
+        // The head's sizes are not trusted for an allocation: the bytes fetched are.
+        let mut out = Vec::with_capacity(usize::try_from(end - start).unwrap_or(0).min(64 << 20));
         for ((seg, lo, hi), (loc, bytes)) in wanted.iter().zip(pieces) {
             let invalid = |reason: String| S3Error::InvalidContent { key: loc.to_string(), reason }.at(op, path);
             if bytes.len() as u64 != hi - lo {

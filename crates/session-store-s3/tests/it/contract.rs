@@ -80,9 +80,27 @@ fn urls_configure_the_storage() -> TestResult {
     assert_eq!(s.prefix(), format!("{}/sub", t.prefix));
     s.write(Path::new("/u/s.jsonl"), b"x\n")?;
     assert_eq!(t.objects("sub/heads")?.len(), 1);
-    for bad in ["http://b/p", "s3:///p", "s3://b/p?no_such_option=1", "s3://b?allow_unconditional=maybe", "not a url"] {
+    Ok(())
+}
+
+/// Needs no server: nothing is sent before the first call.
+#[test]
+fn bad_urls_are_refused() -> TestResult {
+    for bad in [
+        "http://b/p",
+        "s3:///p",
+        "s3://b/p?no_such_option=1",
+        "s3://b?allow_unconditional=maybe",
+        "s3://b?lock_ttl_ms=soon",
+        "not a url",
+        "",
+    ] {
         assert!(matches!(S3Storage::from_url(bad), Err(OpenError::BadUrl { .. })), "{bad}");
     }
+    let s = S3Storage::from_url("s3://b/a%20b/../c/?region=eu-west-1&lock_ttl_ms=500&allow_unconditional=true")?;
+    assert_eq!(s.prefix(), "c");
+    let s = S3Storage::from_url("s3://b/x%2Ay/?region=eu-west-1")?;
+    assert_eq!(s.prefix(), "x%2Ay", "the prefix's components are encoded as keys are");
     Ok(())
 }
 
