@@ -46,6 +46,8 @@
 //!   [`StoreError::Conflict`] and changes nothing but an unreferenced segment. A write
 //!   without a precondition (`append`, `write`, `truncate`) reads the head again and
 //!   starts over.
+//! * [`Storage::overwrite_prefix`] (omp's title slot) replaces only the segments that
+//!   hold the bytes it writes, by one segment; the rest of the file is not sent again.
 //! * [`Storage::rename`] writes the head at the new key, then deletes the old one: not
 //!   atomic (a crash between leaves both names, sharing their segments).
 //! * [`Storage::lock`] creates `<p>/locks/K!` with an expiry [`DEFAULT_LOCK_TTL`] (30 s,

@@ -974,6 +974,48 @@ impl Storage for S3Storage {
         self.append_checked(path, bytes, expected)
     }
 
+    /// Replaces only the segments that hold the first `bytes.len()` bytes, by one segment
+    /// (a title slot rename of a large session uploads the start, not the session).
+    fn overwrite_prefix(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        expected: ExpectedSize,
+        durability: Durability,
+    ) -> Result<(), StoreError> {
+        let _ = durability; // every replace is one acknowledged PUT
+        let op = Op::Overwrite;
+        let k = S3Error::file_key(op, path)?;
+        let need = bytes.len() as u64;
+        self.transact(op, path, &k, expected == ExpectedSize::Any, &mut |cur, mode| {
+            expected.check(path, cur.map(|h| h.size))?;
+            let cur = cur.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
+            if cur.size < need {
+                return Err(StoreError::Conflict {
+                    path: path.to_path_buf(),
+                    expected: Some(need),
+                    found: Some(cur.size),
+                });
+            }
+            // The first segments up to the one holding byte `need - 1` become one.
+            let (mut end, mut taken) = (0u64, 0usize);
+            while end < need {
+                // A parsed head's segments add up to its size, which is at least `need`.
+                let Some(seg) = cur.segments.get(taken) else { break };
+                end += seg.len;
+                taken += 1;
+            }
+            let mut segments = Vec::with_capacity(cur.segments.len());
+            if taken > 0 {
+                let mut start = self.read_range(op, path, cur, 0, end)?;
+                start[..bytes.len()].copy_from_slice(bytes);
+                segments.push(self.put_segment(op, path, &start, mode)?);
+            }
+            segments.extend(cur.segments[taken..].iter().cloned());
+            Ok(Step::Write(Head { size: cur.size, mtime: self.inner.times.next(), segments }))
+        })
+    }
+
     fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
         let op = Op::Truncate;
         let k = S3Error::file_key(op, path)?;

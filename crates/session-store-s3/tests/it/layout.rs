@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use session_store::{ExpectedSize, Storage, StoreError};
+use session_store::{Durability, ExpectedSize, Storage, StoreError};
 use session_store_s3::{MAX_SEGMENTS, S3Error};
 
 use crate::support::{TestPrefix, TestResult};
@@ -41,6 +41,25 @@ fn an_append_uploads_only_the_tail() -> TestResult {
     s.write_atomic(Path::new("/a/t.jsonl"), &first, ExpectedSize::Missing)?;
     assert_eq!(t.objects("segments")?.len(), 3, "identical content reuses its segment");
     assert_eq!(t.get(&format!("segments/{}", segs[1].sha256))?, b"{\"n\":1}\n");
+    Ok(())
+}
+
+#[test]
+fn a_prefix_overwrite_uploads_only_the_start() -> TestResult {
+    let Some(t) = TestPrefix::create("a_prefix_overwrite_uploads_only_the_start")? else { return Ok(()) };
+    let s = t.storage()?;
+    let p = Path::new("/o/s.jsonl");
+    s.write_atomic(p, b"0123456789\n", ExpectedSize::Missing)?;
+    s.append(p, b"ab\n")?;
+    let body = vec![b'x'; 50_000];
+    s.append(p, &body)?;
+    let before = segment_bytes(&t)?;
+    s.overwrite_prefix(p, b"ABCDEFGHIJKLM", ExpectedSize::Bytes(50_014), Durability::None)?;
+    assert_eq!(segment_bytes(&t)? - before, 14, "the two first segments became one; the large one stays");
+    assert_eq!(s.segments(p)?.map(|v| v.iter().map(|s| s.len).collect::<Vec<_>>()), Some(vec![14, 50_000]));
+    let mut want = b"ABCDEFGHIJKLM\n".to_vec();
+    want.extend_from_slice(&body);
+    assert_eq!(s.read(p)?, want);
     Ok(())
 }
 
