@@ -84,7 +84,7 @@
 //! |---|---|
 //! | one write past 5 GiB ([`MAX_SEGMENT_BYTES`], S3's limit on one `PUT`) | `FileTooLarge`, [`S3Error::TooLarge`]; nothing written |
 //! | a head or segment of another shape, hash or length, or a missing segment | `InvalidData`, [`S3Error::InvalidContent`] |
-//! | a path that is not UTF-8, holds NUL or `..`, or is longer than [`MAX_KEY_BYTES`] | `InvalidInput`, [`S3Error::BadPath`] |
+//! | a path that is not UTF-8, holds NUL or `..`, or is longer than [`MAX_KEY_BYTES`], or whose head object's key would pass S3's 1,024 bytes | `InvalidInput`, [`S3Error::BadPath`] |
 //! | a store that ignores conditional writes | `Unsupported`, [`S3Error::Unconditional`] |
 //! | anything the store or the network refuses | the IO error's kind, or `PermissionDenied`, or `Other`; [`S3Error::Backend`] |
 //!

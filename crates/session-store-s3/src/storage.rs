@@ -41,6 +41,9 @@ pub const GC_MIN_AGE: Duration = Duration::from_secs(3600);
 /// [`S3Storage::gc_segments`] it is in use.
 const REFRESH_AFTER: Duration = Duration::from_secs(1800);
 
+/// The longest object key S3 accepts, in bytes.
+const MAX_OBJECT_KEY_BYTES: usize = 1024;
+
 /// How long a waiting [`Storage::lock`] sleeps between attempts.
 const LOCK_POLL: Duration = Duration::from_millis(50);
 
@@ -366,7 +369,7 @@ impl S3Storage {
     /// such file: what a read fetches.
     pub fn segments(&self, path: &Path) -> Result<Option<Vec<Segment>>, StoreError> {
         let op = Op::Stat;
-        let k = S3Error::file_key(op, path)?;
+        let k = self.file_key(op, path)?;
         Ok(self.load(op, path, &k)?.map(|c| c.head.segments))
     }
 
@@ -452,6 +455,19 @@ impl S3Storage {
     #[cfg(feature = "testing")]
     pub fn before_head_put(&self, action: impl FnMut() + Send + 'static) {
         *guard(&self.inner.before_head_put) = Some(Box::new(action));
+    }
+
+    /// Returns the key of the file `path`, refusing one whose head object's key would be
+    /// longer than S3 allows ([`MAX_OBJECT_KEY_BYTES`]).
+    fn file_key(&self, op: Op, path: &Path) -> Result<String, StoreError> {
+        let k = S3Error::file_key(op, path)?;
+        let object = self.inner.layout.head(&k);
+        let len = object.as_ref().len();
+        if len > MAX_OBJECT_KEY_BYTES {
+            let reason = format!("its object key would be {len} bytes, more than S3's {MAX_OBJECT_KEY_BYTES}");
+            return Err(S3Error::BadPath { reason }.at(op, path));
+        }
+        Ok(k)
     }
 
     /// Returns how head updates are made safe, probing the store on the first write.
@@ -669,7 +685,7 @@ impl S3Storage {
     /// Appends `bytes` if the file is as `expected` says ([`ExpectedSize::Any`]: always).
     fn append_checked(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
         let op = Op::Append;
-        let k = S3Error::file_key(op, path)?;
+        let k = self.file_key(op, path)?;
         let retry = expected == ExpectedSize::Any;
         self.transact(op, path, &k, retry, &mut |cur, mode| {
             expected.check(path, cur.map(|h| h.size))?;
@@ -683,7 +699,7 @@ impl S3Storage {
     /// Reads the whole file and its stat.
     fn read_with_stat(&self, path: &Path) -> Result<(FileStat, Vec<u8>), StoreError> {
         let op = Op::Read;
-        let k = S3Error::file_key(op, path)?;
+        let k = self.file_key(op, path)?;
         let cur = self.load(op, path, &k)?.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
         let bytes = self.read_range(op, path, &cur.head, 0, cur.head.size)?;
         Ok((FileStat::new(cur.head.size, cur.head.mtime, true), bytes))
@@ -697,7 +713,7 @@ impl S3Storage {
         suffix: u64,
     ) -> Result<(FileStat, Vec<u8>, Vec<u8>), StoreError> {
         let op = Op::Read;
-        let k = S3Error::file_key(op, path)?;
+        let k = self.file_key(op, path)?;
         let cur = self.load(op, path, &k)?.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
         let h = &cur.head;
         let head_len = prefix.min(h.size);
@@ -725,7 +741,7 @@ impl S3Storage {
     /// Replaces the whole file, checking `expected`; [`Op::WriteNew`] fails with
     /// [`StoreError::AlreadyExists`] on an existing file.
     fn replace(&self, op: Op, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        let k = S3Error::file_key(op, path)?;
+        let k = self.file_key(op, path)?;
         let len = bytes.len() as u64;
         if len > MAX_SEGMENT_BYTES {
             return Err(S3Error::TooLarge { size: len, limit: MAX_SEGMENT_BYTES }.at(op, path));
@@ -985,7 +1001,7 @@ impl Storage for S3Storage {
     ) -> Result<(), StoreError> {
         let _ = durability; // every replace is one acknowledged PUT
         let op = Op::Overwrite;
-        let k = S3Error::file_key(op, path)?;
+        let k = self.file_key(op, path)?;
         let need = bytes.len() as u64;
         self.transact(op, path, &k, expected == ExpectedSize::Any, &mut |cur, mode| {
             expected.check(path, cur.map(|h| h.size))?;
@@ -1018,7 +1034,7 @@ impl Storage for S3Storage {
 
     fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
         let op = Op::Truncate;
-        let k = S3Error::file_key(op, path)?;
+        let k = self.file_key(op, path)?;
         self.transact(op, path, &k, true, &mut |cur, mode| {
             let cur = cur.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
             let mtime = self.inner.times.next();
@@ -1052,8 +1068,8 @@ impl Storage for S3Storage {
 
     fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
         let op = Op::Rename;
-        let src = S3Error::file_key(op, from)?;
-        let dst = S3Error::file_key(op, to)?;
+        let src = self.file_key(op, from)?;
+        let dst = self.file_key(op, to)?;
         let cur = self.load(op, from, &src)?.ok_or_else(|| StoreError::NotFound { path: from.to_path_buf() })?;
         if src == dst {
             return Ok(());
@@ -1066,7 +1082,7 @@ impl Storage for S3Storage {
 
     fn unlink(&self, path: &Path) -> Result<(), StoreError> {
         let op = Op::Unlink;
-        let k = S3Error::file_key(op, path)?;
+        let k = self.file_key(op, path)?;
         if self.load(op, path, &k)?.is_none() {
             return Err(StoreError::NotFound { path: path.to_path_buf() });
         }
@@ -1075,7 +1091,7 @@ impl Storage for S3Storage {
 
     fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
         let op = Op::Unlink;
-        let k = S3Error::file_key(op, path)?;
+        let k = self.file_key(op, path)?;
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
         if let Some(parent) = path.parent() {
             let (prefix, files, _) = self.children(op, parent)?;
@@ -1098,7 +1114,7 @@ impl Storage for S3Storage {
     fn open_writer(&self, path: &Path, durability: Durability) -> Result<Box<dyn AppendWriter>, StoreError> {
         let _ = durability; // every append is one acknowledged PUT
         let op = Op::Open;
-        let k = S3Error::file_key(op, path)?;
+        let k = self.file_key(op, path)?;
         self.transact(op, path, &k, true, &mut |cur, _| match cur {
             Some(_) => Ok(Step::Done),
             None => Ok(Step::Write(Head { size: 0, mtime: self.inner.times.next(), segments: Vec::new() })),
@@ -1108,7 +1124,7 @@ impl Storage for S3Storage {
 
     fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError> {
         let op = Op::Lock;
-        let k = S3Error::file_key(op, path)?;
+        let k = self.file_key(op, path)?;
         let mode = self.mode(op, path)?;
         let deadline = match wait {
             LockWait::NoWait => None,
