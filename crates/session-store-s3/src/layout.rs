@@ -144,6 +144,7 @@ pub(crate) fn decode_part(part: &str) -> Option<String> {
 
 /// One segment a head names: the object `segments/<sha256>` holding `len` bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Segment {
     /// The SHA-256 of the segment's bytes, lowercase hex.
     pub sha256: String,
