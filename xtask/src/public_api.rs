@@ -31,6 +31,7 @@ const CRATES: &[(&str, &str, &str)] = &[
     ("session-store-redis", "session_store_redis", ""),
     ("session-store-sqlite", "session_store_sqlite", ""),
     ("session-store-mysql", "session_store_mysql", ""),
+    ("session-store-s3", "session_store_s3", ""),
     ("session-discovery", "session_discovery", ""),
     ("session-history", "session_history", ""),
     ("session-import", "session_import", ""),

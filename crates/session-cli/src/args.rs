@@ -51,9 +51,15 @@ pub(crate) struct Global {
     #[arg(long, global = true)]
     pub(crate) as_agent: bool,
     /// Where sessions are: `postgres://…` (omp's table), `postgres+native://…` (one row
-    /// per line), `redis://…` (omp's keys), or absent / a directory for files.
+    /// per line), `redis://…` (omp's keys), `mysql://…`, `sqlite:///DB`,
+    /// `s3://bucket/prefix?endpoint=…` (object storage), or absent / a directory for files.
     #[arg(long, global = true, value_name = "URL")]
     pub(crate) store: Option<String>,
+    /// Write to object storage (`s3://`) that ignores conditional writes (Garage), each
+    /// head update under a lock object: safe only while one writer at a time writes a
+    /// session.
+    #[arg(long, global = true)]
+    pub(crate) allow_unconditional: bool,
 }
 
 /// `--dialect`.

@@ -9,6 +9,10 @@
 //! | `redis://…` | omp's Redis keys under `omp:sessions:` (`?prefix=P` for another) |
 //! | `sqlite:///path/to/db` | omp's `omp_session_files` table in that SQLite file (`?table=NAME` for another) |
 //! | `mysql://…`, `mariadb://…` | omp's `omp_session_files` table on MySQL or MariaDB (`?table=NAME` for another) |
+//! | `s3://bucket/prefix?endpoint=…` | heads over segments in an S3-compatible bucket (`docs/format.md`, "Object storage layout"); every parameter is `session_store_s3`'s (`endpoint`, `region`, `allow_http`, …), credentials from the AWS environment variables |
+//!
+//! `--allow-unconditional` lets the object storage write on a store that ignores
+//! conditional writes (Garage), each head update under a lock object.
 //!
 //! The `table`, `stem` and `prefix` parameters are this command's; every other part of
 //! the URL goes to the driver as it is (`postgres:///db?host=/var/run/postgresql` reaches
@@ -19,6 +23,7 @@
 //! is the database (PostgreSQL: its name; Redis: its number) and the rest is the path.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use session::store::{FileStorage, Storage};
@@ -57,6 +62,11 @@ pub(crate) enum StoreUrl {
         url: String,
         /// `?table=`, else `omp_session_files`.
         table: Option<String>,
+    },
+    /// Heads over segments in an S3-compatible bucket.
+    S3 {
+        /// The whole `s3://bucket/prefix?…` URL, for `S3Storage::from_url`.
+        url: String,
     },
     /// omp's table in a SQLite database file.
     Sqlite {
@@ -145,9 +155,10 @@ impl StoreUrl {
                 }
                 Ok(StoreUrl::Sqlite { db: PathBuf::from(percent_decode(path)), table })
             }
+            "s3" => Ok(StoreUrl::S3 { url: s.to_owned() }),
             "file" => Ok(StoreUrl::Files),
             other => Err(format!(
-                "unknown store {other}://; use postgres://, postgres+native://, redis://, mysql://, sqlite:// or a directory"
+                "unknown store {other}://; use postgres://, postgres+native://, redis://, mysql://, sqlite://, s3:// or a directory"
             )
             .into()),
         }
@@ -162,6 +173,7 @@ impl StoreUrl {
             StoreUrl::Redis { url, prefix } => redis(url, prefix.as_deref()),
             StoreUrl::Sqlite { db, table } => sqlite(db, table.as_deref()),
             StoreUrl::Mysql { url, table } => mysql(url, table.as_deref()),
+            StoreUrl::S3 { url } => s3(url, ALLOW_UNCONDITIONAL.load(Ordering::Relaxed)),
         }
     }
 
@@ -229,16 +241,37 @@ fn mysql(_: &str, _: Option<&str>) -> Result<Arc<dyn Storage>> {
     Err(without("mysql"))
 }
 
-#[cfg(not(all(feature = "postgres", feature = "redis", feature = "sqlite", feature = "mysql")))]
+#[cfg(feature = "s3")]
+fn s3(url: &str, allow_unconditional: bool) -> Result<Arc<dyn Storage>> {
+    use session_store_s3::S3Storage;
+    let url = match (allow_unconditional, url.contains('?')) {
+        (false, _) => url.to_owned(),
+        (true, true) => format!("{url}&allow_unconditional=true"),
+        (true, false) => format!("{url}?allow_unconditional=true"),
+    };
+    Ok(Arc::new(S3Storage::from_url(&url)?))
+}
+
+#[cfg(not(feature = "s3"))]
+fn s3(_: &str, _: bool) -> Result<Arc<dyn Storage>> {
+    Err(without("s3"))
+}
+
+#[cfg(not(all(feature = "postgres", feature = "redis", feature = "sqlite", feature = "mysql", feature = "s3")))]
 fn without(feature: &str) -> Box<dyn std::error::Error> {
     format!("this session was built without the `{feature}` feature; rebuild with `--features {feature}`").into()
 }
+
+/// `--allow-unconditional`: object storage writes on a store without conditional writes.
+static ALLOW_UNCONDITIONAL: AtomicBool = AtomicBool::new(false);
 
 /// The storage of this process (`--store`), set once by [`init`].
 static STORAGE: OnceLock<(bool, Arc<dyn Storage>)> = OnceLock::new();
 
 /// Opens the storage `--store` names; the commands reach it through [`current`].
-pub(crate) fn init(store: Option<&str>) -> Result<()> {
+/// `allow_unconditional` applies to it and to every object storage a command opens.
+pub(crate) fn init(store: Option<&str>, allow_unconditional: bool) -> Result<()> {
+    ALLOW_UNCONDITIONAL.store(allow_unconditional, Ordering::Relaxed);
     let url = store.map(StoreUrl::parse).transpose()?.unwrap_or(StoreUrl::Files);
     let storage = url.open()?;
     // A second call (tests of one process) keeps the first storage.
@@ -339,6 +372,8 @@ mod tests {
         );
         assert_eq!(StoreUrl::parse("sqlite://localhost/a.db")?, StoreUrl::Sqlite { db: "/a.db".into(), table: None });
         assert!(StoreUrl::parse("sqlite://").is_err());
+        let s3 = "s3://b/team?endpoint=http://127.0.0.1:9100&allow_http=true";
+        assert_eq!(StoreUrl::parse(s3)?, StoreUrl::S3 { url: s3.into() });
         assert!(SourcePath::parse("sqlite:///a.db/s.jsonl").is_err());
         Ok(())
     }
@@ -359,6 +394,9 @@ mod tests {
         );
         assert_eq!(SourcePath::parse("/x/y.jsonl")?, SourcePath { store: None, path: "/x/y.jsonl".into() });
         assert!(SourcePath::parse("redis://h:1/0").is_err());
+        let s = SourcePath::parse("s3://b/team/home/me/s.jsonl?region=us-east-1")?;
+        assert_eq!(s.path, PathBuf::from("/home/me/s.jsonl"));
+        assert_eq!(s.store, Some(StoreUrl::S3 { url: "s3://b/team?region=us-east-1".into() }));
         Ok(())
     }
 }

@@ -1,11 +1,11 @@
 //! The command on real servers: `push` a session with its artifacts, inspect it with
 //! `--store`, `pull` it back, and compare every byte.
 //!
-//! Each test makes its own PostgreSQL database or Redis key prefix and removes it at the
-//! end. Without a reachable server a test prints `skipped: <test>: <reason>` and passes,
+//! Each test makes its own PostgreSQL database, Redis key prefix or S3 key prefix and
+//! removes it at the end. Without a reachable server a test prints `skipped: <test>: <reason>` and passes,
 //! unless `SESSION_REQUIRE_SERVERS=1`, where it fails.
 #![cfg_attr(
-    not(all(feature = "postgres", feature = "redis", feature = "sqlite", feature = "mysql")),
+    not(all(feature = "postgres", feature = "redis", feature = "sqlite", feature = "mysql", feature = "s3")),
     allow(dead_code, reason = "the helpers of a backend built without its feature")
 )]
 
@@ -364,6 +364,96 @@ fn push_inspect_and_pull_on_redis() -> Result<()> {
     let tmp = TempDir::new("redis-store-pull")?;
     let missing = run(&["pull", "/nowhere/s.jsonl", "--to", ".", "--store", &url], &tmp.0)?;
     assert!(!missing.status.success(), "a missing session is an error");
+    Ok(())
+}
+
+/// A key prefix of its own in the test bucket of `SESSION_TEST_S3` (`.ci/run`'s s3s-fs),
+/// emptied on drop: every session's head, then the segments no head names.
+#[cfg(feature = "s3")]
+struct TestS3 {
+    url: String,
+    bucket: String,
+    prefix: String,
+    endpoint: String,
+}
+
+#[cfg(feature = "s3")]
+impl TestS3 {
+    fn create() -> std::result::Result<TestS3, String> {
+        let endpoint = std::env::var("SESSION_TEST_S3").map_err(|_| "SESSION_TEST_S3 is not set".to_owned())?;
+        let bucket = std::env::var("SESSION_TEST_S3_BUCKET").unwrap_or_else(|_| "session-test".to_owned());
+        // Short: s3s-fs names a file after the base64 of each object's bucket and key,
+        // and the agents' paths below a temporary folder are long already.
+        let prefix = format!("c{:08x}", rand::rng().next_u32());
+        let url = format!("s3://{bucket}/{prefix}?endpoint={endpoint}&region=us-east-1&allow_http=true");
+        let t = TestS3 { url, bucket, prefix, endpoint };
+        session::store::Storage::list(&t.storage()?, Path::new("/")).map_err(|e| e.to_string())?;
+        Ok(t)
+    }
+
+    fn storage(&self) -> std::result::Result<session_store_s3::S3Storage, String> {
+        session_store_s3::S3Storage::from_url(&self.url).map_err(|e| e.to_string())
+    }
+
+    /// Deletes every file below `dir`.
+    fn empty(s: &session_store_s3::S3Storage, dir: &Path) -> std::result::Result<(), session::store::StoreError> {
+        use session::store::{EntryKind, Storage};
+        for e in s.read_dir(dir)? {
+            match e.kind {
+                EntryKind::Dir => Self::empty(s, &dir.join(&e.name))?,
+                _ => s.unlink(&dir.join(&e.name))?,
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "s3")]
+impl Drop for TestS3 {
+    fn drop(&mut self) {
+        let Ok(s) = self.storage() else { return };
+        if let Err(e) = Self::empty(&s, Path::new("/")) {
+            eprintln!("cannot empty s3://{}/{} on {}: {e}", self.bucket, self.prefix, self.endpoint);
+        }
+        if let Err(e) = s.gc_segments_older_than(false, std::time::Duration::ZERO) {
+            eprintln!("cannot delete the segments under {}: {e}", self.prefix);
+        }
+    }
+}
+
+#[cfg(feature = "s3")]
+#[test]
+fn push_inspect_and_pull_on_s3() -> Result<()> {
+    let test = "push_inspect_and_pull_on_s3";
+    let t = match TestS3::create() {
+        Ok(t) => t,
+        Err(e) => return skip(test, &format!("S3 not reachable: {e}")),
+    };
+    let pull = |file: &Path| {
+        format!(
+            "s3://{}/{}{}?endpoint={}&region=us-east-1&allow_http=true",
+            t.bucket,
+            t.prefix,
+            file.display(),
+            t.endpoint
+        )
+    };
+    round_trip(&t.url, &pull, "s3")?;
+    agents_on_the_server(&t.url, "s3-agents")?;
+    follow_on_the_server(&t.url, "s3-follow")?;
+    // A store that is not told to send conditions is refused, unless allowed.
+    let tmp = TempDir::new("s3-unconditional")?;
+    let off = format!("{}&conditional_put=disabled", t.url);
+    let src = tmp.0.join("src");
+    fs_err::create_dir_all(&src)?;
+    let file = sample(&src, "pi")?;
+    let f = file.to_str().ok_or("utf-8 path")?;
+    let refused = run(&["push", f, "--to", &off], &tmp.0)?;
+    assert!(!refused.status.success(), "{refused:?}");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--allow-unconditional"), "{refused:?}");
+    ok(&["--allow-unconditional", "push", f, "--to", &off], &tmp.0)?;
+    let there = ok(&["info", f, "--json", "--store", &t.url], &tmp.0)?;
+    assert_eq!(there, ok(&["info", f, "--json"], &tmp.0)?);
     Ok(())
 }
 

@@ -1,0 +1,225 @@
+//! The objects the storage writes: heads over content-addressed segments, uploads of the
+//! tail only, compaction, conditional head updates, the probe and the segment collection.
+
+use std::path::Path;
+use std::time::Duration;
+
+use session_store::{Durability, ExpectedSize, Storage, StoreError};
+use session_store_s3::{MAX_SEGMENTS, S3Error};
+
+use crate::support::{TestPrefix, TestResult};
+
+/// Returns the total bytes of the segment objects.
+fn segment_bytes(t: &TestPrefix) -> Result<u64, object_store::Error> {
+    Ok(t.objects("segments")?.iter().map(|(_, n)| n).sum())
+}
+
+#[test]
+fn an_append_uploads_only_the_tail() -> TestResult {
+    let Some(t) = TestPrefix::create("an_append_uploads_only_the_tail")? else { return Ok(()) };
+    let s = t.storage()?;
+    let p = Path::new("/a/s.jsonl");
+    let first = vec![b'x'; 100_000];
+    s.write_atomic(p, &first, ExpectedSize::Missing)?;
+    assert_eq!(segment_bytes(&t)?, 100_000);
+    s.append(p, b"{\"n\":1}\n")?;
+    s.append_expected(p, b"{\"n\":2}\n", ExpectedSize::Bytes(100_008))?;
+    assert_eq!(segment_bytes(&t)?, 100_016, "two appends add their own bytes only");
+    assert_eq!(t.objects("segments")?.len(), 3);
+    let segs = s.segments(p)?.ok_or("segments")?;
+    assert_eq!(segs.iter().map(|s| s.len).collect::<Vec<_>>(), [100_000, 8, 8]);
+    // The head is the documented JSON.
+    let head: serde_json::Value = serde_json::from_slice(&t.get("heads/a/s.jsonl!")?)?;
+    assert_eq!(head["v"], 1);
+    assert_eq!(head["size"], 100_016);
+    assert_eq!(head["segments"][1]["len"], 8);
+    assert_eq!(head["segments"][1]["sha256"].as_str(), Some(segs[1].sha256.as_str()));
+    let mut want = first.clone();
+    want.extend_from_slice(b"{\"n\":1}\n{\"n\":2}\n");
+    assert_eq!(s.read(p)?, want);
+    // A segment is stored under its hash; the same bytes are stored once.
+    s.write_atomic(Path::new("/a/t.jsonl"), &first, ExpectedSize::Missing)?;
+    assert_eq!(t.objects("segments")?.len(), 3, "identical content reuses its segment");
+    assert_eq!(t.get(&format!("segments/{}", segs[1].sha256))?, b"{\"n\":1}\n");
+    Ok(())
+}
+
+#[test]
+fn a_prefix_overwrite_uploads_only_the_start() -> TestResult {
+    let Some(t) = TestPrefix::create("a_prefix_overwrite_uploads_only_the_start")? else { return Ok(()) };
+    let s = t.storage()?;
+    let p = Path::new("/o/s.jsonl");
+    s.write_atomic(p, b"0123456789\n", ExpectedSize::Missing)?;
+    s.append(p, b"ab\n")?;
+    let body = vec![b'x'; 50_000];
+    s.append(p, &body)?;
+    let before = segment_bytes(&t)?;
+    s.overwrite_prefix(p, b"ABCDEFGHIJKLM", ExpectedSize::Bytes(50_014), Durability::None)?;
+    assert_eq!(segment_bytes(&t)? - before, 14, "the two first segments became one; the large one stays");
+    assert_eq!(s.segments(p)?.map(|v| v.iter().map(|s| s.len).collect::<Vec<_>>()), Some(vec![14, 50_000]));
+    let mut want = b"ABCDEFGHIJKLM\n".to_vec();
+    want.extend_from_slice(&body);
+    assert_eq!(s.read(p)?, want);
+    Ok(())
+}
+
+#[test]
+fn heads_compact_past_the_segment_limit() -> TestResult {
+    let Some(t) = TestPrefix::create("heads_compact_past_the_segment_limit")? else { return Ok(()) };
+    let s = t.storage()?;
+    let p = Path::new("/c/s.jsonl");
+    let mut want = Vec::new();
+    for i in 0..MAX_SEGMENTS {
+        let line = format!("{{\"i\":{i}}}\n");
+        s.append(p, line.as_bytes())?;
+        want.extend_from_slice(line.as_bytes());
+    }
+    assert_eq!(s.segments(p)?.map(|v| v.len()), Some(MAX_SEGMENTS));
+    s.append(p, b"{\"i\":\"last\"}\n")?;
+    want.extend_from_slice(b"{\"i\":\"last\"}\n");
+    let segs = s.segments(p)?.ok_or("segments")?;
+    assert_eq!(segs.len(), 1, "the write past the limit makes one segment");
+    assert_eq!(segs[0].len, want.len() as u64);
+    assert_eq!(s.read(p)?, want);
+    s.append(p, b"more\n")?;
+    assert_eq!(s.segments(p)?.map(|v| v.len()), Some(2));
+    want.extend_from_slice(b"more\n");
+    assert_eq!(s.read(p)?, want);
+    let (head, tail) = s.read_slices(p, 10, 20)?;
+    assert_eq!((head.as_slice(), tail.as_slice()), (&want[..10], &want[want.len() - 20..]));
+    Ok(())
+}
+
+/// A writer whose head is replaced between its read and its conditional put loses: the
+/// server refuses its `If-Match`, the write returns `Conflict`, and the file is the
+/// winner's. The race is made by the `testing` fail point, so it does not rely on timing,
+/// nor on `s3s-fs` being atomic under truly simultaneous puts, which it is not.
+#[test]
+fn a_lost_race_is_a_conflict_and_changes_nothing() -> TestResult {
+    let Some(t) = TestPrefix::create("a_lost_race_is_a_conflict_and_changes_nothing")? else { return Ok(()) };
+    let (loser, winner) = (t.storage()?, t.storage()?);
+    let p = Path::new("/r/s.jsonl");
+    loser.write_atomic(p, b"base\n", ExpectedSize::Missing)?;
+    for (i, race) in ["append_expected", "write_atomic", "write_new"].into_iter().enumerate() {
+        let w = winner.clone();
+        let line = format!("winner {i}\n");
+        let won = line.clone();
+        loser.before_head_put(move || {
+            if let Err(e) = w.append(Path::new("/r/s.jsonl"), won.as_bytes()) {
+                panic!("the winner's append failed: {e}");
+            }
+        });
+        let before = loser.read(p)?;
+        let size = before.len() as u64;
+        let got = match race {
+            "append_expected" => loser.append_expected(p, b"loser\n", ExpectedSize::Bytes(size)),
+            "write_atomic" => loser.write_atomic(p, b"loser\n", ExpectedSize::Bytes(size)),
+            _ => {
+                let q = Path::new("/r/new.jsonl");
+                let w = winner.clone();
+                loser.before_head_put(move || {
+                    if let Err(e) = w.write_new(Path::new("/r/new.jsonl"), b"first\n") {
+                        panic!("the winner's create failed: {e}");
+                    }
+                });
+                let got = loser.write_new(q, b"second\n");
+                assert!(matches!(got, Err(StoreError::AlreadyExists { .. })), "{race}: {got:?}");
+                assert_eq!(loser.read(q)?, b"first\n");
+                continue;
+            }
+        };
+        let grown = size + line.len() as u64;
+        assert!(
+            matches!(got, Err(StoreError::Conflict { expected: Some(e), found: Some(f), .. }) if e == size && f == grown),
+            "{race}: {got:?}"
+        );
+        let mut want = before.clone();
+        want.extend_from_slice(line.as_bytes());
+        assert_eq!(loser.read(p)?, want, "{race}: the winner's file, untouched by the loser");
+    }
+    // A write without a precondition that loses starts over and lands after the winner's.
+    let w = winner.clone();
+    loser.before_head_put(move || {
+        if let Err(e) = w.append(Path::new("/r/s.jsonl"), b"w\n") {
+            panic!("the winner's append failed: {e}");
+        }
+    });
+    loser.append(p, b"l\n")?;
+    assert!(loser.read(p)?.ends_with(b"winner 1\nw\nl\n"));
+    Ok(())
+}
+
+#[test]
+fn the_probe_finds_conditional_writes() -> TestResult {
+    let Some(t) = TestPrefix::create("the_probe_finds_conditional_writes")? else { return Ok(()) };
+    let s = t.storage()?;
+    assert!(s.probe_conditional_writes()?, "the test server honours If-None-Match");
+    assert!(t.objects("probe")?.is_empty(), "the probe object is deleted");
+    // A client that sends no conditions: every write is refused with the typed error ...
+    let off = t.builder().option("conditional_put", "disabled")?.build()?;
+    assert!(!off.probe_conditional_writes()?);
+    let p = Path::new("/u/s.jsonl");
+    let err = off.write(p, b"x\n").err().ok_or("refused")?;
+    assert!(matches!(S3Error::find(&err), Some(S3Error::Unconditional)), "{err:?}");
+    assert_eq!(err.io_kind(), Some(std::io::ErrorKind::Unsupported));
+    assert!(format!("{}", S3Error::Unconditional).contains("--allow-unconditional"));
+    assert!(!off.exists(p)?, "nothing written");
+    // ... unless allowed, when each head update holds the lock object.
+    let allowed = t.builder().option("conditional_put", "disabled")?.allow_unconditional(true).build()?;
+    allowed.write_atomic(p, b"1\n", ExpectedSize::Missing)?;
+    allowed.append(p, b"2\n")?;
+    let held = allowed.lock(p, session_store::LockWait::NoWait)?;
+    allowed.append_expected(p, b"3\n", ExpectedSize::Bytes(4))?;
+    held.release()?;
+    assert_eq!(allowed.read(p)?, b"1\n2\n3\n");
+    assert!(t.objects("locks")?.is_empty(), "the lock objects are gone");
+    let wrong = allowed.write_atomic(p, b"x", ExpectedSize::Bytes(1));
+    assert!(matches!(wrong, Err(StoreError::Conflict { .. })), "{wrong:?}");
+    Ok(())
+}
+
+#[test]
+fn gc_keeps_referenced_segments() -> TestResult {
+    let Some(t) = TestPrefix::create("gc_keeps_referenced_segments")? else { return Ok(()) };
+    let s = t.storage()?;
+    let (p, q) = (Path::new("/g/s.jsonl"), Path::new("/g/sub/t.jsonl"));
+    s.write_atomic(p, b"old\n", ExpectedSize::Missing)?;
+    s.append(p, b"tail\n")?;
+    s.write_atomic(q, b"other\n", ExpectedSize::Missing)?;
+    s.write_atomic(p, b"new\n", ExpectedSize::Bytes(9))?;
+    assert_eq!(t.objects("segments")?.len(), 4);
+    // Young segments stay, referenced or not.
+    let report = s.gc_segments(false)?;
+    assert_eq!((report.heads, report.segments, report.referenced, report.young), (2, 4, 2, 2));
+    assert!(report.deleted.is_empty());
+    // With no minimum age the two unreferenced ones go; a dry run only says so.
+    let dry = s.gc_segments_older_than(true, Duration::ZERO)?;
+    assert_eq!((dry.deleted.len(), dry.deleted_bytes), (2, 9));
+    assert_eq!(t.objects("segments")?.len(), 4, "a dry run deletes nothing");
+    let done = s.gc_segments_older_than(false, Duration::ZERO)?;
+    assert_eq!(done.deleted, dry.deleted);
+    assert_eq!(t.objects("segments")?.len(), 2);
+    assert_eq!(s.read(p)?, b"new\n");
+    assert_eq!(s.read(q)?, b"other\n");
+    Ok(())
+}
+
+#[test]
+fn damaged_objects_are_invalid_content() -> TestResult {
+    let Some(t) = TestPrefix::create("damaged_objects_are_invalid_content")? else { return Ok(()) };
+    let s = t.storage()?;
+    let p = Path::new("/d/s.jsonl");
+    s.write_atomic(p, b"hello\n", ExpectedSize::Missing)?;
+    let sha = s.segments(p)?.ok_or("segments")?[0].sha256.clone();
+    t.put(&format!("segments/{sha}"), b"jello\n".to_vec())?;
+    let err = s.read(p).err().ok_or("a changed segment is refused")?;
+    assert!(matches!(S3Error::find(&err), Some(S3Error::InvalidContent { .. })), "{err:?}");
+    assert_eq!(err.io_kind(), Some(std::io::ErrorKind::InvalidData));
+    t.delete(&format!("segments/{sha}"))?;
+    let err = s.read(p).err().ok_or("a missing segment is refused")?;
+    assert!(matches!(S3Error::find(&err), Some(S3Error::InvalidContent { .. })), "{err:?}");
+    t.put("heads/d/s.jsonl!", b"{\"v\":9}".to_vec())?;
+    let err = s.stat(p).err().ok_or("a head of another version is refused")?;
+    assert!(err.to_string().contains("stat") && format!("{:?}", S3Error::find(&err)).contains("version 9"), "{err:?}");
+    Ok(())
+}
