@@ -8,8 +8,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use futures_util::TryStreamExt;
 use futures_util::future::try_join_all;
+use futures_util::{StreamExt, TryStreamExt};
 use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
@@ -52,6 +52,9 @@ const MAX_ATTEMPTS: usize = 16;
 
 /// How long a write on a store without conditional writes waits for the lock object.
 const WRITE_LOCK_WAIT: Duration = Duration::from_secs(30);
+
+/// How many head objects [`Storage::list_stats`] fetches at once.
+const LIST_STATS_CONCURRENCY: usize = 32;
 
 /// Builds an [`S3Storage`]: the bucket, where below it, how to reach it.
 ///
@@ -965,6 +968,38 @@ impl Storage for S3Storage {
         let mut names: Vec<String> = files.into_iter().map(|(n, _)| n).filter(|n| !n.starts_with('.')).collect();
         names.sort();
         Ok(names)
+    }
+
+    /// One listing of the folder's heads, then the heads themselves fetched
+    /// [`LIST_STATS_CONCURRENCY`] at a time: a listing gives the size of a head object,
+    /// not of the file it describes. A head gone since the listing is left out.
+    fn list_stats(&self, dir: &Path) -> Result<Vec<(String, FileStat)>, StoreError> {
+        let op = Op::List;
+        let (prefix, files, _) = self.children(op, dir)?;
+        let mut names: Vec<String> = files.into_iter().map(|(n, _)| n).filter(|n| !n.starts_with('.')).collect();
+        names.sort();
+        let store = &self.inner.store;
+        let layout = &self.inner.layout;
+        let fetches = names.into_iter().map(|name| {
+            let at = layout.head(&format!("{prefix}{name}"));
+            async move {
+                match store.get(&at).await {
+                    Ok(r) => Ok(Some((name, at, r.bytes().await?))),
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            }
+        });
+        let got: Vec<_> = self
+            .run(futures_util::stream::iter(fetches).buffered(LIST_STATS_CONCURRENCY).try_collect::<Vec<_>>())
+            .map_err(backend(op, dir))?;
+        let mut out = Vec::with_capacity(got.len());
+        for (name, at, bytes) in got.into_iter().flatten() {
+            let head = Head::parse(&bytes)
+                .map_err(|reason| S3Error::InvalidContent { key: at.to_string(), reason }.at(op, &dir.join(&name)))?;
+            out.push((name, FileStat::new(head.size, head.mtime, true)));
+        }
+        Ok(out)
     }
 
     fn read_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StoreError> {

@@ -468,9 +468,7 @@ fn a_storage_url_without_its_backend_or_scheme_is_an_error() -> Result<()> {
     Ok(())
 }
 
-/// `session sync` with a PostgreSQL remote: one machine uploads, another (its project
-/// elsewhere, the same git origin through `--map`) downloads with its own `cwd`, then a
-/// continuation goes up and comes down as a fast-forward.
+/// `session sync` with a PostgreSQL remote (see [`sync_between_two_homes`]).
 #[cfg(feature = "postgres")]
 #[test]
 fn sync_through_postgres() -> Result<()> {
@@ -479,28 +477,60 @@ fn sync_through_postgres() -> Result<()> {
         Ok(db) => db,
         Err(e) => return skip(test, &format!("PostgreSQL not reachable: {e}")),
     };
-    let url = format!("postgres:///{}?host=/var/run/postgresql", db.name);
-    let tmp = TempDir::new("sync-pg")?;
-    let (a, b) = (
-        crate::sync::Home::new(&tmp.0, "a", "git@example.org:me/app.git")?,
-        crate::sync::Home::new(&tmp.0, "b", "https://example.org/me/app")?,
-    );
-    let file_a = a.put_pi("s1", &[crate::sync::line("aaaaaaaa", None)])?;
-    let out = a.sync(&["--to", &url])?;
+    sync_between_two_homes(&format!("postgres:///{}?host=/var/run/postgresql", db.name), "sync-pg")
+}
+
+/// `session sync` with an S3 remote (see [`sync_between_two_homes`]); every remote write
+/// is a conditional put on s3s-fs.
+#[cfg(feature = "s3")]
+#[test]
+fn sync_through_s3() -> Result<()> {
+    let test = "sync_through_s3";
+    let t = match TestS3::create() {
+        Ok(t) => t,
+        Err(e) => return skip(test, &format!("S3 not reachable: {e}")),
+    };
+    sync_between_two_homes(&t.url, "sync-s3")
+}
+
+/// Two machines through the remote `url`: one uploads, another (its project elsewhere,
+/// the same git origin through `--map`) downloads with its own `cwd`; a continuation
+/// goes up and comes down as a fast-forward; two continuations at once are merged, and
+/// both machines end with every entry once.
+#[cfg(any(feature = "postgres", feature = "s3"))]
+fn sync_between_two_homes(url: &str, tag: &str) -> Result<()> {
+    use crate::sync::{Home, append, line, with_cwd};
+    let tmp = TempDir::new(tag)?;
+    let (a, b) =
+        (Home::new(&tmp.0, "a", "git@example.org:me/app.git")?, Home::new(&tmp.0, "b", "https://example.org/me/app")?);
+    let file_a = a.put_pi("s1", &[line("aaaaaaaa", None)])?;
+    let out = a.sync(&["--to", url])?;
     assert_eq!(out["summary"]["pushed"], 1, "{out}");
     let map = format!("example.org/me/app={}", b.project.display());
-    let out = b.sync(&["--to", &url, "--map", &map])?;
+    let out = b.sync(&["--to", url, "--map", &map])?;
     assert_eq!(out["summary"]["pulled"], 1, "{out}");
     let file_b = b.pi_file("s1");
-    assert_eq!(fs_err::read(&file_b)?, crate::sync::with_cwd(&fs_err::read(&file_a)?, &a.project, &b.project));
-    crate::sync::append(&file_a, &crate::sync::line("bbbbbbbb", Some("aaaaaaaa")))?;
-    let out = a.sync(&["--to", &url])?;
+    assert_eq!(fs_err::read(&file_b)?, with_cwd(&fs_err::read(&file_a)?, &a.project, &b.project));
+    append(&file_a, &line("bbbbbbbb", Some("aaaaaaaa")))?;
+    let out = a.sync(&["--to", url])?;
     assert_eq!(out["summary"]["pushed"], 1, "{out}");
-    let out = b.sync(&["--to", &url, "--map", &map])?;
+    let out = b.sync(&["--to", url, "--map", &map])?;
     assert_eq!(out["summary"]["pulled"], 1, "{out}");
     assert_eq!(out["sessions"][0]["outcome"], "pulled", "{out}");
-    assert_eq!(fs_err::read(&file_b)?, crate::sync::with_cwd(&fs_err::read(&file_a)?, &a.project, &b.project));
-    let out = b.sync(&["--to", &url, "--map", &map])?;
+    assert_eq!(fs_err::read(&file_b)?, with_cwd(&fs_err::read(&file_a)?, &a.project, &b.project));
+    let out = b.sync(&["--to", url, "--map", &map])?;
     assert_eq!(out["summary"]["upToDate"], 1, "{out}");
+    // Both machines go on from the same entry; the second to sync merges.
+    append(&file_a, &line("cccccccc", Some("bbbbbbbb")))?;
+    append(&file_b, &line("dddddddd", Some("bbbbbbbb")))?;
+    assert_eq!(a.sync(&["--to", url])?["summary"]["pushed"], 1);
+    let out = b.sync(&["--to", url, "--map", &map])?;
+    assert_eq!(out["summary"]["merged"], 1, "{out}");
+    assert_eq!(a.sync(&["--to", url])?["summary"]["pulled"], 1);
+    assert_eq!(fs_err::read(&file_b)?, with_cwd(&fs_err::read(&file_a)?, &a.project, &b.project));
+    let text = String::from_utf8(fs_err::read(&file_a)?)?;
+    for id in ["aaaaaaaa", "bbbbbbbb", "cccccccc", "dddddddd"] {
+        assert_eq!(text.matches(&format!("\"id\":\"{id}\"")).count(), 1, "{text}");
+    }
     Ok(())
 }
