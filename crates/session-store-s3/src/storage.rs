@@ -971,7 +971,7 @@ impl Storage for S3Storage {
     }
 
     /// One listing of the folder's heads, then the heads themselves fetched
-    /// [`LIST_STATS_CONCURRENCY`] at a time: a listing gives the size of a head object,
+    /// 32 at a time: a listing gives the size of a head object,
     /// not of the file it describes. A head gone since the listing is left out.
     fn list_stats(&self, dir: &Path) -> Result<Vec<(String, FileStat)>, StoreError> {
         let op = Op::List;
