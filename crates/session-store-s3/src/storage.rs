@@ -53,6 +53,21 @@ const MAX_ATTEMPTS: usize = 16;
 /// How long a write on a store without conditional writes waits for the lock object.
 const WRITE_LOCK_WAIT: Duration = Duration::from_secs(30);
 
+/// The largest head or lock object read: a head of [`MAX_SEGMENTS`] segments is a few
+/// kilobytes, so a larger object is damaged or hostile and is not fetched.
+const MAX_SMALL_OBJECT: u64 = 1 << 20;
+
+/// Returns the body of a head or lock object, refusing one larger than
+/// [`MAX_SMALL_OBJECT`] before fetching it (the size a store reports must not size an
+/// allocation).
+async fn small(r: object_store::GetResult) -> Result<Vec<u8>, object_store::Error> {
+    if r.meta.size > MAX_SMALL_OBJECT {
+        let why = format!("{} bytes where a head or lock object holds at most {MAX_SMALL_OBJECT}", r.meta.size);
+        return Err(object_store::Error::Generic { store: "S3", source: why.into() });
+    }
+    Ok(r.bytes().await?.to_vec())
+}
+
 /// How many head objects [`Storage::list_stats`] fetches at once.
 const LIST_STATS_CONCURRENCY: usize = 32;
 
@@ -490,7 +505,7 @@ impl S3Storage {
         let got = self.run(async {
             let r = store.get_opts(at, GetOptions::default()).await?;
             let version = UpdateVersion { e_tag: r.meta.e_tag.clone(), version: r.meta.version.clone() };
-            Ok::<_, object_store::Error>((r.bytes().await?, version))
+            Ok::<_, object_store::Error>((small(r).await?, version))
         });
         let (bytes, version) = match got {
             Ok(v) => v,
@@ -528,12 +543,8 @@ impl S3Storage {
         let layout = &self.inner.layout;
         let pieces = self.run(try_join_all(wanted.iter().map(|(seg, lo, hi)| {
             let loc = layout.segment(&seg.sha256);
-            let whole = *lo == 0 && *hi == seg.len;
-            async move {
-                let got =
-                    if whole { store.get(&loc).await?.bytes().await } else { store.get_range(&loc, *lo..*hi).await };
-                got.map(|b| (loc, b))
-            }
+            // A range even for a whole segment: the head's length bounds what is fetched.
+            async move { store.get_range(&loc, *lo..*hi).await.map(|b| (loc, b)) }
         })));
         let pieces = pieces.map_err(|e| match e {
             object_store::Error::NotFound { path: key, .. } => {
@@ -817,7 +828,7 @@ impl S3Storage {
                 // No conditional create: look first, write, and read back (best effort).
                 match store.get(&loc).await {
                     Ok(r) => {
-                        if LockBody::parse(&r.bytes().await?).expires_ms > now_ms() {
+                        if LockBody::parse(&small(r).await?).expires_ms > now_ms() {
                             return Ok(None);
                         }
                     }
@@ -828,7 +839,7 @@ impl S3Storage {
             match store.put_opts(&loc, body(), put(first)).await {
                 Ok(r) => {
                     if mode == Mode::Locked {
-                        let back = LockBody::parse(&store.get(&loc).await?.bytes().await?);
+                        let back = LockBody::parse(&small(store.get(&loc).await?).await?);
                         if back.token != token {
                             return Ok(None);
                         }
@@ -845,7 +856,7 @@ impl S3Storage {
                 Err(e) => return Err(e),
             };
             let version = UpdateVersion { e_tag: r.meta.e_tag.clone(), version: r.meta.version.clone() };
-            let held = LockBody::parse(&r.bytes().await?);
+            let held = LockBody::parse(&small(r).await?);
             if held.expires_ms > now_ms() {
                 return Ok(None);
             }
@@ -887,7 +898,7 @@ impl S3Storage {
                 Err(object_store::Error::NotFound { .. }) => return Ok(()),
                 Err(e) => return Err(e),
             };
-            if LockBody::parse(&r.bytes().await?).token == token {
+            if LockBody::parse(&small(r).await?).token == token {
                 store.delete(&loc).await?;
             }
             Ok(())
@@ -984,7 +995,7 @@ impl Storage for S3Storage {
             let at = layout.head(&format!("{prefix}{name}"));
             async move {
                 match store.get(&at).await {
-                    Ok(r) => Ok(Some((name, at, r.bytes().await?))),
+                    Ok(r) => Ok(Some((name, at, small(r).await?))),
                     Err(object_store::Error::NotFound { .. }) => Ok(None),
                     Err(e) => Err(e),
                 }

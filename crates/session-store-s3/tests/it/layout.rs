@@ -221,5 +221,12 @@ fn damaged_objects_are_invalid_content() -> TestResult {
     t.put("heads/d/s.jsonl!", b"{\"v\":9}".to_vec())?;
     let err = s.stat(p).err().ok_or("a head of another version is refused")?;
     assert!(err.to_string().contains("stat") && format!("{:?}", S3Error::find(&err)).contains("version 9"), "{err:?}");
+    // A head object larger than any head is refused before its body is fetched, by a
+    // read and by a listing with sizes.
+    t.put("heads/d/s.jsonl!", vec![b' '; (1 << 20) + 1])?;
+    let err = s.stat(p).err().ok_or("an oversized head is refused")?;
+    assert!(format!("{err:?}").contains("at most"), "{err:?}");
+    let err = s.list_stats(Path::new("/d")).err().ok_or("an oversized head is refused in a listing")?;
+    assert!(format!("{err:?}").contains("at most"), "{err:?}");
     Ok(())
 }

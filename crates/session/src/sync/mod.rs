@@ -436,6 +436,7 @@ pub fn sync(
         report: SyncReport { dry_run: options.dry_run, ..SyncReport::default() },
         roots: None,
         outside: false,
+        blobs_missing: false,
     };
     let before = run.state.clone();
     let total = pairs.len();
@@ -523,6 +524,10 @@ struct Run<'a> {
     /// The session just looked at is outside [`SyncOptions::projects`]: it is left out
     /// of the report.
     outside: bool,
+    /// A blob the session just synced names is on neither side yet (its session was
+    /// written before it): the session is not noted as synced, so the next sync looks
+    /// at it again.
+    blobs_missing: bool,
 }
 
 impl Run<'_> {
@@ -597,6 +602,11 @@ impl Run<'_> {
         let mut lbytes = Vec::new();
         let (lstat, n) = ls.read_into(local, &mut lbytes)?;
         lbytes.truncate(n);
+        // A last line without its newline is being written (or was cut off): only whole
+        // lines go anywhere, and this copy is written to only when it has none.
+        let whole = complete_lines(&lbytes);
+        let torn_here = whole < lbytes.len();
+        lbytes.truncate(whole);
         let Some(lcwd) = splice::header_cwd(&lbytes).map(|c| c.value) else {
             return Ok(Step::Done(skip(local, "no session header with a cwd")));
         };
@@ -606,12 +616,21 @@ impl Run<'_> {
         s.project = Some(project_of(ls, &self.options.map, &lcwd).id);
         let rbytes = lr.read(remote)?;
         let rsize = rbytes.len() as u64;
+        if complete_lines(&rbytes) < rbytes.len() {
+            return Ok(Step::Done(skip(remote, "the remote copy ends inside a line; repair it there first")));
+        }
         let Some(rcwd) = splice::header_cwd(&rbytes).map(|c| c.value) else {
             return Ok(Step::Done(skip(remote, "no session header with a cwd")));
         };
+        let dry = self.options.dry_run;
+        // Blobs first, so that a session is never on a side before the blobs it names.
+        self.blobs_missing = false;
+        if dialect == Dialect::Omp && !dry {
+            self.blobs(&lbytes, &rbytes)?;
+        }
         // Our bytes as the remote keeps them (its own `cwd`).
         let as_remote = splice::with_cwd(&lbytes, &rcwd).unwrap_or_else(|| lbytes.clone());
-        let dry = self.options.dry_run;
+        let busy = || skip(local, "its last line is still being written; sync again");
         let outcome = if as_remote == rbytes {
             SyncOutcome::Unchanged
         } else if as_remote.starts_with(&rbytes) {
@@ -624,6 +643,9 @@ impl Run<'_> {
             }
             self.remember(remote, local, &lbytes, as_remote.len() as u64);
             SyncOutcome::Pushed { bytes: tail.len() as u64 }
+        } else if torn_here {
+            // Taking the remote's tail, or a merge, would write over a line being written.
+            return Ok(Step::Done(busy()));
         } else if rbytes.starts_with(&as_remote) {
             let tail = &rbytes[as_remote.len()..];
             let mut now = lbytes.clone();
@@ -696,9 +718,6 @@ impl Run<'_> {
         if matches!(outcome, SyncOutcome::Unchanged) {
             self.remember(remote, local, &lbytes, rsize);
         }
-        if dialect == Dialect::Omp && !dry {
-            self.blobs(&lbytes, &rbytes)?;
-        }
         Ok(Step::Done(outcome))
     }
 
@@ -710,7 +729,9 @@ impl Run<'_> {
         s: &mut SessionSync,
     ) -> Result<SyncOutcome, SyncError> {
         let ls = self.local.storage.as_ref();
-        let lbytes = ls.read(local)?;
+        let mut lbytes = ls.read(local)?;
+        // Only whole lines go up (a last line without its newline is being written).
+        lbytes.truncate(complete_lines(&lbytes));
         let Some(cwd) = splice::header_cwd(&lbytes).map(|c| c.value) else {
             return Ok(skip(local, "no session header with a cwd"));
         };
@@ -724,6 +745,10 @@ impl Run<'_> {
         s.remote = Some(path.clone());
         if self.options.dry_run {
             return Ok(SyncOutcome::Uploaded);
+        }
+        self.blobs_missing = false;
+        if dialect == Dialect::Omp {
+            self.blobs(&lbytes, &[])?;
         }
         let lr = self.remote.storage.as_ref();
         lr.ensure_dir(&dir)?;
@@ -748,9 +773,6 @@ impl Run<'_> {
             Err(e) => return Err(e.into()),
         }
         self.remember(&path, local, &lbytes, lbytes.len() as u64);
-        if dialect == Dialect::Omp {
-            self.blobs(&lbytes, &[])?;
-        }
         Ok(SyncOutcome::Uploaded)
     }
 
@@ -792,11 +814,18 @@ impl Run<'_> {
         let path = dir.join(name);
         s.local = Some(path.clone());
         let rbytes = lr.read(remote)?;
+        if complete_lines(&rbytes) < rbytes.len() {
+            return Ok(skip(remote, "the remote copy ends inside a line; repair it there first"));
+        }
         let Some(lbytes) = splice::with_cwd(&rbytes, &cwd) else {
             return Ok(skip(remote, "no session header with a cwd"));
         };
         if self.options.dry_run {
             return Ok(SyncOutcome::Downloaded);
+        }
+        self.blobs_missing = false;
+        if dialect == Dialect::Omp {
+            self.blobs(&lbytes, &rbytes)?;
         }
         let ls = self.local.storage.as_ref();
         ls.ensure_dir(&dir)?;
@@ -808,9 +837,6 @@ impl Run<'_> {
             Err(e) => return Err(e.into()),
         }
         self.remember(remote, &path, &lbytes, rbytes.len() as u64);
-        if dialect == Dialect::Omp {
-            self.blobs(&lbytes, &rbytes)?;
-        }
         Ok(SyncOutcome::Downloaded)
     }
 
@@ -843,6 +869,10 @@ impl Run<'_> {
 
     /// Notes what both sides hold after a sync of a session.
     fn remember(&mut self, remote: &Path, local: &Path, local_bytes: &[u8], remote_size: u64) {
+        if self.blobs_missing {
+            self.state.sessions.remove(remote);
+            return;
+        }
         let seen = state::Seen {
             local: local.to_path_buf(),
             local_size: local_bytes.len() as u64,
@@ -884,7 +914,10 @@ impl Run<'_> {
             let at = self.remote.blob_path(&blob);
             let bytes = match lr.read(&at) {
                 Ok(b) => b,
-                Err(StoreError::NotFound { .. }) => continue,
+                Err(StoreError::NotFound { .. }) => {
+                    self.blobs_missing = true;
+                    continue;
+                }
                 Err(e) => return Err(e.into()),
             };
             if BlobRef::for_bytes(&bytes) != blob {
@@ -895,6 +928,11 @@ impl Run<'_> {
         }
         Ok(())
     }
+}
+
+/// The length of `bytes` up to and with its last newline: its whole lines.
+fn complete_lines(bytes: &[u8]) -> usize {
+    memchr::memrchr(b'\n', bytes).map_or(0, |i| i + 1)
 }
 
 fn skip(path: &Path, why: &str) -> SyncOutcome {

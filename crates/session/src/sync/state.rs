@@ -34,20 +34,50 @@ pub(super) struct State {
     pub(super) sessions: BTreeMap<PathBuf, Seen>,
 }
 
-/// Returns `url` without the password of its user information
-/// (`postgres://me:secret@host/db` becomes `postgres://me@host/db`).
+/// Returns `url` without its secrets: the password of its user information, the values
+/// of query parameters whose names speak of one (`password`, `secret`, `token`, `key`,
+/// `credential`, `signature`, `auth`), and any fragment
+/// (`postgres://me:secret@host/db` becomes `postgres://me@host/db`). The user information
+/// ends at the last `@` before the query, so a password holding an unescaped `/` goes
+/// too.
 ///
 /// ```
-/// assert_eq!(session::sync::redact_url("postgres://me:secret@host/db"), "postgres://me@host/db");
-/// assert_eq!(session::sync::redact_url("/srv/sync"), "/srv/sync");
+/// use session::sync::redact_url;
+/// assert_eq!(redact_url("postgres://me:secret@host/db"), "postgres://me@host/db");
+/// assert_eq!(redact_url("postgres://me:se/cr@et@host/db"), "postgres://me@host/db");
+/// assert_eq!(
+///     redact_url("s3://b/p?endpoint=http://h:9000&secret_access_key=X#f"),
+///     "s3://b/p?endpoint=http://h:9000&secret_access_key=***"
+/// );
+/// assert_eq!(redact_url("/srv/sync"), "/srv/sync");
 /// ```
 pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    let Some((userinfo, host)) = authority.rsplit_once('@') else { return url.to_owned() };
-    let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
-    format!("{scheme}://{user}@{host}{tail}")
+    let end = rest.find(['?', '#']).unwrap_or(rest.len());
+    let (base, tail) = rest.split_at(end);
+    let base = match base.rsplit_once('@') {
+        Some((userinfo, after)) => {
+            let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
+            format!("{user}@{after}")
+        }
+        None => base.to_owned(),
+    };
+    let query = tail.strip_prefix('?').map(|q| q.split_once('#').map_or(q, |(q, _)| q)).unwrap_or_default();
+    if query.is_empty() {
+        return format!("{scheme}://{base}");
+    }
+    let secret = |name: &str| {
+        let name = name.to_ascii_lowercase();
+        ["pass", "secret", "token", "key", "credential", "signature", "auth"].iter().any(|w| name.contains(w))
+    };
+    let params: Vec<String> = query
+        .split('&')
+        .map(|kv| match kv.split_once('=') {
+            Some((k, _)) if secret(k) => format!("{k}=***"),
+            _ => kv.to_owned(),
+        })
+        .collect();
+    format!("{scheme}://{base}?{}", params.join("&"))
 }
 
 /// Returns the state file of the remote `url` (its password left out) with `prefix` in our

@@ -682,3 +682,39 @@ fn damaged_copies_are_named_and_left_alone() -> Result<()> {
     assert!(changed.iter().all(|p| p.starts_with(&a.local.state_dir)), "{changed:?}");
     Ok(())
 }
+
+/// A last line without its newline (an agent in the middle of an append) never leaves
+/// the machine, and a copy holding one is not written to: its whole lines go up, and once
+/// the line is finished it follows as a fast-forward.
+#[test]
+fn a_line_being_written_stays_here() -> Result<()> {
+    let tmp = TempDir::new("sync-torn");
+    let a = Machine::new(tmp.path(), "a", "work/proj", "git@github.com:me/proj.git")?;
+    let remote_dir = tmp.path().join("remote");
+    let remote = SyncRemote::new(Arc::new(FileStorage::new()), &remote_dir.to_string_lossy(), &remote_dir);
+    let on_remote = remote_dir.join("pi/sessions").join(project_slug(ORIGIN_ID)).join(name_of("s"));
+    let file = a.session(Dialect::Pi, &name_of("s"));
+    let whole = session_file(Dialect::Pi, "s", &a.project, &[entry("aaaaaaaa", None, "one")]);
+    let next = entry("bbbbbbbb", Some("aaaaaaaa"), "two");
+    let (half, rest) = next.split_at(20);
+    put(&file, &format!("{whole}{half}"))?;
+    let r = a.sync(&remote)?;
+    assert!(matches!(outcome(&r, &name_of("s"), Dialect::Pi), SyncOutcome::Uploaded), "{r:?}");
+    assert_eq!(fs_err::read_to_string(&on_remote)?, whole, "only whole lines go up");
+    // The remote went on meanwhile (another machine continued it): A's copy is not written.
+    append(&on_remote, &entry("cccccccc", Some("aaaaaaaa"), "elsewhere"))?;
+    let before = fs_err::read(&file)?;
+    let r = a.sync(&remote)?;
+    assert!(matches!(outcome(&r, &name_of("s"), Dialect::Pi), SyncOutcome::Skipped { .. }), "{r:?}");
+    assert_eq!(fs_err::read(&file)?, before, "a copy with a line being written is left alone");
+    // The line finished: the two continuations are merged, each entry once.
+    append(&file, rest)?;
+    let r = a.sync(&remote)?;
+    assert!(matches!(outcome(&r, &name_of("s"), Dialect::Pi), SyncOutcome::Merged { .. }), "{r:?}");
+    let text = fs_err::read_to_string(&file)?;
+    for id in ["aaaaaaaa", "bbbbbbbb", "cccccccc"] {
+        assert_eq!(text.matches(&format!("\"id\":\"{id}\"")).count(), 1, "{text}");
+    }
+    assert_eq!(fs_err::read_to_string(&on_remote)?, text, "both sides hold the union");
+    Ok(())
+}
