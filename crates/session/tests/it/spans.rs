@@ -51,6 +51,16 @@ pub(crate) fn answers(m: &SessionManager) -> Result<Vec<String>> {
     }
     out.extend(t.entries().iter().map(|r| r.line().into_owned()));
     m.check_reads()?;
+    if m.load_report().migrated {
+        // Migration gives entries of an old file new random ids at each open (as pi and
+        // omp do): every id is named by its entry's place instead.
+        for (i, id) in ids.iter().enumerate() {
+            let (from, to) = (format!("\"{id}\""), format!("\"#{i}\""));
+            for s in &mut out {
+                *s = s.replace(&from, &to);
+            }
+        }
+    }
     Ok(out)
 }
 
