@@ -142,7 +142,8 @@ pub(crate) fn decode_part(part: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// One segment a head names: the object `segments/<sha256>` holding `len` bytes.
+/// One segment a head names: the object `segments/<sha256>` holding `len` bytes, or, for
+/// a copy, `segments/<sha256>.<copy>`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Segment {
@@ -150,12 +151,25 @@ pub struct Segment {
     pub sha256: String,
     /// Its length in bytes.
     pub len: u64,
+    /// For a copy of the bytes under a name of its own (16 lowercase hex digits), made by
+    /// a write that needed bytes whose segment was too old to count on: `None` for the
+    /// segment named by its hash alone.
+    pub copy: Option<String>,
 }
 
 impl Segment {
     /// Returns the segment record of `bytes`.
     pub(crate) fn of(bytes: &[u8]) -> Segment {
-        Segment { sha256: hex(&Sha256::digest(bytes)), len: bytes.len() as u64 }
+        Segment { sha256: hex(&Sha256::digest(bytes)), len: bytes.len() as u64, copy: None }
+    }
+
+    /// Returns the name of the segment's object below `segments/`: `<sha256>` or
+    /// `<sha256>.<copy>`.
+    pub fn object_name(&self) -> String {
+        match &self.copy {
+            Some(c) => format!("{}.{c}", self.sha256),
+            None => self.sha256.clone(),
+        }
     }
 }
 
@@ -168,10 +182,17 @@ pub(crate) struct Head {
 }
 
 impl Head {
-    /// Returns the head's JSON: `{"v":1,"size":N,"mtime":MS,"segments":[{"sha256":"…","len":N},…]}`.
+    /// Returns the head's JSON: `{"v":1,"size":N,"mtime":MS,"segments":[{"sha256":"…","len":N},…]}`,
+    /// a copy's segment with `"copy":"…"` after its length.
     pub(crate) fn to_json(&self) -> String {
-        let segments: Vec<String> =
-            self.segments.iter().map(|s| format!("{{\"sha256\":\"{}\",\"len\":{}}}", s.sha256, s.len)).collect();
+        let segments: Vec<String> = self
+            .segments
+            .iter()
+            .map(|s| match &s.copy {
+                Some(c) => format!("{{\"sha256\":\"{}\",\"len\":{},\"copy\":\"{c}\"}}", s.sha256, s.len),
+                None => format!("{{\"sha256\":\"{}\",\"len\":{}}}", s.sha256, s.len),
+            })
+            .collect();
         format!(
             "{{\"v\":{HEAD_VERSION},\"size\":{},\"mtime\":{},\"segments\":[{}]}}",
             self.size,
@@ -196,18 +217,31 @@ impl Head {
         let mut total: u64 = 0;
         for s in list {
             let sha = s.get("sha256").and_then(serde_json::Value::as_str).ok_or("a segment without sha256")?;
-            if sha.len() != 64 || !sha.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)) {
+            if !is_hex(sha, 64) {
                 return Err(format!("segment hash {sha:?} is not 64 lowercase hex digits"));
             }
             let len = s.get("len").and_then(serde_json::Value::as_u64).ok_or("a segment without len")?;
             total = total.checked_add(len).ok_or("segment lengths overflow")?;
-            segments.push(Segment { sha256: sha.to_owned(), len });
+            let copy = match s.get("copy") {
+                None => None,
+                Some(c) => {
+                    let c =
+                        c.as_str().filter(|c| is_hex(c, 16)).ok_or("a segment copy is not 16 lowercase hex digits")?;
+                    Some(c.to_owned())
+                }
+            };
+            segments.push(Segment { sha256: sha.to_owned(), len, copy });
         }
         if total != size {
             return Err(format!("segments hold {total} bytes, the head says {size}"));
         }
         Ok(Head { size, mtime, segments })
     }
+}
+
+/// Whether `s` is `len` lowercase hex digits.
+fn is_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
 }
 
 /// Returns `bytes` as lowercase hex.
@@ -254,6 +288,14 @@ mod tests {
         let bad = h.to_json().replace("\"size\":3", "\"size\":4");
         assert!(Head::parse(bad.as_bytes()).is_err());
         assert!(Head::parse(b"{\"v\":2}").is_err_and(|e| e.contains("version 2")));
+        let mut copy = Segment::of(b"c");
+        copy.copy = Some("0123456789abcdef".to_owned());
+        let h = Head { size: 1, mtime: 7, segments: vec![copy] };
+        assert!(h.to_json().ends_with("\"len\":1,\"copy\":\"0123456789abcdef\"}]}"));
+        assert_eq!(Head::parse(h.to_json().as_bytes()), Ok(h.clone()));
+        assert_eq!(h.segments[0].object_name(), format!("{}.0123456789abcdef", h.segments[0].sha256));
+        let bad = h.to_json().replace("0123456789abcdef", "../x");
+        assert!(Head::parse(bad.as_bytes()).is_err_and(|e| e.contains("copy")));
         assert!(Head::parse(b"[]").is_err());
         assert!(Head::parse(b"\xff").is_err());
     }

@@ -26,9 +26,10 @@
 //!
 //! | object | holds | written |
 //! |---|---|---|
-//! | `<p>/heads/K!` | JSON `{"v":1,"size":N,"mtime":MS,"segments":[{"sha256":"…","len":N},…]}` | replaced with `If-Match` on its ETag, created with `If-None-Match: *` |
-//! | `<p>/segments/<sha256>` | bytes of one write, named by their SHA-256 | once, with `If-None-Match: *`; an existing one is reused |
-//! | `<p>/locks/K!` | JSON `{"v":1,"token":"…","expires":MS,"pid":N}` while [`Storage::lock`] is held | created with `If-None-Match: *`, renewed with `If-Match`, deleted on release |
+//! | `<p>/heads/K!` | JSON `{"v":1,"size":N,"mtime":MS,"segments":[{"sha256":"…","len":N},…]}`; empty once the file is renamed away (a tombstone: no file) | replaced with `If-Match` on its ETag, created with `If-None-Match: *` |
+//! | `<p>/segments/<sha256>` | bytes of one write, named by their SHA-256 | once, with `If-None-Match: *`; an existing one is reused while younger than half an hour |
+//! | `<p>/segments/<sha256>.<copy>` | the same bytes again, when their segment was older (`"copy"` in the head names it) | once, under a fresh random name |
+//! | `<p>/locks/K!` | JSON `{"v":1,"token":"…","expires":MS,"pid":N}` while [`Storage::lock`] is held | created with `If-None-Match: *`, renewed with `If-Match`, released (`expires` 0) with `If-Match` |
 //! | `<p>/probe/<random>` | a moment's probe of conditional writes | created twice, deleted |
 //!
 //! # Operations
@@ -48,13 +49,15 @@
 //!   starts over.
 //! * [`Storage::overwrite_prefix`] (omp's title slot) replaces only the segments that
 //!   hold the bytes it writes, by one segment; the rest of the file is not sent again.
-//! * [`Storage::rename`] writes the head at the new key, then deletes the old one: not
-//!   atomic (a crash between leaves both names, sharing their segments).
+//! * [`Storage::rename`] writes the head at the new key, then replaces the old one by a
+//!   tombstone with `If-Match` on the head it copied: an append in between makes it copy
+//!   again, so no write is lost. Not atomic: a crash between the two leaves both names,
+//!   sharing their segments.
 //! * [`Storage::lock`] creates `<p>/locks/K!` with an expiry [`DEFAULT_LOCK_TTL`] (30 s,
 //!   [`S3StorageBuilder::lock_ttl`]) ahead; a thread renews it every third of that while
 //!   it is held, so a holder that dies frees it when it expires, and the next taker
-//!   replaces the expired object conditionally. Release deletes it when it still holds
-//!   the holder's token.
+//!   replaces the expired object conditionally. Release replaces it by an expired one
+//!   with `If-Match` on the holder's last write, so a lock another taker holds stays.
 //! * [`Storage::ensure_dir`] remembers an empty directory in this storage only; a
 //!   directory with files exists for everyone. [`Storage::watch`] polls the head.
 //!
@@ -72,7 +75,12 @@
 //! Every [`Durability`](session_store::Durability) level is the same here. Writes never
 //! delete segments: a rewrite or a compaction leaves the old ones for
 //! [`S3Storage::gc_segments`], which deletes those no head names once they are an hour
-//! old ([`GC_MIN_AGE`]).
+//! old ([`GC_MIN_AGE`]). A write reuses an existing segment only while it is younger than
+//! half an hour and otherwise uploads a copy under a fresh name, so a collection never
+//! deletes a segment a write has just chosen (unless the writer stalls for half an hour
+//! before replacing its head). A read checks the hash of every segment it fetches whole,
+//! and fetches whole every segment up to 1 MiB it needs a part of; a part of a larger
+//! segment is checked against its length only.
 //!
 //! # Errors
 //!

@@ -37,9 +37,15 @@ pub const DEFAULT_LOCK_TTL: Duration = Duration::from_secs(30);
 /// this: a writer uploads its segment before it replaces the head that names it.
 pub const GC_MIN_AGE: Duration = Duration::from_secs(3600);
 
-/// A write that reuses a segment older than this uploads it again, so that its age tells
-/// [`S3Storage::gc_segments`] it is in use.
+/// A write reuses an existing segment of the bytes it needs only while the segment is
+/// younger than this; an older one may be on [`S3Storage::gc_segments`]'s list, so the
+/// write uploads a copy under a fresh name. Half of [`GC_MIN_AGE`]: a writer has that
+/// long between finding the segment and naming it in a head.
 const REFRESH_AFTER: Duration = Duration::from_secs(1800);
+
+/// A read that wants part of a segment this long or shorter fetches it whole, so that
+/// its hash is checked; a longer segment's part is fetched as a range.
+const WHOLE_SEGMENT_READ: u64 = 1 << 20;
 
 /// The longest object key S3 accepts, in bytes.
 const MAX_OBJECT_KEY_BYTES: usize = 1024;
@@ -178,6 +184,8 @@ impl S3StorageBuilder {
             times: Mtimes::new(Arc::new(SystemClock)),
             #[cfg(feature = "testing")]
             before_head_put: Mutex::new(None),
+            #[cfg(feature = "testing")]
+            reuse_age: Mutex::new(None),
         };
         Ok(S3Storage { inner: Arc::new(inner) })
     }
@@ -199,6 +207,9 @@ struct Inner {
     /// Runs between a write's read of the head and its conditional replace (tests only).
     #[cfg(feature = "testing")]
     before_head_put: Mutex<Option<BeforeHeadPut>>,
+    /// Replaces [`REFRESH_AFTER`] (tests only).
+    #[cfg(feature = "testing")]
+    reuse_age: Mutex<Option<Duration>>,
 }
 
 /// A fail point's action ([`S3Storage::before_head_put`]).
@@ -245,7 +256,8 @@ pub struct GcReport {
     pub referenced: usize,
     /// Unreferenced segments kept because they are younger than the minimum age.
     pub young: usize,
-    /// Unreferenced segments deleted (or, in a dry run, that would be), by SHA-256.
+    /// Unreferenced segments deleted (or, in a dry run, that would be), by object name
+    /// ([`Segment::object_name`]).
     pub deleted: Vec<String>,
     /// Their bytes.
     pub deleted_bytes: u64,
@@ -255,6 +267,24 @@ pub struct GcReport {
 struct Current {
     head: Head,
     version: UpdateVersion,
+}
+
+/// A head object's key as read: the file's head, if there is a file, and the version of
+/// whatever object is there (a head, or the empty object a rename leaves, which reads as
+/// no file), that a conditional write replaces; `None` when there is no object.
+struct Slot {
+    head: Option<Head>,
+    version: Option<UpdateVersion>,
+}
+
+impl Slot {
+    /// The file's head with its version, or `None` when there is no file.
+    fn current(self) -> Option<Current> {
+        match (self.head, self.version) {
+            (Some(head), Some(version)) => Some(Current { head, version }),
+            _ => None,
+        }
+    }
 }
 
 /// What a write decided after reading the head.
@@ -395,17 +425,19 @@ impl S3Storage {
     /// writes never delete the segments they stop using. With `dry_run` nothing is
     /// deleted; the report says what would be.
     ///
-    /// Safe beside writers: a writer uploads its segment before the head that names it,
-    /// and a write reusing a segment older than half an hour uploads it again, so a
-    /// segment in use is either named by a head or young. A writer stalled for longer
-    /// than an hour between the two steps can lose its segment (its head then names a
+    /// Safe beside writers: the segments are listed first, then every head is read. A
+    /// write names in its head only segments it uploaded or found younger than half an
+    /// hour (an older one is copied under a fresh name, which the listing does not
+    /// hold), so a segment an hour old at the listing and named by no head read after
+    /// it is one no write will name, unless a writer stalled for more than half an hour
+    /// between finding its segments and replacing its head (its head then names a
     /// missing segment, which reads report as [`S3Error::InvalidContent`]).
     pub fn gc_segments(&self, dry_run: bool) -> Result<GcReport, StoreError> {
         self.gc_segments_older_than(dry_run, GC_MIN_AGE)
     }
 
-    /// [`S3Storage::gc_segments`] with another minimum age. An age below an hour risks
-    /// deleting a segment a writer has uploaded but not yet named in a head.
+    /// [`S3Storage::gc_segments`] with another minimum age. An age below an hour narrows
+    /// the time a writer has between finding its segments and naming them in a head.
     pub fn gc_segments_older_than(&self, dry_run: bool, min_age: Duration) -> Result<GcReport, StoreError> {
         let op = Op::Unlink;
         let heads_dir = self.inner.layout.heads();
@@ -413,7 +445,10 @@ impl S3Storage {
         let path = Path::new(segments_dir.as_ref());
         let store = &self.inner.store;
         let mut report = GcReport::default();
-        // Heads first: a segment uploaded after this listing is young, or refreshed.
+        // Segments first, heads after: see the safety argument above.
+        let segments: Vec<object_store::ObjectMeta> =
+            self.run(store.list(Some(&segments_dir)).try_collect()).map_err(backend(op, path))?;
+        let listed_at = now_ms();
         let heads: Vec<ObjectPath> =
             self.run(store.list(Some(&heads_dir)).map_ok(|m| m.location).try_collect()).map_err(backend(op, path))?;
         let mut referenced = BTreeSet::new();
@@ -421,30 +456,26 @@ impl S3Storage {
             let hp = Path::new(h.as_ref());
             let Some(cur) = self.get_head(op, hp, h)? else { continue };
             report.heads += 1;
-            referenced.extend(cur.head.segments.into_iter().map(|s| s.sha256));
+            referenced.extend(cur.head.segments.iter().map(Segment::object_name));
         }
-        let segments: Vec<object_store::ObjectMeta> =
-            self.run(store.list(Some(&segments_dir)).try_collect()).map_err(backend(op, path))?;
-        let now = now_ms();
         let min_age_ms = i64::try_from(min_age.as_millis()).unwrap_or(i64::MAX);
-        let mut doomed = Vec::new();
         for m in segments {
             report.segments += 1;
-            let Some(sha) = m.location.filename().map(str::to_owned) else { continue };
-            if referenced.contains(&sha) {
+            let Some(name) = m.location.filename().map(str::to_owned) else { continue };
+            if referenced.contains(&name) {
                 report.referenced += 1;
-            } else if now.saturating_sub(m.last_modified.timestamp_millis()) < min_age_ms {
+            } else if listed_at.saturating_sub(m.last_modified.timestamp_millis()) < min_age_ms {
                 report.young += 1;
             } else {
+                if !dry_run {
+                    let lp = Path::new(m.location.as_ref());
+                    match self.run(store.delete(&m.location)) {
+                        Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                        Err(e) => return Err(backend(op, lp)(e)),
+                    }
+                }
                 report.deleted_bytes += m.size;
-                report.deleted.push(sha);
-                doomed.push(m.location);
-            }
-        }
-        if !dry_run {
-            for loc in doomed {
-                let lp = Path::new(loc.as_ref());
-                self.run(store.delete(&loc)).map_err(backend(op, lp))?;
+                report.deleted.push(name);
             }
         }
         Ok(report)
@@ -475,6 +506,22 @@ impl S3Storage {
         *guard(&self.inner.before_head_put) = Some(Box::new(action));
     }
 
+    /// Makes writes reuse an existing segment only while it is younger than `age`
+    /// (half an hour otherwise): a test makes segments old without waiting.
+    #[cfg(feature = "testing")]
+    pub fn reuse_segments_younger_than(&self, age: Duration) {
+        *guard(&self.inner.reuse_age) = Some(age);
+    }
+
+    /// How young an existing segment must be for a write to reuse it.
+    fn reuse_age(&self) -> Duration {
+        #[cfg(feature = "testing")]
+        if let Some(age) = *guard(&self.inner.reuse_age) {
+            return age;
+        }
+        REFRESH_AFTER
+    }
+
     /// Returns the key of the file `path`, refusing one whose head object's key would be
     /// longer than S3 allows ([`MAX_OBJECT_KEY_BYTES`]).
     fn file_key(&self, op: Op, path: &Path) -> Result<String, StoreError> {
@@ -499,8 +546,14 @@ impl S3Storage {
         }
     }
 
-    /// Reads the head object at `at`; `None` when it does not exist.
+    /// Reads the head object at `at`; `None` when there is no file (no object, or an
+    /// empty one).
     fn get_head(&self, op: Op, path: &Path, at: &ObjectPath) -> Result<Option<Current>, StoreError> {
+        Ok(self.get_slot(op, path, at)?.current())
+    }
+
+    /// Reads the head object at `at`, with the version of whatever object is there.
+    fn get_slot(&self, op: Op, path: &Path, at: &ObjectPath) -> Result<Slot, StoreError> {
         let store = &self.inner.store;
         let got = self.run(async {
             let r = store.get_opts(at, GetOptions::default()).await?;
@@ -509,17 +562,26 @@ impl S3Storage {
         });
         let (bytes, version) = match got {
             Ok(v) => v,
-            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(object_store::Error::NotFound { .. }) => return Ok(Slot { head: None, version: None }),
             Err(e) => return Err(backend(op, path)(e)),
         };
+        if bytes.is_empty() {
+            // A tombstone: the file was renamed away (or deleted conditionally).
+            return Ok(Slot { head: None, version: Some(version) });
+        }
         let head = Head::parse(&bytes)
             .map_err(|reason| S3Error::InvalidContent { key: at.to_string(), reason }.at(op, path))?;
-        Ok(Some(Current { head, version }))
+        Ok(Slot { head: Some(head), version: Some(version) })
     }
 
     /// Reads the head of the file `k`.
     fn load(&self, op: Op, path: &Path, k: &str) -> Result<Option<Current>, StoreError> {
         self.get_head(op, path, &self.inner.layout.head(k))
+    }
+
+    /// Reads the head object of the file `k` with its version.
+    fn load_slot(&self, op: Op, path: &Path, k: &str) -> Result<Slot, StoreError> {
+        self.get_slot(op, path, &self.inner.layout.head(k))
     }
 
     /// Reads bytes `start..end` of the file whose head is `head`, fetching the segments
@@ -541,10 +603,14 @@ impl S3Storage {
         }
         let store = &self.inner.store;
         let layout = &self.inner.layout;
+        // A segment up to `WHOLE_SEGMENT_READ` is fetched whole and checked against its
+        // hash even when a part is wanted; a larger one is fetched as the range wanted,
+        // checked against its length only unless wanted whole.
         let pieces = self.run(try_join_all(wanted.iter().map(|(seg, lo, hi)| {
-            let loc = layout.segment(&seg.sha256);
+            let loc = layout.segment(&seg.object_name());
+            let range = if seg.len <= WHOLE_SEGMENT_READ { 0..seg.len } else { *lo..*hi };
             // A range even for a whole segment: the head's length bounds what is fetched.
-            async move { store.get_range(&loc, *lo..*hi).await.map(|b| (loc, b)) }
+            async move { store.get_range(&loc, range.clone()).await.map(|b| (loc, range, b)) }
         })));
         let pieces = pieces.map_err(|e| match e {
             object_store::Error::NotFound { path: key, .. } => {
@@ -554,57 +620,113 @@ impl S3Storage {
         })?;
         // The head's sizes are not trusted for an allocation: the bytes fetched are.
         let mut out = Vec::with_capacity(usize::try_from(end - start).unwrap_or(0).min(64 << 20));
-        for ((seg, lo, hi), (loc, bytes)) in wanted.iter().zip(pieces) {
+        for ((seg, lo, hi), (loc, range, bytes)) in wanted.iter().zip(pieces) {
             let invalid = |reason: String| S3Error::InvalidContent { key: loc.to_string(), reason }.at(op, path);
-            if bytes.len() as u64 != hi - lo {
-                return Err(invalid(format!("{} bytes where the head says {}", bytes.len(), hi - lo)));
+            if bytes.len() as u64 != range.end - range.start {
+                return Err(invalid(format!("{} bytes where the head says {}", bytes.len(), range.end - range.start)));
             }
-            if *lo == 0 && *hi == seg.len && hex(&Sha256::digest(&bytes)) != seg.sha256 {
+            if range.start == 0 && range.end == seg.len && hex(&Sha256::digest(&bytes)) != seg.sha256 {
                 return Err(invalid("its SHA-256 differs from its name".to_owned()));
             }
-            out.extend_from_slice(&bytes);
+            // Both bounds lie within the bytes fetched, whose length was checked above.
+            let from = usize::try_from(lo - range.start).unwrap_or(usize::MAX);
+            let to = usize::try_from(hi - range.start).unwrap_or(usize::MAX);
+            out.extend_from_slice(
+                bytes.get(from..to).ok_or_else(|| invalid("a range outside the segment".to_owned()))?,
+            );
         }
         Ok(out)
     }
 
-    /// Uploads `bytes` as a segment (an existing one is fine; one old enough for a
-    /// collection to take is uploaded again) and returns its record.
+    /// Uploads `bytes` as a segment and returns its record. An existing segment of the
+    /// same bytes is reused while it is younger than [`REFRESH_AFTER`]; an older one is
+    /// not counted on (a collection that listed it may be about to delete it): the bytes
+    /// go to a copy under a fresh name instead, which no earlier listing holds.
     fn put_segment(&self, op: Op, path: &Path, bytes: &[u8], mode: Mode) -> Result<Segment, StoreError> {
         let len = bytes.len() as u64;
         if len > MAX_SEGMENT_BYTES {
             return Err(S3Error::TooLarge { size: len, limit: MAX_SEGMENT_BYTES }.at(op, path));
         }
-        let seg = Segment::of(bytes);
+        let mut seg = Segment::of(bytes);
         let loc = self.inner.layout.segment(&seg.sha256);
         let store = &self.inner.store;
         let payload = || PutPayload::from(bytes.to_vec());
-        let put_mode = if mode == Mode::Conditional { PutMode::Create } else { PutMode::Overwrite };
-        self.run(async {
-            match store.put_opts(&loc, payload(), PutOptions { mode: put_mode, ..PutOptions::default() }).await {
-                Ok(_) => Ok(()),
-                Err(object_store::Error::AlreadyExists { .. }) => {
-                    let meta = store.head(&loc).await?;
-                    let age = now_ms().saturating_sub(meta.last_modified.timestamp_millis());
-                    if age > i64::try_from(REFRESH_AFTER.as_millis()).unwrap_or(i64::MAX) {
-                        store.put(&loc, payload()).await?;
+        let create = || PutOptions { mode: PutMode::Create, ..PutOptions::default() };
+        let refresh_ms = i64::try_from(self.reuse_age().as_millis()).unwrap_or(i64::MAX);
+        let copy = self
+            .run(async {
+                if mode == Mode::Locked {
+                    // No conditional create: look first; two writers of the same bytes
+                    // write the same object.
+                    match store.head(&loc).await {
+                        Err(object_store::Error::NotFound { .. }) => {
+                            store.put(&loc, payload()).await?;
+                            return Ok(None);
+                        }
+                        Err(e) => return Err(e),
+                        Ok(meta) => {
+                            if now_ms().saturating_sub(meta.last_modified.timestamp_millis()) < refresh_ms {
+                                return Ok(None);
+                            }
+                        }
                     }
-                    Ok(())
+                } else {
+                    match store.put_opts(&loc, payload(), create()).await {
+                        Ok(_) => return Ok(None),
+                        Err(object_store::Error::AlreadyExists { .. }) => {
+                            let meta = store.head(&loc).await?;
+                            if now_ms().saturating_sub(meta.last_modified.timestamp_millis()) < refresh_ms {
+                                return Ok(None);
+                            }
+                        }
+                        Err(e) => return Err(e),
+                    }
                 }
-                Err(e) => Err(e),
-            }
-        })
-        .map_err(backend(op, path))?;
+                let copy = format!("{:016x}", rand::rng().next_u64());
+                let copy_loc = self.inner.layout.segment(&format!("{}.{copy}", seg.sha256));
+                let opts = if mode == Mode::Locked { PutOptions::default() } else { create() };
+                store.put_opts(&copy_loc, payload(), opts).await?;
+                Ok(Some(copy))
+            })
+            .map_err(backend(op, path))?;
+        seg.copy = copy;
         Ok(seg)
     }
 
-    /// Replaces the head of `k` by `head`, conditionally on `prev` (its version, or
-    /// `None` for a head that must not exist); `false` when another writer got there first.
+    /// Replaces the head of `k` by `head`, conditionally on `prev` (the version of the
+    /// object read, or `None` for a key that must hold no object); `false` when another
+    /// writer got there first.
     fn put_head(
         &self,
         op: Op,
         path: &Path,
         k: &str,
         head: &Head,
+        prev: Option<&UpdateVersion>,
+        mode: Mode,
+    ) -> Result<bool, StoreError> {
+        self.put_head_object(op, path, k, PutPayload::from(head.to_json()), prev, mode)
+    }
+
+    /// Replaces the head object of `k` by an empty one, a tombstone that reads as no
+    /// file, conditionally on `prev`; `false` when another writer changed it first.
+    fn put_tombstone(
+        &self,
+        op: Op,
+        path: &Path,
+        k: &str,
+        prev: &UpdateVersion,
+        mode: Mode,
+    ) -> Result<bool, StoreError> {
+        self.put_head_object(op, path, k, PutPayload::new(), Some(prev), mode)
+    }
+
+    fn put_head_object(
+        &self,
+        op: Op,
+        path: &Path,
+        k: &str,
+        body: PutPayload,
         prev: Option<&UpdateVersion>,
         mode: Mode,
     ) -> Result<bool, StoreError> {
@@ -615,7 +737,7 @@ impl S3Storage {
             (Mode::Conditional, None) => PutMode::Create,
         };
         let opts = PutOptions { mode: put_mode, ..PutOptions::default() };
-        match self.run(self.inner.store.put_opts(&loc, PutPayload::from(head.to_json()), opts)) {
+        match self.run(self.inner.store.put_opts(&loc, body, opts)) {
             Ok(_) => Ok(true),
             Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => Ok(false),
             Err(e) => Err(backend(op, path)(e)),
@@ -632,8 +754,8 @@ impl S3Storage {
             Mode::Conditional => None,
         };
         for _ in 0..MAX_ATTEMPTS {
-            let cur = self.load(op, path, k)?;
-            let head = match decide(cur.as_ref().map(|c| &c.head), mode)? {
+            let cur = self.load_slot(op, path, k)?;
+            let head = match decide(cur.head.as_ref(), mode)? {
                 Step::Done => return Ok(()),
                 Step::Write(head) => head,
             };
@@ -641,7 +763,7 @@ impl S3Storage {
             if let Some(mut action) = guard(&self.inner.before_head_put).take() {
                 action();
             }
-            if self.put_head(op, path, k, &head, cur.as_ref().map(|c| &c.version), mode)? {
+            if self.put_head(op, path, k, &head, cur.version.as_ref(), mode)? {
                 return Ok(());
             }
             // Refused: another writer won, or this very write landed and its retry (after
@@ -653,7 +775,7 @@ impl S3Storage {
             }
             if !retry {
                 let found = now.map(|c| c.head.size);
-                let expected = cur.map(|c| c.head.size);
+                let expected = cur.head.map(|h| h.size);
                 return Err(StoreError::Conflict { path: path.to_path_buf(), expected, found });
             }
         }
@@ -785,7 +907,8 @@ impl S3Storage {
         self.run(self.inner.store.list(Some(&loc)).map_ok(|m| m.location).try_collect()).map_err(backend(op, path))
     }
 
-    /// Lists the direct children of the directory `dir`: files (heads) and directories.
+    /// Lists the direct children of the directory `dir`: files (heads, not tombstones)
+    /// and directories.
     fn children(&self, op: Op, dir: &Path) -> Result<Children, StoreError> {
         let prefix = S3Error::dir_prefix(op, dir)?;
         let loc = self.inner.layout.head_dir(&prefix);
@@ -793,6 +916,7 @@ impl S3Storage {
         let files = listed
             .objects
             .iter()
+            .filter(|m| m.size > 0)
             .filter_map(|m| Some((decode_file(m.location.filename()?)?, m.last_modified.timestamp_millis())))
             .collect();
         let dirs = listed.common_prefixes.iter().filter_map(|p| decode_dir(p.filename()?)).collect();
@@ -888,20 +1012,42 @@ impl S3Storage {
         }
     }
 
-    /// Deletes the lock object of `k` if `token` still holds it.
-    fn release_lock(&self, op: Op, path: &Path, k: &str, token: &str) -> Result<(), StoreError> {
+    /// Releases the lock object of `k` that `token` took: replaces it by an expired one,
+    /// on the condition that it is still the object last written (`etag`), so that a lock
+    /// another taker holds (this one expired) is left alone. The expired object stays;
+    /// the next taker replaces it as it replaces any expired lock.
+    fn release_lock(
+        &self,
+        op: Op,
+        path: &Path,
+        k: &str,
+        token: &str,
+        etag: &str,
+        mode: Mode,
+    ) -> Result<(), StoreError> {
         let loc = self.inner.layout.lock(k);
         let store = &self.inner.store;
+        let released = || PutPayload::from(LockBody { token: token.to_owned(), expires_ms: 0 }.to_json());
         self.run(async {
-            let r = match store.get(&loc).await {
-                Ok(r) => r,
-                Err(object_store::Error::NotFound { .. }) => return Ok(()),
-                Err(e) => return Err(e),
+            let put_mode = match mode {
+                Mode::Conditional => PutMode::Update(UpdateVersion { e_tag: Some(etag.to_owned()), version: None }),
+                Mode::Locked => {
+                    // No conditional writes: look, then write (best effort).
+                    let r = match store.get(&loc).await {
+                        Ok(r) => r,
+                        Err(object_store::Error::NotFound { .. }) => return Ok(()),
+                        Err(e) => return Err(e),
+                    };
+                    if LockBody::parse(&small(r).await?).token != token {
+                        return Ok(());
+                    }
+                    PutMode::Overwrite
+                }
             };
-            if LockBody::parse(&small(r).await?).token == token {
-                store.delete(&loc).await?;
+            match store.put_opts(&loc, released(), PutOptions { mode: put_mode, ..PutOptions::default() }).await {
+                Ok(_) | Err(object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. }) => Ok(()),
+                Err(e) => Err(e),
             }
-            Ok(())
         })
         .map_err(backend(op, path))
     }
@@ -1006,10 +1152,38 @@ impl Storage for S3Storage {
             .map_err(backend(op, dir))?;
         let mut out = Vec::with_capacity(got.len());
         for (name, at, bytes) in got.into_iter().flatten() {
+            if bytes.is_empty() {
+                continue; // renamed away since the listing
+            }
             let head = Head::parse(&bytes)
                 .map_err(|reason| S3Error::InvalidContent { key: at.to_string(), reason }.at(op, &dir.join(&name)))?;
             out.push((name, FileStat::new(head.size, head.mtime, true)));
         }
+        Ok(out)
+    }
+
+    /// One listing of the folder's heads: a file's version is its head object's ETag
+    /// (which changes with every write, the head holding the file's mtime and segment
+    /// hashes), else the head's size and `Last-Modified` where the store gives no ETag.
+    fn list_versions(&self, dir: &Path) -> Result<Vec<(String, String)>, StoreError> {
+        let op = Op::List;
+        let prefix = S3Error::dir_prefix(op, dir)?;
+        let loc = self.inner.layout.head_dir(&prefix);
+        let listed = self.run(self.inner.store.list_with_delimiter(Some(&loc))).map_err(backend(op, dir))?;
+        let mut out: Vec<(String, String)> = listed
+            .objects
+            .iter()
+            .filter(|m| m.size > 0)
+            .filter_map(|m| {
+                let name = decode_file(m.location.filename()?)?;
+                let version = match &m.e_tag {
+                    Some(tag) => format!("etag:{tag}"),
+                    None => format!("{}:{}", m.size, m.last_modified.timestamp_millis()),
+                };
+                (!name.starts_with('.')).then_some((name, version))
+            })
+            .collect();
+        out.sort();
         Ok(out)
     }
 
@@ -1112,18 +1286,41 @@ impl Storage for S3Storage {
         })
     }
 
+    /// Writes the head at `to`, then replaces the head at `from` by a tombstone on the
+    /// condition that it is still the head read: an append to `from` in between makes the
+    /// rename copy `from` again, so no write to either name is lost.
     fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
         let op = Op::Rename;
         let src = self.file_key(op, from)?;
         let dst = self.file_key(op, to)?;
-        let cur = self.load(op, from, &src)?.ok_or_else(|| StoreError::NotFound { path: from.to_path_buf() })?;
         if src == dst {
-            return Ok(());
+            return match self.load(op, from, &src)? {
+                Some(_) => Ok(()),
+                None => Err(StoreError::NotFound { path: from.to_path_buf() }),
+            };
         }
-        let mut moved = cur.head;
-        moved.mtime = self.inner.times.next();
-        self.transact(op, to, &dst, true, &mut |_, _| Ok(Step::Write(moved.clone())))?;
-        self.delete_heads(op, from, vec![self.inner.layout.head(&src)])
+        let mode = self.mode(op, from)?;
+        let _guard = match mode {
+            Mode::Locked => self.write_lock(from, &src)?,
+            Mode::Conditional => None,
+        };
+        for attempt in 0..MAX_ATTEMPTS {
+            let Some(cur) = self.load(op, from, &src)? else {
+                if attempt == 0 {
+                    return Err(StoreError::NotFound { path: from.to_path_buf() });
+                }
+                // Renamed or deleted by another after this rename's copy: that came later.
+                return Ok(());
+            };
+            let mut moved = cur.head;
+            moved.mtime = self.inner.times.next();
+            self.transact(op, to, &dst, true, &mut |_, _| Ok(Step::Write(moved.clone())))?;
+            if self.put_tombstone(op, from, &src, &cur.version, mode)? {
+                return Ok(());
+            }
+            // `from` changed since it was read (an append): copy it again.
+        }
+        Err(StoreError::Locked { path: from.to_path_buf() })
     }
 
     fn unlink(&self, path: &Path) -> Result<(), StoreError> {
@@ -1176,7 +1373,7 @@ impl Storage for S3Storage {
             LockWait::NoWait => None,
             LockWait::Timeout(d) => Some(Instant::now() + d),
         };
-        let (token, mut etag) = loop {
+        let (token, etag) = loop {
             if !guard(&self.inner.held).contains(&k)
                 && let Some(got) = self.try_lock(op, path, &k, mode)?
             {
@@ -1195,11 +1392,13 @@ impl Storage for S3Storage {
         let (keeper_key, keeper_token) = (k.clone(), token.clone());
         let every = self.inner.lock_ttl / 3;
         let keeper = std::thread::spawn(move || {
+            let mut etag = etag;
             while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
                 if !keeper_storage.renew_lock(&keeper_key, &keeper_token, &mut etag, mode) {
                     break;
                 }
             }
+            etag
         });
         let storage = self.clone();
         let locked = path.to_path_buf();
@@ -1209,10 +1408,10 @@ impl Storage for S3Storage {
                 drop(stop);
                 let joined = keeper.join();
                 guard(&storage.inner.held).remove(&k);
-                joined.map_err(|_| {
+                let etag = joined.map_err(|_| {
                     StoreError::io_raw(Op::Lock, &locked, std::io::Error::other("the lock keeper thread panicked"))
                 })?;
-                storage.release_lock(Op::Lock, &locked, &k, &token)
+                storage.release_lock(Op::Lock, &locked, &k, &token, &etag, mode)
             }),
         ))
     }

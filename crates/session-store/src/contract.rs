@@ -367,6 +367,15 @@ fn list_is_sorted_files_only(s: &dyn Storage, root: &Path) -> CaseResult {
     let want = [("a.jsonl", 1, true), ("b.jsonl", 3, true), ("c.txt", 1, true)].map(|(n, z, f)| (n.to_owned(), z, f));
     check(stats == want, &format!("list_stats gave {stats:?}"))?;
     check(s.list_stats(&root.join("missing"))?.is_empty(), "list_stats of a missing folder")?;
+    // Versions: the same files; a rewrite of the same size changes its file's only.
+    let before = s.list_versions(&d)?;
+    let names: Vec<&str> = before.iter().map(|(n, _)| n.as_str()).collect();
+    check(names == ["a.jsonl", "b.jsonl", "c.txt"], &format!("list_versions gave {before:?}"))?;
+    s.write_atomic(&d.join("b.jsonl"), b"xyw", ExpectedSize::Bytes(3))?;
+    let after = s.list_versions(&d)?;
+    check(after[0] == before[0] && after[2] == before[2], "an untouched file keeps its version")?;
+    check(after[1].0 == "b.jsonl" && after[1].1 != before[1].1, "a rewritten file gets a new version")?;
+    check(s.list_versions(&root.join("missing"))?.is_empty(), "list_versions of a missing folder")?;
     Ok(())
 }
 

@@ -286,6 +286,32 @@ pub trait Storage: Send + Sync {
         Ok(out)
     }
 
+    /// Returns the regular files directly in `dir` (as [`Storage::list`]: sorted,
+    /// dot-files skipped, a missing directory empty), each with a *version*: an opaque
+    /// text that changes whenever the file's bytes change (it may also change when they
+    /// do not). Two listings giving a file the same version saw the same bytes, so a sync
+    /// that noted a version reads no file whose version is unchanged.
+    ///
+    /// The default is each file's size, mtime and (where the backend has one) identity
+    /// from [`Storage::list_stats`] (`"<size>:<mtime_ns>[:<ctime_ns>:<ino>:<dev>]"`); an
+    /// object store answers from one listing (the ETag of each file's head object),
+    /// fetching nothing else. A file's times are coarser than its writes: a caller that
+    /// trusts a version of a file changed within [`FileIdentity::RACY_NS`] of the listing
+    /// can miss a change (git's "racy clean" case).
+    fn list_versions(&self, dir: &Path) -> Result<Vec<(String, String)>, StoreError> {
+        Ok(self
+            .list_stats(dir)?
+            .into_iter()
+            .map(|(name, st)| {
+                let version = match st.identity {
+                    Some(i) => format!("{}:{}:{}:{}:{}", st.size, i.mtime_ns, i.ctime_ns, i.ino, i.dev),
+                    None => format!("{}:{}", st.size, st.mtime_ms),
+                };
+                (name, version)
+            })
+            .collect())
+    }
+
     /// Returns the entries directly in `dir`, dot-files included, in no particular
     /// order; a missing directory has none. Unlike [`Storage::list`] it reports
     /// directories (in key-value backends: key prefixes with keys below them), links and

@@ -172,7 +172,8 @@ fn the_probe_finds_conditional_writes() -> TestResult {
     allowed.append_expected(p, b"3\n", ExpectedSize::Bytes(4))?;
     held.release()?;
     assert_eq!(allowed.read(p)?, b"1\n2\n3\n");
-    assert!(t.objects("locks")?.is_empty(), "the lock objects are gone");
+    let lock: serde_json::Value = serde_json::from_slice(&t.get("locks/u/s.jsonl!")?)?;
+    assert_eq!(lock["expires"], 0, "the lock object is released");
     let wrong = allowed.write_atomic(p, b"x", ExpectedSize::Bytes(1));
     assert!(matches!(wrong, Err(StoreError::Conflict { .. })), "{wrong:?}");
     Ok(())
@@ -228,5 +229,84 @@ fn damaged_objects_are_invalid_content() -> TestResult {
     assert!(format!("{err:?}").contains("at most"), "{err:?}");
     let err = s.list_stats(Path::new("/d")).err().ok_or("an oversized head is refused in a listing")?;
     assert!(format!("{err:?}").contains("at most"), "{err:?}");
+    Ok(())
+}
+
+#[test]
+fn a_rename_leaves_a_tombstone_and_loses_no_append() -> TestResult {
+    let Some(t) = TestPrefix::create("a_rename_leaves_a_tombstone_and_loses_no_append")? else { return Ok(()) };
+    let s = t.storage()?;
+    let other = t.storage()?;
+    let (from, to) = (Path::new("/r/s.jsonl"), Path::new("/r/trash/s.jsonl"));
+    s.write_atomic(from, b"1\n", ExpectedSize::Missing)?;
+    // Another writer appends to the source between the rename's read and its end.
+    let appender = other.clone();
+    s.before_head_put(move || appender.append(Path::new("/r/s.jsonl"), b"2\n").expect("the append lands"));
+    s.rename(from, to)?;
+    assert_eq!(s.read(to)?, b"1\n2\n", "the rename copied the source again after the append");
+    assert!(!s.exists(from)?);
+    // The old name holds an empty head object, which reads as no file and is not listed.
+    assert_eq!(t.get("heads/r/s.jsonl!")?, b"");
+    assert!(matches!(s.read(from), Err(StoreError::NotFound { .. })));
+    assert_eq!(s.list(Path::new("/r"))?, Vec::<String>::new());
+    assert!(s.list_stats(Path::new("/r"))?.is_empty());
+    assert!(matches!(s.unlink(from), Err(StoreError::NotFound { .. })));
+    // A new file takes the name again, conditionally on the tombstone.
+    s.write_atomic(from, b"new\n", ExpectedSize::Missing)?;
+    assert_eq!(s.read(from)?, b"new\n");
+    assert_eq!(s.list(Path::new("/r"))?, ["s.jsonl"]);
+    // A rename of a missing file is NotFound and writes nothing.
+    let missing = s.rename(Path::new("/r/none.jsonl"), Path::new("/r/x.jsonl"));
+    assert!(matches!(missing, Err(StoreError::NotFound { .. })), "{missing:?}");
+    assert!(!s.exists(Path::new("/r/x.jsonl"))?);
+    Ok(())
+}
+
+#[test]
+fn an_old_segment_is_copied_not_reused() -> TestResult {
+    let Some(t) = TestPrefix::create("an_old_segment_is_copied_not_reused")? else { return Ok(()) };
+    let s = t.storage()?;
+    let (p, q) = (Path::new("/c/p.jsonl"), Path::new("/c/q.jsonl"));
+    s.write_atomic(p, b"same\n", ExpectedSize::Missing)?;
+    // A young segment of the same bytes is reused ...
+    s.write_atomic(q, b"same\n", ExpectedSize::Missing)?;
+    let (sp, sq) = (s.segments(p)?.ok_or("p")?, s.segments(q)?.ok_or("q")?);
+    assert_eq!((sp[0].copy.as_deref(), sq[0].copy.as_deref()), (None, None));
+    assert_eq!(t.objects("segments")?.len(), 1);
+    // ... an old one is not: the bytes go to a copy under a fresh name, which no
+    // collection's earlier listing holds.
+    s.reuse_segments_younger_than(Duration::ZERO);
+    s.write_atomic(q, b"same\n", ExpectedSize::Bytes(5))?;
+    let sq = s.segments(q)?.ok_or("q")?;
+    let copy = sq[0].copy.clone().ok_or("a copy")?;
+    assert_eq!(sq[0].sha256, sp[0].sha256);
+    assert_eq!(t.get(&format!("segments/{}", sq[0].object_name()))?, b"same\n");
+    let head: serde_json::Value = serde_json::from_slice(&t.get("heads/c/q.jsonl!")?)?;
+    assert_eq!(head["segments"][0]["copy"].as_str(), Some(copy.as_str()));
+    assert_eq!(s.read(q)?, b"same\n");
+    // The collection keeps both (each is named) and deletes the copy once unnamed.
+    assert!(s.gc_segments_older_than(false, Duration::ZERO)?.deleted.is_empty());
+    s.write_atomic(q, b"other\n", ExpectedSize::Bytes(5))?;
+    let gc = s.gc_segments_older_than(false, Duration::ZERO)?;
+    assert_eq!(gc.deleted, [sq[0].object_name()]);
+    assert_eq!((s.read(p)?, s.read(q)?), (b"same\n".to_vec(), b"other\n".to_vec()));
+    Ok(())
+}
+
+#[test]
+fn a_part_of_a_small_segment_is_checked_against_its_hash() -> TestResult {
+    let Some(t) = TestPrefix::create("a_part_of_a_small_segment_is_checked_against_its_hash")? else {
+        return Ok(());
+    };
+    let s = t.storage()?;
+    let p = Path::new("/h/s.jsonl");
+    s.write_atomic(p, b"{\"type\":\"session\"}\n", ExpectedSize::Missing)?;
+    s.append(p, b"{\"n\":1}\n")?;
+    let segs = s.segments(p)?.ok_or("segments")?;
+    // The same length, other bytes: only a hash tells them apart.
+    t.put(&format!("segments/{}", segs[1].sha256), b"{\"n\":2}\n".to_vec())?;
+    let err = s.read_slices(p, 4, 3).err().ok_or("a read of the tail's part is refused")?;
+    assert!(matches!(S3Error::find(&err), Some(S3Error::InvalidContent { .. })), "{err:?}");
+    assert_eq!(s.read_slices(p, 4, 0)?.0, b"{\"ty", "a part of an intact segment reads");
     Ok(())
 }
