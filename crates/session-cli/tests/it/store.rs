@@ -534,3 +534,152 @@ fn sync_between_two_homes(url: &str, tag: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// Two machines through a PostgreSQL remote at once (see [`machines_at_once`]).
+#[cfg(feature = "postgres")]
+#[test]
+fn two_machines_at_once_through_postgres() -> Result<()> {
+    let test = "two_machines_at_once_through_postgres";
+    let db = match TestDb::create() {
+        Ok(db) => db,
+        Err(e) => return skip(test, &format!("PostgreSQL not reachable: {e}")),
+    };
+    let conn = format!("host=/var/run/postgresql dbname={}", db.name);
+    let open = || -> Result<std::sync::Arc<dyn session::store::Storage>> {
+        Ok(std::sync::Arc::new(session_store_postgres::PostgresStorage::connect(&conn)?))
+    };
+    machines_at_once(&open, "at-once-pg")
+}
+
+/// Two machines through an S3 remote at once (see [`machines_at_once`]).
+#[cfg(feature = "s3")]
+#[test]
+fn two_machines_at_once_through_s3() -> Result<()> {
+    let test = "two_machines_at_once_through_s3";
+    let t = match TestS3::create() {
+        Ok(t) => t,
+        Err(e) => return skip(test, &format!("S3 not reachable: {e}")),
+    };
+    let open = || -> Result<std::sync::Arc<dyn session::store::Storage>> { Ok(std::sync::Arc::new(t.storage()?)) };
+    machines_at_once(&open, "at-once-s3")
+}
+
+/// Two machines (their clones of one project at different paths) each run an agent loop
+/// that appends turns to the sessions it has, and sync with the remote `open` gives at
+/// random moments, both at once. After a last round of syncs both hold the same sessions
+/// (but for each machine's own `cwd`), with every turn either wrote exactly once.
+#[cfg(any(feature = "postgres", feature = "s3"))]
+fn machines_at_once(open: &dyn Fn() -> Result<std::sync::Arc<dyn session::store::Storage>>, tag: &str) -> Result<()> {
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+
+    use session::discovery::{AgentDirs, ProcessEnv};
+    use session::store::{FileStorage, Storage};
+    use session::sync::{ProjectMap, SyncLocal, SyncOptions, SyncRemote, sync};
+
+    use crate::sync::{Home, line, with_cwd};
+
+    const TURNS: usize = 60;
+    let tmp = TempDir::new(tag)?;
+    let homes =
+        [Home::new(&tmp.0, "a", "git@example.org:me/app.git")?, Home::new(&tmp.0, "b", "https://example.org/me/app")?];
+    homes[0].put_pi("s1", &[line("i0000001", None)])?;
+    homes[0].put_pi("s2", &[line("i0000002", None)])?;
+    homes[1].put_pi("s3", &[line("i0000003", None)])?;
+    let written: Mutex<BTreeMap<String, Vec<String>>> = Mutex::new(BTreeMap::from([
+        ("s1".to_owned(), vec!["i0000001".to_owned()]),
+        ("s2".to_owned(), vec!["i0000002".to_owned()]),
+        ("s3".to_owned(), vec!["i0000003".to_owned()]),
+    ]));
+    let machine = |h: &Home| -> Result<(SyncLocal, SyncRemote, SyncOptions)> {
+        let tmpdir = h.home.join("tmp");
+        fs_err::create_dir_all(&tmpdir)?;
+        let env = ProcessEnv::new(&h.home, &h.project, &tmpdir);
+        let local = SyncLocal::new(Arc::new(FileStorage::new()), vec![AgentDirs::pi(&env)], h.home.join(".state"));
+        let remote = SyncRemote::new(open()?, &format!("test://{tag}"), "/session-sync");
+        let mut map = ProjectMap::new();
+        map.insert("example.org/me/app", &h.project);
+        Ok((local, remote, SyncOptions::default().map(map)))
+    };
+    let sync_once = |m: &(SyncLocal, SyncRemote, SyncOptions)| -> Result<session::sync::SyncReport> {
+        Ok(sync(&m.0, &m.1, &m.2, &mut |_| {})?)
+    };
+    let sids = ["s1", "s2", "s3"];
+    let failures: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let tally = Mutex::new([0usize; 3]);
+    std::thread::scope(|scope| -> Result<()> {
+        let mut joins = Vec::new();
+        for (k, h) in homes.iter().enumerate() {
+            let (written, failures, sids, tally) = (&written, &failures, &sids, &tally);
+            let m = machine(h)?;
+            joins.push(scope.spawn(move || -> std::result::Result<(), String> {
+                use rand::RngExt as _;
+                let mut rng = rand::rng();
+                let storage = FileStorage::new();
+                for turn in 0..TURNS {
+                    // A turn on one of the sessions this machine has.
+                    let sid = sids[rng.random_range(0..sids.len())];
+                    let file = h.pi_file(sid);
+                    if let Ok(bytes) = fs_err::read(&file) {
+                        let text = String::from_utf8_lossy(&bytes).into_owned();
+                        let last = text.lines().last().unwrap_or_default();
+                        let parent = serde_json::from_str::<serde_json::Value>(last)
+                            .ok()
+                            .and_then(|v| v["id"].as_str().map(str::to_owned));
+                        let id = format!("{}{turn:07}", ["a", "b"][k]);
+                        storage.append(&file, line(&id, parent.as_deref()).as_bytes()).map_err(|e| e.to_string())?;
+                        written.lock().map_err(|e| e.to_string())?.entry(sid.to_owned()).or_default().push(id);
+                    }
+                    if rng.random_range(0..3) == 0 {
+                        match sync_once(&m) {
+                            Ok(r) => {
+                                let c = r.counts();
+                                let mut t = tally.lock().map_err(|e| e.to_string())?;
+                                (t[0], t[1], t[2]) = (t[0] + c.pushed, t[1] + c.pulled, t[2] + c.merged);
+                                drop(t);
+                                for s in &r.sessions {
+                                    if let session::sync::SyncOutcome::Failed(e) = &s.outcome {
+                                        failures.lock().map_err(|e| e.to_string())?.push(e.to_string());
+                                    }
+                                }
+                            }
+                            Err(e) => failures.lock().map_err(|e| e.to_string())?.push(e.to_string()),
+                        }
+                    }
+                }
+                Ok(())
+            }));
+        }
+        for j in joins {
+            j.join().map_err(|_| "a machine's thread panicked")??;
+        }
+        Ok(())
+    })?;
+    // The last round: each machine syncs until a sync changes nothing on either.
+    let (ma, mb) = (machine(&homes[0])?, machine(&homes[1])?);
+    for _ in 0..4 {
+        let (ra, rb) = (sync_once(&ma)?, sync_once(&mb)?);
+        let settled = |r: &session::sync::SyncReport| r.counts().unchanged == r.sessions.len();
+        if settled(&ra) && settled(&rb) {
+            break;
+        }
+    }
+    let written = written.into_inner().map_err(|e| e.to_string())?;
+    for sid in sids {
+        let (fa, fb) = (fs_err::read(homes[0].pi_file(sid))?, fs_err::read(homes[1].pi_file(sid))?);
+        let (fa_there, fb) =
+            (String::from_utf8(with_cwd(&fa, &homes[0].project, &homes[1].project))?, String::from_utf8(fb)?);
+        assert_eq!(fa_there, fb, "{sid}: both machines hold one file");
+        let text = String::from_utf8(fa)?;
+        for id in &written[sid] {
+            assert_eq!(text.matches(&format!("\"id\":\"{id}\"")).count(), 1, "{sid}: turn {id} once\n{text}");
+        }
+        // And nothing else: the header and the turns written.
+        assert_eq!(text.lines().count(), 1 + written[sid].len(), "{sid}\n{text}");
+    }
+    let [pushed, pulled, merged] = tally.into_inner().map_err(|e| e.to_string())?;
+    eprintln!("{tag}: while both ran: {pushed} pushed, {pulled} pulled, {merged} merged");
+    let failures = failures.into_inner().map_err(|e| e.to_string())?;
+    assert!(failures.iter().all(|f| f.contains("locked") || f.contains("busy")), "{failures:?}");
+    Ok(())
+}
