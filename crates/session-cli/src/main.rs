@@ -38,7 +38,7 @@ fn main() -> ExitCode {
     if let Some(file) = command.session_file() {
         huge_pages::ensure_for(file);
     }
-    if let Err(e) = store::init(cli.global.store.as_deref(), cli.global.allow_unconditional) {
+    if let Err(e) = store::init(&cli.global, &command) {
         eprintln!("error: --store: {e}");
         return ExitCode::FAILURE;
     }

@@ -19,6 +19,11 @@
 //! a Unix socket). Sessions keep their paths on a server: a path is the key, so
 //! `session ls --store URL` lists the same buckets the agent's directories would hold.
 //!
+//! A command that only reads, and every dry run, opens the SQL storages read-only: they
+//! create no table (nor SQLite database file) and add no column, read a missing table as
+//! empty, and refuse any write. [`access`] is the one place that says which commands
+//! write to which storage.
+//!
 //! [`SourcePath`] splits `pull`'s `URL/PATH` argument: after the host, the first segment
 //! is the database (PostgreSQL: its name; Redis: its number) and the rest is the path.
 
@@ -28,7 +33,57 @@ use std::sync::{Arc, OnceLock};
 
 use session::store::{FileStorage, Storage};
 
+use crate::args::{Command, Global, TrashCommand};
 use crate::commands::Result;
+
+/// What a command does to a storage: read it only, or write it too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Only read: a SQL storage is opened read-only, creates nothing and refuses writes.
+    Read,
+    /// Read and write: a SQL storage creates its table when it is missing.
+    Write,
+}
+
+impl Access {
+    /// `Write` when `writes`, else `Read`.
+    fn when(writes: bool) -> Access {
+        if writes { Access::Write } else { Access::Read }
+    }
+}
+
+/// What `command` does to the `--store` storage and to the storage its own URL names
+/// (`push --to`, `pull`'s source, `sync --to`), in that order: the one place that
+/// decides which commands write. Inspecting commands, listings and every dry run only
+/// read; `--as-agent` writes as the agent would.
+pub(crate) fn access(g: &Global, command: &Command) -> (Access, Access) {
+    use Command::*;
+    let store = match command {
+        _ if g.as_agent => true,
+        Append { .. } | Extract { .. } | Fork { .. } | Rename { .. } | Move { .. } | Label { .. } => true,
+        Migrate { .. } | Repair { .. } | Merge { .. } | Import { .. } | Pick { .. } => true,
+        Pin { .. } | Unpin { .. } | Archive { .. } | Unarchive { .. } => true,
+        // Without --yes, rm asks on the terminal and then removes.
+        Rm { .. } => true,
+        Relocate { yes, .. } | Prune { yes, .. } | Gc { yes, .. } => *yes,
+        Trash { command: TrashCommand::Restore { .. } } => true,
+        Trash { command: TrashCommand::Empty { yes, .. } } => *yes,
+        Fsck { repair, .. } => *repair,
+        Sync { dry_run, .. } => !dry_run,
+        // `push` reads from it, `pull` copies from it to the file system.
+        Push { .. } | Pull { .. } => false,
+        Info { .. } | Entries { .. } | Tail { .. } | Tree { .. } | Context { .. } | Projection { .. } => false,
+        Branch { .. } | Check { .. } | Du { .. } | Usage { .. } | Export { .. } | Stats { .. } | Ls { .. } => false,
+        Resume { .. } | Search { .. } | Continue { .. } | History { .. } | Completions { .. } => false,
+        Trash { command: TrashCommand::List } => false,
+    };
+    let named = match command {
+        Push { .. } => true,
+        Sync { dry_run, .. } => !dry_run,
+        _ => false,
+    };
+    (Access::when(store), Access::when(named))
+}
 
 /// A parsed `--store` value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -164,15 +219,17 @@ impl StoreUrl {
         }
     }
 
-    /// Connects to the storage.
-    pub(crate) fn open(&self) -> Result<Arc<dyn Storage>> {
+    /// Connects to the storage, read-only for [`Access::Read`] (the SQL storages; the
+    /// file system, Redis and object storage have no schema to create).
+    pub(crate) fn open(&self, access: Access) -> Result<Arc<dyn Storage>> {
+        let read_only = access == Access::Read;
         match self {
             StoreUrl::Files => Ok(Arc::new(FileStorage::new())),
-            StoreUrl::Postgres { conn, table } => postgres(conn, table.as_deref()),
-            StoreUrl::PostgresNative { conn, stem } => postgres_native(conn, stem.as_deref()),
+            StoreUrl::Postgres { conn, table } => postgres(conn, table.as_deref(), read_only),
+            StoreUrl::PostgresNative { conn, stem } => postgres_native(conn, stem.as_deref(), read_only),
             StoreUrl::Redis { url, prefix } => redis(url, prefix.as_deref()),
-            StoreUrl::Sqlite { db, table } => sqlite(db, table.as_deref()),
-            StoreUrl::Mysql { url, table } => mysql(url, table.as_deref()),
+            StoreUrl::Sqlite { db, table } => sqlite(db, table.as_deref(), read_only),
+            StoreUrl::Mysql { url, table } => mysql(url, table.as_deref(), read_only),
             StoreUrl::S3 { url } => s3(url, ALLOW_UNCONDITIONAL.load(Ordering::Relaxed)),
         }
     }
@@ -184,25 +241,26 @@ impl StoreUrl {
 }
 
 #[cfg(feature = "postgres")]
-fn postgres(conn: &str, table: Option<&str>) -> Result<Arc<dyn Storage>> {
+fn postgres(conn: &str, table: Option<&str>, read_only: bool) -> Result<Arc<dyn Storage>> {
     use session_store_postgres::{PostgresOptions, PostgresStorage};
     let options = table.map_or_else(PostgresOptions::default, |t| PostgresOptions::default().table(t));
-    Ok(Arc::new(PostgresStorage::connect_with(conn, options)?))
+    Ok(Arc::new(PostgresStorage::connect_with(conn, options.read_only(read_only))?))
 }
 
 #[cfg(feature = "postgres")]
-fn postgres_native(conn: &str, stem: Option<&str>) -> Result<Arc<dyn Storage>> {
-    use session_store_postgres::{DEFAULT_STEM, NativePostgresStorage};
-    Ok(Arc::new(NativePostgresStorage::connect_with_stem(conn, stem.unwrap_or(DEFAULT_STEM))?))
+fn postgres_native(conn: &str, stem: Option<&str>, read_only: bool) -> Result<Arc<dyn Storage>> {
+    use session_store_postgres::{DEFAULT_STEM, NativePostgresOptions, NativePostgresStorage};
+    let options = NativePostgresOptions::default().stem(stem.unwrap_or(DEFAULT_STEM)).read_only(read_only);
+    Ok(Arc::new(NativePostgresStorage::connect_with(conn, options)?))
 }
 
 #[cfg(not(feature = "postgres"))]
-fn postgres(_: &str, _: Option<&str>) -> Result<Arc<dyn Storage>> {
+fn postgres(_: &str, _: Option<&str>, _: bool) -> Result<Arc<dyn Storage>> {
     Err(without("postgres"))
 }
 
 #[cfg(not(feature = "postgres"))]
-fn postgres_native(_: &str, _: Option<&str>) -> Result<Arc<dyn Storage>> {
+fn postgres_native(_: &str, _: Option<&str>, _: bool) -> Result<Arc<dyn Storage>> {
     Err(without("postgres"))
 }
 
@@ -218,26 +276,26 @@ fn redis(_: &str, _: Option<&str>) -> Result<Arc<dyn Storage>> {
 }
 
 #[cfg(feature = "sqlite")]
-fn sqlite(db: &Path, table: Option<&str>) -> Result<Arc<dyn Storage>> {
+fn sqlite(db: &Path, table: Option<&str>, read_only: bool) -> Result<Arc<dyn Storage>> {
     use session_store_sqlite::{SqliteOptions, SqliteStorage};
     let options = table.map_or_else(SqliteOptions::default, |t| SqliteOptions::default().table(t));
-    Ok(Arc::new(SqliteStorage::open_with(db, options)?))
+    Ok(Arc::new(SqliteStorage::open_with(db, options.read_only(read_only))?))
 }
 
 #[cfg(not(feature = "sqlite"))]
-fn sqlite(_: &Path, _: Option<&str>) -> Result<Arc<dyn Storage>> {
+fn sqlite(_: &Path, _: Option<&str>, _: bool) -> Result<Arc<dyn Storage>> {
     Err(without("sqlite"))
 }
 
 #[cfg(feature = "mysql")]
-fn mysql(url: &str, table: Option<&str>) -> Result<Arc<dyn Storage>> {
+fn mysql(url: &str, table: Option<&str>, read_only: bool) -> Result<Arc<dyn Storage>> {
     use session_store_mysql::{MysqlOptions, MysqlStorage};
     let options = table.map_or_else(MysqlOptions::default, |t| MysqlOptions::default().table(t));
-    Ok(Arc::new(MysqlStorage::connect_with(url, options)?))
+    Ok(Arc::new(MysqlStorage::connect_with(url, options.read_only(read_only))?))
 }
 
 #[cfg(not(feature = "mysql"))]
-fn mysql(_: &str, _: Option<&str>) -> Result<Arc<dyn Storage>> {
+fn mysql(_: &str, _: Option<&str>, _: bool) -> Result<Arc<dyn Storage>> {
     Err(without("mysql"))
 }
 
@@ -268,15 +326,28 @@ static ALLOW_UNCONDITIONAL: AtomicBool = AtomicBool::new(false);
 /// The storage of this process (`--store`), set once by [`init`].
 static STORAGE: OnceLock<(bool, Arc<dyn Storage>)> = OnceLock::new();
 
-/// Opens the storage `--store` names; the commands reach it through [`current`].
-/// `allow_unconditional` applies to it and to every object storage a command opens.
-pub(crate) fn init(store: Option<&str>, allow_unconditional: bool) -> Result<()> {
-    ALLOW_UNCONDITIONAL.store(allow_unconditional, Ordering::Relaxed);
-    let url = store.map(StoreUrl::parse).transpose()?.unwrap_or(StoreUrl::Files);
-    let storage = url.open()?;
+/// Whether the command writes to the storage its own URL names ([`access`]), set by
+/// [`init`].
+static NAMED_WRITES: AtomicBool = AtomicBool::new(false);
+
+/// Opens the storage `--store` names, as [`access`] says `command` uses it; the commands
+/// reach it through [`current`]. `--allow-unconditional` applies to it and to every
+/// object storage a command opens.
+pub(crate) fn init(g: &Global, command: &Command) -> Result<()> {
+    ALLOW_UNCONDITIONAL.store(g.allow_unconditional, Ordering::Relaxed);
+    let (store, named) = access(g, command);
+    NAMED_WRITES.store(named == Access::Write, Ordering::Relaxed);
+    let url = g.store.as_deref().map(StoreUrl::parse).transpose()?.unwrap_or(StoreUrl::Files);
+    let storage = url.open(store)?;
     // A second call (tests of one process) keeps the first storage.
     let _ = STORAGE.set((url.is_files(), storage));
     Ok(())
+}
+
+/// Returns what the command does to the storage its own URL names (`push --to`,
+/// `pull`'s source, `sync --to`), as [`access`] decided in [`init`].
+pub(crate) fn named_access() -> Access {
+    Access::when(NAMED_WRITES.load(Ordering::Relaxed))
 }
 
 /// Returns the storage of this process: `--store`'s, else the file system.
@@ -375,6 +446,34 @@ mod tests {
         let s3 = "s3://b/team?endpoint=http://127.0.0.1:9100&allow_http=true";
         assert_eq!(StoreUrl::parse(s3)?, StoreUrl::S3 { url: s3.into() });
         assert!(SourcePath::parse("sqlite:///a.db/s.jsonl").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn reading_commands_and_dry_runs_only_read() -> Result<()> {
+        use clap::Parser;
+        let (r, w) = (Access::Read, Access::Write);
+        for (line, expected) in [
+            (&["ls", "--all"][..], (r, r)),
+            (&["info", "f.jsonl"], (r, r)),
+            (&["--as-agent", "info", "f.jsonl"], (w, r)),
+            (&["fsck"], (r, r)),
+            (&["fsck", "--repair"], (w, r)),
+            (&["gc"], (r, r)),
+            (&["gc", "--yes"], (w, r)),
+            (&["prune", "--older-than", "1d"], (r, r)),
+            (&["relocate", "a", "b", "--yes"], (w, r)),
+            (&["trash", "empty"], (r, r)),
+            (&["rename", "f.jsonl", "n"], (w, r)),
+            (&["push", "f.jsonl", "--to", "postgres:///db"], (r, w)),
+            (&["pull", "postgres:///db/f.jsonl", "--to", "."], (r, r)),
+            (&["sync", "--to", "postgres:///db", "--dry-run"], (r, r)),
+            (&["sync", "--to", "postgres:///db"], (w, w)),
+        ] {
+            let cli = crate::args::Cli::try_parse_from([&["session"][..], line].concat())?;
+            let command = cli.command.ok_or("a command")?;
+            assert_eq!(access(&cli.global, &command), expected, "{line:?}");
+        }
         Ok(())
     }
 

@@ -41,7 +41,7 @@ pub(crate) fn sync(g: &Global, a: &SyncArgs<'_>) -> Result<Output> {
         (Arc::new(FileStorage::new()), prefix, dir.to_string_lossy().into_owned())
     } else {
         let prefix = Path::new("/").join(a.prefix.unwrap_or(URL_PREFIX).trim_start_matches('/'));
-        (url.open()?, prefix, a.to.to_owned())
+        (url.open(crate::store::named_access())?, prefix, a.to.to_owned())
     };
     let mut map = ProjectMap::new();
     map.read_config(&FileStorage::new(), &ProjectMap::config_file(&process))?;

@@ -29,7 +29,7 @@ pub(crate) fn push(file: &Path, to: &str, force: bool) -> Result<String> {
         )
         .into());
     }
-    let target = url.open()?;
+    let target = url.open(crate::store::named_access())?;
     let files = session::store::FileStorage::new();
     Ok(json(&maintenance::push(&files, file, target.as_ref(), &TransferOptions::default().force(force))?))
 }
@@ -39,7 +39,7 @@ pub(crate) fn push(file: &Path, to: &str, force: bool) -> Result<String> {
 pub(crate) fn pull(source: &str, dir: &Path, force: bool) -> Result<String> {
     let src = SourcePath::parse(source)?;
     let storage = match &src.store {
-        Some(url) => url.open()?,
+        Some(url) => url.open(crate::store::named_access())?,
         None if crate::store::on_files() => {
             return Err(format!("{source}: pull needs a storage: write URL/DATABASE/PATH or pass --store URL").into());
         }

@@ -41,6 +41,18 @@ pub enum MysqlError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The storage was opened read-only ([`TableOptions::read_only`]), so it refuses
+    /// every write; nothing was written.
+    ///
+    /// [`TableOptions::read_only`]: session_store::keyed::TableOptions::read_only
+    #[error(
+        "the table {table} was opened read-only, for a command that only reads or a dry run; \
+         nothing was written (a writing command opens it for writing, and creates it when missing)"
+    )]
+    ReadOnly {
+        /// The table.
+        table: String,
+    },
     /// The server refused the statement or the connection failed.
     #[error("database error: {0}")]
     Database(#[from] mysql::Error),
@@ -49,7 +61,8 @@ pub enum MysqlError {
 impl MysqlError {
     /// Returns the [`io::ErrorKind`] a [`StoreError::Io`] reports for this cause:
     /// `FileTooLarge` for a row or statement past the server's limits, `InvalidData` for
-    /// content the column cannot hold, `InvalidInput` for a bad key, `StorageFull` for a
+    /// content the column cannot hold, `InvalidInput` for a bad key, `ReadOnlyFilesystem`
+    /// for a write refused by a read-only storage, `StorageFull` for a
     /// full table or disk, `ResourceBusy` for a lock wait timeout or deadlock,
     /// `ConnectionRefused` when no connection could be made, `ConnectionAborted` for a
     /// lost one, `Other` otherwise.
@@ -58,6 +71,7 @@ impl MysqlError {
             MysqlError::TooLarge { .. } => io::ErrorKind::FileTooLarge,
             MysqlError::InvalidContent { .. } => io::ErrorKind::InvalidData,
             MysqlError::BadPath { .. } => io::ErrorKind::InvalidInput,
+            MysqlError::ReadOnly { .. } => io::ErrorKind::ReadOnlyFilesystem,
             MysqlError::Database(e) => db_kind(e),
         }
     }
@@ -128,7 +142,8 @@ pub enum ConnectError {
     /// No connection could be made.
     #[error("cannot connect to MySQL")]
     Connect(#[source] mysql::Error),
-    /// The table could not be created or brought to omp's columns.
+    /// The table could not be created or brought to omp's columns (or, read-only, looked
+    /// up in the catalog).
     #[error("cannot prepare the table {table}")]
     Schema {
         /// The table.

@@ -27,6 +27,12 @@
 //! ALTER TABLE omp_session_files ADD COLUMN title_updated_at VARCHAR(64) NULL; -- "duplicate column" ignored
 //! ```
 //!
+//! Opened with [`MysqlOptions::read_only`](session_store::keyed::TableOptions::read_only),
+//! the storage creates, alters and writes nothing, which is what a command that only
+//! reads or a dry run needs: it looks the table up in `information_schema`, reads a
+//! missing table as an empty store and missing title columns as unset, and refuses every
+//! write with [`MysqlError::ReadOnly`].
+//!
 //! # Operations
 //!
 //! * The pool opens one connection at first and at most sixteen. A lock

@@ -9,7 +9,7 @@ use mysql::{Opts, OptsBuilder, Pool, PooledConn, Row, TxOpts, params};
 use session_store::clock::SystemClock;
 use session_store::keyed::{
     AppendingWriter, Cause, LocalDirs, Mtimes, TableOptions, TitleMeta, backups, child_entries, children, lay_over,
-    valid_table_name,
+    read_relation, valid_table_name,
 };
 use session_store::{
     AppendWriter, DirEntry, Durability, ExpectedSize, FileStat, LockWait, Op, PollWatch, SessionLock, Storage,
@@ -54,13 +54,25 @@ struct Queries {
     exists: String,
 }
 
+/// omp's columns and their `NULL`s: what a read-only storage reads where the table lacks them.
+const COLUMNS: [(&str, &str); 6] = [
+    ("path", "CAST(NULL AS CHAR)"),
+    ("content", "CAST(NULL AS CHAR)"),
+    ("mtime_ms", "CAST(NULL AS SIGNED)"),
+    ("title", "CAST(NULL AS CHAR)"),
+    ("title_source", "CAST(NULL AS CHAR)"),
+    ("title_updated_at", "CAST(NULL AS CHAR)"),
+];
+
 impl Queries {
-    fn new(t: &str) -> Queries {
+    /// The statements on table `t`, whose reads name `from` (the table, or what stands in
+    /// for it in a read-only storage: [`read_relation`]).
+    fn new(t: &str, from: &str) -> Queries {
         let meta = "title, title_source, title_updated_at";
         // `LIKE` on the binary-collated primary key is a range scan; `!` escapes.
         let under = "path LIKE :prefix ESCAPE '!'";
         Queries {
-            read: format!("SELECT content, {meta}, mtime_ms FROM {t} WHERE path = :path"),
+            read: format!("SELECT content, {meta}, mtime_ms FROM {from} WHERE path = :path"),
             slices: format!(
                 "SELECT SUBSTRING(CAST(content AS BINARY), 1, :head) AS head, \
                  CASE WHEN :tail <= 0 THEN CAST('' AS BINARY) \
@@ -68,10 +80,10 @@ impl Queries {
                  LENGTH(content), {meta}, \
                  CASE WHEN title IS NULL AND title_source IS NULL AND title_updated_at IS NULL THEN NULL \
                  ELSE SUBSTRING(CAST(content AS BINARY), 1, 256) END AS first, mtime_ms \
-                 FROM {t} WHERE path = :path"
+                 FROM {from} WHERE path = :path"
             ),
-            size: format!("SELECT LENGTH(content) FROM {t} WHERE path = :path"),
-            stat: format!("SELECT LENGTH(content), mtime_ms FROM {t} WHERE path = :path"),
+            size: format!("SELECT LENGTH(content) FROM {from} WHERE path = :path"),
+            stat: format!("SELECT LENGTH(content), mtime_ms FROM {from} WHERE path = :path"),
             upsert: format!(
                 "INSERT INTO {t} (path, content, mtime_ms, {meta}) VALUES (:path, :content, :mtime, :title, :source, :updated) \
                  ON DUPLICATE KEY UPDATE content = :content, mtime_ms = :mtime, title = :title, \
@@ -109,15 +121,15 @@ impl Queries {
             touch: format!("UPDATE {t} SET mtime_ms = :mtime WHERE path = :path"),
             delete: format!("DELETE FROM {t} WHERE path = :path"),
             rename: format!("UPDATE {t} SET path = :to, mtime_ms = :mtime WHERE path = :from"),
-            with_prefix: format!("SELECT path FROM {t} WHERE {under}"),
-            stats_with_prefix: format!("SELECT path, LENGTH(content), mtime_ms FROM {t} WHERE {under}"),
-            newest_with_prefix: format!("SELECT MAX(mtime_ms) FROM {t} WHERE {under}"),
+            with_prefix: format!("SELECT path FROM {from} WHERE {under}"),
+            stats_with_prefix: format!("SELECT path, LENGTH(content), mtime_ms FROM {from} WHERE {under}"),
+            newest_with_prefix: format!("SELECT MAX(mtime_ms) FROM {from} WHERE {under}"),
             delete_prefix: format!("DELETE FROM {t} WHERE {under}"),
             title: format!(
                 "UPDATE {t} SET title = :title, title_source = :source, title_updated_at = :updated, mtime_ms = :mtime \
                  WHERE path = :path"
             ),
-            exists: format!("SELECT 1 FROM {t} WHERE path = :path"),
+            exists: format!("SELECT 1 FROM {from} WHERE path = :path"),
         }
     }
 }
@@ -145,6 +157,8 @@ struct Inner {
     /// no-op; ours is remembered by this storage only).
     dirs: LocalDirs,
     times: Mtimes,
+    /// Opened read-only: every write is refused.
+    read_only: bool,
 }
 
 /// Session files as rows of omp 18.3.4's `omp_session_files` table on a MySQL or MariaDB
@@ -190,12 +204,20 @@ impl MysqlStorage {
             .init(vec!["SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'"]);
         let pool = Pool::new(opts).map_err(ConnectError::Connect)?;
         let mut c = pool.get_conn().map_err(ConnectError::Connect)?;
-        if options.creates_table() {
-            create_table(&mut c, options.table_name())?;
-        }
+        let table = options.table_name();
+        let from = if options.is_read_only() {
+            let columns =
+                columns_of(&mut c, table).map_err(|source| ConnectError::Schema { table: table.to_owned(), source })?;
+            read_relation(table, &COLUMNS, columns.as_deref(), "FROM DUAL WHERE FALSE")
+        } else {
+            if options.creates_table() {
+                create_table(&mut c, table)?;
+            }
+            table.to_owned()
+        };
         let max_packet: Option<u64> = c.query_first("SELECT @@max_allowed_packet").map_err(ConnectError::Connect)?;
         drop(c);
-        let q = Queries::new(options.table_name());
+        let q = Queries::new(table, &from);
         let inner = Inner {
             pool,
             table: options.table_name().to_owned(),
@@ -203,6 +225,7 @@ impl MysqlStorage {
             max_packet: max_packet.unwrap_or(16 << 20),
             dirs: LocalDirs::new(),
             times: Mtimes::new(Arc::new(SystemClock)),
+            read_only: options.is_read_only(),
         };
         Ok(MysqlStorage { inner: Arc::new(inner) })
     }
@@ -230,6 +253,7 @@ impl MysqlStorage {
     ) -> Result<(), StoreError> {
         let op = Op::Overwrite;
         let k = key(op, path)?;
+        self.writable(op, path)?;
         let mut c = self.conn(op, path)?;
         let args = params! {"path" => &k, "title" => title, "source" => source, "updated" => updated_at, "mtime" => self.mtime()};
         c.exec_drop(&self.inner.q.title, args).map_err(db(op, path))?;
@@ -246,6 +270,7 @@ impl MysqlStorage {
     pub fn append_if_size(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
         let op = Op::Append;
         let k = key(op, path)?;
+        self.writable(op, path)?;
         let body = text(op, path, bytes)?;
         let now = self.mtime();
         let written = match expected {
@@ -269,6 +294,14 @@ impl MysqlStorage {
             (true, _) => Ok(()),
             (false, mut c) => Err(self.conflict(&mut c, op, path, &k, expected)),
         }
+    }
+
+    /// Refuses `op` on `path` when the storage was opened read-only.
+    fn writable(&self, op: Op, path: &Path) -> Result<(), StoreError> {
+        if self.inner.read_only {
+            return Err(MysqlError::ReadOnly { table: self.inner.table.clone() }.at(op, path));
+        }
+        Ok(())
     }
 
     fn conn(&self, op: Op, path: &Path) -> Result<PooledConn, StoreError> {
@@ -354,6 +387,7 @@ impl MysqlStorage {
 
     fn replace(&self, op: Op, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
         let k = key(op, path)?;
+        self.writable(op, path)?;
         let body = text(op, path, bytes)?;
         self.check_len(op, path, bytes.len() as u64)?;
         let meta = TitleMeta::of_body(bytes);
@@ -426,6 +460,23 @@ fn check_key_len(op: Op, path: &Path, k: &str) -> Result<(), StoreError> {
         return Err(MysqlError::BadPath { reason }.at(op, path));
     }
     Ok(())
+}
+
+/// Returns the columns of `table` in the connection's database, or `None` when there is
+/// no such table: a look at the catalog that changes nothing.
+fn columns_of(c: &mut PooledConn, table: &str) -> Result<Option<Vec<String>>, mysql::Error> {
+    let tables: Option<u64> = c.exec_first(
+        "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?",
+        (table,),
+    )?;
+    if tables.unwrap_or(0) == 0 {
+        return Ok(None);
+    }
+    c.exec(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ?",
+        (table,),
+    )
+    .map(Some)
 }
 
 /// Creates the table as omp 18.3.4 creates it on MySQL, then each title column by
@@ -545,6 +596,7 @@ impl Storage for MysqlStorage {
     fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         let op = Op::Append;
         let k = key(op, path)?;
+        self.writable(op, path)?;
         let body = text(op, path, bytes)?;
         self.check_len(op, path, bytes.len() as u64)?;
         let mut c = self.conn(op, path)?;
@@ -565,6 +617,7 @@ impl Storage for MysqlStorage {
     fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
         let op = Op::Truncate;
         let k = key(op, path)?;
+        self.writable(op, path)?;
         let now = self.mtime();
         let mut c = self.conn(op, path)?;
         let mut tx = c.start_transaction(TxOpts::default()).map_err(db(op, path))?;
@@ -593,6 +646,7 @@ impl Storage for MysqlStorage {
         let op = Op::Rename;
         let src = key(op, from)?;
         let dst = key(op, to)?;
+        self.writable(op, from)?;
         let now = self.mtime();
         let mut c = self.conn(op, from)?;
         if src == dst {
@@ -613,6 +667,7 @@ impl Storage for MysqlStorage {
     fn unlink(&self, path: &Path) -> Result<(), StoreError> {
         let op = Op::Unlink;
         let k = key(op, path)?;
+        self.writable(op, path)?;
         let mut c = self.conn(op, path)?;
         c.exec_drop(&self.inner.q.delete, params! {"path" => &k}).map_err(db(op, path))?;
         match c.affected_rows() {
@@ -624,6 +679,7 @@ impl Storage for MysqlStorage {
     fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
         let op = Op::Unlink;
         let k = key(op, path)?;
+        self.writable(op, path)?;
         let artifacts =
             session_store::artifacts_dir(path).map(|d| MysqlError::dir_prefix(Op::RemoveDir, &d)).transpose()?;
         let candidates = self.keys_with_prefix(op, path, &format!("{k}."))?;
@@ -649,6 +705,7 @@ impl Storage for MysqlStorage {
         let _ = durability; // every append is a committed statement
         let op = Op::Open;
         let k = key(op, path)?;
+        self.writable(op, path)?;
         let mut c = self.conn(op, path)?;
         c.exec_drop(&self.inner.q.touch_empty, params! {"path" => &k, "mtime" => self.mtime()})
             .map_err(db(op, path))?;

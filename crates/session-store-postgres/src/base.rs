@@ -33,6 +33,22 @@ pub(crate) struct FileQueries {
     pub(crate) title: String,
 }
 
+/// Returns the columns of `table` (as the statements name it, so resolved through the
+/// `search_path`), or `None` when there is no such table: a look at the catalog that
+/// changes nothing.
+pub(crate) fn columns_of(c: &mut Pooled, table: &str) -> Result<Option<Vec<String>>, postgres::Error> {
+    let exists: bool = c.client().query_one("SELECT to_regclass($1::text) IS NOT NULL", &[&table])?.try_get(0)?;
+    if !exists {
+        return Ok(None);
+    }
+    let rows = c.client().query(
+        "SELECT attname::text FROM pg_attribute WHERE attrelid = to_regclass($1::text) AND attnum > 0 \
+         AND NOT attisdropped",
+        &[&table],
+    )?;
+    Ok(Some(rows.iter().map(|r| r.try_get::<_, String>(0)).collect::<Result<_, _>>()?))
+}
+
 /// The pool, the local directories and the clock of one storage, and its shared operations.
 #[derive(Debug)]
 pub(crate) struct Base {
@@ -42,11 +58,27 @@ pub(crate) struct Base {
     /// no-op; ours is remembered by this storage only).
     pub(crate) dirs: LocalDirs,
     times: Mtimes,
+    /// The table named in the error of a refused write, when opened read-only.
+    read_only: Option<String>,
 }
 
 impl Base {
-    pub(crate) fn new(pool: Arc<Pool>, files: FileQueries) -> Base {
-        Base { pool, files, dirs: LocalDirs::new(), times: Mtimes::new(Arc::new(SystemClock)) }
+    /// `read_only` names the table when the storage was opened read-only.
+    pub(crate) fn new(pool: Arc<Pool>, files: FileQueries, read_only: Option<String>) -> Base {
+        Base { pool, files, dirs: LocalDirs::new(), times: Mtimes::new(Arc::new(SystemClock)), read_only }
+    }
+
+    /// Refuses `op` on `path` when the storage was opened read-only.
+    pub(crate) fn writable(&self, op: Op, path: &Path) -> Result<(), StoreError> {
+        match &self.read_only {
+            Some(table) => Err(ServerError::ReadOnly { table: table.clone() }.at(op, path)),
+            None => Ok(()),
+        }
+    }
+
+    /// Returns whether the storage was opened read-only.
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.read_only.is_some()
     }
 
     pub(crate) fn client(&self, op: Op, path: &Path) -> Result<Pooled, StoreError> {
@@ -157,6 +189,7 @@ impl Base {
     ) -> Result<(), StoreError> {
         let op = Op::Overwrite;
         let k = ServerError::file_key(op, path)?;
+        self.writable(op, path)?;
         let now = self.mtime();
         let mut c = self.client(op, path)?;
         let n =

@@ -44,6 +44,18 @@ pub enum ServerError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The storage was opened read-only ([`PostgresOptions::read_only`]), so it refuses
+    /// every write; nothing was written.
+    ///
+    /// [`PostgresOptions::read_only`]: crate::PostgresOptions::read_only
+    #[error(
+        "the table {table} was opened read-only, for a command that only reads or a dry run; \
+         nothing was written (a writing command opens it for writing, and creates it when missing)"
+    )]
+    ReadOnly {
+        /// The table (for the native layout, the metadata table).
+        table: String,
+    },
     /// The database refused the statement or the connection failed.
     #[error("database error: {}", detail(.0))]
     Database(postgres::Error),
@@ -58,13 +70,15 @@ impl From<postgres::Error> for ServerError {
 impl ServerError {
     /// Returns the [`io::ErrorKind`] a [`StoreError::Io`] reports for this cause:
     /// `FileTooLarge` for a full row, `InvalidData` for content text cannot hold,
-    /// `InvalidInput` for a bad key, `StorageFull` for a full disk, `OutOfMemory` when the
+    /// `InvalidInput` for a bad key, `ReadOnlyFilesystem` for a write refused by a read-only
+    /// storage, `StorageFull` for a full disk, `OutOfMemory` when the
     /// server ran out of memory, `ConnectionAborted` for a lost connection, `Other` otherwise.
     pub fn kind(&self) -> io::ErrorKind {
         match self {
             ServerError::TooLarge { .. } => io::ErrorKind::FileTooLarge,
             ServerError::InvalidContent { .. } => io::ErrorKind::InvalidData,
             ServerError::BadPath { .. } => io::ErrorKind::InvalidInput,
+            ServerError::ReadOnly { .. } => io::ErrorKind::ReadOnlyFilesystem,
             ServerError::Database(e) => db_kind(e),
         }
     }
@@ -150,7 +164,7 @@ pub enum ConnectError {
     #[error("cannot connect to PostgreSQL")]
     Connect(#[source] postgres::Error),
     /// Creating or checking the table failed.
-    #[error("cannot create the session table {table}")]
+    #[error("cannot create or check the session table {table}")]
     Schema {
         /// The table.
         table: String,

@@ -32,6 +32,12 @@
 //! notification (PostgreSQL serialises `NOTIFY` at commit). PostgreSQL 11 or later
 //! (`starts_with`, `EXECUTE FUNCTION`).
 //!
+//! Opened with [`PostgresOptions::read_only`] (or [`NativePostgresOptions::read_only`]),
+//! a storage creates, alters and writes nothing, which is what a command that only reads
+//! or a dry run needs: it looks the table up in the catalog, reads a missing table as an
+//! empty store and missing title columns as unset, and refuses every write with
+//! [`ServerError::ReadOnly`].
+//!
 //! # Operations
 //!
 //! * Sizes are byte lengths, `octet_length(content)` (constant time).
@@ -125,7 +131,7 @@ mod storage;
 mod watch;
 
 pub use error::{ConnectError, MAX_CONTENT_BYTES, MAX_KEY_BYTES, ServerError};
-pub use native::{DEFAULT_STEM, NativePostgresStorage, valid_stem};
+pub use native::{DEFAULT_STEM, NativePostgresOptions, NativePostgresStorage, valid_stem};
 pub use session_store::keyed::valid_table_name;
 pub use storage::{DEFAULT_TABLE, PostgresOptions, PostgresStorage};
 

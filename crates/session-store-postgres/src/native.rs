@@ -5,12 +5,12 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use postgres::{Config, IsolationLevel, Transaction};
-use session_store::keyed::{AppendingWriter, Cause, TitleMeta, backups, lay_over};
+use session_store::keyed::{AppendingWriter, Cause, TitleMeta, backups, lay_over, read_relation};
 use session_store::{
     AppendWriter, Durability, ExpectedSize, FileStat, LockWait, Note, Op, SessionLock, Storage, StoreError,
 };
 
-use crate::base::{Base, FileQueries, base_storage_methods};
+use crate::base::{Base, FileQueries, base_storage_methods, columns_of};
 use crate::error::{ConnectError, ServerError, db};
 use crate::pool::{Pool, Pooled};
 use crate::storage::meta_at;
@@ -32,6 +32,7 @@ struct Queries {
     size_for_update: String,
     with_prefix: String,
     newest_with_prefix: String,
+    stats_with_prefix: String,
     read_meta: String,
     read_lines: String,
     slices: String,
@@ -55,28 +56,46 @@ struct Queries {
     write_notes: String,
 }
 
+/// The metadata table's columns that reads name, and their `NULL`s.
+const META_COLUMNS: [(&str, &str); 6] = [
+    ("path", "NULL::text"),
+    ("size", "NULL::bigint"),
+    ("mtime_ms", "NULL::bigint"),
+    ("title", "NULL::text"),
+    ("title_source", "NULL::text"),
+    ("title_updated_at", "NULL::text"),
+];
+
+/// The lines table's columns and their `NULL`s.
+const LINES_COLUMNS: [(&str, &str); 3] = [("path", "NULL::text"), ("seq", "NULL::bigint"), ("line", "NULL::bytea")];
+
 impl Queries {
-    fn new(stem: &str) -> Queries {
+    /// The statements on the tables of `stem`, whose reads name `from_m` and `from_l`
+    /// (the tables, or what stands in for them in a read-only storage:
+    /// [`read_relation`]).
+    fn new(stem: &str, from_m: &str, from_l: &str) -> Queries {
         let m = format!("{stem}_meta");
         let l = format!("{stem}_lines");
         let title_cols = "title, title_source, title_updated_at";
         Queries {
-            stat: format!("SELECT size, mtime_ms FROM {m} WHERE path = $1"),
+            stat: format!("SELECT size, mtime_ms FROM {from_m} WHERE path = $1"),
             size_for_update: format!("SELECT size FROM {m} WHERE path = $1 FOR UPDATE"),
-            with_prefix: format!("SELECT path FROM {m} WHERE starts_with(path, $1)"),
-            newest_with_prefix: format!("SELECT max(mtime_ms) FROM {m} WHERE starts_with(path, $1)"),
-            read_meta: format!("SELECT size, {title_cols}, mtime_ms FROM {m} WHERE path = $1"),
-            read_lines: format!("SELECT line FROM {l} WHERE path = $1 ORDER BY seq"),
+            with_prefix: format!("SELECT path FROM {from_m} WHERE starts_with(path, $1)"),
+            newest_with_prefix: format!("SELECT max(mtime_ms) FROM {from_m} WHERE starts_with(path, $1)"),
+            stats_with_prefix: format!("SELECT path, size, mtime_ms FROM {from_m} WHERE starts_with(path, $1)"),
+            read_meta: format!("SELECT size, {title_cols}, mtime_ms FROM {from_m} WHERE path = $1"),
+            read_lines: format!("SELECT line FROM {from_l} WHERE path = $1 ORDER BY seq"),
+            // The metadata relation is named by the table's name (what stands in for it
+            // carries that alias too).
             slices: format!(
-                "SELECT m.size, m.{title_cols_m}, m.mtime_ms, \
-                 (SELECT string_agg(line, ''::bytea ORDER BY seq) FROM {l} WHERE path = $1 AND seq < $2::bigint), \
+                "SELECT {m}.size, {m}.title, {m}.title_source, {m}.title_updated_at, {m}.mtime_ms, \
+                 (SELECT string_agg(line, ''::bytea ORDER BY seq) FROM {from_l} WHERE path = $1 AND seq < $2::bigint), \
                  t.start, \
                  CASE WHEN $3::bigint > 0 THEN \
-                 (SELECT string_agg(line, ''::bytea ORDER BY seq) FROM {l} WHERE path = $1 AND seq >= t.start) END \
-                 FROM {m} m CROSS JOIN LATERAL (SELECT coalesce((SELECT max(seq) FROM {l} \
-                 WHERE path = $1 AND seq <= greatest(m.size - $3::bigint, 0)), 0) AS start) t \
-                 WHERE m.path = $1",
-                title_cols_m = "title, m.title_source, m.title_updated_at"
+                 (SELECT string_agg(line, ''::bytea ORDER BY seq) FROM {from_l} WHERE path = $1 AND seq >= t.start) END \
+                 FROM {from_m} CROSS JOIN LATERAL (SELECT coalesce((SELECT max(seq) FROM {from_l} \
+                 WHERE path = $1 AND seq <= greatest({m}.size - $3::bigint, 0)), 0) AS start) t \
+                 WHERE {m}.path = $1"
             ),
             append: format!(
                 "WITH m AS (INSERT INTO {m} (path, size, mtime_ms) VALUES ($1, $3, $4) \
@@ -149,6 +168,38 @@ struct Inner {
     q: Queries,
 }
 
+/// Settings of [`NativePostgresStorage::connect_with`].
+#[derive(Clone, Debug)]
+pub struct NativePostgresOptions {
+    stem: String,
+    read_only: bool,
+}
+
+impl Default for NativePostgresOptions {
+    fn default() -> NativePostgresOptions {
+        NativePostgresOptions { stem: DEFAULT_STEM.to_owned(), read_only: false }
+    }
+}
+
+impl NativePostgresOptions {
+    /// Uses the tables `<stem>_meta` and `<stem>_lines` instead of `session_meta` and
+    /// `session_lines`; `stem` must pass [`valid_stem`] (checked by
+    /// [`NativePostgresStorage::connect_with`]).
+    pub fn stem(mut self, stem: &str) -> NativePostgresOptions {
+        stem.clone_into(&mut self.stem);
+        self
+    }
+
+    /// Whether to open the tables read-only (off by default): nothing is created or
+    /// altered, every write is refused with [`ServerError::ReadOnly`] (a
+    /// `StoreError::Io` of kind `ReadOnlyFilesystem`), and notes are neither read nor
+    /// kept. Missing tables read as an empty store (no files, every read `NotFound`).
+    pub fn read_only(mut self, read_only: bool) -> NativePostgresOptions {
+        self.read_only = read_only;
+        self
+    }
+}
+
 /// Session files in PostgreSQL, one row per appended line: an append is one short
 /// transaction whatever the session's size.
 ///
@@ -170,13 +221,32 @@ impl NativePostgresStorage {
 
     /// [`NativePostgresStorage::connect`] with the tables `<stem>_meta` and `<stem>_lines`.
     pub fn connect_with_stem(conn: &str, stem: &str) -> Result<NativePostgresStorage, ConnectError> {
+        NativePostgresStorage::connect_with(conn, NativePostgresOptions::default().stem(stem))
+    }
+
+    /// [`NativePostgresStorage::connect`] with other [`NativePostgresOptions`].
+    pub fn connect_with(conn: &str, options: NativePostgresOptions) -> Result<NativePostgresStorage, ConnectError> {
+        let stem = options.stem.as_str();
         if !valid_stem(stem) {
             return Err(ConnectError::BadTableName(stem.to_owned()));
         }
         let config = Config::from_str(conn).map_err(ConnectError::BadConfig)?;
         let pool = Pool::new(config, 8);
-        let q = Queries::new(stem);
         let mut c = pool.get().map_err(ConnectError::Connect)?;
+        let (m, l) = (format!("{stem}_meta"), format!("{stem}_lines"));
+        if options.read_only {
+            let schema = |source| ConnectError::Schema { table: m.clone(), source };
+            let meta = columns_of(&mut c, &m).map_err(schema)?;
+            let lines = columns_of(&mut c, &l).map_err(schema)?;
+            drop(c);
+            let q = Queries::new(
+                stem,
+                &read_relation(&m, &META_COLUMNS, meta.as_deref(), "WHERE false"),
+                &read_relation(&l, &LINES_COLUMNS, lines.as_deref(), "WHERE false"),
+            );
+            return Ok(NativePostgresStorage::with(pool, q, stem, Some(m)));
+        }
+        let q = Queries::new(stem, &m, &l);
         // One connect at a time per stem changes the schema (the advisory lock), so that two
         // processes starting together do not race on the function and trigger.
         let ddl = format!(
@@ -204,15 +274,21 @@ impl NativePostgresStorage {
         );
         c.client().batch_execute(&ddl).map_err(|source| ConnectError::Schema { table: q.meta_t.clone(), source })?;
         drop(c);
+        Ok(NativePostgresStorage::with(pool, q, stem, None))
+    }
+
+    /// The storage on `pool` with the statements `q`; `read_only` names the metadata
+    /// table when it was opened read-only.
+    fn with(pool: Arc<Pool>, q: Queries, stem: &str, read_only: Option<String>) -> NativePostgresStorage {
         let files = FileQueries {
             stat: q.stat.clone(),
             newest_with_prefix: q.newest_with_prefix.clone(),
             with_prefix: q.with_prefix.clone(),
-            stats_with_prefix: format!("SELECT path, size, mtime_ms FROM {} WHERE starts_with(path, $1)", q.meta_t),
+            stats_with_prefix: q.stats_with_prefix.clone(),
             title: q.title.clone(),
         };
-        let inner = Inner { base: Base::new(pool, files), stem: stem.to_owned(), q };
-        Ok(NativePostgresStorage { inner: Arc::new(inner) })
+        let inner = Inner { base: Base::new(pool, files, read_only), stem: stem.to_owned(), q };
+        NativePostgresStorage { inner: Arc::new(inner) }
     }
 
     /// Returns the tables' stem.
@@ -237,6 +313,7 @@ impl NativePostgresStorage {
     pub fn append_if_size(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
         let op = Op::Append;
         let k = ServerError::file_key(op, path)?;
+        self.inner.base.writable(op, path)?;
         let n = len_i64(op, path, bytes.len() as u64)?;
         let now = self.mtime();
         let mut c = self.client(op, path)?;
@@ -292,6 +369,7 @@ impl NativePostgresStorage {
 
     fn replace(&self, op: Op, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
         let k = ServerError::file_key(op, path)?;
+        self.inner.base.writable(op, path)?;
         let n = len_i64(op, path, bytes.len() as u64)?;
         let meta = TitleMeta::of_body(bytes);
         let now = self.mtime();
@@ -469,6 +547,10 @@ impl Storage for NativePostgresStorage {
 
     fn read_notes(&self, paths: &[PathBuf], kind: &str) -> Result<Option<Vec<Option<Note>>>, StoreError> {
         let op = Op::Read;
+        if self.inner.base.is_read_only() {
+            // The note columns may be missing, and no note could be kept: none are read.
+            return Ok(None);
+        }
         let Some(first) = paths.first() else { return Ok(Some(Vec::new())) };
         let keys = paths.iter().map(|p| ServerError::file_key(op, p)).collect::<Result<Vec<_>, _>>()?;
         let mut c = self.client(op, first)?;
@@ -489,6 +571,11 @@ impl Storage for NativePostgresStorage {
 
     fn write_notes(&self, kind: &str, notes: &[(PathBuf, u64, Vec<u8>)]) -> Result<(), StoreError> {
         let op = Op::Write;
+        if self.inner.base.is_read_only() {
+            // Notes are derived data, and a read-only storage keeps none (as a storage
+            // without notes, it ignores the call).
+            return Ok(());
+        }
         let Some((first, _, _)) = notes.first() else { return Ok(()) };
         let keys = notes.iter().map(|(p, _, _)| ServerError::file_key(op, p)).collect::<Result<Vec<_>, _>>()?;
         let versions: Vec<String> = notes.iter().map(|(_, v, _)| v.to_string()).collect();
@@ -505,6 +592,7 @@ impl Storage for NativePostgresStorage {
     fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
         let op = Op::Truncate;
         let k = ServerError::file_key(op, path)?;
+        self.inner.base.writable(op, path)?;
         let n = len_i64(op, path, len)?;
         let now = self.mtime();
         let q = &self.inner.q;
@@ -528,6 +616,7 @@ impl Storage for NativePostgresStorage {
         let op = Op::Rename;
         let src = ServerError::file_key(op, from)?;
         let dst = ServerError::file_key(op, to)?;
+        self.inner.base.writable(op, from)?;
         let now = self.mtime();
         let q = &self.inner.q;
         let mut c = self.client(op, from)?;
@@ -551,6 +640,7 @@ impl Storage for NativePostgresStorage {
     fn unlink(&self, path: &Path) -> Result<(), StoreError> {
         let op = Op::Unlink;
         let k = ServerError::file_key(op, path)?;
+        self.inner.base.writable(op, path)?;
         let mut c = self.client(op, path)?;
         let mut tx = c.client().transaction().map_err(db(op, path))?;
         let gone = tx.execute(&self.inner.q.delete_meta, &[&k]).map_err(db(op, path))?;
@@ -564,6 +654,7 @@ impl Storage for NativePostgresStorage {
     fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
         let op = Op::Unlink;
         let k = ServerError::file_key(op, path)?;
+        self.inner.base.writable(op, path)?;
         let artifacts =
             session_store::artifacts_dir(path).map(|d| ServerError::dir_prefix(Op::RemoveDir, &d)).transpose()?;
         let q = &self.inner.q;
@@ -591,6 +682,7 @@ impl Storage for NativePostgresStorage {
         let _ = durability; // every append is a committed statement
         let op = Op::Open;
         let k = ServerError::file_key(op, path)?;
+        self.inner.base.writable(op, path)?;
         let now = self.mtime();
         let mut c = self.client(op, path)?;
         c.client().execute(&self.inner.q.create_meta, &[&k, &now]).map_err(db(op, path))?;

@@ -5,10 +5,10 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use postgres::Config;
-use session_store::keyed::{AppendingWriter, Cause, TitleMeta, backups, lay_over, valid_table_name};
+use session_store::keyed::{AppendingWriter, Cause, TitleMeta, backups, lay_over, read_relation, valid_table_name};
 use session_store::{AppendWriter, Durability, ExpectedSize, FileStat, LockWait, Op, SessionLock, Storage, StoreError};
 
-use crate::base::{Base, FileQueries, base_storage_methods};
+use crate::base::{Base, FileQueries, base_storage_methods, columns_of};
 use crate::error::{ConnectError, MAX_CONTENT_BYTES, ServerError, db};
 use crate::keys::text;
 use crate::pool::{Pool, Pooled};
@@ -22,11 +22,12 @@ pub struct PostgresOptions {
     table: String,
     create_table: bool,
     max_idle: usize,
+    read_only: bool,
 }
 
 impl Default for PostgresOptions {
     fn default() -> PostgresOptions {
-        PostgresOptions { table: DEFAULT_TABLE.to_owned(), create_table: true, max_idle: 8 }
+        PostgresOptions { table: DEFAULT_TABLE.to_owned(), create_table: true, max_idle: 8, read_only: false }
     }
 }
 
@@ -42,6 +43,16 @@ impl PostgresOptions {
     /// does unless `createTable: false`; on by default.
     pub fn create_table(mut self, create: bool) -> PostgresOptions {
         self.create_table = create;
+        self
+    }
+
+    /// Whether to open the table read-only (off by default): nothing is created or
+    /// altered, whatever [`PostgresOptions::create_table`] says, and every write is refused
+    /// with [`ServerError::ReadOnly`] (a `StoreError::Io` of kind `ReadOnlyFilesystem`).
+    /// A missing table reads as an empty store (no files, every read `NotFound`), and
+    /// missing title columns (an older omp table) read as unset.
+    pub fn read_only(mut self, read_only: bool) -> PostgresOptions {
+        self.read_only = read_only;
         self
     }
 
@@ -77,11 +88,23 @@ struct Queries {
     exists: String,
 }
 
+/// omp's columns and their `NULL`s: what a read-only storage reads where the table lacks them.
+const COLUMNS: [(&str, &str); 6] = [
+    ("path", "NULL::text"),
+    ("content", "NULL::text"),
+    ("mtime_ms", "NULL::bigint"),
+    ("title", "NULL::text"),
+    ("title_source", "NULL::text"),
+    ("title_updated_at", "NULL::text"),
+];
+
 impl Queries {
-    fn new(t: &str) -> Queries {
+    /// The statements on table `t`, whose reads name `from` (the table, or what stands in
+    /// for it in a read-only storage: [`read_relation`]).
+    fn new(t: &str, from: &str) -> Queries {
         let meta = "title, title_source, title_updated_at";
         Queries {
-            read: format!("SELECT content, {meta}, mtime_ms FROM {t} WHERE path = $1"),
+            read: format!("SELECT content, {meta}, mtime_ms FROM {from} WHERE path = $1"),
             slices: format!(
                 "SELECT substring(convert_to(content, 'UTF8') from 1 for $2::int) AS head, \
                  CASE WHEN $3::int <= 0 THEN ''::bytea \
@@ -89,10 +112,10 @@ impl Queries {
                  octet_length(content)::bigint, {meta}, \
                  CASE WHEN title IS NULL AND title_source IS NULL AND title_updated_at IS NULL THEN NULL \
                  ELSE substring(convert_to(content, 'UTF8') from 1 for 256) END AS first, mtime_ms \
-                 FROM {t} WHERE path = $1"
+                 FROM {from} WHERE path = $1"
             ),
-            size: format!("SELECT octet_length(content)::bigint FROM {t} WHERE path = $1"),
-            stat: format!("SELECT octet_length(content)::bigint, mtime_ms FROM {t} WHERE path = $1"),
+            size: format!("SELECT octet_length(content)::bigint FROM {from} WHERE path = $1"),
+            stat: format!("SELECT octet_length(content)::bigint, mtime_ms FROM {from} WHERE path = $1"),
             upsert: format!(
                 "INSERT INTO {t} (path, content, mtime_ms, {meta}) VALUES ($1, $2, $3, $4, $5, $6) \
                  ON CONFLICT (path) DO UPDATE SET content = excluded.content, mtime_ms = excluded.mtime_ms, \
@@ -128,13 +151,13 @@ impl Queries {
             touch: format!("UPDATE {t} SET mtime_ms = $2 WHERE path = $1"),
             delete: format!("DELETE FROM {t} WHERE path = $1"),
             rename: format!("UPDATE {t} SET path = $1, mtime_ms = $2 WHERE path = $3"),
-            with_prefix: format!("SELECT path FROM {t} WHERE starts_with(path, $1)"),
-            newest_with_prefix: format!("SELECT max(mtime_ms) FROM {t} WHERE starts_with(path, $1)"),
+            with_prefix: format!("SELECT path FROM {from} WHERE starts_with(path, $1)"),
+            newest_with_prefix: format!("SELECT max(mtime_ms) FROM {from} WHERE starts_with(path, $1)"),
             delete_prefix: format!("DELETE FROM {t} WHERE starts_with(path, $1)"),
             title: format!(
                 "UPDATE {t} SET title = $2, title_source = $3, title_updated_at = $4, mtime_ms = $5 WHERE path = $1"
             ),
-            exists: format!("SELECT 1 FROM {t} WHERE path = $1"),
+            exists: format!("SELECT 1 FROM {from} WHERE path = $1"),
         }
     }
 }
@@ -172,22 +195,29 @@ impl PostgresStorage {
         let config = Config::from_str(conn).map_err(ConnectError::BadConfig)?;
         let pool = Pool::new(config, options.max_idle);
         let mut c = pool.get().map_err(ConnectError::Connect)?;
-        if options.create_table {
-            create_table(&mut c, &options.table)?;
-        }
+        let from = if options.read_only {
+            let schema = |source| ConnectError::Schema { table: options.table.clone(), source };
+            let columns = columns_of(&mut c, &options.table).map_err(schema)?;
+            read_relation(&options.table, &COLUMNS, columns.as_deref(), "WHERE false")
+        } else {
+            if options.create_table {
+                create_table(&mut c, &options.table)?;
+            }
+            options.table.clone()
+        };
         drop(c);
-        let q = Queries::new(&options.table);
+        let q = Queries::new(&options.table, &from);
         let files = FileQueries {
             stat: q.stat.clone(),
             newest_with_prefix: q.newest_with_prefix.clone(),
             with_prefix: q.with_prefix.clone(),
             stats_with_prefix: format!(
-                "SELECT path, octet_length(content)::bigint, mtime_ms FROM {} WHERE starts_with(path, $1)",
-                options.table
+                "SELECT path, octet_length(content)::bigint, mtime_ms FROM {from} WHERE starts_with(path, $1)"
             ),
             title: q.title.clone(),
         };
-        let inner = Inner { base: Base::new(pool, files), q, table: options.table };
+        let read_only = options.read_only.then(|| options.table.clone());
+        let inner = Inner { base: Base::new(pool, files, read_only), q, table: options.table };
         Ok(PostgresStorage { inner: Arc::new(inner) })
     }
 
@@ -215,6 +245,7 @@ impl PostgresStorage {
     pub fn append_if_size(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
         let op = Op::Append;
         let k = ServerError::file_key(op, path)?;
+        self.inner.base.writable(op, path)?;
         let body = text(op, path, bytes)?;
         let now = self.mtime();
         let mut c = self.client(op, path)?;
@@ -316,6 +347,7 @@ impl PostgresStorage {
 
     fn replace(&self, op: Op, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
         let k = ServerError::file_key(op, path)?;
+        self.inner.base.writable(op, path)?;
         let body = text(op, path, bytes)?;
         check_len(op, path, bytes.len() as u64)?;
         let meta = TitleMeta::of_body(bytes);
@@ -393,6 +425,7 @@ impl Storage for PostgresStorage {
     fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         let op = Op::Append;
         let k = ServerError::file_key(op, path)?;
+        self.inner.base.writable(op, path)?;
         let body = text(op, path, bytes)?;
         check_len(op, path, bytes.len() as u64)?;
         let now = self.mtime();
@@ -404,6 +437,7 @@ impl Storage for PostgresStorage {
     fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
         let op = Op::Truncate;
         let k = ServerError::file_key(op, path)?;
+        self.inner.base.writable(op, path)?;
         let now = self.mtime();
         let mut c = self.client(op, path)?;
         let mut tx = c.client().transaction().map_err(db(op, path))?;
@@ -428,6 +462,7 @@ impl Storage for PostgresStorage {
         let op = Op::Rename;
         let src = ServerError::file_key(op, from)?;
         let dst = ServerError::file_key(op, to)?;
+        self.inner.base.writable(op, from)?;
         let now = self.mtime();
         let mut c = self.client(op, from)?;
         if src == dst {
@@ -448,6 +483,7 @@ impl Storage for PostgresStorage {
     fn unlink(&self, path: &Path) -> Result<(), StoreError> {
         let op = Op::Unlink;
         let k = ServerError::file_key(op, path)?;
+        self.inner.base.writable(op, path)?;
         let mut c = self.client(op, path)?;
         match c.client().execute(&self.inner.q.delete, &[&k]).map_err(db(op, path))? {
             0 => Err(StoreError::NotFound { path: path.to_path_buf() }),
@@ -458,6 +494,7 @@ impl Storage for PostgresStorage {
     fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
         let op = Op::Unlink;
         let k = ServerError::file_key(op, path)?;
+        self.inner.base.writable(op, path)?;
         let artifacts =
             session_store::artifacts_dir(path).map(|d| ServerError::dir_prefix(Op::RemoveDir, &d)).transpose()?;
         let mut c = self.client(op, path)?;
@@ -482,6 +519,7 @@ impl Storage for PostgresStorage {
         let _ = durability; // every append is a committed statement
         let op = Op::Open;
         let k = ServerError::file_key(op, path)?;
+        self.inner.base.writable(op, path)?;
         let now = self.mtime();
         let mut c = self.client(op, path)?;
         c.client().execute(&self.inner.q.touch_empty, &[&k, &now]).map_err(db(op, path))?;
@@ -501,7 +539,6 @@ impl Storage for PostgresStorage {
     }
 }
 
-#[cfg(test)]
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,6 +43,18 @@ pub enum SqliteError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The storage was opened read-only ([`TableOptions::read_only`]), so it refuses
+    /// every write; nothing was written.
+    ///
+    /// [`TableOptions::read_only`]: session_store::keyed::TableOptions::read_only
+    #[error(
+        "the table {table} was opened read-only, for a command that only reads or a dry run; \
+         nothing was written (a writing command opens it for writing, and creates it when missing)"
+    )]
+    ReadOnly {
+        /// The table.
+        table: String,
+    },
     /// SQLite refused the statement.
     #[error("database error: {0}")]
     Database(#[from] rusqlite::Error),
@@ -53,12 +65,14 @@ impl SqliteError {
     /// `FileTooLarge` for a full row, `InvalidData` for content text cannot hold,
     /// `InvalidInput` for a bad key, `StorageFull` for a full disk or database,
     /// `ResourceBusy` when another connection held the database past the busy timeout,
-    /// `ReadOnlyFilesystem` for a database opened read-only, `Other` otherwise.
+    /// `ReadOnlyFilesystem` for a write refused by a storage (or a database) opened
+    /// read-only, `Other` otherwise.
     pub fn kind(&self) -> io::ErrorKind {
         match self {
             SqliteError::TooLarge { .. } => io::ErrorKind::FileTooLarge,
             SqliteError::InvalidContent { .. } => io::ErrorKind::InvalidData,
             SqliteError::BadPath { .. } => io::ErrorKind::InvalidInput,
+            SqliteError::ReadOnly { .. } => io::ErrorKind::ReadOnlyFilesystem,
             SqliteError::Database(e) => db_kind(e),
         }
     }
@@ -118,7 +132,8 @@ pub enum ConnectError {
         #[source]
         source: rusqlite::Error,
     },
-    /// The table could not be created or brought to omp's columns.
+    /// The table could not be created or brought to omp's columns (or, read-only, looked
+    /// up in the catalog).
     #[error("cannot prepare the table {table}")]
     Schema {
         /// The table.

@@ -25,6 +25,12 @@
 //! ALTER TABLE omp_session_files ADD COLUMN title_updated_at TEXT;  -- "duplicate column" ignored
 //! ```
 //!
+//! Opened with [`SqliteOptions::read_only`](session_store::keyed::TableOptions::read_only),
+//! the storage creates nothing, which is what a command that only reads or a dry run
+//! needs: an existing database is opened with `SQLITE_OPEN_READONLY` and its table looked
+//! up in the catalog, a missing database file or table reads as an empty store, missing
+//! title columns read as unset, and every write is refused with [`SqliteError::ReadOnly`].
+//!
 //! # Operations
 //!
 //! * Sizes are byte lengths, `octet_length(content)` (omp writes

@@ -4,11 +4,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 use session_store::clock::SystemClock;
 use session_store::keyed::{
     AppendingWriter, Cause, LocalDirs, Mtimes, TableOptions, TitleMeta, backups, child_entries, children, lay_over,
-    valid_table_name,
+    read_relation, valid_table_name,
 };
 use session_store::{
     AppendWriter, DirEntry, Durability, ExpectedSize, FileStat, FileStorage, LockWait, Op, PollWatch, SessionLock,
@@ -49,24 +49,36 @@ struct Queries {
     exists: String,
 }
 
+/// omp's columns and their `NULL`s: what a read-only storage reads where the table lacks them.
+const COLUMNS: [(&str, &str); 6] = [
+    ("path", "NULL"),
+    ("content", "NULL"),
+    ("mtime_ms", "NULL"),
+    ("title", "NULL"),
+    ("title_source", "NULL"),
+    ("title_updated_at", "NULL"),
+];
+
 impl Queries {
-    fn new(t: &str) -> Queries {
+    /// The statements on table `t`, whose reads name `from` (the table, or what stands in
+    /// for it in a read-only storage: [`read_relation`]).
+    fn new(t: &str, from: &str) -> Queries {
         let meta = "title, title_source, title_updated_at";
         // Keys below a prefix: `substr` compares the prefix's own characters, so nothing
         // in it (`%`, `_`, `*`) is a pattern.
         let under = "substr(path, 1, length(?1)) = ?1";
         Queries {
-            read: format!("SELECT content, {meta}, mtime_ms FROM {t} WHERE path = ?1"),
+            read: format!("SELECT content, {meta}, mtime_ms FROM {from} WHERE path = ?1"),
             slices: format!(
                 "SELECT substr(CAST(content AS BLOB), 1, ?2) AS head, \
                  CASE WHEN ?3 <= 0 THEN x'' ELSE substr(CAST(content AS BLOB), -?3) END AS tail, \
                  octet_length(content), {meta}, \
                  CASE WHEN title IS NULL AND title_source IS NULL AND title_updated_at IS NULL THEN NULL \
                  ELSE substr(CAST(content AS BLOB), 1, 256) END AS first, mtime_ms \
-                 FROM {t} WHERE path = ?1"
+                 FROM {from} WHERE path = ?1"
             ),
-            size: format!("SELECT octet_length(content) FROM {t} WHERE path = ?1"),
-            stat: format!("SELECT octet_length(content), mtime_ms FROM {t} WHERE path = ?1"),
+            size: format!("SELECT octet_length(content) FROM {from} WHERE path = ?1"),
+            stat: format!("SELECT octet_length(content), mtime_ms FROM {from} WHERE path = ?1"),
             upsert: format!(
                 "INSERT INTO {t} (path, content, mtime_ms, {meta}) VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
                  ON CONFLICT (path) DO UPDATE SET content = excluded.content, mtime_ms = excluded.mtime_ms, \
@@ -101,13 +113,13 @@ impl Queries {
             touch: format!("UPDATE {t} SET mtime_ms = ?2 WHERE path = ?1"),
             delete: format!("DELETE FROM {t} WHERE path = ?1"),
             rename: format!("UPDATE {t} SET path = ?1, mtime_ms = ?2 WHERE path = ?3"),
-            with_prefix: format!("SELECT path FROM {t} WHERE {under}"),
-            newest_with_prefix: format!("SELECT max(mtime_ms) FROM {t} WHERE {under}"),
+            with_prefix: format!("SELECT path FROM {from} WHERE {under}"),
+            newest_with_prefix: format!("SELECT max(mtime_ms) FROM {from} WHERE {under}"),
             delete_prefix: format!("DELETE FROM {t} WHERE {under}"),
             title: format!(
                 "UPDATE {t} SET title = ?2, title_source = ?3, title_updated_at = ?4, mtime_ms = ?5 WHERE path = ?1"
             ),
-            exists: format!("SELECT 1 FROM {t} WHERE path = ?1"),
+            exists: format!("SELECT 1 FROM {from} WHERE path = ?1"),
         }
     }
 }
@@ -123,6 +135,9 @@ struct Inner {
     times: Mtimes,
     /// `<database>.locks/`: one lock file per locked session (see [`Storage::lock`]).
     locks_dir: PathBuf,
+    /// Opened read-only: every write is refused, and the lock directory is made only
+    /// when a lock is taken.
+    read_only: bool,
 }
 
 /// Session files as rows of omp 18.3.4's `omp_session_files` table in a SQLite database.
@@ -148,6 +163,11 @@ impl std::fmt::Debug for SqliteStorage {
 impl SqliteStorage {
     /// Opens (creating it when missing) the database file `db` and creates the
     /// `omp_session_files` table when it is missing.
+    ///
+    /// With [`SqliteOptions::read_only`](TableOptions::read_only), [`SqliteStorage::open_with`]
+    /// creates nothing: an existing file is opened with `SQLITE_OPEN_READONLY`, a missing
+    /// one is an empty store (and stays missing), and the lock directory beside it is made
+    /// only when a lock is taken.
     pub fn open(db: &Path) -> Result<SqliteStorage, ConnectError> {
         SqliteStorage::open_with(db, SqliteOptions::default())
     }
@@ -158,16 +178,35 @@ impl SqliteStorage {
             return Err(ConnectError::BadTableName(options.table_name().to_owned()));
         }
         let open = |source| ConnectError::Open { path: db.to_path_buf(), source };
-        let conn = Connection::open(db).map_err(open)?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(open)?;
-        if options.creates_table() {
-            create_table(&conn, options.table_name())?;
+        let table = options.table_name();
+        let read_only = options.is_read_only();
+        let conn = match (read_only, db.exists()) {
+            (false, _) => Connection::open(db),
+            (true, true) => {
+                Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+            }
+            // No file: nothing to read, and nothing is created.
+            (true, false) => Connection::open_in_memory(),
         }
+        .map_err(open)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open)?;
+        let from = if read_only {
+            let columns =
+                columns_of(&conn, table).map_err(|source| ConnectError::Schema { table: table.to_owned(), source })?;
+            read_relation(table, &COLUMNS, columns.as_deref(), "WHERE 0")
+        } else {
+            if options.creates_table() {
+                create_table(&conn, table)?;
+            }
+            table.to_owned()
+        };
         let mut locks = db.as_os_str().to_owned();
         locks.push(".locks");
         let locks_dir = PathBuf::from(locks);
-        make_private_dir(&locks_dir).map_err(|source| ConnectError::LockDir { path: locks_dir.clone(), source })?;
-        let q = Queries::new(options.table_name());
+        if !read_only {
+            make_private_dir(&locks_dir).map_err(|source| ConnectError::LockDir { path: locks_dir.clone(), source })?;
+        }
+        let q = Queries::new(table, &from);
         let inner = Inner {
             conn: Mutex::new(conn),
             db_path: db.to_path_buf(),
@@ -176,6 +215,7 @@ impl SqliteStorage {
             dirs: LocalDirs::new(),
             times: Mtimes::new(Arc::new(SystemClock)),
             locks_dir,
+            read_only,
         };
         Ok(SqliteStorage { inner: Arc::new(inner) })
     }
@@ -202,6 +242,7 @@ impl SqliteStorage {
     ) -> Result<(), StoreError> {
         let op = Op::Overwrite;
         let k = SqliteError::file_key(op, path)?;
+        self.writable(op, path)?;
         let now = self.mtime();
         let c = self.conn();
         let n = c.execute(&self.inner.q.title, params![k, title, source, updated_at, now]).map_err(db(op, path))?;
@@ -218,6 +259,7 @@ impl SqliteStorage {
     pub fn append_if_size(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
         let op = Op::Append;
         let k = SqliteError::file_key(op, path)?;
+        self.writable(op, path)?;
         let body = text(op, path, bytes)?;
         let now = self.mtime();
         let c = self.conn();
@@ -242,6 +284,14 @@ impl SqliteStorage {
         };
         if written == 0 {
             return Err(self.conflict(&c, op, path, &k, expected));
+        }
+        Ok(())
+    }
+
+    /// Refuses `op` on `path` when the storage was opened read-only.
+    fn writable(&self, op: Op, path: &Path) -> Result<(), StoreError> {
+        if self.inner.read_only {
+            return Err(SqliteError::ReadOnly { table: self.inner.table.clone() }.at(op, path));
         }
         Ok(())
     }
@@ -324,6 +374,7 @@ impl SqliteStorage {
 
     fn replace(&self, op: Op, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
         let k = SqliteError::file_key(op, path)?;
+        self.writable(op, path)?;
         let body = text(op, path, bytes)?;
         check_len(op, path, bytes.len() as u64)?;
         let meta = TitleMeta::of_body(bytes);
@@ -391,6 +442,14 @@ fn create_table(conn: &Connection, table: &str) -> Result<(), ConnectError> {
         }
     }
     Ok(())
+}
+
+/// Returns the columns of `table`, or `None` when there is no such table: a look at the
+/// catalog that changes nothing.
+fn columns_of(conn: &Connection, table: &str) -> rusqlite::Result<Option<Vec<String>>> {
+    let mut stmt = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
+    let columns = stmt.query_map([table], |r| r.get::<_, String>(0))?.collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok((!columns.is_empty()).then_some(columns))
 }
 
 /// Creates `dir` (mode 0700 on Unix) unless it exists.
@@ -479,6 +538,7 @@ impl Storage for SqliteStorage {
     fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         let op = Op::Append;
         let k = SqliteError::file_key(op, path)?;
+        self.writable(op, path)?;
         let body = text(op, path, bytes)?;
         check_len(op, path, bytes.len() as u64)?;
         let now = self.mtime();
@@ -499,6 +559,7 @@ impl Storage for SqliteStorage {
     fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
         let op = Op::Truncate;
         let k = SqliteError::file_key(op, path)?;
+        self.writable(op, path)?;
         let now = self.mtime();
         let mut c = self.conn();
         let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db(op, path))?;
@@ -527,6 +588,7 @@ impl Storage for SqliteStorage {
         let op = Op::Rename;
         let src = SqliteError::file_key(op, from)?;
         let dst = SqliteError::file_key(op, to)?;
+        self.writable(op, from)?;
         let now = self.mtime();
         let mut c = self.conn();
         if src == dst {
@@ -545,6 +607,7 @@ impl Storage for SqliteStorage {
     fn unlink(&self, path: &Path) -> Result<(), StoreError> {
         let op = Op::Unlink;
         let k = SqliteError::file_key(op, path)?;
+        self.writable(op, path)?;
         match self.conn().execute(&self.inner.q.delete, [&k]).map_err(db(op, path))? {
             0 => Err(StoreError::NotFound { path: path.to_path_buf() }),
             _ => Ok(()),
@@ -554,6 +617,7 @@ impl Storage for SqliteStorage {
     fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
         let op = Op::Unlink;
         let k = SqliteError::file_key(op, path)?;
+        self.writable(op, path)?;
         let artifacts =
             session_store::artifacts_dir(path).map(|d| SqliteError::dir_prefix(Op::RemoveDir, &d)).transpose()?;
         let candidates = self.keys_with_prefix(op, path, &format!("{k}."))?;
@@ -578,6 +642,7 @@ impl Storage for SqliteStorage {
         let _ = durability; // every append is a committed statement
         let op = Op::Open;
         let k = SqliteError::file_key(op, path)?;
+        self.writable(op, path)?;
         let now = self.mtime();
         self.conn().execute(&self.inner.q.touch_empty, params![k, now]).map_err(db(op, path))?;
         Ok(Box::new(AppendingWriter::new(self.clone(), path)))
@@ -588,6 +653,10 @@ impl Storage for SqliteStorage {
     /// machine (a SQLite database is a local file) and is dropped with its holder.
     fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError> {
         let k = SqliteError::file_key(Op::Lock, path)?;
+        if self.inner.read_only {
+            make_private_dir(&self.inner.locks_dir)
+                .map_err(|e| StoreError::io_raw(Op::Lock, &self.inner.locks_dir, e))?;
+        }
         let held = FileStorage::new().lock(&self.lock_file(&k), wait).map_err(|e| match e {
             StoreError::Locked { .. } => StoreError::Locked { path: path.to_path_buf() },
             other => other,

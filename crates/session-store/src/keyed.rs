@@ -89,11 +89,12 @@ pub const OMP_TABLE: &str = "omp_session_files";
 pub struct TableOptions {
     table: String,
     create_table: bool,
+    read_only: bool,
 }
 
 impl Default for TableOptions {
     fn default() -> TableOptions {
-        TableOptions { table: OMP_TABLE.to_owned(), create_table: true }
+        TableOptions { table: OMP_TABLE.to_owned(), create_table: true, read_only: false }
     }
 }
 
@@ -111,15 +112,54 @@ impl TableOptions {
         self
     }
 
+    /// Whether to open the table read-only (off by default), for a command that only
+    /// reads or a dry run: nothing is created or altered, whatever
+    /// [`TableOptions::create_table`] says; the storage refuses every write with its
+    /// read-only error, reads a missing table as an empty store (no files, every read
+    /// `NotFound`) and missing title columns (an older omp table) as unset.
+    pub fn read_only(mut self, read_only: bool) -> TableOptions {
+        self.read_only = read_only;
+        self
+    }
+
     /// Returns the table's name.
     pub fn table_name(&self) -> &str {
         &self.table
     }
 
-    /// Returns whether the table is created when missing.
+    /// Returns whether the table is created when missing (never when read-only).
     pub fn creates_table(&self) -> bool {
-        self.create_table
+        self.create_table && !self.read_only
     }
+
+    /// Returns whether the table is opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+}
+
+/// Returns what the reads of a storage opened read-only name in `FROM` in place of
+/// `table`: `table` itself when it has every column of `columns`; else a subquery, named
+/// `table` too, that reads the columns it has and each missing one as its `NULL`
+/// expression (omp's title columns on an older table); and when `present` is `None`
+/// (no such table), a subquery of those `NULL`s that yields no row, `nothing` being the
+/// dialect's clause for that (`WHERE false`, `FROM DUAL WHERE FALSE`).
+///
+/// `columns` pairs each column with its `NULL` expression in the dialect
+/// (`NULL::text`, `CAST(NULL AS SIGNED)`). The statements stay the same, and nothing is
+/// created or altered.
+pub fn read_relation(table: &str, columns: &[(&str, &str)], present: Option<&[String]>, nothing: &str) -> String {
+    let Some(present) = present else {
+        let cols: Vec<String> = columns.iter().map(|(c, null)| format!("{null} AS {c}")).collect();
+        return format!("(SELECT {} {nothing}) AS {table}", cols.join(", "));
+    };
+    let has = |c: &str| present.iter().any(|p| p.eq_ignore_ascii_case(c));
+    if columns.iter().all(|(c, _)| has(c)) {
+        return table.to_owned();
+    }
+    let cols: Vec<String> =
+        columns.iter().map(|(c, null)| if has(c) { (*c).to_owned() } else { format!("{null} AS {c}") }).collect();
+    format!("(SELECT {} FROM {table}) AS {table}", cols.join(", "))
 }
 
 /// Returns whether `name` is a table name the SQL storages accept:
@@ -604,6 +644,17 @@ mod tests {
         assert_eq!(parse_change(":"), Some(("", None)));
         assert_eq!(parse_change("no size"), None);
         assert_eq!(parse_change("a:x"), None);
+    }
+
+    #[test]
+    fn read_relations_stand_in_for_what_is_missing() {
+        let cols = [("path", "NULL"), ("title", "NULL")];
+        let all = ["PATH".to_owned(), "title".to_owned()];
+        assert_eq!(read_relation("t", &cols, Some(&all), "WHERE 0"), "t");
+        assert_eq!(read_relation("t", &cols, Some(&all[..1]), "WHERE 0"), "(SELECT path, NULL AS title FROM t) AS t");
+        assert_eq!(read_relation("t", &cols, None, "WHERE 0"), "(SELECT NULL AS path, NULL AS title WHERE 0) AS t");
+        let o = TableOptions::default().read_only(true);
+        assert!(o.is_read_only() && !o.creates_table());
     }
 
     #[derive(Debug, thiserror::Error)]

@@ -683,3 +683,125 @@ fn machines_at_once(open: &dyn Fn() -> Result<std::sync::Arc<dyn session::store:
     assert!(failures.iter().all(|f| f.contains("locked") || f.contains("busy")), "{failures:?}");
     Ok(())
 }
+
+/// Runs, on the storage `url`, every command that only reads and every dry run, then a
+/// `sync --dry-run` to it, and checks with `tables` (the server's catalog, or whether
+/// the database file exists) that none created anything; then a `sync` to it creates
+/// what `made` names.
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+fn reading_creates_nothing(
+    url: &str,
+    tables: &dyn Fn() -> Result<Vec<String>>,
+    made: &[&str],
+    tag: &str,
+) -> Result<()> {
+    use crate::sync::{Home, line};
+    let tmp = TempDir::new(&format!("{tag}-homes"))?;
+    let a = Home::new(&tmp.0, "a", "git@example.org:me/app.git")?;
+    a.put_pi("s1", &[line("aaaaaaaa", None)])?;
+    let sessions = a.home.join(".pi/agent/sessions");
+    let (dir, remote) = (sessions.to_str().ok_or("utf-8 path")?, tmp.0.join("remote"));
+    let (old, new) = (a.project.to_str().ok_or("utf-8 path")?, tmp.0.join("moved"));
+    let new = new.to_str().ok_or("utf-8 path")?;
+    let commands: [&[&str]; 12] = [
+        &["ls", "--all"],
+        &["ls", "--dialect", "omp"],
+        &["resume", "aaaa"],
+        &["continue", "--dialect", "pi"],
+        &["stats", dir],
+        &["du", "--all"],
+        &["fsck", dir],
+        &["gc"],
+        &["prune", "--older-than", "1d"],
+        &["relocate", old, new],
+        &["trash", "empty"],
+        &["sync", "--to", remote.to_str().ok_or("utf-8 path")?, "--dry-run"],
+    ];
+    for args in commands {
+        let out = crate::in_home(&a.home, &a.home).args(args).args(["--json", "--store", url]).output()?;
+        let resume = matches!(args[0], "resume" | "continue");
+        assert!(out.status.success() || resume, "session {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(tables()?, Vec::<String>::new(), "session {args:?} --store {url} created something");
+    }
+    let dry = a.sync(&["--to", url, "--dry-run"])?;
+    assert_eq!((&dry["dryRun"], &dry["summary"]["pushed"]), (&serde_json::json!(true), &serde_json::json!(1)), "{dry}");
+    assert_eq!(tables()?, Vec::<String>::new(), "sync --dry-run --to {url} created something");
+    // A command that writes still creates the table.
+    assert_eq!(a.sync(&["--to", url])?["summary"]["pushed"], 1);
+    assert_eq!(tables()?, made);
+    let listed: serde_json::Value = serde_json::from_slice(
+        &crate::in_home(&a.home, &a.home).args(["ls", "--all", "--json", "--store", url]).output()?.stdout,
+    )?;
+    assert!(listed.as_array().is_some_and(Vec::is_empty), "sync files its copy under its prefix: {listed}");
+    Ok(())
+}
+
+/// Returns the tables of the PostgreSQL database `db` (its public schema).
+#[cfg(feature = "postgres")]
+fn pg_tables(db: &str) -> Result<Vec<String>> {
+    let mut c = postgres::Client::connect(&format!("host=/var/run/postgresql dbname={db}"), postgres::NoTls)?;
+    let rows = c.query(
+        "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1",
+        &[],
+    )?;
+    Ok(rows.iter().map(|r| r.try_get(0)).collect::<std::result::Result<_, _>>()?)
+}
+
+/// Commands that only read, and dry runs, create neither omp's table nor the native
+/// ones on PostgreSQL (`--store`, and `sync --dry-run --to`); a sync creates them.
+#[cfg(feature = "postgres")]
+#[test]
+fn reading_creates_no_table_on_postgres() -> Result<()> {
+    let test = "reading_creates_no_table_on_postgres";
+    for (scheme, param, made) in
+        [("postgres", "table=ro_files", &["ro_files"][..]), ("postgresql+native", "stem=ro", &["ro_lines", "ro_meta"])]
+    {
+        let db = match TestDb::create() {
+            Ok(db) => db,
+            Err(e) => return skip(test, &format!("PostgreSQL not reachable: {e}")),
+        };
+        let url = format!("{scheme}:///{}?host=/var/run/postgresql&{param}", db.name);
+        reading_creates_nothing(&url, &|| pg_tables(&db.name), made, &format!("pg-ro-{}", scheme.len()))?;
+    }
+    Ok(())
+}
+
+/// The same on MariaDB (or MySQL), whose catalog is `information_schema.tables`.
+#[cfg(feature = "mysql")]
+#[test]
+fn reading_creates_no_table_on_mariadb() -> Result<()> {
+    use mysql::prelude::Queryable;
+    let test = "reading_creates_no_table_on_mariadb";
+    let db = match TestMysqlDb::create() {
+        Ok(db) => db,
+        Err(e) => return skip(test, &format!("MariaDB not reachable: {e}")),
+    };
+    let tables = || -> Result<Vec<String>> {
+        let opts = mysql::Opts::from_url(&format!("mysql://root@127.0.0.1:3306/{}", db.name))?;
+        let rows: Vec<String> = mysql::Conn::new(opts)?.exec(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = ? ORDER BY 1",
+            (db.name.as_str(),),
+        )?;
+        Ok(rows)
+    };
+    let url = format!("mariadb://root@127.0.0.1:3306/{}?table=ro_files", db.name);
+    reading_creates_nothing(&url, &tables, &["ro_files"], "mariadb-ro")
+}
+
+/// The same on SQLite, where the catalog is the folder: no database file (nor lock
+/// directory) appears until a command writes. No server: never skipped.
+#[cfg(feature = "sqlite")]
+#[test]
+fn reading_creates_no_database_file_on_sqlite() -> Result<()> {
+    let tmp = TempDir::new("sqlite-ro")?;
+    let db = tmp.0.join("sessions.db");
+    let url = format!("sqlite://{}", db.display());
+    let tables = || -> Result<Vec<String>> {
+        let mut names: Vec<String> = fs_err::read_dir(&tmp.0)?
+            .map(|e| Ok(e?.file_name().to_string_lossy().into_owned()))
+            .collect::<Result<_>>()?;
+        names.sort();
+        Ok(names)
+    };
+    reading_creates_nothing(&url, &tables, &["sessions.db", "sessions.db.locks"], "sqlite-ro")
+}

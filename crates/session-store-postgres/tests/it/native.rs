@@ -4,7 +4,7 @@ use std::path::Path;
 
 use session_store::contract::{run_byte_contract, run_contract};
 use session_store::{ExpectedSize, Storage, StoreError};
-use session_store_postgres::NativePostgresStorage;
+use session_store_postgres::{NativePostgresOptions, NativePostgresStorage};
 
 use crate::support::{TestDb, TestResult};
 
@@ -174,5 +174,32 @@ fn a_listing_stores_a_note_for_every_session_and_uses_them() -> TestResult {
         session_discovery::sessions_to_json(session_model::Dialect::Omp, &d.list("/w", Some(dir), &mut |_| {})?);
     assert_eq!(again, first, "the second listing reads no body");
     assert!(first.contains("question 7"), "{first}");
+    Ok(())
+}
+
+#[test]
+fn a_read_only_native_storage_creates_nothing_and_reads_what_is_there() -> TestResult {
+    let Some(db) = TestDb::create("a_read_only_native_storage_creates_nothing_and_reads_what_is_there")? else {
+        return Ok(());
+    };
+    let options = NativePostgresOptions::default().stem("ro").read_only(true);
+    let r = NativePostgresStorage::connect_with(&db.conn(), options.clone())?;
+    let p = Path::new("/n/s.jsonl");
+    assert!(r.list(Path::new("/n"))?.is_empty());
+    assert_eq!(r.stat(p)?, None);
+    assert!(matches!(r.read(p), Err(StoreError::NotFound { .. })));
+    assert!(matches!(r.read_slices(p, 4, 4), Err(StoreError::NotFound { .. })));
+    assert_eq!(r.read_notes(&[p.to_path_buf()], "k")?, None);
+    r.write_notes("k", &[(p.to_path_buf(), 1, b"n".to_vec())])?;
+    assert!(crate::omp::refused(&r.append(p, b"{}\n").err().ok_or("refused")?));
+    assert!(crate::omp::tables(&mut db.client()?)?.is_empty(), "nothing was created");
+    let w = NativePostgresStorage::connect_with_stem(&db.conn(), "ro")?;
+    w.write_atomic(p, b"{\"type\":\"session\"}\n{\"a\":1}\n", ExpectedSize::Missing)?;
+    let r = NativePostgresStorage::connect_with(&db.conn(), options)?;
+    assert_eq!(r.read(p)?, b"{\"type\":\"session\"}\n{\"a\":1}\n");
+    assert_eq!(r.read_slices(p, 5, 7)?, (b"{\"typ".to_vec(), b"\"a\":1}\n".to_vec()));
+    assert_eq!(r.list_stats(Path::new("/n"))?.len(), 1);
+    assert!(crate::omp::refused(&r.truncate(p, 0).err().ok_or("refused")?));
+    assert_eq!(w.stat(p)?.map(|s| s.size), Some(27));
     Ok(())
 }

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use session_model::TitleSlot;
-use session_store::{ExpectedSize, Storage};
-use session_store_postgres::PostgresStorage;
+use session_store::{ExpectedSize, Storage, StoreError};
+use session_store_postgres::{PostgresOptions, PostgresStorage, ServerError};
 
 use crate::support::{TestDb, TestResult};
 
@@ -199,5 +199,79 @@ fn we_read_what_omp_writes() -> TestResult {
     let (title, source, content): (String, String, String) = (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);
     assert_eq!((title.as_str(), source.as_str()), ("Again", "auto"));
     assert_eq!(content.as_bytes(), got.as_slice(), "the body is not touched");
+    Ok(())
+}
+
+/// Returns the tables of the test database's public schema.
+pub(crate) fn tables(c: &mut postgres::Client) -> Result<Vec<String>, postgres::Error> {
+    let rows = c.query(
+        "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1",
+        &[],
+    )?;
+    rows.iter().map(|r| r.try_get(0)).collect()
+}
+
+/// Returns whether `err` is the refusal of a read-only storage.
+pub(crate) fn refused(err: &StoreError) -> bool {
+    let io = matches!(err, StoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::ReadOnlyFilesystem);
+    io && matches!(ServerError::find(err), Some(ServerError::ReadOnly { .. }))
+}
+
+#[test]
+fn a_read_only_storage_creates_no_table_and_reads_none_as_empty() -> TestResult {
+    let Some(db) = TestDb::create("a_read_only_storage_creates_no_table_and_reads_none_as_empty")? else {
+        return Ok(());
+    };
+    let s = PostgresStorage::connect_with(&db.conn(), PostgresOptions::default().read_only(true))?;
+    let p = Path::new("/sessions/--w--/s.jsonl");
+    assert!(s.list(Path::new("/sessions/--w--"))?.is_empty());
+    assert!(s.read_dir(Path::new("/"))?.is_empty());
+    assert!(s.list_stats(Path::new("/sessions"))?.is_empty());
+    assert_eq!(s.stat(p)?, None);
+    assert!(!s.exists(p)?);
+    assert!(matches!(s.read(p), Err(StoreError::NotFound { .. })));
+    assert!(matches!(s.read_slices(p, 16, 16), Err(StoreError::NotFound { .. })));
+    let written = [
+        s.append(p, b"{}\n"),
+        s.write_atomic(p, b"{}\n", ExpectedSize::Missing),
+        s.open_writer(p, session_store::Durability::None).map(drop),
+        s.update_title(p, Some("t"), None, "2026-01-01T00:00:00.000Z"),
+        s.append_if_size(p, b"{}\n", ExpectedSize::Missing),
+    ];
+    for w in written {
+        let err = w.err().ok_or("a read-only storage refuses writes")?;
+        assert!(refused(&err), "{err:?}");
+        assert!(err.to_string().contains("cannot"), "{err}");
+    }
+    assert!(tables(&mut db.client()?)?.is_empty(), "nothing was created");
+    Ok(())
+}
+
+#[test]
+fn a_read_only_storage_reads_the_table_and_an_older_one_as_it_is() -> TestResult {
+    let Some(db) = TestDb::create("a_read_only_storage_reads_the_table_and_an_older_one_as_it_is")? else {
+        return Ok(());
+    };
+    let p = Path::new("/s/a.jsonl");
+    let w = PostgresStorage::connect_with(&db.conn(), PostgresOptions::default().table("t_full"))?;
+    w.write_atomic(p, b"{\"type\":\"session\"}\n", ExpectedSize::Missing)?;
+    let r = PostgresStorage::connect_with(&db.conn(), PostgresOptions::default().table("t_full").read_only(true))?;
+    assert_eq!(r.read(p)?, b"{\"type\":\"session\"}\n");
+    assert_eq!(r.list(Path::new("/s"))?, ["a.jsonl"]);
+    assert_eq!(r.stat(p)?.map(|s| s.size), Some(19));
+    assert!(refused(&r.unlink(p).err().ok_or("refused")?));
+    assert_eq!(w.read(p)?, b"{\"type\":\"session\"}\n", "the refused unlink left the row");
+    // omp before the title columns: read as it is, no column added.
+    let mut c = db.client()?;
+    c.batch_execute(&omp_ddl("t_old")[0])?;
+    c.execute("INSERT INTO t_old (path, content, mtime_ms) VALUES ('/s/old.jsonl', 'x\n', 5)", &[])?;
+    let old = PostgresStorage::connect_with(&db.conn(), PostgresOptions::default().table("t_old").read_only(true))?;
+    assert_eq!(old.read(Path::new("/s/old.jsonl"))?, b"x\n");
+    assert_eq!(old.read_slices(Path::new("/s/old.jsonl"), 1, 1)?, (b"x".to_vec(), b"\n".to_vec()));
+    assert_eq!(old.list_stats(Path::new("/s"))?.len(), 1);
+    let n: i64 =
+        c.query_one("SELECT count(*) FROM information_schema.columns WHERE table_name = 't_old'", &[])?.try_get(0)?;
+    assert_eq!(n, 3, "no title column was added");
+    assert_eq!(tables(&mut c)?, ["t_full", "t_old"]);
     Ok(())
 }
