@@ -34,8 +34,8 @@
 //! `<file stem>.meta.json` naming its project, and omp's blobs at
 //! `<prefix>/blobs/<sha256>` (uploaded once, downloaded when a session here names one
 //! this machine lacks). Each remote project folder is listed once with its sizes
-//! ([`Storage::list_stats`]); a session whose two sizes are those the last sync left
-//! (the state file, [`SyncLocal::state_dir`]) is not read.
+//! ([`Storage::list_stats`]); a session whose two sizes and two modification times are
+//! those the last sync left (the state file, [`SyncLocal::state_dir`]) is not read.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -546,10 +546,14 @@ impl Run<'_> {
     ) -> Result<SyncOutcome, SyncError> {
         match (&pair.local, &pair.remote) {
             (Some(l), Some(r)) => {
+                // Sizes and times both: a change in place that keeps the size (omp's
+                // title slot) moves the time.
                 if let Some(seen) = self.state.sessions.get(&r.path)
                     && seen.local == l.path
                     && seen.local_size == l.stat.size
+                    && seen.local_mtime == Some(l.stat.mtime_ms)
                     && seen.remote_size == r.stat.size
+                    && seen.remote_mtime == Some(r.stat.mtime_ms)
                     && self.wanted_here(&l.path)?
                 {
                     return Ok(SyncOutcome::Unchanged);
@@ -614,11 +618,16 @@ impl Run<'_> {
             return Ok(Step::Done(self.out_of_scope()));
         }
         s.project = Some(project_of(ls, &self.options.map, &lcwd).id);
-        let rbytes = lr.read(remote)?;
+        let mut rbytes = Vec::new();
+        let (rstat, n) = lr.read_into(remote, &mut rbytes)?;
+        rbytes.truncate(n);
         let rsize = rbytes.len() as u64;
         if complete_lines(&rbytes) < rbytes.len() {
             return Ok(Step::Done(skip(remote, "the remote copy ends inside a line; repair it there first")));
         }
+        // The times the two copies had when read: noted for a side this sync leaves as it
+        // was (a change since makes the next listing show another).
+        let (lmtime, rmtime) = (Some(lstat.mtime_ms), Some(rstat.mtime_ms));
         let Some(rcwd) = splice::header_cwd(&rbytes).map(|c| c.value) else {
             return Ok(Step::Done(skip(remote, "no session header with a cwd")));
         };
@@ -641,7 +650,8 @@ impl Run<'_> {
                     r => r?,
                 }
             }
-            self.remember(remote, local, &lbytes, as_remote.len() as u64);
+            let rmtime = if dry { rmtime } else { mtime_after(lr, remote, as_remote.len() as u64) };
+            self.remember(remote, local, &lbytes, lmtime, as_remote.len() as u64, rmtime);
             SyncOutcome::Pushed { bytes: tail.len() as u64 }
         } else if torn_here {
             // Taking the remote's tail, or a merge, would write over a line being written.
@@ -650,14 +660,16 @@ impl Run<'_> {
             let tail = &rbytes[as_remote.len()..];
             let mut now = lbytes.clone();
             now.extend_from_slice(tail);
+            let mut lmtime = lmtime;
             if !dry {
                 let _lock = ls.lock(local, LockWait::Timeout(LOCK_WAIT))?;
                 match ls.append_expected(local, tail, ExpectedSize::unchanged(Some(&lstat))) {
                     Err(StoreError::Conflict { .. }) => return Ok(Step::Again),
                     r => r?,
                 }
+                lmtime = mtime_after(ls, local, now.len() as u64);
             }
-            self.remember(remote, local, &now, rsize);
+            self.remember(remote, local, &now, lmtime, rsize, rmtime);
             SyncOutcome::Pulled { bytes: tail.len() as u64 }
         } else {
             // The remote copy as ours would be (our `cwd`).
@@ -679,7 +691,11 @@ impl Run<'_> {
             // ours when only ours changed since the last sync, else to the remote: the
             // first machine to write it decides, and every other one takes its file.
             let ours_only = self.state.sessions.get(remote).is_some_and(|seen| {
-                seen.local == local && seen.remote_size == rsize && seen.sha256 != BlobRef::for_bytes(&lbytes).hash()
+                seen.local == local
+                    && seen.remote_size == rsize
+                    // Unknown (a state file of version 1): the size decides, as it did.
+                    && seen.remote_mtime.is_none_or(|t| t == rstat.mtime_ms)
+                    && seen.sha256 != BlobRef::for_bytes(&lbytes).hash()
             });
             let (new_local, new_remote) = if remote_added == 0 && !(ours_only && merged.added.is_empty()) {
                 (theirs.clone(), rbytes.clone())
@@ -689,12 +705,14 @@ impl Run<'_> {
                 let new_remote = splice::with_cwd(&merged.bytes, &rcwd).unwrap_or_else(|| merged.bytes.clone());
                 (merged.bytes, new_remote)
             };
+            let (mut lmtime, mut rmtime) = (lmtime, rmtime);
             if !dry {
                 if new_remote != rbytes {
                     match lr.write_atomic(remote, &new_remote, ExpectedSize::Bytes(rsize)) {
                         Err(StoreError::Conflict { .. }) => return Ok(Step::Again),
                         r => r?,
                     }
+                    rmtime = mtime_after(lr, remote, new_remote.len() as u64);
                 }
                 if new_local != lbytes {
                     let _lock = ls.lock(local, LockWait::Timeout(LOCK_WAIT))?;
@@ -702,9 +720,10 @@ impl Run<'_> {
                         Err(StoreError::Conflict { .. }) => return Ok(Step::Again),
                         r => r?,
                     }
+                    lmtime = mtime_after(ls, local, new_local.len() as u64);
                 }
             }
-            self.remember(remote, local, &new_local, new_remote.len() as u64);
+            self.remember(remote, local, &new_local, lmtime, new_remote.len() as u64, rmtime);
             let (grew_here, grew_there) =
                 (new_local.len().saturating_sub(lbytes.len()), new_remote.len().saturating_sub(rbytes.len()));
             if new_local == lbytes {
@@ -716,7 +735,7 @@ impl Run<'_> {
             }
         };
         if matches!(outcome, SyncOutcome::Unchanged) {
-            self.remember(remote, local, &lbytes, rsize);
+            self.remember(remote, local, &lbytes, lmtime, rsize, rmtime);
         }
         Ok(Step::Done(outcome))
     }
@@ -729,9 +748,10 @@ impl Run<'_> {
         s: &mut SessionSync,
     ) -> Result<SyncOutcome, SyncError> {
         let ls = self.local.storage.as_ref();
-        let mut lbytes = ls.read(local)?;
+        let mut lbytes = Vec::new();
+        let (lstat, n) = ls.read_into(local, &mut lbytes)?;
         // Only whole lines go up (a last line without its newline is being written).
-        lbytes.truncate(complete_lines(&lbytes));
+        lbytes.truncate(complete_lines(&lbytes[..n]));
         let Some(cwd) = splice::header_cwd(&lbytes).map(|c| c.value) else {
             return Ok(skip(local, "no session header with a cwd"));
         };
@@ -772,7 +792,8 @@ impl Run<'_> {
             }
             Err(e) => return Err(e.into()),
         }
-        self.remember(&path, local, &lbytes, lbytes.len() as u64);
+        let rmtime = mtime_after(lr, &path, lbytes.len() as u64);
+        self.remember(&path, local, &lbytes, Some(lstat.mtime_ms), lbytes.len() as u64, rmtime);
         Ok(SyncOutcome::Uploaded)
     }
 
@@ -813,7 +834,9 @@ impl Run<'_> {
         let dir = home.default_session_dir(&cwd);
         let path = dir.join(name);
         s.local = Some(path.clone());
-        let rbytes = lr.read(remote)?;
+        let mut rbytes = Vec::new();
+        let (rstat, n) = lr.read_into(remote, &mut rbytes)?;
+        rbytes.truncate(n);
         if complete_lines(&rbytes) < rbytes.len() {
             return Ok(skip(remote, "the remote copy ends inside a line; repair it there first"));
         }
@@ -836,7 +859,8 @@ impl Run<'_> {
             }
             Err(e) => return Err(e.into()),
         }
-        self.remember(remote, &path, &lbytes, rbytes.len() as u64);
+        let lmtime = mtime_after(ls, &path, lbytes.len() as u64);
+        self.remember(remote, &path, &lbytes, lmtime, rbytes.len() as u64, Some(rstat.mtime_ms));
         Ok(SyncOutcome::Downloaded)
     }
 
@@ -867,8 +891,17 @@ impl Run<'_> {
         Ok(Path::new(id).is_absolute().then(|| PathBuf::from(id)))
     }
 
-    /// Notes what both sides hold after a sync of a session.
-    fn remember(&mut self, remote: &Path, local: &Path, local_bytes: &[u8], remote_size: u64) {
+    /// Notes what both sides hold after a sync of a session: the local bytes, the remote
+    /// size, and each side's modification time where known.
+    fn remember(
+        &mut self,
+        remote: &Path,
+        local: &Path,
+        local_bytes: &[u8],
+        local_mtime: Option<i64>,
+        remote_size: u64,
+        remote_mtime: Option<i64>,
+    ) {
         if self.blobs_missing {
             self.state.sessions.remove(remote);
             return;
@@ -876,7 +909,9 @@ impl Run<'_> {
         let seen = state::Seen {
             local: local.to_path_buf(),
             local_size: local_bytes.len() as u64,
+            local_mtime,
             remote_size,
+            remote_mtime,
             sha256: BlobRef::for_bytes(local_bytes).hash().to_owned(),
         };
         self.state.sessions.insert(remote.to_path_buf(), seen);
@@ -927,6 +962,17 @@ impl Run<'_> {
             self.report.blobs_downloaded += 1;
         }
         Ok(())
+    }
+}
+
+/// Returns the modification time of `path` after this sync wrote `size` bytes there: the
+/// storage's, when it still shows that size; else `None`, and the next sync reads the
+/// session (another writer got in, or the storage could not say).
+fn mtime_after(storage: &dyn Storage, path: &Path, size: u64) -> Option<i64> {
+    // The state only saves reads: a stat that fails costs the next sync one read.
+    match storage.stat(path) {
+        Ok(Some(stat)) if stat.is_file && stat.size == size => Some(stat.mtime_ms),
+        _ => None,
     }
 }
 
