@@ -37,6 +37,10 @@
 //! ([`Storage::list_stats`]); a session whose two sizes and two modification times are
 //! those the last sync left (the state file, [`SyncLocal::state_dir`]) is not read.
 //!
+//! [`watch`] follows this machine's sessions after a first sync: each session that
+//! changes here is synced alone as soon as a listing shows it ([`SyncOptions::only`]),
+//! and every session again at an interval, which brings the remote's changes here.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use session::discovery::{AgentDirs, ProcessEnv};
@@ -59,8 +63,9 @@
 mod project;
 mod splice;
 mod state;
+mod watch;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -74,6 +79,7 @@ use session_store::{
 
 pub use project::{Project, ProjectMap, normalize_git_url, project_of, project_slug};
 pub use state::{redact_url, state_file};
+pub use watch::{WatchEvent, WatchOptions, watch};
 
 use crate::maintenance::{JobError, MergeInput, MergeLeaf, merge_bytes};
 
@@ -177,6 +183,12 @@ pub struct SyncOptions {
     /// Only sessions whose folder (here) is one of these or below one; the others are
     /// neither synced nor reported.
     pub projects: Vec<PathBuf>,
+    /// Only these local session files (as a listing of the agents' folders names them),
+    /// or every session (`None`). The others are neither synced nor reported, and
+    /// nothing is downloaded. Each is synced with the remote copy the state file notes
+    /// for it (one stat); the remote's folders of its agent are listed only for one it
+    /// notes none for (a session not synced yet). [`watch`] syncs what changed here so.
+    pub only: Option<BTreeSet<PathBuf>>,
 }
 
 impl SyncOptions {
@@ -198,6 +210,14 @@ impl SyncOptions {
     #[must_use]
     pub fn projects(mut self, projects: Vec<PathBuf>) -> SyncOptions {
         self.projects = projects.iter().map(|p| project::lexical(p)).collect();
+        self
+    }
+
+    /// Returns these options limited to the local session files `paths` (see
+    /// [`SyncOptions::only`]).
+    #[must_use]
+    pub fn only(mut self, paths: impl IntoIterator<Item = PathBuf>) -> SyncOptions {
+        self.only = Some(paths.into_iter().collect());
         self
     }
 }
@@ -320,6 +340,13 @@ pub struct SyncReport {
 }
 
 impl SyncReport {
+    /// Returns whether anything moved: a session pushed, pulled, uploaded, downloaded or
+    /// merged, or a blob copied (a dry run: would move).
+    pub fn moved(&self) -> bool {
+        let c = self.counts();
+        c.pushed + c.pulled + c.merged + self.blobs_uploaded + self.blobs_downloaded > 0
+    }
+
     /// Returns the outcomes counted.
     pub fn counts(&self) -> SyncCounts {
         let mut c = SyncCounts::default();
@@ -407,27 +434,7 @@ pub fn sync(
     progress: &mut dyn FnMut(&SyncProgress<'_>),
 ) -> Result<SyncReport, SyncError> {
     let state = state::read(&local.state_dir, &remote.url, &remote.prefix)?;
-    let mut pairs: BTreeMap<(u8, String), Pair> = BTreeMap::new();
-    let mut dialects = Vec::new();
-    for home in &local.homes {
-        if dialects.contains(&home.dialect) {
-            continue;
-        }
-        dialects.push(home.dialect);
-        for (name, side) in local_sessions(local.storage.as_ref(), &home.sessions_root)? {
-            add(&mut pairs, home.dialect, name, side, true);
-        }
-        let root = remote.sessions_dir(home.dialect);
-        for slug in dirs(remote.storage.as_ref(), &root)? {
-            let dir = root.join(&slug);
-            for (name, stat) in remote.storage.list_stats(&dir)? {
-                if name.ends_with(".jsonl") && is_plain_name(&name) {
-                    let path = dir.join(&name);
-                    add(&mut pairs, home.dialect, name, Side { path, stat }, false);
-                }
-            }
-        }
-    }
+    let pairs = pairs(local, remote, options, &state)?;
     let mut run = Run {
         local,
         remote,
@@ -470,9 +477,100 @@ pub fn sync(
     Ok(run.report)
 }
 
-fn add(pairs: &mut BTreeMap<(u8, String), Pair>, dialect: Dialect, name: String, side: Side, local: bool) {
-    let d = u8::from(dialect == Dialect::Omp);
-    let pair = pairs.entry((d, name)).or_default();
+/// A session's key: its dialect (0 pi, 1 omp) and file name.
+type Key = (u8, String);
+
+fn key(dialect: Dialect, name: String) -> Key {
+    (u8::from(dialect == Dialect::Omp), name)
+}
+
+/// Returns the sessions of both sides paired by dialect and name: every one, or with
+/// [`SyncOptions::only`] those local files, each with the remote copy the state notes
+/// for it (the remote's folders of a dialect listed only for one it notes none for).
+fn pairs(
+    local: &SyncLocal,
+    remote: &SyncRemote,
+    options: &SyncOptions,
+    state: &state::State,
+) -> Result<BTreeMap<Key, Pair>, SyncError> {
+    let mut pairs: BTreeMap<Key, Pair> = BTreeMap::new();
+    let dialects = dialects(local);
+    for home in &dialects {
+        for (name, side) in local_sessions(local.storage.as_ref(), &home.sessions_root)? {
+            add(&mut pairs, home.dialect, name, side, true);
+        }
+    }
+    let Some(only) = &options.only else {
+        for home in &dialects {
+            list_remote(remote, home.dialect, &mut pairs, &|_| true)?;
+        }
+        return Ok(pairs);
+    };
+    pairs.retain(|_, p| p.local.iter().map(|s| &s.path).chain(&p.extra).any(|path| only.contains(path)));
+    let mut noted: HashMap<&Path, Vec<&Path>> = HashMap::new();
+    for (at, seen) in &state.sessions {
+        noted.entry(seen.local.as_path()).or_default().push(at.as_path());
+    }
+    let mut unknown = BTreeSet::new();
+    for (key, pair) in &mut pairs {
+        // Two files of one name here are left alone whatever the remote holds.
+        let Some(l) = pair.local.as_ref().filter(|_| pair.extra.is_empty()) else { continue };
+        let side = match noted.get(l.path.as_path()).map(Vec::as_slice) {
+            Some([at]) => {
+                remote.storage.stat(at)?.filter(|s| s.is_file).map(|stat| Side { path: at.to_path_buf(), stat })
+            }
+            _ => None,
+        };
+        match side {
+            Some(side) => pair.remote = Some(side),
+            None => {
+                unknown.insert(key.clone());
+            }
+        }
+    }
+    for home in &dialects {
+        let d = u8::from(home.dialect == Dialect::Omp);
+        if unknown.iter().any(|k: &Key| k.0 == d) {
+            list_remote(remote, home.dialect, &mut pairs, &|k| unknown.contains(k))?;
+        }
+    }
+    Ok(pairs)
+}
+
+/// Returns the homes of `local`, the first of each dialect.
+fn dialects(local: &SyncLocal) -> Vec<&AgentDirs> {
+    let mut out: Vec<&AgentDirs> = Vec::new();
+    for home in &local.homes {
+        if !out.iter().any(|h| h.dialect == home.dialect) {
+            out.push(home);
+        }
+    }
+    out
+}
+
+/// Adds the remote sessions of `dialect` whose keys `wanted` takes, each project folder
+/// listed once with its stats.
+fn list_remote(
+    remote: &SyncRemote,
+    dialect: Dialect,
+    pairs: &mut BTreeMap<Key, Pair>,
+    wanted: &dyn Fn(&Key) -> bool,
+) -> Result<(), StoreError> {
+    let root = remote.sessions_dir(dialect);
+    for slug in dirs(remote.storage.as_ref(), &root)? {
+        let dir = root.join(&slug);
+        for (name, stat) in remote.storage.list_stats(&dir)? {
+            if name.ends_with(".jsonl") && is_plain_name(&name) && wanted(&key(dialect, name.clone())) {
+                let path = dir.join(&name);
+                add(pairs, dialect, name, Side { path, stat }, false);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn add(pairs: &mut BTreeMap<Key, Pair>, dialect: Dialect, name: String, side: Side, local: bool) {
+    let pair = pairs.entry(key(dialect, name)).or_default();
     let slot = if local { &mut pair.local } else { &mut pair.remote };
     match slot {
         Some(_) => pair.extra.push(side.path),

@@ -819,3 +819,98 @@ fn a_version_1_state_file_is_read_once() -> Result<()> {
     );
     Ok(())
 }
+
+/// Waits up to ten seconds for `check` to hold.
+fn eventually(what: &str, mut check: impl FnMut() -> Result<bool>) -> Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !check()? {
+        if std::time::Instant::now() > deadline {
+            return Err(format!("{what}: not within 10 s").into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+/// A sync of some sessions only states the remote copy the state file notes for each,
+/// lists no remote folder, and reports no other session.
+#[test]
+fn a_sync_of_some_sessions_lists_no_remote_folder() -> Result<()> {
+    let tmp = TempDir::new("sync-only");
+    let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
+    let remote_dir = tmp.path().join("remote");
+    for sid in ["s1", "s2"] {
+        put(
+            &a.session(Dialect::Pi, &name_of(sid)),
+            &session_file(Dialect::Pi, sid, &a.project, &[entry("aaaaaaaa", None, "x")]),
+        )?;
+    }
+    a.sync(&SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir))?;
+    let file = a.session(Dialect::Pi, &name_of("s1"));
+    append(&file, &entry("bbbbbbbb", Some("aaaaaaaa"), "y"))?;
+    append(&a.session(Dialect::Pi, &name_of("s2")), &entry("bbbbbbbb", Some("aaaaaaaa"), "y"))?;
+    let there = Arc::new(Racing::default());
+    let remote = SyncRemote::new(there.clone(), "r", &remote_dir);
+    let r = sync(&a.local, &remote, &SyncOptions::default().only([file.clone()]), &mut |_| {})?;
+    assert_eq!(r.sessions.len(), 1, "{r:?}");
+    assert!(matches!(outcome(&r, &name_of("s1"), Dialect::Pi), SyncOutcome::Pushed { .. }), "{r:?}");
+    assert_eq!(there.listings.load(Ordering::SeqCst), 0);
+    let on_remote = remote_dir.join("pi/sessions").join(project_slug(ORIGIN_ID));
+    assert_eq!(fs_err::read(on_remote.join(name_of("s1")))?, fs_err::read(&file)?);
+    assert!(!fs_err::read_to_string(on_remote.join(name_of("s2")))?.contains("bbbbbbbb"), "s2 was left alone");
+    // A session the state notes nothing for: its agent's remote folders are listed.
+    let new = a.session(Dialect::Pi, &name_of("s3"));
+    put(&new, &session_file(Dialect::Pi, "s3", &a.project, &[]))?;
+    let r = sync(&a.local, &remote, &SyncOptions::default().only([new]), &mut |_| {})?;
+    assert!(matches!(outcome(&r, &name_of("s3"), Dialect::Pi), SyncOutcome::Uploaded), "{r:?}");
+    assert_eq!((r.sessions.len(), there.listings.load(Ordering::SeqCst)), (1, 1), "{r:?}");
+    Ok(())
+}
+
+/// `watch` uploads what is here, pushes a line appended here (by a sync of that session
+/// alone), brings down a line another machine appended to the remote (at the next sync
+/// of every session), and returns when told to stop.
+#[test]
+fn watch_follows_appends_here_and_there() -> Result<()> {
+    use session::sync::{WatchEvent, WatchOptions, watch};
+    let tmp = TempDir::new("sync-watch");
+    let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
+    let remote_dir = tmp.path().join("remote");
+    let remote = SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir);
+    let file = a.session(Dialect::Omp, &name_of("s"));
+    put(&file, &session_file(Dialect::Omp, "s", &a.project, &[entry("aaaaaaaa", None, "x")]))?;
+    let on_remote = remote_dir.join("sessions").join(project_slug(ORIGIN_ID)).join(name_of("s"));
+    let stop = AtomicBool::new(false);
+    let pace = WatchOptions::default().pull_interval(std::time::Duration::from_secs(2));
+    let (result, events) = std::thread::scope(|scope| -> Result<_> {
+        let watcher = scope.spawn(|| {
+            let mut events: Vec<(bool, bool)> = Vec::new();
+            let r =
+                watch(&a.local, &remote, &SyncOptions::default(), &pace, &|| stop.load(Ordering::SeqCst), &mut |e| {
+                    match e {
+                        WatchEvent::Synced { report, full } => events.push((*full, report.moved())),
+                        e => panic!("{e:?}"),
+                    }
+                });
+            (r, events)
+        });
+        let steps = || -> Result<()> {
+            eventually("the upload", || Ok(on_remote.is_file()))?;
+            FileStorage::new().append(&file, entry("bbbbbbbb", Some("aaaaaaaa"), "y").as_bytes())?;
+            eventually("the appended line on the remote", || Ok(fs_err::read(&on_remote)? == fs_err::read(&file)?))?;
+            append(&on_remote, &entry("cccccccc", Some("bbbbbbbb"), "from elsewhere"))?;
+            eventually("the remote's line here", || Ok(fs_err::read_to_string(&file)?.contains("cccccccc")))
+        };
+        let checked = steps();
+        stop.store(true, Ordering::SeqCst);
+        let (result, events) = watcher.join().map_err(|_| "the watch panicked")?;
+        checked?;
+        Ok((result, events))
+    })?;
+    result?;
+    assert_eq!(events.first(), Some(&(true, true)), "the first sync is of every session and uploads: {events:?}");
+    assert!(events.contains(&(false, true)), "a sync of the changed session alone pushed: {events:?}");
+    assert_eq!(ids(&file, Dialect::Omp)?, ["aaaaaaaa", "bbbbbbbb", "cccccccc"]);
+    assert_eq!(fs_err::read(&on_remote)?, fs_err::read(&file)?);
+    Ok(())
+}
