@@ -592,7 +592,8 @@ remote copy is looked up, not the remote listed), and every --interval seconds (
 session is synced both ways, which brings down what other machines pushed. One line is \
 printed per sync that moved something (with --json, the object a plain sync prints, one \
 per line); a sync that fails is tried again, waiting longer each time, and after 20 \
-failures in a row the command gives up (exit status 1). Example: \
+failures in a row the command gives up (exit status 1). Ctrl-C or SIGTERM ends it once the \
+step under way is done (exit status 0; a second one at once). Example: \
 session sync --to /mnt/nas/sessions --watch --interval 60")]
     Sync {
         /// The remote: a folder, or a storage URL (`postgres://…`, `redis://…`, …).

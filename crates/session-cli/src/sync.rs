@@ -98,9 +98,16 @@ pub(crate) fn sync(g: &Global, a: &SyncArgs<'_>) -> Result<Output> {
 }
 
 /// `sync --watch`: prints a line for each sync that moved something (or found a conflict
-/// or a failure the syncs before it did not), until the remote stays out of reach or
-/// the reader of the output goes away.
+/// or a failure the syncs before it did not), until SIGINT or SIGTERM (the step under
+/// way finished first; a second signal ends the process at once, exit status 1), the
+/// remote staying out of reach, or the reader of the output going away.
 fn watch(g: &Global, local: &SyncLocal, remote: &SyncRemote, options: &SyncOptions, interval: u64) -> Result<Output> {
+    let signalled = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // The first signal sets the flag; one that finds it set ends the process.
+        signal_hook::flag::register_conditional_shutdown(signal, 1, Arc::clone(&signalled))?;
+        signal_hook::flag::register(signal, Arc::clone(&signalled))?;
+    }
     let json = wants_json(g);
     let pace = WatchOptions::default().pull_interval(Duration::from_secs(interval));
     let gone = AtomicBool::new(false);
@@ -138,7 +145,8 @@ fn watch(g: &Global, local: &SyncLocal, remote: &SyncRemote, options: &SyncOptio
         }
         _ => {}
     };
-    session::sync::watch(local, remote, options, &pace, &|| gone.load(Ordering::SeqCst), &mut on_event)?;
+    let stop = || signalled.load(Ordering::SeqCst) || gone.load(Ordering::SeqCst);
+    session::sync::watch(local, remote, options, &pace, &stop, &mut on_event)?;
     Ok(Output { text: String::new(), failed: false, streamed: true })
 }
 

@@ -202,7 +202,8 @@ fn on_remote(remote: &Path, sid: &str) -> PathBuf {
 }
 
 /// `sync --watch` uploads what is here, then pushes a line appended here while it runs,
-/// printing the JSON object of each sync that moved something on a line of its own.
+/// printing the JSON object of each sync that moved something on a line of its own, and
+/// ends on SIGTERM with exit status 0.
 #[test]
 fn sync_watch_pushes_a_line_as_it_lands() -> Result<()> {
     let tmp = TempDir::new("sync-watch")?;
@@ -239,9 +240,17 @@ fn sync_watch_pushes_a_line_as_it_lands() -> Result<()> {
         Ok(())
     };
     let checked = steps();
-    child.kill()?;
-    child.wait()?;
-    checked
+    let term = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    if !term.as_ref().is_ok_and(std::process::ExitStatus::success) {
+        child.kill()?;
+    }
+    let status = child.wait()?;
+    checked?;
+    assert!(term?.success(), "kill -TERM");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().ok_or("piped stderr")?, &mut err)?;
+    assert_eq!(status.code(), Some(0), "{err}");
+    Ok(())
 }
 
 /// `--watch` with `--dry-run`, and `--interval` without `--watch`, are usage errors.
