@@ -195,7 +195,9 @@ impl Follow<'_> {
         let result = if full {
             sync(self.local, self.remote, self.options, &mut |_| {})
         } else {
-            let only = self.options.clone().only(self.pending.iter().cloned());
+            // Within the caller's own `only`, if any.
+            let wanted = |p: &&PathBuf| self.options.only.as_ref().is_none_or(|o| o.contains(*p));
+            let only = self.options.clone().only(self.pending.iter().filter(wanted).cloned());
             sync(self.local, self.remote, &only, &mut |_| {})
         };
         if result.is_ok() {
