@@ -585,7 +585,16 @@ filed in this machine's bucket of the project's folder here, their cwd rewritten
 project is its git origin, else a --map ID=PATH (also read from \
 $XDG_CONFIG_HOME/session/sync.json, {\"map\": {\"ID\": \"PATH\"}}), else its path. \
 Nothing is deleted; every remote write is conditional, so a concurrent writer is merged, \
-not overwritten. --dry-run writes nothing anywhere.")]
+not overwritten. --dry-run writes nothing anywhere.\n\n\
+With --watch it keeps going: after a first sync, the agents' session folders here are \
+listed every quarter of a second and a session that changed is pushed at once (alone: its \
+remote copy is looked up, not the remote listed), and every --interval seconds (30) every \
+session is synced both ways, which brings down what other machines pushed. One line is \
+printed per sync that moved something (with --json, the object a plain sync prints, one \
+per line); a sync that fails is tried again, waiting longer each time, and after 20 \
+failures in a row the command gives up (exit status 1). Ctrl-C or SIGTERM ends it once the \
+step under way is done (exit status 0; a second one at once). Example: \
+session sync --to /mnt/nas/sessions --watch --interval 60")]
     Sync {
         /// The remote: a folder, or a storage URL (`postgres://…`, `redis://…`, …).
         #[arg(long, value_name = "URL|DIR")]
@@ -603,6 +612,15 @@ not overwritten. --dry-run writes nothing anywhere.")]
         /// Say what would be done; write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Keep going: push each change here as it lands, and sync every session every
+        /// `--interval` seconds.
+        #[arg(long, conflicts_with = "dry_run")]
+        watch: bool,
+        /// With `--watch`: the seconds between syncs of every session, which bring the
+        /// remote's changes here.
+        #[arg(long, value_name = "SECS", default_value_t = 30, requires = "watch",
+              value_parser = clap::value_parser!(u64).range(1..))]
+        interval: u64,
     },
     /// Import a Claude Code transcript or a Codex rollout as a new pi or omp session.
     #[command(after_help = "Example: session import ~/.claude/projects/-home-me-proj/7f3c2a10-….jsonl --to pi\n\n\

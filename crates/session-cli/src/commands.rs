@@ -24,11 +24,14 @@ pub(crate) struct Output {
     pub(crate) text: String,
     /// Exit status 1 for "done, but something is wrong" (`check` found damage).
     pub(crate) failed: bool,
+    /// Everything was printed as it came (`sync --watch`): nothing more is, not even a
+    /// newline.
+    pub(crate) streamed: bool,
 }
 
 impl From<String> for Output {
     fn from(text: String) -> Output {
-        Output { text, failed: false }
+        Output { text, failed: false, streamed: false }
     }
 }
 
@@ -114,8 +117,15 @@ pub(crate) fn run(g: &Global, command: &Command) -> Result<Output> {
         Command::History { command } => crate::find::history(g, command)?.into(),
         Command::Push { file, to, force } => crate::transfer::push(file, to, *force)?.into(),
         Command::Pull { source, to, force } => crate::transfer::pull(source, to, *force)?.into(),
-        Command::Sync { to, prefix, map, project, dry_run } => {
-            let a = crate::sync::SyncArgs { to, prefix: prefix.as_deref(), map, projects: project, dry_run: *dry_run };
+        Command::Sync { to, prefix, map, project, dry_run, watch, interval } => {
+            let a = crate::sync::SyncArgs {
+                to,
+                prefix: prefix.as_deref(),
+                map,
+                projects: project,
+                dry_run: *dry_run,
+                watch: watch.then_some(*interval),
+            };
             crate::sync::sync(g, &a)?
         }
         Command::Pick { all } => {
@@ -318,7 +328,7 @@ fn check(g: &Global, file: &Path, json: bool) -> Result<Output> {
     let m = open(g, file)?;
     let damaged = !m.diagnostics().is_empty() || !m.tree().diagnostics().is_empty();
     if !json {
-        return done(&m, Output { text: human::check(file, &m), failed: damaged });
+        return done(&m, Output { text: human::check(file, &m), failed: damaged, streamed: false });
     }
     let mut out = String::from("{\"diagnostics\":[");
     for (i, d) in m.diagnostics().iter().enumerate() {
@@ -341,7 +351,7 @@ fn check(g: &Global, file: &Path, json: bool) -> Result<Output> {
         write_js_str(&mut out, &d.to_string());
     }
     out.push_str("]}");
-    done(&m, Output { text: out, failed: damaged })
+    done(&m, Output { text: out, failed: damaged, streamed: false })
 }
 
 fn id_json(id: Option<&str>) -> String {

@@ -900,7 +900,7 @@ pub(crate) fn fsck(g: &Global, dirs: &[PathBuf], repair_them: bool) -> Result<cr
         );
         out
     };
-    Ok(crate::commands::Output { text, failed })
+    Ok(crate::commands::Output { text, failed, streamed: false })
 }
 
 /// Parses a duration: a number with `s`, `m`, `h`, `d` or `w` (`0` alone is none).

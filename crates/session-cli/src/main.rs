@@ -57,6 +57,13 @@ fn main() -> ExitCode {
         };
     }
     match commands::run(&cli.global, &command) {
+        Ok(out) if out.streamed => {
+            if out.failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
         Ok(out) => {
             let mut stdout = std::io::stdout().lock();
             // Text for a person shows a lone surrogate (a stand-in character in our

@@ -189,5 +189,82 @@ fn sync_help_has_an_example() -> Result<()> {
     let out = in_home(&tmp.0, &tmp.0).args(["sync", "--help"]).output()?;
     let text = String::from_utf8(out.stdout)?;
     assert!(text.contains("Example: session sync --to"), "{text}");
+    assert!(text.contains("--watch --interval 60"), "{text}");
+    Ok(())
+}
+
+/// The remote copy of pi's session `sid` of the project `example.org/me/app`.
+fn on_remote(remote: &Path, sid: &str) -> PathBuf {
+    remote
+        .join("pi/sessions")
+        .join(session::sync::project_slug("example.org/me/app"))
+        .join(format!("2026-01-01T00-00-00-000Z_{sid}.jsonl"))
+}
+
+/// `sync --watch` uploads what is here, then pushes a line appended here while it runs,
+/// printing the JSON object of each sync that moved something on a line of its own, and
+/// ends on SIGTERM with exit status 0.
+#[test]
+fn sync_watch_pushes_a_line_as_it_lands() -> Result<()> {
+    let tmp = TempDir::new("sync-watch")?;
+    let a = Home::new(&tmp.0, "a", "git@example.org:me/app.git")?;
+    let remote = tmp.0.join("remote");
+    let remote_arg = remote.to_str().ok_or("a UTF-8 path")?;
+    let file = a.put_pi("s1", &[line("aaaaaaaa", None)])?;
+    let mut child = in_home(&a.home, &a.home)
+        .env("XDG_CONFIG_HOME", a.home.join(".config"))
+        .args(["sync", "--to", remote_arg, "--watch", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let lines = crate::stdout_lines(&mut child)?;
+    let next = |what: &str| -> Result<serde_json::Value> {
+        let line =
+            lines.recv_timeout(std::time::Duration::from_secs(20)).map_err(|_| format!("no line for {what}"))??;
+        Ok(serde_json::from_str(&line)?)
+    };
+    let steps = || -> Result<()> {
+        let first = next("the first sync")?;
+        assert_eq!(first["sessions"][0]["outcome"], "uploaded", "{first}");
+        append(&file, &line("bbbbbbbb", Some("aaaaaaaa")))?;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while fs_err::read(on_remote(&remote, "s1"))? != fs_err::read(&file)? {
+            if std::time::Instant::now() > deadline {
+                return Err("the appended line did not reach the remote within 10 s".into());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let pushed = next("the push")?;
+        assert_eq!(pushed["sessions"][0]["outcome"], "pushed", "{pushed}");
+        assert_eq!(pushed["summary"]["pushed"], 1, "{pushed}");
+        Ok(())
+    };
+    let checked = steps();
+    let term = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    if !term.as_ref().is_ok_and(std::process::ExitStatus::success) {
+        child.kill()?;
+    }
+    let status = child.wait()?;
+    checked?;
+    assert!(term?.success(), "kill -TERM");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().ok_or("piped stderr")?, &mut err)?;
+    assert_eq!(status.code(), Some(0), "{err}");
+    Ok(())
+}
+
+/// `--watch` with `--dry-run`, and `--interval` without `--watch`, are usage errors.
+#[test]
+fn sync_watch_refuses_a_dry_run() -> Result<()> {
+    let tmp = TempDir::new("sync-watch-dry")?;
+    let remote = tmp.0.join("remote");
+    let remote_arg = remote.to_str().ok_or("a UTF-8 path")?;
+    for args in [&["--watch", "--dry-run"][..], &["--interval", "5"][..]] {
+        let out = in_home(&tmp.0, &tmp.0).args(["sync", "--to", remote_arg]).args(args).output()?;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(args[0]) && err.contains("--"), "{args:?}: {err}");
+    }
+    assert!(!remote.exists());
     Ok(())
 }

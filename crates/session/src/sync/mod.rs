@@ -34,8 +34,12 @@
 //! `<file stem>.meta.json` naming its project, and omp's blobs at
 //! `<prefix>/blobs/<sha256>` (uploaded once, downloaded when a session here names one
 //! this machine lacks). Each remote project folder is listed once with its sizes
-//! ([`Storage::list_stats`]); a session whose two sizes are those the last sync left
-//! (the state file, [`SyncLocal::state_dir`]) is not read.
+//! ([`Storage::list_stats`]); a session whose two sizes and two modification times are
+//! those the last sync left (the state file, [`SyncLocal::state_dir`]) is not read.
+//!
+//! [`watch`] follows this machine's sessions after a first sync: each session that
+//! changes here is synced alone as soon as a listing shows it ([`SyncOptions::only`]),
+//! and every session again at an interval, which brings the remote's changes here.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -59,8 +63,9 @@
 mod project;
 mod splice;
 mod state;
+mod watch;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -74,6 +79,7 @@ use session_store::{
 
 pub use project::{Project, ProjectMap, normalize_git_url, project_of, project_slug};
 pub use state::{redact_url, state_file};
+pub use watch::{WatchEvent, WatchOptions, watch};
 
 use crate::maintenance::{JobError, MergeInput, MergeLeaf, merge_bytes};
 
@@ -177,6 +183,12 @@ pub struct SyncOptions {
     /// Only sessions whose folder (here) is one of these or below one; the others are
     /// neither synced nor reported.
     pub projects: Vec<PathBuf>,
+    /// Only these local session files (as a listing of the agents' folders names them),
+    /// or every session (`None`). The others are neither synced nor reported, and
+    /// nothing is downloaded. Each is synced with the remote copy the state file notes
+    /// for it (one stat); the remote's folders of its agent are listed only for one it
+    /// notes none for (a session not synced yet). [`watch`] syncs what changed here so.
+    pub only: Option<BTreeSet<PathBuf>>,
 }
 
 impl SyncOptions {
@@ -198,6 +210,14 @@ impl SyncOptions {
     #[must_use]
     pub fn projects(mut self, projects: Vec<PathBuf>) -> SyncOptions {
         self.projects = projects.iter().map(|p| project::lexical(p)).collect();
+        self
+    }
+
+    /// Returns these options limited to the local session files `paths` (see
+    /// [`SyncOptions::only`]).
+    #[must_use]
+    pub fn only(mut self, paths: impl IntoIterator<Item = PathBuf>) -> SyncOptions {
+        self.only = Some(paths.into_iter().collect());
         self
     }
 }
@@ -320,6 +340,13 @@ pub struct SyncReport {
 }
 
 impl SyncReport {
+    /// Returns whether anything moved: a session pushed, pulled, uploaded, downloaded or
+    /// merged, or a blob copied (a dry run: would move).
+    pub fn moved(&self) -> bool {
+        let c = self.counts();
+        c.pushed + c.pulled + c.merged + self.blobs_uploaded + self.blobs_downloaded > 0
+    }
+
     /// Returns the outcomes counted.
     pub fn counts(&self) -> SyncCounts {
         let mut c = SyncCounts::default();
@@ -407,27 +434,7 @@ pub fn sync(
     progress: &mut dyn FnMut(&SyncProgress<'_>),
 ) -> Result<SyncReport, SyncError> {
     let state = state::read(&local.state_dir, &remote.url, &remote.prefix)?;
-    let mut pairs: BTreeMap<(u8, String), Pair> = BTreeMap::new();
-    let mut dialects = Vec::new();
-    for home in &local.homes {
-        if dialects.contains(&home.dialect) {
-            continue;
-        }
-        dialects.push(home.dialect);
-        for (name, side) in local_sessions(local.storage.as_ref(), &home.sessions_root)? {
-            add(&mut pairs, home.dialect, name, side, true);
-        }
-        let root = remote.sessions_dir(home.dialect);
-        for slug in dirs(remote.storage.as_ref(), &root)? {
-            let dir = root.join(&slug);
-            for (name, stat) in remote.storage.list_stats(&dir)? {
-                if name.ends_with(".jsonl") && is_plain_name(&name) {
-                    let path = dir.join(&name);
-                    add(&mut pairs, home.dialect, name, Side { path, stat }, false);
-                }
-            }
-        }
-    }
+    let pairs = pairs(local, remote, options, &state)?;
     let mut run = Run {
         local,
         remote,
@@ -470,9 +477,100 @@ pub fn sync(
     Ok(run.report)
 }
 
-fn add(pairs: &mut BTreeMap<(u8, String), Pair>, dialect: Dialect, name: String, side: Side, local: bool) {
-    let d = u8::from(dialect == Dialect::Omp);
-    let pair = pairs.entry((d, name)).or_default();
+/// A session's key: its dialect (0 pi, 1 omp) and file name.
+type Key = (u8, String);
+
+fn key(dialect: Dialect, name: String) -> Key {
+    (u8::from(dialect == Dialect::Omp), name)
+}
+
+/// Returns the sessions of both sides paired by dialect and name: every one, or with
+/// [`SyncOptions::only`] those local files, each with the remote copy the state notes
+/// for it (the remote's folders of a dialect listed only for one it notes none for).
+fn pairs(
+    local: &SyncLocal,
+    remote: &SyncRemote,
+    options: &SyncOptions,
+    state: &state::State,
+) -> Result<BTreeMap<Key, Pair>, SyncError> {
+    let mut pairs: BTreeMap<Key, Pair> = BTreeMap::new();
+    let dialects = dialects(local);
+    for home in &dialects {
+        for (name, side) in local_sessions(local.storage.as_ref(), &home.sessions_root)? {
+            add(&mut pairs, home.dialect, name, side, true);
+        }
+    }
+    let Some(only) = &options.only else {
+        for home in &dialects {
+            list_remote(remote, home.dialect, &mut pairs, &|_| true)?;
+        }
+        return Ok(pairs);
+    };
+    pairs.retain(|_, p| p.local.iter().map(|s| &s.path).chain(&p.extra).any(|path| only.contains(path)));
+    let mut noted: HashMap<&Path, Vec<&Path>> = HashMap::new();
+    for (at, seen) in &state.sessions {
+        noted.entry(seen.local.as_path()).or_default().push(at.as_path());
+    }
+    let mut unknown = BTreeSet::new();
+    for (key, pair) in &mut pairs {
+        // Two files of one name here are left alone whatever the remote holds.
+        let Some(l) = pair.local.as_ref().filter(|_| pair.extra.is_empty()) else { continue };
+        let side = match noted.get(l.path.as_path()).map(Vec::as_slice) {
+            Some([at]) => {
+                remote.storage.stat(at)?.filter(|s| s.is_file).map(|stat| Side { path: at.to_path_buf(), stat })
+            }
+            _ => None,
+        };
+        match side {
+            Some(side) => pair.remote = Some(side),
+            None => {
+                unknown.insert(key.clone());
+            }
+        }
+    }
+    for home in &dialects {
+        let d = u8::from(home.dialect == Dialect::Omp);
+        if unknown.iter().any(|k: &Key| k.0 == d) {
+            list_remote(remote, home.dialect, &mut pairs, &|k| unknown.contains(k))?;
+        }
+    }
+    Ok(pairs)
+}
+
+/// Returns the homes of `local`, the first of each dialect.
+fn dialects(local: &SyncLocal) -> Vec<&AgentDirs> {
+    let mut out: Vec<&AgentDirs> = Vec::new();
+    for home in &local.homes {
+        if !out.iter().any(|h| h.dialect == home.dialect) {
+            out.push(home);
+        }
+    }
+    out
+}
+
+/// Adds the remote sessions of `dialect` whose keys `wanted` takes, each project folder
+/// listed once with its stats.
+fn list_remote(
+    remote: &SyncRemote,
+    dialect: Dialect,
+    pairs: &mut BTreeMap<Key, Pair>,
+    wanted: &dyn Fn(&Key) -> bool,
+) -> Result<(), StoreError> {
+    let root = remote.sessions_dir(dialect);
+    for slug in dirs(remote.storage.as_ref(), &root)? {
+        let dir = root.join(&slug);
+        for (name, stat) in remote.storage.list_stats(&dir)? {
+            if name.ends_with(".jsonl") && is_plain_name(&name) && wanted(&key(dialect, name.clone())) {
+                let path = dir.join(&name);
+                add(pairs, dialect, name, Side { path, stat }, false);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn add(pairs: &mut BTreeMap<Key, Pair>, dialect: Dialect, name: String, side: Side, local: bool) {
+    let pair = pairs.entry(key(dialect, name)).or_default();
     let slot = if local { &mut pair.local } else { &mut pair.remote };
     match slot {
         Some(_) => pair.extra.push(side.path),
@@ -546,10 +644,14 @@ impl Run<'_> {
     ) -> Result<SyncOutcome, SyncError> {
         match (&pair.local, &pair.remote) {
             (Some(l), Some(r)) => {
+                // Sizes and times both: a change in place that keeps the size (omp's
+                // title slot) moves the time.
                 if let Some(seen) = self.state.sessions.get(&r.path)
                     && seen.local == l.path
                     && seen.local_size == l.stat.size
+                    && seen.local_mtime == Some(l.stat.mtime_ms)
                     && seen.remote_size == r.stat.size
+                    && seen.remote_mtime == Some(r.stat.mtime_ms)
                     && self.wanted_here(&l.path)?
                 {
                     return Ok(SyncOutcome::Unchanged);
@@ -614,11 +716,16 @@ impl Run<'_> {
             return Ok(Step::Done(self.out_of_scope()));
         }
         s.project = Some(project_of(ls, &self.options.map, &lcwd).id);
-        let rbytes = lr.read(remote)?;
+        let mut rbytes = Vec::new();
+        let (rstat, n) = lr.read_into(remote, &mut rbytes)?;
+        rbytes.truncate(n);
         let rsize = rbytes.len() as u64;
         if complete_lines(&rbytes) < rbytes.len() {
             return Ok(Step::Done(skip(remote, "the remote copy ends inside a line; repair it there first")));
         }
+        // The times the two copies had when read: noted for a side this sync leaves as it
+        // was (a change since makes the next listing show another).
+        let (lmtime, rmtime) = (Some(lstat.mtime_ms), Some(rstat.mtime_ms));
         let Some(rcwd) = splice::header_cwd(&rbytes).map(|c| c.value) else {
             return Ok(Step::Done(skip(remote, "no session header with a cwd")));
         };
@@ -641,7 +748,8 @@ impl Run<'_> {
                     r => r?,
                 }
             }
-            self.remember(remote, local, &lbytes, as_remote.len() as u64);
+            let rmtime = if dry { rmtime } else { mtime_after(lr, remote, as_remote.len() as u64) };
+            self.remember(remote, local, &lbytes, lmtime, as_remote.len() as u64, rmtime);
             SyncOutcome::Pushed { bytes: tail.len() as u64 }
         } else if torn_here {
             // Taking the remote's tail, or a merge, would write over a line being written.
@@ -650,14 +758,16 @@ impl Run<'_> {
             let tail = &rbytes[as_remote.len()..];
             let mut now = lbytes.clone();
             now.extend_from_slice(tail);
+            let mut lmtime = lmtime;
             if !dry {
                 let _lock = ls.lock(local, LockWait::Timeout(LOCK_WAIT))?;
                 match ls.append_expected(local, tail, ExpectedSize::unchanged(Some(&lstat))) {
                     Err(StoreError::Conflict { .. }) => return Ok(Step::Again),
                     r => r?,
                 }
+                lmtime = mtime_after(ls, local, now.len() as u64);
             }
-            self.remember(remote, local, &now, rsize);
+            self.remember(remote, local, &now, lmtime, rsize, rmtime);
             SyncOutcome::Pulled { bytes: tail.len() as u64 }
         } else {
             // The remote copy as ours would be (our `cwd`).
@@ -679,7 +789,11 @@ impl Run<'_> {
             // ours when only ours changed since the last sync, else to the remote: the
             // first machine to write it decides, and every other one takes its file.
             let ours_only = self.state.sessions.get(remote).is_some_and(|seen| {
-                seen.local == local && seen.remote_size == rsize && seen.sha256 != BlobRef::for_bytes(&lbytes).hash()
+                seen.local == local
+                    && seen.remote_size == rsize
+                    // Unknown (a state file of version 1): the size decides, as it did.
+                    && seen.remote_mtime.is_none_or(|t| t == rstat.mtime_ms)
+                    && seen.sha256 != BlobRef::for_bytes(&lbytes).hash()
             });
             let (new_local, new_remote) = if remote_added == 0 && !(ours_only && merged.added.is_empty()) {
                 (theirs.clone(), rbytes.clone())
@@ -689,12 +803,14 @@ impl Run<'_> {
                 let new_remote = splice::with_cwd(&merged.bytes, &rcwd).unwrap_or_else(|| merged.bytes.clone());
                 (merged.bytes, new_remote)
             };
+            let (mut lmtime, mut rmtime) = (lmtime, rmtime);
             if !dry {
                 if new_remote != rbytes {
                     match lr.write_atomic(remote, &new_remote, ExpectedSize::Bytes(rsize)) {
                         Err(StoreError::Conflict { .. }) => return Ok(Step::Again),
                         r => r?,
                     }
+                    rmtime = mtime_after(lr, remote, new_remote.len() as u64);
                 }
                 if new_local != lbytes {
                     let _lock = ls.lock(local, LockWait::Timeout(LOCK_WAIT))?;
@@ -702,9 +818,10 @@ impl Run<'_> {
                         Err(StoreError::Conflict { .. }) => return Ok(Step::Again),
                         r => r?,
                     }
+                    lmtime = mtime_after(ls, local, new_local.len() as u64);
                 }
             }
-            self.remember(remote, local, &new_local, new_remote.len() as u64);
+            self.remember(remote, local, &new_local, lmtime, new_remote.len() as u64, rmtime);
             let (grew_here, grew_there) =
                 (new_local.len().saturating_sub(lbytes.len()), new_remote.len().saturating_sub(rbytes.len()));
             if new_local == lbytes {
@@ -716,7 +833,7 @@ impl Run<'_> {
             }
         };
         if matches!(outcome, SyncOutcome::Unchanged) {
-            self.remember(remote, local, &lbytes, rsize);
+            self.remember(remote, local, &lbytes, lmtime, rsize, rmtime);
         }
         Ok(Step::Done(outcome))
     }
@@ -729,9 +846,10 @@ impl Run<'_> {
         s: &mut SessionSync,
     ) -> Result<SyncOutcome, SyncError> {
         let ls = self.local.storage.as_ref();
-        let mut lbytes = ls.read(local)?;
+        let mut lbytes = Vec::new();
+        let (lstat, n) = ls.read_into(local, &mut lbytes)?;
         // Only whole lines go up (a last line without its newline is being written).
-        lbytes.truncate(complete_lines(&lbytes));
+        lbytes.truncate(complete_lines(&lbytes[..n]));
         let Some(cwd) = splice::header_cwd(&lbytes).map(|c| c.value) else {
             return Ok(skip(local, "no session header with a cwd"));
         };
@@ -772,7 +890,8 @@ impl Run<'_> {
             }
             Err(e) => return Err(e.into()),
         }
-        self.remember(&path, local, &lbytes, lbytes.len() as u64);
+        let rmtime = mtime_after(lr, &path, lbytes.len() as u64);
+        self.remember(&path, local, &lbytes, Some(lstat.mtime_ms), lbytes.len() as u64, rmtime);
         Ok(SyncOutcome::Uploaded)
     }
 
@@ -813,7 +932,9 @@ impl Run<'_> {
         let dir = home.default_session_dir(&cwd);
         let path = dir.join(name);
         s.local = Some(path.clone());
-        let rbytes = lr.read(remote)?;
+        let mut rbytes = Vec::new();
+        let (rstat, n) = lr.read_into(remote, &mut rbytes)?;
+        rbytes.truncate(n);
         if complete_lines(&rbytes) < rbytes.len() {
             return Ok(skip(remote, "the remote copy ends inside a line; repair it there first"));
         }
@@ -836,7 +957,8 @@ impl Run<'_> {
             }
             Err(e) => return Err(e.into()),
         }
-        self.remember(remote, &path, &lbytes, rbytes.len() as u64);
+        let lmtime = mtime_after(ls, &path, lbytes.len() as u64);
+        self.remember(remote, &path, &lbytes, lmtime, rbytes.len() as u64, Some(rstat.mtime_ms));
         Ok(SyncOutcome::Downloaded)
     }
 
@@ -867,8 +989,17 @@ impl Run<'_> {
         Ok(Path::new(id).is_absolute().then(|| PathBuf::from(id)))
     }
 
-    /// Notes what both sides hold after a sync of a session.
-    fn remember(&mut self, remote: &Path, local: &Path, local_bytes: &[u8], remote_size: u64) {
+    /// Notes what both sides hold after a sync of a session: the local bytes, the remote
+    /// size, and each side's modification time where known.
+    fn remember(
+        &mut self,
+        remote: &Path,
+        local: &Path,
+        local_bytes: &[u8],
+        local_mtime: Option<i64>,
+        remote_size: u64,
+        remote_mtime: Option<i64>,
+    ) {
         if self.blobs_missing {
             self.state.sessions.remove(remote);
             return;
@@ -876,7 +1007,9 @@ impl Run<'_> {
         let seen = state::Seen {
             local: local.to_path_buf(),
             local_size: local_bytes.len() as u64,
+            local_mtime,
             remote_size,
+            remote_mtime,
             sha256: BlobRef::for_bytes(local_bytes).hash().to_owned(),
         };
         self.state.sessions.insert(remote.to_path_buf(), seen);
@@ -927,6 +1060,17 @@ impl Run<'_> {
             self.report.blobs_downloaded += 1;
         }
         Ok(())
+    }
+}
+
+/// Returns the modification time of `path` after this sync wrote `size` bytes there: the
+/// storage's, when it still shows that size; else `None`, and the next sync reads the
+/// session (another writer got in, or the storage could not say).
+fn mtime_after(storage: &dyn Storage, path: &Path, size: u64) -> Option<i64> {
+    // The state only saves reads: a stat that fails costs the next sync one read.
+    match storage.stat(path) {
+        Ok(Some(stat)) if stat.is_file && stat.size == size => Some(stat.mtime_ms),
+        _ => None,
     }
 }
 

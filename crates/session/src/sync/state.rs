@@ -1,8 +1,10 @@
-//! What the last sync with one remote saw of each session: the sizes of both copies and
-//! the hash of the local one, so that the next sync reads no body whose sizes are the
-//! same. Kept at `<state dir>/sync/<hash of the remote>.json`, a private file (0600, in a
-//! 0700 folder), written atomically. It only saves reads: a missing or damaged state
-//! file makes the next sync compare every session's bytes, nothing more.
+//! What the last sync with one remote saw of each session: the sizes and modification
+//! times of both copies and the hash of the local one, so that the next sync reads no
+//! body whose sizes and times are the same. Kept at
+//! `<state dir>/sync/<hash of the remote>.json`, a private file (0600, in a 0700
+//! folder), written atomically. It only saves reads: a missing or damaged state file
+//! makes the next sync compare every session's bytes, and a session noted without its
+//! times (a file of version 1, which had none) is read once, nothing more.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -14,6 +16,9 @@ use session_store::{BlobRef, FileStorage, Op, PrivateDir, Storage, StoreError};
 /// The folder below the state folder that holds one file per remote.
 const SYNC_DIR: &str = "sync";
 
+/// The version of the state file written: 2 added `localMtime` and `remoteMtime`.
+const VERSION: u64 = 2;
+
 /// One session as the last sync left it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Seen {
@@ -21,8 +26,14 @@ pub(super) struct Seen {
     pub(super) local: PathBuf,
     /// Its size then.
     pub(super) local_size: u64,
+    /// Its modification time then (milliseconds, as a listing gives it); `None` when
+    /// not known (noted by a state file of version 1, or not learnt after our own
+    /// write): the session is read at the next sync.
+    pub(super) local_mtime: Option<i64>,
     /// The remote copy's size then.
     pub(super) remote_size: u64,
+    /// The remote copy's modification time then, likewise.
+    pub(super) remote_mtime: Option<i64>,
     /// The SHA-256 of the local bytes then.
     pub(super) sha256: String,
 }
@@ -118,7 +129,10 @@ fn parse(bytes: &[u8]) -> Option<State> {
         let seen = Seen {
             local: PathBuf::from(s.get("local")?.as_str()?),
             local_size: s.get("localSize")?.as_u64()?,
+            // Absent in version 1: the session is read once, and noted with them.
+            local_mtime: s.get("localMtime").and_then(Value::as_i64),
             remote_size: s.get("remoteSize")?.as_u64()?,
+            remote_mtime: s.get("remoteMtime").and_then(Value::as_i64),
             sha256: s.get("sha256")?.as_str()?.to_owned(),
         };
         state.sessions.insert(PathBuf::from(remote), seen);
@@ -137,13 +151,15 @@ pub(super) fn write(state_dir: &Path, url: &str, prefix: &Path, state: &State) -
             json!({
                 "local": s.local.to_string_lossy(),
                 "localSize": s.local_size,
+                "localMtime": s.local_mtime,
                 "remoteSize": s.remote_size,
+                "remoteMtime": s.remote_mtime,
                 "sha256": s.sha256,
             }),
         );
     }
     let value = json!({
-        "version": 1,
+        "version": VERSION,
         "remote": redact_url(url),
         "prefix": prefix.to_string_lossy(),
         "sessions": Value::Object(sessions),
@@ -166,6 +182,17 @@ mod tests {
         assert_eq!(redact_url("mysql://u@h/db"), "mysql://u@h/db");
         assert_eq!(redact_url("s3://bucket/p@x"), "s3://bucket/p@x");
         assert_eq!(file_name("postgres://u:a@h/d", Path::new("/p")), file_name("postgres://u:b@h/d", Path::new("/p")));
+    }
+
+    #[test]
+    fn a_version_1_file_loads_without_times() {
+        let v1 = br#"{"version":1,"sessions":{"/r":{"local":"/l","localSize":1,"remoteSize":2,"sha256":"x"}}}"#;
+        let state = parse(v1).expect("a version 1 file loads");
+        let seen = &state.sessions[Path::new("/r")];
+        assert_eq!((seen.local_size, seen.local_mtime, seen.remote_size, seen.remote_mtime), (1, None, 2, None));
+        let v2 = br#"{"version":2,"sessions":{"/r":{"local":"/l","localSize":1,"localMtime":5,"remoteSize":2,"remoteMtime":6,"sha256":"x"}}}"#;
+        let seen = &parse(v2).expect("a version 2 file loads").sessions[Path::new("/r")];
+        assert_eq!((seen.local_mtime, seen.remote_mtime), (Some(5), Some(6)));
     }
 
     #[test]

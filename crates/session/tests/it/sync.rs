@@ -718,3 +718,199 @@ fn a_line_being_written_stays_here() -> Result<()> {
     assert_eq!(fs_err::read_to_string(&on_remote)?, text, "both sides hold the union");
     Ok(())
 }
+
+/// A change that keeps a file's size reaches the remote at the next sync: omp's title
+/// slot rewritten in place (a rename), and one character of a pi message written as
+/// another of the same length. The state notes times as well as sizes.
+#[test]
+fn a_change_that_keeps_the_size_is_synced() -> Result<()> {
+    let tmp = TempDir::new("sync-same-size");
+    let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
+    let remote_dir = tmp.path().join("remote");
+    let remote = SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir);
+    let storage = FileStorage::new();
+    let files = [(Dialect::Pi, name_of("p")), (Dialect::Omp, name_of("o"))];
+    for (dialect, name) in &files {
+        let sid = if *dialect == Dialect::Pi { "p" } else { "o" };
+        put(&a.session(*dialect, name), &session_file(*dialect, sid, &a.project, &[entry("aaaaaaaa", None, "hello")]))?;
+    }
+    assert_eq!(a.sync(&remote)?.counts().pushed, 2);
+    // The changes come in a later millisecond than the times the sync noted.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let pi = a.session(Dialect::Pi, &name_of("p"));
+    let bytes = storage.read(&pi)?;
+    let changed = String::from_utf8(bytes.clone())?.replacen("hello", "hallo", 1);
+    storage.write_atomic(&pi, changed.as_bytes(), ExpectedSize::Bytes(bytes.len() as u64))?;
+    let omp = a.session(Dialect::Omp, &name_of("o"));
+    let slot = session::model::TitleSlot {
+        title: "renamed".to_owned(),
+        source: Some("user".to_owned()),
+        updated_at: "2025-01-02T00:00:00.000Z".to_owned(),
+    };
+    let size = storage.stat(&omp)?.ok_or("the omp session")?.size;
+    storage.overwrite_prefix(&omp, slot.to_line()?.as_bytes(), ExpectedSize::Bytes(size), Durability::None)?;
+    assert_eq!(storage.stat(&omp)?.map(|s| s.size), Some(size), "a rename keeps the size");
+    assert_eq!(storage.stat(&pi)?.map(|s| s.size), Some(bytes.len() as u64));
+
+    let r = a.sync(&remote)?;
+    for (dialect, name) in &files {
+        assert!(matches!(outcome(&r, name, *dialect), SyncOutcome::Pushed { bytes: 0 }), "{r:?}");
+        let sub = if *dialect == Dialect::Pi { "pi/sessions" } else { "sessions" };
+        let on_remote = remote_dir.join(sub).join(project_slug(ORIGIN_ID)).join(name);
+        assert_eq!(fs_err::read(&on_remote)?, fs_err::read(a.session(*dialect, name))?);
+    }
+    let text = |d, n: &str| fs_err::read_to_string(a.session(d, n));
+    assert!(
+        text(Dialect::Pi, &name_of("p"))?.contains("hallo") && text(Dialect::Omp, &name_of("o"))?.contains("renamed")
+    );
+    let r = a.sync(&remote)?;
+    assert_eq!(r.counts().unchanged, 2, "{r:?}");
+    Ok(())
+}
+
+/// A state file of version 1 (sizes, no times) loads: its sessions are read once, found
+/// unchanged, and the state file written again with their times; the sync after that
+/// reads none.
+#[test]
+fn a_version_1_state_file_is_read_once() -> Result<()> {
+    let tmp = TempDir::new("sync-state-v1");
+    let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
+    let remote_dir = tmp.path().join("remote");
+    for (dialect, sid) in [(Dialect::Pi, "p"), (Dialect::Omp, "o")] {
+        put(
+            &a.session(dialect, &name_of(sid)),
+            &session_file(dialect, sid, &a.project, &[entry("aaaaaaaa", None, "x")]),
+        )?;
+    }
+    let plain = SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir);
+    let state = a.sync(&plain)?.state_file.ok_or("a state file")?;
+    // The same file as version 1 wrote it.
+    let mut v: serde_json::Value = serde_json::from_slice(&fs_err::read(&state)?)?;
+    assert_eq!(v["version"], 2, "{v}");
+    v["version"] = 1.into();
+    for (_, s) in v["sessions"].as_object_mut().ok_or("sessions")? {
+        let s = s.as_object_mut().ok_or("a session")?;
+        assert!(
+            s.remove("localMtime").is_some_and(|t| t.is_i64()) && s.remove("remoteMtime").is_some_and(|t| t.is_i64())
+        );
+    }
+    fs_err::write(&state, serde_json::to_vec_pretty(&v)?)?;
+
+    let (here, there) = (Arc::new(Racing::default()), Arc::new(Racing::default()));
+    let local = SyncLocal::new(here.clone(), a.local.homes.clone(), a.local.state_dir.clone());
+    let remote = SyncRemote::new(there.clone(), "r", &remote_dir);
+    let r = sync(&local, &remote, &SyncOptions::default(), &mut |_| {})?;
+    assert_eq!(r.counts().unchanged, 2, "{r:?}");
+    assert_eq!(there.reads.load(Ordering::SeqCst), 2, "each remote copy is read once");
+    assert_eq!(r.state_file.as_ref(), Some(&state), "the state is written again");
+    let v: serde_json::Value = serde_json::from_slice(&fs_err::read(&state)?)?;
+    assert_eq!(v["version"], 2, "{v}");
+    for (_, s) in v["sessions"].as_object().ok_or("sessions")? {
+        assert!(s["localMtime"].is_i64() && s["remoteMtime"].is_i64(), "{v}");
+    }
+    let (reads_here, reads_there) = (here.reads.load(Ordering::SeqCst), there.reads.load(Ordering::SeqCst));
+    let r = sync(&local, &remote, &SyncOptions::default(), &mut |_| {})?;
+    assert_eq!(r.counts().unchanged, 2, "{r:?}");
+    assert!(r.state_file.is_none(), "{r:?}");
+    assert_eq!(
+        (here.reads.load(Ordering::SeqCst), there.reads.load(Ordering::SeqCst)),
+        (reads_here, reads_there),
+        "no session is read again"
+    );
+    Ok(())
+}
+
+/// Waits up to ten seconds for `check` to hold.
+fn eventually(what: &str, mut check: impl FnMut() -> Result<bool>) -> Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !check()? {
+        if std::time::Instant::now() > deadline {
+            return Err(format!("{what}: not within 10 s").into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+/// A sync of some sessions only states the remote copy the state file notes for each,
+/// lists no remote folder, and reports no other session.
+#[test]
+fn a_sync_of_some_sessions_lists_no_remote_folder() -> Result<()> {
+    let tmp = TempDir::new("sync-only");
+    let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
+    let remote_dir = tmp.path().join("remote");
+    for sid in ["s1", "s2"] {
+        put(
+            &a.session(Dialect::Pi, &name_of(sid)),
+            &session_file(Dialect::Pi, sid, &a.project, &[entry("aaaaaaaa", None, "x")]),
+        )?;
+    }
+    a.sync(&SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir))?;
+    let file = a.session(Dialect::Pi, &name_of("s1"));
+    append(&file, &entry("bbbbbbbb", Some("aaaaaaaa"), "y"))?;
+    append(&a.session(Dialect::Pi, &name_of("s2")), &entry("bbbbbbbb", Some("aaaaaaaa"), "y"))?;
+    let there = Arc::new(Racing::default());
+    let remote = SyncRemote::new(there.clone(), "r", &remote_dir);
+    let r = sync(&a.local, &remote, &SyncOptions::default().only([file.clone()]), &mut |_| {})?;
+    assert_eq!(r.sessions.len(), 1, "{r:?}");
+    assert!(matches!(outcome(&r, &name_of("s1"), Dialect::Pi), SyncOutcome::Pushed { .. }), "{r:?}");
+    assert_eq!(there.listings.load(Ordering::SeqCst), 0);
+    let on_remote = remote_dir.join("pi/sessions").join(project_slug(ORIGIN_ID));
+    assert_eq!(fs_err::read(on_remote.join(name_of("s1")))?, fs_err::read(&file)?);
+    assert!(!fs_err::read_to_string(on_remote.join(name_of("s2")))?.contains("bbbbbbbb"), "s2 was left alone");
+    // A session the state notes nothing for: its agent's remote folders are listed.
+    let new = a.session(Dialect::Pi, &name_of("s3"));
+    put(&new, &session_file(Dialect::Pi, "s3", &a.project, &[]))?;
+    let r = sync(&a.local, &remote, &SyncOptions::default().only([new]), &mut |_| {})?;
+    assert!(matches!(outcome(&r, &name_of("s3"), Dialect::Pi), SyncOutcome::Uploaded), "{r:?}");
+    assert_eq!((r.sessions.len(), there.listings.load(Ordering::SeqCst)), (1, 1), "{r:?}");
+    Ok(())
+}
+
+/// `watch` uploads what is here, pushes a line appended here (by a sync of that session
+/// alone), brings down a line another machine appended to the remote (at the next sync
+/// of every session), and returns when told to stop.
+#[test]
+fn watch_follows_appends_here_and_there() -> Result<()> {
+    use session::sync::{WatchEvent, WatchOptions, watch};
+    let tmp = TempDir::new("sync-watch");
+    let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
+    let remote_dir = tmp.path().join("remote");
+    let remote = SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir);
+    let file = a.session(Dialect::Omp, &name_of("s"));
+    put(&file, &session_file(Dialect::Omp, "s", &a.project, &[entry("aaaaaaaa", None, "x")]))?;
+    let on_remote = remote_dir.join("sessions").join(project_slug(ORIGIN_ID)).join(name_of("s"));
+    let stop = AtomicBool::new(false);
+    let pace = WatchOptions::default().pull_interval(std::time::Duration::from_secs(2));
+    let (result, events) = std::thread::scope(|scope| -> Result<_> {
+        let watcher = scope.spawn(|| {
+            let mut events: Vec<(bool, bool)> = Vec::new();
+            let r =
+                watch(&a.local, &remote, &SyncOptions::default(), &pace, &|| stop.load(Ordering::SeqCst), &mut |e| {
+                    match e {
+                        WatchEvent::Synced { report, full } => events.push((*full, report.moved())),
+                        e => panic!("{e:?}"),
+                    }
+                });
+            (r, events)
+        });
+        let steps = || -> Result<()> {
+            eventually("the upload", || Ok(on_remote.is_file()))?;
+            FileStorage::new().append(&file, entry("bbbbbbbb", Some("aaaaaaaa"), "y").as_bytes())?;
+            eventually("the appended line on the remote", || Ok(fs_err::read(&on_remote)? == fs_err::read(&file)?))?;
+            append(&on_remote, &entry("cccccccc", Some("bbbbbbbb"), "from elsewhere"))?;
+            eventually("the remote's line here", || Ok(fs_err::read_to_string(&file)?.contains("cccccccc")))
+        };
+        let checked = steps();
+        stop.store(true, Ordering::SeqCst);
+        let (result, events) = watcher.join().map_err(|_| "the watch panicked")?;
+        checked?;
+        Ok((result, events))
+    })?;
+    result?;
+    assert_eq!(events.first(), Some(&(true, true)), "the first sync is of every session and uploads: {events:?}");
+    assert!(events.contains(&(false, true)), "a sync of the changed session alone pushed: {events:?}");
+    assert_eq!(ids(&file, Dialect::Omp)?, ["aaaaaaaa", "bbbbbbbb", "cccccccc"]);
+    assert_eq!(fs_err::read(&on_remote)?, fs_err::read(&file)?);
+    Ok(())
+}
