@@ -1187,6 +1187,23 @@ impl Storage for S3Storage {
         Ok(out)
     }
 
+    /// The version as the folder's listing gives it (stores differ in what a listing
+    /// carries: an ETag, or only a size and a time, which a read does not give alike),
+    /// then the stat from the head. The listing comes first, so a write in between makes
+    /// the version older than the stat, never newer. A dot-file, which listings leave
+    /// out, has none.
+    fn stat_version(&self, path: &Path) -> Result<Option<(FileStat, String)>, StoreError> {
+        let op = Op::Stat;
+        let k = self.file_key(op, path)?;
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+            return Ok(None);
+        };
+        let Some(version) = self.list_versions(parent)?.into_iter().find(|(n, _)| n == name).map(|(_, v)| v) else {
+            return Ok(None);
+        };
+        Ok(self.load(op, path, &k)?.map(|cur| (FileStat::new(cur.head.size, cur.head.mtime, true), version)))
+    }
+
     fn read_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StoreError> {
         let (prefix, files, dirs) = self.children(Op::List, dir)?;
         let keys = files

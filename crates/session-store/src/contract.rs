@@ -376,6 +376,13 @@ fn list_is_sorted_files_only(s: &dyn Storage, root: &Path) -> CaseResult {
     check(after[0] == before[0] && after[2] == before[2], "an untouched file keeps its version")?;
     check(after[1].0 == "b.jsonl" && after[1].1 != before[1].1, "a rewritten file gets a new version")?;
     check(s.list_versions(&root.join("missing"))?.is_empty(), "list_versions of a missing folder")?;
+    let (st, version) = s.stat_version(&d.join("b.jsonl"))?.ok_or("stat_version of a file")?;
+    check(
+        st.size == 3 && version == after[1].1,
+        &format!("stat_version gave {version:?}, the listing {:?}", after[1].1),
+    )?;
+    check(s.stat_version(&d.join("none.jsonl"))?.is_none(), "stat_version of a missing file")?;
+    check(s.stat_version(&d.join("sub"))?.is_none(), "stat_version of a folder")?;
     Ok(())
 }
 

@@ -28,6 +28,16 @@ impl FileStat {
         FileStat { size, mtime_ms, is_file, identity: None }
     }
 
+    /// Returns the version [`Storage::list_versions`] gives a file of this stat by
+    /// default: `"<size>:<mtime_ns>:<ctime_ns>:<ino>:<dev>"` where the backend has an
+    /// identity, else `"<size>:<mtime_ms>"`.
+    pub fn version(&self) -> String {
+        match self.identity {
+            Some(i) => format!("{}:{}:{}:{}:{}", self.size, i.mtime_ns, i.ctime_ns, i.ino, i.dev),
+            None => format!("{}:{}", self.size, self.mtime_ms),
+        }
+    }
+
     /// Returns the modification time in nanoseconds since the Unix epoch (the
     /// millisecond time scaled where the backend has nothing finer).
     pub fn mtime_ns(&self) -> i64 {
@@ -299,17 +309,14 @@ pub trait Storage: Send + Sync {
     /// trusts a version of a file changed within [`FileIdentity::RACY_NS`] of the listing
     /// can miss a change (git's "racy clean" case).
     fn list_versions(&self, dir: &Path) -> Result<Vec<(String, String)>, StoreError> {
-        Ok(self
-            .list_stats(dir)?
-            .into_iter()
-            .map(|(name, st)| {
-                let version = match st.identity {
-                    Some(i) => format!("{}:{}:{}:{}:{}", st.size, i.mtime_ns, i.ctime_ns, i.ino, i.dev),
-                    None => format!("{}:{}", st.size, st.mtime_ms),
-                };
-                (name, version)
-            })
-            .collect())
+        Ok(self.list_stats(dir)?.into_iter().map(|(name, st)| (name, st.version())).collect())
+    }
+
+    /// Returns the stat of the regular file `path` with its version as
+    /// [`Storage::list_versions`] gives it, from one look at the file; `None` when there
+    /// is no such file. The default is [`Storage::stat`] and [`FileStat::version`].
+    fn stat_version(&self, path: &Path) -> Result<Option<(FileStat, String)>, StoreError> {
+        Ok(self.stat(path)?.filter(|st| st.is_file).map(|st| (st, st.version())))
     }
 
     /// Returns the entries directly in `dir`, dot-files included, in no particular

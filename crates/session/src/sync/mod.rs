@@ -33,9 +33,10 @@
 //! `<prefix>/pi/sessions/<project slug>/<file>.jsonl`, beside each a
 //! `<file stem>.meta.json` naming its project, and omp's blobs at
 //! `<prefix>/blobs/<sha256>` (uploaded once, downloaded when a session here names one
-//! this machine lacks). Each remote project folder is listed once with its sizes
-//! ([`Storage::list_stats`]); a session whose two sizes and two modification times are
-//! those the last sync left (the state file, [`SyncLocal::state_dir`]) is not read.
+//! this machine lacks). Each remote project folder is listed once with its files'
+//! versions ([`Storage::list_versions`]: one request on object storage); a session whose
+//! local size and modification time and whose remote version are those the last sync
+//! left (the state file, [`SyncLocal::state_dir`]) is not read.
 //!
 //! [`watch`] follows this machine's sessions after a first sync: each session that
 //! changes here is synced alone as soon as a listing shows it ([`SyncOptions::only`]),
@@ -408,7 +409,10 @@ pub enum SyncError {
 #[derive(Clone, Debug)]
 struct Side {
     path: PathBuf,
-    stat: FileStat,
+    /// Its stat: always for a local file, for a remote one found by [`Storage::stat`].
+    stat: Option<FileStat>,
+    /// Its version ([`Storage::list_versions`]): for a remote file found by a listing.
+    version: Option<String>,
 }
 
 /// A session's two sides.
@@ -444,6 +448,7 @@ pub fn sync(
         roots: None,
         outside: false,
         blobs_missing: false,
+        listed: None,
     };
     let before = run.state.clone();
     let total = pairs.len();
@@ -516,9 +521,11 @@ fn pairs(
         // Two files of one name here are left alone whatever the remote holds.
         let Some(l) = pair.local.as_ref().filter(|_| pair.extra.is_empty()) else { continue };
         let side = match noted.get(l.path.as_path()).map(Vec::as_slice) {
-            Some([at]) => {
-                remote.storage.stat(at)?.filter(|s| s.is_file).map(|stat| Side { path: at.to_path_buf(), stat })
-            }
+            Some([at]) => remote.storage.stat(at)?.filter(|s| s.is_file).map(|stat| Side {
+                path: at.to_path_buf(),
+                stat: Some(stat),
+                version: None,
+            }),
             _ => None,
         };
         match side {
@@ -549,7 +556,7 @@ fn dialects(local: &SyncLocal) -> Vec<&AgentDirs> {
 }
 
 /// Adds the remote sessions of `dialect` whose keys `wanted` takes, each project folder
-/// listed once with its stats.
+/// listed once with its files' versions (on object storage, one request: no head read).
 fn list_remote(
     remote: &SyncRemote,
     dialect: Dialect,
@@ -559,10 +566,10 @@ fn list_remote(
     let root = remote.sessions_dir(dialect);
     for slug in dirs(remote.storage.as_ref(), &root)? {
         let dir = root.join(&slug);
-        for (name, stat) in remote.storage.list_stats(&dir)? {
+        for (name, version) in remote.storage.list_versions(&dir)? {
             if name.ends_with(".jsonl") && is_plain_name(&name) && wanted(&key(dialect, name.clone())) {
                 let path = dir.join(&name);
-                add(pairs, dialect, name, Side { path, stat }, false);
+                add(pairs, dialect, name, Side { path, stat: None, version: Some(version) }, false);
             }
         }
     }
@@ -596,7 +603,7 @@ fn local_sessions(storage: &dyn Storage, root: &Path) -> Result<Vec<(String, Sid
         let dir = root.join(&bucket);
         for (name, stat) in storage.list_stats(&dir)? {
             if name.ends_with(".jsonl") {
-                out.push((name.clone(), Side { path: dir.join(&name), stat }));
+                out.push((name.clone(), Side { path: dir.join(&name), stat: Some(stat), version: None }));
             }
         }
     }
@@ -626,6 +633,8 @@ struct Run<'a> {
     /// written before it): the session is not noted as synced, so the next sync looks
     /// at it again.
     blobs_missing: bool,
+    /// The version the remote listing gave the session just looked at.
+    listed: Option<String>,
 }
 
 impl Run<'_> {
@@ -642,16 +651,26 @@ impl Run<'_> {
         pair: &Pair,
         s: &mut SessionSync,
     ) -> Result<SyncOutcome, SyncError> {
+        // The remote copy's version as listed: noted for a copy this sync reads but does
+        // not write (the listing came before the read, so a change since shows next time).
+        self.listed = pair.remote.as_ref().and_then(|r| r.version.clone());
         match (&pair.local, &pair.remote) {
             (Some(l), Some(r)) => {
-                // Sizes and times both: a change in place that keeps the size (omp's
-                // title slot) moves the time.
+                // Here sizes and times both: a change in place that keeps the size (omp's
+                // title slot) moves the time. There the version a listing gives, or the
+                // size and time a stat gives.
+                let here_same = |seen: &state::Seen| {
+                    l.stat.is_some_and(|st| seen.local_size == st.size && seen.local_mtime == Some(st.mtime_ms))
+                };
+                let there_same = |seen: &state::Seen| match (&r.version, &r.stat) {
+                    (Some(v), _) => seen.remote_version.as_deref() == Some(v.as_str()),
+                    (None, Some(st)) => seen.remote_size == st.size && seen.remote_mtime == Some(st.mtime_ms),
+                    (None, None) => false,
+                };
                 if let Some(seen) = self.state.sessions.get(&r.path)
                     && seen.local == l.path
-                    && seen.local_size == l.stat.size
-                    && seen.local_mtime == Some(l.stat.mtime_ms)
-                    && seen.remote_size == r.stat.size
-                    && seen.remote_mtime == Some(r.stat.mtime_ms)
+                    && here_same(seen)
+                    && there_same(seen)
                     && self.wanted_here(&l.path)?
                 {
                     return Ok(SyncOutcome::Unchanged);
@@ -748,8 +767,15 @@ impl Run<'_> {
                     r => r?,
                 }
             }
-            let rmtime = if dry { rmtime } else { mtime_after(lr, remote, as_remote.len() as u64) };
-            self.remember(remote, local, &lbytes, lmtime, as_remote.len() as u64, rmtime);
+            let (rmtime, rversion) =
+                if dry { (rmtime, None) } else { version_after(lr, remote, as_remote.len() as u64) };
+            self.remember(
+                remote,
+                local,
+                &lbytes,
+                lmtime,
+                There { size: as_remote.len() as u64, mtime: rmtime, version: rversion },
+            );
             SyncOutcome::Pushed { bytes: tail.len() as u64 }
         } else if torn_here {
             // Taking the remote's tail, or a merge, would write over a line being written.
@@ -767,7 +793,13 @@ impl Run<'_> {
                 }
                 lmtime = mtime_after(ls, local, now.len() as u64);
             }
-            self.remember(remote, local, &now, lmtime, rsize, rmtime);
+            self.remember(
+                remote,
+                local,
+                &now,
+                lmtime,
+                There { size: rsize, mtime: rmtime, version: self.listed.clone() },
+            );
             SyncOutcome::Pulled { bytes: tail.len() as u64 }
         } else {
             // The remote copy as ours would be (our `cwd`).
@@ -803,14 +835,14 @@ impl Run<'_> {
                 let new_remote = splice::with_cwd(&merged.bytes, &rcwd).unwrap_or_else(|| merged.bytes.clone());
                 (merged.bytes, new_remote)
             };
-            let (mut lmtime, mut rmtime) = (lmtime, rmtime);
+            let (mut lmtime, mut rmtime, mut rversion) = (lmtime, rmtime, self.listed.clone());
             if !dry {
                 if new_remote != rbytes {
                     match lr.write_atomic(remote, &new_remote, ExpectedSize::Bytes(rsize)) {
                         Err(StoreError::Conflict { .. }) => return Ok(Step::Again),
                         r => r?,
                     }
-                    rmtime = mtime_after(lr, remote, new_remote.len() as u64);
+                    (rmtime, rversion) = version_after(lr, remote, new_remote.len() as u64);
                 }
                 if new_local != lbytes {
                     let _lock = ls.lock(local, LockWait::Timeout(LOCK_WAIT))?;
@@ -821,7 +853,13 @@ impl Run<'_> {
                     lmtime = mtime_after(ls, local, new_local.len() as u64);
                 }
             }
-            self.remember(remote, local, &new_local, lmtime, new_remote.len() as u64, rmtime);
+            self.remember(
+                remote,
+                local,
+                &new_local,
+                lmtime,
+                There { size: new_remote.len() as u64, mtime: rmtime, version: rversion },
+            );
             let (grew_here, grew_there) =
                 (new_local.len().saturating_sub(lbytes.len()), new_remote.len().saturating_sub(rbytes.len()));
             if new_local == lbytes {
@@ -833,7 +871,13 @@ impl Run<'_> {
             }
         };
         if matches!(outcome, SyncOutcome::Unchanged) {
-            self.remember(remote, local, &lbytes, lmtime, rsize, rmtime);
+            self.remember(
+                remote,
+                local,
+                &lbytes,
+                lmtime,
+                There { size: rsize, mtime: rmtime, version: self.listed.clone() },
+            );
         }
         Ok(Step::Done(outcome))
     }
@@ -890,8 +934,14 @@ impl Run<'_> {
             }
             Err(e) => return Err(e.into()),
         }
-        let rmtime = mtime_after(lr, &path, lbytes.len() as u64);
-        self.remember(&path, local, &lbytes, Some(lstat.mtime_ms), lbytes.len() as u64, rmtime);
+        let (rmtime, rversion) = version_after(lr, &path, lbytes.len() as u64);
+        self.remember(
+            &path,
+            local,
+            &lbytes,
+            Some(lstat.mtime_ms),
+            There { size: lbytes.len() as u64, mtime: rmtime, version: rversion },
+        );
         Ok(SyncOutcome::Uploaded)
     }
 
@@ -958,7 +1008,13 @@ impl Run<'_> {
             Err(e) => return Err(e.into()),
         }
         let lmtime = mtime_after(ls, &path, lbytes.len() as u64);
-        self.remember(remote, &path, &lbytes, lmtime, rbytes.len() as u64, Some(rstat.mtime_ms));
+        self.remember(
+            remote,
+            &path,
+            &lbytes,
+            lmtime,
+            There { size: rbytes.len() as u64, mtime: Some(rstat.mtime_ms), version: self.listed.clone() },
+        );
         Ok(SyncOutcome::Downloaded)
     }
 
@@ -990,16 +1046,9 @@ impl Run<'_> {
     }
 
     /// Notes what both sides hold after a sync of a session: the local bytes, the remote
-    /// size, and each side's modification time where known.
-    fn remember(
-        &mut self,
-        remote: &Path,
-        local: &Path,
-        local_bytes: &[u8],
-        local_mtime: Option<i64>,
-        remote_size: u64,
-        remote_mtime: Option<i64>,
-    ) {
+    /// size, each side's modification time and the remote version where known.
+    fn remember(&mut self, remote: &Path, local: &Path, local_bytes: &[u8], local_mtime: Option<i64>, there: There) {
+        let There { size: remote_size, mtime: remote_mtime, version: remote_version } = there;
         if self.blobs_missing {
             self.state.sessions.remove(remote);
             return;
@@ -1010,6 +1059,7 @@ impl Run<'_> {
             local_mtime,
             remote_size,
             remote_mtime,
+            remote_version,
             sha256: BlobRef::for_bytes(local_bytes).hash().to_owned(),
         };
         self.state.sessions.insert(remote.to_path_buf(), seen);
@@ -1071,6 +1121,24 @@ fn mtime_after(storage: &dyn Storage, path: &Path, size: u64) -> Option<i64> {
     match storage.stat(path) {
         Ok(Some(stat)) if stat.is_file && stat.size == size => Some(stat.mtime_ms),
         _ => None,
+    }
+}
+
+/// The remote copy as a sync leaves it: its size, and its modification time and version
+/// where known.
+struct There {
+    size: u64,
+    mtime: Option<i64>,
+    version: Option<String>,
+}
+
+/// Returns the modification time and version ([`Storage::stat_version`]) of the remote
+/// copy `path` after this sync wrote `size` bytes there, when it still shows that size;
+/// else `None`s, and the next sync reads the session.
+fn version_after(storage: &dyn Storage, path: &Path, size: u64) -> (Option<i64>, Option<String>) {
+    match storage.stat_version(path) {
+        Ok(Some((stat, version))) if stat.size == size => (Some(stat.mtime_ms), Some(version)),
+        _ => (None, None),
     }
 }
 

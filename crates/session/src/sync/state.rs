@@ -16,8 +16,9 @@ use session_store::{BlobRef, FileStorage, Op, PrivateDir, Storage, StoreError};
 /// The folder below the state folder that holds one file per remote.
 const SYNC_DIR: &str = "sync";
 
-/// The version of the state file written: 2 added `localMtime` and `remoteMtime`.
-const VERSION: u64 = 2;
+/// The version of the state file written: 2 added `localMtime` and `remoteMtime`, 3
+/// `remoteVersion`.
+const VERSION: u64 = 3;
 
 /// One session as the last sync left it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,6 +35,10 @@ pub(super) struct Seen {
     pub(super) remote_size: u64,
     /// The remote copy's modification time then, likewise.
     pub(super) remote_mtime: Option<i64>,
+    /// The remote copy's version as a listing gave it ([`Storage::list_versions`]) before
+    /// this machine read it; `None` when this sync wrote it (no listing has shown the
+    /// version of that write yet) or when noted by an older state file.
+    pub(super) remote_version: Option<String>,
     /// The SHA-256 of the local bytes then.
     pub(super) sha256: String,
 }
@@ -133,6 +138,7 @@ fn parse(bytes: &[u8]) -> Option<State> {
             local_mtime: s.get("localMtime").and_then(Value::as_i64),
             remote_size: s.get("remoteSize")?.as_u64()?,
             remote_mtime: s.get("remoteMtime").and_then(Value::as_i64),
+            remote_version: s.get("remoteVersion").and_then(Value::as_str).map(str::to_owned),
             sha256: s.get("sha256")?.as_str()?.to_owned(),
         };
         state.sessions.insert(PathBuf::from(remote), seen);
@@ -154,6 +160,7 @@ pub(super) fn write(state_dir: &Path, url: &str, prefix: &Path, state: &State) -
                 "localMtime": s.local_mtime,
                 "remoteSize": s.remote_size,
                 "remoteMtime": s.remote_mtime,
+                "remoteVersion": s.remote_version,
                 "sha256": s.sha256,
             }),
         );
@@ -192,7 +199,10 @@ mod tests {
         assert_eq!((seen.local_size, seen.local_mtime, seen.remote_size, seen.remote_mtime), (1, None, 2, None));
         let v2 = br#"{"version":2,"sessions":{"/r":{"local":"/l","localSize":1,"localMtime":5,"remoteSize":2,"remoteMtime":6,"sha256":"x"}}}"#;
         let seen = &parse(v2).expect("a version 2 file loads").sessions[Path::new("/r")];
-        assert_eq!((seen.local_mtime, seen.remote_mtime), (Some(5), Some(6)));
+        assert_eq!((seen.local_mtime, seen.remote_mtime, seen.remote_version.as_deref()), (Some(5), Some(6), None));
+        let v3 = br#"{"version":3,"sessions":{"/r":{"local":"/l","localSize":1,"localMtime":5,"remoteSize":2,"remoteMtime":6,"remoteVersion":"etag:x","sha256":"x"}}}"#;
+        let seen = &parse(v3).expect("a version 3 file loads").sessions[Path::new("/r")];
+        assert_eq!(seen.remote_version.as_deref(), Some("etag:x"));
     }
 
     #[test]

@@ -215,7 +215,9 @@ fn listing(local: &SyncLocal) -> Result<BTreeMap<PathBuf, FileStat>, StoreError>
     let mut out = BTreeMap::new();
     for home in dialects(local) {
         for (_, side) in local_sessions(local.storage.as_ref(), &home.sessions_root)? {
-            out.insert(side.path, side.stat);
+            if let Some(stat) = side.stat {
+                out.insert(side.path, stat);
+            }
         }
     }
     Ok(out)

@@ -786,13 +786,14 @@ fn a_version_1_state_file_is_read_once() -> Result<()> {
     let state = a.sync(&plain)?.state_file.ok_or("a state file")?;
     // The same file as version 1 wrote it.
     let mut v: serde_json::Value = serde_json::from_slice(&fs_err::read(&state)?)?;
-    assert_eq!(v["version"], 2, "{v}");
+    assert_eq!(v["version"], 3, "{v}");
     v["version"] = 1.into();
     for (_, s) in v["sessions"].as_object_mut().ok_or("sessions")? {
         let s = s.as_object_mut().ok_or("a session")?;
         assert!(
             s.remove("localMtime").is_some_and(|t| t.is_i64()) && s.remove("remoteMtime").is_some_and(|t| t.is_i64())
         );
+        assert!(s.remove("remoteVersion").is_some_and(|t| t.is_string()));
     }
     fs_err::write(&state, serde_json::to_vec_pretty(&v)?)?;
 
@@ -804,7 +805,7 @@ fn a_version_1_state_file_is_read_once() -> Result<()> {
     assert_eq!(there.reads.load(Ordering::SeqCst), 2, "each remote copy is read once");
     assert_eq!(r.state_file.as_ref(), Some(&state), "the state is written again");
     let v: serde_json::Value = serde_json::from_slice(&fs_err::read(&state)?)?;
-    assert_eq!(v["version"], 2, "{v}");
+    assert_eq!(v["version"], 3, "{v}");
     for (_, s) in v["sessions"].as_object().ok_or("sessions")? {
         assert!(s["localMtime"].is_i64() && s["remoteMtime"].is_i64(), "{v}");
     }
