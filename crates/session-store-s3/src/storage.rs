@@ -1,7 +1,7 @@
 //! [`S3Storage`]: the [`Storage`] trait on an S3-compatible bucket, as heads over
 //! content-addressed segments.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::future::Future;
 use std::path::Path;
 use std::sync::mpsc;
@@ -46,6 +46,10 @@ const REFRESH_AFTER: Duration = Duration::from_secs(1800);
 /// A read that wants part of a segment this long or shorter fetches it whole, so that
 /// its hash is checked; a longer segment's part is fetched as a range.
 const WHOLE_SEGMENT_READ: u64 = 1 << 20;
+
+/// How many listings of the heads [`S3Storage::gc_segments`] makes at most while heads
+/// keep appearing or changing under it, before it gives up without deleting.
+const GC_HEAD_ROUNDS: usize = 8;
 
 /// The longest object key S3 accepts, in bytes.
 const MAX_OBJECT_KEY_BYTES: usize = 1024;
@@ -425,13 +429,18 @@ impl S3Storage {
     /// writes never delete the segments they stop using. With `dry_run` nothing is
     /// deleted; the report says what would be.
     ///
-    /// Safe beside writers: the segments are listed first, then every head is read. A
-    /// write names in its head only segments it uploaded or found younger than half an
-    /// hour (an older one is copied under a fresh name, which the listing does not
-    /// hold), so a segment an hour old at the listing and named by no head read after
-    /// it is one no write will name, unless a writer stalled for more than half an hour
-    /// between finding its segments and replacing its head (its head then names a
-    /// missing segment, which reads report as [`S3Error::InvalidContent`]).
+    /// Safe beside writers: the segments are listed first, then every head is read, and
+    /// the heads are listed again (and those new or changed read) until a listing shows
+    /// none: a rename, which moves a head's segments to another key, writes the new head
+    /// before it empties the old one, so a head found empty has its new name in the next
+    /// listing. A write names in its head only segments it uploaded, found younger than
+    /// half an hour (an older one is copied under a fresh name, which the listing does
+    /// not hold) or took from a head (a rename, a truncation), so a segment an hour old at
+    /// the listing and named by no head read after it is one no write will name, unless
+    /// a writer stalled for more than half an hour between finding its segments and
+    /// replacing its head (its head then names a missing segment, which reads report as
+    /// [`S3Error::InvalidContent`]). Heads that keep changing through eight listings make
+    /// it delete nothing and return [`StoreError::Locked`].
     pub fn gc_segments(&self, dry_run: bool) -> Result<GcReport, StoreError> {
         self.gc_segments_older_than(dry_run, GC_MIN_AGE)
     }
@@ -449,14 +458,38 @@ impl S3Storage {
         let segments: Vec<object_store::ObjectMeta> =
             self.run(store.list(Some(&segments_dir)).try_collect()).map_err(backend(op, path))?;
         let listed_at = now_ms();
-        let heads: Vec<ObjectPath> =
-            self.run(store.list(Some(&heads_dir)).map_ok(|m| m.location).try_collect()).map_err(backend(op, path))?;
+        // Every head, then the heads again until a listing shows none new or changed: a
+        // rename writes its new head before it empties the old one, so a head read empty
+        // (renamed away) has its new name in the next listing.
         let mut referenced = BTreeSet::new();
-        for h in heads.iter().filter(|h| h.as_ref().ends_with(FILE_MARK)) {
-            let hp = Path::new(h.as_ref());
-            let Some(cur) = self.get_head(op, hp, h)? else { continue };
-            report.heads += 1;
-            referenced.extend(cur.head.segments.iter().map(Segment::object_name));
+        let mut read: HashMap<ObjectPath, (Option<String>, i64, u64)> = HashMap::new();
+        let mut settled = false;
+        for _ in 0..GC_HEAD_ROUNDS {
+            let heads: Vec<object_store::ObjectMeta> =
+                self.run(store.list(Some(&heads_dir)).try_collect()).map_err(backend(op, path))?;
+            let mut fresh = false;
+            for m in heads.iter().filter(|m| m.location.as_ref().ends_with(FILE_MARK)) {
+                let mark = (m.e_tag.clone(), m.last_modified.timestamp_millis(), m.size);
+                if read.get(&m.location) == Some(&mark) {
+                    continue;
+                }
+                fresh = true;
+                let first = read.insert(m.location.clone(), mark).is_none();
+                let hp = Path::new(m.location.as_ref());
+                let Some(cur) = self.get_head(op, hp, &m.location)? else { continue };
+                if first {
+                    report.heads += 1;
+                }
+                referenced.extend(cur.head.segments.iter().map(Segment::object_name));
+            }
+            if !fresh {
+                settled = true;
+                break;
+            }
+        }
+        if !settled {
+            // Heads kept moving: nothing is deleted rather than something in use.
+            return Err(StoreError::Locked { path: path.to_path_buf() });
         }
         let min_age_ms = i64::try_from(min_age.as_millis()).unwrap_or(i64::MAX);
         for m in segments {
@@ -1044,8 +1077,30 @@ impl S3Storage {
                     PutMode::Overwrite
                 }
             };
-            match store.put_opts(&loc, released(), PutOptions { mode: put_mode, ..PutOptions::default() }).await {
-                Ok(_) | Err(object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. }) => Ok(()),
+            let put = |m: PutMode| PutOptions { mode: m, ..PutOptions::default() };
+            match store.put_opts(&loc, released(), put(put_mode)).await {
+                Ok(_) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                Err(object_store::Error::Precondition { .. }) => {
+                    // Another write since the last one this holder knows of: its own
+                    // renewal whose reply was lost, or another taker's. Ours only if it
+                    // still holds our token, and then replaced on the version seen now.
+                    let r = match store.get(&loc).await {
+                        Ok(r) => r,
+                        Err(object_store::Error::NotFound { .. }) => return Ok(()),
+                        Err(e) => return Err(e),
+                    };
+                    let now = UpdateVersion { e_tag: r.meta.e_tag.clone(), version: r.meta.version.clone() };
+                    if LockBody::parse(&small(r).await?).token != token {
+                        return Ok(());
+                    }
+                    match store.put_opts(&loc, released(), put(PutMode::Update(now))).await {
+                        Ok(_)
+                        | Err(object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. }) => {
+                            Ok(())
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
                 Err(e) => Err(e),
             }
         })
@@ -1321,6 +1376,8 @@ impl Storage for S3Storage {
             Mode::Locked => self.write_lock(from, &src)?,
             Mode::Conditional => None,
         };
+        // The head this rename last wrote at `to`: a copy again replaces only that.
+        let mut written: Option<Head> = None;
         for attempt in 0..MAX_ATTEMPTS {
             let Some(cur) = self.load(op, from, &src)? else {
                 if attempt == 0 {
@@ -1331,7 +1388,17 @@ impl Storage for S3Storage {
             };
             let mut moved = cur.head;
             moved.mtime = self.inner.times.next();
-            self.transact(op, to, &dst, true, &mut |_, _| Ok(Step::Write(moved.clone())))?;
+            let ours = written.clone();
+            self.transact(op, to, &dst, ours.is_none(), &mut |there, _| match (&ours, there) {
+                // Written to since this rename's copy: that write is not replaced.
+                (Some(mine), found) if found != Some(mine) => Err(StoreError::Conflict {
+                    path: to.to_path_buf(),
+                    expected: Some(mine.size),
+                    found: found.map(|h| h.size),
+                }),
+                _ => Ok(Step::Write(moved.clone())),
+            })?;
+            written = Some(moved);
             if self.put_tombstone(op, from, &src, &cur.version, mode)? {
                 return Ok(());
             }

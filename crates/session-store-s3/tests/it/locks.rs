@@ -44,13 +44,21 @@ fn an_expired_lock_is_broken() -> TestResult {
     assert_ne!(body["token"], "dead", "the expired lock was replaced");
     held.release()?;
     // A holder's lock that is no longer its own (it expired and another took it) is
-    // left alone on release, even when the other holder's token reads the same.
+    // left alone on release.
     let held = s.lock(p, LockWait::NoWait)?;
-    let mine: serde_json::Value = serde_json::from_slice(&t.get("locks/l/s.jsonl!")?)?;
-    let token = mine["token"].as_str().ok_or("a token")?.to_owned();
-    let other = format!("{{\"v\":1,\"token\":\"{token}\",\"expires\":{},\"pid\":2}}", now + 60_000);
+    let other = format!("{{\"v\":1,\"token\":\"{}\",\"expires\":{},\"pid\":2}}", "7".repeat(32), now + 60_000);
     t.put("locks/l/s.jsonl!", other.clone().into_bytes())?;
     held.release()?;
     assert_eq!(t.get("locks/l/s.jsonl!")?, other.into_bytes(), "another holder's lock stays");
+    // A lock written again since the holder's last known write (a renewal whose reply
+    // was lost) but still holding its token is released all the same.
+    t.delete("locks/l/s.jsonl!")?;
+    let held = s.lock(p, LockWait::NoWait)?;
+    let mut body: serde_json::Value = serde_json::from_slice(&t.get("locks/l/s.jsonl!")?)?;
+    body["pid"] = 3.into();
+    t.put("locks/l/s.jsonl!", serde_json::to_vec(&body)?)?;
+    held.release()?;
+    let body: serde_json::Value = serde_json::from_slice(&t.get("locks/l/s.jsonl!")?)?;
+    assert_eq!(body["expires"], 0, "released: {body}");
     Ok(())
 }

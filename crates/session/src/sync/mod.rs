@@ -521,7 +521,8 @@ fn pairs(
         // Two files of one name here are left alone whatever the remote holds.
         let Some(l) = pair.local.as_ref().filter(|_| pair.extra.is_empty()) else { continue };
         let side = match noted.get(l.path.as_path()).map(Vec::as_slice) {
-            Some([at]) => remote.storage.stat(at)?.filter(|s| s.is_file).map(|stat| Side {
+            // A copy that cannot be looked at now is found again by a listing.
+            Some([at]) => remote.storage.stat(at).ok().flatten().filter(|s| s.is_file).map(|stat| Side {
                 path: at.to_path_buf(),
                 stat: Some(stat),
                 version: None,
@@ -1049,6 +1050,12 @@ impl Run<'_> {
     /// size, each side's modification time and the remote version where known.
     fn remember(&mut self, remote: &Path, local: &Path, local_bytes: &[u8], local_mtime: Option<i64>, there: There) {
         let There { size: remote_size, mtime: remote_mtime, version: remote_version } = there;
+        // A time within a moment of now may stay the same through one more write (file
+        // times are coarser than writes: git's "racy clean" case): not noted, so the
+        // next sync reads the file.
+        let racy_ms = session_store::FileIdentity::RACY_NS / 1_000_000;
+        let now = session_store::clock::Clock::now_ms(&session_store::clock::SystemClock);
+        let local_mtime = local_mtime.filter(|t| now.saturating_sub(*t) >= racy_ms);
         if self.blobs_missing {
             self.state.sessions.remove(remote);
             return;

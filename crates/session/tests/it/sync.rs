@@ -106,6 +106,16 @@ fn put(path: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
+/// Moves the modification time of `path` a minute back, as for a file written a while
+/// ago: a sync notes only times that no write in the same moment can repeat.
+fn settle(path: &Path) -> Result<()> {
+    let f = fs_err::OpenOptions::new().append(true).open(path)?;
+    let now = session::store::clock::Clock::now_ms(&session::store::clock::SystemClock);
+    let then = u64::try_from(now - 60_000)?;
+    f.file().set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_millis(then))?;
+    Ok(())
+}
+
 fn append(path: &Path, text: &str) -> Result<()> {
     use std::io::Write;
     let mut f = fs_err::OpenOptions::new().append(true).open(path)?;
@@ -586,10 +596,9 @@ fn an_unchanged_sync_reads_listings_only() -> Result<()> {
     for i in 0..20 {
         let sid = format!("s{i}");
         let dialect = if i % 2 == 0 { Dialect::Pi } else { Dialect::Omp };
-        put(
-            &a.session(dialect, &name_of(&sid)),
-            &session_file(dialect, &sid, &a.project, &[entry("aaaaaaaa", None, "x")]),
-        )?;
+        let path = a.session(dialect, &name_of(&sid));
+        put(&path, &session_file(dialect, &sid, &a.project, &[entry("aaaaaaaa", None, "x")]))?;
+        settle(&path)?;
     }
     let plain = SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir);
     assert_eq!(a.sync(&plain)?.counts().pushed, 20);
@@ -777,10 +786,9 @@ fn a_version_1_state_file_is_read_once() -> Result<()> {
     let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
     let remote_dir = tmp.path().join("remote");
     for (dialect, sid) in [(Dialect::Pi, "p"), (Dialect::Omp, "o")] {
-        put(
-            &a.session(dialect, &name_of(sid)),
-            &session_file(dialect, sid, &a.project, &[entry("aaaaaaaa", None, "x")]),
-        )?;
+        let path = a.session(dialect, &name_of(sid));
+        put(&path, &session_file(dialect, sid, &a.project, &[entry("aaaaaaaa", None, "x")]))?;
+        settle(&path)?;
     }
     let plain = SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir);
     let state = a.sync(&plain)?.state_file.ok_or("a state file")?;
