@@ -31,13 +31,9 @@ struct State {
 struct Inner {
     state: Mutex<State>,
     clock: Arc<dyn Clock>,
-    /// The last time handed out: each one is later than the one before.
-    last: Mutex<i64>,
 }
 
-/// Session files kept in memory, with mtimes from an injectable [`Clock`], strictly
-/// increasing (a change within the clock's millisecond of the previous one gets the
-/// next millisecond), so that a file's mtime moves with every write.
+/// Session files kept in memory, with mtimes from an injectable [`Clock`].
 ///
 /// Behaves like [`FileStorage`](crate::FileStorage) under the shared contract tests (directories
 /// are implied by the files in them). It also tracks, per file, how many bytes have been synced,
@@ -62,7 +58,7 @@ impl MemoryStorage {
 
     /// Returns an empty storage using `clock` for mtimes.
     pub fn with_clock(clock: Arc<dyn Clock>) -> MemoryStorage {
-        MemoryStorage { inner: Arc::new(Inner { state: Mutex::new(State::default()), clock, last: Mutex::new(0) }) }
+        MemoryStorage { inner: Arc::new(Inner { state: Mutex::new(State::default()), clock }) }
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -71,10 +67,7 @@ impl MemoryStorage {
     }
 
     fn now(&self) -> i64 {
-        let now = self.inner.clock.now_ms();
-        let mut last = self.inner.last.lock().unwrap_or_else(|p| p.into_inner());
-        *last = now.max(*last + 1);
-        *last
+        self.inner.clock.now_ms()
     }
 
     /// Drops every byte that was not synced, as a power loss would.
@@ -100,8 +93,7 @@ impl MemoryStorage {
             .map(|(p, f)| (p.clone(), MemFile { data: f.data.clone(), mtime_ms: f.mtime_ms, synced: f.synced }))
             .collect();
         let state = State { files, dirs: st.dirs.clone(), locks: HashSet::new() };
-        let last = Mutex::new(*self.inner.last.lock().unwrap_or_else(|p| p.into_inner()));
-        MemoryStorage { inner: Arc::new(Inner { state: Mutex::new(state), clock: self.inner.clock.clone(), last }) }
+        MemoryStorage { inner: Arc::new(Inner { state: Mutex::new(state), clock: self.inner.clock.clone() }) }
     }
 
     /// Returns the path of every file, dot-files included (which [`Storage::list`] skips),
