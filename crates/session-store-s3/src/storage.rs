@@ -302,8 +302,9 @@ enum Step {
 /// What a write does with the head it read ([`S3Storage::transact`]).
 type Decide<'a> = dyn FnMut(Option<&Head>, Mode) -> Result<Step, StoreError> + 'a;
 
-/// A directory's key prefix, its files (name, mtime of the head) and its directories.
-type Children = (String, Vec<(String, i64)>, Vec<String>);
+/// A directory's key prefix, its files (name, mtime of the head, version) and its
+/// directories.
+type Children = (String, Vec<(String, i64, String)>, Vec<String>);
 
 /// How head updates are made safe against a concurrent writer.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -950,7 +951,16 @@ impl S3Storage {
             .objects
             .iter()
             .filter(|m| m.size > 0)
-            .filter_map(|m| Some((decode_file(m.location.filename()?)?, m.last_modified.timestamp_millis())))
+            .filter_map(|m| {
+                let name = decode_file(m.location.filename()?)?;
+                // The head's ETag changes with every write (the head holds the file's
+                // mtime and segment hashes); without one, its size and time.
+                let version = match &m.e_tag {
+                    Some(tag) => format!("etag:{tag}"),
+                    None => format!("{}:{}", m.size, m.last_modified.timestamp_millis()),
+                };
+                Some((name, m.last_modified.timestamp_millis(), version))
+            })
             .collect();
         let dirs = listed.common_prefixes.iter().filter_map(|p| decode_dir(p.filename()?)).collect();
         Ok((prefix, files, dirs))
@@ -1169,7 +1179,7 @@ impl Storage for S3Storage {
         }
         if !files.is_empty() || !dirs.is_empty() {
             let now = self.inner.times.now();
-            let newest = files.iter().map(|(_, m)| *m).max().unwrap_or(now);
+            let newest = files.iter().map(|(_, m, _)| *m).max().unwrap_or(now);
             return Ok(Some(FileStat::new(0, newest, false)));
         }
         Ok(self.inner.dirs.mtime(&k, &prefix).map(|mtime_ms| FileStat::new(0, mtime_ms, false)))
@@ -1177,7 +1187,7 @@ impl Storage for S3Storage {
 
     fn list(&self, dir: &Path) -> Result<Vec<String>, StoreError> {
         let (_, files, _) = self.children(Op::List, dir)?;
-        let mut names: Vec<String> = files.into_iter().map(|(n, _)| n).filter(|n| !n.starts_with('.')).collect();
+        let mut names: Vec<String> = files.into_iter().map(|(n, _, _)| n).filter(|n| !n.starts_with('.')).collect();
         names.sort();
         Ok(names)
     }
@@ -1188,7 +1198,7 @@ impl Storage for S3Storage {
     fn list_stats(&self, dir: &Path) -> Result<Vec<(String, FileStat)>, StoreError> {
         let op = Op::List;
         let (prefix, files, _) = self.children(op, dir)?;
-        let mut names: Vec<String> = files.into_iter().map(|(n, _)| n).filter(|n| !n.starts_with('.')).collect();
+        let mut names: Vec<String> = files.into_iter().map(|(n, _, _)| n).filter(|n| !n.starts_with('.')).collect();
         names.sort();
         let store = &self.inner.store;
         let layout = &self.inner.layout;
@@ -1217,27 +1227,13 @@ impl Storage for S3Storage {
         Ok(out)
     }
 
-    /// One listing of the folder's heads: a file's version is its head object's ETag
-    /// (which changes with every write, the head holding the file's mtime and segment
-    /// hashes), else the head's size and `Last-Modified` where the store gives no ETag.
+    /// One listing of the folder's heads (as every listing here): a file's version is
+    /// its head object's ETag, else the head's size and `Last-Modified` where the store
+    /// gives no ETag.
     fn list_versions(&self, dir: &Path) -> Result<Vec<(String, String)>, StoreError> {
-        let op = Op::List;
-        let prefix = S3Error::dir_prefix(op, dir)?;
-        let loc = self.inner.layout.head_dir(&prefix);
-        let listed = self.run(self.inner.store.list_with_delimiter(Some(&loc))).map_err(backend(op, dir))?;
-        let mut out: Vec<(String, String)> = listed
-            .objects
-            .iter()
-            .filter(|m| m.size > 0)
-            .filter_map(|m| {
-                let name = decode_file(m.location.filename()?)?;
-                let version = match &m.e_tag {
-                    Some(tag) => format!("etag:{tag}"),
-                    None => format!("{}:{}", m.size, m.last_modified.timestamp_millis()),
-                };
-                (!name.starts_with('.')).then_some((name, version))
-            })
-            .collect();
+        let (_, files, _) = self.children(Op::List, dir)?;
+        let mut out: Vec<(String, String)> =
+            files.into_iter().filter(|(n, _, _)| !n.starts_with('.')).map(|(n, _, v)| (n, v)).collect();
         out.sort();
         Ok(out)
     }
@@ -1263,7 +1259,7 @@ impl Storage for S3Storage {
         let (prefix, files, dirs) = self.children(Op::List, dir)?;
         let keys = files
             .into_iter()
-            .map(|(n, _)| format!("{prefix}{n}"))
+            .map(|(n, _, _)| format!("{prefix}{n}"))
             .chain(dirs.into_iter().map(|d| format!("{prefix}{d}/")));
         Ok(child_entries(&prefix, keys, self.inner.dirs.under(&prefix)))
     }
@@ -1424,8 +1420,8 @@ impl Storage for S3Storage {
             let (prefix, files, _) = self.children(op, parent)?;
             let backups: Vec<ObjectPath> = files
                 .iter()
-                .filter(|(n, _)| is_backup_of(&name, n))
-                .map(|(n, _)| self.inner.layout.head(&format!("{prefix}{n}")))
+                .filter(|(n, _, _)| is_backup_of(&name, n))
+                .map(|(n, _, _)| self.inner.layout.head(&format!("{prefix}{n}")))
                 .collect();
             self.delete_heads(op, path, backups)?;
         }
