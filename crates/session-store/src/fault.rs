@@ -466,6 +466,21 @@ impl<S: Storage> Storage for FaultStorage<S> {
         self.inner.list(dir)
     }
 
+    fn list_stats(&self, dir: &Path) -> Result<Vec<(String, FileStat)>, StoreError> {
+        self.faults.check(Op::List, dir)?;
+        self.inner.list_stats(dir)
+    }
+
+    fn list_versions(&self, dir: &Path) -> Result<Vec<(String, String)>, StoreError> {
+        self.faults.check(Op::List, dir)?;
+        self.inner.list_versions(dir)
+    }
+
+    fn stat_version(&self, path: &Path) -> Result<Option<(FileStat, String)>, StoreError> {
+        self.faults.check(Op::Stat, path)?;
+        self.inner.stat_version(path)
+    }
+
     fn read_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StoreError> {
         self.faults.check(Op::List, dir)?;
         self.inner.read_dir(dir)
@@ -591,6 +606,21 @@ impl<S: Storage> Storage for FaultStorage<S> {
             WriteVerdict::Crash(n, e) => {
                 if n > 0 {
                     let _ = self.inner.append(path, &bytes[..n]);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn append_expected(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
+        // The inner storage's own conditional append (an object store's segment and head),
+        // one boundary as a plain append is.
+        match self.faults.on_write(Op::Append, path, bytes.len()) {
+            WriteVerdict::All => self.inner.append_expected(path, bytes, expected),
+            WriteVerdict::Partial(_, err) => Err(err.unwrap_or_else(|| short_write_error(Op::Append, path))),
+            WriteVerdict::Crash(n, e) => {
+                if n > 0 {
+                    let _ = self.inner.append_expected(path, &bytes[..n], expected);
                 }
                 Err(e)
             }

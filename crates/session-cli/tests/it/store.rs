@@ -564,6 +564,250 @@ fn two_machines_at_once_through_s3() -> Result<()> {
     machines_at_once(&open, "at-once-s3")
 }
 
+/// A sync killed at every write of its protocol to a PostgreSQL remote (see
+/// [`killed_at_every_remote_write`]).
+#[cfg(feature = "postgres")]
+#[test]
+fn a_sync_killed_at_every_remote_write_through_postgres() -> Result<()> {
+    let test = "a_sync_killed_at_every_remote_write_through_postgres";
+    let db = match TestDb::create() {
+        Ok(db) => db,
+        Err(e) => return skip(test, &format!("PostgreSQL not reachable: {e}")),
+    };
+    let conn = format!("host=/var/run/postgresql dbname={}", db.name);
+    killed_at_every_remote_write(&|| Ok(session_store_postgres::PostgresStorage::connect(&conn)?), "killed-pg")
+}
+
+/// A sync killed at every write of its protocol to an S3 remote (see
+/// [`killed_at_every_remote_write`]).
+#[cfg(feature = "s3")]
+#[test]
+fn a_sync_killed_at_every_remote_write_through_s3() -> Result<()> {
+    let test = "a_sync_killed_at_every_remote_write_through_s3";
+    let t = match TestS3::create() {
+        Ok(t) => t,
+        Err(e) => return skip(test, &format!("S3 not reachable: {e}")),
+    };
+    killed_at_every_remote_write(&|| Ok(t.storage()?), "killed-s3")
+}
+
+/// Two machines share five sessions through the remote `open` gives, in every state a
+/// sync meets (both went on: a merge; one went on: a fast-forward each way; one side
+/// only: an upload and a download). Machine A's sync is then killed at each remote write
+/// in turn: the `k`-th call that changes the remote and every later one fail, and the
+/// remote is left as that call found it. After each death every copy still holds every
+/// entry it held, and a later sync of A, then B, then A completes, leaves both machines
+/// and the remote with every entry either machine wrote exactly once, and a sync after
+/// that has nothing to do. (The local side of the same protocol is killed at every write
+/// by the crash-point campaign, `crates/session/tests/crash_points`, case `job sync`.)
+#[cfg(any(feature = "postgres", feature = "s3"))]
+fn killed_at_every_remote_write<S: session::store::Storage + 'static>(
+    open: &dyn Fn() -> Result<S>,
+    tag: &str,
+) -> Result<()> {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use session::discovery::{AgentDirs, ProcessEnv};
+    use session::store::{Boundary, CrashKind, EntryKind, FaultStorage, Faults, FileStorage, Storage};
+    use session::sync::{ProjectMap, SyncLocal, SyncOptions, SyncOutcome, SyncRemote, sync};
+
+    use crate::sync::{Home, append, line};
+
+    const SIDS: [&str; 5] = ["s1both", "s2here", "s3there", "s4new-here", "s5new-there"];
+    /// Every file below `dir` of `storage` named `name`.
+    fn find(storage: &dyn Storage, dir: &std::path::Path, name: &str, out: &mut Vec<PathBuf>) -> Result<()> {
+        let entries = match storage.read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.is_not_found() => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        for e in entries {
+            match e.kind {
+                EntryKind::Dir => find(storage, &dir.join(&e.name), name, out)?,
+                _ if e.name == name => out.push(dir.join(&e.name)),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+    /// The entry ids of a session's bytes, in order.
+    fn ids_in(bytes: &[u8]) -> Vec<String> {
+        let parsed = session::model::parse_session_bytes(bytes, session::Dialect::Pi);
+        parsed.records.iter().filter(|r| !r.is_header()).filter_map(|r| r.id().map(str::to_owned)).collect()
+    }
+    let one_run = |k: Option<usize>| -> Result<Vec<Boundary>> {
+        let name = k.map_or_else(|| "count".to_owned(), |k| k.to_string());
+        let tmp = TempDir::new(&format!("{tag}-{name}"))?;
+        let homes = [
+            Home::new(&tmp.0, "a", "git@example.org:me/app.git")?,
+            Home::new(&tmp.0, "b", "https://example.org/me/app")?,
+        ];
+        let faults = Faults::new();
+        let faulty: Arc<dyn Storage> = Arc::new(FaultStorage::new(open()?, faults.clone()));
+        let clean: Arc<dyn Storage> = Arc::new(open()?);
+        let prefix = PathBuf::from(format!("/killed-{name}"));
+        let machine = |h: &Home, remote: &Arc<dyn Storage>| -> Result<(SyncLocal, SyncRemote, SyncOptions)> {
+            let tmpdir = h.home.join("tmp");
+            fs_err::create_dir_all(&tmpdir)?;
+            let env = ProcessEnv::new(&h.home, &h.project, &tmpdir);
+            let local = SyncLocal::new(Arc::new(FileStorage::new()), vec![AgentDirs::pi(&env)], h.home.join(".state"));
+            let remote = SyncRemote::new(remote.clone(), &format!("test://{tag}"), &prefix);
+            let mut map = ProjectMap::new();
+            map.insert("example.org/me/app", &h.project);
+            Ok((local, remote, SyncOptions::default().map(map)))
+        };
+        let sync_clean = |h: &Home| -> Result<session::sync::SyncReport> {
+            let m = machine(h, &clean)?;
+            let report = sync(&m.0, &m.1, &m.2, &mut |_| {})?;
+            let bad = |o: &SyncOutcome| {
+                matches!(o, SyncOutcome::Failed(_) | SyncOutcome::Skipped { .. } | SyncOutcome::Conflict { .. })
+            };
+            if let Some(s) = report.sessions.iter().find(|s| bad(&s.outcome)) {
+                return Err(format!("{}: {:?}", s.name, s.outcome).into());
+            }
+            Ok(report)
+        };
+        // written[sid]: every entry id either machine wrote.
+        let mut written: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        let mut write = |h: &Home, sid: &'static str, ids: &[String]| -> Result<()> {
+            let file = h.pi_file(sid);
+            let exists = file.exists();
+            let mut parent = if exists { ids_in(&fs_err::read(&file)?).last().cloned() } else { None };
+            let mut text = String::new();
+            for id in ids {
+                text.push_str(&line(id, parent.as_deref()));
+                parent = Some(id.clone());
+                written.entry(sid).or_default().push(id.clone());
+            }
+            if exists {
+                append(&file, &text)?;
+            } else {
+                h.put_pi(sid, &[text])?;
+            }
+            Ok(())
+        };
+        let ids = |side: &str, sid: &str, n: usize| -> Vec<String> {
+            (0..n).map(|i| format!("{side}{}{i}", &sid[..2])).collect()
+        };
+        for sid in &SIDS[..3] {
+            write(&homes[0], sid, &ids("base", sid, 2))?;
+        }
+        sync_clean(&homes[0])?;
+        sync_clean(&homes[1])?;
+        write(&homes[0], SIDS[0], &ids("a", SIDS[0], 2))?;
+        write(&homes[1], SIDS[0], &ids("b", SIDS[0], 2))?;
+        write(&homes[0], SIDS[1], &ids("a", SIDS[1], 2))?;
+        write(&homes[1], SIDS[2], &ids("b", SIDS[2], 2))?;
+        write(&homes[0], SIDS[3], &ids("a", SIDS[3], 2))?;
+        write(&homes[1], SIDS[4], &ids("b", SIDS[4], 2))?;
+        sync_clean(&homes[1])?;
+        // What each copy holds before A's sync, and keeps after its death.
+        let remote_copy = |sid: &str| -> Result<Option<PathBuf>> {
+            let mut found = Vec::new();
+            find(clean.as_ref(), &prefix, &format!("2026-01-01T00-00-00-000Z_{sid}.jsonl"), &mut found)?;
+            match found.as_slice() {
+                [] => Ok(None),
+                [one] => Ok(Some(one.clone())),
+                more => Err(format!("{sid}: {more:?}").into()),
+            }
+        };
+        let mut held: Vec<(String, Vec<String>)> = Vec::new();
+        for sid in SIDS {
+            let local = homes[0].pi_file(sid);
+            if local.exists() {
+                held.push((local.display().to_string(), ids_in(&fs_err::read(&local)?)));
+            }
+            if let Some(r) = remote_copy(sid)? {
+                held.push((format!("remote {}", r.display()), ids_in(&clean.read(&r)?)));
+            }
+        }
+        let a = machine(&homes[0], &faulty)?;
+        match k {
+            None => faults.record_boundaries(),
+            Some(k) => faults.crash_at(k, CrashKind::Before),
+        }
+        let first = sync(&a.0, &a.1, &a.2, &mut |_| {});
+        let trace = faults.boundaries();
+        match (k, &first) {
+            (None, Ok(report)) => {
+                let did: Vec<&str> = SIDS
+                    .iter()
+                    .map(|sid| {
+                        let name = format!("2026-01-01T00-00-00-000Z_{sid}.jsonl");
+                        match report.sessions.iter().find(|s| s.name == name).map(|s| &s.outcome) {
+                            Some(SyncOutcome::Merged { .. }) => "merged",
+                            Some(SyncOutcome::Pushed { .. }) => "pushed",
+                            Some(SyncOutcome::Pulled { .. }) => "pulled",
+                            Some(SyncOutcome::Uploaded) => "uploaded",
+                            Some(SyncOutcome::Downloaded) => "downloaded",
+                            _ => "other",
+                        }
+                    })
+                    .collect();
+                assert_eq!(did, ["merged", "pushed", "pulled", "uploaded", "downloaded"], "{report:?}");
+            }
+            (None, Err(e)) => return Err(format!("the sync without a death failed: {e}").into()),
+            (Some(_), _) => {
+                if faults.crashed().is_none() {
+                    return Err("the death was not reached".into());
+                }
+            }
+        }
+        // Every copy holds what it held.
+        for sid in SIDS {
+            let mut copies = Vec::new();
+            let local = homes[0].pi_file(sid);
+            if local.exists() {
+                copies.push((local.display().to_string(), ids_in(&fs_err::read(&local)?)));
+            }
+            if let Some(r) = remote_copy(sid)? {
+                copies.push((format!("remote {}", r.display()), ids_in(&clean.read(&r)?)));
+            }
+            for (place, before) in held.iter().filter(|(p, _)| p.contains(sid)) {
+                let now = copies.iter().find(|(p, _)| p == place).ok_or_else(|| format!("{place} is gone"))?;
+                if let Some(id) = before.iter().find(|id| !now.1.contains(id)) {
+                    return Err(format!("{place} lost {id}").into());
+                }
+            }
+        }
+        // A later sync completes, and a sync after both has nothing to do.
+        sync_clean(&homes[0])?;
+        sync_clean(&homes[1])?;
+        let last = sync_clean(&homes[0])?;
+        if let Some(s) = last.sessions.iter().find(|s| !matches!(s.outcome, SyncOutcome::Unchanged)) {
+            return Err(format!("after both synced: {} {:?}", s.name, s.outcome).into());
+        }
+        for sid in SIDS {
+            let remote = remote_copy(sid)?.ok_or_else(|| format!("{sid} is not on the remote"))?;
+            let copies = [
+                ("a", fs_err::read(homes[0].pi_file(sid))?),
+                ("b", fs_err::read(homes[1].pi_file(sid))?),
+                ("remote", clean.read(&remote)?),
+            ];
+            for (place, bytes) in &copies {
+                let mut got = ids_in(bytes);
+                let n = got.len();
+                got.sort();
+                got.dedup();
+                let mut want = written[sid].clone();
+                want.sort();
+                if got != want || n != want.len() {
+                    return Err(format!("{sid} on {place}: {got:?} ({n} entries), want {want:?} once each").into());
+                }
+            }
+        }
+        Ok(trace)
+    };
+    let trace = one_run(None)?;
+    assert!(!trace.is_empty(), "the sync wrote nothing to the remote");
+    for k in 1..=trace.len() {
+        one_run(Some(k)).map_err(|e| format!("{tag}: died at {} of {} ({}): {e}", k, trace.len(), trace[k - 1]))?;
+    }
+    eprintln!("{tag}: a sync killed at each of {} remote writes", trace.len());
+    Ok(())
+}
+
 /// Two machines (their clones of one project at different paths) each run an agent loop
 /// that appends turns to the sessions it has, and sync with the remote `open` gives at
 /// random moments, both at once. After a last round of syncs both hold the same sessions

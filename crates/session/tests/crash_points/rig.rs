@@ -137,6 +137,11 @@ impl Rig {
         self.storage.as_ref()
     }
 
+    /// Returns the storage the explored operation writes through (faults apply), shared.
+    pub(crate) fn storage_arc(&self) -> Arc<dyn Storage> {
+        self.storage.clone()
+    }
+
     /// Returns the blob store the explored operation writes through (faults apply).
     pub(crate) fn blobs(&self) -> &BlobStore {
         &self.blobs

@@ -3,17 +3,20 @@
 //! [`Promises`] what each step acknowledged. The first error stops it: after a crash that is
 //! the death; before one it is a failure of the test.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
-use session::discovery::ProcessEnv;
+use session::discovery::{AgentDirs, OmpHome, ProcessEnv};
 use session::maintenance::{self, GcOptions, Homes, RewriteOptions, TransferOptions};
 use session::store::{Durability, ExpectedSize, Storage, StoreError};
+use session::sync::{self, SyncLocal, SyncOptions, SyncOutcome, SyncRemote, SyncReport};
 use session::{Dialect, SessionManager};
 
-use crate::Result;
 use crate::promise::{BlobPromise, JobPromise, NewFiles, Promises, RawPromise, Rerun, Snapshot};
-use crate::rig::{Level, Rig};
+use crate::rig::{Level, Rig, View, file_name, is_lock, is_temp};
+use crate::{Error, Result};
 
 /// One explored operation in one configuration.
 pub(crate) struct Case {
@@ -92,6 +95,9 @@ pub(crate) fn cases() -> Vec<Case> {
             add("job rm", n.into(), level, d, Box::new(move |r, p, s, a| job_rm(r, p, s, a, dialect)));
             add("job trash", n.into(), level, d, Box::new(move |r, p, s, a| job_trash(r, p, s, a, dialect)));
             add("job merge", n.into(), level, d, Box::new(move |r, p, s, a| job_merge(r, p, s, a, dialect)));
+        }
+        for dialect in [Dialect::Pi, Dialect::Omp] {
+            add("job sync", dialect.name().into(), level, d, Box::new(move |r, p, s, a| job_sync(r, p, s, a, dialect)));
         }
         add("job gc", "omp".into(), level, d, Box::new(job_gc));
         add("job pull", "pi".into(), level, d, Box::new(job_pull));
@@ -907,5 +913,262 @@ fn job_pull(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut()) -> 
     snapshot(rig, p, vec![target.join("s.jsonl"), target.join("s")])?;
     arm();
     step!(rig, maintenance::pull(&server, source, rig.storage(), &target, &TransferOptions::default()));
+    Ok(())
+}
+
+// ------------------------------------------------------------------ sync
+
+/// One machine of a sync run: its home below the run's root.
+fn sync_machine(storage: Arc<dyn Storage>, root: &Path, tag: &str) -> SyncLocal {
+    let home = root.join(tag);
+    let env = ProcessEnv::new(&home, root.join("project"), root.join("tmp"));
+    SyncLocal::new(storage, vec![AgentDirs::pi(&env), AgentDirs::omp(&env, OmpHome::Omp)], home.join(".state"))
+}
+
+fn sync_remote(storage: Arc<dyn Storage>, root: &Path) -> SyncRemote {
+    SyncRemote::new(storage, "crash-remote", root.join("remote"))
+}
+
+/// Syncs `local` with `remote` and fails on a session that failed or was skipped.
+fn sync_all(local: &SyncLocal, remote: &SyncRemote) -> Result<SyncReport> {
+    let report = sync::sync(local, remote, &SyncOptions::default(), &mut |_| {})?;
+    for s in &report.sessions {
+        if matches!(s.outcome, SyncOutcome::Failed(_) | SyncOutcome::Skipped { .. }) {
+            return Err(format!("sync of {}: {:?}", s.name, s.outcome).into());
+        }
+    }
+    Ok(report)
+}
+
+/// A session of the sync run: its file name, header and first lines, and each line it
+/// gets later on one side (`"<side> <name> <i>"`, continuing from `parent`).
+fn sync_header(dialect: Dialect, sid: &str, cwd: &Path) -> Result<String> {
+    let mut text = String::new();
+    if dialect == Dialect::Omp {
+        let slot = session::model::TitleSlot {
+            title: String::new(),
+            source: None,
+            updated_at: "2026-01-01T00:00:00.000Z".into(),
+        };
+        text.push_str(&slot.to_line()?);
+    }
+    let mut cwd_json = String::new();
+    session::model::json::write_js_str(&mut cwd_json, &cwd.to_string_lossy());
+    text.push_str(&format!(
+        r#"{{"type":"session","version":3,"id":"{sid}","timestamp":"2026-01-01T00:00:00.000Z","cwd":{cwd_json}}}"#
+    ));
+    text.push('\n');
+    Ok(text)
+}
+
+/// `n` lines of `side` continuing from `parent`; returns them, their marks and the last id.
+fn sync_lines(side: &str, session: &str, parent: Option<&str>, n: usize) -> (String, Vec<String>, Option<String>) {
+    let (mut text, mut marks, mut parent) = (String::new(), Vec::new(), parent.map(str::to_owned));
+    for i in 0..n {
+        let id = format!("{side}{session}{i:04x}");
+        let mark = format!("{side} {session} {i}");
+        let parent_json = parent.as_ref().map_or("null".to_owned(), |p| format!("\"{p}\""));
+        text.push_str(&format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent_json},"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"{mark}","timestamp":1}}}}"#
+        ));
+        text.push('\n');
+        marks.push(mark);
+        parent = Some(id);
+    }
+    (text, marks, parent)
+}
+
+/// The file of the run whose name is `name` below `dir` (one).
+fn find_below(view: &View, dir: &Path, name: &str) -> Result<PathBuf> {
+    let found: Vec<PathBuf> =
+        view.files()?.into_iter().filter(|f| f.starts_with(dir) && file_name(f) == Some(name)).collect();
+    match found.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => Err(format!("{name} below {}: {found:?}", dir.display()).into()),
+    }
+}
+
+/// The entry ids of a session file, each once, or an error naming a repeated one.
+fn entry_ids(storage: &dyn Storage, path: &Path, dialect: Dialect) -> Result<BTreeSet<String>> {
+    let bytes = storage.read(path)?;
+    let parsed = session::model::parse_session_bytes(&bytes, dialect);
+    if !parsed.diagnostics.is_empty() {
+        return Err(format!("{}: {:?}", path.display(), parsed.diagnostics).into());
+    }
+    let mut ids = BTreeSet::new();
+    for r in parsed.records.iter().filter(|r| !r.is_header()) {
+        if let Some(id) = r.id()
+            && !ids.insert(id.to_owned())
+        {
+            return Err(format!("{}: entry {id} is written twice", path.display()).into());
+        }
+    }
+    Ok(ids)
+}
+
+/// The name of what a sync did to a session.
+fn outcome_name(o: &SyncOutcome) -> &'static str {
+    match o {
+        SyncOutcome::Unchanged => "unchanged",
+        SyncOutcome::Pushed { .. } => "pushed",
+        SyncOutcome::Pulled { .. } => "pulled",
+        SyncOutcome::Merged { .. } => "merged",
+        SyncOutcome::Uploaded => "uploaded",
+        SyncOutcome::Downloaded => "downloaded",
+        _ => "other",
+    }
+}
+
+/// `sync` of machine A with a remote machine B synced to, five sessions of `dialect` in
+/// every state a sync meets: one both continued (`size + 1` entries each: a merge on both
+/// sides), one each side went on with (a fast-forward each way), one here only (an
+/// upload), one there only (a download). After a death every copy still holds every
+/// entry it held; A's sync run again (then B's, then A's) leaves all three homes with the
+/// union, each entry once, and a last sync has nothing to do.
+fn job_sync(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), dialect: Dialect) -> Result<()> {
+    const NAMES: [&str; 5] = ["both", "here", "there", "new-here", "new-there"];
+    let root = rig.root.clone();
+    let project = root.join("project");
+    let (a, b) = (sync_machine(rig.storage_arc(), &root, "a"), sync_machine(rig.storage_arc(), &root, "b"));
+    let remote = sync_remote(rig.storage_arc(), &root);
+    let bucket = |m: &SyncLocal| -> Result<PathBuf> {
+        let home = m.homes.iter().find(|h| h.dialect == dialect).ok_or("a home of the dialect")?;
+        Ok(home.default_session_dir(&project.to_string_lossy()))
+    };
+    let file_name_of = |i: usize| format!("2026-01-01T00-00-00-000Z_{:08x}-0000-7000-8000-{i:012x}.jsonl", 0x5a);
+    // marks[i]: every text session i holds anywhere at the end.
+    let mut marks: Vec<Vec<String>> = vec![Vec::new(); NAMES.len()];
+    let mut lasts: Vec<Option<String>> = vec![None; NAMES.len()];
+    let mut base: Vec<String> = vec![String::new(); NAMES.len()];
+    for (i, name) in NAMES.iter().enumerate() {
+        let sid = format!("{:08x}-0000-7000-8000-{i:012x}", 0x5a);
+        let (lines, m, last) = sync_lines("base", &name.replace('-', ""), None, 2);
+        base[i] = sync_header(dialect, &sid, &project)? + &lines;
+        marks[i] = m;
+        lasts[i] = last;
+    }
+    // Both machines start with the sessions they share; B also with its own.
+    for i in [0, 1, 2] {
+        put(rig, &bucket(&a)?.join(file_name_of(i)), base[i].as_bytes())?;
+    }
+    sync_all(&a, &remote)?;
+    sync_all(&b, &remote)?;
+    let went_on = |m: &SyncLocal, side: &str, i: usize, marks: &mut Vec<Vec<String>>| -> Result<Vec<String>> {
+        let (lines, new, _) = sync_lines(side, &NAMES[i].replace('-', ""), lasts[i].as_deref(), size + 1);
+        let path = bucket(m)?.join(file_name_of(i));
+        let bytes = [rig.storage().read(&path)?, lines.into_bytes()].concat();
+        rig.storage().write_atomic(&path, &bytes, ExpectedSize::Any)?;
+        marks[i].extend(new.iter().cloned());
+        Ok(new)
+    };
+    let a_both = went_on(&a, "a", 0, &mut marks)?;
+    let b_both = went_on(&b, "b", 0, &mut marks)?;
+    let a_here = went_on(&a, "a", 1, &mut marks)?;
+    let b_there = went_on(&b, "b", 2, &mut marks)?;
+    put(rig, &bucket(&a)?.join(file_name_of(3)), base[3].as_bytes())?;
+    put(rig, &bucket(&b)?.join(file_name_of(4)), base[4].as_bytes())?;
+    sync_all(&b, &remote)?;
+    // Every byte set up is durable before the sync begins.
+    for f in rig.live().files()? {
+        if !is_temp(&f) && !is_lock(&f) {
+            make_durable(rig, &f)?;
+        }
+    }
+    let view = rig.live();
+    let remote_dir = remote.sessions_dir(dialect);
+    let a_dir = bucket(&a)?;
+    let mut remote_files = Vec::new();
+    for i in [0, 1, 2, 4] {
+        remote_files.push(find_below(&view, &remote_dir, &file_name_of(i))?);
+    }
+    let remote_folder = remote_files[0].parent().ok_or("a remote project folder")?.to_path_buf();
+    // What each copy holds before the sync, and keeps after a death.
+    let base_marks = |i: usize| marks[i][..2].to_vec();
+    let held = [
+        (a_dir.join(file_name_of(0)), [base_marks(0), a_both].concat()),
+        (remote_files[0].clone(), [base_marks(0), b_both].concat()),
+        (a_dir.join(file_name_of(1)), [base_marks(1), a_here].concat()),
+        (remote_files[1].clone(), base_marks(1)),
+        (a_dir.join(file_name_of(2)), base_marks(2)),
+        (remote_files[2].clone(), [base_marks(2), b_there].concat()),
+        (a_dir.join(file_name_of(3)), base_marks(3)),
+        (remote_files[3].clone(), base_marks(4)),
+    ];
+    for (path, m) in held {
+        p.jobs.push(JobPromise { dialect, paths: vec![path], may_vanish: false, marks: m, artifacts: Vec::new() });
+    }
+    // The download and the upload: whole wherever they appear.
+    let ids_of_base = |i: usize| (0..2).map(|k| format!("base{}{k:04x}", NAMES[i].replace('-', ""))).collect();
+    p.new_files.push(NewFiles {
+        dialect,
+        dir: a_dir.clone(),
+        known: (0..4).map(|i| a_dir.join(file_name_of(i))).collect(),
+        ids: ids_of_base(4),
+    });
+    p.new_files.push(NewFiles {
+        dialect,
+        dir: remote_folder.clone(),
+        known: remote_files.clone(),
+        ids: ids_of_base(3),
+    });
+    // B's home is no part of A's sync.
+    for f in view.files()? {
+        if f.starts_with(root.join("b")) && !is_lock(&f) {
+            p.untouched.push((f.clone(), view.storage.read(&f)?));
+        }
+    }
+    let run_root = root.clone();
+    let names: Vec<String> = (0..NAMES.len()).map(file_name_of).collect();
+    p.reruns.push(Rerun(Box::new(move |view| {
+        let root = view.path(&run_root);
+        let (a, b) = (sync_machine(view.storage.clone(), &root, "a"), sync_machine(view.storage.clone(), &root, "b"));
+        let remote = sync_remote(view.storage.clone(), &root);
+        sync_all(&a, &remote)?;
+        sync_all(&b, &remote)?;
+        let last = sync_all(&a, &remote)?;
+        if let Some(s) = last.sessions.iter().find(|s| !matches!(s.outcome, SyncOutcome::Unchanged)) {
+            return Err(format!("a sync after both synced: {} {:?}", s.name, s.outcome).into());
+        }
+        for (i, name) in names.iter().enumerate() {
+            let copies = [&root.join("a"), &root.join("b"), &remote.sessions_dir(dialect)]
+                .map(|dir| find_below(view, dir, name));
+            let mut sets = Vec::new();
+            for copy in copies {
+                let copy = copy?;
+                let bytes = view.storage.read(&copy)?;
+                let text = String::from_utf8_lossy(&bytes);
+                if let Some(m) = marks[i].iter().find(|m| !text.contains(m.as_str())) {
+                    return Err(format!("{}: {m:?} is lost", copy.display()).into());
+                }
+                sets.push((copy.clone(), entry_ids(&*view.storage, &copy, dialect)?));
+            }
+            if sets.iter().any(|(_, s)| *s != sets[0].1) {
+                return Err(format!("the copies of {name} hold different entries: {sets:?}").into());
+            }
+        }
+        Ok(())
+    })));
+    let state = root.join("a/.state");
+    let mut allowed = vec![remote.prefix.clone(), state];
+    allowed.extend(a.homes.iter().map(|h| h.sessions_root.clone()));
+    snapshot(rig, p, allowed)?;
+    arm();
+    let report = step!(rig, sync::sync(&a, &remote, &SyncOptions::default(), &mut |_| {}));
+    // A session's failure is the death's (the sync goes on with the next session), or a
+    // failure of the test; a sync the death spared did each of the five things.
+    let failed = report.sessions.iter().find(|s| matches!(s.outcome, SyncOutcome::Failed(_)));
+    if let Some(s) = failed {
+        return died(rig, format!("sync of {}: {:?}", s.name, s.outcome));
+    }
+    let outcomes: Vec<String> = (0..NAMES.len())
+        .map(|i| {
+            let name = file_name_of(i);
+            let found = report.sessions.iter().find(|s| s.name == name);
+            found.map_or_else(|| "missing".to_owned(), |s| outcome_name(&s.outcome).to_owned())
+        })
+        .collect();
+    if outcomes != ["merged", "pushed", "pulled", "uploaded", "downloaded"] {
+        return Err(format!("the sync did {outcomes:?}").into());
+    }
     Ok(())
 }
