@@ -189,6 +189,8 @@ impl S3StorageBuilder {
             #[cfg(feature = "testing")]
             before_head_put: Mutex::new(None),
             #[cfg(feature = "testing")]
+            after_gc_lists_heads: Mutex::new(None),
+            #[cfg(feature = "testing")]
             reuse_age: Mutex::new(None),
         };
         Ok(S3Storage { inner: Arc::new(inner) })
@@ -211,12 +213,15 @@ struct Inner {
     /// Runs between a write's read of the head and its conditional replace (tests only).
     #[cfg(feature = "testing")]
     before_head_put: Mutex<Option<BeforeHeadPut>>,
+    /// Runs once after a segment collection lists the heads, before it reads them (tests only).
+    #[cfg(feature = "testing")]
+    after_gc_lists_heads: Mutex<Option<BeforeHeadPut>>,
     /// Replaces [`REFRESH_AFTER`] (tests only).
     #[cfg(feature = "testing")]
     reuse_age: Mutex<Option<Duration>>,
 }
 
-/// A fail point's action ([`S3Storage::before_head_put`]).
+/// A fail point's action ([`S3Storage::before_head_put`], [`S3Storage::after_gc_lists_heads`]).
 #[cfg(feature = "testing")]
 type BeforeHeadPut = Box<dyn FnMut() + Send>;
 
@@ -468,6 +473,13 @@ impl S3Storage {
         for _ in 0..GC_HEAD_ROUNDS {
             let heads: Vec<object_store::ObjectMeta> =
                 self.run(store.list(Some(&heads_dir)).try_collect()).map_err(backend(op, path))?;
+            #[cfg(feature = "testing")]
+            {
+                let action = guard(&self.inner.after_gc_lists_heads).take();
+                if let Some(mut action) = action {
+                    action();
+                }
+            }
             let mut fresh = false;
             for m in heads.iter().filter(|m| m.location.as_ref().ends_with(FILE_MARK)) {
                 let mark = (m.e_tag.clone(), m.last_modified.timestamp_millis(), m.size);
@@ -533,11 +545,19 @@ impl S3Storage {
         })
     }
 
-    /// Runs `action` once, between the next write's read of the head and its
-    /// conditional replace: a test makes another writer win the race there.
+    /// Runs `action` once, between the next write's read of a head and its conditional
+    /// replace (a head, or a rename's tombstone): a test makes another writer win the
+    /// race there.
     #[cfg(feature = "testing")]
     pub fn before_head_put(&self, action: impl FnMut() + Send + 'static) {
         *guard(&self.inner.before_head_put) = Some(Box::new(action));
+    }
+
+    /// Runs `action` once, after the next segment collection lists the heads and before it
+    /// reads them: a test renames a file there.
+    #[cfg(feature = "testing")]
+    pub fn after_gc_lists_heads(&self, action: impl FnMut() + Send + 'static) {
+        *guard(&self.inner.after_gc_lists_heads) = Some(Box::new(action));
     }
 
     /// Makes writes reuse an existing segment only while it is younger than `age`
@@ -764,6 +784,14 @@ impl S3Storage {
         prev: Option<&UpdateVersion>,
         mode: Mode,
     ) -> Result<bool, StoreError> {
+        #[cfg(feature = "testing")]
+        {
+            // Taken out first: the action may arm the next one.
+            let action = guard(&self.inner.before_head_put).take();
+            if let Some(mut action) = action {
+                action();
+            }
+        }
         let loc = self.inner.layout.head(k);
         let put_mode = match (mode, prev) {
             (Mode::Locked, _) => PutMode::Overwrite,
@@ -793,10 +821,6 @@ impl S3Storage {
                 Step::Done => return Ok(()),
                 Step::Write(head) => head,
             };
-            #[cfg(feature = "testing")]
-            if let Some(mut action) = guard(&self.inner.before_head_put).take() {
-                action();
-            }
             if self.put_head(op, path, k, &head, cur.version.as_ref(), mode)? {
                 return Ok(());
             }

@@ -263,6 +263,57 @@ fn a_rename_leaves_a_tombstone_and_loses_no_append() -> TestResult {
 }
 
 #[test]
+fn a_rename_copies_again_only_over_its_own_copy() -> TestResult {
+    let Some(t) = TestPrefix::create("a_rename_copies_again_only_over_its_own_copy")? else { return Ok(()) };
+    let s = t.storage()?;
+    let other = t.storage()?;
+    let (from, to) = (Path::new("/r2/s.jsonl"), Path::new("/r2/t.jsonl"));
+    s.write_atomic(from, b"1\n", ExpectedSize::Missing)?;
+    // Before the first copy lands, another writer appends to the source, so the rename
+    // must copy again; after the first copy, before the source's tombstone, another
+    // writer replaces the target.
+    let (appender, replacer, again) = (other.clone(), other.clone(), s.clone());
+    s.before_head_put(move || {
+        appender.append(Path::new("/r2/s.jsonl"), b"2\n").expect("the append lands");
+        let replacer = replacer.clone();
+        again.before_head_put(move || {
+            replacer.write_atomic(Path::new("/r2/t.jsonl"), b"theirs\n", ExpectedSize::Any).expect("the write lands");
+        });
+    });
+    let renamed = s.rename(from, to);
+    // The second copy would replace a write that is not this rename's: refused, and
+    // both files keep every byte.
+    assert!(matches!(renamed, Err(StoreError::Conflict { .. })), "{renamed:?}");
+    assert_eq!(s.read(to)?, b"theirs\n");
+    assert_eq!(s.read(from)?, b"1\n2\n");
+    Ok(())
+}
+
+#[test]
+fn gc_racing_a_rename_keeps_the_moved_segments() -> TestResult {
+    let Some(t) = TestPrefix::create("gc_racing_a_rename_keeps_the_moved_segments")? else { return Ok(()) };
+    let s = t.storage()?;
+    let other = t.storage()?;
+    let (from, to) = (Path::new("/g/a.jsonl"), Path::new("/g/b.jsonl"));
+    s.write_atomic(from, b"moved\n", ExpectedSize::Missing)?;
+    s.write_atomic(Path::new("/g/c.jsonl"), b"dropped\n", ExpectedSize::Missing)?;
+    s.write_atomic(Path::new("/g/c.jsonl"), b"kept\n", ExpectedSize::Any)?;
+    // The collection lists the heads; the file is renamed before it reads them, so the
+    // old name reads as a tombstone and the new one is in no listing read so far.
+    let renamer = other.clone();
+    s.after_gc_lists_heads(move || {
+        renamer.rename(Path::new("/g/a.jsonl"), Path::new("/g/b.jsonl")).expect("the rename lands");
+    });
+    let gc = s.gc_segments_older_than(false, Duration::ZERO)?;
+    assert_eq!(s.read(to)?, b"moved\n", "{gc:?}");
+    assert!(!s.exists(from)?);
+    // Only the segment no head names went.
+    assert_eq!(gc.deleted.len(), 1, "{gc:?}");
+    assert_eq!(s.read(Path::new("/g/c.jsonl"))?, b"kept\n");
+    Ok(())
+}
+
+#[test]
 fn an_old_segment_is_copied_not_reused() -> TestResult {
     let Some(t) = TestPrefix::create("an_old_segment_is_copied_not_reused")? else { return Ok(()) };
     let s = t.storage()?;
