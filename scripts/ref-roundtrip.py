@@ -11,6 +11,10 @@ Sessions written by us:
   * the files our `append`, `rename` (omp: the title slot written in place), `extract`
     and `fork` commands leave next to a copy of each scenario of a conformance corpus
     (default: ../shared/conformance/out/public);
+  * a copy of each scenario that went on elsewhere (a custom entry and a user message),
+    and a copy of what we wrote merged with it (`merge`);
+  * the generated sessions synced between two homes through a folder (`sync`): the
+    copy downloaded with its `cwd` rewritten, then both continued and merged;
   * omp: the files `persist_copy`, `fork`, `move_to` (plus an atomic batch),
     `create_empty_session_file` and `new_session` write beside each such copy
     (crates/session/examples/lifecycle_files.rs).
@@ -94,16 +98,113 @@ def written_by_us(corpus: str, limit: int, scratch: str) -> list[tuple[str, str]
             before = set(os.listdir(work))
             blob = ["--blob-dir", os.path.join(work, "blobs")] if dialect == "omp" else []
             code, ids = run([OURS, "--dialect", dialect, "entries", first, *blob], work)
+            # A copy that goes on elsewhere, merged below into a copy of what we write here.
+            theirs = os.path.join(work, "elsewhere-" + files[0])
+            shutil.copyfile(first, theirs)
+            went_on_elsewhere(dialect, theirs, work, blob)
             subprocess.run([OURS, "--dialect", dialect, "append", first, "--custom-type", "roundtrip", "--data", '{"n":1}', *blob], cwd=work, capture_output=True)
             subprocess.run([OURS, "--dialect", dialect, "rename", first, "Round trip", *blob], cwd=work, capture_output=True)
             if code == 0 and ids:
                 leaf = [i for i in ids if isinstance(i, str)][len(ids) // 2]
                 subprocess.run([OURS, "--dialect", dialect, "extract", first, "--leaf", leaf, *blob], cwd=work, capture_output=True)
             subprocess.run([OURS, "--dialect", dialect, "fork", first, "--cwd", "/var/tmp", "--session-dir", work, *blob], cwd=work, capture_output=True)
+            merged = os.path.join(work, "merged-" + files[0])
+            shutil.copyfile(first, merged)
+            p = subprocess.run([OURS, "--dialect", dialect, "merge", merged, theirs], cwd=work, capture_output=True, text=True)
+            if p.returncode != 0:
+                raise SystemExit(f"merge failed on {first}: {p.stderr.strip()[:300]}")
+            with open(merged, encoding="utf-8") as f:
+                text = f.read()
+            if text.count('"id":"e15e0001"') != 1 or '"customType":"elsewhere"' not in text:
+                raise SystemExit(f"{merged}: the other copy's entries are not merged in once")
             out.append((dialect, first))
             out += [(dialect, os.path.join(work, f)) for f in sorted(set(os.listdir(work)) - before) if f.endswith(".jsonl")]
             if dialect == "omp":
                 out += lifecycle_files(first, os.path.join(work, "blobs"))
+    return out
+
+
+def went_on_elsewhere(dialect: str, path: str, work: str, blob: list[str]) -> None:
+    """Continues the copy `path` as another machine would: a custom entry through our
+    command, then a user message line as the agent writes it."""
+    subprocess.run([OURS, "--dialect", dialect, "append", path, "--custom-type", "elsewhere", "--data", '{"n":2}', *blob],
+                   cwd=work, capture_output=True, check=True)
+    code, ids = run([OURS, "--dialect", dialect, "entries", path, *blob], work)
+    if code != 0 or not ids:
+        raise SystemExit(f"entries failed on {path}: {ids}")
+    leaf = [i for i in ids if isinstance(i, str)][-1]
+    line = {"type": "message", "id": "e15e0001", "parentId": leaf, "timestamp": "2026-01-02T00:00:00.000Z",
+            "message": {"role": "user", "content": "from elsewhere", "timestamp": 1767312000000}}
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(line, separators=(",", ":")) + "\n")
+
+
+def synced_files(scratch: str, sources: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Two homes whose clones of one project differ in path sync each source session
+    through a folder: B downloads it (its `cwd` rewritten for B), both go on with a
+    custom entry of their own, and A, B, A sync again (a merge on both sides). Returns
+    both machines' copies."""
+    out = []
+    remote = os.path.join(scratch, "sync-remote")
+    homes = {}
+    for tag in ("a", "b"):
+        home = os.path.join(scratch, f"sync-{tag}", "home")
+        project = os.path.join(scratch, f"sync-{tag}", "src", f"app-{tag}")
+        os.makedirs(os.path.join(project, ".git"))
+        with open(os.path.join(project, ".git", "config"), "w") as f:
+            f.write('[remote "origin"]\n\turl = git@example.org:me/app.git\n')
+        os.makedirs(home)
+        homes[tag] = (home, project)
+
+    def session(tag: str, *args: str) -> subprocess.CompletedProcess:
+        home, project = homes[tag]
+        env = {**os.environ, "HOME": home, "XDG_CONFIG_HOME": os.path.join(home, ".config"),
+               "XDG_STATE_HOME": os.path.join(home, ".state"), "XDG_CACHE_HOME": os.path.join(home, ".cache"),
+               "SESSION_NO_CACHE": "1"}
+        for var in ("PI_CODING_AGENT_DIR", "OMP_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR"):
+            env.pop(var, None)
+        p = subprocess.run([OURS, *args], cwd=project, env=env, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise SystemExit(f"session {' '.join(args)} ({tag}): {p.stderr.strip()[:300]}")
+        return p
+
+    def find(tag: str, dialect: str, name: str) -> str:
+        home, _ = homes[tag]
+        root = os.path.join(home, ".pi" if dialect == "pi" else ".omp", "agent", "sessions")
+        found = [os.path.join(d, name) for d, _, names in os.walk(root) if name in names]
+        if len(found) != 1:
+            raise SystemExit(f"{name} in {root}: {found}")
+        return found[0]
+
+    placed = []
+    for dialect, src in sources:
+        # A's copy of the session, moved into A's bucket of its clone (our `move`).
+        tmp = os.path.join(scratch, "sync-src", os.path.basename(src))
+        os.makedirs(os.path.dirname(tmp), exist_ok=True)
+        shutil.copyfile(src, tmp)
+        session("a", "--dialect", dialect, "move", tmp, "--cwd", homes["a"][1])
+        placed.append((dialect, os.path.basename(src)))
+    def sync(tag: str) -> None:
+        session(tag, "sync", "--to", remote, "--map", f"example.org/me/app={homes[tag][1]}")
+
+    sync("a")
+    sync("b")
+    for tag in ("a", "b"):
+        for dialect, name in placed:
+            session(tag, "--dialect", dialect, "append", find(tag, dialect, name),
+                    "--custom-type", f"machine-{tag}", "--data", '{"n":3}')
+    for tag in ("a", "b", "a"):
+        sync(tag)
+    for tag in ("a", "b"):
+        for dialect, name in placed:
+            copy = find(tag, dialect, name)
+            with open(copy, encoding="utf-8") as f:
+                text = f.read()
+            # Both machines' entries, once each: the sync merged.
+            for t in ("a", "b"):
+                if text.count(f'"customType":"machine-{t}"') != 1:
+                    raise SystemExit(f"{copy}: machine {t}'s entry is not there exactly once")
+            out.append((dialect, copy))
     return out
 
 
@@ -144,6 +245,7 @@ def main() -> int:
             f = os.path.join(d, f"generated-{dialect}.jsonl")
             subprocess.run(["cargo", "xtask", "gen-session", "--entries", str(a.entries), "--seed", "11", "--dialect", dialect, f], cwd=ROOT, check=True)
             files.append((dialect, f))
+        files += synced_files(scratch, list(files))
         files += written_by_us(a.corpus, a.limit, scratch)
         problems = []
         for dialect, f in files:
