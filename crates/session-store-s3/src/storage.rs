@@ -4,6 +4,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::future::Future;
 use std::path::Path;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -12,7 +13,9 @@ use futures_util::future::try_join_all;
 use futures_util::{StreamExt, TryStreamExt};
 use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as ObjectPath;
-use object_store::{GetOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
+use object_store::{
+    GetOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, PutResult, UpdateVersion,
+};
 use rand::Rng;
 use session_store::clock::SystemClock;
 use session_store::keyed::{AppendingWriter, Cause, LocalDirs, Mtimes, child_entries};
@@ -186,6 +189,7 @@ impl S3StorageBuilder {
             held: Mutex::new(HashSet::new()),
             dirs: LocalDirs::new(),
             times: Mtimes::new(Arc::new(SystemClock)),
+            lists_etags: AtomicU8::new(LISTS_UNKNOWN),
             #[cfg(feature = "testing")]
             before_head_put: Mutex::new(None),
             #[cfg(feature = "testing")]
@@ -211,6 +215,9 @@ struct Inner {
     dirs: LocalDirs,
     times: Mtimes,
     /// Runs between a write's read of the head and its conditional replace (tests only).
+    /// Whether the store's listings carry ETags, as the last listing of a head showed
+    /// ([`LISTS_UNKNOWN`], [`LISTS_ETAGS`], [`LISTS_NO_ETAGS`]).
+    lists_etags: AtomicU8,
     #[cfg(feature = "testing")]
     before_head_put: Mutex<Option<BeforeHeadPut>>,
     /// Runs once after a segment collection lists the heads, before it reads them (tests only).
@@ -271,6 +278,29 @@ pub struct GcReport {
     /// Their bytes.
     pub deleted_bytes: u64,
 }
+
+/// The stat and version of what a write made, where the store named its version.
+type Made = Option<(FileStat, String)>;
+
+/// The version ([`Storage::list_versions`]) of a head object whose ETag is `etag`.
+fn etag_version(etag: &str) -> String {
+    format!("etag:{etag}")
+}
+
+/// The version of the head object `m` as a listing gives it: its ETag where listings
+/// carry one (`etags`), which changes with every write (the head holds the file's mtime
+/// and segment hashes); else its size and time.
+fn listed_version(e_tag: Option<&str>, size: u64, mtime_ms: i64, etags: bool) -> String {
+    match e_tag {
+        Some(tag) if etags => etag_version(tag),
+        _ => format!("{size}:{mtime_ms}"),
+    }
+}
+
+/// [`Inner::lists_etags`]: no listing seen yet, listings with ETags, listings without.
+const LISTS_UNKNOWN: u8 = 0;
+const LISTS_ETAGS: u8 = 1;
+const LISTS_NO_ETAGS: u8 = 2;
 
 /// A head as read, with the version that replaces it conditionally.
 struct Current {
@@ -758,7 +788,7 @@ impl S3Storage {
         head: &Head,
         prev: Option<&UpdateVersion>,
         mode: Mode,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Option<PutResult>, StoreError> {
         self.put_head_object(op, path, k, PutPayload::from(head.to_json()), prev, mode)
     }
 
@@ -772,7 +802,7 @@ impl S3Storage {
         prev: &UpdateVersion,
         mode: Mode,
     ) -> Result<bool, StoreError> {
-        self.put_head_object(op, path, k, PutPayload::new(), Some(prev), mode)
+        Ok(self.put_head_object(op, path, k, PutPayload::new(), Some(prev), mode)?.is_some())
     }
 
     fn put_head_object(
@@ -783,7 +813,7 @@ impl S3Storage {
         body: PutPayload,
         prev: Option<&UpdateVersion>,
         mode: Mode,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Option<PutResult>, StoreError> {
         #[cfg(feature = "testing")]
         {
             // Taken out first: the action may arm the next one.
@@ -800,8 +830,8 @@ impl S3Storage {
         };
         let opts = PutOptions { mode: put_mode, ..PutOptions::default() };
         match self.run(self.inner.store.put_opts(&loc, body, opts)) {
-            Ok(_) => Ok(true),
-            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => Ok(false),
+            Ok(put) => Ok(Some(put)),
+            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => Ok(None),
             Err(e) => Err(backend(op, path)(e)),
         }
     }
@@ -809,7 +839,9 @@ impl S3Storage {
     /// Reads the head of `k`, lets `decide` turn it into a new head, and replaces it
     /// conditionally. A lost race starts over when `retry` (a write without a
     /// precondition), else is a [`StoreError::Conflict`] reporting the size found.
-    fn transact(&self, op: Op, path: &Path, k: &str, retry: bool, decide: &mut Decide<'_>) -> Result<(), StoreError> {
+    /// Returns the stat and version (as [`Storage::list_versions`] gives it) of the head
+    /// this call wrote, where the store named it; `None` when nothing was written.
+    fn transact(&self, op: Op, path: &Path, k: &str, retry: bool, decide: &mut Decide<'_>) -> Result<Made, StoreError> {
         let mode = self.mode(op, path)?;
         let _guard = match mode {
             Mode::Locked => self.write_lock(path, k)?,
@@ -818,18 +850,19 @@ impl S3Storage {
         for _ in 0..MAX_ATTEMPTS {
             let cur = self.load_slot(op, path, k)?;
             let head = match decide(cur.head.as_ref(), mode)? {
-                Step::Done => return Ok(()),
+                Step::Done => return Ok(None),
                 Step::Write(head) => head,
             };
-            if self.put_head(op, path, k, &head, cur.version.as_ref(), mode)? {
-                return Ok(());
+            if let Some(put) = self.put_head(op, path, k, &head, cur.version.as_ref(), mode)? {
+                return Ok(Self::made(&head, put.e_tag, self.inner.lists_etags.load(Ordering::Relaxed)));
             }
             // Refused: another writer won, or this very write landed and its retry (after
             // a lost response) was refused. A head equal to ours (its mtime is this
             // storage's, strictly increasing) is ours: done, and not to be written again.
             let now = self.load(op, path, k)?;
-            if now.as_ref().is_some_and(|c| c.head == head) {
-                return Ok(());
+            if let Some(now) = now.as_ref().filter(|c| c.head == head) {
+                let lists = self.inner.lists_etags.load(Ordering::Relaxed);
+                return Ok(Self::made(&head, now.version.e_tag.clone(), lists));
             }
             if !retry {
                 let found = now.map(|c| c.head.size);
@@ -839,6 +872,17 @@ impl S3Storage {
         }
         // Other writers won every attempt: the file is as busy as a locked one.
         Err(StoreError::Locked { path: path.to_path_buf() })
+    }
+
+    /// Returns the stat and listed version of the head `head` this storage just wrote,
+    /// whose object has the ETag `etag`: where the store's listings carry ETags (S3's
+    /// API says they do), that ETag is the version a listing gives. `None` where the
+    /// store named no ETag, before a listing showed which form its listings give, and
+    /// where they give a size and a time instead (s3s-fs): a `PUT` does not answer with
+    /// the time a listing shows, nor a `HEAD` at its precision.
+    fn made(head: &Head, etag: Option<String>, lists_etags: u8) -> Made {
+        let etag = etag.filter(|_| lists_etags == LISTS_ETAGS)?;
+        Some((FileStat::new(head.size, head.mtime, true), etag_version(&etag)))
     }
 
     /// Takes the lock object of `k` for one head update on a store without conditional
@@ -877,7 +921,7 @@ impl S3Storage {
     }
 
     /// Appends `bytes` if the file is as `expected` says ([`ExpectedSize::Any`]: always).
-    fn append_checked(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
+    fn append_checked(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<Made, StoreError> {
         let op = Op::Append;
         let k = self.file_key(op, path)?;
         let retry = expected == ExpectedSize::Any;
@@ -935,6 +979,11 @@ impl S3Storage {
     /// Replaces the whole file, checking `expected`; [`Op::WriteNew`] fails with
     /// [`StoreError::AlreadyExists`] on an existing file.
     fn replace(&self, op: Op, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
+        self.replace_versioned(op, path, bytes, expected).map(|_| ())
+    }
+
+    /// [`S3Storage::replace`], returning what it made (see [`S3Storage::transact`]).
+    fn replace_versioned(&self, op: Op, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<Made, StoreError> {
         let k = self.file_key(op, path)?;
         let len = bytes.len() as u64;
         if len > MAX_SEGMENT_BYTES {
@@ -979,13 +1028,17 @@ impl S3Storage {
                 let name = decode_file(m.location.filename()?)?;
                 // The head's ETag changes with every write (the head holds the file's
                 // mtime and segment hashes); without one, its size and time.
-                let version = match &m.e_tag {
-                    Some(tag) => format!("etag:{tag}"),
-                    None => format!("{}:{}", m.size, m.last_modified.timestamp_millis()),
-                };
-                Some((name, m.last_modified.timestamp_millis(), version))
+                Some((
+                    name,
+                    m.last_modified.timestamp_millis(),
+                    listed_version(m.e_tag.as_deref(), m.size, m.last_modified.timestamp_millis(), m.e_tag.is_some()),
+                ))
             })
             .collect();
+        if let Some(m) = listed.objects.iter().find(|m| m.size > 0) {
+            let seen = if m.e_tag.is_some() { LISTS_ETAGS } else { LISTS_NO_ETAGS };
+            self.inner.lists_etags.store(seen, Ordering::Relaxed);
+        }
         let dirs = listed.common_prefixes.iter().filter_map(|p| decode_dir(p.filename()?)).collect();
         Ok((prefix, files, dirs))
     }
@@ -1295,11 +1348,19 @@ impl Storage for S3Storage {
     }
 
     fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        self.append_checked(path, bytes, ExpectedSize::Any)
+        self.append_checked(path, bytes, ExpectedSize::Any).map(|_| ())
     }
 
     fn append_expected(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
+        self.append_checked(path, bytes, expected).map(|_| ())
+    }
+
+    fn append_expected_versioned(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<Made, StoreError> {
         self.append_checked(path, bytes, expected)
+    }
+
+    fn write_atomic_versioned(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<Made, StoreError> {
+        self.replace_versioned(Op::Write, path, bytes, expected)
     }
 
     /// Replaces only the segments that hold the first `bytes.len()` bytes, by one segment
@@ -1342,6 +1403,7 @@ impl Storage for S3Storage {
             segments.extend(cur.segments[taken..].iter().cloned());
             Ok(Step::Write(Head { size: cur.size, mtime: self.inner.times.next(), segments }))
         })
+        .map(|_| ())
     }
 
     fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
@@ -1376,6 +1438,7 @@ impl Storage for S3Storage {
             }
             Ok(Step::Write(Head { size: len, mtime, segments }))
         })
+        .map(|_| ())
     }
 
     /// Writes the head at `to`, then replaces the head at `from` by a tombstone on the
@@ -1523,5 +1586,23 @@ impl Storage for S3Storage {
     /// Polls the file's stat ([`PollWatch`]): each poll is one `GET` of the head.
     fn watch(&self, path: &Path) -> Result<Option<Box<dyn Watch>>, StoreError> {
         Ok(Some(Box::new(PollWatch::new(self.clone(), path)?)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_names_the_version_a_listing_gives_only_where_listings_carry_etags() {
+        let head = Head { size: 4, mtime: 1_700_000_000_123, segments: Vec::new() };
+        let etag = "\"0123abcd\"".to_owned();
+        let (stat, version) = S3Storage::made(&head, Some(etag.clone()), LISTS_ETAGS).expect("a version");
+        assert_eq!((stat.size, stat.mtime_ms), (4, 1_700_000_000_123));
+        assert_eq!(version, listed_version(Some(&etag), 137, 1_700_000_000_500, true));
+        assert_eq!(S3Storage::made(&head, Some(etag.clone()), LISTS_NO_ETAGS), None);
+        assert_eq!(S3Storage::made(&head, Some(etag), LISTS_UNKNOWN), None);
+        assert_eq!(S3Storage::made(&head, None, LISTS_ETAGS), None);
+        assert_eq!(listed_version(None, 137, 5, false), "137:5");
     }
 }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use session_model::{Dialect, parse_session_bytes};
 
 use crate::clock::{Clock, SystemClock};
-use crate::{Change, DirEntry, Durability, EntryKind, ExpectedSize, LockWait, Storage, StoreError, Watch};
+use crate::{Change, DirEntry, Durability, EntryKind, ExpectedSize, FileStat, LockWait, Storage, StoreError, Watch};
 
 /// The outcome of one contract case, or of a whole run (every failure, one per line).
 pub type CaseResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
@@ -386,7 +386,33 @@ fn list_is_sorted_files_only(s: &dyn Storage, root: &Path) -> CaseResult {
     )?;
     check(s.stat_version(&d.join("none.jsonl"))?.is_none(), "stat_version of a missing file")?;
     check(s.stat_version(&d.join("sub"))?.is_none(), "stat_version of a folder")?;
+    // A write that names the version it made names the one a listing then gives.
+    std::thread::sleep(Duration::from_millis(3));
+    let made = s.write_atomic_versioned(&d.join("b.jsonl"), b"xyv", ExpectedSize::Bytes(3))?;
+    versioned_as_listed(s, &d, "b.jsonl", made, 3)?;
+    std::thread::sleep(Duration::from_millis(3));
+    let made = s.append_expected_versioned(&d.join("b.jsonl"), b"+", ExpectedSize::Bytes(3))?;
+    versioned_as_listed(s, &d, "b.jsonl", made, 4)?;
+    check(s.read(&d.join("b.jsonl"))? == b"xyv+", "the versioned writes landed")?;
     Ok(())
+}
+
+/// Checks that the stat and version a write returned (if any) are the file's now.
+fn versioned_as_listed(
+    s: &dyn Storage,
+    d: &Path,
+    name: &str,
+    made: Option<(FileStat, String)>,
+    size: u64,
+) -> CaseResult {
+    let Some((st, version)) = made else { return Ok(()) };
+    let listed = s.list_versions(d)?.into_iter().find(|(n, _)| n == name).map(|(_, v)| v);
+    check(
+        st.size == size && listed.as_deref() == Some(version.as_str()),
+        &format!("a write returned {st:?} {version:?}; the listing gives {listed:?}"),
+    )?;
+    let now = s.stat_version(&d.join(name))?.map(|(st, _)| st.mtime_ms);
+    check(now == Some(st.mtime_ms), &format!("a write returned mtime {}; a stat gives {now:?}", st.mtime_ms))
 }
 
 fn read_slices_windows(s: &dyn Storage, root: &Path) -> CaseResult {

@@ -537,15 +537,25 @@ impl<S: Storage> Storage for FaultStorage<S> {
     }
 
     fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
+        self.write_atomic_versioned(path, bytes, expected).map(|_| ())
+    }
+
+    fn write_atomic_versioned(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        expected: ExpectedSize,
+    ) -> Result<Option<(FileStat, String)>, StoreError> {
         let (_, err) = plan_write(Some(&self.faults), Op::WriteTemp, path, bytes.len());
         if let Some(e) = err {
             return Err(e);
         }
         self.faults.check(Op::SyncData, path)?;
         self.faults.check(Op::Rename, path)?;
-        self.inner.write_atomic(path, bytes, expected)?;
+        let made = self.inner.write_atomic_versioned(path, bytes, expected)?;
         // The rename happened; a failed directory sync is still reported, as landed.
-        self.faults.check(Op::SyncDir, path).map_err(|e| landed(path, bytes.len() as u64, e))
+        self.faults.check(Op::SyncDir, path).map_err(|e| landed(path, bytes.len() as u64, e))?;
+        Ok(made)
     }
 
     fn write_atomic_stream(
@@ -613,10 +623,19 @@ impl<S: Storage> Storage for FaultStorage<S> {
     }
 
     fn append_expected(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
+        self.append_expected_versioned(path, bytes, expected).map(|_| ())
+    }
+
+    fn append_expected_versioned(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        expected: ExpectedSize,
+    ) -> Result<Option<(FileStat, String)>, StoreError> {
         // The inner storage's own conditional append (an object store's segment and head),
         // one boundary as a plain append is.
         match self.faults.on_write(Op::Append, path, bytes.len()) {
-            WriteVerdict::All => self.inner.append_expected(path, bytes, expected),
+            WriteVerdict::All => self.inner.append_expected_versioned(path, bytes, expected),
             WriteVerdict::Partial(_, err) => Err(err.unwrap_or_else(|| short_write_error(Op::Append, path))),
             WriteVerdict::Crash(n, e) => {
                 if n > 0 {

@@ -502,6 +502,32 @@ pub trait Storage: Send + Sync {
         self.write_atomic(path, &data, seen)
     }
 
+    /// [`Storage::write_atomic`], returning the stat and the version
+    /// ([`Storage::list_versions`]) of the file this write made where the storage learns
+    /// them from the write itself (an object store's `PUT` answers with the new ETag).
+    ///
+    /// `None` (the default) where it does not: a caller that needs them then asks
+    /// [`Storage::stat_version`], which may already see another writer's later write.
+    fn write_atomic_versioned(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        expected: ExpectedSize,
+    ) -> Result<Option<(FileStat, String)>, StoreError> {
+        self.write_atomic(path, bytes, expected).map(|()| None)
+    }
+
+    /// [`Storage::append_expected`], returning the stat and version of the file it made
+    /// as [`Storage::write_atomic_versioned`] does.
+    fn append_expected_versioned(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        expected: ExpectedSize,
+    ) -> Result<Option<(FileStat, String)>, StoreError> {
+        self.append_expected(path, bytes, expected).map(|()| None)
+    }
+
     /// Cuts the file back to `len` bytes (or extends it with zero bytes).
     fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError>;
 

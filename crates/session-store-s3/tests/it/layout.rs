@@ -263,6 +263,30 @@ fn a_rename_leaves_a_tombstone_and_loses_no_append() -> TestResult {
 }
 
 #[test]
+fn writes_return_the_version_they_made() -> TestResult {
+    let Some(t) = TestPrefix::create("writes_return_the_version_they_made")? else { return Ok(()) };
+    let s = t.storage()?;
+    let p = Path::new("/v/s.jsonl");
+    // Before a listing the storage does not know which form its store's listings give.
+    assert_eq!(s.write_atomic_versioned(Path::new("/v/first.jsonl"), b"0\n", ExpectedSize::Missing)?, None);
+    let listed = s.list_versions(Path::new("/v"))?;
+    let made = s.write_atomic_versioned(p, b"1\n", ExpectedSize::Missing)?;
+    let appended = s.append_expected_versioned(p, b"2\n", ExpectedSize::Bytes(2))?;
+    if !listed[0].1.starts_with("etag:") {
+        // A store listing sizes and times (s3s-fs): no version is named, the caller asks.
+        assert_eq!((made, appended), (None, None));
+        return Ok(());
+    }
+    // A store listing ETags: each write names the version the listing then gives.
+    let (st, made) = made.ok_or("a version")?;
+    let (st2, appended) = appended.ok_or("a version")?;
+    assert_eq!((st.size, st2.size), (2, 4));
+    assert_ne!(appended, made);
+    assert_eq!(s.list_versions(Path::new("/v"))?[1], ("s.jsonl".to_owned(), appended.clone()));
+    Ok(())
+}
+
+#[test]
 fn a_rename_copies_again_only_over_its_own_copy() -> TestResult {
     let Some(t) = TestPrefix::create("a_rename_copies_again_only_over_its_own_copy")? else { return Ok(()) };
     let s = t.storage()?;

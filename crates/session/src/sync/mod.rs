@@ -762,14 +762,15 @@ impl Run<'_> {
             SyncOutcome::Unchanged
         } else if as_remote.starts_with(&rbytes) {
             let tail = &as_remote[rbytes.len()..];
+            let mut made = None;
             if !dry {
-                match lr.append_expected(remote, tail, ExpectedSize::Bytes(rsize)) {
+                made = match lr.append_expected_versioned(remote, tail, ExpectedSize::Bytes(rsize)) {
                     Err(StoreError::Conflict { .. }) => return Ok(Step::Again),
                     r => r?,
-                }
+                };
             }
             let (rmtime, rversion) =
-                if dry { (rmtime, None) } else { version_after(lr, remote, as_remote.len() as u64) };
+                if dry { (rmtime, None) } else { version_after(lr, remote, as_remote.len() as u64, made) };
             self.remember(
                 remote,
                 local,
@@ -839,11 +840,11 @@ impl Run<'_> {
             let (mut lmtime, mut rmtime, mut rversion) = (lmtime, rmtime, self.listed.clone());
             if !dry {
                 if new_remote != rbytes {
-                    match lr.write_atomic(remote, &new_remote, ExpectedSize::Bytes(rsize)) {
+                    let made = match lr.write_atomic_versioned(remote, &new_remote, ExpectedSize::Bytes(rsize)) {
                         Err(StoreError::Conflict { .. }) => return Ok(Step::Again),
                         r => r?,
-                    }
-                    (rmtime, rversion) = version_after(lr, remote, new_remote.len() as u64);
+                    };
+                    (rmtime, rversion) = version_after(lr, remote, new_remote.len() as u64, made);
                 }
                 if new_local != lbytes {
                     let _lock = ls.lock(local, LockWait::Timeout(LOCK_WAIT))?;
@@ -927,15 +928,15 @@ impl Run<'_> {
             Ok(()) | Err(StoreError::Conflict { .. } | StoreError::AlreadyExists { .. }) => {}
             Err(e) => return Err(e.into()),
         }
-        match lr.write_atomic(&path, &lbytes, ExpectedSize::Missing) {
-            Ok(()) => {}
+        let made = match lr.write_atomic_versioned(&path, &lbytes, ExpectedSize::Missing) {
+            Ok(made) => made,
             // Uploaded meanwhile from elsewhere: the two copies are synced as any.
             Err(StoreError::Conflict { .. } | StoreError::AlreadyExists { .. }) => {
                 return self.reconcile(dialect, local, &path, s);
             }
             Err(e) => return Err(e.into()),
-        }
-        let (rmtime, rversion) = version_after(lr, &path, lbytes.len() as u64);
+        };
+        let (rmtime, rversion) = version_after(lr, &path, lbytes.len() as u64, made);
         self.remember(
             &path,
             local,
@@ -1139,10 +1140,21 @@ struct There {
     version: Option<String>,
 }
 
-/// Returns the modification time and version ([`Storage::stat_version`]) of the remote
-/// copy `path` after this sync wrote `size` bytes there, when it still shows that size;
-/// else `None`s, and the next sync reads the session.
-fn version_after(storage: &dyn Storage, path: &Path, size: u64) -> (Option<i64>, Option<String>) {
+/// Returns the modification time and version of the remote copy `path` after this sync
+/// wrote `size` bytes there: those the write returned (`made`), else those
+/// [`Storage::stat_version`] shows when it still shows that size (a write by another
+/// machine in between, of the same size, would be taken for ours: storages that return
+/// their writes' versions have no such window); else `None`s, and the next sync reads
+/// the session.
+fn version_after(
+    storage: &dyn Storage,
+    path: &Path,
+    size: u64,
+    made: Option<(FileStat, String)>,
+) -> (Option<i64>, Option<String>) {
+    if let Some((stat, version)) = made.filter(|(stat, _)| stat.size == size) {
+        return (Some(stat.mtime_ms), Some(version));
+    }
     match storage.stat_version(path) {
         Ok(Some((stat, version))) if stat.size == size => (Some(stat.mtime_ms), Some(version)),
         _ => (None, None),
