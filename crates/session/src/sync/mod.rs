@@ -36,7 +36,10 @@
 //! this machine lacks). Each remote project folder is listed once with its files'
 //! versions ([`Storage::list_versions`]: one request on object storage); a session whose
 //! local size and modification time and whose remote version are those the last sync
-//! left (the state file, [`SyncLocal::state_dir`]) is not read.
+//! left (the state file, [`SyncLocal::state_dir`]) is not read, and one whose remote
+//! copy is as the last sync left it while the local copy only grew (it still begins with
+//! the bytes noted then, by their hash) is fast-forwarded without reading the remote
+//! copy.
 //!
 //! [`watch`] follows this machine's sessions after a first sync: each session that
 //! changes here is synced alone as soon as a listing shows it ([`SyncOptions::only`]),
@@ -676,12 +679,69 @@ impl Run<'_> {
                 {
                     return Ok(SyncOutcome::Unchanged);
                 }
+                // The remote copy is as the last sync left it and only this one grew: its
+                // new lines go there without reading the remote copy.
+                let grew = |seen: &state::Seen| l.stat.is_some_and(|st| st.size > seen.local_size);
+                let seen = self
+                    .state
+                    .sessions
+                    .get(&r.path)
+                    .filter(|seen| seen.local == l.path && there_same(seen) && grew(seen) && !self.options.dry_run);
+                if let Some(seen) = seen.cloned()
+                    && let Some(outcome) = self.push_tail(dialect, &l.path, &r.path, &seen, s)?
+                {
+                    return Ok(outcome);
+                }
                 self.reconcile(dialect, &l.path, &r.path, s)
             }
             (Some(l), None) => self.upload(dialect, name, &l.path, s),
             (None, Some(r)) => self.download(dialect, name, &r.path, s),
             (None, None) => Ok(SyncOutcome::Unchanged),
         }
+    }
+
+    /// Fast-forwards the remote copy `remote`, which is as the last sync left it (`seen`),
+    /// without reading it: when the local copy still begins with the bytes noted then
+    /// (their hash), its whole lines after them are appended there on the condition that
+    /// the remote copy still has the size noted. `None` when that does not hold (the
+    /// local copy changed before its end, or the remote one since its listing): the
+    /// session is then synced by reading both.
+    fn push_tail(
+        &mut self,
+        dialect: Dialect,
+        local: &Path,
+        remote: &Path,
+        seen: &state::Seen,
+        s: &mut SessionSync,
+    ) -> Result<Option<SyncOutcome>, SyncError> {
+        let (ls, lr) = (self.local.storage.as_ref(), self.remote.storage.as_ref());
+        let mut lbytes = Vec::new();
+        let (lstat, n) = ls.read_into(local, &mut lbytes)?;
+        lbytes.truncate(n);
+        lbytes.truncate(complete_lines(&lbytes));
+        let Ok(noted) = usize::try_from(seen.local_size) else { return Ok(None) };
+        if lbytes.len() <= noted || BlobRef::for_bytes(&lbytes[..noted]).hash() != seen.sha256 {
+            return Ok(None);
+        }
+        let Some(lcwd) = splice::header_cwd(&lbytes).map(|c| c.value) else { return Ok(None) };
+        if !self.wanted(Path::new(&lcwd)) {
+            return Ok(None);
+        }
+        s.project = Some(project_of(ls, &self.options.map, &lcwd).id);
+        let tail = &lbytes[noted..];
+        // Blobs first, so that a session is never on a side before the blobs it names.
+        self.blobs_missing = false;
+        if dialect == Dialect::Omp {
+            self.blobs(tail, b"")?;
+        }
+        let made = match lr.append_expected_versioned(remote, tail, ExpectedSize::Bytes(seen.remote_size)) {
+            Err(StoreError::Conflict { .. }) => return Ok(None),
+            r => r?,
+        };
+        let size = seen.remote_size + tail.len() as u64;
+        let (rmtime, rversion) = version_after(lr, remote, size, made);
+        self.remember(remote, local, &lbytes, Some(lstat.mtime_ms), There { size, mtime: rmtime, version: rversion });
+        Ok(Some(SyncOutcome::Pushed { bytes: tail.len() as u64 }))
     }
 
     /// Returns whether the local session at `path` is in the projects asked for.

@@ -610,12 +610,39 @@ fn an_unchanged_sync_reads_listings_only() -> Result<()> {
     assert_eq!((here.reads.load(Ordering::SeqCst), there.reads.load(Ordering::SeqCst)), (0, 0), "no session was read");
     assert_eq!(here.listings.load(Ordering::SeqCst), 2, "one bucket of each agent here");
     assert_eq!(there.listings.load(Ordering::SeqCst), 2, "one project folder of each agent there");
-    // A session that grew here is read (both copies), and only it.
-    append(&a.session(Dialect::Pi, &name_of("s0")), &entry("bbbbbbbb", Some("aaaaaaaa"), "y"))?;
+    // A session that grew here is read here, and only it; its remote copy, as the last
+    // sync left it, gets the new line without being read.
+    let s0 = a.session(Dialect::Pi, &name_of("s0"));
+    append(&s0, &entry("bbbbbbbb", Some("aaaaaaaa"), "y"))?;
     let r = sync(&local, &remote, &SyncOptions::default(), &mut |_| {})?;
     assert_eq!((r.counts().unchanged, r.counts().pushed), (19, 1), "{r:?}");
     // Here: the session and its project's `.git/config` (for the project id it reports).
-    assert_eq!((here.reads.load(Ordering::SeqCst), there.reads.load(Ordering::SeqCst)), (2, 1));
+    assert_eq!((here.reads.load(Ordering::SeqCst), there.reads.load(Ordering::SeqCst)), (2, 0));
+    let on_remote = remote_dir.join("pi/sessions").join(project_slug(ORIGIN_ID)).join(name_of("s0"));
+    assert_eq!(fs_err::read(&on_remote)?, fs_err::read(&s0)?);
+    // A session rewritten before its end here (it does not begin with the bytes synced
+    // last) is read on both sides.
+    let rewritten = session_file(
+        Dialect::Pi,
+        "s0",
+        &a.project,
+        &[
+            entry("aaaaaaaa", None, "X"),
+            entry("bbbbbbbb", Some("aaaaaaaa"), "y"),
+            entry("cccccccc", Some("bbbbbbbb"), "z"),
+        ],
+    );
+    fs_err::write(&s0, &rewritten)?;
+    let r = sync(&local, &remote, &SyncOptions::default(), &mut |_| {})?;
+    assert!(matches!(outcome(&r, &name_of("s0"), Dialect::Pi), SyncOutcome::Pushed { .. }), "{r:?}");
+    assert_eq!(there.reads.load(Ordering::SeqCst), 1, "the remote copy was read");
+    assert_eq!(fs_err::read(&on_remote)?, fs_err::read(&s0)?);
+    // A session that grew on both sides is read on both and merged.
+    append(&s0, &entry("dddddddd", Some("cccccccc"), "here"))?;
+    append(&on_remote, &entry("eeeeeeee", Some("cccccccc"), "there"))?;
+    let r = sync(&local, &remote, &SyncOptions::default(), &mut |_| {})?;
+    assert!(matches!(outcome(&r, &name_of("s0"), Dialect::Pi), SyncOutcome::Merged { .. }), "{r:?}");
+    assert_eq!(fs_err::read(&on_remote)?, fs_err::read(&s0)?);
     Ok(())
 }
 
