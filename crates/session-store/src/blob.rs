@@ -40,6 +40,34 @@ pub struct InvalidBlobRef {
     pub value: String,
 }
 
+/// The [`BlobRef`] of bytes given in parts: the SHA-256 of their concatenation. A clone
+/// gives the reference of the parts so far and goes on apart.
+#[derive(Clone, Debug, Default)]
+pub struct BlobHasher(Sha256);
+
+impl BlobHasher {
+    /// Returns a hasher of no bytes yet.
+    pub fn new() -> BlobHasher {
+        BlobHasher(Sha256::new())
+    }
+
+    /// Adds `bytes`.
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// Returns the reference of every byte added.
+    pub fn finish(self) -> BlobRef {
+        let digest = self.0.finalize();
+        let mut hex = String::with_capacity(64);
+        for b in digest.iter() {
+            hex.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+            hex.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+        }
+        BlobRef { hex }
+    }
+}
+
 impl BlobRef {
     /// Parses `blob:sha256:<64 lowercase hex>`; anything else is rejected.
     pub fn parse(s: &str) -> Result<BlobRef, InvalidBlobRef> {
@@ -56,13 +84,9 @@ impl BlobRef {
 
     /// Returns the reference of `bytes` (their SHA-256).
     pub fn for_bytes(bytes: &[u8]) -> BlobRef {
-        let digest = Sha256::digest(bytes);
-        let mut hex = String::with_capacity(64);
-        for b in digest.iter() {
-            hex.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
-            hex.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
-        }
-        BlobRef { hex }
+        let mut h = BlobHasher::new();
+        h.update(bytes);
+        h.finish()
     }
 
     /// Returns the 64-digit hash.
@@ -277,6 +301,17 @@ fn write_sidecar(canonical: &Path, sidecar: &Path, bytes: &[u8], faults: Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hash_in_parts_is_the_hash_of_the_whole() {
+        assert_eq!(BlobRef::for_bytes(b"").hash(), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        let mut h = BlobHasher::new();
+        h.update(b"hello ");
+        let so_far = h.clone();
+        h.update(b"world");
+        assert_eq!(so_far.finish(), BlobRef::for_bytes(b"hello "));
+        assert_eq!(h.finish(), BlobRef::for_bytes(b"hello world"));
+    }
 
     #[test]
     fn refs_must_be_canonical() {

@@ -87,7 +87,7 @@ mod storage;
 #[cfg(feature = "testing")]
 pub mod testkit;
 
-pub use blob::{BlobRef, BlobStore};
+pub use blob::{BlobHasher, BlobRef, BlobStore};
 pub use error::{Op, StoreError};
 #[cfg(feature = "testing")]
 pub use fault::{Boundary, CrashKind, FaultStorage, Faults};

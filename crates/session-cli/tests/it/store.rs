@@ -493,6 +493,163 @@ fn sync_through_s3() -> Result<()> {
     sync_between_two_homes(&t.url, "sync-s3")
 }
 
+/// `session sync --watch` with an S3 remote pushes a line appended here as it lands (see
+/// [`crate::sync::watch_pushes`]): the remote copy is found by a stat, never a listing of
+/// every folder.
+#[cfg(feature = "s3")]
+#[test]
+fn sync_watch_through_s3() -> Result<()> {
+    use session::store::Storage;
+    let test = "sync_watch_through_s3";
+    let t = match TestS3::create() {
+        Ok(t) => t,
+        Err(e) => return skip(test, &format!("S3 not reachable: {e}")),
+    };
+    let tmp = TempDir::new("watch-s3")?;
+    let a = crate::sync::Home::new(&tmp.0, "a", "git@example.org:me/app.git")?;
+    let storage = t.storage()?;
+    let at = Path::new("/session-sync/pi/sessions")
+        .join(session::sync::project_slug("example.org/me/app"))
+        .join("2026-01-01T00-00-00-000Z_s1.jsonl");
+    crate::sync::watch_pushes(&a, &t.url, &|| match storage.read(&at) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e.into()),
+    })
+}
+
+/// `session sync` to an S3 remote killed with SIGKILL part-way (see [`sigkilled_syncs`]).
+#[cfg(feature = "s3")]
+#[test]
+fn a_sync_killed_with_sigkill_through_s3() -> Result<()> {
+    let test = "a_sync_killed_with_sigkill_through_s3";
+    let t = match TestS3::create() {
+        Ok(t) => t,
+        Err(e) => return skip(test, &format!("S3 not reachable: {e}")),
+    };
+    sigkilled_syncs(&t.url, "sigkill-s3")
+}
+
+/// `session sync` to a PostgreSQL remote killed with SIGKILL part-way (see
+/// [`sigkilled_syncs`]).
+#[cfg(feature = "postgres")]
+#[test]
+fn a_sync_killed_with_sigkill_through_postgres() -> Result<()> {
+    let test = "a_sync_killed_with_sigkill_through_postgres";
+    let db = match TestDb::create() {
+        Ok(db) => db,
+        Err(e) => return skip(test, &format!("PostgreSQL not reachable: {e}")),
+    };
+    sigkilled_syncs(&format!("postgres:///{}?host=/var/run/postgresql", db.name), "sigkill-pg")
+}
+
+/// Two machines share five pi sessions through the remote `url`, in every state a sync
+/// meets (a merge, a fast-forward each way, an upload, a download); machine A's `session
+/// sync` process is then killed with SIGKILL at moments spread over the time one such
+/// sync takes (measured first, without a kill). After each kill, syncs of A, B and A
+/// complete and leave both machines with every entry either wrote, each once, and a sync
+/// after that has nothing to do. (Deaths at each write of the protocol, one by one: see
+/// [`killed_at_every_remote_write`].)
+#[cfg(any(feature = "postgres", feature = "s3"))]
+fn sigkilled_syncs(url: &str, tag: &str) -> Result<()> {
+    use std::collections::BTreeMap;
+    use std::time::{Duration, Instant};
+
+    use crate::sync::{Home, append, line};
+
+    const KILLS: u32 = 10;
+    const SIDS: [&str; 5] = ["s1", "s2", "s3", "s4", "s5"];
+    let mut took = Duration::ZERO;
+    // Kills that found the sync running, and those that left a session changed on one
+    // side but not yet on the other (a kill in the middle of the protocol).
+    let (mut running, mut midway) = (0, 0);
+    for k in 0..=KILLS {
+        let tmp = TempDir::new(&format!("{tag}-{k}"))?;
+        let homes = [
+            Home::new(&tmp.0, "a", "git@example.org:me/app.git")?,
+            Home::new(&tmp.0, "b", "https://example.org/me/app")?,
+        ];
+        let prefix = format!("/{tag}-{k}");
+        let args = |h: &Home| -> Vec<String> {
+            let map = format!("example.org/me/app={}", h.project.display());
+            ["--to", url, "--prefix", &prefix, "--map", &map].map(str::to_owned).to_vec()
+        };
+        let sync = |h: &Home| -> Result<serde_json::Value> {
+            let args = args(h);
+            h.sync(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        };
+        let mut written: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        let mut write = |h: &Home, sid: &'static str, side: &str| -> Result<()> {
+            let file = h.pi_file(sid);
+            let ids: Vec<String> = (0..2).map(|i| format!("{side}{sid}{i}")).collect();
+            written.entry(sid).or_default().extend(ids.iter().cloned());
+            if !file.exists() {
+                h.put_pi(sid, &[line(&ids[0], None), line(&ids[1], Some(&ids[0]))])?;
+                return Ok(());
+            }
+            let text = fs_err::read_to_string(&file)?;
+            let last = text.lines().last().and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok());
+            let parent = last.and_then(|v| v["id"].as_str().map(str::to_owned));
+            append(&file, &(line(&ids[0], parent.as_deref()) + &line(&ids[1], Some(&ids[0]))))
+        };
+        for sid in &SIDS[..3] {
+            write(&homes[0], sid, "base")?;
+        }
+        sync(&homes[0])?;
+        sync(&homes[1])?;
+        write(&homes[0], "s1", "a")?;
+        write(&homes[1], "s1", "b")?;
+        write(&homes[0], "s2", "a")?;
+        write(&homes[1], "s3", "b")?;
+        write(&homes[0], "s4", "a")?;
+        write(&homes[1], "s5", "b")?;
+        sync(&homes[1])?;
+        // A's sync, killed `k / KILLS` of the way through (k = 0: not killed, timed).
+        let a = &homes[0];
+        let started = Instant::now();
+        let mut child = crate::in_home(&a.home, &a.home)
+            .env("XDG_CONFIG_HOME", a.home.join(".config"))
+            .arg("sync")
+            .args(args(a))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
+        if k == 0 {
+            let out = child.wait_with_output()?;
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            took = started.elapsed();
+        } else {
+            std::thread::sleep(took * k / KILLS);
+            running += usize::from(child.try_wait()?.is_none());
+            child.kill()?;
+            child.wait()?;
+            // The merge of s1 writes the remote then here; s2 goes up, s3 comes down.
+            let s1 = fs_err::read_to_string(a.pi_file("s1"))?;
+            let s3 = fs_err::read_to_string(a.pi_file("s3"))?;
+            let changed_here = s1.contains("bs11") || s3.contains("bs31");
+            let done_here = s1.contains("bs11") && s3.contains("bs31") && a.pi_file("s5").exists();
+            midway += usize::from(changed_here && !done_here);
+        }
+        sync(&homes[0])?;
+        sync(&homes[1])?;
+        let last = sync(&homes[0])?;
+        assert_eq!(last["summary"]["upToDate"], 5, "after a kill at {k}/{KILLS}: {last}");
+        for sid in SIDS {
+            for h in &homes {
+                let text = fs_err::read_to_string(h.pi_file(sid))?;
+                for id in &written[sid] {
+                    let n = text.matches(&format!("\"id\":\"{id}\"")).count();
+                    assert_eq!(n, 1, "after a kill at {k}/{KILLS}: {sid}: {id} {n} times\n{text}");
+                }
+                assert_eq!(text.lines().count(), 1 + written[sid].len(), "{sid}\n{text}");
+            }
+        }
+    }
+    eprintln!("{tag}: a sync of {took:?} killed at {KILLS} moments: {running} running, {midway} part-way");
+    assert!(running >= KILLS as usize / 2, "{running} of {KILLS} kills found the sync running");
+    Ok(())
+}
+
 /// Two machines through the remote `url`: one uploads, another (its project elsewhere,
 /// the same git origin through `--map`) downloads with its own `cwd`; a continuation
 /// goes up and comes down as a fast-forward; two continuations at once are merged, and

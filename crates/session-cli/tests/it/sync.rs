@@ -210,10 +210,17 @@ fn sync_watch_pushes_a_line_as_it_lands() -> Result<()> {
     let a = Home::new(&tmp.0, "a", "git@example.org:me/app.git")?;
     let remote = tmp.0.join("remote");
     let remote_arg = remote.to_str().ok_or("a UTF-8 path")?;
+    watch_pushes(&a, remote_arg, &|| Ok(fs_err::read(on_remote(&remote, "s1")).ok()))
+}
+
+/// Runs `session sync --to TO --watch` in `a`, where pi's session `s1` is the only one,
+/// appends a line while it runs and waits until `remote` (the remote copy's bytes)
+/// holds it; then ends it with SIGTERM.
+pub(crate) fn watch_pushes(a: &Home, to: &str, remote: &dyn Fn() -> Result<Option<Vec<u8>>>) -> Result<()> {
     let file = a.put_pi("s1", &[line("aaaaaaaa", None)])?;
     let mut child = in_home(&a.home, &a.home)
         .env("XDG_CONFIG_HOME", a.home.join(".config"))
-        .args(["sync", "--to", remote_arg, "--watch", "--json"])
+        .args(["sync", "--to", to, "--watch", "--json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()?;
@@ -228,7 +235,7 @@ fn sync_watch_pushes_a_line_as_it_lands() -> Result<()> {
         assert_eq!(first["sessions"][0]["outcome"], "uploaded", "{first}");
         append(&file, &line("bbbbbbbb", Some("aaaaaaaa")))?;
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while fs_err::read(on_remote(&remote, "s1"))? != fs_err::read(&file)? {
+        while remote()? != Some(fs_err::read(&file)?) {
             if std::time::Instant::now() > deadline {
                 return Err("the appended line did not reach the remote within 10 s".into());
             }

@@ -78,7 +78,7 @@ use session_discovery::AgentDirs;
 use session_model::Dialect;
 use session_store::blob::find_refs;
 use session_store::{
-    BlobRef, BlobStore, EntryKind, ExpectedSize, FileStat, LockWait, Storage, StoreError, is_plain_name,
+    BlobHasher, BlobRef, BlobStore, EntryKind, ExpectedSize, FileStat, LockWait, Storage, StoreError, is_plain_name,
 };
 
 pub use project::{Project, ProjectMap, normalize_git_url, project_of, project_slug};
@@ -720,7 +720,13 @@ impl Run<'_> {
         lbytes.truncate(n);
         lbytes.truncate(complete_lines(&lbytes));
         let Ok(noted) = usize::try_from(seen.local_size) else { return Ok(None) };
-        if lbytes.len() <= noted || BlobRef::for_bytes(&lbytes[..noted]).hash() != seen.sha256 {
+        if lbytes.len() <= noted {
+            return Ok(None);
+        }
+        // One pass over the bytes: the hash of the part noted, then of the whole.
+        let mut hasher = BlobHasher::new();
+        hasher.update(&lbytes[..noted]);
+        if hasher.clone().finish().hash() != seen.sha256 {
             return Ok(None);
         }
         let Some(lcwd) = splice::header_cwd(&lbytes).map(|c| c.value) else { return Ok(None) };
@@ -729,6 +735,7 @@ impl Run<'_> {
         }
         s.project = Some(project_of(ls, &self.options.map, &lcwd).id);
         let tail = &lbytes[noted..];
+        hasher.update(tail);
         // Blobs first, so that a session is never on a side before the blobs it names.
         self.blobs_missing = false;
         if dialect == Dialect::Omp {
@@ -740,7 +747,8 @@ impl Run<'_> {
         };
         let size = seen.remote_size + tail.len() as u64;
         let (rmtime, rversion) = version_after(lr, remote, size, made);
-        self.remember(remote, local, &lbytes, Some(lstat.mtime_ms), There { size, mtime: rmtime, version: rversion });
+        let there = There { size, mtime: rmtime, version: rversion };
+        self.remember_hashed(remote, local, &lbytes, hasher.finish(), Some(lstat.mtime_ms), there);
         Ok(Some(SyncOutcome::Pushed { bytes: tail.len() as u64 }))
     }
 
@@ -1110,6 +1118,19 @@ impl Run<'_> {
     /// Notes what both sides hold after a sync of a session: the local bytes, the remote
     /// size, each side's modification time and the remote version where known.
     fn remember(&mut self, remote: &Path, local: &Path, local_bytes: &[u8], local_mtime: Option<i64>, there: There) {
+        self.remember_hashed(remote, local, local_bytes, BlobRef::for_bytes(local_bytes), local_mtime, there);
+    }
+
+    /// [`Run::remember`] with the hash of `local_bytes` already taken.
+    fn remember_hashed(
+        &mut self,
+        remote: &Path,
+        local: &Path,
+        local_bytes: &[u8],
+        hash: BlobRef,
+        local_mtime: Option<i64>,
+        there: There,
+    ) {
         let There { size: remote_size, mtime: remote_mtime, version: remote_version } = there;
         // A time within a moment of now may stay the same through one more write (file
         // times are coarser than writes: git's "racy clean" case): not noted, so the
@@ -1128,7 +1149,7 @@ impl Run<'_> {
             remote_size,
             remote_mtime,
             remote_version,
-            sha256: BlobRef::for_bytes(local_bytes).hash().to_owned(),
+            sha256: hash.hash().to_owned(),
         };
         self.state.sessions.insert(remote.to_path_buf(), seen);
     }
