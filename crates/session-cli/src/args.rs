@@ -623,16 +623,23 @@ session sync --to /mnt/nas/sessions --watch --interval 60")]
         interval: u64,
     },
     /// Import a Claude Code transcript or a Codex rollout as a new pi or omp session.
-    #[command(after_help = "Example: session import ~/.claude/projects/-home-me-proj/7f3c2a10-….jsonl --to pi\n\n\
-The source is read, never written. The session goes into the target agent's bucket for the \
+    #[command(
+        after_help = "Example: session import ~/.claude/projects/-home-me-proj/7f3c2a10-….jsonl --to pi\n         \
+session import 7f3c2a10 --to omp\n\n\
+SOURCE is a file, or the beginning of a session id: the one session of Claude Code \
+($CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects) or Codex ($CODEX_HOME, else ~/.codex: \
+sessions/ and archived_sessions/) whose id begins so. The source is read, never written. The session goes into the target agent's bucket for the \
 source's working directory (or --cwd), named after the source's start and id, so importing \
 the same source again finds it: an unchanged source writes nothing, a source that grew gets \
 only its new entries appended. Claude Code's tree stays a tree with the source's last line as \
 the leaf; records with no pi counterpart are kept as custom entries `import:<agent>:<kind>`. \
-A Codex `.jsonl.zst` is decoded as it is read.")]
+A Codex `.jsonl.zst` is decoded as it is read."
+    )]
     Import {
         /// The Claude Code transcript (`~/.claude/projects/…/<uuid>.jsonl`) or Codex
-        /// rollout (`~/.codex/sessions/YYYY/MM/DD/rollout-….jsonl`, or `.jsonl.zst`).
+        /// rollout (`~/.codex/sessions/YYYY/MM/DD/rollout-….jsonl`, or `.jsonl.zst`), or
+        /// the beginning of its session id.
+        #[arg(value_name = "SOURCE")]
         file: PathBuf,
         /// The agent whose session to write.
         #[arg(long, value_enum, value_name = "AGENT")]

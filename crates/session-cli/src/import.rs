@@ -1,14 +1,47 @@
-//! `import FILE --to pi|omp`: the library's `session::import::import_file`, printed.
+//! `import SOURCE --to pi|omp`: the library's `session::import::import_file`, printed;
+//! SOURCE is a file or the beginning of a Claude Code or Codex session id.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use session::Dialect;
+use session::discovery::{ProcessEnv, claude_projects_dir, codex_home, find_other_sessions};
 use session::import::{ImportOptions, import_file};
+use session::store::FileStorage;
 
 use crate::args::Global;
 use crate::commands::{Result, env, wants_json};
+
+/// Returns the source file `arg` names: itself where it is a path that exists or has a
+/// folder, else the one Claude Code or Codex session whose id begins with it.
+fn source(arg: &Path) -> Result<PathBuf> {
+    let id = match arg.to_str() {
+        Some(id) if !arg.exists() && arg.components().count() == 1 && !id.ends_with(".jsonl") => id,
+        _ => return Ok(arg.to_path_buf()),
+    };
+    let process = ProcessEnv::from_process_env()?;
+    let found = find_other_sessions(&FileStorage::new(), &process, None, id)?;
+    match found.as_slice() {
+        [one] => Ok(one.path.clone()),
+        [] => Err(format!(
+            "{id}: no such file, and no session of Claude Code (in {}) or Codex (in {}) has an id beginning so",
+            claude_projects_dir(&process).display(),
+            codex_home(&process).display()
+        )
+        .into()),
+        many => {
+            let list: Vec<String> =
+                many.iter().take(10).map(|s| format!("  {} {} {}", s.agent.name(), s.id, s.path.display())).collect();
+            Err(format!(
+                "{id}: {} sessions have an id beginning so; give more of the id, or the file:\n{}",
+                many.len(),
+                list.join("\n")
+            )
+            .into())
+        }
+    }
+}
 
 /// Imports `file` into `to`'s bucket for `cwd` (default: the source's) or into
 /// `session_dir`, and says what was written.
@@ -28,6 +61,8 @@ pub(crate) fn import(
         None => None,
     };
     let options = ImportOptions { to, cwd, session_dir: session_dir.map(Path::to_path_buf) };
+    let found = source(file)?;
+    let file = found.as_path();
     let r = import_file(file, &options, &env)?;
     if wants_json(g) {
         let diagnostics: Vec<Value> = r

@@ -113,6 +113,48 @@ fn claude_into_pi_reads_back_and_imports_once() -> Result<()> {
     Ok(())
 }
 
+/// `import ID` takes the session of Claude Code or Codex whose id begins so, from each
+/// agent's home (`CLAUDE_CONFIG_DIR` moves Claude Code's); an id that names none, or more
+/// than one, is an error saying which.
+#[test]
+fn import_by_id_finds_the_session_in_its_agents_home() -> Result<()> {
+    let h = Home::new("import-by-id")?;
+    let claude_home = h.tmp.0.join("claude-config");
+    let claude_id = "7f3c2a10-5b6e-4d8f-9a21-0c4e8b7d6f51";
+    let claude = claude_home.join("projects/-home-me-proj").join(format!("{claude_id}.jsonl"));
+    fs_err::create_dir_all(claude.parent().ok_or("a folder")?)?;
+    fs_err::copy(fixture("claude/branched.jsonl"), &claude)?;
+    let codex = h.home.join(".codex/sessions/2026/03/03").join(Path::new(CODEX).file_name().ok_or("a name")?);
+    fs_err::create_dir_all(codex.parent().ok_or("a folder")?)?;
+    fs_err::copy(fixture(CODEX), &codex)?;
+    let run = |args: &[&str]| -> Result<(i32, String, String)> {
+        let out = in_home(&h.home, &h.tmp.0).env("CLAUDE_CONFIG_DIR", &claude_home).args(args).output()?;
+        Ok((
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ))
+    };
+    let (code, out, err) = run(&["import", "7F3C2A", "--to", "pi", "--json"])?;
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(&out)?;
+    assert_eq!((report["source"].as_str(), report["sessionId"].as_str()), (Some("claude"), Some(claude_id)));
+    let (code, out, err) = run(&["import", "019a1b2c", "--to", "omp", "--json"])?;
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(&out)?;
+    assert_eq!(report["source"].as_str(), Some("codex"));
+    // None, and more than one (a prefix both ids share is none here: one of each).
+    let (code, _, err) = run(&["import", "deadbeef", "--to", "pi"])?;
+    assert_ne!(code, 0);
+    assert!(err.contains("deadbeef: no such file") && err.contains("claude-config/projects"), "{err}");
+    let twin = claude.with_file_name("7f3c2a10-0000-4000-8000-000000000000.jsonl");
+    fs_err::copy(&claude, &twin)?;
+    let (code, _, err) = run(&["import", "7f3c2a10", "--to", "pi"])?;
+    assert_ne!(code, 0);
+    assert!(err.contains("2 sessions have an id beginning so") && err.contains(claude_id), "{err}");
+    Ok(())
+}
+
 /// A Codex rollout becomes an omp session with its title in the title slot, its model
 /// from `turn_context`, and its compaction.
 #[test]
