@@ -182,7 +182,15 @@ pub(crate) fn dialect_for(g: &Global, file: &Path) -> Dialect {
 
 /// Opens the session to inspect it: read-only (nothing written, a missing file is an
 /// error), or as the agent opens it with `--as-agent`.
+/// A Claude Code transcript or a Codex rollout opens as the pi session its import writes,
+/// built in memory (`session::import::open_foreign`).
 pub(crate) fn open(g: &Global, file: &Path) -> Result<SessionManager> {
+    if g.dialect.is_none() && !g.as_agent && g.store.is_none() && file.is_file() {
+        let env = env(g, Dialect::Pi);
+        if let Some((m, _)) = session::import::open_foreign(file, &env)? {
+            return Ok(m);
+        }
+    }
     open_as(g, file, OpenMode::ReadOnly)
 }
 

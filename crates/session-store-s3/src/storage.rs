@@ -214,15 +214,16 @@ struct Inner {
     held: Mutex<HashSet<String>>,
     dirs: LocalDirs,
     times: Mtimes,
-    /// Runs between a write's read of the head and its conditional replace (tests only).
     /// Whether the store's listings carry ETags, as the last listing of a head showed
     /// ([`LISTS_UNKNOWN`], [`LISTS_ETAGS`], [`LISTS_NO_ETAGS`]).
     lists_etags: AtomicU8,
+    /// Runs once before the next put of a head object, after its read: a write's head
+    /// or a rename's tombstone (tests only).
     #[cfg(feature = "testing")]
-    before_head_put: Mutex<Option<BeforeHeadPut>>,
+    before_head_put: Mutex<Option<FailPoint>>,
     /// Runs once after a segment collection lists the heads, before it reads them (tests only).
     #[cfg(feature = "testing")]
-    after_gc_lists_heads: Mutex<Option<BeforeHeadPut>>,
+    after_gc_lists_heads: Mutex<Option<FailPoint>>,
     /// Replaces [`REFRESH_AFTER`] (tests only).
     #[cfg(feature = "testing")]
     reuse_age: Mutex<Option<Duration>>,
@@ -230,7 +231,7 @@ struct Inner {
 
 /// A fail point's action ([`S3Storage::before_head_put`], [`S3Storage::after_gc_lists_heads`]).
 #[cfg(feature = "testing")]
-type BeforeHeadPut = Box<dyn FnMut() + Send>;
+type FailPoint = Box<dyn FnMut() + Send>;
 
 impl Drop for Inner {
     fn drop(&mut self) {
@@ -290,10 +291,10 @@ fn etag_version(etag: &str) -> String {
 /// The version of the head object `m` as a listing gives it: its ETag where listings
 /// carry one (`etags`), which changes with every write (the head holds the file's mtime
 /// and segment hashes); else its size and time.
-fn listed_version(e_tag: Option<&str>, size: u64, mtime_ms: i64, etags: bool) -> String {
+fn listed_version(e_tag: Option<&str>, size: u64, mtime_ms: i64) -> String {
     match e_tag {
-        Some(tag) if etags => etag_version(tag),
-        _ => format!("{size}:{mtime_ms}"),
+        Some(tag) => etag_version(tag),
+        None => format!("{size}:{mtime_ms}"),
     }
 }
 
@@ -1031,7 +1032,7 @@ impl S3Storage {
                 Some((
                     name,
                     m.last_modified.timestamp_millis(),
-                    listed_version(m.e_tag.as_deref(), m.size, m.last_modified.timestamp_millis(), m.e_tag.is_some()),
+                    listed_version(m.e_tag.as_deref(), m.size, m.last_modified.timestamp_millis()),
                 ))
             })
             .collect();
@@ -1599,10 +1600,10 @@ mod tests {
         let etag = "\"0123abcd\"".to_owned();
         let (stat, version) = S3Storage::made(&head, Some(etag.clone()), LISTS_ETAGS).expect("a version");
         assert_eq!((stat.size, stat.mtime_ms), (4, 1_700_000_000_123));
-        assert_eq!(version, listed_version(Some(&etag), 137, 1_700_000_000_500, true));
+        assert_eq!(version, listed_version(Some(&etag), 137, 1_700_000_000_500));
         assert_eq!(S3Storage::made(&head, Some(etag.clone()), LISTS_NO_ETAGS), None);
         assert_eq!(S3Storage::made(&head, Some(etag), LISTS_UNKNOWN), None);
         assert_eq!(S3Storage::made(&head, None, LISTS_ETAGS), None);
-        assert_eq!(listed_version(None, 137, 5, false), "137:5");
+        assert_eq!(listed_version(None, 137, 5), "137:5");
     }
 }

@@ -389,6 +389,7 @@ fn list_is_sorted_files_only(s: &dyn Storage, root: &Path) -> CaseResult {
     // A write that names the version it made names the one a listing then gives.
     std::thread::sleep(Duration::from_millis(3));
     let made = s.write_atomic_versioned(&d.join("b.jsonl"), b"xyv", ExpectedSize::Bytes(3))?;
+    check(made.as_ref().is_none_or(|(_, v)| *v != after[1].1), "a write returned the version before it")?;
     versioned_as_listed(s, &d, "b.jsonl", made, 3)?;
     std::thread::sleep(Duration::from_millis(3));
     let made = s.append_expected_versioned(&d.join("b.jsonl"), b"+", ExpectedSize::Bytes(3))?;

@@ -633,16 +633,12 @@ impl<S: Storage> Storage for FaultStorage<S> {
         expected: ExpectedSize,
     ) -> Result<Option<(FileStat, String)>, StoreError> {
         // The inner storage's own conditional append (an object store's segment and head),
-        // one boundary as a plain append is.
+        // one boundary as a plain append is; it lands whole or not at all (its contract),
+        // so a death leaves nothing of it.
         match self.faults.on_write(Op::Append, path, bytes.len()) {
             WriteVerdict::All => self.inner.append_expected_versioned(path, bytes, expected),
             WriteVerdict::Partial(_, err) => Err(err.unwrap_or_else(|| short_write_error(Op::Append, path))),
-            WriteVerdict::Crash(n, e) => {
-                if n > 0 {
-                    let _ = self.inner.append_expected(path, &bytes[..n], expected);
-                }
-                Err(e)
-            }
+            WriteVerdict::Crash(_, e) => Err(e),
         }
     }
 

@@ -19,10 +19,11 @@
 //! `provider/model`, the title goes to the title slot and a `title_change` entry.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use session_model::entries::{Base, omp};
 use session_model::{Dialect, Record, TitleSlot};
-use session_store::{ExpectedSize, FileStorage, Storage, StoreError};
+use session_store::{ExpectedSize, FileStorage, MemoryStorage, Storage, StoreError};
 
 use crate::body::Body;
 use crate::{Env, OpenMode, SessionError, SessionManager};
@@ -152,6 +153,15 @@ pub enum ImportError {
         #[source]
         source: SessionError,
     },
+    /// The session built in memory from a source does not open ([`open_foreign`]).
+    #[error("cannot open {} as a session", path.display())]
+    Open {
+        /// The source.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: SessionError,
+    },
 }
 
 /// Imports the Claude Code transcript or Codex rollout at `path` (read from the local
@@ -160,6 +170,43 @@ pub enum ImportError {
 pub fn import_file(path: &Path, options: &ImportOptions, env: &Env) -> Result<ImportReport, ImportError> {
     let bytes = FileStorage::new().read(path).map_err(|source| ImportError::Read { path: path.to_owned(), source })?;
     import_bytes(path, &bytes, options, env)
+}
+
+/// Opens a Claude Code transcript or a Codex rollout read-only as the pi session an
+/// import of it writes, built in memory: nothing is written anywhere (the environment's
+/// storage is not used), and whatever reads a session (its info, tree, context, export)
+/// reads the source so. `Ok(None)` when `path` is not such a source (a pi or omp
+/// session, say).
+///
+/// # Errors
+///
+/// Reading `path` failed, or it is a source that does not import (see [`import_file`]).
+pub fn open_foreign(path: &Path, env: &Env) -> Result<Option<(SessionManager, ImportReport)>, ImportError> {
+    let read_err = |source| ImportError::Read { path: path.to_owned(), source };
+    // The start tells: a pi or omp session is read no further.
+    let (head, _) = FileStorage::new().read_slices(path, 64 * 1024, 0).map_err(read_err)?;
+    let first = head.split(|b| *b == b'\n').next().unwrap_or_default();
+    let ours = std::str::from_utf8(first)
+        .ok()
+        .and_then(session_model::json::parse)
+        .is_some_and(|v| matches!(v.get("type").and_then(serde_json::Value::as_str), Some("session" | "title")));
+    if ours || (!source::zst::is_zstd(&head) && source::SourceKind::detect(&head).is_none()) {
+        return Ok(None);
+    }
+    let bytes = FileStorage::new().read(path).map_err(read_err)?;
+    let memory = Env { storage: Arc::new(MemoryStorage::new()), blobs: None, index_dir: None, ..env.clone() };
+    // Beside the source, as Node's `path.resolve` names that folder.
+    let base = env.process_cwd.to_string_lossy();
+    let source = session_discovery::resolve(&base, &path.to_string_lossy());
+    let dir = Path::new(&source).parent().map_or_else(|| PathBuf::from("/"), Path::to_path_buf);
+    let options = ImportOptions { to: Dialect::Pi, cwd: None, session_dir: Some(dir) };
+    let report = match import_bytes(path, &bytes, &options, &memory) {
+        Err(ImportError::Source { source: source::ImportError::Unrecognised, .. }) => return Ok(None),
+        r => r?,
+    };
+    let m = SessionManager::open_with(Dialect::Pi, &report.path, memory, OpenMode::ReadOnly)
+        .map_err(|source| ImportError::Open { path: path.to_owned(), source })?;
+    Ok(Some((m, report)))
 }
 
 /// [`import_file`] on the source's bytes; `path` names the source in errors.

@@ -113,6 +113,49 @@ fn claude_into_pi_reads_back_and_imports_once() -> Result<()> {
     Ok(())
 }
 
+/// `info`, `context` and `tree` read a Claude Code transcript or a Codex rollout (zstd
+/// too) as the pi session its import writes, built in memory: the answers are those of
+/// the imported session, and nothing is written anywhere.
+#[test]
+fn other_agents_sessions_read_as_their_import() -> Result<()> {
+    let h = Home::new("read-foreign")?;
+    let src = fixture("claude/branched.jsonl");
+    let imported = h.tmp.0.join("imported");
+    let report = h.json(&["import", s(&src)?, "--to", "pi", "--session-dir", s(&imported)?, "--json"])?;
+    let file = h.path(&report["path"])?;
+    let before = session_store::testkit::Tree::read(&h.tmp.0)?;
+    let (src_dir, imported_dir) = (src.parent().ok_or("a folder")?.to_string_lossy().into_owned(), "{tmp}/imported");
+    for args in [&["info", "--json"][..], &["context", "--text"], &["tree", "--json"]] {
+        let (code, direct, err) = h.run(&[args[0], s(&src)?, args[1]])?;
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let (code, via_import, err) = h.run(&[args[0], s(&file)?, args[1]])?;
+        assert_eq!(code, 0, "{args:?}: {err}");
+        // The one difference: the folder of the session read (the source's, built in
+        // memory beside it, or the one the import wrote into).
+        assert_eq!(direct.replace(&src_dir, "{dir}"), via_import.replace(imported_dir, "{dir}"), "{args:?}");
+        assert!(!direct.is_empty());
+    }
+    let codex = h.json(&["info", s(&fixture(CODEX))?, "--json"])?;
+    assert_eq!(codex["name"], "List files and patch add");
+    assert!(before.changed(&session_store::testkit::Tree::read(&h.tmp.0)?).is_empty(), "reading wrote nothing");
+    // A pi session whose entries carry Claude Code's keys is read as the pi session it is.
+    let pi = h.tmp.0.join("pi.jsonl");
+    fs_err::write(
+        &pi,
+        concat!(
+            r#"{"type":"session","version":3,"id":"0195f3a2-0000-7000-8000-000000000001","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#,
+            "\n",
+            r#"{"type":"custom","customType":"x","id":"a1b2c3d4","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","sessionId":"s","uuid":"u"}"#,
+            "\n"
+        ),
+    )?;
+    let before = session_store::testkit::Tree::read(&h.tmp.0)?;
+    let info = h.json(&["info", s(&pi)?, "--json"])?;
+    assert_eq!(info["header"]["id"], "0195f3a2-0000-7000-8000-000000000001", "{info}");
+    assert!(before.changed(&session_store::testkit::Tree::read(&h.tmp.0)?).is_empty(), "reading wrote nothing");
+    Ok(())
+}
+
 /// `import ID` takes the session of Claude Code or Codex whose id begins so, from each
 /// agent's home (`CLAUDE_CONFIG_DIR` moves Claude Code's); an id that names none, or more
 /// than one, is an error saying which.

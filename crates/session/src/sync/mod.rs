@@ -38,8 +38,10 @@
 //! local size and modification time and whose remote version are those the last sync
 //! left (the state file, [`SyncLocal::state_dir`]) is not read, and one whose remote
 //! copy is as the last sync left it while the local copy only grew (it still begins with
-//! the bytes noted then, by their hash) is fast-forwarded without reading the remote
-//! copy.
+//! the bytes noted then, by their hash) is fast-forwarded without the sync reading the
+//! remote copy: its version is looked at once more, then the new lines go through the
+//! storage's conditional append (on object storage an upload of those lines alone; a
+//! folder's rewrites the file).
 //!
 //! [`watch`] follows this machine's sessions after a first sync: each session that
 //! changes here is synced alone as soon as a listing shows it ([`SyncOptions::only`]),
@@ -701,7 +703,7 @@ impl Run<'_> {
     }
 
     /// Fast-forwards the remote copy `remote`, which is as the last sync left it (`seen`),
-    /// without reading it: when the local copy still begins with the bytes noted then
+    /// without the sync reading it: when the local copy still begins with the bytes noted then
     /// (their hash), its whole lines after them are appended there on the condition that
     /// the remote copy still has the size noted. `None` when that does not hold (the
     /// local copy changed before its end, or the remote one since its listing): the
@@ -740,6 +742,12 @@ impl Run<'_> {
         self.blobs_missing = false;
         if dialect == Dialect::Omp {
             self.blobs(tail, b"")?;
+        }
+        // The listing was taken before the sessions synced so far: the remote copy is
+        // looked at again (no bytes fetched), so that a rewrite of the same size since
+        // (omp's title slot on another machine) is read, not appended to.
+        if lr.stat_version(remote)?.map(|(_, v)| v) != seen.remote_version {
+            return Ok(None);
         }
         let made = match lr.append_expected_versioned(remote, tail, ExpectedSize::Bytes(seen.remote_size)) {
             Err(StoreError::Conflict { .. }) => return Ok(None),

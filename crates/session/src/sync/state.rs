@@ -36,8 +36,9 @@ pub(super) struct Seen {
     /// The remote copy's modification time then, likewise.
     pub(super) remote_mtime: Option<i64>,
     /// The remote copy's version as a listing gave it ([`Storage::list_versions`]) before
-    /// this machine read it; `None` when this sync wrote it (no listing has shown the
-    /// version of that write yet) or when noted by an older state file.
+    /// this machine read it, or, for a copy this sync wrote, as the write returned it
+    /// (`Storage::write_atomic_versioned`) or a stat showed it right after; `None` when
+    /// neither told (the session is read next time) or when noted by an older state file.
     pub(super) remote_version: Option<String>,
     /// The SHA-256 of the local bytes then.
     pub(super) sha256: String,

@@ -16,7 +16,7 @@ use session::{Dialect, SessionManager};
 
 use crate::promise::{BlobPromise, JobPromise, NewFiles, Promises, RawPromise, Rerun, Snapshot};
 use crate::rig::{Level, Rig, View, file_name, is_lock, is_temp};
-use crate::{Error, Result};
+use crate::Result;
 
 /// One explored operation in one configuration.
 pub(crate) struct Case {
@@ -1023,8 +1023,10 @@ fn outcome_name(o: &SyncOutcome) -> &'static str {
 /// every state a sync meets: one both continued (`size + 1` entries each: a merge on both
 /// sides), one each side went on with (a fast-forward each way), one here only (an
 /// upload), one there only (a download). After a death every copy still holds every
-/// entry it held; A's sync run again (then B's, then A's) leaves all three homes with the
-/// union, each entry once, and a last sync has nothing to do.
+/// entry it held; on files (where next writers run) A's sync run again, then B's, then
+/// A's, leaves all three homes with the union, each entry once, and a last sync has
+/// nothing to do. No blobs: their order (before the session that names them) is the
+/// sync tests' (`crates/session/tests/it/sync.rs`).
 fn job_sync(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), dialect: Dialect) -> Result<()> {
     const NAMES: [&str; 5] = ["both", "here", "there", "new-here", "new-there"];
     let root = rig.root.clone();
