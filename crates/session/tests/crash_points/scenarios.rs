@@ -14,9 +14,9 @@ use session::store::{Durability, ExpectedSize, Storage, StoreError};
 use session::sync::{self, SyncLocal, SyncOptions, SyncOutcome, SyncRemote, SyncReport};
 use session::{Dialect, SessionManager};
 
+use crate::Result;
 use crate::promise::{BlobPromise, JobPromise, NewFiles, Promises, RawPromise, Rerun, Snapshot};
 use crate::rig::{Level, Rig, View, file_name, is_lock, is_temp};
-use crate::Result;
 
 /// One explored operation in one configuration.
 pub(crate) struct Case {
