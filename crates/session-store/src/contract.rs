@@ -190,7 +190,8 @@ fn write_atomic_stream_pieces(s: &dyn Storage, root: &Path) -> CaseResult {
         w.write_all(b"partial")?;
         Err(std::io::Error::other("producer failed"))
     });
-    check(failed.is_err(), "a failing producer fails the write")?;
+    let producer = failed.as_ref().err().and_then(|e| std::error::Error::source(e)).map(ToString::to_string);
+    check(producer.as_deref() == Some("producer failed"), &format!("a failing producer fails the write: {failed:?}"))?;
     check(s.read(&p)? == expected.as_bytes(), "and leaves the old file")?;
     let conflict = s.write_atomic_stream(&p, ExpectedSize::Bytes(1), Durability::Fsync, &mut |w| w.write_all(b"new\n"));
     check(matches!(conflict, Err(StoreError::Conflict { .. })), "the size check applies")?;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use mysql::prelude::Queryable;
 use session_store::contract::run_contract;
 use session_store::{ExpectedSize, LockWait, Storage, StoreError};
-use session_store_mysql::{MysqlError, MysqlOptions, MysqlStorage};
+use session_store_mysql::{ConnectError, MysqlError, MysqlOptions, MysqlStorage};
 
 type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 
@@ -81,7 +81,8 @@ fn another_table_meets_the_contract_too() -> TestResult {
     run_contract(&|| Box::new(storage.clone()), &|case| format!("/c/{case}"))?;
     let n: Option<i64> = db.conn()?.query_first("SELECT count(*) FROM other_sessions_2")?;
     assert!(n > Some(0), "the rows went to the other table");
-    assert!(MysqlStorage::connect_with(&db.url(), MysqlOptions::default().table("no-dashes")).is_err());
+    let bad = MysqlStorage::connect_with(&db.url(), MysqlOptions::default().table("no-dashes"));
+    assert!(matches!(&bad, Err(ConnectError::BadTableName(t)) if t == "no-dashes"), "{:?}", bad.err());
     Ok(())
 }
 

@@ -188,7 +188,8 @@ fn we_read_what_omp_writes() -> TestResult {
     }
     // A CAS write at the size omp's index holds succeeds; at another size it conflicts.
     let size = want.len() as u64;
-    assert!(s.write_atomic(p, b"x\n", ExpectedSize::Bytes(size + 1)).is_err());
+    let stale = s.write_atomic(p, b"x\n", ExpectedSize::Bytes(size + 1));
+    assert!(matches!(stale, Err(StoreError::Conflict { .. })), "{stale:?}");
     s.write_atomic(p, &got, ExpectedSize::Bytes(size))?;
     let content: String =
         c.query_one(&format!("SELECT content FROM {t} WHERE path = $1"), &[&"/o/s.jsonl"])?.try_get(0)?;

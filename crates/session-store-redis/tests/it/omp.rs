@@ -5,7 +5,7 @@ use std::path::Path;
 
 use redis::Commands;
 use session_model::TitleSlot;
-use session_store::{ExpectedSize, Storage};
+use session_store::{ExpectedSize, Storage, StoreError};
 
 use crate::support::{TestPrefix, TestResult};
 
@@ -101,7 +101,8 @@ fn we_read_what_omp_writes() -> TestResult {
         assert_eq!(tail, &got[got.len() - got.len().min(suffix)..]);
     }
     // omp's CAS sees our writes by STRLEN; ours sees omp's.
-    assert!(s.write_atomic(p, b"x\n", ExpectedSize::Bytes(want.len() as u64 + 1)).is_err());
+    let stale = s.write_atomic(p, b"x\n", ExpectedSize::Bytes(want.len() as u64 + 1));
+    assert!(matches!(stale, Err(StoreError::Conflict { .. })), "{stale:?}");
     s.write_atomic(p, &got, ExpectedSize::Bytes(want.len() as u64))?;
     let stored: Vec<u8> = t.raw().get(&body)?;
     assert_eq!(stored, got, "the rewrite stored the renamed slot");

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use session_store::contract::run_contract;
 use session_store::{ExpectedSize, Storage, StoreError};
-use session_store_sqlite::{SqliteError, SqliteOptions, SqliteStorage};
+use session_store_sqlite::{ConnectError, SqliteError, SqliteOptions, SqliteStorage};
 
 type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 
@@ -50,7 +50,8 @@ fn another_table_meets_the_contract_too() -> TestResult {
     let c = rusqlite::Connection::open(tmp.db())?;
     let n: i64 = c.query_row("SELECT count(*) FROM other_sessions_2", [], |r| r.get(0))?;
     assert!(n > 0, "the rows went to the other table");
-    assert!(SqliteStorage::open_with(&tmp.db(), SqliteOptions::default().table("no-dashes")).is_err());
+    let bad = SqliteStorage::open_with(&tmp.db(), SqliteOptions::default().table("no-dashes"));
+    assert!(matches!(&bad, Err(ConnectError::BadTableName(t)) if t == "no-dashes"), "{:?}", bad.err());
     Ok(())
 }
 
@@ -112,7 +113,8 @@ fn text_cannot_hold_nul_or_invalid_utf8() -> TestResult {
     let e = storage.truncate(path, 10).expect_err("no NUL padding");
     assert!(matches!(SqliteError::find(&e), Some(SqliteError::InvalidContent { .. })), "{e}");
     storage.write(path, "é\n".as_bytes())?;
-    assert!(storage.truncate(path, 1).is_err(), "a cut inside a character");
+    let e = storage.truncate(path, 1).expect_err("a cut inside a character");
+    assert!(matches!(SqliteError::find(&e), Some(SqliteError::InvalidContent { .. })), "{e}");
     assert_eq!(storage.read(path)?, "é\n".as_bytes(), "nothing was written");
     let long = format!("/{}", "k".repeat(3000));
     let e = storage.write(Path::new(&long), b"x").expect_err("key too long");
