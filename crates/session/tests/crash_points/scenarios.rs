@@ -598,18 +598,20 @@ fn homes(rig: &Rig) -> Homes {
     Homes::from_env(&ProcessEnv::new(home(rig), &rig.root, "/nonexistent-tmp"))
 }
 
+/// omp's empty title slot line (nothing for pi): what a session file of `dialect` begins with.
+fn title_slot(dialect: Dialect) -> Result<String> {
+    if dialect != Dialect::Omp {
+        return Ok(String::new());
+    }
+    let slot =
+        session::model::TitleSlot { title: String::new(), source: None, updated_at: "2026-01-01T00:00:00.000Z".into() };
+    Ok(slot.to_line()?)
+}
+
 /// A version 3 session of `n` exchanges (questions `"<marker> question <i>"`), with omp's
 /// title slot, and a garbage line when `garbage`.
 fn v3_session(dialect: Dialect, marker: &str, n: usize, garbage: bool) -> Result<(String, Vec<String>)> {
-    let mut text = String::new();
-    if dialect == Dialect::Omp {
-        let slot = session::model::TitleSlot {
-            title: String::new(),
-            source: None,
-            updated_at: "2026-01-01T00:00:00.000Z".into(),
-        };
-        text.push_str(&slot.to_line()?);
-    }
+    let mut text = title_slot(dialect)?;
     text.push_str(r#"{"type":"session","version":3,"id":"01a2aaaa-0000-7000-8000-000000000001","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/work"}"#);
     text.push('\n');
     let mut marks = Vec::new();
@@ -940,18 +942,10 @@ fn sync_all(local: &SyncLocal, remote: &SyncRemote) -> Result<SyncReport> {
     Ok(report)
 }
 
-/// A session of the sync run: its file name, header and first lines, and each line it
-/// gets later on one side (`"<side> <name> <i>"`, continuing from `parent`).
+/// The start of a session file of the sync run: omp's title slot and the header (id
+/// `sid`, `cwd`).
 fn sync_header(dialect: Dialect, sid: &str, cwd: &Path) -> Result<String> {
-    let mut text = String::new();
-    if dialect == Dialect::Omp {
-        let slot = session::model::TitleSlot {
-            title: String::new(),
-            source: None,
-            updated_at: "2026-01-01T00:00:00.000Z".into(),
-        };
-        text.push_str(&slot.to_line()?);
-    }
+    let mut text = title_slot(dialect)?;
     let mut cwd_json = String::new();
     session::model::json::write_js_str(&mut cwd_json, &cwd.to_string_lossy());
     text.push_str(&format!(
