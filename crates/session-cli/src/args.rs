@@ -62,6 +62,19 @@ pub(crate) struct Global {
     pub(crate) allow_unconditional: bool,
 }
 
+/// `--agent`: whose sessions a listing or a search reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum AgentArg {
+    /// pi.
+    Pi,
+    /// omp (oh-my-pi).
+    Omp,
+    /// Claude Code (read only: `$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`).
+    Claude,
+    /// Codex (read only: `$CODEX_HOME`, else `~/.codex`).
+    Codex,
+}
+
 /// `--dialect`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum DialectArg {
@@ -466,11 +479,15 @@ found while blobs exist, and never a blob changed within the grace period.")]
         /// A sessions root or folder instead of both agents' homes.
         dir: Option<PathBuf>,
     },
-    /// List sessions: the current directory's, of both agents (or --dialect's).
-    #[command(after_help = "Example: session ls --all\n         session ls --archived\n\n\
+    /// List sessions: the current directory's, of every agent (or --agent's, or --dialect's).
+    #[command(after_help = "Example: session ls --all\n         session ls --archived\n         \
+session ls --agent claude,codex --all\n\n\
 Pinned sessions come first (marked * in the table, `pinned` in JSON); archived ones are
 left out unless --archived, which lists only them. Without --dialect each JSON object
-carries `agent`, `pinned` and `archived`; with --dialect the JSON is the reference's own.")]
+carries `agent`, `pinned` and `archived`; with --dialect the JSON is the reference's own.
+Claude Code's and Codex's sessions are read where those agents keep them (never written)
+and shown as pi lists the session `session import` makes of each; they are listed unless
+--agent leaves them out, a DIR or --store is given, or --dialect asks for one reference.")]
     Ls {
         /// A session directory to list instead of the working directory's.
         dir: Option<PathBuf>,
@@ -492,6 +509,9 @@ carries `agent`, `pinned` and `archived`; with --dialect the JSON is the referen
         /// Only the pinned sessions.
         #[arg(long)]
         pinned: bool,
+        /// Only these agents' sessions (default: all four).
+        #[arg(long, value_enum, value_delimiter = ',', value_name = "AGENT")]
+        agent: Vec<AgentArg>,
     },
     /// Print the session an id prefix, a file-name prefix, a name or a first message names.
     #[command(after_help = "Example: session resume 01a2\n         session resume 'config loader'")]
@@ -508,11 +528,14 @@ carries `agent`, `pinned` and `archived`; with --dialect the JSON is the referen
         #[arg(long)]
         no_cache: bool,
     },
-    /// Search what was said in sessions (both agents, or --dialect's), best match first.
-    #[command(after_help = "Example: session search 'config loader' --all --limit 5\n\n\
+    /// Search what was said in sessions (every agent's, or --agent's or --dialect's), best match first.
+    #[command(after_help = "Example: session search 'config loader' --all --limit 5\n         \
+session search 'flaky test' --agent claude,codex --all\n\n\
 The catalog is kept in ${XDG_CACHE_HOME:-~/.cache}/session-store/search.db and updated on
-each search (only new tails of grown files are read); it is derived data: deleting it
-costs only time. Sessions are never written.")]
+each search (only new tails of grown files are read; another agent's changed file is read
+again whole); it is derived data: deleting it costs only time. Sessions are never written.
+Claude Code's and Codex's sessions are searched as `session import` reads them; a hit's
+entryId is the imported entry's.")]
     Search {
         /// The words to find (every word, as a word prefix; punctuation and FTS5
         /// operators are separators, not syntax).
@@ -536,6 +559,9 @@ costs only time. Sessions are never written.")]
         /// One JSON object a line.
         #[arg(long)]
         jsonl: bool,
+        /// Only these agents' sessions (default: all four).
+        #[arg(long, value_enum, value_delimiter = ',', value_name = "AGENT")]
+        agent: Vec<AgentArg>,
     },
     /// Print the session the agent's own --continue would open here (writes nothing).
     #[command(after_help = "Example: session continue --dialect omp")]
@@ -671,6 +697,17 @@ terminal it exits with status 2.")]
         #[arg(long)]
         all: bool,
     },
+    /// Serve sessions to an agent over the Model Context Protocol (stdio; read-only).
+    #[command(after_help = "Example: claude mcp add sessions -- session mcp\n         \
+codex mcp add sessions -- session mcp\n\n\
+A Model Context Protocol server on stdin and stdout, for an agent to list, search and read
+its own and other agents' past sessions (pi, omp, Claude Code, Codex). Four tools:
+list_sessions (filters: agent, cwd, since; paged), search_sessions (snippets with session
+and entry ids), read_session (the conversation at a leaf, a page of messages at a time) and
+read_entry (one entry whole). Every answer is bounded (a page size, a byte budget). No
+session is written; a session read by path must be in one of the agents' session folders.
+pi and omp take it in their MCP settings: see docs/cli.md, \"session mcp\".")]
+    Mcp,
     /// Print a completion script for a shell.
     #[command(after_help = "Example: session completions bash > ~/.local/share/bash-completion/completions/session")]
     Completions {

@@ -86,8 +86,9 @@ pub(crate) fn run(g: &Global, command: &Command) -> Result<Output> {
         Command::Fsck { dirs, repair } => crate::jobs::fsck(g, dirs, *repair)?,
         Command::Gc { dirs, yes, grace } => crate::jobs::gc(g, dirs, *yes, *grace)?.into(),
         Command::Stats { dir } => crate::jobs::stats(g, dir.as_deref())?.into(),
-        Command::Ls { dir, cwd, all, no_cache, jsonl, archived, pinned } => {
+        Command::Ls { dir, cwd, all, no_cache, jsonl, archived, pinned, agent } => {
             let o = crate::find::LsOptions {
+                agents: agent,
                 dir: dir.as_deref(),
                 cwd: cwd.as_deref(),
                 all: *all,
@@ -101,8 +102,9 @@ pub(crate) fn run(g: &Global, command: &Command) -> Result<Output> {
         Command::Resume { query, cwd, session_dir, no_cache } => {
             crate::find::resume(g, query, cwd.as_deref(), session_dir.as_deref(), *no_cache)?.into()
         }
-        Command::Search { query, all, cwd, rebuild, no_update, limit, jsonl } => {
+        Command::Search { query, all, cwd, rebuild, no_update, limit, jsonl, agent } => {
             let o = crate::find::SearchOptions {
+                agents: agent,
                 query,
                 all: *all,
                 cwd: cwd.as_deref(),
@@ -134,6 +136,10 @@ pub(crate) fn run(g: &Global, command: &Command) -> Result<Output> {
         }
         Command::Import { file, to, cwd, session_dir } => {
             crate::import::import(g, file, (*to).into(), cwd.as_deref(), session_dir.as_deref())?.into()
+        }
+        Command::Mcp => {
+            crate::mcp::serve(g)?;
+            String::new().into()
         }
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

@@ -13,7 +13,7 @@ use session::history::{HistoryOptions, HistoryScope, HistoryStore, history_db_pa
 use session::model::json::write_js_str;
 use session::model::timestamp::format_iso_millis;
 
-use crate::args::{Global, HistoryCommand};
+use crate::args::{AgentArg, Global, HistoryCommand};
 use crate::commands::{Result, wants_json};
 
 /// The listing of `dialect`'s sessions as the command reads them: read-only unless
@@ -95,41 +95,119 @@ impl ProgressLine {
     }
 }
 
-/// `ls`: one dialect's listing in its reference's shape (`--dialect`), or both agents'
+/// Whose sessions a listing or a search reads: pi's and omp's (through discovery) and
+/// Claude Code's and Codex's (read where they keep them).
+pub(crate) struct Agents {
+    /// pi and omp, as asked.
+    pub(crate) dialects: Vec<Dialect>,
+    /// Claude Code and Codex, as asked (none for `--dialect`, a DIR or `--store`).
+    pub(crate) others: Vec<discovery::OtherAgent>,
+}
+
+/// The agents of `--agent` (all four when empty) under `--dialect` (only that
+/// reference), a session DIR or `--store` (only pi and omp: the other agents' homes are
+/// local folders of their own).
+pub(crate) fn agents(g: &Global, asked: &[AgentArg], dir_given: bool) -> Result<Agents> {
+    use discovery::OtherAgent;
+    if let Some(d) = g.dialect {
+        if !asked.is_empty() {
+            return Err("--agent and --dialect: give one (--dialect prints one reference's own JSON)".into());
+        }
+        return Ok(Agents { dialects: vec![Dialect::from(d)], others: Vec::new() });
+    }
+    let only_others = !asked.is_empty() && asked.iter().all(|a| matches!(a, AgentArg::Claude | AgentArg::Codex));
+    if only_others && (dir_given || g.store.is_some()) {
+        let why = if dir_given { "a session DIR" } else { "--store" };
+        return Err(format!(
+            "Claude Code's and Codex's sessions are read from their own homes, not from {why}: leave it out"
+        )
+        .into());
+    }
+    let has = |a: AgentArg| asked.is_empty() || asked.contains(&a);
+    let dialects = [(AgentArg::Pi, Dialect::Pi), (AgentArg::Omp, Dialect::Omp)]
+        .into_iter()
+        .filter(|(a, _)| has(*a))
+        .map(|(_, d)| d)
+        .collect();
+    let mut others = Vec::new();
+    if !dir_given && g.store.is_none() {
+        others = [(AgentArg::Claude, OtherAgent::Claude), (AgentArg::Codex, OtherAgent::Codex)]
+            .into_iter()
+            .filter(|(a, _)| has(*a))
+            .map(|(_, o)| o)
+            .collect();
+    }
+    Ok(Agents { dialects, others })
+}
+
+/// `ls`: one dialect's listing in its reference's shape (`--dialect`), or every agent's
 /// sessions merged newest first, each JSON object with an `agent` field.
+/// One agent's sessions as a listing found them: the agent's name, its dialect (`None`
+/// for Claude Code and Codex, listed as pi lists their imports) and the sessions.
+pub(crate) type Found = (&'static str, Option<Dialect>, Vec<SessionInfo>);
+
+/// Lists the sessions of `agents`: those of `cwd` (every project's for `None`), in `dir`
+/// instead of the default folders when given; `progress` is called as files are read.
+pub(crate) fn gather(
+    g: &Global,
+    agents: Agents,
+    dir: Option<&Path>,
+    cwd: Option<&str>,
+    no_cache: bool,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Vec<Found>> {
+    let mut found: Vec<Found> = Vec::new();
+    for dialect in agents.dialects {
+        let d = discovery_for(g, dialect, no_cache)?;
+        let sessions = match cwd {
+            None => d.list_all(dir, progress)?,
+            Some(cwd) => d.list(cwd, dir, progress)?,
+        };
+        found.push((dialect.name(), Some(dialect), sessions));
+    }
+    if !agents.others.is_empty() {
+        let d = discovery_for(g, Dialect::Pi, no_cache)?;
+        for agent in agents.others {
+            let listed = d.list_others(Some(agent), cwd, progress)?;
+            found.push((agent.name(), None, listed.into_iter().map(|l| l.info).collect()));
+        }
+    }
+    Ok(found)
+}
+
 pub(crate) fn ls(g: &Global, o: &LsOptions<'_>) -> Result<String> {
-    let dialects = match g.dialect {
-        Some(d) => vec![Dialect::from(d)],
-        None => vec![Dialect::Pi, Dialect::Omp],
-    };
+    let mut agents = agents(g, o.agents, o.dir.is_some())?;
+    // Claude Code's and Codex's: archived and pinned are marks of ours, which they never have.
+    if o.archived || o.pinned {
+        agents.others.clear();
+    }
     let cwd = cwd_arg(o.cwd)?;
     let mut bar = ProgressLine::new();
-    let mut found: Vec<(Dialect, Vec<SessionInfo>)> = Vec::new();
-    for dialect in dialects {
-        let d = discovery_for(g, dialect, o.no_cache)?;
-        let mut skipped: Vec<PathBuf> = Vec::new();
-        let mut progress = |p: Progress<'_>| {
-            if skipped.is_empty() && !p.skipped.is_empty() {
-                skipped = p.skipped.to_vec();
+    let mut skipped: Vec<PathBuf> = Vec::new();
+    let mut progress = |p: Progress<'_>| {
+        for s in p.skipped {
+            if !skipped.contains(s) {
+                skipped.push(s.clone());
             }
-            bar.update(&p);
-        };
-        let sessions = if o.all { d.list_all(o.dir, &mut progress)? } else { d.list(&cwd, o.dir, &mut progress)? };
-        for s in &skipped {
-            eprintln!("note: skipped {}: not a regular file", s.display());
         }
-        found.push((dialect, sessions));
-    }
+        bar.update(&p);
+    };
+    let mut found = gather(g, agents, o.dir, (!o.all).then_some(cwd.as_str()), o.no_cache, &mut progress)?;
     bar.finish();
+    for s in &skipped {
+        eprintln!("note: skipped {}: not a regular file", s.display());
+    }
     // The marks: one small read. Archived sessions are left out (or only they are shown).
     let marks = crate::jobs::read_marks(g);
-    for (dialect, sessions) in &mut found {
+    let mark = |dialect: Option<Dialect>, id: &str| dialect.map(|d| marks.of(d, id)).unwrap_or_default();
+    for (_, dialect, sessions) in &mut found {
         sessions.retain(|s| {
-            let m = marks.of(*dialect, &s.id);
+            let m = mark(*dialect, &s.id);
             m.archived == o.archived && (m.pinned || !o.pinned)
         });
     }
-    if let [(dialect, sessions)] = &found[..]
+    if g.dialect.is_some()
+        && let [(_, Some(dialect), sessions)] = &found[..]
         && wants_json(g)
         && !o.jsonl
     {
@@ -140,16 +218,16 @@ pub(crate) fn ls(g: &Global, o: &LsOptions<'_>) -> Result<String> {
         std::io::Write::flush(&mut out)?;
         return Ok(String::new());
     }
-    // Both agents (or a stream): each session's reference shape, with its agent.
-    // Both agents (or a stream): each session's reference shape, with its agent and its
-    // marks; pinned sessions first, then newest first.
+    // Every agent (or a stream): each session's reference shape (pi's for Claude Code
+    // and Codex), with its agent and its marks; pinned sessions first, then newest first.
     let mut merged: Vec<(bool, Option<i64>, serde_json::Value)> = Vec::new();
-    for (dialect, sessions) in &found {
-        let values: Vec<serde_json::Value> = serde_json::from_str(&discovery::sessions_to_json(*dialect, sessions))?;
+    for (agent, dialect, sessions) in &found {
+        let shape = dialect.unwrap_or(Dialect::Pi);
+        let values: Vec<serde_json::Value> = serde_json::from_str(&discovery::sessions_to_json(shape, sessions))?;
         for (s, mut v) in sessions.iter().zip(values) {
-            let m = marks.of(*dialect, &s.id);
+            let m = mark(*dialect, &s.id);
             if let Some(obj) = v.as_object_mut() {
-                obj.insert("agent".into(), dialect.name().into());
+                obj.insert("agent".into(), (*agent).into());
                 obj.insert("pinned".into(), m.pinned.into());
                 obj.insert("archived".into(), m.archived.into());
             }
@@ -163,14 +241,16 @@ pub(crate) fn ls(g: &Global, o: &LsOptions<'_>) -> Result<String> {
     if wants_json(g) {
         return Ok(serde_json::Value::Array(merged.into_iter().map(|m| m.2).collect()).to_string());
     }
-    let mut rows: Vec<(Dialect, &SessionInfo, bool)> =
-        found.iter().flat_map(|(d, ss)| ss.iter().map(|s| (*d, s, marks.of(*d, &s.id).pinned))).collect();
+    let mut rows: Vec<(&str, &SessionInfo, bool)> =
+        found.iter().flat_map(|(a, d, ss)| ss.iter().map(move |s| (*a, s, mark(*d, &s.id).pinned))).collect();
     rows.sort_by_key(|(_, s, pinned)| (!pinned, std::cmp::Reverse(s.modified)));
     Ok(table(&rows, o.archived))
 }
 
 /// What `ls` lists.
 pub(crate) struct LsOptions<'a> {
+    /// Whose sessions (`--agent`; all when empty).
+    pub(crate) agents: &'a [AgentArg],
     /// A session directory instead of the working directory's.
     pub(crate) dir: Option<&'a Path>,
     /// Whose sessions.
@@ -192,7 +272,7 @@ fn shorten(s: &str, max: usize) -> String {
 }
 
 /// The table of `ls`: pinned sessions marked `*`.
-fn table(sessions: &[(Dialect, &SessionInfo, bool)], archived: bool) -> String {
+fn table(sessions: &[(&str, &SessionInfo, bool)], archived: bool) -> String {
     use crate::table::{Column, render};
     if sessions.is_empty() {
         return if archived { "no archived sessions" } else { "no sessions" }.into();
@@ -214,7 +294,7 @@ fn table(sessions: &[(Dialect, &SessionInfo, bool)], archived: bool) -> String {
             vec![
                 if *pinned { "*" } else { "" }.to_owned(),
                 s.modified.map_or_else(|| "?".to_owned(), |m| discovery::time_ago(m, now)),
-                d.name().to_owned(),
+                (*d).to_owned(),
                 s.message_count.to_string(),
                 s.id.chars().take(8).collect(),
                 name.to_owned(),
@@ -433,6 +513,8 @@ pub(crate) fn history(g: &Global, command: &HistoryCommand) -> Result<String> {
 
 /// What `search` looks for and where.
 pub(crate) struct SearchOptions<'a> {
+    /// Whose sessions (`--agent`; all when empty).
+    pub(crate) agents: &'a [AgentArg],
     /// The words.
     pub(crate) query: &'a str,
     /// Every project's sessions.
@@ -472,18 +554,42 @@ pub(crate) struct OpenCatalog {
 /// the sessions written or changed since (calling `progress`).
 pub(crate) fn open_catalog(
     g: &Global,
+    asked: &[AgentArg],
     cwd: Option<&str>,
     rebuild: bool,
     update: bool,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<OpenCatalog> {
     use session::search::{SearchIndex, SessionFile};
-    let dialects = match g.dialect {
-        Some(d) => vec![Dialect::from(d)],
-        None => vec![Dialect::Pi, Dialect::Omp],
-    };
+    let Agents { dialects, others } = agents(g, asked, false)?;
     let mut files = Vec::new();
     let mut scopes = Vec::new();
+    if !others.is_empty() {
+        let env = discovery::ProcessEnv::from_process_env()?;
+        let d = discovery_for(g, Dialect::Pi, false)?;
+        for agent in others {
+            match cwd {
+                // A cwd's: the files listed as its (through the listing cache), each a scope.
+                Some(cwd) => {
+                    let listed = d.list_others(Some(agent), Some(cwd), &mut |_| {})?;
+                    for l in listed {
+                        scopes.push(l.info.path.clone());
+                        files.push(SessionFile::other(l.info.path));
+                    }
+                }
+                None => {
+                    scopes.push(match agent {
+                        discovery::OtherAgent::Claude => discovery::claude_projects_dir(&env),
+                        _ => discovery::codex_home(&env),
+                    });
+                    if update {
+                        let listed = discovery::list_other_sessions(&*crate::store::current(), &env, Some(agent))?;
+                        files.extend(listed.into_iter().map(|s| SessionFile::other(s.path)));
+                    }
+                }
+            }
+        }
+    }
     for dialect in dialects {
         let d = discovery_for(g, dialect, true)?.read_only();
         if !update {
@@ -492,7 +598,7 @@ pub(crate) fn open_catalog(
             continue;
         }
         let (scope, found) = d.session_files(cwd)?;
-        files.extend(found.into_iter().map(|path| SessionFile { path, dialect }));
+        files.extend(found.into_iter().map(|path| SessionFile::session(path, dialect)));
         scopes.push(scope);
     }
     let name = match (&g.store, crate::store::on_files()) {
@@ -515,7 +621,8 @@ pub(crate) fn open_catalog(
 pub(crate) fn search(g: &Global, o: &SearchOptions<'_>) -> Result<String> {
     let cwd = if o.all { None } else { Some(cwd_arg(o.cwd)?) };
     let mut bar = ProgressLine::new();
-    let catalog = open_catalog(g, cwd.as_deref(), o.rebuild, !o.no_update, &mut |done, total| bar.tick(done, total))?;
+    let catalog =
+        open_catalog(g, o.agents, cwd.as_deref(), o.rebuild, !o.no_update, &mut |done, total| bar.tick(done, total))?;
     bar.finish();
     let OpenCatalog { index, scopes, report, files } = catalog;
     note_left_out_words(o.query);

@@ -228,63 +228,68 @@ pub(crate) fn branch(path: &[&Record]) -> String {
 
 /// `context`: the messages the model sees, as a transcript: roles, text, tool calls and
 /// their results summarised, summaries shown as such.
+/// One message of a context as [`transcript`] prints it: a heading line and its text
+/// (thinking, tool calls and results cut to one line), ending in a newline.
+pub(crate) fn message_text(msg: &Value) -> String {
+    let mut out = String::new();
+    let role = msg.get("role").and_then(Value::as_str).unwrap_or("?");
+    let content = msg.get("content");
+    match role {
+        "user" | "assistant" | "custom" | "developer" | "system" => {
+            let _ = writeln!(out, "── {role} ──");
+            if let Some(Value::Array(blocks)) = content {
+                for b in blocks {
+                    match b.get("type").and_then(Value::as_str) {
+                        Some("text") => {
+                            let _ = writeln!(out, "{}", b.get("text").and_then(Value::as_str).unwrap_or_default());
+                        }
+                        Some("thinking") => {
+                            let t = b.get("thinking").and_then(Value::as_str).unwrap_or_default();
+                            let _ = writeln!(out, "(thinking) {}", one_line(t, SNIPPET));
+                        }
+                        Some("toolCall") => {
+                            let name = b.get("name").and_then(Value::as_str).unwrap_or("?");
+                            let args = b.get("arguments").map(|a| a.to_string()).unwrap_or_default();
+                            let _ = writeln!(out, "→ {name} {}", one_line(&args, SNIPPET));
+                        }
+                        Some("image") => {
+                            let _ = writeln!(out, "[image]");
+                        }
+                        Some(other) => {
+                            let _ = writeln!(out, "[{other}]");
+                        }
+                        None => {}
+                    }
+                }
+            } else {
+                let _ = writeln!(out, "{}", content_text(content));
+            }
+        }
+        "toolResult" => {
+            let name = msg.get("toolName").and_then(Value::as_str).unwrap_or("tool");
+            let error = msg.get("isError").and_then(Value::as_bool) == Some(true);
+            let text = content_text(content);
+            let _ = writeln!(out, "← {name}{}: {}", if error { " (error)" } else { "" }, one_line(&text, SNIPPET));
+        }
+        "compactionSummary" | "branchSummary" => {
+            let what =
+                if role == "compactionSummary" { "summary of earlier messages" } else { "summary of another branch" };
+            let summary = msg.get("summary").and_then(Value::as_str).unwrap_or_default();
+            let _ = writeln!(out, "── {what} ──\n{summary}");
+        }
+        other => {
+            let _ = writeln!(out, "── {other} ──\n{}", one_line(&content_text(content), SNIPPET));
+        }
+    }
+    out
+}
+
 pub(crate) fn transcript(context_json: &str) -> Result<String, Box<dyn std::error::Error>> {
     let context: Value = serde_json::from_str(context_json)?;
     let mut out = String::new();
     let messages = context.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
     for msg in &messages {
-        let role = msg.get("role").and_then(Value::as_str).unwrap_or("?");
-        let content = msg.get("content");
-        match role {
-            "user" | "assistant" | "custom" | "developer" | "system" => {
-                let _ = writeln!(out, "── {role} ──");
-                if let Some(Value::Array(blocks)) = content {
-                    for b in blocks {
-                        match b.get("type").and_then(Value::as_str) {
-                            Some("text") => {
-                                let _ = writeln!(out, "{}", b.get("text").and_then(Value::as_str).unwrap_or_default());
-                            }
-                            Some("thinking") => {
-                                let t = b.get("thinking").and_then(Value::as_str).unwrap_or_default();
-                                let _ = writeln!(out, "(thinking) {}", one_line(t, SNIPPET));
-                            }
-                            Some("toolCall") => {
-                                let name = b.get("name").and_then(Value::as_str).unwrap_or("?");
-                                let args = b.get("arguments").map(|a| a.to_string()).unwrap_or_default();
-                                let _ = writeln!(out, "→ {name} {}", one_line(&args, SNIPPET));
-                            }
-                            Some("image") => {
-                                let _ = writeln!(out, "[image]");
-                            }
-                            Some(other) => {
-                                let _ = writeln!(out, "[{other}]");
-                            }
-                            None => {}
-                        }
-                    }
-                } else {
-                    let _ = writeln!(out, "{}", content_text(content));
-                }
-            }
-            "toolResult" => {
-                let name = msg.get("toolName").and_then(Value::as_str).unwrap_or("tool");
-                let error = msg.get("isError").and_then(Value::as_bool) == Some(true);
-                let text = content_text(content);
-                let _ = writeln!(out, "← {name}{}: {}", if error { " (error)" } else { "" }, one_line(&text, SNIPPET));
-            }
-            "compactionSummary" | "branchSummary" => {
-                let what = if role == "compactionSummary" {
-                    "summary of earlier messages"
-                } else {
-                    "summary of another branch"
-                };
-                let summary = msg.get("summary").and_then(Value::as_str).unwrap_or_default();
-                let _ = writeln!(out, "── {what} ──\n{summary}");
-            }
-            other => {
-                let _ = writeln!(out, "── {other} ──\n{}", one_line(&content_text(content), SNIPPET));
-            }
-        }
+        out.push_str(&message_text(msg));
     }
     let _ = write!(out, "{} message(s)", messages.len());
     Ok(out)

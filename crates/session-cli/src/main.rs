@@ -15,6 +15,7 @@ mod huge_pages;
 mod human;
 mod import;
 mod jobs;
+mod mcp;
 mod pick;
 mod store;
 mod sync;

@@ -74,7 +74,7 @@ pub(crate) fn access(g: &Global, command: &Command) -> (Access, Access) {
         Push { .. } | Pull { .. } => false,
         Info { .. } | Entries { .. } | Tail { .. } | Tree { .. } | Context { .. } | Projection { .. } => false,
         Branch { .. } | Check { .. } | Du { .. } | Usage { .. } | Export { .. } | Stats { .. } | Ls { .. } => false,
-        Resume { .. } | Search { .. } | Continue { .. } | History { .. } | Completions { .. } => false,
+        Resume { .. } | Search { .. } | Continue { .. } | History { .. } | Completions { .. } | Mcp => false,
         Trash { command: TrashCommand::List } => false,
     };
     let named = match command {

@@ -85,7 +85,10 @@ pub use error::DiscoveryError;
 pub use info::{MessagesText, SessionInfo, SessionStatus, sanitize_name, sessions_to_json, write_sessions_json};
 pub use list::{Discovery, PINS_FILE, Progress, RecentSession, ResumeTarget, Scope, parse_pins, time_ago};
 pub use omp_scan::{PREFIX_BYTES, SUFFIX_BYTES};
-pub use others::{OtherAgent, OtherSession, claude_projects_dir, codex_home, find_other_sessions, list_other_sessions};
+pub use others::{
+    OtherAgent, OtherSession, OtherSessionInfo, claude_folder_may_be, claude_projects_dir, codex_home,
+    find_other_sessions, list_other_sessions, other_session_info,
+};
 pub use paths::{
     OmpScope, canonicalize_best_effort, encode_cwd_omp, encode_cwd_omp_canonical, encode_cwd_pi, expand_user_path,
     hashed_bucket_name, legacy_absolute_bucket, omp_scope, resolve, session_file_name, session_id_from_file_name,

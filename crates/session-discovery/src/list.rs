@@ -119,6 +119,8 @@ fn noop(_: Progress<'_>) {}
 const NOTE_PI: &str = "session-discovery/1/pi";
 /// See [`NOTE_PI`].
 const NOTE_OMP: &str = "session-discovery/1/omp";
+/// The notes of other agents' sessions (no storage keeps them; the homes are local).
+const NOTE_OTHERS: &str = "session-discovery/1/others";
 /// See [`NOTE_PI`].
 const NOTE_OMP_PREFIX: &str = "session-discovery/1/omp-prefix";
 
@@ -400,6 +402,65 @@ impl Discovery {
                 Ok(out)
             }
         }
+    }
+
+    /// Lists the Claude Code and Codex sessions of `agent` (both when `None`) found in
+    /// their homes as those agents find them ([`crate::list_other_sessions`], the homes
+    /// from this listing's environment), each as pi lists the session an import of it
+    /// writes ([`crate::other_session_info`]); with `cwd`, only those whose working
+    /// directory resolves to it (Claude Code's project folders whose names cannot be
+    /// the cwd's are not read). Newest `modified` first. Through the listing cache
+    /// when there is one; nothing is written into the agents' homes.
+    ///
+    /// # Errors
+    ///
+    /// [`DiscoveryError`] when a folder of a home cannot be listed.
+    pub fn list_others(
+        &self,
+        agent: Option<crate::OtherAgent>,
+        cwd: Option<&str>,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<Vec<crate::OtherSessionInfo>, DiscoveryError> {
+        use crate::others::{OtherAgent, OtherSessionInfo, claude_folder_may_be, list_other_sessions};
+        let env = &self.dirs.env;
+        let resolved = cwd.map(|c| env.resolve(c));
+        let projects = crate::claude_projects_dir(env);
+        let listed = list_other_sessions(self.storage(), env, agent).map_err(|e| {
+            let home = if agent == Some(OtherAgent::Codex) { crate::codex_home(env) } else { projects.clone() };
+            DiscoveryError::ReadDir { path: home, source: io::to_io(e) }
+        })?;
+        let mut out = Vec::new();
+        for agent in [OtherAgent::Claude, OtherAgent::Codex] {
+            let files: Vec<PathBuf> = listed
+                .iter()
+                .filter(|s| s.agent == agent)
+                .filter(|s| match (agent, &resolved) {
+                    (OtherAgent::Claude, Some(cwd)) => s
+                        .path
+                        .strip_prefix(&projects)
+                        .ok()
+                        .and_then(|rest| rest.iter().next())
+                        .is_some_and(|folder| claude_folder_may_be(&folder.to_string_lossy(), cwd)),
+                    _ => true,
+                })
+                .map(|s| s.path.clone())
+                .collect();
+            if files.is_empty() {
+                continue;
+            }
+            // One cache per agent (Claude Code's narrowed by the folders read).
+            let scope = match (agent, &resolved) {
+                (OtherAgent::Claude, Some(cwd)) => format!("others\0{}\0{cwd}", agent.name()),
+                _ => format!("others\0{}", agent.name()),
+            };
+            let keep = |i: &SessionInfo| resolved.as_ref().is_none_or(|cwd| self.cwd_matches(&i.cwd, cwd));
+            let build = |p: &Path| crate::other_session_info(self.storage(), p);
+            let listed = move || Ok(Listed { files, skipped: Vec::new() });
+            let infos = self.collect(&scope, NOTE_OTHERS, listed, build, &keep, 10, progress)?;
+            out.extend(infos.into_iter().map(|info| OtherSessionInfo { agent, info }));
+        }
+        out.sort_by_key(|o| std::cmp::Reverse(o.info.modified));
+        Ok(out)
     }
 
     fn cwd_matches(&self, header_cwd: &str, resolved_cwd: &str) -> bool {

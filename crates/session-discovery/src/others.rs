@@ -9,14 +9,19 @@
 //!   `archived_sessions/`, holding `rollout-<time>-<uuid>.jsonl` or its zstd sibling
 //!   `….jsonl.zst` (the plain file wins when both exist, as Codex reads them).
 //!
-//! Everything here only lists folders (through [`Storage`]); nothing is read or written.
-//! A link is not followed.
+//! [`list_other_sessions`] only lists folders (through [`Storage`]); [`other_session_info`]
+//! reads one file, and [`crate::Discovery::list_others`] lists and reads them all.
+//! Nothing is ever written into those homes, and a link is not followed.
+//!
+//! A listing shows another agent's session as pi lists the session an import of it
+//! writes (`session_import`): the same rule for its id, name, first message, message
+//! count and times, so that both listings sort and print alike.
 
 use std::path::{Path, PathBuf};
 
 use session_store::{EntryKind, FileStat, Storage, StoreError};
 
-use crate::ProcessEnv;
+use crate::{ProcessEnv, SessionInfo};
 
 /// Another agent whose sessions are read (never written).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -50,6 +55,43 @@ pub struct OtherSession {
     pub path: PathBuf,
     /// Its stat as listed.
     pub stat: FileStat,
+}
+
+/// A session of another agent as a listing shows it.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct OtherSessionInfo {
+    /// Whose it is.
+    pub agent: OtherAgent,
+    /// What pi's listing shows for the session its import writes, with the source's
+    /// path and modification time.
+    pub info: SessionInfo,
+}
+
+/// Returns what pi's listing shows of the session an import of the Claude Code
+/// transcript or Codex rollout at `path` writes (its path the source's), or `None`
+/// when the file cannot be read or holds no session. Reads the file, writes nothing.
+pub fn other_session_info(storage: &dyn Storage, path: &Path) -> Option<SessionInfo> {
+    let mut bytes = Vec::new();
+    let (st, n) = storage.read_into(path, &mut bytes).ok()?;
+    let imported = session_import::import(&bytes[..n]).ok()?;
+    let mut pi = String::new();
+    for r in imported.records(None) {
+        pi.push_str(&r.line());
+        pi.push('\n');
+    }
+    crate::pi_scan::info_of_bytes(path, st.mtime_ms, pi.as_bytes(), &mut String::new())
+}
+
+/// Whether Claude Code's project folder `folder` may be that of `cwd`: the folder's
+/// name is the path with what is not an ASCII letter or digit written `-` (a path's
+/// `/`, `.`, `_` or space; versions have differed on which), and a name of more than
+/// 200 characters is cut and given a hash, so only its start is compared then.
+pub fn claude_folder_may_be(folder: &str, cwd: &str) -> bool {
+    const CUT: usize = 200;
+    let (f, c): (Vec<char>, Vec<char>) = (folder.chars().collect(), cwd.chars().collect());
+    let same = |n: usize| f.iter().zip(&c).take(n).all(|(a, b)| a == b || (*a == '-' && !b.is_ascii_alphanumeric()));
+    if c.len() > CUT { f.len() > CUT && same(CUT) } else { f.len() == c.len() && same(c.len()) }
 }
 
 /// Returns Claude Code's folder of project folders: `$CLAUDE_CONFIG_DIR/projects`, else
@@ -225,6 +267,64 @@ mod tests {
         assert!(list_other_sessions(&s, &moved, None).expect("listing").is_empty());
         assert_eq!(claude_projects_dir(&moved), Path::new("/elsewhere/projects"));
         assert_eq!(codex_home(&moved), Path::new("/nowhere"));
+    }
+
+    /// A fixture of `testdata/import`.
+    fn fixture(name: &str) -> Vec<u8> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/import").join(name);
+        fs_err::read(path).expect("fixture")
+    }
+
+    #[test]
+    fn listed_as_pi_lists_their_imports() {
+        let clock = Arc::new(ManualClock::new(0));
+        let s = Arc::new(MemoryStorage::with_clock(clock.clone()));
+        let claude = "7f3c2a10-5b6e-4d8f-9a21-0c4e8b7d6f51";
+        let codex = "rollout-2026-03-03T08-00-00-019a1b2c-3d4e-7f60-8a9b-0c1d2e3f4a5b.jsonl";
+        let put = |path: String, bytes: &[u8]| {
+            s.write(Path::new(&path), bytes).expect("write");
+        };
+        put(format!("/h/.claude/projects/-home-me-proj/{claude}.jsonl"), &fixture("claude/branched.jsonl"));
+        // Another project's folder: not read for /home/me/proj.
+        put(format!("/h/.claude/projects/-home-me-other/{U1}.jsonl"), &fixture("claude/compacted.jsonl"));
+        put(format!("/h/.codex/sessions/2026/03/03/{codex}"), &fixture(&format!("codex/{codex}")));
+        // Damaged beyond a session: not listed, and no error.
+        put(format!("/h/.codex/sessions/2026/03/03/rollout-2026-03-03T09-00-00-{U2}.jsonl"), b"not json\n");
+        let env = ProcessEnv::new("/h", "/w", "/tmp");
+        let d = crate::Discovery::new(crate::AgentDirs::pi(&env)).with_storage(s.clone());
+        let all = d.list_others(None, None, &mut |_| {}).expect("listing");
+        let got: Vec<(&str, &str, &str)> =
+            all.iter().map(|o| (o.agent.name(), o.info.id.as_str(), o.info.cwd.as_str())).collect();
+        // Newest activity first: the Codex rollout is of March 3, the transcripts of March 1 and 2.
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!(got[0], ("codex", "019a1b2c-3d4e-7f60-8a9b-0c1d2e3f4a5b", "/home/me/proj"));
+        let mine = all.iter().find(|o| o.info.id == claude).expect("the transcript");
+        // pi's rule read the import: its first message, its count, its path the source's.
+        let pi = other_session_info(&*s, &mine.info.path).expect("info");
+        assert_eq!(pi.first_message, mine.info.first_message);
+        assert_ne!(mine.info.first_message, "(no messages)");
+        assert!(mine.info.message_count > 2);
+        assert_eq!(mine.info.path, Path::new(&format!("/h/.claude/projects/-home-me-proj/{claude}.jsonl")));
+        // By cwd: the other project's folder is not even read.
+        let here = d.list_others(None, Some("/home/me/proj"), &mut |_| {}).expect("listing");
+        assert_eq!(here.len(), 2);
+        let claude_only = d.list_others(Some(OtherAgent::Claude), Some("/home/me/proj"), &mut |_| {}).expect("listing");
+        assert_eq!(claude_only.iter().map(|o| o.info.id.as_str()).collect::<Vec<_>>(), [claude]);
+        // Nothing was written.
+        assert!(!s.exists(Path::new("/h/.pi")).expect("exists"));
+    }
+
+    #[test]
+    fn claude_folders_are_matched_loosely() {
+        assert!(claude_folder_may_be("-home-me-proj", "/home/me/proj"));
+        assert!(claude_folder_may_be("-home-me-my-app", "/home/me/my.app"));
+        assert!(claude_folder_may_be("-home-me-my_app", "/home/me/my_app"));
+        assert!(!claude_folder_may_be("-home-me-proj", "/home/me/prof"));
+        assert!(!claude_folder_may_be("-home-me-pro", "/home/me/proj"));
+        let long = format!("/{}", "a".repeat(250));
+        let cut = format!("-{}-1a2b3c", "a".repeat(199));
+        assert!(claude_folder_may_be(&cut, &long));
+        assert!(!claude_folder_may_be(&format!("-{}", "b".repeat(250)), &long));
     }
 
     #[test]

@@ -229,7 +229,13 @@ pub(crate) fn build_session_info(storage: &dyn Storage, path: &Path) -> Option<S
 /// the text.
 fn build_with(storage: &dyn Storage, path: &Path, bytes: &mut Vec<u8>, all: &mut String) -> Option<SessionInfo> {
     let (st, n) = storage.read_into(path, bytes).ok()?;
-    let bytes = &bytes[..n];
+    info_of_bytes(path, st.mtime_ms, &bytes[..n], all)
+}
+
+/// pi's `SessionInfo` of a session's `bytes` (as [`build_session_info`] reads a file),
+/// named `path`, whose file was last modified at `mtime_ms`; `all` (empty) collects the
+/// messages' text.
+pub(crate) fn info_of_bytes(path: &Path, mtime_ms: i64, bytes: &[u8], all: &mut String) -> Option<SessionInfo> {
     let text = decode(bytes);
     let mut header: Option<Header> = None;
     let mut message_count = 0u64;
@@ -315,7 +321,7 @@ fn build_with(storage: &dyn Storage, path: &Path, bytes: &mut Vec<u8>, all: &mut
     // JavaScript's dates (`Infinity` from `1e400`) is an Invalid Date, not a fallback.
     let modified = match last_activity.filter(|t| *t > 0.0) {
         Some(t) => time_clip(t),
-        None => Some(header_time.unwrap_or(st.mtime_ms)),
+        None => Some(header_time.unwrap_or(mtime_ms)),
     };
     Some(SessionInfo {
         path: path.to_path_buf(),

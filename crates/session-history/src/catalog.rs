@@ -196,7 +196,8 @@ fn uint(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
-/// `path >= 'p/' AND path < 'p0'`: every path below `p` (`'0'` follows `'/'`).
+/// `path = 'p' OR (path >= 'p/' AND path < 'p0')`: the file `p` or every path below
+/// the folder `p` (`'0'` follows `'/'`).
 fn prefix_clause(prefixes: &[PathBuf], params: &mut Vec<Value>) -> String {
     if prefixes.is_empty() {
         return "1".into();
@@ -205,7 +206,8 @@ fn prefix_clause(prefixes: &[PathBuf], params: &mut Vec<Value>) -> String {
     for p in prefixes {
         let p = p.to_string_lossy();
         let p = p.trim_end_matches('/');
-        parts.push("(f.path >= ? AND f.path < ?)".to_owned());
+        parts.push("(f.path = ? OR (f.path >= ? AND f.path < ?))".to_owned());
+        params.push(Value::Text(p.to_owned()));
         params.push(Value::Text(format!("{p}/")));
         params.push(Value::Text(format!("{p}0")));
     }
@@ -319,8 +321,8 @@ impl Catalog {
         &self.path
     }
 
-    /// Returns the files the catalog knows below any of `prefixes` (every file when
-    /// empty).
+    /// Returns the files the catalog knows at or below any of `prefixes` (files or
+    /// folders; every file when empty).
     ///
     /// # Errors
     ///
@@ -380,7 +382,7 @@ impl Catalog {
             .map_err(err(&self.path, "clear"))
     }
 
-    /// Returns the entries of files below `prefixes` (all when empty) that contain
+    /// Returns the entries of files at or below `prefixes` (all when empty) that contain
     /// every word of `query` (each as a word prefix, case- and accent-insensitively;
     /// the first [`crate::MAX_QUERY_WORDS`] distinct words, [`crate::query_words`]),
     /// best match first (bm25). The query's punctuation, quotes and FTS5 operators are

@@ -46,7 +46,7 @@ fn search(c: &mut Criterion) {
         let path = bucket.join(format!("2026-01-01T00-00-00-000Z_s{k:05}.jsonl"));
         let opts = generate::Options { avg_bytes: 1200, ..generate::Options::bench(Dialect::Pi, 40, k as u64) };
         fs_err::write(&path, generate::session(&opts)).expect("write session");
-        files.push(SessionFile { path, dialect: Dialect::Pi });
+        files.push(SessionFile::session(path, Dialect::Pi));
     }
     let scopes = [root.clone()];
     let storage: Arc<dyn Storage> = Arc::new(FileStorage::new());

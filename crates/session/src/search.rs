@@ -14,6 +14,11 @@
 //! summaries; custom messages; labels; session names (`session_info`) and omp titles
 //! (`title_change`). Lines are indexed once they end in a newline.
 //!
+//! A Claude Code transcript or a Codex rollout ([`SessionFile::other`]) is indexed as
+//! the pi session its import writes (`session_import`), whole whenever its stat
+//! changed; its hits name the source file and the imported entry's id, and their
+//! snippets are read by importing it again.
+//!
 //! ```
 //! use std::path::{Path, PathBuf};
 //! use std::sync::Arc;
@@ -28,7 +33,7 @@
 //!     r#"{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"fix the parser","timestamp":1}}"#, "\n",
 //! ).as_bytes())?;
 //! let mut index = SearchIndex::new(Catalog::open_in_memory()?, storage);
-//! let files = [SessionFile { path: path.clone(), dialect: Dialect::Pi }];
+//! let files = [SessionFile::session(path.clone(), Dialect::Pi)];
 //! let report = index.update(&files, &[PathBuf::from("/s")], &mut |_, _| {})?;
 //! assert_eq!(report.files_whole, 1);
 //! let hits = index.search("parser", 10, &[])?;
@@ -53,8 +58,23 @@ use crate::freshness::{Change, Head, Seen, hashes, read_at};
 pub struct SessionFile {
     /// The file.
     pub path: PathBuf,
-    /// Whose session it is.
+    /// Whose session it is (pi's rules for another agent's).
     pub dialect: Dialect,
+    /// Whether it is another agent's (a Claude Code transcript or a Codex rollout),
+    /// read as the pi session its import writes.
+    pub other: bool,
+}
+
+impl SessionFile {
+    /// A pi or omp session file.
+    pub fn session(path: PathBuf, dialect: Dialect) -> SessionFile {
+        SessionFile { path, dialect, other: false }
+    }
+
+    /// A Claude Code transcript or a Codex rollout (a `.jsonl.zst` too).
+    pub fn other(path: PathBuf) -> SessionFile {
+        SessionFile { path, dialect: Dialect::Pi, other: true }
+    }
 }
 
 /// What an update read and changed.
@@ -234,19 +254,34 @@ impl SearchIndex {
     pub fn search(&self, query: &str, limit: usize, scopes: &[PathBuf]) -> Result<Vec<SearchHit>, SearchError> {
         let hits = self.catalog.search(query, limit, scopes)?;
         let words = session_history::query_words(query).words;
+        // Another agent's file is imported again for its hits' entries, once.
+        let mut imported: std::collections::HashMap<PathBuf, Option<Vec<Record>>> = std::collections::HashMap::new();
         Ok(hits
             .into_iter()
             .map(|hit| {
-                let snippet = read_line(&*self.storage, &hit.path, hit.offset, hit.len)
-                    .and_then(|line| Record::parse(&line).ok())
-                    .filter(|r| r.id() == hit.entry_id.as_deref())
-                    .and_then(|r| entry_text(&r))
-                    .map(|(_, text)| snippet(&text, &words))
-                    .unwrap_or_default();
+                let record = if is_other(&hit.agent) {
+                    let records = imported.entry(hit.path.clone()).or_insert_with(|| {
+                        let bytes = self.storage.read(&hit.path).ok()?;
+                        Some(session_import::import(&bytes).ok()?.entries)
+                    });
+                    let found = records.iter().flatten().find(|r| r.id() == hit.entry_id.as_deref());
+                    found.cloned()
+                } else {
+                    read_line(&*self.storage, &hit.path, hit.offset, hit.len)
+                        .and_then(|line| Record::parse(&line).ok())
+                        .filter(|r| r.id() == hit.entry_id.as_deref())
+                };
+                let snippet =
+                    record.and_then(|r| entry_text(&r)).map(|(_, text)| snippet(&text, &words)).unwrap_or_default();
                 SearchHit { hit, snippet }
             })
             .collect())
     }
+}
+
+/// Whether a catalog's `agent` is another agent's (its entries imported, not lines).
+fn is_other(agent: &str) -> bool {
+    [session_import::SourceKind::ClaudeCode, session_import::SourceKind::Codex].iter().any(|k| k.name() == agent)
 }
 
 /// Reads `len` bytes at `offset` of `path`.
@@ -298,6 +333,46 @@ fn scan_file(
     }
     let (opened, reader) = storage.open_reader(&f.path)?;
     let size = opened.size;
+    if f.other {
+        let bytes = read_at(&*reader, 0, size)?;
+        let read = bytes.len() as u64;
+        let imported = session_import::import(&bytes)?;
+        let mut file = CatalogFile {
+            path: f.path.clone(),
+            agent: imported.kind.name().to_owned(),
+            size: 0,
+            mtime_ns: 0,
+            ino: None,
+            dev: None,
+            indexed_len: read,
+            head_hash: 0,
+            tail_hash: 0,
+            session_id: Some(imported.session_id.clone()),
+            cwd: imported.cwd.clone(),
+            name: imported.title.as_ref().map(|t| t.name.clone()),
+        };
+        // No offsets: the entries are not lines of the file (see `search`).
+        let docs = imported
+            .entries
+            .iter()
+            .filter_map(|r| {
+                let (kind, text) = entry_text(r)?;
+                if matches!(kind, "session_info" | "title_change") {
+                    file.name = Some(text.clone());
+                }
+                Some(CatalogDoc {
+                    entry_id: r.id().map(str::to_owned),
+                    offset: 0,
+                    len: 0,
+                    timestamp: r.timestamp().map(str::to_owned),
+                    kind: kind.to_owned(),
+                    text,
+                })
+            })
+            .collect();
+        finish(&mut file, &*reader, &st)?;
+        return Ok(Scanned::Whole(file, docs, read));
+    }
     // Only a file that grew can be an append; the old bytes must be the same.
     if let Some(old) = old
         && size > old.size

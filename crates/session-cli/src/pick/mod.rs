@@ -27,7 +27,7 @@ use session::Dialect;
 use session::discovery::Progress;
 use session::maintenance::{Mark, Marks};
 
-use crate::args::{DialectArg, Global};
+use crate::args::{AgentArg, DialectArg, Global};
 use crate::commands::Result;
 use state::{Effect, FullText, Picker, Row, Target};
 
@@ -166,7 +166,14 @@ fn searcher(g: Global, cwd: Option<String>, rx: Receiver<String>, tx: Sender<Msg
     if rx.recv().is_err() {
         return;
     }
-    let catalog = match crate::find::open_catalog(&g, cwd.as_deref(), false, true, &mut |_, _| {}) {
+    let catalog = match crate::find::open_catalog(
+        &g,
+        &[AgentArg::Pi, AgentArg::Omp],
+        cwd.as_deref(),
+        false,
+        true,
+        &mut |_, _| {},
+    ) {
         Ok(c) => c,
         Err(e) => {
             let _ = tx.send(Msg::Indexed(Err(e.to_string())));

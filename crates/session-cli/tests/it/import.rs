@@ -330,3 +330,85 @@ fn a_compressed_rollout_imports_as_the_plain_one() -> Result<()> {
     assert_eq!((again["path"].clone(), again["appended"].clone()), (first["path"].clone(), Value::from(0)));
     Ok(())
 }
+
+/// `ls` and `search` read Claude Code's and Codex's homes beside pi's and omp's
+/// (`--agent` narrows them): each listed as pi lists its import, a cwd's only in its
+/// listing, hits naming the source file and the imported entry; their homes keep their
+/// bytes and nothing new appears in them.
+#[test]
+fn listed_and_searched_beside_pi_and_omp() -> Result<()> {
+    let h = Home::new("others-ls-search")?;
+    let claude_id = "7f3c2a10-5b6e-4d8f-9a21-0c4e8b7d6f51";
+    let claude = h.home.join(".claude/projects/-home-me-proj").join(format!("{claude_id}.jsonl"));
+    let elsewhere = h.home.join(".claude/projects/-home-me-other/0b9d7e21-3c4a-4f5b-8e6d-a1b2c3d4e5f6.jsonl");
+    let codex = h.home.join(".codex/sessions/2026/03/03").join(Path::new(CODEX).file_name().ok_or("a name")?);
+    for (from, to) in [("claude/branched.jsonl", &claude), ("claude/compacted.jsonl", &elsewhere), (CODEX, &codex)] {
+        fs_err::create_dir_all(to.parent().ok_or("a folder")?)?;
+        fs_err::copy(fixture(from), to)?;
+    }
+    // A pi session of the same project, written by the import.
+    let (code, _, err) = h.run(&["import", s(&elsewhere)?, "--to", "pi", "--cwd", "/home/me/proj"])?;
+    assert_eq!(code, 0, "{err}");
+    let snapshot = |root: &Path| -> Result<Vec<(PathBuf, Vec<u8>)>> {
+        let mut out = Vec::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for e in fs_err::read_dir(&dir)? {
+                let p = e?.path();
+                if p.is_dir() { stack.push(p) } else { out.push((p.clone(), fs_err::read(&p)?)) }
+            }
+        }
+        out.sort();
+        Ok(out)
+    };
+    let before = (snapshot(&h.home.join(".claude"))?, snapshot(&h.home.join(".codex"))?);
+    let rows = |v: &Value| -> Vec<(String, String)> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|r| {
+                        (r["agent"].as_str().unwrap_or("?").to_owned(), r["id"].as_str().unwrap_or("?").to_owned())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let codex_id = "019a1b2c-3d4e-7f60-8a9b-0c1d2e3f4a5b";
+    let here = h.json(&["ls", "--cwd", "/home/me/proj", "--json"])?;
+    let got = rows(&here);
+    assert_eq!(got.len(), 3, "{here}");
+    assert!(got.contains(&("claude".into(), claude_id.into())) && got.contains(&("codex".into(), codex_id.into())));
+    assert!(got.contains(&("pi".into(), "0b9d7e21-3c4a-4f5b-8e6d-a1b2c3d4e5f6".into())), "{got:?}");
+    let entry = here.as_array().and_then(|a| a.iter().find(|r| r["agent"] == "claude")).ok_or("the transcript")?;
+    assert_eq!(h.path(&entry["path"])?, claude);
+    assert_eq!(entry["name"], "Fix add");
+    assert_eq!((entry["pinned"].as_bool(), entry["archived"].as_bool()), (Some(false), Some(false)));
+    // Every project's; one agent's; --dialect keeps its reference's own listing.
+    assert_eq!(rows(&h.json(&["ls", "--all", "--json"])?).len(), 4);
+    let only = rows(&h.json(&["ls", "--all", "--agent", "claude", "--json"])?);
+    assert_eq!(only.iter().filter(|r| r.0 == "claude").count(), 2);
+    assert_eq!(only.len(), 2);
+    let pi = h.json(&["ls", "--all", "--dialect", "pi", "--json"])?;
+    assert_eq!(pi.as_array().map(Vec::len), Some(1));
+    assert!(pi[0].get("agent").is_none(), "{pi}");
+    let (code, _, err) = h.run(&["ls", "--agent", "codex", "--dialect", "pi"])?;
+    assert!(code != 0 && err.contains("--agent and --dialect"), "{err}");
+    let (code, _, err) = h.run(&["ls", "--agent", "claude", s(&h.home)?])?;
+    assert!(code != 0 && err.contains("not from a session DIR"), "{err}");
+    // Search: a tool result of the transcript, a patch of the rollout.
+    let hits = h.json(&["search", "subtracts", "--all", "--json"])?;
+    let hit = &hits["hits"][0];
+    assert_eq!((hit["agent"].as_str(), hit["sessionId"].as_str()), (Some("claude"), Some(claude_id)), "{hits}");
+    assert!(hit["snippet"].as_str().is_some_and(|s| s.contains("subtracts")), "{hit}");
+    // The hit's entry is an imported entry of the source: `entries` lists its id.
+    let entries = h.json(&["entries", s(&claude)?, "--json"])?;
+    assert!(entries.as_array().ok_or("entries")?.contains(&hit["entryId"]), "{} not in {entries}", hit["entryId"]);
+    let hits = h.json(&["search", "apply_patch", "--cwd", "/home/me/proj", "--agent", "codex", "--json"])?;
+    let agents: Vec<&str> = hits["hits"].as_array().ok_or("hits")?.iter().filter_map(|h| h["agent"].as_str()).collect();
+    assert!(!agents.is_empty() && agents.iter().all(|a| *a == "codex"), "{hits}");
+    // A cwd's search leaves other projects' transcripts out.
+    let hits = h.json(&["search", "compact", "--cwd", "/home/me/elsewhere", "--agent", "claude", "--json"])?;
+    assert_eq!(hits["hits"].as_array().map(Vec::len), Some(0), "{hits}");
+    assert_eq!((snapshot(&h.home.join(".claude"))?, snapshot(&h.home.join(".codex"))?), before);
+    Ok(())
+}

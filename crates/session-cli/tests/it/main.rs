@@ -8,6 +8,7 @@ mod cache;
 mod human;
 mod import;
 mod jobs;
+mod mcp;
 #[cfg(any(feature = "postgres", feature = "redis", feature = "sqlite", feature = "mysql"))]
 mod store;
 mod sync;

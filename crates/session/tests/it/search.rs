@@ -46,8 +46,7 @@ impl Fixture {
     }
 
     fn update(&mut self, names: &[&str]) -> Result<UpdateReport> {
-        let files: Vec<SessionFile> =
-            names.iter().map(|n| SessionFile { path: self.file(n), dialect: Dialect::Pi }).collect();
+        let files: Vec<SessionFile> = names.iter().map(|n| SessionFile::session(self.file(n), Dialect::Pi)).collect();
         Ok(self.index.update(&files, &[self.dir.path().to_path_buf()], &mut |_, _| {})?)
     }
 
