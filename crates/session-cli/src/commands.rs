@@ -35,6 +35,18 @@ impl From<String> for Output {
     }
 }
 
+/// An error followed by the errors it was caused by, outermost first.
+pub(crate) fn causes<'e>(
+    e: &'e (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'e (dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(e), |c| c.source())
+}
+
+/// An error and its causes on one line, each after a colon (for warnings).
+pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    causes(e).map(|c| c.to_string()).collect::<Vec<_>>().join(": ")
+}
+
 /// Whether to print JSON: asked for, or stdout is not a terminal and `--text` was not
 /// given.
 pub(crate) fn wants_json(g: &Global) -> bool {

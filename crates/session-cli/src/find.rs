@@ -168,8 +168,11 @@ pub(crate) fn gather(
     if !agents.others.is_empty() {
         let d = discovery_for(g, Dialect::Pi, no_cache)?;
         for agent in agents.others {
-            let listed = d.list_others(Some(agent), cwd, progress)?;
-            found.push((agent.name(), None, listed.into_iter().map(|l| l.info).collect()));
+            // Another agent's home that cannot be read costs its sessions, not the listing.
+            match d.list_others(Some(agent), cwd, progress) {
+                Ok(listed) => found.push((agent.name(), None, listed.into_iter().map(|l| l.info).collect())),
+                Err(e) => eprintln!("warning: {}'s sessions left out: {}", agent.name(), crate::commands::chain(&e)),
+            }
         }
     }
     Ok(found)
@@ -571,7 +574,13 @@ pub(crate) fn open_catalog(
             match cwd {
                 // A cwd's: the files listed as its (through the listing cache), each a scope.
                 Some(cwd) => {
-                    let listed = d.list_others(Some(agent), Some(cwd), &mut |_| {})?;
+                    let listed = match d.list_others(Some(agent), Some(cwd), &mut |_| {}) {
+                        Ok(listed) => listed,
+                        Err(e) => {
+                            eprintln!("warning: {}'s sessions left out: {}", agent.name(), crate::commands::chain(&e));
+                            continue;
+                        }
+                    };
                     for l in listed {
                         scopes.push(l.info.path.clone());
                         files.push(SessionFile::other(l.info.path));
@@ -583,8 +592,18 @@ pub(crate) fn open_catalog(
                         _ => discovery::codex_home(&env),
                     });
                     if update {
-                        let listed = discovery::list_other_sessions(&*crate::store::current(), &env, Some(agent))?;
-                        files.extend(listed.into_iter().map(|s| SessionFile::other(s.path)));
+                        match discovery::list_other_sessions(&*crate::store::current(), &env, Some(agent)) {
+                            Ok(listed) => files.extend(listed.into_iter().map(|s| SessionFile::other(s.path))),
+                            // Unlisted, the catalog keeps what it had of them.
+                            Err(e) => {
+                                eprintln!(
+                                    "warning: {}'s sessions not brought up to date: {}",
+                                    agent.name(),
+                                    crate::commands::chain(&e)
+                                );
+                                scopes.pop();
+                            }
+                        }
                     }
                 }
             }

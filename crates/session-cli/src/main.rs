@@ -96,24 +96,16 @@ fn main() -> ExitCode {
 
 /// Returns whether `e`, or an error it was caused by, is a write to a closed pipe.
 fn broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cause = Some(e);
-    while let Some(c) = cause {
-        if c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) {
-            return true;
-        }
-        cause = c.source();
-    }
-    false
+    commands::causes(e)
+        .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
 }
 
 /// Renders an error and its causes, one per line: each error's message says what
 /// failed, its source says why (so no message repeats its cause).
 fn error_report(e: &(dyn std::error::Error + 'static)) -> String {
     let mut out = format!("error: {e}");
-    let mut cause = e.source();
-    while let Some(c) = cause {
+    for c in commands::causes(e).skip(1) {
         out.push_str(&format!("\n  caused by: {c}"));
-        cause = c.source();
     }
     out
 }

@@ -375,7 +375,10 @@ fn session_path(g: &Global, arg: &str) -> std::result::Result<PathBuf, Failure> 
     if arg.len() < 4 || !arg.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
         return Err(Failure::Arguments(format!("session {arg:?}: give a path, or at least 4 characters of an id")));
     }
-    if let Ok((_, path, _)) = crate::find::find_session(g, arg, None, None, false) {
+    // By id only: `resume`'s lookup by name or first message is not what an id means.
+    if let Ok((_, path, how)) = crate::find::find_session(g, arg, None, None, false)
+        && how != "name"
+    {
         return Ok(path);
     }
     let env = discovery::ProcessEnv::from_process_env()?;

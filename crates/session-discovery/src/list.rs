@@ -448,13 +448,22 @@ impl Discovery {
             if files.is_empty() {
                 continue;
             }
-            // One cache per agent (Claude Code's narrowed by the folders read).
-            let scope = match (agent, &resolved) {
-                (OtherAgent::Claude, Some(cwd)) => format!("others\0{}\0{cwd}", agent.name()),
-                _ => format!("others\0{}", agent.name()),
+            // One cache per agent and cwd: a cwd's holds nothing for the rollouts of
+            // another (their first line says whose they are; the rest is not read).
+            let scope = match &resolved {
+                Some(cwd) => format!("others\0{}\0{cwd}", agent.name()),
+                None => format!("others\0{}", agent.name()),
             };
             let keep = |i: &SessionInfo| resolved.as_ref().is_none_or(|cwd| self.cwd_matches(&i.cwd, cwd));
-            let build = |p: &Path| crate::other_session_info(self.storage(), p);
+            let build = |p: &Path| {
+                if agent == OtherAgent::Codex
+                    && let Some(cwd) = &resolved
+                    && crate::others::codex_cwd(self.storage(), p).is_some_and(|c| !self.cwd_matches(&c, cwd))
+                {
+                    return None;
+                }
+                crate::other_session_info(self.storage(), p)
+            };
             let listed = move || Ok(Listed { files, skipped: Vec::new() });
             let infos = self.collect(&scope, NOTE_OTHERS, listed, build, &keep, 10, progress)?;
             out.extend(infos.into_iter().map(|info| OtherSessionInfo { agent, info }));

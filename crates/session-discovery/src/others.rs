@@ -83,6 +83,19 @@ pub fn other_session_info(storage: &dyn Storage, path: &Path) -> Option<SessionI
     crate::pi_scan::info_of_bytes(path, st.mtime_ms, pi.as_bytes(), &mut String::new())
 }
 
+/// The working directory a Codex rollout's first line (`session_meta`) names, read from
+/// the file's first 64 KiB; `None` when that does not tell (a compressed rollout, a
+/// first line longer than that, or one of another shape).
+pub(crate) fn codex_cwd(storage: &dyn Storage, path: &Path) -> Option<String> {
+    let (head, _) = storage.read_slices(path, 64 * 1024, 0).ok()?;
+    let line = &head[..memchr::memchr(b'\n', &head)?];
+    let v = session_model::json::parse(std::str::from_utf8(line).ok()?)?;
+    if v.get("type")?.as_str()? != "session_meta" {
+        return None;
+    }
+    Some(v.get("payload")?.get("cwd")?.as_str()?.to_owned())
+}
+
 /// Whether Claude Code's project folder `folder` may be that of `cwd`: the folder's
 /// name is the path with what is not an ASCII letter or digit written `-` (a path's
 /// `/`, `.`, `_` or space; versions have differed on which), and a name of more than
@@ -288,6 +301,12 @@ mod tests {
         // Another project's folder: not read for /home/me/proj.
         put(format!("/h/.claude/projects/-home-me-other/{U1}.jsonl"), &fixture("claude/compacted.jsonl"));
         put(format!("/h/.codex/sessions/2026/03/03/{codex}"), &fixture(&format!("codex/{codex}")));
+        // Another project's rollout: read no further than its first line for /home/me/proj.
+        let theirs = String::from_utf8(fixture(&format!("codex/{codex}")))
+            .expect("utf-8")
+            .replace("/home/me/proj", "/home/me/theirs")
+            .replace("019a1b2c-3d4e", "029a1b2c-3d4e");
+        put(format!("/h/.codex/sessions/2026/03/04/rollout-2026-03-04T08-00-00-{U1}.jsonl"), theirs.as_bytes());
         // Damaged beyond a session: not listed, and no error.
         put(format!("/h/.codex/sessions/2026/03/03/rollout-2026-03-03T09-00-00-{U2}.jsonl"), b"not json\n");
         let env = ProcessEnv::new("/h", "/w", "/tmp");
@@ -295,9 +314,11 @@ mod tests {
         let all = d.list_others(None, None, &mut |_| {}).expect("listing");
         let got: Vec<(&str, &str, &str)> =
             all.iter().map(|o| (o.agent.name(), o.info.id.as_str(), o.info.cwd.as_str())).collect();
-        // Newest activity first: the Codex rollout is of March 3, the transcripts of March 1 and 2.
-        assert_eq!(got.len(), 3, "{got:?}");
-        assert_eq!(got[0], ("codex", "019a1b2c-3d4e-7f60-8a9b-0c1d2e3f4a5b", "/home/me/proj"));
+        // Newest activity first: the Codex rollouts are of March 3, the transcripts of March 1 and 2.
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert_eq!(&got[..2].iter().map(|g| g.0).collect::<Vec<_>>(), &["codex", "codex"], "{got:?}");
+        assert!(got.contains(&("codex", "019a1b2c-3d4e-7f60-8a9b-0c1d2e3f4a5b", "/home/me/proj")), "{got:?}");
+        assert!(got.contains(&("codex", "029a1b2c-3d4e-7f60-8a9b-0c1d2e3f4a5b", "/home/me/theirs")), "{got:?}");
         let mine = all.iter().find(|o| o.info.id == claude).expect("the transcript");
         // pi's rule read the import: its first message, its count, its path the source's.
         let pi = other_session_info(&*s, &mine.info.path).expect("info");
@@ -310,6 +331,11 @@ mod tests {
         assert_eq!(here.len(), 2);
         let claude_only = d.list_others(Some(OtherAgent::Claude), Some("/home/me/proj"), &mut |_| {}).expect("listing");
         assert_eq!(claude_only.iter().map(|o| o.info.id.as_str()).collect::<Vec<_>>(), [claude]);
+        let theirs = d.list_others(Some(OtherAgent::Codex), Some("/home/me/theirs"), &mut |_| {}).expect("listing");
+        assert_eq!(
+            theirs.iter().map(|o| o.info.id.as_str()).collect::<Vec<_>>(),
+            ["029a1b2c-3d4e-7f60-8a9b-0c1d2e3f4a5b"]
+        );
         // Nothing was written.
         assert!(!s.exists(Path::new("/h/.pi")).expect("exists"));
     }

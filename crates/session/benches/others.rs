@@ -65,7 +65,7 @@ fn three(i: usize) -> Three {
     let id = format!("0195f3a2-7c1e-7d40-9a4b-{i:012x}");
     let mut claude = String::new();
     let mut codex = String::new();
-    let mut line = |out: &mut String, v: Value| {
+    let line = |out: &mut String, v: Value| {
         out.push_str(&v.to_string());
         out.push('\n');
     };
@@ -146,7 +146,10 @@ fn generate_home(home: &Path, n: usize) -> [Vec<PathBuf>; 3] {
     for dir in [&pi_dir, &claude_dir, &codex_dir] {
         fs_err::create_dir_all(dir).expect("bench dir");
     }
-    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    // Sessions being listed are mostly old (the listing cache rescans files
+    // modified in the last seconds).
+    let now_ms = session::store::clock::Clock::now_ms(&session::store::clock::SystemClock);
+    let hour_ago = std::time::UNIX_EPOCH + Duration::from_millis(now_ms.max(3_600_000) as u64 - 3_600_000);
     for i in 0..n {
         let t = three(i);
         let id = format!("0195f3a2-7c1e-7d40-9a4b-{i:012x}");
