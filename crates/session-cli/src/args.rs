@@ -316,10 +316,14 @@ the blobs it names are counted beside them.")]
         top: usize,
     },
     /// Tokens and cost by day, week, month, project, model or session.
-    #[command(after_help = "Example: session usage --by month --since 2026-01-01\n\n\
-Counts the usage records of both agents' sessions: assistant messages (and tool results
+    #[command(after_help = "Example: session usage --by month --since 2026-01-01\n         \
+session usage --agent claude,codex --by model\n\n\
+Counts the usage records of every agent's sessions: assistant messages (and tool results
 that carry usage), pi's usage entries, omp's model_usage entries, compactions and branch
-summaries. An entry a fork or an extract repeats counts once (known by its id and time).
+summaries. Claude Code's and Codex's sessions count as the pi sessions `session import`
+makes of them: one record per API response (Claude Code repeats a response's usage on
+each of its lines; it counts once), Codex's from its token_count events. An entry a fork
+or an extract repeats counts once (known by its id and time).
 What each session file holds is kept in the usage cache (usage.bin in
 ${XDG_CACHE_HOME:-~/.cache}/session-store): a file whose size, times, inode and device are
 unchanged is not read again.")]
@@ -333,6 +337,9 @@ unchanged is not read again.")]
         /// Read every session instead of the usage cache (also SESSION_NO_CACHE=1).
         #[arg(long)]
         no_cache: bool,
+        /// Only these agents' sessions (default: all four).
+        #[arg(long, value_enum, value_delimiter = ',', value_name = "AGENT")]
+        agent: Vec<AgentArg>,
     },
     /// Merge another copy of a session (one that went on elsewhere) into this one.
     #[command(after_help = "Example: session merge FILE FILE.sync-conflict-20261204.jsonl\n\n\
@@ -474,10 +481,16 @@ found while blobs exist, and never a blob changed within the grace period.")]
         grace: std::time::Duration,
     },
     /// Count sessions, bytes, entries by type, tokens and cost.
-    #[command(after_help = "Example: session stats")]
+    #[command(after_help = "Example: session stats\n         session stats --agent codex\n\n\
+Every agent's sessions unless --agent or DIR says otherwise (with DIR, or --store, only pi's
+and omp's). Claude Code's and Codex's sessions count as the pi sessions `session import`
+makes of them (their entries by the types of the import); their bytes are the source's.")]
     Stats {
-        /// A sessions root or folder instead of both agents' homes.
+        /// A sessions root or folder instead of the agents' homes.
         dir: Option<PathBuf>,
+        /// Only these agents' sessions (default: all four).
+        #[arg(long, value_enum, value_delimiter = ',', value_name = "AGENT")]
+        agent: Vec<AgentArg>,
     },
     /// List sessions: the current directory's, of every agent (or --agent's, or --dialect's).
     #[command(after_help = "Example: session ls --all\n         session ls --archived\n         \

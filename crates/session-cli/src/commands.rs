@@ -79,7 +79,9 @@ pub(crate) fn run(g: &Global, command: &Command) -> Result<Output> {
         Command::Du { all, top } => crate::jobs::du(g, *all, *top)?.into(),
         Command::Merge { file, theirs, leaf } => crate::jobs::merge(g, file, theirs, leaf)?.into(),
         Command::Relocate { old, new, yes } => crate::jobs::relocate(g, old, new, *yes)?.into(),
-        Command::Usage { by, since, no_cache } => crate::jobs::usage(g, *by, since.clone(), *no_cache)?.into(),
+        Command::Usage { by, since, no_cache, agent } => {
+            crate::jobs::usage(g, agent, *by, since.clone(), *no_cache)?.into()
+        }
         Command::Prune { older_than, keep_named, keep_pinned, project, yes } => {
             let o = crate::jobs::PruneArgs {
                 older_than: *older_than,
@@ -97,7 +99,7 @@ pub(crate) fn run(g: &Global, command: &Command) -> Result<Output> {
         Command::Export { file, leaf, format } => crate::jobs::export(g, file, leaf.as_deref(), *format)?.into(),
         Command::Fsck { dirs, repair } => crate::jobs::fsck(g, dirs, *repair)?,
         Command::Gc { dirs, yes, grace } => crate::jobs::gc(g, dirs, *yes, *grace)?.into(),
-        Command::Stats { dir } => crate::jobs::stats(g, dir.as_deref())?.into(),
+        Command::Stats { dir, agent } => crate::jobs::stats(g, agent, dir.as_deref())?.into(),
         Command::Ls { dir, cwd, all, no_cache, jsonl, archived, pinned, agent } => {
             let o = crate::find::LsOptions {
                 agents: agent,

@@ -95,6 +95,14 @@ impl ProgressLine {
     }
 }
 
+/// pi and omp, or only `--dialect`'s.
+pub(crate) fn dialects(g: &Global) -> Vec<Dialect> {
+    match g.dialect {
+        Some(d) => vec![Dialect::from(d)],
+        None => vec![Dialect::Pi, Dialect::Omp],
+    }
+}
+
 /// Whose sessions a listing or a search reads: pi's and omp's (through discovery) and
 /// Claude Code's and Codex's (read where they keep them).
 pub(crate) struct Agents {
@@ -140,8 +148,6 @@ pub(crate) fn agents(g: &Global, asked: &[AgentArg], dir_given: bool) -> Result<
     Ok(Agents { dialects, others })
 }
 
-/// `ls`: one dialect's listing in its reference's shape (`--dialect`), or every agent's
-/// sessions merged newest first, each JSON object with an `agent` field.
 /// One agent's sessions as a listing found them: the agent's name, its dialect (`None`
 /// for Claude Code and Codex, listed as pi lists their imports) and the sessions.
 pub(crate) type Found = (&'static str, Option<Dialect>, Vec<SessionInfo>);
@@ -178,6 +184,8 @@ pub(crate) fn gather(
     Ok(found)
 }
 
+/// `ls`: one dialect's listing in its reference's shape (`--dialect`), or every agent's
+/// sessions merged newest first, each JSON object with an `agent` field.
 pub(crate) fn ls(g: &Global, o: &LsOptions<'_>) -> Result<String> {
     let mut agents = agents(g, o.agents, o.dir.is_some())?;
     // Claude Code's and Codex's: archived and pinned are marks of ours, which they never have.
@@ -348,10 +356,7 @@ pub(crate) fn find_session(
     no_cache: bool,
 ) -> Result<(Dialect, PathBuf, &'static str)> {
     let cwd = cwd_arg(cwd)?;
-    let dialects = match g.dialect {
-        Some(d) => vec![Dialect::from(d)],
-        None => vec![Dialect::Pi, Dialect::Omp],
-    };
+    let dialects = dialects(g);
     let mut hit: Option<(Dialect, PathBuf, &'static str)> = None;
     for &dialect in &dialects {
         let d = discovery_for(g, dialect, no_cache)?;
@@ -413,10 +418,7 @@ pub(crate) fn find_session(
 /// picks. Writes nothing (no breadcrumb).
 pub(crate) fn continue_cmd(g: &Global, cwd: Option<&str>, no_cache: bool) -> Result<String> {
     let cwd = cwd_arg(cwd)?;
-    let dialects = match g.dialect {
-        Some(d) => vec![Dialect::from(d)],
-        None => vec![Dialect::Pi, Dialect::Omp],
-    };
+    let dialects = dialects(g);
     let env = discovery::ProcessEnv::from_process_env()?;
     let mut best: Option<(i64, Dialect, PathBuf, &str)> = None;
     for dialect in dialects {

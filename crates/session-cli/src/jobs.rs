@@ -10,8 +10,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use session::Dialect;
 use session::maintenance::{self, ExportFormat as Format, FsckOptions, GcOptions, Homes, RewriteOptions};
+use session::search::SessionFile;
 
-use crate::args::{ExportFormat, Global, TrashCommand};
+use crate::args::{AgentArg, ExportFormat, Global, TrashCommand};
 use crate::commands::{Result, env, open, wants_json};
 
 /// Every place either agent may keep sessions and blobs, with `--blob-dir` and the
@@ -154,7 +155,7 @@ pub(crate) fn relocate(g: &Global, old: &Path, new: &Path, yes: bool) -> Result<
     if old == new || new.starts_with(&old) {
         return Err(format!("{} is {} or inside it: nothing to move", new.display(), old.display()).into());
     }
-    let listed = every_session(g, None)?;
+    let listed = every_session(g, &crate::find::dialects(g), None)?;
     let moves = maintenance::project_moves(&listed, &old, &new);
     let outcomes: Vec<(maintenance::ProjectMove, std::result::Result<Option<PathBuf>, String>)> = if yes {
         maintenance::relocate_project(&|d| move_env(g, d), &moves)
@@ -319,18 +320,18 @@ fn now_ms() -> i64 {
     session::store::clock::Clock::now_ms(&session::store::clock::SystemClock)
 }
 
-/// Every session of both agents (or `--dialect`'s), below `dir` when given, each file
+/// Every session of `dialects`, below `dir` when given, each file
 /// once: where pi and omp share a sessions folder (`PI_CODING_AGENT_DIR`) both list it,
 /// and a file is taken as whose its first bytes say.
-fn every_session(g: &Global, dir: Option<&Path>) -> Result<Vec<(Dialect, session::discovery::SessionInfo)>> {
-    let dialects = match g.dialect {
-        Some(d) => vec![Dialect::from(d)],
-        None => vec![Dialect::Pi, Dialect::Omp],
-    };
+fn every_session(
+    g: &Global,
+    dialects: &[Dialect],
+    dir: Option<&Path>,
+) -> Result<Vec<(Dialect, session::discovery::SessionInfo)>> {
     let storage = crate::store::current();
     let mut listed: Vec<(Dialect, session::discovery::SessionInfo)> = Vec::new();
     let mut at: std::collections::HashMap<PathBuf, usize> = std::collections::HashMap::new();
-    for dialect in &dialects {
+    for dialect in dialects {
         let d = crate::find::discovery_for(g, *dialect, false)?;
         for info in d.list_all(dir, &mut |_| {})? {
             match at.get(&info.path) {
@@ -359,7 +360,7 @@ pub(crate) fn du(g: &Global, all: bool, top: usize) -> Result<String> {
     blob_dirs.insert(0, blob_dir(g)?);
     let mut spaces = Vec::new();
     let mut unreadable = 0;
-    for (dialect, info) in every_session(g, None)? {
+    for (dialect, info) in every_session(g, &crate::find::dialects(g), None)? {
         if !all && Path::new(&info.cwd) != cwd {
             continue;
         }
@@ -432,12 +433,39 @@ pub(crate) fn parse_date(s: &str) -> std::result::Result<String, String> {
     if ok { Ok(s.to_owned()) } else { Err(format!("{s:?} is not a date YYYY-MM-DD")) }
 }
 
-/// `usage [--by …] [--since DATE]`: tokens and cost of every session of both agents (or
-/// `--dialect`'s), each entry once.
-pub(crate) fn usage(g: &Global, by: maintenance::UsageBy, since: Option<String>, no_cache: bool) -> Result<String> {
-    let mut sessions: Vec<(Dialect, PathBuf)> = every_session(g, None)?.into_iter().map(|(d, i)| (d, i.path)).collect();
+/// The session files of `asked` (all four agents when empty; only `--dialect`'s with
+/// it), below `dir` when given (then pi's and omp's only): pi's and omp's as discovery
+/// lists them, Claude Code's and Codex's as their homes hold them (listed, not read).
+fn every_file(g: &Global, asked: &[AgentArg], dir: Option<&Path>) -> Result<Vec<SessionFile>> {
+    let agents = crate::find::agents(g, asked, dir.is_some())?;
+    let mut files: Vec<SessionFile> =
+        every_session(g, &agents.dialects, dir)?.into_iter().map(|(d, i)| SessionFile::session(i.path, d)).collect();
+    if !agents.others.is_empty() {
+        let env = session::discovery::ProcessEnv::from_process_env()?;
+        let storage = crate::store::current();
+        for agent in agents.others {
+            // Another agent's home that cannot be read costs its sessions, not the count.
+            match session::discovery::list_other_sessions(&*storage, &env, Some(agent)) {
+                Ok(listed) => files.extend(listed.into_iter().map(|s| SessionFile::other(s.path))),
+                Err(e) => eprintln!("warning: {}'s sessions left out: {}", agent.name(), crate::commands::chain(&e)),
+            }
+        }
+    }
+    Ok(files)
+}
+
+/// `usage [--agent …] [--by …] [--since DATE]`: tokens and cost of every session of the
+/// agents asked (all four by default), each entry once.
+pub(crate) fn usage(
+    g: &Global,
+    asked: &[AgentArg],
+    by: maintenance::UsageBy,
+    since: Option<String>,
+    no_cache: bool,
+) -> Result<String> {
+    let mut sessions = every_file(g, asked, None)?;
     // Oldest path first: a fork's repeated entries count in the session listed first.
-    sessions.sort_by(|a, b| a.1.cmp(&b.1));
+    sessions.sort_by(|a, b| a.path.cmp(&b.path));
     let storage = crate::store::current();
     // The usage cache keys on local stats: files only, and not with SESSION_NO_CACHE.
     let no_cache = no_cache || std::env::var("SESSION_NO_CACHE").is_ok_and(|v| !v.is_empty() && v != "0");
@@ -572,7 +600,7 @@ pub(crate) fn prune(g: &Global, a: &PruneArgs<'_>) -> Result<String> {
     if older_than.is_zero() {
         return Err("--older-than 0 would choose every session, the ones in use too; give an age such as 30d".into());
     }
-    let listed = every_session(g, None)?;
+    let listed = every_session(g, &crate::find::dialects(g), None)?;
     let project = match a.project {
         Some(p) => Some(std::path::absolute(p)?.to_string_lossy().into_owned()),
         None => None,
@@ -797,17 +825,18 @@ pub(crate) fn export(g: &Global, file: &Path, leaf: Option<&str>, format: Export
     Ok(maintenance::export(&m, leaf, format)?)
 }
 
-/// `stats [DIR]`: every session of both agents (or `--dialect`'s), or those below `dir`.
-pub(crate) fn stats(g: &Global, dir: Option<&Path>) -> Result<String> {
-    let dialects = match g.dialect {
-        Some(d) => vec![Dialect::from(d)],
-        None => vec![Dialect::Pi, Dialect::Omp],
-    };
-    let sessions: Vec<(Dialect, PathBuf)> = every_session(g, dir)?.into_iter().map(|(d, i)| (d, i.path)).collect();
-    // One environment per dialect: omp's resolves blob references.
+/// `stats [--agent …] [DIR]`: every session of the agents asked (all four by default),
+/// or pi's and omp's below `dir`.
+pub(crate) fn stats(g: &Global, asked: &[AgentArg], dir: Option<&Path>) -> Result<String> {
+    let sessions = every_file(g, asked, dir)?;
+    // One environment per dialect: omp's resolves blob references (another agent's are
+    // read with pi's rules).
     let mut s = maintenance::Stats::default();
-    for dialect in dialects {
-        let mine: Vec<(Dialect, PathBuf)> = sessions.iter().filter(|(d, _)| *d == dialect).cloned().collect();
+    for dialect in [Dialect::Pi, Dialect::Omp] {
+        let mine: Vec<SessionFile> = sessions.iter().filter(|f| f.dialect == dialect).cloned().collect();
+        if mine.is_empty() {
+            continue;
+        }
         let part = maintenance::stats(&env(g, dialect), &mine)?;
         s.sessions += part.sessions;
         s.bytes += part.bytes;

@@ -88,13 +88,6 @@ fn for_dialect(g: &Global, d: Dialect) -> Global {
     g
 }
 
-fn dialects(g: &Global) -> Vec<Dialect> {
-    match g.dialect {
-        Some(d) => vec![Dialect::from(d)],
-        None => vec![Dialect::Pi, Dialect::Omp],
-    }
-}
-
 /// The rows of listed sessions: archived ones left out, pinned ones marked.
 fn rows_of(dialect: Dialect, listed: &[session::discovery::SessionInfo], here: bool, marks: &Marks) -> Vec<Row> {
     listed
@@ -120,7 +113,7 @@ fn lister(g: Global, cwd: String, all: bool, tx: Sender<Msg>) {
             if !pass && !all {
                 break;
             }
-            for dialect in dialects(&g) {
+            for dialect in crate::find::dialects(&g) {
                 let d = crate::find::discovery_for(&g, dialect, false)?;
                 let mut sent = 0;
                 let mut progress = |p: Progress<'_>| {

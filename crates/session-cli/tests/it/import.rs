@@ -412,3 +412,61 @@ fn listed_and_searched_beside_pi_and_omp() -> Result<()> {
     assert_eq!((snapshot(&h.home.join(".claude"))?, snapshot(&h.home.join(".codex"))?), before);
     Ok(())
 }
+
+/// `usage` and `stats` count Claude Code's and Codex's sessions as their imports read
+/// them: one API response written as several lines counts once, a transcript imported
+/// into pi is counted once however many homes hold it, and the homes are only read.
+#[test]
+fn usage_and_stats_over_other_agents() -> Result<()> {
+    let h = Home::new("others-usage")?;
+    let claude = h.home.join(".claude/projects/-home-me-proj/7f3c2a10-5b6e-4d8f-9a21-0c4e8b7d6f51.jsonl");
+    let codex = h.home.join(".codex/sessions/2026/03/03").join(Path::new(CODEX).file_name().ok_or("a name")?);
+    for (from, to) in [("claude/branched.jsonl", &claude), (CODEX, &codex)] {
+        fs_err::create_dir_all(to.parent().ok_or("a folder")?)?;
+        fs_err::copy(fixture(from), to)?;
+    }
+    let before = (fs_err::read(&claude)?, fs_err::read(&codex)?);
+    let totals = |v: &Value| -> Vec<f64> {
+        ["input", "output", "cacheRead", "cacheWrite", "records"]
+            .iter()
+            .map(|k| v["total"][*k].as_f64().unwrap_or(-1.0))
+            .collect()
+    };
+    // The transcript's five API responses (one of them written as three lines).
+    let only = h.json(&["usage", "--agent", "claude", "--json"])?;
+    assert_eq!(totals(&only), [890.0, 138.0, 4600.0, 50.0, 5.0], "{only}");
+    assert_eq!((only["repeated"].as_u64(), only["unreadable"].as_u64()), (Some(0), Some(0)));
+    let by_model = h.json(&["usage", "--agent", "codex", "--by", "model", "--json"])?;
+    let rows: Vec<(&str, f64, f64)> = by_model["rows"]
+        .as_array()
+        .ok_or("rows")?
+        .iter()
+        .map(|r| {
+            (
+                r["key"].as_str().unwrap_or("?"),
+                r["input"].as_f64().unwrap_or(-1.0),
+                r["records"].as_f64().unwrap_or(-1.0),
+            )
+        })
+        .collect();
+    assert_eq!(rows, [("openai/gpt-5", 2100.0, 2.0), ("openai/gpt-5-codex", 0.0, 3.0)], "{by_model}");
+    // Both, by default with pi's and omp's (none here).
+    let all = h.json(&["usage", "--json"])?;
+    assert_eq!(totals(&all), [2990.0, 213.0, 12600.0, 50.0, 10.0], "{all}");
+    // Imported into pi, the transcript's records are the same records: counted once.
+    let (code, _, err) = h.run(&["import", s(&claude)?, "--to", "pi"])?;
+    assert_eq!(code, 0, "{err}");
+    let both = h.json(&["usage", "--agent", "pi,claude", "--json"])?;
+    assert_eq!(totals(&both), [890.0, 138.0, 4600.0, 50.0, 5.0], "{both}");
+    assert_eq!(both["repeated"].as_u64(), Some(5), "{both}");
+    // stats: sessions, bytes and entries as the imports hold them.
+    let stats = h.json(&["stats", "--agent", "claude,codex", "--json"])?;
+    assert_eq!(stats["sessions"].as_u64(), Some(2), "{stats}");
+    assert_eq!(stats["bytes"].as_u64(), Some((before.0.len() + before.1.len()) as u64));
+    assert_eq!(stats["entriesByType"]["compaction"].as_u64(), Some(1), "{stats}");
+    assert_eq!(stats["tokens"]["input"].as_f64(), Some(2990.0), "{stats}");
+    let codex_only = h.json(&["stats", "--agent", "codex", "--json"])?;
+    assert_eq!((codex_only["sessions"].as_u64(), codex_only["bytes"].as_u64()), (Some(1), Some(before.1.len() as u64)));
+    assert_eq!((fs_err::read(&claude)?, fs_err::read(&codex)?), before);
+    Ok(())
+}

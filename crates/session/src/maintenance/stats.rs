@@ -3,10 +3,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use session_model::Dialect;
-
 use super::JobError;
 use super::usage::{UsageRow, usage_of};
+use crate::search::SessionFile;
 use crate::{Env, OpenMode, SessionManager};
 
 /// What [`stats`] counted.
@@ -35,17 +34,25 @@ pub struct Stats {
 
 /// Counts the sessions `sessions` (each with whose it is): bytes, entries by type, and
 /// tokens and cost summed from every usage record on each session's tree (as
-/// [`super::usage`] reads them, but an entry a fork repeats counts in each). Reads only.
-pub fn stats(env: &Env, sessions: &[(Dialect, PathBuf)]) -> Result<Stats, JobError> {
+/// [`super::usage`] reads them, but an entry a fork repeats counts in each). Another
+/// agent's file counts as the pi session its import writes
+/// ([`crate::import::open_foreign`]), and its bytes as the source's. Reads only.
+pub fn stats(env: &Env, sessions: &[SessionFile]) -> Result<Stats, JobError> {
     let mut out = Stats::default();
     let mut largest: Vec<(PathBuf, u64)> = Vec::new();
     let mut tokens = UsageRow::default();
-    for (dialect, path) in sessions {
+    for session in sessions {
+        let path = &session.path;
         let size = env.storage.stat(path)?.map_or(0, |s| s.size);
         out.sessions += 1;
         out.bytes += size;
         largest.push((path.clone(), size));
-        let Ok(m) = SessionManager::open_with(*dialect, path, env.clone(), OpenMode::ReadOnly) else {
+        let opened = if session.other {
+            crate::import::open_foreign(path, env).ok().flatten().map(|(m, _)| m)
+        } else {
+            SessionManager::open_with(session.dialect, path, env.clone(), OpenMode::ReadOnly).ok()
+        };
+        let Some(m) = opened else {
             out.unreadable += 1;
             continue;
         };

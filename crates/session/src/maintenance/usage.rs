@@ -1,14 +1,18 @@
 //! Tokens and cost from the usage records of both agents: assistant messages (and tool
 //! results that carry usage), pi's `usage` entries, omp's `model_usage` entries, and the
 //! usage of compactions and branch summaries; each entry counted once, however many
-//! sessions hold it (a fork or an extract repeats its parent's entries).
+//! sessions hold it (a fork or an extract repeats its parent's entries). A Claude Code
+//! transcript or a Codex rollout counts as the pi session its import writes (one
+//! record per API response, its usage once).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 
 use serde_json::Value;
-use session_model::Dialect;
+use session_model::{Dialect, Record};
 use session_store::{PrivateDir, Storage};
+
+use crate::search::SessionFile;
 
 mod cache;
 
@@ -163,13 +167,13 @@ pub struct UsageReport {
     pub cached: u64,
 }
 
-/// Sums the usage records of `sessions` (each with whose it is), grouped as `options`
-/// say. An entry is one record however many files hold it: it is known by its id and
+/// Sums the usage records of `sessions` (each with whose it is; another agent's as its
+/// import reads), grouped as `options` say. An entry is one record however many files hold it: it is known by its id and
 /// timestamp (a fork copies both). Reads only the sessions; with
 /// [`UsageOptions::cache`], what each file holds is kept in the usage cache
 /// ([`USAGE_CACHE`]) and a file whose size, times, inode and device are those noted
 /// (and which had settled when read) is not read again.
-pub fn usage(storage: &dyn Storage, sessions: &[(Dialect, PathBuf)], options: &UsageOptions) -> UsageReport {
+pub fn usage(storage: &dyn Storage, sessions: &[SessionFile], options: &UsageOptions) -> UsageReport {
     let mut report =
         UsageReport { total: UsageRow { key: "total".to_owned(), ..UsageRow::default() }, ..Default::default() };
     let mut groups: BTreeMap<String, UsageRow> = BTreeMap::new();
@@ -178,10 +182,11 @@ pub fn usage(storage: &dyn Storage, sessions: &[(Dialect, PathBuf)], options: &U
     let now_ns = session_store::clock::Clock::now_ms(&session_store::clock::SystemClock).saturating_mul(1_000_000);
     let mut keep: Vec<(PathBuf, std::sync::Arc<FileUsage>)> = Vec::new();
     let mut parsed_any = false;
-    for (dialect, path) in sessions {
+    for session in sessions {
+        let path = &session.path;
         let st = storage.stat(path).ok().flatten();
         let hit = match (&st, cached.get(path)) {
-            (Some(st), Some(c)) if c.dialect == *dialect && c.same_stat(st) => Some(c.clone()),
+            (Some(st), Some(c)) if c.whose() == (session.dialect, session.other) && c.same_stat(st) => Some(c.clone()),
             _ => None,
         };
         let (file, keepable) = match hit {
@@ -190,14 +195,16 @@ pub fn usage(storage: &dyn Storage, sessions: &[(Dialect, PathBuf)], options: &U
                 (f, true)
             }
             None => {
-                let Ok(bytes) = storage.read(path) else {
+                let Some(file) =
+                    storage.read(path).ok().and_then(|bytes| FileUsage::parse(&bytes, session, st.as_ref()))
+                else {
                     report.unreadable += 1;
                     continue;
                 };
                 parsed_any = true;
                 // Kept only for a file whose identity says it cannot change unseen.
                 let settled = st.as_ref().and_then(|s| s.identity).is_some_and(|i| i.settled_at(now_ns));
-                (std::sync::Arc::new(FileUsage::parse(&bytes, *dialect, st.as_ref())), settled)
+                (std::sync::Arc::new(file), settled)
             }
         };
         count(&file, path, options, &mut seen, &mut groups, &mut report);
@@ -207,7 +214,7 @@ pub fn usage(storage: &dyn Storage, sessions: &[(Dialect, PathBuf)], options: &U
     }
     // Files of the cache this run did not count (another `--dialect`, another home)
     // stay while they are unchanged; those gone or changed leave it.
-    let counted: HashSet<&PathBuf> = sessions.iter().map(|(_, p)| p).collect();
+    let counted: HashSet<&PathBuf> = sessions.iter().map(|s| &s.path).collect();
     for (path, file) in &cached {
         if !counted.contains(path) && storage.stat(path).ok().flatten().is_some_and(|st| file.same_stat(&st)) {
             keep.push((path.clone(), file.clone()));
@@ -264,7 +271,10 @@ fn count(
 /// usage cache keeps of it.
 #[derive(Clone, Debug, PartialEq)]
 struct FileUsage {
+    /// Whose rules read it (pi's for another agent's).
     dialect: Dialect,
+    /// Whether it is another agent's, read as its import.
+    other: bool,
     /// Size, mtime ns, ctime ns, inode, device (zeros where the storage has none).
     stat: [u64; 5],
     /// The header's `cwd`.
@@ -287,27 +297,47 @@ struct UsageRecord {
 }
 
 impl FileUsage {
-    fn parse(bytes: &[u8], dialect: Dialect, st: Option<&session_store::FileStat>) -> FileUsage {
-        let parsed = session_model::parse_session_bytes(bytes, dialect);
-        let cwd = parsed.records.first().and_then(|h| h.get_str("cwd")).unwrap_or_default().to_owned();
-        let mut records = Vec::new();
-        for (i, r) in parsed.records.iter().enumerate().skip(1) {
-            let Some((usage, model)) = usage_of(r.try_value()) else { continue };
-            records.push(UsageRecord {
-                id: r.id().map(str::to_owned),
-                index: i as u64,
-                at: r.timestamp().unwrap_or_default().to_owned(),
-                model,
-                tokens: Tokens::of(usage),
-            });
-        }
-        FileUsage { dialect, stat: st.map(stat_key).unwrap_or_default(), cwd, records }
+    /// Returns the usage records of `bytes`, the contents of `file`; `None` for another
+    /// agent's file that does not import.
+    fn parse(bytes: &[u8], file: &SessionFile, st: Option<&session_store::FileStat>) -> Option<FileUsage> {
+        let records = if file.other {
+            session_import::import(bytes).ok()?.records(None)
+        } else {
+            session_model::parse_session_bytes(bytes, file.dialect).records
+        };
+        let cwd = records.first().and_then(|h| h.get_str("cwd")).unwrap_or_default().to_owned();
+        Some(FileUsage {
+            dialect: file.dialect,
+            other: file.other,
+            stat: st.map(stat_key).unwrap_or_default(),
+            cwd,
+            records: records.iter().enumerate().skip(1).filter_map(|(i, r)| UsageRecord::of(i, r)).collect(),
+        })
+    }
+
+    /// Whose rules read it, and whether it is another agent's.
+    fn whose(&self) -> (Dialect, bool) {
+        (self.dialect, self.other)
     }
 
     /// Returns whether `st` is the stat noted, with an identity (a storage without
     /// inodes is never trusted).
     fn same_stat(&self, st: &session_store::FileStat) -> bool {
         st.identity.is_some() && stat_key(st) == self.stat
+    }
+}
+
+impl UsageRecord {
+    /// The usage record of `r`, the `index`th record of its file, if it is one.
+    fn of(index: usize, r: &Record) -> Option<UsageRecord> {
+        let (usage, model) = usage_of(r.try_value())?;
+        Some(UsageRecord {
+            id: r.id().map(str::to_owned),
+            index: index as u64,
+            at: r.timestamp().unwrap_or_default().to_owned(),
+            model,
+            tokens: Tokens::of(usage),
+        })
     }
 }
 

@@ -13,7 +13,8 @@
 //!
 //! ```text
 //! magic "SSUSAGE\0", format u32 (1), body length u64, BLAKE3 of the body (32 bytes)
-//! body: files u64, then per file: path (u64 length + bytes), dialect u8 (0 pi, 1 omp),
+//! body: files u64, then per file: path (u64 length + bytes), whose u8 (0 pi, 1 omp,
+//!       2 another agent's, read as the pi session its import writes),
 //!       size, mtime ns, ctime ns, inode, device (5 u64), cwd (u64 length + UTF-8),
 //!       records u64, then per record: has id u8, id (u64 length + UTF-8, if it has
 //!       one), index u64, timestamp and model (u64 length + UTF-8 each),
@@ -73,9 +74,10 @@ pub(super) fn decode(bytes: &[u8]) -> Option<HashMap<PathBuf, Arc<FileUsage>>> {
     let mut out = HashMap::new();
     for _ in 0..files {
         let path = PathBuf::from(std::str::from_utf8(c.bytes()?).ok()?);
-        let dialect = match c.u8()? {
-            0 => Dialect::Pi,
-            1 => Dialect::Omp,
+        let (dialect, other) = match c.u8()? {
+            0 => (Dialect::Pi, false),
+            1 => (Dialect::Omp, false),
+            2 => (Dialect::Pi, true),
             _ => return None,
         };
         let mut stat = [0u64; 5];
@@ -103,7 +105,7 @@ pub(super) fn decode(bytes: &[u8]) -> Option<HashMap<PathBuf, Arc<FileUsage>>> {
             };
             records.push(UsageRecord { id, index, at, model, tokens });
         }
-        out.insert(path, Arc::new(FileUsage { dialect, stat, cwd, records }));
+        out.insert(path, Arc::new(FileUsage { dialect, other, stat, cwd, records }));
     }
     c.bytes.is_empty().then_some(out)
 }
@@ -115,9 +117,10 @@ pub(super) fn encode(files: &[(PathBuf, Arc<FileUsage>)]) -> Option<Vec<u8>> {
     for (path, f) in files {
         // A path that is not UTF-8 is not kept: the cache stays portable text.
         put_str(&mut body, path.to_str()?);
-        body.push(match f.dialect {
-            Dialect::Pi => 0,
-            Dialect::Omp => 1,
+        body.push(match f.whose() {
+            (_, true) => 2,
+            (Dialect::Pi, false) => 0,
+            (Dialect::Omp, false) => 1,
         });
         for s in f.stat {
             put_u64(&mut body, s);
@@ -220,15 +223,28 @@ mod tests {
             model: "p/m".to_owned(),
             tokens: Tokens { input: 1.0, output: 2.5, cache_read: 3.0, cache_write: 4.0, cost: 0.125 },
         };
-        vec![(
-            PathBuf::from("/s/a.jsonl"),
-            Arc::new(FileUsage {
-                dialect: Dialect::Omp,
-                stat: [1, 2, 3, 4, 5],
-                cwd: "/p".to_owned(),
-                records: vec![record(Some("aaaaaaaa"), 1), record(None, 2)],
-            }),
-        )]
+        vec![
+            (
+                PathBuf::from("/s/a.jsonl"),
+                Arc::new(FileUsage {
+                    dialect: Dialect::Omp,
+                    other: false,
+                    stat: [1, 2, 3, 4, 5],
+                    cwd: "/p".to_owned(),
+                    records: vec![record(Some("aaaaaaaa"), 1), record(None, 2)],
+                }),
+            ),
+            (
+                PathBuf::from("/c/rollout.jsonl.zst"),
+                Arc::new(FileUsage {
+                    dialect: Dialect::Pi,
+                    other: true,
+                    stat: [6, 7, 8, 9, 10],
+                    cwd: "/q".to_owned(),
+                    records: vec![record(Some("bbbbbbbb"), 3)],
+                }),
+            ),
+        ]
     }
 
     #[test]
@@ -236,8 +252,10 @@ mod tests {
         let files = sample();
         let bytes = encode(&files).expect("utf-8 paths");
         let back = decode(&bytes).expect("a valid cache");
-        assert_eq!(back.len(), 1);
-        assert_eq!(back.get(&files[0].0), Some(&files[0].1));
+        assert_eq!(back.len(), 2);
+        for (path, file) in &files {
+            assert_eq!(back.get(path), Some(file));
+        }
     }
 
     #[test]
