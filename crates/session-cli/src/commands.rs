@@ -3,6 +3,7 @@
 //! exactly as the reference's API returns it (`docs/cli.md`); on a terminal they print
 //! for a person (`crate::human`).
 
+use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::Path;
 
@@ -205,13 +206,18 @@ pub(crate) fn dialect_for(g: &Global, file: &Path) -> Dialect {
 /// A Claude Code transcript or a Codex rollout opens as the pi session its import writes,
 /// built in memory (`session::import::open_foreign`).
 pub(crate) fn open(g: &Global, file: &Path) -> Result<SessionManager> {
+    Ok(open_inspect(g, file)?.0)
+}
+
+/// [`open`], with the import's report when `file` is another agent's session.
+fn open_inspect(g: &Global, file: &Path) -> Result<(SessionManager, Option<session::import::ImportReport>)> {
     if g.dialect.is_none() && !g.as_agent && g.store.is_none() && file.is_file() {
         let env = env(g, Dialect::Pi);
-        if let Some((m, _)) = session::import::open_foreign(file, &env)? {
-            return Ok(m);
+        if let Some((m, report)) = session::import::open_foreign(file, &env)? {
+            return Ok((m, Some(report)));
         }
     }
-    open_as(g, file, OpenMode::ReadOnly)
+    Ok((open_as(g, file, OpenMode::ReadOnly)?, None))
 }
 
 /// Opens the session to write to it: it must exist (`--as-agent`: as the agent opens it,
@@ -263,9 +269,9 @@ fn push_opt_str(out: &mut String, s: Option<&str>) {
 }
 
 fn info(g: &Global, file: &Path, json: bool) -> Result<String> {
-    let m = open(g, file)?;
+    let (m, foreign) = open_inspect(g, file)?;
     if !json {
-        return done(&m, human::info(&m));
+        return done(&m, human::info(&m, foreign.as_ref().map(|r| (file, r))));
     }
     let mut out = String::from("{\"header\":");
     out.push_str(&m.header().line());
@@ -282,6 +288,14 @@ fn info(g: &Global, file: &Path, json: bool) -> Result<String> {
             out.push_str(&session::model::json::to_js_string(v));
         }
         _ => push_opt_str(&mut out, m.session_name().as_deref()),
+    }
+    // Another agent's session: whose, and what its import skipped or kept as custom.
+    if let Some(report) = &foreign {
+        out.push_str(",\"source\":{\"agent\":");
+        write_js_str(&mut out, report.source.name());
+        out.push_str(",\"path\":");
+        write_js_str(&mut out, &file.to_string_lossy());
+        let _ = write!(out, ",\"importNotes\":{}}}", report.diagnostics.len());
     }
     out.push('}');
     done(&m, out)

@@ -102,13 +102,24 @@ fn field(out: &mut String, name: &str, value: &str) {
 }
 
 /// `info`: the session's fields, aligned.
-pub(crate) fn info(m: &SessionManager) -> String {
+/// `foreign`: the source file and its import's report when the session is another
+/// agent's, read as the pi session its import writes (nothing written).
+pub(crate) fn info(m: &SessionManager, foreign: Option<(&Path, &session::import::ImportReport)>) -> String {
     let mut out = String::new();
     let h = m.header();
-    if let Some(f) = m.session_file() {
-        field(&mut out, "file", &f.display().to_string());
+    match foreign {
+        Some((source, report)) => {
+            field(&mut out, "file", &source.display().to_string());
+            let agent = format!("{} (read as the pi session `session import` writes)", report.source.name());
+            field(&mut out, "agent", &agent);
+        }
+        None => {
+            if let Some(f) = m.session_file() {
+                field(&mut out, "file", &f.display().to_string());
+            }
+            field(&mut out, "agent", if m.dialect() == Dialect::Pi { "pi" } else { "omp" });
+        }
     }
-    field(&mut out, "agent", if m.dialect() == Dialect::Pi { "pi" } else { "omp" });
     field(&mut out, "id", m.session_id());
     field(&mut out, "name", m.session_name().as_deref().unwrap_or("(none)"));
     field(&mut out, "cwd", m.cwd());
@@ -136,6 +147,10 @@ pub(crate) fn info(m: &SessionManager) -> String {
         }
         let done = if r.wrote { "written" } else { "in memory only" };
         field(&mut out, "on open", &format!("{} ({done})", notes.join(", ")));
+    }
+    if let Some((_, report)) = foreign.filter(|(_, r)| !r.diagnostics.is_empty()) {
+        let notes = report.diagnostics.len();
+        field(&mut out, "import", &format!("{notes} source line(s) skipped or kept as custom entries"));
     }
     let damage = m.diagnostics().len() + t.diagnostics().len();
     if damage > 0 {

@@ -130,10 +130,20 @@ fn other_agents_sessions_read_as_their_import() -> Result<()> {
         assert_eq!(code, 0, "{args:?}: {err}");
         let (code, via_import, err) = h.run(&[args[0], s(&file)?, args[1]])?;
         assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(!direct.is_empty());
+        // `info` of the source names it, with what its import skipped or kept.
+        let direct = if args[0] == "info" {
+            let mut v: Value = serde_json::from_str(&direct)?;
+            let source = v.as_object_mut().and_then(|o| o.remove("source")).ok_or("info names the source")?;
+            let want = serde_json::json!({"agent": "claude", "path": s(&src)?, "importNotes": 2});
+            assert_eq!(source, want);
+            format!("{v}\n")
+        } else {
+            direct
+        };
         // The one difference: the folder of the session read (the source's, built in
         // memory beside it, or the one the import wrote into).
         assert_eq!(direct.replace(&src_dir, "{dir}"), via_import.replace(imported_dir, "{dir}"), "{args:?}");
-        assert!(!direct.is_empty());
     }
     let codex = h.json(&["info", s(&fixture(CODEX))?, "--json"])?;
     assert_eq!(codex["name"], "List files and patch add");
@@ -468,5 +478,81 @@ fn usage_and_stats_over_other_agents() -> Result<()> {
     let codex_only = h.json(&["stats", "--agent", "codex", "--json"])?;
     assert_eq!((codex_only["sessions"].as_u64(), codex_only["bytes"].as_u64()), (Some(1), Some(before.1.len() as u64)));
     assert_eq!((fs_err::read(&claude)?, fs_err::read(&codex)?), before);
+    Ok(())
+}
+
+/// What `info`, `context`, `export` and `usage` print of each fixture, alone in its
+/// agent's home: snapshots beside the fixtures (`testdata/import/cli/`; `UPDATE_EXPECT=1`
+/// writes them anew).
+#[test]
+fn every_reader_on_each_fixture() -> Result<()> {
+    let claude = |id: &str| format!(".claude/projects/-home-me-proj/{id}.jsonl");
+    let codex = |rel: &str| format!(".codex/sessions/2026/03/03/{}", rel.rsplit('/').next().unwrap_or(rel));
+    let fork = "codex/rollout-2026-03-04T08-00-00-019a1b2c-9999-7f60-8a9b-0c1d2e3f4a5c.jsonl";
+    let zst = format!("{CODEX}.zst");
+    // The file read, the files in the home (fixture, place), the snapshot.
+    type Case<'a> = (&'a str, Vec<(&'a str, String)>, expect_test::ExpectFile);
+    let cases: [Case; 6] = [
+        (
+            "claude/branched.jsonl",
+            vec![("claude/branched.jsonl", claude("7f3c2a10-5b6e-4d8f-9a21-0c4e8b7d6f51"))],
+            expect_test::expect_file!["../../../../testdata/import/cli/claude-branched.txt"],
+        ),
+        (
+            "claude/compacted.jsonl",
+            vec![("claude/compacted.jsonl", claude("0b9d7e21-3c4a-4f5b-8e6d-a1b2c3d4e5f6"))],
+            expect_test::expect_file!["../../../../testdata/import/cli/claude-compacted.txt"],
+        ),
+        (
+            "claude/parallel.jsonl",
+            vec![("claude/parallel.jsonl", claude("5d1e9c42-7a3b-4e2f-b6c8-90d1e2f3a4b5"))],
+            expect_test::expect_file!["../../../../testdata/import/cli/claude-parallel.txt"],
+        ),
+        (
+            CODEX,
+            vec![(CODEX, codex(CODEX))],
+            expect_test::expect_file!["../../../../testdata/import/cli/codex-rollout.txt"],
+        ),
+        (
+            fork,
+            vec![(CODEX, codex(CODEX)), (fork, codex(fork))],
+            expect_test::expect_file!["../../../../testdata/import/cli/codex-fork.txt"],
+        ),
+        (&zst, vec![(&zst, codex(&zst))], expect_test::expect_file!["../../../../testdata/import/cli/codex-zst.txt"]),
+    ];
+    for (name, files, expect) in cases {
+        let h = Home::new("others-readers")?;
+        let mut target = PathBuf::new();
+        for (from, to) in &files {
+            let to = h.home.join(to);
+            fs_err::create_dir_all(to.parent().ok_or("a folder")?)?;
+            fs_err::copy(fixture(from), &to)?;
+            if *from == name {
+                target = to;
+            }
+        }
+        let before = fs_err::read(&target)?;
+        let f = s(&target)?;
+        let mut out = String::new();
+        for args in [
+            &["--text", "info", f][..],
+            &["--json", "info", f],
+            &["--text", "context", f],
+            &["export", f],
+            &["--text", "usage", "--by", "model", "--no-cache"],
+        ] {
+            let (code, stdout, stderr) = h.run(args)?;
+            out.push_str(&format!("$ session {}\n", args.join(" ").replace(&*h.tmp.0.to_string_lossy(), "{tmp}")));
+            out.push_str(&stdout);
+            if !stdout.ends_with('\n') {
+                out.push('\n');
+            }
+            if code != 0 || !stderr.is_empty() {
+                out.push_str(&format!("[exit {code}] {stderr}\n"));
+            }
+        }
+        expect.assert_eq(&out);
+        assert_eq!(fs_err::read(&target)?, before, "{name}: the source is only read");
+    }
     Ok(())
 }
