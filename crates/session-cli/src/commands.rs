@@ -242,9 +242,9 @@ pub(crate) fn done<T>(m: &SessionManager, value: T) -> Result<T> {
 /// Applies `--leaf` / `--leaf-null` as the reference does: `branch(id)` or `resetLeaf()`.
 fn apply_leaf(leaf: &LeafArgs, m: &mut SessionManager) -> Result<()> {
     if let Some(id) = &leaf.leaf {
-        m.tree_mut().branch(id)?;
+        m.branch(id)?;
     } else if leaf.leaf_null {
-        m.tree_mut().reset_leaf();
+        m.reset_leaf();
     }
     Ok(())
 }

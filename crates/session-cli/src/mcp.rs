@@ -419,7 +419,7 @@ fn read_session(g: &Global, a: &Args<'_>) -> Answer {
     let budget = a.int("maxBytes", DEFAULT_BYTES, 1024, MAX_BYTES)?;
     let mut m = open(g, &path)?;
     if let Some(leaf) = a.str("leaf")? {
-        m.tree_mut().branch(leaf)?;
+        m.branch(leaf)?;
     }
     let context: Value = serde_json::from_str(&m.context_json(session::Leaf::Current, false)?)?;
     let messages = context.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();

@@ -76,7 +76,7 @@ pub fn other_session_info(storage: &dyn Storage, path: &Path) -> Option<SessionI
     let (st, n) = storage.read_into(path, &mut bytes).ok()?;
     let imported = session_import::import(&bytes[..n]).ok()?;
     let mut pi = String::new();
-    for r in imported.records(None) {
+    for r in imported.into_records(None) {
         pi.push_str(&r.line());
         pi.push('\n');
     }

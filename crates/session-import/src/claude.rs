@@ -89,8 +89,16 @@ impl State {
         id
     }
 
-    fn custom(&mut self, key: &str, parent: Option<String>, ts: &str, kind: &str, record: &Value) -> String {
-        let data = record.clone();
+    /// A custom entry holding the whole source `record`.
+    fn custom(
+        &mut self,
+        key: &str,
+        parent: Option<String>,
+        ts: &str,
+        kind: &str,
+        record: &Map<String, Value>,
+    ) -> String {
+        let data = Value::Object(record.clone());
         self.push(key, parent, ts, Kind::Custom { custom_type: format!("import:claude:{kind}"), data })
     }
 
@@ -167,7 +175,6 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
     let mut titles: Vec<(u8, usize, Title)> = Vec::new();
 
     for (no, r) in &records {
-        let value = Value::Object(r.clone());
         if let Some(raw) = r.get("timestamp") {
             match raw.as_str().and_then(iso) {
                 Some((s, _)) => timestamp = s,
@@ -197,7 +204,7 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
             if !KNOWN_META.contains(&ty.as_str()) {
                 st.diag(*no, DiagnosticKind::UnknownKind, format!("record kind {ty:?}: kept as custom"));
             }
-            let id = st.custom(&line_key, anchor.clone(), &timestamp, &ty, &value);
+            let id = st.custom(&line_key, anchor.clone(), &timestamp, &ty, r);
             if let Some((rank, field, by_user)) = rank
                 && let Some(name) = r.get(field).and_then(Value::as_str).map(str::trim).filter(|t| !t.is_empty())
             {
@@ -208,7 +215,7 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
         };
         if st.uuids.contains_key(uuid) {
             st.diag(*no, DiagnosticKind::Drift, format!("uuid {uuid} seen before: kept as custom"));
-            let id = st.custom(&line_key, anchor.clone(), &timestamp, "duplicate", &value);
+            let id = st.custom(&line_key, anchor.clone(), &timestamp, "duplicate", r);
             anchor = Some(id);
             continue;
         }
@@ -225,17 +232,17 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
             if parent.as_ref().and_then(|p| st.at.get(p)).is_some_and(|&i| !is_sidechain_node(&st.nodes[i])) {
                 parent = None;
             }
-            let id = st.custom(uuid, parent, &timestamp, "sidechain", &value);
+            let id = st.custom(uuid, parent, &timestamp, "sidechain", r);
             st.uuids.insert(uuid.to_owned(), id);
             continue;
         }
         let last = match ty.as_str() {
             "assistant" => assistant(&mut st, uuid, parent, &timestamp, r),
-            "user" => user(&mut st, *no, uuid, parent, &timestamp, r, &value, &tool_names),
+            "user" => user(&mut st, *no, uuid, parent, &timestamp, r, &tool_names),
             "system" if compact => {
                 let meta = r.get("compactMetadata");
                 let tokens = meta.and_then(|m| m.get("preTokens")).cloned().unwrap_or(json!(0));
-                let details = json!({"source": value});
+                let details = json!({"source": r});
                 st.push(
                     uuid,
                     parent,
@@ -247,7 +254,7 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
                 if !KNOWN_NODES.contains(&other) {
                     st.diag(*no, DiagnosticKind::UnknownKind, format!("record kind {other:?}: kept as custom"));
                 }
-                st.custom(uuid, parent, &timestamp, other, &value)
+                st.custom(uuid, parent, &timestamp, other, r)
             }
         };
         st.uuids.insert(uuid.to_owned(), last.clone());
@@ -259,7 +266,7 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
     if let Some((_, at, t)) = &title {
         st.nodes[*at].kind = Kind::SessionInfo(t.name.clone());
     }
-    let entries = ordered(&st.nodes, anchor.as_deref());
+    let entries = ordered(std::mem::take(&mut st.nodes), anchor.as_deref());
     Ok(Imported {
         kind: SourceKind::ClaudeCode,
         session_id,
@@ -423,7 +430,6 @@ fn user(
     parent: Option<String>,
     ts: &str,
     r: &Map<String, Value>,
-    value: &Value,
     tool_names: &HashMap<String, String>,
 ) -> String {
     if r.get("isCompactSummary").and_then(Value::as_bool) == Some(true) {
@@ -434,10 +440,10 @@ fn user(
         {
             *summary = text;
         }
-        return st.custom(uuid, parent, ts, "compact-summary", value);
+        return st.custom(uuid, parent, ts, "compact-summary", r);
     }
     if r.get("isMeta").and_then(Value::as_bool) == Some(true) {
-        return st.custom(uuid, parent, ts, "meta", value);
+        return st.custom(uuid, parent, ts, "meta", r);
     }
     let at_ms = ms(ts);
     let content = r.get("message").and_then(|m| m.get("content"));
@@ -488,7 +494,7 @@ fn user(
     }
     if made.is_empty() {
         st.diag(no, DiagnosticKind::Drift, "a user record without content: kept as custom".to_owned());
-        return st.custom(uuid, parent, ts, "user", value);
+        return st.custom(uuid, parent, ts, "user", r);
     }
     // Results of one response's parallel calls may each name the response as parent:
     // chain them, so the branch holds every result and not only the last.

@@ -82,8 +82,10 @@ impl State {
         id
     }
 
-    fn custom(&mut self, no: usize, ts: &str, kind: &str, record: &Value) {
-        self.push(no, "", ts, Kind::Custom { custom_type: format!("import:codex:{kind}"), data: record.clone() });
+    /// A custom entry holding the whole source `record`.
+    fn custom(&mut self, no: usize, ts: &str, kind: &str, record: &Map<String, Value>) {
+        let data = Value::Object(record.clone());
+        self.push(no, "", ts, Kind::Custom { custom_type: format!("import:codex:{kind}"), data });
     }
 
     fn diag(&mut self, line: usize, kind: DiagnosticKind, message: String) {
@@ -162,7 +164,6 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
     let mut timestamp = start.clone();
     for (no, r) in &records {
         let no = *no;
-        let value = Value::Object(r.clone());
         if let Some(raw) = r.get("timestamp") {
             match raw.as_str().and_then(iso) {
                 Some((s, _)) => timestamp = s,
@@ -178,11 +179,11 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
         let Some(payload) = r.get("payload").and_then(Value::as_object) else {
             st.diag(no, DiagnosticKind::Drift, format!("record {ty:?} without an object payload: kept as custom"));
             st.open = None;
-            st.custom(no, &ts, if ty.is_empty() { "unknown" } else { ty }, &value);
+            st.custom(no, &ts, if ty.is_empty() { "unknown" } else { ty }, r);
             continue;
         };
         match ty {
-            "response_item" => response_item(&mut st, no, &ts, payload, &value),
+            "response_item" => response_item(&mut st, no, &ts, payload, r),
             "event_msg" => {
                 let kind = payload.get("type").and_then(Value::as_str).unwrap_or_default();
                 if kind == "token_count" {
@@ -206,7 +207,7 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
                     st.push(no, "", &ts, Kind::SessionInfo(name.to_owned()));
                     continue;
                 }
-                st.custom(no, &ts, "event_msg", &value);
+                st.custom(no, &ts, "event_msg", r);
             }
             "turn_context" => {
                 st.open = None;
@@ -217,7 +218,7 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
                     }
                     st.model = Some(model.to_owned());
                 }
-                st.custom(no, &ts, "turn_context", &value);
+                st.custom(no, &ts, "turn_context", r);
             }
             "compacted" => {
                 st.open = None;
@@ -230,18 +231,18 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
             }
             "session_meta" => {
                 st.open = None;
-                st.custom(no, &ts, "session_meta", &value);
+                st.custom(no, &ts, "session_meta", r);
             }
             other => {
                 if !KNOWN_KINDS.contains(&other) {
                     st.diag(no, DiagnosticKind::UnknownKind, format!("record kind {other:?}: kept as custom"));
                 }
-                st.custom(no, &ts, if other.is_empty() { "unknown" } else { other }, &value);
+                st.custom(no, &ts, if other.is_empty() { "unknown" } else { other }, r);
             }
         }
     }
     let leaf = st.nodes.last().map(|n| n.id.clone());
-    let entries = ordered(&st.nodes, leaf.as_deref());
+    let entries = ordered(std::mem::take(&mut st.nodes), leaf.as_deref());
     Ok(Imported {
         kind: SourceKind::Codex,
         session_id,
@@ -254,7 +255,7 @@ pub fn import(bytes: &[u8]) -> Result<Imported, ImportError> {
     })
 }
 
-fn response_item(st: &mut State, no: usize, ts: &str, item: &Map<String, Value>, value: &Value) {
+fn response_item(st: &mut State, no: usize, ts: &str, item: &Map<String, Value>, record: &Map<String, Value>) {
     let ty = item.get("type").and_then(Value::as_str).unwrap_or_default();
     let at_ms = iso(ts).map_or(0, |(_, ms)| ms);
     match ty {
@@ -283,7 +284,7 @@ fn response_item(st: &mut State, no: usize, ts: &str, item: &Map<String, Value>,
                     let scaffolding = !texts.is_empty()
                         && texts.iter().all(|t| SCAFFOLDING.iter().any(|s| t.trim_start().starts_with(s)));
                     if scaffolding {
-                        st.custom(no, ts, "scaffolding", value);
+                        st.custom(no, ts, "scaffolding", record);
                         return;
                     }
                     let blocks: Vec<Value> = content.iter().map(input_block).collect();
@@ -291,7 +292,7 @@ fn response_item(st: &mut State, no: usize, ts: &str, item: &Map<String, Value>,
                 }
                 other => {
                     st.open = None;
-                    st.custom(no, ts, if other.is_empty() { "message" } else { other }, value);
+                    st.custom(no, ts, if other.is_empty() { "message" } else { other }, record);
                 }
             }
         }
@@ -353,7 +354,7 @@ fn response_item(st: &mut State, no: usize, ts: &str, item: &Map<String, Value>,
             if !KNOWN_ITEMS.contains(&other) {
                 st.diag(no, DiagnosticKind::UnknownKind, format!("response item {other:?}: kept as custom"));
             }
-            st.custom(no, ts, if other.is_empty() { "response_item" } else { other }, value);
+            st.custom(no, ts, if other.is_empty() { "response_item" } else { other }, record);
         }
     }
 }

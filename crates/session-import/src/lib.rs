@@ -149,6 +149,14 @@ impl Imported {
         out
     }
 
+    /// [`Imported::records`], taking the entries instead of copying them.
+    pub fn into_records(self, cwd: Option<&str>) -> Vec<Record> {
+        let mut out = Vec::with_capacity(self.entries.len() + 1);
+        out.push(self.header(cwd));
+        out.extend(self.entries);
+        out
+    }
+
     /// Returns the id of the entry pi and omp take as the leaf (the last one).
     pub fn leaf(&self) -> Option<&str> {
         self.entries.last().and_then(Record::id)

@@ -82,20 +82,20 @@ pub(crate) struct Node {
 }
 
 impl Node {
-    pub(crate) fn record(&self) -> Record {
-        let b = Base::new(self.id.clone(), self.parent.as_deref(), self.timestamp.clone());
-        match &self.kind {
-            Kind::Message(m) => pi::message(&b, m.clone()),
-            Kind::Custom { custom_type, data } => pi::custom(&b, custom_type, Some(data.clone())),
+    pub(crate) fn into_record(self) -> Record {
+        let b = Base::new(self.id.clone(), self.parent.as_deref(), self.timestamp);
+        match self.kind {
+            Kind::Message(m) => pi::message(&b, m),
+            Kind::Custom { custom_type, data } => pi::custom(&b, &custom_type, Some(data)),
             Kind::Compaction { summary, tokens_before, details } => pi::compaction(
                 &b,
-                summary,
+                &summary,
                 &self.id,
-                tokens_before.clone(),
-                pi::CompactionExtra { details: details.clone(), from_hook: Some(false), ..Default::default() },
+                tokens_before,
+                pi::CompactionExtra { details, from_hook: Some(false), ..Default::default() },
             ),
-            Kind::ModelChange { provider, model } => pi::model_change(&b, provider, model),
-            Kind::SessionInfo(name) => pi::session_info(&b, &pi::sanitize_session_name(name)),
+            Kind::ModelChange { provider, model } => pi::model_change(&b, &provider, &model),
+            Kind::SessionInfo(name) => pi::session_info(&b, &pi::sanitize_session_name(&name)),
         }
     }
 }
@@ -103,7 +103,7 @@ impl Node {
 /// Returns `nodes` as records, parents before children: roots and children in the
 /// order they were made, except that the subtree holding `leaf` comes last at every
 /// level, so `leaf` (a node with no children) is the last record.
-pub(crate) fn ordered(nodes: &[Node], leaf: Option<&str>) -> Vec<Record> {
+pub(crate) fn ordered(nodes: Vec<Node>, leaf: Option<&str>) -> Vec<Record> {
     let index: HashMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.id.as_str(), i)).collect();
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
     let mut roots = Vec::new();
@@ -131,13 +131,15 @@ pub(crate) fn ordered(nodes: &[Node], leaf: Option<&str>) -> Vec<Record> {
         }
         v
     };
-    let mut out = Vec::with_capacity(nodes.len());
+    let mut order = Vec::with_capacity(nodes.len());
     let mut stack = last_first(&roots);
     while let Some(i) = stack.pop() {
-        out.push(nodes[i].record());
+        order.push(i);
         stack.extend(last_first(&children[i]));
     }
-    out
+    drop(index);
+    let mut slots: Vec<Option<Node>> = nodes.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).map(Node::into_record).collect()
 }
 
 /// pi's usage object from token counts (costs unknown: zero).

@@ -266,8 +266,8 @@ impl SessionManager {
             Dialect::Omp => from.unwrap_or("root").to_owned(),
         };
         match from {
-            Some(id) => self.tree_mut().branch(id).map_err(|_| SessionError::EntryNotFound { id: id.into() })?,
-            None => self.tree_mut().reset_leaf(),
+            Some(id) => self.branch(id)?,
+            None => self.reset_leaf(),
         }
         match self.dialect() {
             Dialect::Pi => {

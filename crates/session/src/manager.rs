@@ -677,9 +677,35 @@ impl SessionManager {
         &self.tree
     }
 
-    /// Returns the entry tree for navigation (`branch`, `reset_leaf`).
-    pub fn tree_mut(&mut self) -> &mut SessionTree {
-        &mut self.tree
+    /// Moves the leaf to the entry `id`, as the agents' `branch` does: the next append
+    /// becomes its child (a sibling of whatever followed it). Nothing is written; the
+    /// tree itself changes only through appends.
+    ///
+    /// ```
+    /// use session::{Dialect, Env, SessionManager};
+    /// # fn main() -> Result<(), session::SessionError> {
+    /// let mut m = SessionManager::in_memory(Dialect::Pi, "/work", Env::memory());
+    /// let first = m.append_custom_entry("note", None)?;
+    /// m.append_custom_entry("note", None)?;
+    /// m.branch(&first)?;
+    /// let sibling = m.append_custom_entry("note", None)?;
+    /// assert_eq!(m.tree().get(&sibling).and_then(|r| r.get_str("parentId")), Some(first.as_str()));
+    /// assert!(m.branch("no-such-id").is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`SessionError::EntryNotFound`]: no entry has that id (the leaf stays).
+    pub fn branch(&mut self, id: &str) -> Result<()> {
+        self.tree.branch(id).map_err(|_| SessionError::EntryNotFound { id: id.into() })
+    }
+
+    /// Moves the leaf before the first entry (the agents' `resetLeaf`): the next append
+    /// starts a new root. Nothing is written.
+    pub fn reset_leaf(&mut self) {
+        self.tree.reset_leaf();
     }
 
     /// Returns the environment the session runs on.
@@ -1248,7 +1274,7 @@ impl SessionManager {
     /// the new file (`None` in memory).
     ///
     /// To branch within the session instead, move the leaf:
-    /// `m.tree_mut().branch(id)`, and the next append becomes a sibling.
+    /// [`SessionManager::branch`], and the next append becomes a sibling.
     ///
     /// ```
     /// use session::{Dialect, Env, SessionManager};

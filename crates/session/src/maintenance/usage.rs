@@ -301,7 +301,7 @@ impl FileUsage {
     /// agent's file that does not import.
     fn parse(bytes: &[u8], file: &SessionFile, st: Option<&session_store::FileStat>) -> Option<FileUsage> {
         let records = if file.other {
-            session_import::import(bytes).ok()?.records(None)
+            session_import::import(bytes).ok()?.into_records(None)
         } else {
             session_model::parse_session_bytes(bytes, file.dialect).records
         };

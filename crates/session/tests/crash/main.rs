@@ -139,7 +139,7 @@ fn branchy(dialect: Dialect, dir: &Path, env: Env) -> Result<(SessionManager, St
     m.append_label_change(&u1, Some("start"))?;
     m.append_message(user("second question"))?;
     let a2 = m.append_message(assistant("second answer"))?;
-    m.tree_mut().branch(&a1)?;
+    m.branch(&a1)?;
     m.append_message(user("side question"))?;
     m.append_message(assistant("side answer"))?;
     Ok((m, a2))

@@ -324,7 +324,7 @@ fn branchy_session(rig: &Rig, dialect: Dialect) -> Result<(PathBuf, String, Vec<
     m.append_label_change(&u1, Some("start"))?;
     let u2 = m.append_message(user("second question"))?;
     let a2 = m.append_message(assistant("second answer"))?;
-    m.tree_mut().branch(&a1)?;
+    m.branch(&a1)?;
     m.append_message(user("side question"))?;
     m.append_message(assistant("side answer"))?;
     let file = file_of(&m)?;

@@ -217,7 +217,7 @@ fn large_session(dialect: Dialect, env: Env) -> Result<(SessionManager, String)>
         }
     }
     let last = m.tree().leaf_id().ok_or("leaf")?.to_owned();
-    m.tree_mut().branch(&fork_point)?;
+    m.branch(&fork_point)?;
     m.append_message(user("a side branch"))?;
     Ok((m, last))
 }

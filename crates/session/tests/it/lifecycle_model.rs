@@ -121,7 +121,7 @@ fn run(env: Env, root: &Path, ops: &[Op]) -> Result<(), TestCaseError> {
             Op::Branch(k) => {
                 if !model.entries.is_empty() {
                     let id = model.entries[k % model.entries.len()].0.clone();
-                    m.tree_mut().branch(&id).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    m.branch(&id).map_err(|e| TestCaseError::fail(e.to_string()))?;
                     model.leaf = Some(id);
                 }
             }

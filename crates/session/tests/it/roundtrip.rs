@@ -57,12 +57,12 @@ fn apply(m: &mut SessionManager, op: &Op) {
         },
         Op::Branch(i) => {
             if let Some(id) = pick(*i) {
-                let _ = m.tree_mut().branch(&id);
+                let _ = m.branch(&id);
             }
             Ok(())
         }
         Op::Reset => {
-            m.tree_mut().reset_leaf();
+            m.reset_leaf();
             Ok(())
         }
         Op::BranchSummary(i, s) => {

@@ -351,7 +351,7 @@ fn item_32_tree_shapes() -> Result<()> {
     m.append_message(user("3"))?;
     assert_eq!(m.tree().tree().len(), 1);
     for i in 0..2 {
-        m.tree_mut().branch(&two)?;
+        m.branch(&two)?;
         m.append_message(user(&format!("b{i}")))?;
     }
     assert_eq!(m.tree().tree()[0].children[0].children.len(), 3, "three siblings");
@@ -363,11 +363,11 @@ fn item_33_branch_moves_the_leaf_and_parents_the_next_append() -> Result<()> {
     let mut m = mem(OMP);
     let a = m.append_message(user("1"))?;
     m.append_message(assistant("2"))?;
-    m.tree_mut().branch(&a)?;
+    m.branch(&a)?;
     assert_eq!(m.tree().leaf_id(), Some(a.as_str()));
     let c = m.append_message(user("3"))?;
     assert_eq!(m.tree().get(&c).and_then(|r| r.parent_id()), Some(a.as_str()));
-    let err = m.tree_mut().branch("nonexistent").err().ok_or("refused")?;
+    let err = m.branch("nonexistent").err().ok_or("refused")?;
     assert_eq!(err.to_string(), "Entry nonexistent not found");
     Ok(())
 }
@@ -401,7 +401,7 @@ fn item_36_context_after_branching_is_the_active_branch() -> Result<()> {
     m.append_message(user("1"))?;
     let b = m.append_message(assistant("2"))?;
     m.append_message(user("3"))?;
-    m.tree_mut().branch(&b)?;
+    m.branch(&b)?;
     m.append_message(assistant("4"))?;
     assert_eq!(texts(&ctx(&m, Leaf::Current)?), ["user: 1", "assistant: 2", "assistant: 4"]);
     Ok(())
@@ -526,7 +526,7 @@ fn item_51_branch_without_an_append_is_lost_on_reload() -> Result<()> {
     let mut m = SessionManager::create(OMP, "/w", tmp.path(), Env::files())?;
     let a = m.append_message(user("1"))?;
     let b = m.append_message(assistant("2"))?;
-    m.tree_mut().branch(&a)?;
+    m.branch(&a)?;
     let file = m.session_file().ok_or("file")?.to_path_buf();
     drop(m);
     let again = SessionManager::open_read_only(OMP, &file, Env::files())?;

@@ -602,7 +602,7 @@ fn branched(d: Dialect, n: usize) -> Result<(SessionManager, String)> {
     let two = m.append_message(assistant("2"))?;
     m.append_message(user("3"))?;
     for i in 0..n {
-        m.tree_mut().branch(&two)?;
+        m.branch(&two)?;
         m.append_message(user(&format!("b{i}")))?;
     }
     Ok((m, two))
@@ -632,10 +632,10 @@ fn item_61_deep_branching() -> Result<()> {
     let two = m.append_message(assistant("2"))?;
     let three = m.append_message(user("3"))?;
     m.append_message(assistant("4"))?;
-    m.tree_mut().branch(&two)?;
+    m.branch(&two)?;
     let five = m.append_message(user("5"))?;
     m.append_message(assistant("6"))?;
-    m.tree_mut().branch(&five)?;
+    m.branch(&five)?;
     m.append_message(assistant("7"))?;
     let children = |id: &str| m.tree().children(id).len();
     assert_eq!((children(&two), children(&five), children(&three)), (2, 2, 1));
@@ -647,7 +647,7 @@ fn item_62_branch_moves_the_leaf() -> Result<()> {
     let mut m = mem(PI);
     let a = m.append_message(user("1"))?;
     m.append_message(assistant("2"))?;
-    m.tree_mut().branch(&a)?;
+    m.branch(&a)?;
     assert_eq!(m.tree().leaf_id(), Some(a.as_str()));
     Ok(())
 }
@@ -655,7 +655,7 @@ fn item_62_branch_moves_the_leaf() -> Result<()> {
 #[test]
 fn item_63_branch_to_an_unknown_id_fails() -> Result<()> {
     let mut m = mem(PI);
-    let err = m.tree_mut().branch("nonexistent").err().ok_or("refused")?;
+    let err = m.branch("nonexistent").err().ok_or("refused")?;
     assert_eq!(err.to_string(), "Entry nonexistent not found");
     Ok(())
 }
@@ -665,7 +665,7 @@ fn item_64_append_after_branch_is_its_child() -> Result<()> {
     let mut m = mem(PI);
     let a = m.append_message(user("1"))?;
     m.append_message(assistant("2"))?;
-    m.tree_mut().branch(&a)?;
+    m.branch(&a)?;
     let c = m.append_message(user("3"))?;
     assert_eq!(m.tree().get(&c).and_then(|r| r.parent_id()), Some(a.as_str()));
     Ok(())
@@ -733,7 +733,7 @@ fn item_71_context_after_branching_is_the_active_branch() -> Result<()> {
     m.append_message(user("msg1"))?;
     let b = m.append_message(assistant("msg2"))?;
     m.append_message(user("msg3"))?;
-    m.tree_mut().branch(&b)?;
+    m.branch(&b)?;
     m.append_message(assistant("msg4-branch"))?;
     assert_eq!(texts(&ctx(&m, Leaf::Current)?), ["user: msg1", "assistant: msg2", "assistant: msg4-branch"]);
     Ok(())
@@ -755,7 +755,7 @@ fn item_73_in_memory_branched_session_keeps_the_path() -> Result<()> {
     let b = m.append_message(assistant("2"))?;
     let c = m.append_message(user("3"))?;
     m.append_message(assistant("4"))?;
-    m.tree_mut().branch(&c)?;
+    m.branch(&c)?;
     m.append_message(assistant("5"))?;
     assert_eq!(m.create_branched_session(&b)?, None);
     assert_eq!(ids(&m), [a, b]);
@@ -768,7 +768,7 @@ fn item_74_branched_session_of_a_branch_leaf() -> Result<()> {
     let a = m.append_message(user("1"))?;
     let b = m.append_message(assistant("2"))?;
     m.append_message(user("3"))?;
-    m.tree_mut().branch(&b)?;
+    m.branch(&b)?;
     let d = m.append_message(user("4"))?;
     let e = m.append_message(assistant("5"))?;
     m.create_branched_session(&e)?;
@@ -1049,7 +1049,7 @@ fn item_111_edits_apply_on_their_branch_only() -> Result<()> {
     m.append_context_edit(&a, Value::Null)?;
     assert_eq!(texts(&ctx(&m, Leaf::Current)?), ["user: q"], "null omits the message");
     assert!(m.tree().get(&a).is_some(), "the raw entry stays");
-    m.tree_mut().branch(&a)?;
+    m.branch(&a)?;
     assert_eq!(texts(&ctx(&m, Leaf::Current)?), ["user: q", "assistant: r"], "off the edit's branch");
     assert_eq!(m.tree().get(&u).map(|r| r.value()["message"]["content"].clone()), Some(json!("q")));
     Ok(())
@@ -1059,7 +1059,7 @@ fn item_111_edits_apply_on_their_branch_only() -> Result<()> {
 fn item_112_branch_summary_from_the_root() -> Result<()> {
     let mut m = mem(PI);
     m.append_message(user("1"))?;
-    m.tree_mut().reset_leaf();
+    m.reset_leaf();
     let s = m.branch_with_summary(None, "from the root", None, None, None)?;
     let e = m.tree().get(&s).ok_or("summary")?;
     assert_eq!((e.get("parentId"), e.get_str("fromId")), (Some(&Value::Null), Some("root")));
