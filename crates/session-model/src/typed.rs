@@ -442,6 +442,123 @@ impl Message {
     }
 }
 
+/// A role's message struct into its [`Message`] (a [`CustomRoleMessage`] becomes
+/// [`Message::Custom`], the current name of `hookMessage`).
+macro_rules! message_from {
+    ($($ty:ident => $variant:ident),* $(,)?) => {
+        $(
+            impl From<$ty> for Message {
+                fn from(m: $ty) -> Message {
+                    Message::$variant(m)
+                }
+            }
+        )*
+    };
+}
+
+message_from! {
+    UserMessage => User,
+    AssistantMessage => Assistant,
+    ToolResultMessage => ToolResult,
+    SystemMessage => System,
+    DeveloperMessage => Developer,
+    BashExecutionMessage => BashExecution,
+    CustomRoleMessage => Custom,
+    BranchSummaryMessage => BranchSummary,
+    CompactionSummaryMessage => CompactionSummary,
+}
+
+impl From<&str> for Content {
+    /// A string content.
+    fn from(text: &str) -> Content {
+        Content::Text(text.to_owned())
+    }
+}
+
+impl From<String> for Content {
+    /// A string content.
+    fn from(text: String) -> Content {
+        Content::Text(text)
+    }
+}
+
+impl From<Vec<ContentBlock>> for Content {
+    /// An array of blocks.
+    fn from(blocks: Vec<ContentBlock>) -> Content {
+        Content::Blocks(blocks)
+    }
+}
+
+impl ContentBlock {
+    /// A `text` block.
+    pub fn text(text: impl Into<String>) -> ContentBlock {
+        ContentBlock::Text(TextBlock { text: text.into(), ..TextBlock::default() })
+    }
+
+    /// A `toolCall` block: the call `id` a `toolResult` answers, the tool and its
+    /// arguments.
+    pub fn tool_call(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> ContentBlock {
+        ContentBlock::ToolCall(ToolCallBlock {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+            ..ToolCallBlock::default()
+        })
+    }
+}
+
+impl UserMessage {
+    /// A user message of `content` (a string or blocks) at `timestamp` (epoch ms).
+    ///
+    /// ```
+    /// use session_model::typed::{Message, UserMessage};
+    /// let m = Message::from(UserMessage::new("2+2?", 1.0));
+    /// let text = session_model::json::to_js_string(&m.to_value());
+    /// assert_eq!(text, r#"{"role":"user","content":"2+2?","timestamp":1}"#);
+    /// ```
+    pub fn new(content: impl Into<Content>, timestamp: f64) -> UserMessage {
+        UserMessage { content: content.into(), timestamp: Some(timestamp), ..UserMessage::default() }
+    }
+}
+
+impl AssistantMessage {
+    /// An assistant message of `content` at `timestamp` (epoch ms); set `provider`,
+    /// `model`, `usage` and `stop_reason` on it as the turn has them.
+    ///
+    /// ```
+    /// use session_model::typed::{AssistantMessage, ContentBlock, Message};
+    /// let mut a = AssistantMessage::new(vec![ContentBlock::text("4")], 2.0);
+    /// a.stop_reason = Some("stop".into());
+    /// let v = Message::from(a).to_value();
+    /// assert_eq!(v["content"][0]["text"], "4");
+    /// assert_eq!(v["stopReason"], "stop");
+    /// ```
+    pub fn new(content: Vec<ContentBlock>, timestamp: f64) -> AssistantMessage {
+        AssistantMessage { content, timestamp: Some(timestamp), ..AssistantMessage::default() }
+    }
+}
+
+impl ToolResultMessage {
+    /// The result of the tool call `tool_call_id` (a [`ContentBlock::tool_call`]'s id)
+    /// of `tool_name`, at `timestamp` (epoch ms).
+    pub fn new(
+        tool_call_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        content: impl Into<Content>,
+        is_error: bool,
+        timestamp: f64,
+    ) -> ToolResultMessage {
+        ToolResultMessage {
+            tool_call_id: tool_call_id.into(),
+            tool_name: tool_name.into(),
+            content: content.into(),
+            is_error,
+            timestamp: Some(timestamp),
+            ..ToolResultMessage::default()
+        }
+    }
+}
+
 tagged_enum! {
     /// One block of a message's `content` array, by its `type`.
     pub enum ContentBlock by "type" via TypeTagged {

@@ -51,8 +51,8 @@ fn env_in(dir: &Path, durability: Durability) -> Env {
 /// Returns a session with its file already written (a user and an assistant message).
 fn live_session(dialect: Dialect, dir: &Path, durability: Durability) -> SessionManager {
     let mut m = SessionManager::create(dialect, "/tmp", dir, env_in(dir, durability)).expect("create");
-    m.append_message(json!({"role": "user", "content": "start", "timestamp": 1})).expect("user");
-    m.append_message(json!({"role": "assistant", "content": [{"type": "text", "text": "ok"}], "provider": "p",
+    m.append_message_json(json!({"role": "user", "content": "start", "timestamp": 1})).expect("user");
+    m.append_message_json(json!({"role": "assistant", "content": [{"type": "text", "text": "ok"}], "provider": "p",
                             "model": "m", "timestamp": 2}))
         .expect("assistant");
     m
@@ -78,7 +78,7 @@ fn append(c: &mut Criterion) {
                         let messages: Vec<_> = (0..n).map(|_| message.clone()).collect();
                         let start = Instant::now();
                         for msg in messages {
-                            black_box(m.append_message(msg).expect("append"));
+                            black_box(m.append_message_json(msg).expect("append"));
                         }
                         total += start.elapsed();
                         done += n;
@@ -106,7 +106,7 @@ fn append_latency(_: &mut Criterion) {
                 let messages: Vec<_> = (0..n).map(|_| message.clone()).collect();
                 for msg in messages {
                     let start = Instant::now();
-                    black_box(m.append_message(msg).expect("append"));
+                    black_box(m.append_message_json(msg).expect("append"));
                     times.push(start.elapsed());
                 }
             }

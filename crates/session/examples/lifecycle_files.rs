@@ -34,8 +34,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     let moved = m.move_to("/var/tmp/moved-cwd", Some(&dir.join("moved")))?;
     m.append_custom_entry("after-move", None)?;
     m.append_entries_atomically(|m| {
-        m.append_message(json!({"role": "user", "content": "batched question", "timestamp": 1}))?;
-        m.append_message(json!({"role": "assistant", "content": [{"type": "text", "text": "batched answer"}],
+        m.append_message_json(json!({"role": "user", "content": "batched question", "timestamp": 1}))?;
+        m.append_message_json(json!({"role": "assistant", "content": [{"type": "text", "text": "batched answer"}],
                                 "provider": "p", "model": "m", "stopReason": "stop", "timestamp": 2}))
     })?;
     m.flush_sync()?;
@@ -45,7 +45,7 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     let mut n = SessionManager::create(Dialect::Omp, "/var/tmp/new", &dir, env.clone())?;
     n.new_session(NewSessionOptions::default().parent_session("parent"))?;
-    n.append_message(json!({"role": "user", "content": "hi", "timestamp": 3}))?;
+    n.append_message_json(json!({"role": "user", "content": "hi", "timestamp": 3}))?;
     n.flush()?;
     written.extend(n.session_file().map(Path::to_path_buf));
 

@@ -171,7 +171,7 @@ impl SessionManager {
     /// use session::{ContextSettings, Dialect, Env, SessionManager};
     ///
     /// let mut m = SessionManager::in_memory(Dialect::Pi, "/p", Env::memory());
-    /// m.append_message(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    /// m.append_message_json(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
     /// m.append_thinking_level_change(Some("high"), None)?;
     /// let ctx = m.context()?;
     /// assert!(matches!(&ctx.messages[0], Message::User(u) if u.content == Content::Text("hi".into())));
@@ -191,8 +191,8 @@ impl SessionManager {
     /// use session::{Dialect, Env, Leaf, SessionManager};
     ///
     /// let mut m = SessionManager::in_memory(Dialect::Omp, "/p", Env::memory());
-    /// let first = m.append_message(json!({"role": "user", "content": "one", "timestamp": 1}))?;
-    /// m.append_message(json!({"role": "user", "content": "two", "timestamp": 2}))?;
+    /// let first = m.append_message_json(json!({"role": "user", "content": "one", "timestamp": 1}))?;
+    /// m.append_message_json(json!({"role": "user", "content": "two", "timestamp": 2}))?;
     /// assert_eq!(m.context_at(Leaf::Id(&first))?.messages.len(), 1);
     /// assert_eq!(m.context_at(Leaf::Null)?.messages.len(), 0);
     /// assert_eq!(m.context()?.messages.len(), 2);
@@ -214,7 +214,7 @@ impl SessionManager {
     /// use session::{Dialect, Env, Leaf, SessionManager};
     ///
     /// let mut m = SessionManager::in_memory(Dialect::Pi, "/p", Env::memory());
-    /// m.append_message(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    /// m.append_message_json(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
     /// assert_eq!(
     ///     m.context_json(Leaf::Current, false)?,
     ///     r#"{"messages":[{"role":"user","content":"hi","timestamp":1}],"thinkingLevel":"off","model":null}"#

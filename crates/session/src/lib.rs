@@ -22,15 +22,19 @@
 //! [`maintenance`]; [`sync`] keeps every session of a machine in step with a remote copy
 //! on any storage.
 //!
+//! Messages are written from the typed model ([`SessionManager::append_message`]; raw
+//! JSON through [`SessionManager::append_message_json`]):
+//!
 //! ```
+//! use session::model::typed::{AssistantMessage, ContentBlock, UserMessage};
 //! use session::{Dialect, Env, SessionManager};
-//! use serde_json::json;
 //!
 //! let mut m = SessionManager::in_memory(Dialect::Pi, "/home/me/project", Env::memory());
-//! let user = m.append_message(json!({"role": "user", "content": "hi", "timestamp": 1})).unwrap();
+//! let user = m.append_message(UserMessage::new("hi", 1.0)).unwrap();
+//! m.append_message(AssistantMessage::new(vec![ContentBlock::text("Hello.")], 2.0)).unwrap();
 //! m.append_label_change(&user, Some("start")).unwrap();
 //! assert_eq!(m.tree().label(&user), Some("start"));
-//! assert_eq!(m.tree().entries().len(), 2);
+//! assert_eq!(m.context().unwrap().messages.len(), 2);
 //! ```
 
 mod appends;

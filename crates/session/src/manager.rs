@@ -243,7 +243,7 @@ impl SessionManager {
     /// use session::{Dialect, Env, SessionManager};
     /// # fn main() -> Result<(), session::SessionError> {
     /// let mut m = SessionManager::open(Dialect::Pi, std::path::Path::new("/s/a.jsonl"), Env::memory())?;
-    /// m.append_message(serde_json::json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    /// m.append_message_json(serde_json::json!({"role": "user", "content": "hi", "timestamp": 1}))?;
     /// assert_eq!(m.tree().entries().len(), 1);
     /// # Ok(())
     /// # }
@@ -333,7 +333,7 @@ impl SessionManager {
     /// let mut m = SessionManager::create(Dialect::Pi, "/work", std::path::Path::new("/s"), env)?;
     /// let file = m.session_file().expect("persisted").to_path_buf();
     /// assert!(!storage.exists(&file)?, "pi writes nothing before the first message");
-    /// m.append_message(serde_json::json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    /// m.append_message_json(serde_json::json!({"role": "user", "content": "hi", "timestamp": 1}))?;
     /// assert!(storage.exists(&file)?);
     /// # Ok(())
     /// # }
@@ -364,7 +364,7 @@ impl SessionManager {
     /// use session::{Dialect, Env, SessionManager};
     /// # fn main() -> Result<(), session::SessionError> {
     /// let mut m = SessionManager::in_memory(Dialect::Omp, "/work", Env::memory());
-    /// m.append_message(serde_json::json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    /// m.append_message_json(serde_json::json!({"role": "user", "content": "hi", "timestamp": 1}))?;
     /// assert_eq!(m.session_file(), None);
     /// assert_eq!(m.context()?.messages.len(), 1);
     /// # Ok(())
@@ -1126,23 +1126,69 @@ impl SessionManager {
 
     // ------------------------------------------------------------------ typed appends
 
-    /// Appends a `message` entry (any role, stored as given) as a child of the leaf,
-    /// persists it by the dialect's rule and returns its id; the entry becomes the leaf.
+    /// Appends a `message` entry as a child of the leaf, persists it by the dialect's
+    /// rule and returns its id; the entry becomes the leaf. The message is the typed
+    /// model ([`model::typed::Message`](crate::model::typed::Message) or any of its
+    /// role structs), written as the agents write it; a [`Message::Unknown`] must be an
+    /// object with a string `role` (anything else is refused before a byte is written;
+    /// [`SessionManager::append_message_json`] writes any JSON).
+    ///
+    /// [`Message::Unknown`]: crate::model::typed::Message::Unknown
+    ///
+    /// ```
+    /// use session::model::typed::{AssistantMessage, ContentBlock, ToolResultMessage, UserMessage};
+    /// use session::{Dialect, Env, SessionManager};
+    /// # fn main() -> Result<(), session::SessionError> {
+    /// let mut m = SessionManager::in_memory(Dialect::Pi, "/work", Env::memory());
+    /// let q = m.append_message(UserMessage::new("How many files?", 1.0))?;
+    /// let call = ContentBlock::tool_call("call_1", "bash", serde_json::json!({"command": "ls | wc -l"}));
+    /// let mut turn = AssistantMessage::new(vec![call], 2.0);
+    /// turn.stop_reason = Some("toolUse".into());
+    /// m.append_message(turn)?;
+    /// m.append_message(ToolResultMessage::new("call_1", "bash", "3", false, 3.0))?;
+    /// let a = m.append_message(AssistantMessage::new(vec![ContentBlock::text("Three.")], 4.0))?;
+    /// assert_eq!(m.tree().get_branch(None).len(), 4);
+    /// assert_eq!(m.tree().leaf_id(), Some(a.as_str()));
+    /// assert_ne!(q, a);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`SessionError::Typed`] for an unknown message without a string `role`; else as
+    /// every append (a refused or failed write).
+    pub fn append_message(&mut self, message: impl Into<session_model::typed::Message>) -> Result<String> {
+        let message = message.into();
+        if let session_model::typed::Message::Unknown(v) = &message
+            && !v.get("role").is_some_and(Value::is_string)
+        {
+            return Err(session_model::typed::TypedError::Field {
+                path: "role".to_owned(),
+                message: "a message needs a string role (append_message_json writes any JSON)".to_owned(),
+            }
+            .into());
+        }
+        self.append_message_json(message.to_value())
+    }
+
+    /// Appends a `message` entry holding `message` as given, whatever JSON it is: the
+    /// escape hatch beside [`SessionManager::append_message`], for messages the typed
+    /// model does not describe. Nothing checks it; the agents read what they can of it.
     ///
     /// ```
     /// use session::{Dialect, Env, SessionManager};
     /// # fn main() -> Result<(), session::SessionError> {
     /// let mut m = SessionManager::in_memory(Dialect::Pi, "/work", Env::memory());
-    /// let q = m.append_message(serde_json::json!({"role": "user", "content": "2+2?", "timestamp": 1}))?;
-    /// let a = m.append_message(serde_json::json!({
+    /// let q = m.append_message_json(serde_json::json!({"role": "user", "content": "2+2?", "timestamp": 1}))?;
+    /// let a = m.append_message_json(serde_json::json!({
     ///     "role": "assistant", "content": [{"type": "text", "text": "4"}], "timestamp": 2,
     /// }))?;
     /// assert_eq!(m.tree().get(&a).and_then(|r| r.parent_id()), Some(q.as_str()));
-    /// assert_eq!(m.tree().leaf_id(), Some(a.as_str()));
     /// # Ok(())
     /// # }
     /// ```
-    pub fn append_message(&mut self, message: Value) -> Result<String> {
+    pub fn append_message_json(&mut self, message: Value) -> Result<String> {
         self.append_with(|b| entries::pi::message(b, message))
     }
 
@@ -1280,8 +1326,8 @@ impl SessionManager {
     /// use session::{Dialect, Env, SessionManager};
     /// # fn main() -> Result<(), session::SessionError> {
     /// let mut m = SessionManager::create(Dialect::Omp, "/work", std::path::Path::new("/s"), Env::memory())?;
-    /// let first = m.append_message(serde_json::json!({"role": "user", "content": "a", "timestamp": 1}))?;
-    /// m.append_message(serde_json::json!({"role": "user", "content": "b", "timestamp": 2}))?;
+    /// let first = m.append_message_json(serde_json::json!({"role": "user", "content": "a", "timestamp": 1}))?;
+    /// m.append_message_json(serde_json::json!({"role": "user", "content": "b", "timestamp": 2}))?;
     /// let old = m.session_file().map(std::path::Path::to_path_buf);
     /// let new = m.create_branched_session(&first)?.expect("persisted");
     /// assert_ne!(Some(new), old);

@@ -25,7 +25,7 @@
 //!
 //! let dir = std::env::temp_dir().join(format!("nonblocking-doc-{}", std::process::id()));
 //! let s = AsyncSession::create(Dialect::Pi, "/work", &dir, Env::files()).await?;
-//! s.append_message(serde_json::json!({"role": "user", "content": "hi", "timestamp": 1})).await?;
+//! s.append_message(session::model::typed::UserMessage::new("hi", 1.0)).await?;
 //! let context = s.with(|m| m.context()).await?;
 //! assert_eq!(context.messages.len(), 1);
 //! s.close().await?;
@@ -163,13 +163,27 @@ impl AsyncSession {
         .await
     }
 
-    /// [`SessionManager::append_message`]; returns the new entry's id.
+    /// [`SessionManager::append_message`]: a typed message; returns the new entry's id.
     ///
     /// # Errors
     ///
     /// As [`SessionManager::append_message`].
-    pub async fn append_message(&self, message: Value) -> Result<String, SessionError> {
+    pub async fn append_message(
+        &self,
+        message: impl Into<session_model::typed::Message>,
+    ) -> Result<String, SessionError> {
+        let message = message.into();
         self.with(move |m| m.append_message(message)).await
+    }
+
+    /// [`SessionManager::append_message_json`]: any JSON, as given; returns the new
+    /// entry's id.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionManager::append_message_json`].
+    pub async fn append_message_json(&self, message: Value) -> Result<String, SessionError> {
+        self.with(move |m| m.append_message_json(message)).await
     }
 
     /// [`SessionManager::context`]: what the model sees at the leaf.

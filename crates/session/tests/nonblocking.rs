@@ -52,7 +52,7 @@ fn no_call_holds_the_only_worker() -> TestResult {
     let rt = runtime(1);
     rt.block_on(async {
         let s = AsyncSession::create(Dialect::Pi, "/work", &dir, Env::files()).await?;
-        s.append_message(user("first", 1)).await?;
+        s.append_message_json(user("first", 1)).await?;
 
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let ticker = tokio::spawn(async move {
@@ -80,7 +80,7 @@ fn no_call_holds_the_only_worker() -> TestResult {
         let file = s.with(|m| m.session_file().map(Path::to_path_buf)).await.ok_or("a file")?;
         s.with(|m| -> Result<(), session::SessionError> {
             for k in 0..2_000 {
-                m.append_message(user(&"x".repeat(200), 2 + k))?;
+                m.append_message_json(user(&"x".repeat(200), 2 + k))?;
             }
             Ok(())
         })
@@ -132,13 +132,13 @@ fn concurrent_tasks_drive_file_and_postgres_sessions() -> TestResult {
                     let other = s.clone();
                     let side = tokio::spawn(async move {
                         for i in 0..10 {
-                            other.append_message(user(&format!("{name} side {i}"), 100 + i)).await?;
+                            other.append_message_json(user(&format!("{name} side {i}"), 100 + i)).await?;
                             tokio::task::yield_now().await;
                         }
                         Ok::<_, session::SessionError>(())
                     });
                     for i in 0..10 {
-                        s.append_message(assistant(&format!("{name} main {i}"), i)).await?;
+                        s.append_message_json(assistant(&format!("{name} main {i}"), i)).await?;
                         tokio::task::yield_now().await;
                     }
                     side.await.map_err(|e| e.to_string())??;
@@ -178,7 +178,7 @@ fn a_session_dropped_outside_a_runtime_closes_in_place() -> TestResult {
     let s = AsyncSession::new(m);
     let rt = runtime(1);
     let file = rt.block_on(async {
-        s.append_message(user("kept", 1)).await?;
+        s.append_message_json(user("kept", 1)).await?;
         s.with(|m| m.session_file().map(Path::to_path_buf)).await.ok_or_else(|| "a file".into())
     });
     let file: PathBuf = file.map_err(|e: Box<dyn std::error::Error + Send + Sync>| e)?;

@@ -178,7 +178,7 @@ impl SessionManager {
     /// use session::{Dialect, Env, SessionError, SessionManager};
     /// let mut m = SessionManager::in_memory(Dialect::Omp, "/work", Env::memory());
     /// m.seal();
-    /// let refused = m.append_message(serde_json::json!({"role": "user", "content": "late", "timestamp": 1}));
+    /// let refused = m.append_message_json(serde_json::json!({"role": "user", "content": "late", "timestamp": 1}));
     /// assert!(matches!(refused, Err(SessionError::Sealed { .. })));
     /// assert!(m.tree().entries().is_empty());
     /// ```
@@ -227,8 +227,8 @@ impl SessionManager {
     /// let mut m = SessionManager::create(Dialect::Omp, "/work", dir, Env::memory())?;
     /// m.ensure_on_disk()?;
     /// let ids = m.append_entries_atomically(|m| {
-    ///     let call = m.append_message(json!({"role": "assistant", "content": [], "timestamp": 1}))?;
-    ///     let result = m.append_message(json!({"role": "toolResult", "toolCallId": "c", "content": [], "timestamp": 2}))?;
+    ///     let call = m.append_message_json(json!({"role": "assistant", "content": [], "timestamp": 1}))?;
+    ///     let result = m.append_message_json(json!({"role": "toolResult", "toolCallId": "c", "content": [], "timestamp": 2}))?;
     ///     Ok([call, result])
     /// })?;
     /// let file = m.session_file().unwrap().to_path_buf();
@@ -343,7 +343,7 @@ impl SessionManager {
     /// use session::{Dialect, Env, SessionManager};
     /// # fn main() -> Result<(), session::SessionError> {
     /// let mut m = SessionManager::create(Dialect::Omp, "/work", std::path::Path::new("/s"), Env::memory())?;
-    /// m.append_message(serde_json::json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    /// m.append_message_json(serde_json::json!({"role": "user", "content": "hi", "timestamp": 1}))?;
     /// let old_id = m.session_id().to_owned();
     /// let file = m.fork()?.expect("a persisted session forks into a file");
     /// assert_eq!(m.header().get_str("parentSession"), Some(old_id.as_str()));
@@ -813,7 +813,7 @@ impl SessionManager {
     /// # fn main() -> Result<(), session::SessionError> {
     /// let env = Env::memory();
     /// let mut m = SessionManager::create(Dialect::Pi, "/a", std::path::Path::new("/s/a"), env.clone())?;
-    /// m.append_message(serde_json::json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    /// m.append_message_json(serde_json::json!({"role": "user", "content": "hi", "timestamp": 1}))?;
     /// let source = m.session_file().expect("persisted").to_path_buf();
     /// let copy = SessionManager::fork_from(Dialect::Pi, &source, "/b", std::path::Path::new("/s/b"), env)?;
     /// assert_eq!(copy.cwd(), "/b");

@@ -134,14 +134,14 @@ fn ack(fields: &[&str]) -> Result<()> {
 /// A session with a label and a side branch; returns the manager and its main leaf.
 fn branchy(dialect: Dialect, dir: &Path, env: Env) -> Result<(SessionManager, String)> {
     let mut m = SessionManager::create(dialect, "/work", dir, env)?;
-    let u1 = m.append_message(user("first question"))?;
-    let a1 = m.append_message(assistant("first answer"))?;
+    let u1 = m.append_message_json(user("first question"))?;
+    let a1 = m.append_message_json(assistant("first answer"))?;
     m.append_label_change(&u1, Some("start"))?;
-    m.append_message(user("second question"))?;
-    let a2 = m.append_message(assistant("second answer"))?;
+    m.append_message_json(user("second question"))?;
+    let a2 = m.append_message_json(assistant("second answer"))?;
     m.branch(&a1)?;
-    m.append_message(user("side question"))?;
-    m.append_message(assistant("side answer"))?;
+    m.append_message_json(user("side question"))?;
+    m.append_message_json(assistant("side answer"))?;
     Ok((m, a2))
 }
 
@@ -159,12 +159,12 @@ fn child(mode: &str, variant: &str, dir: &Path) -> Result<()> {
         "append" => {
             let mut m = SessionManager::create(dialect, "/work", &sessions, env)?;
             ack(&["file", &file_of(&m)?])?;
-            let first = m.append_message(user("start"))?;
+            let first = m.append_message_json(user("start"))?;
             // omp writes nothing before the first assistant message.
             if dialect == Dialect::Pi {
                 ack(&["entry", &first])?;
             }
-            let answer = m.append_message(assistant("hello"))?;
+            let answer = m.append_message_json(assistant("hello"))?;
             if dialect == Dialect::Omp {
                 ack(&["entry", &first])?;
             }
@@ -174,9 +174,12 @@ fn child(mode: &str, variant: &str, dir: &Path) -> Result<()> {
                     0 if dialect == Dialect::Omp => {
                         let data = image_data(i);
                         let content = json!([{"type": "text", "text": "look"}, {"type": "image", "data": data, "mimeType": "image/png"}]);
-                        (m.append_message(json!({"role": "user", "content": content, "timestamp": 3}))?, Some(data))
+                        (
+                            m.append_message_json(json!({"role": "user", "content": content, "timestamp": 3}))?,
+                            Some(data),
+                        )
                     }
-                    1 => (m.append_message(assistant(&"x".repeat(700)))?, None),
+                    1 => (m.append_message_json(assistant(&"x".repeat(700)))?, None),
                     _ => (m.append_custom_entry("tick", Some(json!({ "i": i, "pad": "y".repeat(300) })))?, None),
                 };
                 match image {
@@ -539,8 +542,8 @@ fn next_writers(dialect: Dialect, dir: &Path, killed: &Killed, summary: &mut Sum
         let has_session = files.iter().any(|f| f.parent() == Some(folder.as_path()));
         if folder.exists() && !has_session {
             let mut m = SessionManager::create(dialect, "/next-writer", &folder, env.clone())?;
-            m.append_message(json!({"role": "user", "content": "next", "timestamp": 1}))?;
-            m.append_message(
+            m.append_message_json(json!({"role": "user", "content": "next", "timestamp": 1}))?;
+            m.append_message_json(
                 json!({"role": "assistant", "content": [{"type": "text", "text": "ok"}], "timestamp": 2}),
             )?;
             m.close()?;

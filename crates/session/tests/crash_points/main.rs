@@ -535,8 +535,8 @@ fn next_writers(view: &View, promises: &Promises) -> Result<Leftovers> {
     }
     for (dialect, dir) in &fresh_dirs {
         let mut m = SessionManager::create(*dialect, "/next-writer", dir, view.env())?;
-        m.append_message(serde_json::json!({"role": "user", "content": "next", "timestamp": 1}))?;
-        m.append_message(
+        m.append_message_json(serde_json::json!({"role": "user", "content": "next", "timestamp": 1}))?;
+        m.append_message_json(
             serde_json::json!({"role": "assistant", "content": [{"type": "text", "text": "ok"}], "timestamp": 2}),
         )?;
         m.close()?;

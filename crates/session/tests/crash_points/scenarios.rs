@@ -205,10 +205,10 @@ fn append_one(rig: &Rig, m: &mut SessionManager, p: &mut Promises, s: usize, i: 
     let dialect = m.dialect();
     let kind = i % 6;
     let result = match kind {
-        0 => m.append_message(user(&format!("question {i}"))),
-        1 => m.append_message(assistant(&format!("answer {i}"))),
+        0 => m.append_message_json(user(&format!("question {i}"))),
+        1 => m.append_message_json(assistant(&format!("answer {i}"))),
         2 => m.append_custom_entry("tick", Some(json!({ "i": i, "pad": "y".repeat(200) }))),
-        3 if dialect == Dialect::Omp => m.append_message(image_user(&image_data(i))),
+        3 if dialect == Dialect::Omp => m.append_message_json(image_user(&image_data(i))),
         3 => m.append_thinking_level_change(Some("high"), None),
         4 => match m.tree().entries().first().and_then(|r| r.id()).map(str::to_owned) {
             Some(target) => m.append_label_change(&target, Some(&format!("label {i}"))),
@@ -270,11 +270,12 @@ fn append_many(rig: &Rig, m: &mut SessionManager, p: &mut Promises, s: usize, fi
         let mut healed = false;
         for probe in 0..2 {
             // omp's appends never throw: a failed write is latched instead.
-            let probed =
-                m.append_message(assistant(&format!("probe {probe}"))).and_then(|id| match m.persistence_error() {
+            let probed = m.append_message_json(assistant(&format!("probe {probe}"))).and_then(|id| {
+                match m.persistence_error() {
                     Some(e) => Err(session::SessionError::DiskFailure { path: PathBuf::new(), message: e.to_string() }),
                     None => Ok(id),
-                });
+                }
+            });
             match probed {
                 Ok(id) => {
                     p.sessions[s].written(&id);
@@ -319,14 +320,14 @@ fn append(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), diale
 /// (labels left out).
 fn branchy_session(rig: &Rig, dialect: Dialect) -> Result<(PathBuf, String, Vec<String>)> {
     let mut m = SessionManager::create(dialect, "/work", &rig.sessions(), rig.env())?;
-    let u1 = m.append_message(user("first question"))?;
-    let a1 = m.append_message(assistant("first answer"))?;
+    let u1 = m.append_message_json(user("first question"))?;
+    let a1 = m.append_message_json(assistant("first answer"))?;
     m.append_label_change(&u1, Some("start"))?;
-    let u2 = m.append_message(user("second question"))?;
-    let a2 = m.append_message(assistant("second answer"))?;
+    let u2 = m.append_message_json(user("second question"))?;
+    let a2 = m.append_message_json(assistant("second answer"))?;
     m.branch(&a1)?;
-    m.append_message(user("side question"))?;
-    m.append_message(assistant("side answer"))?;
+    m.append_message_json(user("side question"))?;
+    m.append_message_json(assistant("side answer"))?;
     let file = file_of(&m)?;
     m.close()?;
     make_durable(rig, &file)?;

@@ -36,8 +36,8 @@ fn read(storage: &dyn Storage, path: &Path) -> Result<String> {
 fn pi_failed_append_rolls_back_and_stays_failed() -> Result<()> {
     let (env, storage, faults) = faulty();
     let mut m = SessionManager::create(Dialect::Pi, "/work", Path::new("/s"), env.clone())?;
-    m.append_message(user("hi"))?;
-    let a = m.append_message(assistant("hello"))?;
+    m.append_message_json(user("hi"))?;
+    let a = m.append_message_json(assistant("hello"))?;
     let file = m.session_file().ok_or("file")?.to_path_buf();
     let before = read(storage.as_ref(), &file)?;
     faults.fail_next(Op::Append, 1);
@@ -63,11 +63,11 @@ fn pi_full_disk_on_the_first_write_leaves_no_file() -> Result<()> {
     m.append_thinking_level_change(Some("high"), None)?;
     let file = m.session_file().ok_or("file")?.to_path_buf();
     faults.disk_full_after(20);
-    assert!(m.append_message(user("hi")).is_err());
+    assert!(m.append_message_json(user("hi")).is_err());
     assert!(!storage.exists(&file)?, "no partial file that would block the next first write");
     assert_eq!(m.tree().entries().len(), 1);
     faults.clear();
-    m.append_message(user("hi again"))?;
+    m.append_message_json(user("hi again"))?;
     assert_eq!(read(storage.as_ref(), &file)?.lines().count(), 3);
     Ok(())
 }
@@ -144,8 +144,8 @@ fn fsync_failure_in_fsync_mode_is_an_error_and_rolls_back() -> Result<()> {
     let (env, storage, faults) = faulty();
     let env = env.with_durability(Durability::Fsync);
     let mut m = SessionManager::create(Dialect::Pi, "/work", Path::new("/s"), env)?;
-    m.append_message(user("q"))?;
-    m.append_message(assistant("a"))?;
+    m.append_message_json(user("q"))?;
+    m.append_message_json(assistant("a"))?;
     let file = m.session_file().ok_or("file")?.to_path_buf();
     let before = read(storage.as_ref(), &file)?;
     faults.fail_syncs(1);
@@ -180,8 +180,8 @@ fn fsync_mode_survives_power_loss_and_none_mode_may_not() -> Result<()> {
         let env =
             Env { storage: storage.clone(), process_cwd: "/work".into(), ..Env::memory() }.with_durability(durability);
         let mut m = SessionManager::create(Dialect::Pi, "/work", Path::new("/s"), env.clone())?;
-        m.append_message(user("q"))?;
-        let mut ids = vec![m.append_message(assistant("a"))?];
+        m.append_message_json(user("q"))?;
+        let mut ids = vec![m.append_message_json(assistant("a"))?];
         for i in 0..20 {
             ids.push(m.append_custom_entry("tick", Some(json!({ "i": i })))?);
         }
@@ -207,18 +207,18 @@ fn large_session(dialect: Dialect, env: Env) -> Result<(SessionManager, String)>
     let mut m = SessionManager::create(dialect, "/work", Path::new("/s"), env)?;
     let mut fork_point = String::new();
     for i in 0..1_200 {
-        let u = m.append_message(user(&format!("question {i}")))?;
+        let u = m.append_message_json(user(&format!("question {i}")))?;
         if i % 100 == 0 {
             m.append_label_change(&u, Some(&format!("L{i}")))?;
         }
-        let a = m.append_message(assistant(&format!("answer {i}")))?;
+        let a = m.append_message_json(assistant(&format!("answer {i}")))?;
         if i == 600 {
             fork_point = a;
         }
     }
     let last = m.tree().leaf_id().ok_or("leaf")?.to_owned();
     m.branch(&fork_point)?;
-    m.append_message(user("a side branch"))?;
+    m.append_message_json(user("a side branch"))?;
     Ok((m, last))
 }
 
@@ -259,8 +259,8 @@ fn a_failed_large_branch_leaves_no_file() -> Result<()> {
 fn omp_failed_slot_overwrite_falls_back_to_a_full_rewrite() -> Result<()> {
     let (env, storage, faults) = faulty();
     let mut m = SessionManager::create(Dialect::Omp, "/p", Path::new("/s"), env.clone())?;
-    m.append_message(user("q"))?;
-    m.append_message(assistant("a"))?;
+    m.append_message_json(user("q"))?;
+    m.append_message_json(assistant("a"))?;
     m.flush()?;
     let file = m.session_file().ok_or("file")?.to_path_buf();
     faults.fail_next(Op::Overwrite, 1);
@@ -281,8 +281,8 @@ fn omp_failed_slot_overwrite_falls_back_to_a_full_rewrite() -> Result<()> {
 fn omp_failed_rename_keeps_the_old_title() -> Result<()> {
     let (env, _storage, faults) = faulty();
     let mut m = SessionManager::create(Dialect::Omp, "/p", Path::new("/s"), env)?;
-    m.append_message(user("q"))?;
-    m.append_message(assistant("a"))?;
+    m.append_message_json(user("q"))?;
+    m.append_message_json(assistant("a"))?;
     m.set_session_name("Old", Some("user"))?;
     faults.fail_next(Op::Append, 1);
     assert!(m.set_session_name("New", Some("user")).is_err());

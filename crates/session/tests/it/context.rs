@@ -123,7 +123,7 @@ fn omp_settings_are_typed() -> Result<()> {
     m.append_ttsr_injection(&["a".to_owned(), "b".to_owned()])?;
     m.append_ttsr_injection(&["b".to_owned(), "c".to_owned()])?;
     m.append_mode_change("plan", Some(json!({"step": 1})))?;
-    m.append_message(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    m.append_message_json(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
     let ctx = check(&m, Leaf::Current, "omp settings")?;
     let ContextSettings::Omp(s) = &ctx.settings else { panic!("{:?}", ctx.settings) };
     let OmpSettings {
@@ -161,14 +161,14 @@ fn pi_settings_are_typed_and_bad_messages_are_named() -> Result<()> {
     assert_eq!((s.thinking_level.clone(), s.model.clone()), (Some(Some("off".to_owned())), None));
 
     m.append_model_change_pi("anthropic", "claude")?;
-    m.append_message(json!({"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1}))?;
+    m.append_message_json(json!({"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1}))?;
     let ctx = check(&m, Leaf::Current, "pi settings")?;
     let ContextSettings::Pi(s) = &ctx.settings else { panic!("{:?}", ctx.settings) };
     let model = s.model.clone().unwrap_or_default();
     assert_eq!(model, ModelRef { provider: Some("anthropic".into()), model_id: Some("claude".into()) });
 
     // A message of an unexpected shape: the JSON context keeps it, the typed one names it.
-    m.append_message(json!({"role": "user", "content": 42, "timestamp": 2}))?;
+    m.append_message_json(json!({"role": "user", "content": 42, "timestamp": 2}))?;
     let err = m.context().err().ok_or("a typed error")?;
     assert_eq!(err.to_string(), "field `messages[1].content`: data did not match any variant of untagged enum Content");
     assert!(json_context(&m, Leaf::Current).contains(r#""content":42"#));

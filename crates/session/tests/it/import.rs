@@ -134,7 +134,7 @@ fn a_reimport_that_would_garble_the_session_is_refused() -> Result<(), Box<dyn s
         let env = Env::memory();
         let r = import_bytes(Path::new("src.jsonl"), whole.as_bytes(), &options, &env)?;
         let mut m = SessionManager::open(dialect, &r.path, env.clone())?;
-        m.append_message(json!({"role": "user", "content": "my own turn", "timestamp": 5}))?;
+        m.append_message_json(json!({"role": "user", "content": "my own turn", "timestamp": 5}))?;
         m.close()?;
         let before = env.storage.read(&r.path)?;
         let grown = whole.clone() + &user("u2", Some("a2"));

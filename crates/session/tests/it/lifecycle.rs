@@ -86,8 +86,8 @@ fn started(env: &Env, cwd: &str) -> Result<SessionManager> {
     let dirs = env.dirs.as_ref().ok_or("agent dirs")?;
     let dir = dirs.default_session_dir(cwd);
     let mut m = SessionManager::create(Dialect::Omp, cwd, &dir, env.clone())?;
-    m.append_message(user("q"))?;
-    m.append_message(assistant("a"))?;
+    m.append_message_json(user("q"))?;
+    m.append_message_json(assistant("a"))?;
     Ok(m)
 }
 
@@ -112,7 +112,7 @@ fn omp_new_session_writes_slot_and_header_at_once() -> Result<()> {
             assert!(read_breadcrumb(env.dirs.as_ref().ok_or("dirs")?, TERMINAL).is_some_and(|c| c.exists));
         }
         // Every entry persists from now on, before any assistant message.
-        m.append_message(user("hi"))?;
+        m.append_message_json(user("hi"))?;
         assert_on_disk(&m, &file)?;
     }
     Ok(())
@@ -127,7 +127,7 @@ fn pi_new_session_stays_lazy() -> Result<()> {
         assert!(!env.storage.exists(&file)?, "{name}");
         m.flush_sync()?;
         assert!(!env.storage.exists(&file)?, "{name}: pi's flush_sync is its flush");
-        m.append_message(user("q"))?;
+        m.append_message_json(user("q"))?;
         m.flush_sync()?;
         assert_on_disk(&m, &file)?;
         assert!(matches!(m.ensure_on_disk(), Err(SessionError::WrongDialect { .. })));
@@ -140,7 +140,7 @@ fn pi_new_session_stays_lazy() -> Result<()> {
 fn ensure_on_disk_and_flush_sync() -> Result<()> {
     for (name, tmp, env) in envs("ensure") {
         let mut m = SessionManager::create(Dialect::Omp, "/p", &tmp.path().join("s"), env.clone())?;
-        m.append_message(user("q"))?;
+        m.append_message_json(user("q"))?;
         let file = file_of(&m)?;
         m.flush_sync()?;
         assert!(!env.storage.exists(&file)?, "{name}: flush_sync before the gate writes nothing");
@@ -207,8 +207,8 @@ fn pi_move_to_moves_the_file_and_keeps_every_entry() -> Result<()> {
         let env = Env { dirs: Some(pi_dirs.clone()), ..env };
         let old_cwd = root.join("a").to_string_lossy().into_owned();
         let mut m = SessionManager::create(Dialect::Pi, &old_cwd, &pi_dirs.default_session_dir(&old_cwd), env.clone())?;
-        m.append_message(user("q"))?;
-        m.append_message(assistant("a"))?;
+        m.append_message_json(user("q"))?;
+        m.append_message_json(assistant("a"))?;
         let old = file_of(&m)?;
         let before = env.storage.read(&old)?;
         let new_cwd = root.join("b").to_string_lossy().into_owned();
@@ -372,8 +372,8 @@ fn drop_session_deletes_journal_and_artifacts() -> Result<()> {
             let mut m = SessionManager::create(dialect, "/p", Path::new("/unused"), env.clone())?;
             let dir = _tmp.path().join("s");
             m.new_session(NewSessionOptions { session_dir: Some(dir.clone()), ..NewSessionOptions::default() })?;
-            m.append_message(user("q"))?;
-            m.append_message(assistant("a"))?;
+            m.append_message_json(user("q"))?;
+            m.append_message_json(assistant("a"))?;
             let file = file_of(&m)?;
             env.storage.write(&file.with_extension("").join("draft.txt"), b"d")?;
             m.drop_session(&file)?;
@@ -381,7 +381,7 @@ fn drop_session_deletes_journal_and_artifacts() -> Result<()> {
             assert!(!env.storage.exists(&file.with_extension("").join("draft.txt"))?);
             m.drop_session(&file)?; // missing: fine
             // The next write writes the whole session again.
-            m.append_message(user("again"))?;
+            m.append_message_json(user("again"))?;
             m.flush()?;
             assert_on_disk(&m, &file)?;
         }
@@ -395,8 +395,8 @@ fn set_session_file_switches_and_loads() -> Result<()> {
         for (name, tmp, env) in envs("switch") {
             let dir = tmp.path().join("s");
             let mut first = SessionManager::create(dialect, "/one", &dir, env.clone())?;
-            first.append_message(user("one"))?;
-            first.append_message(assistant("one"))?;
+            first.append_message_json(user("one"))?;
+            first.append_message_json(assistant("one"))?;
             let one = file_of(&first)?;
             let mut m = SessionManager::create(dialect, "/two", &dir, env.clone())?;
             m.set_session_file(&one)?;
@@ -484,8 +484,8 @@ fn omp_failed_append_is_latched_and_heals() -> Result<()> {
     let storage = Arc::new(FaultStorage::new(MemoryStorage::new(), faults.clone()));
     let env = Env { storage: storage.clone(), ..Env::memory() };
     let mut m = SessionManager::create(Dialect::Omp, "/p", Path::new("/s"), env.clone())?;
-    m.append_message(user("q"))?;
-    m.append_message(assistant("a"))?;
+    m.append_message_json(user("q"))?;
+    m.append_message_json(assistant("a"))?;
     let file = file_of(&m)?;
     let before = storage.read(&file)?;
     faults.fail_next(Op::Append, 1);
@@ -522,8 +522,8 @@ fn omp_write_conflicts_fail_closed() -> Result<()> {
     let storage = Arc::new(FaultStorage::new(MemoryStorage::new(), faults.clone()));
     let env = Env { storage: storage.clone(), ..Env::memory() };
     let mut m = SessionManager::create(Dialect::Omp, "/p", Path::new("/s"), env.clone())?;
-    m.append_message(user("q"))?;
-    m.append_message(assistant("a"))?;
+    m.append_message_json(user("q"))?;
+    m.append_message_json(assistant("a"))?;
     let file = file_of(&m)?;
     faults.fail_next(Op::Append, 1);
     m.append_custom_entry("latched", None)?;
@@ -547,7 +547,7 @@ fn pi_append_failures_still_roll_back() -> Result<()> {
     let storage = Arc::new(FaultStorage::new(MemoryStorage::new(), faults.clone()));
     let env = Env { storage: storage.clone(), ..Env::memory() };
     let mut m = SessionManager::create(Dialect::Pi, "/p", Path::new("/s"), env)?;
-    m.append_message(user("q"))?;
+    m.append_message_json(user("q"))?;
     faults.fail_next(Op::Append, 1);
     assert!(m.append_custom_entry("x", None).is_err());
     assert_eq!(m.tree().entries().len(), 1);
@@ -560,7 +560,7 @@ fn dialect_only_appends_refuse_the_other_dialect() -> Result<()> {
     let storage = Arc::new(MemoryStorage::new());
     let env = Env { storage: storage.clone(), ..Env::memory() };
     let mut pi = SessionManager::create(Dialect::Pi, "/p", Path::new("/s"), env.clone())?;
-    pi.append_message(user("q"))?;
+    pi.append_message_json(user("q"))?;
     let mut omp = SessionManager::create(Dialect::Omp, "/p", Path::new("/s"), env)?;
     omp.ensure_on_disk()?;
     let (pi_file, omp_file) = (file_of(&pi)?, file_of(&omp)?);
@@ -599,7 +599,7 @@ fn omp_transforms_are_on_with_the_agent_blob_dir() -> Result<()> {
     for (transforms, env) in [(true, env.clone()), (false, env.clone().without_persistence_transforms())] {
         let mut m = SessionManager::create(Dialect::Omp, "/p", &tmp.path().join("s"), env.clone())?;
         m.ensure_on_disk()?;
-        let id = m.append_message(image.clone())?;
+        let id = m.append_message_json(image.clone())?;
         let text = fs_err::read_to_string(file_of(&m)?)?;
         assert_eq!(text.contains("blob:sha256:"), transforms, "{text}");
         assert_eq!(text.contains(&data), !transforms);
@@ -652,7 +652,7 @@ fn pi_constructors_in_memory_open_in_and_create_with() -> Result<()> {
         let mut m =
             SessionManager::create_with(Dialect::Pi, "/p", &dir, NewSessionOptions::with_id("chosen-1"), env.clone())?;
         assert_eq!(m.session_id(), "chosen-1");
-        m.append_message(user("q"))?;
+        m.append_message_json(user("q"))?;
         let file = file_of(&m)?;
         assert!(file.to_string_lossy().ends_with("_chosen-1.jsonl"), "{name}");
         drop(m);
@@ -678,8 +678,8 @@ fn fork_from_options() -> Result<()> {
         let call = json!({"role": "assistant", "content": [{"type": "toolCall", "id": "call-1", "name": "bash", "arguments": {}},
                                                           {"type": "toolCall", "id": "call-2", "name": "read", "arguments": {}}],
                           "usage": {"cost": {"total": 3.5}, "premiumRequests": 1}, "timestamp": 3});
-        src.append_message(call)?;
-        src.append_message(json!({"role": "toolResult", "toolCallId": "call-1", "toolName": "bash", "content": [], "isError": false, "timestamp": 4}))?;
+        src.append_message_json(call)?;
+        src.append_message_json(json!({"role": "toolResult", "toolCallId": "call-1", "toolName": "bash", "content": [], "isError": false, "timestamp": 4}))?;
         let source = file_of(&src)?;
         env.storage.write(&source.with_extension("").join("0.bash.log"), b"log")?;
         drop(src);
@@ -721,13 +721,13 @@ fn fork_from_options() -> Result<()> {
 fn forks_into_an_existing_file_change_nothing() -> Result<()> {
     for (name, tmp, env) in envs("fork-exists") {
         let mut src = started(&env, "/p")?;
-        src.append_message(assistant("a"))?;
+        src.append_message_json(assistant("a"))?;
         let source = file_of(&src)?;
         drop(src);
         let src_art = source.with_extension("").join("1.log");
         env.storage.write(&src_art, b"source artifact")?;
         let mut other = started(&env, "/p")?;
-        other.append_message(assistant("b"))?;
+        other.append_message_json(assistant("b"))?;
         let existing = file_of(&other)?;
         drop(other);
         let other_art = existing.with_extension("").join("1.log");
@@ -754,8 +754,8 @@ fn a_failed_omp_branch_is_written_whole_by_the_next_append() -> Result<()> {
     let storage = Arc::new(FaultStorage::new(MemoryStorage::new(), faults.clone()));
     let env = Env { storage: storage.clone(), ..Env::memory() };
     let mut m = SessionManager::create(Dialect::Omp, "/p", Path::new("/s"), env.clone())?;
-    let first = m.append_message(user("q"))?;
-    m.append_message(assistant("a"))?;
+    let first = m.append_message_json(user("q"))?;
+    m.append_message_json(assistant("a"))?;
     faults.fail_renames(u32::MAX);
     faults.fail_next(Op::WriteTemp, u32::MAX);
     assert!(m.create_branched_session(&first).is_err(), "the branch write failed");
@@ -776,15 +776,15 @@ fn seal_refuses_later_writes_and_release_frees_the_entries() -> Result<()> {
         for (name, tmp, env) in envs(&format!("seal-{}", dialect.name())) {
             let dir = tmp.path().join("s");
             let mut m = SessionManager::create(dialect, "/p", &dir, env.clone())?;
-            m.append_message(user("q"))?;
-            m.append_message(assistant("a"))?;
+            m.append_message_json(user("q"))?;
+            m.append_message_json(assistant("a"))?;
             let file = file_of(&m)?;
             let before = env.storage.read(&file)?;
             m.seal();
             m.seal();
             assert!(m.is_sealed(), "{name}");
             let refused = [
-                m.append_message(user("late")).err(),
+                m.append_message_json(user("late")).err(),
                 m.set_session_name("late title", Some("user")).err(),
                 m.append_custom_entry("late", None).err(),
                 m.rewrite_entries().err(),
@@ -797,7 +797,7 @@ fn seal_refuses_later_writes_and_release_frees_the_entries() -> Result<()> {
             m.flush()?;
             m.release_retained_entries()?;
             assert!(m.tree().entries().is_empty() && m.is_sealed());
-            assert!(matches!(m.append_message(user("later")), Err(SessionError::Sealed { .. })));
+            assert!(matches!(m.append_message_json(user("later")), Err(SessionError::Sealed { .. })));
             m.close()?;
             assert_eq!(env.storage.read(&file)?, before, "{name}: release and close keep the file");
             let again = SessionManager::open_read_only(dialect, &file, env.clone())?;
@@ -858,7 +858,7 @@ fn draft_only_session_is_kept_when_anything_else_holds_it() -> Result<()> {
         // A message after the draft: kept, and the marker goes.
         let (mut m, file) = draft_only(&env)?;
         m.consume_draft()?;
-        m.append_message(user("real"))?;
+        m.append_message_json(user("real"))?;
         m.close()?;
         let art = session::store::artifacts_dir(&file).ok_or("artifacts dir")?;
         assert!(env.storage.exists(&file)?, "{name}: a conversation keeps the file");
@@ -930,8 +930,8 @@ fn move_to_another_file_system_copies_then_deletes() -> Result<()> {
     for dialect in [Dialect::Omp, Dialect::Pi] {
         let env = file_env(tmp.path());
         let mut m = SessionManager::create(dialect, "/work/a", &tmp.path().join("a"), env.clone())?;
-        m.append_message(user("q"))?;
-        m.append_message(assistant("a"))?;
+        m.append_message_json(user("q"))?;
+        m.append_message_json(assistant("a"))?;
         let old = file_of(&m)?;
         let art = session::store::artifacts_dir(&old).ok_or("artifacts")?;
         fs_err::create_dir_all(art.join("sub"))?;
@@ -945,7 +945,7 @@ fn move_to_another_file_system_copies_then_deletes() -> Result<()> {
         let again = assert_on_disk(&m, &new)?;
         assert_eq!(again.cwd(), "/work/b");
         // The moved session keeps taking appends at its new path.
-        m.append_message(user("after"))?;
+        m.append_message_json(user("after"))?;
         assert_on_disk(&m, &new)?;
     }
     Ok(())
@@ -970,8 +970,8 @@ fn a_resumed_draft_session_survives_the_other_managers_cleanup() -> Result<()> {
         assert_eq!(b.consume_draft()?.as_deref(), Some("to be continued"));
         a.close()?;
         assert!(!env.storage.exists(&file)?, "{name}: A's cleanup removed the draft-only file");
-        b.append_message(user("continued in B"))?;
-        b.append_message(assistant("answer"))?;
+        b.append_message_json(user("continued in B"))?;
+        b.append_message_json(assistant("answer"))?;
         let again = assert_on_disk(&b, &file)?;
         assert!(again.tree().entries().iter().any(|r| r.entry_type() == session::model::EntryType::ModelChange));
         b.close()?;

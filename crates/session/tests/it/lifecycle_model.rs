@@ -81,8 +81,8 @@ impl Model {
 
 fn append(m: &mut SessionManager, kind: u8, i: usize) -> Result<String, session::SessionError> {
     match kind % 4 {
-        0 => m.append_message(json!({"role": "user", "content": format!("q{i}"), "timestamp": i})),
-        1 => m.append_message(json!({"role": "assistant", "content": [{"type": "text", "text": format!("a{i}")}],
+        0 => m.append_message_json(json!({"role": "user", "content": format!("q{i}"), "timestamp": i})),
+        1 => m.append_message_json(json!({"role": "assistant", "content": [{"type": "text", "text": format!("a{i}")}],
                                       "provider": "p", "model": "m", "timestamp": i})),
         2 => m.append_custom_entry("tick", Some(json!({"i": i}))),
         _ => m.append_model_change_omp(&format!("p/m{i}"), None, false),

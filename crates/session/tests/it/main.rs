@@ -18,3 +18,4 @@ mod roundtrip;
 mod search;
 pub(crate) mod spans;
 mod sync;
+mod typed_writes;

@@ -54,12 +54,12 @@ fn pi_writes_nothing_until_the_first_user_message() -> Result<()> {
     let mut m = SessionManager::create(Dialect::Pi, "/home/u/proj", tmp.path(), env_in(tmp.path()))?;
     m.append_model_change_pi("anthropic", "claude-sonnet-4-5")?;
     m.append_thinking_level_change(Some("high"), None)?;
-    m.append_message(json!({"role": "system", "content": "you are x", "timestamp": 0}))?;
+    m.append_message_json(json!({"role": "system", "content": "you are x", "timestamp": 0}))?;
     let file = m.session_file().map(Path::to_path_buf).ok_or("a persisted session has a file path")?;
     assert!(!file.exists(), "no file before a conversation message");
-    let u = m.append_message(user("hi"))?;
+    let u = m.append_message_json(user("hi"))?;
     assert_eq!(lines(&file).len(), 5, "header and four entries written at once");
-    let a = m.append_message(assistant("hello"))?;
+    let a = m.append_message_json(assistant("hello"))?;
     m.flush()?;
     let written = lines(&file);
     assert_eq!(written.len(), 6);
@@ -77,10 +77,10 @@ fn pi_writes_nothing_until_the_first_user_message() -> Result<()> {
 fn omp_writes_nothing_until_the_first_assistant_message() -> Result<()> {
     let tmp = TempDir::new("omp-lazy");
     let mut m = SessionManager::create(Dialect::Omp, "/home/u/proj", tmp.path(), env_in(tmp.path()))?;
-    m.append_message(user("hi"))?;
+    m.append_message_json(user("hi"))?;
     let file = m.session_file().map(Path::to_path_buf).ok_or("file path")?;
     assert!(!file.exists());
-    m.append_message(assistant("hello"))?;
+    m.append_message_json(assistant("hello"))?;
     m.append_custom_entry("ext", Some(json!({"k": 1})))?;
     m.flush()?;
     let written = fs_err::read(&file)?;
@@ -184,10 +184,10 @@ fn pi_rewrites_a_migrated_file_at_open_omp_on_the_next_write() -> Result<()> {
 fn pi_branched_session_rechains_around_labels() -> Result<()> {
     let tmp = TempDir::new("branched");
     let mut m = SessionManager::create(Dialect::Pi, "/tmp", tmp.path(), env_in(tmp.path()))?;
-    let u1 = m.append_message(user("one"))?;
+    let u1 = m.append_message_json(user("one"))?;
     m.append_label_change(&u1, Some("L1"))?;
-    let a1 = m.append_message(assistant("two"))?;
-    let u2 = m.append_message(user("three"))?;
+    let a1 = m.append_message_json(assistant("two"))?;
+    let u2 = m.append_message_json(user("three"))?;
     let old = m.session_file().map(Path::to_path_buf).ok_or("file")?;
     let new = m.create_branched_session(&u2)?.ok_or("a persisted session returns the new path")?;
     assert_ne!(new, old);
@@ -263,8 +263,8 @@ fn every_entry_type_round_trips_through_a_file() -> Result<()> {
     let dir = Path::new("/mem/sessions");
     for dialect in [Dialect::Pi, Dialect::Omp] {
         let mut m = SessionManager::create(dialect, "/p", dir, env.clone())?;
-        let u = m.append_message(user("q"))?;
-        m.append_message(assistant("a"))?;
+        let u = m.append_message_json(user("q"))?;
+        m.append_message_json(assistant("a"))?;
         m.append_thinking_level_change(Some("high"), Some("auto"))?;
         m.append_custom_entry("c", Some(json!([1, "x", {"2": 0, "b": 1e21}])))?;
         m.append_custom_message_entry("cm", json!("text"), true, Some(json!({"d": 1})), Some("user"))?;
@@ -324,13 +324,13 @@ fn continue_recent_reopens_the_newest_session_or_starts_one() -> Result<()> {
         let dir = first.session_file().and_then(Path::parent).ok_or("dir")?.to_path_buf();
         drop(first);
         let mut older = SessionManager::create(dialect, &cwd, &dir, env_in(tmp.path()))?;
-        older.append_message(user("old"))?;
-        older.append_message(assistant("old answer"))?;
+        older.append_message_json(user("old"))?;
+        older.append_message_json(assistant("old answer"))?;
         older.flush()?;
         std::thread::sleep(std::time::Duration::from_millis(20));
         let mut newer = SessionManager::create(dialect, &cwd, &dir, env_in(tmp.path()))?;
-        newer.append_message(user("new"))?;
-        let newest = newer.append_message(assistant("new answer"))?;
+        newer.append_message_json(user("new"))?;
+        let newest = newer.append_message_json(assistant("new answer"))?;
         newer.flush()?;
         let newest_file = newer.session_file().ok_or("file")?.to_path_buf();
         drop((older, newer));
@@ -350,8 +350,8 @@ fn omp_rename_writes_the_title_slot_in_place() -> Result<()> {
     let tmp = TempDir::new("omp-retitle");
     let env = env_in(tmp.path());
     let mut m = SessionManager::create(Dialect::Omp, "/p", tmp.path(), env.clone())?;
-    m.append_message(user("q"))?;
-    m.append_message(assistant("a"))?;
+    m.append_message_json(user("q"))?;
+    m.append_message_json(assistant("a"))?;
     m.set_session_name("First", Some("user"))?;
     m.flush()?;
     let file = m.session_file().ok_or("file")?.to_path_buf();

@@ -35,8 +35,10 @@ fn title_changes(path: &Path, title: &str) -> Result<usize> {
 fn omp_renames_racing_appends_report_what_landed() -> Result<()> {
     let tmp = TempDir::new("race-rename");
     let mut first = SessionManager::create(Dialect::Omp, "/w", tmp.path(), env_in(tmp.path()))?;
-    first.append_message(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
-    first.append_message(json!({"role": "assistant", "content": [{"type": "text", "text": "yo"}], "timestamp": 2}))?;
+    first.append_message_json(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    first.append_message_json(
+        json!({"role": "assistant", "content": [{"type": "text", "text": "yo"}], "timestamp": 2}),
+    )?;
     let path = first.session_file().ok_or("a file")?.to_path_buf();
     first.close()?;
 
@@ -93,8 +95,8 @@ fn appends_racing_appends_land_once_or_not_at_all() -> Result<()> {
     for dialect in [Dialect::Pi, Dialect::Omp] {
         let tmp = TempDir::new("race-append");
         let mut first = SessionManager::create(dialect, "/w", tmp.path(), env_in(tmp.path()))?;
-        first.append_message(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
-        first.append_message(
+        first.append_message_json(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+        first.append_message_json(
             json!({"role": "assistant", "content": [{"type": "text", "text": "yo"}], "timestamp": 2}),
         )?;
         let path = first.session_file().ok_or("a file")?.to_path_buf();

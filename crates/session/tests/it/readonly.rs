@@ -120,7 +120,7 @@ fn read_only_refuses_missing_files_and_every_write() -> Result<()> {
     let before = snapshot(tmp.path())?;
     let mut m = SessionManager::open_read_only(Dialect::Pi, &path, env_in(tmp.path()))?;
     let entries = m.tree().entries().len();
-    let err = m.append_message(json!({"role": "user", "content": "hi", "timestamp": 1})).err();
+    let err = m.append_message_json(json!({"role": "user", "content": "hi", "timestamp": 1})).err();
     assert!(matches!(err, Some(SessionError::ReadOnly { .. })), "{err:?}");
     let leaf = m.tree().leaf_id().map(str::to_owned).ok_or("a leaf")?;
     assert!(matches!(m.create_branched_session(&leaf), Err(SessionError::ReadOnly { .. })));
@@ -162,7 +162,7 @@ fn versions_beyond_a_double_never_churn() -> Result<()> {
             if dialect == Dialect::Omp {
                 // omp writes a migration with the next write, not on open.
                 assert_eq!(after_first, text.as_bytes());
-                first.append_message(json!({"role": "user", "content": "more", "timestamp": 2}))?;
+                first.append_message_json(json!({"role": "user", "content": "more", "timestamp": 2}))?;
             }
             drop(first);
             let after_first = fs_err::read(&path)?;

@@ -45,9 +45,9 @@ fn apply(m: &mut SessionManager, op: &Op) {
     let pick = |i: usize| (!ids.is_empty()).then(|| ids[i % ids.len()].clone());
     // Operations the reference refuses (unknown ids) are simply not applied.
     let _ = match op {
-        Op::User(t) => m.append_message(json!({"role": "user", "content": t, "timestamp": 1})).map(drop),
+        Op::User(t) => m.append_message_json(json!({"role": "user", "content": t, "timestamp": 1})).map(drop),
         Op::Assistant(t) => m
-            .append_message(json!({"role": "assistant", "content": [{"type": "text", "text": t}], "provider": "p",
+            .append_message_json(json!({"role": "assistant", "content": [{"type": "text", "text": t}], "provider": "p",
                                    "model": "m", "stopReason": "stop", "timestamp": 2}))
             .map(drop),
         Op::Custom(n) => m.append_custom_entry("prop", Some(json!({ "n": n }))).map(drop),
@@ -90,8 +90,8 @@ proptest! {
         let env = Env { storage: storage.clone(), process_cwd: "/w".into(), ..Env::memory() };
         let mut m = SessionManager::create(dialect, "/w", Path::new("/s"), env.clone()).unwrap();
         // Make sure the file exists whatever the operations are.
-        m.append_message(json!({"role": "user", "content": "q", "timestamp": 1})).unwrap();
-        m.append_message(json!({"role": "assistant", "content": [], "provider": "p", "model": "m", "timestamp": 2})).unwrap();
+        m.append_message_json(json!({"role": "user", "content": "q", "timestamp": 1})).unwrap();
+        m.append_message_json(json!({"role": "assistant", "content": [], "provider": "p", "model": "m", "timestamp": 2})).unwrap();
         for op in &ops {
             apply(&mut m, op);
         }

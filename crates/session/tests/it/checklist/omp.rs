@@ -203,7 +203,7 @@ fn item_16_orphan_path_is_the_orphan() -> Result<()> {
 #[test]
 fn item_19_label_set_and_read() -> Result<()> {
     let mut m = mem(OMP);
-    let id = m.append_message(user("a"))?;
+    let id = m.append_message_json(user("a"))?;
     assert_eq!(m.tree().label(&id), None);
     let l = m.append_label_change(&id, Some("checkpoint"))?;
     assert_eq!(m.tree().label(&id), Some("checkpoint"));
@@ -215,7 +215,7 @@ fn item_19_label_set_and_read() -> Result<()> {
 #[test]
 fn item_20_label_cleared_with_none() -> Result<()> {
     let mut m = mem(OMP);
-    let id = m.append_message(user("a"))?;
+    let id = m.append_message_json(user("a"))?;
     m.append_label_change(&id, Some("x"))?;
     m.append_label_change(&id, None)?;
     assert_eq!(m.tree().label(&id), None);
@@ -225,7 +225,7 @@ fn item_20_label_cleared_with_none() -> Result<()> {
 #[test]
 fn item_21_last_label_wins() -> Result<()> {
     let mut m = mem(OMP);
-    let id = m.append_message(user("a"))?;
+    let id = m.append_message_json(user("a"))?;
     m.append_label_change(&id, Some("one"))?;
     m.append_label_change(&id, Some("two"))?;
     assert_eq!(m.tree().label(&id), Some("two"));
@@ -235,8 +235,8 @@ fn item_21_last_label_wins() -> Result<()> {
 #[test]
 fn item_22_tree_nodes_carry_labels() -> Result<()> {
     let mut m = mem(OMP);
-    let a = m.append_message(user("a"))?;
-    let b = m.append_message(assistant("b"))?;
+    let a = m.append_message_json(user("a"))?;
+    let b = m.append_message_json(assistant("b"))?;
     m.append_label_change(&a, Some("start"))?;
     let roots = m.tree().tree();
     assert_eq!(roots[0].label.as_deref(), Some("start"));
@@ -247,9 +247,9 @@ fn item_22_tree_nodes_carry_labels() -> Result<()> {
 /// Three messages, each labelled.
 fn labelled() -> Result<(SessionManager, [String; 3])> {
     let mut m = mem(OMP);
-    let a = m.append_message(user("1"))?;
-    let b = m.append_message(assistant("2"))?;
-    let c = m.append_message(user("3"))?;
+    let a = m.append_message_json(user("1"))?;
+    let b = m.append_message_json(assistant("2"))?;
+    let c = m.append_message_json(user("3"))?;
     for (id, l) in [(&a, "l1"), (&b, "l2"), (&c, "l3")] {
         m.append_label_change(id, Some(l))?;
     }
@@ -276,7 +276,7 @@ fn item_24_labels_off_the_branch_are_not_carried() -> Result<()> {
 #[test]
 fn item_25_labels_add_no_context_message() -> Result<()> {
     let mut m = mem(OMP);
-    let id = m.append_message(user("a"))?;
+    let id = m.append_message_json(user("a"))?;
     m.append_label_change(&id, Some("x"))?;
     assert_eq!(texts(&ctx(&m, Leaf::Current)?), ["user: a"]);
     Ok(())
@@ -297,8 +297,8 @@ fn item_27_custom_entry_joins_the_chain_not_the_context() -> Result<()> {
 #[test]
 fn item_28_appends_chain_parent_ids() -> Result<()> {
     let mut m = mem(OMP);
-    let a = m.append_message(user("1"))?;
-    let b = m.append_message(assistant("2"))?;
+    let a = m.append_message_json(user("1"))?;
+    let b = m.append_message_json(assistant("2"))?;
     let es = m.tree().entries();
     assert_eq!((es[0].parent_id(), es[1].parent_id()), (None, Some(a.as_str())));
     assert_eq!(ids(&m), [a, b]);
@@ -308,7 +308,7 @@ fn item_28_appends_chain_parent_ids() -> Result<()> {
 #[test]
 fn item_29_other_entry_types_join_the_chain_verbatim() -> Result<()> {
     let mut m = mem(OMP);
-    let a = m.append_message(user("1"))?;
+    let a = m.append_message_json(user("1"))?;
     let t = m.append_thinking_level_change(Some("high"), None)?;
     let mc = m.append_model_change_omp("openai/gpt-4", None, false)?;
     let c = m.append_compaction("sum", Some(&a), json!(10), session::CompactionOptions::default())?;
@@ -333,10 +333,10 @@ fn item_30_leaf_follows_each_append() -> Result<()> {
 fn item_31_branch_paths() -> Result<()> {
     let mut m = mem(OMP);
     assert!(branch_ids(&m, None).is_empty());
-    let a = m.append_message(user("1"))?;
+    let a = m.append_message_json(user("1"))?;
     assert_eq!(branch_ids(&m, None), vec![a.clone()]);
-    let b = m.append_message(assistant("2"))?;
-    let c = m.append_message(user("3"))?;
+    let b = m.append_message_json(assistant("2"))?;
+    let c = m.append_message_json(user("3"))?;
     assert_eq!(branch_ids(&m, None), [a.clone(), b.clone(), c]);
     assert_eq!(branch_ids(&m, Some(&b)), [a, b.clone()]);
     Ok(())
@@ -346,13 +346,13 @@ fn item_31_branch_paths() -> Result<()> {
 fn item_32_tree_shapes() -> Result<()> {
     let mut m = mem(OMP);
     assert!(m.tree().tree().is_empty());
-    m.append_message(user("1"))?;
-    let two = m.append_message(assistant("2"))?;
-    m.append_message(user("3"))?;
+    m.append_message_json(user("1"))?;
+    let two = m.append_message_json(assistant("2"))?;
+    m.append_message_json(user("3"))?;
     assert_eq!(m.tree().tree().len(), 1);
     for i in 0..2 {
         m.branch(&two)?;
-        m.append_message(user(&format!("b{i}")))?;
+        m.append_message_json(user(&format!("b{i}")))?;
     }
     assert_eq!(m.tree().tree()[0].children[0].children.len(), 3, "three siblings");
     Ok(())
@@ -361,11 +361,11 @@ fn item_32_tree_shapes() -> Result<()> {
 #[test]
 fn item_33_branch_moves_the_leaf_and_parents_the_next_append() -> Result<()> {
     let mut m = mem(OMP);
-    let a = m.append_message(user("1"))?;
-    m.append_message(assistant("2"))?;
+    let a = m.append_message_json(user("1"))?;
+    m.append_message_json(assistant("2"))?;
     m.branch(&a)?;
     assert_eq!(m.tree().leaf_id(), Some(a.as_str()));
-    let c = m.append_message(user("3"))?;
+    let c = m.append_message_json(user("3"))?;
     assert_eq!(m.tree().get(&c).and_then(|r| r.parent_id()), Some(a.as_str()));
     let err = m.branch("nonexistent").err().ok_or("refused")?;
     assert_eq!(err.to_string(), "Entry nonexistent not found");
@@ -375,7 +375,7 @@ fn item_33_branch_moves_the_leaf_and_parents_the_next_append() -> Result<()> {
 #[test]
 fn item_34_branch_with_summary() -> Result<()> {
     let mut m = mem(OMP);
-    let a = m.append_message(user("1"))?;
+    let a = m.append_message_json(user("1"))?;
     let s = m.branch_with_summary(Some(&a), "text", None, None, None)?;
     assert_eq!(m.tree().leaf_id(), Some(s.as_str()));
     let e = m.tree().get(&s).ok_or("summary")?;
@@ -388,7 +388,7 @@ fn item_34_branch_with_summary() -> Result<()> {
 fn item_35_leaf_entry_and_entries_by_id() -> Result<()> {
     let mut m = mem(OMP);
     assert!(m.tree().leaf_id().is_none());
-    let a = m.append_message(user("first"))?;
+    let a = m.append_message_json(user("first"))?;
     assert_eq!(m.tree().leaf_id().and_then(|id| m.tree().get(id)).and_then(|r| r.id()), Some(a.as_str()));
     assert_eq!(m.tree().get(&a).map(|r| r.value()["message"]["content"].clone()), Some(json!("first")));
     assert!(m.tree().get("unknown").is_none());
@@ -398,11 +398,11 @@ fn item_35_leaf_entry_and_entries_by_id() -> Result<()> {
 #[test]
 fn item_36_context_after_branching_is_the_active_branch() -> Result<()> {
     let mut m = mem(OMP);
-    m.append_message(user("1"))?;
-    let b = m.append_message(assistant("2"))?;
-    m.append_message(user("3"))?;
+    m.append_message_json(user("1"))?;
+    let b = m.append_message_json(assistant("2"))?;
+    m.append_message_json(user("3"))?;
     m.branch(&b)?;
-    m.append_message(assistant("4"))?;
+    m.append_message_json(assistant("4"))?;
     assert_eq!(texts(&ctx(&m, Leaf::Current)?), ["user: 1", "assistant: 2", "assistant: 4"]);
     Ok(())
 }
@@ -410,9 +410,9 @@ fn item_36_context_after_branching_is_the_active_branch() -> Result<()> {
 #[test]
 fn item_37_branched_session_in_memory() -> Result<()> {
     let mut m = mem(OMP);
-    let a = m.append_message(user("1"))?;
-    let b = m.append_message(assistant("2"))?;
-    m.append_message(user("3"))?;
+    let a = m.append_message_json(user("1"))?;
+    let b = m.append_message_json(assistant("2"))?;
+    m.append_message_json(user("3"))?;
     assert_eq!(
         m.create_branched_session("nonexistent").err().map(|e| e.to_string()).as_deref(),
         Some("Entry nonexistent not found")
@@ -436,7 +436,7 @@ fn item_39_legacy_open_migrates_in_memory_until_a_write() -> Result<()> {
     let mut m = SessionManager::open(OMP, &file, Env::files())?;
     m.flush()?;
     assert_eq!(fs_err::read_to_string(&file)?, v1, "open and flush leave the file alone");
-    m.append_message(user("b"))?;
+    m.append_message_json(user("b"))?;
     m.flush()?;
     let again = SessionManager::open_read_only(OMP, &file, Env::files())?;
     assert_eq!(again.header().get("version"), Some(&json!(3)), "the append rewrote the whole file");
@@ -452,8 +452,8 @@ fn item_39_legacy_open_migrates_in_memory_until_a_write() -> Result<()> {
 fn item_41_fork_takes_a_new_uuidv7_and_points_at_its_parent() -> Result<()> {
     let tmp = TempDir::new("omp-41");
     let mut m = SessionManager::create(OMP, "/w", tmp.path(), Env::files())?;
-    m.append_message(user("1"))?;
-    m.append_message(assistant("2"))?;
+    m.append_message_json(user("1"))?;
+    m.append_message_json(assistant("2"))?;
     let old = m.session_id().to_owned();
     let file = m.session_file().ok_or("file")?.to_path_buf();
     fs_err::create_dir_all(file.with_extension(""))?;
@@ -471,8 +471,8 @@ fn item_41_fork_takes_a_new_uuidv7_and_points_at_its_parent() -> Result<()> {
 fn item_44_title_source_survives_reopen() -> Result<()> {
     let tmp = TempDir::new("omp-44");
     let mut m = SessionManager::create(OMP, "/w", tmp.path(), Env::files())?;
-    m.append_message(user("1"))?;
-    m.append_message(assistant("2"))?;
+    m.append_message_json(user("1"))?;
+    m.append_message_json(assistant("2"))?;
     assert!(m.set_session_name("Chosen", Some("user"))?.is_some());
     assert!(m.set_session_name("   ", Some("user"))?.is_none(), "blank names are refused");
     assert!(m.set_session_name("Auto", Some("auto"))?.is_none(), "auto never replaces a user title");
@@ -524,8 +524,8 @@ fn item_46_custom_message_attribution() -> Result<()> {
 fn item_51_branch_without_an_append_is_lost_on_reload() -> Result<()> {
     let tmp = TempDir::new("omp-51");
     let mut m = SessionManager::create(OMP, "/w", tmp.path(), Env::files())?;
-    let a = m.append_message(user("1"))?;
-    let b = m.append_message(assistant("2"))?;
+    let a = m.append_message_json(user("1"))?;
+    let b = m.append_message_json(assistant("2"))?;
     m.branch(&a)?;
     let file = m.session_file().ok_or("file")?.to_path_buf();
     drop(m);

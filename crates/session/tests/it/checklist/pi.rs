@@ -299,7 +299,7 @@ fn item_34_open_an_empty_explicit_path_keeps_it() -> Result<()> {
 #[test]
 fn item_36_label_set_and_read() -> Result<()> {
     let mut m = mem(PI);
-    let id = m.append_message(user("a"))?;
+    let id = m.append_message_json(user("a"))?;
     assert_eq!(m.tree().label(&id), None);
     let label_id = m.append_label_change(&id, Some("checkpoint"))?;
     assert_eq!(m.tree().label(&id), Some("checkpoint"));
@@ -311,7 +311,7 @@ fn item_36_label_set_and_read() -> Result<()> {
 #[test]
 fn item_37_label_cleared_with_none() -> Result<()> {
     let mut m = mem(PI);
-    let id = m.append_message(user("a"))?;
+    let id = m.append_message_json(user("a"))?;
     m.append_label_change(&id, Some("x"))?;
     m.append_label_change(&id, None)?;
     assert_eq!(m.tree().label(&id), None);
@@ -321,7 +321,7 @@ fn item_37_label_cleared_with_none() -> Result<()> {
 #[test]
 fn item_38_last_label_wins() -> Result<()> {
     let mut m = mem(PI);
-    let id = m.append_message(user("a"))?;
+    let id = m.append_message_json(user("a"))?;
     for l in ["first", "second", "third"] {
         m.append_label_change(&id, Some(l))?;
     }
@@ -332,8 +332,8 @@ fn item_38_last_label_wins() -> Result<()> {
 #[test]
 fn item_39_tree_nodes_carry_labels() -> Result<()> {
     let mut m = mem(PI);
-    let a = m.append_message(user("a"))?;
-    let b = m.append_message(assistant("b"))?;
+    let a = m.append_message_json(user("a"))?;
+    let b = m.append_message_json(assistant("b"))?;
     m.append_label_change(&a, Some("start"))?;
     m.append_label_change(&b, Some("response"))?;
     let roots = m.tree().tree();
@@ -347,9 +347,9 @@ fn item_39_tree_nodes_carry_labels() -> Result<()> {
 /// msg1, msg2, msg3 each labelled (`l1`, `l2`, `l3`).
 fn labelled(d: Dialect) -> Result<(SessionManager, [String; 3])> {
     let mut m = mem(d);
-    let a = m.append_message(user("1"))?;
-    let b = m.append_message(assistant("2"))?;
-    let c = m.append_message(user("3"))?;
+    let a = m.append_message_json(user("1"))?;
+    let b = m.append_message_json(assistant("2"))?;
+    let c = m.append_message_json(user("3"))?;
     for (id, l) in [(&a, "l1"), (&b, "l2"), (&c, "l3")] {
         m.append_label_change(id, Some(l))?;
     }
@@ -378,7 +378,7 @@ fn item_41_branched_session_drops_labels_off_the_path() -> Result<()> {
 #[test]
 fn item_42_labels_add_no_context_message() -> Result<()> {
     let mut m = mem(PI);
-    let id = m.append_message(user("a"))?;
+    let id = m.append_message_json(user("a"))?;
     m.append_label_change(&id, Some("x"))?;
     assert_eq!(texts(&ctx(&m, Leaf::Current)?), ["user: a"]);
     Ok(())
@@ -447,9 +447,9 @@ fn item_45_v2_ids_unchanged() -> Result<()> {
 
 pub(crate) fn item_46_check(d: Dialect) -> Result<()> {
     let mut m = mem(d);
-    let u = m.append_message(user("a"))?;
+    let u = m.append_message_json(user("a"))?;
     let c = m.append_custom_entry("my_data", Some(json!({"foo": "bar"})))?;
-    let a = m.append_message(assistant("b"))?;
+    let a = m.append_message_json(assistant("b"))?;
     assert_eq!(m.tree().entries().len(), 3);
     let e = m.tree().get(&c).ok_or("custom entry")?;
     assert_eq!((e.get_str("customType"), e.get("data")), (Some("my_data"), Some(&json!({"foo": "bar"}))));
@@ -467,9 +467,9 @@ fn item_46_custom_entry_joins_the_chain_not_the_context() -> Result<()> {
 #[test]
 fn item_47_appends_chain_parent_ids() -> Result<()> {
     let mut m = mem(PI);
-    let a = m.append_message(user("1"))?;
-    let b = m.append_message(assistant("2"))?;
-    let c = m.append_message(user("3"))?;
+    let a = m.append_message_json(user("1"))?;
+    let b = m.append_message_json(assistant("2"))?;
+    let c = m.append_message_json(user("3"))?;
     assert_eq!(ids(&m), [a.clone(), b.clone(), c]);
     let es = m.tree().entries();
     assert!(es.iter().all(|r| r.type_str() == Some("message")));
@@ -480,9 +480,9 @@ fn item_47_appends_chain_parent_ids() -> Result<()> {
 #[test]
 fn item_48_thinking_level_change_is_chained() -> Result<()> {
     let mut m = mem(PI);
-    let a = m.append_message(user("1"))?;
+    let a = m.append_message_json(user("1"))?;
     let t = m.append_thinking_level_change(Some("high"), None)?;
-    let b = m.append_message(assistant("2"))?;
+    let b = m.append_message_json(assistant("2"))?;
     assert_eq!(m.tree().get(&t).and_then(|r| r.parent_id()), Some(a.as_str()));
     assert_eq!(m.tree().get(&b).and_then(|r| r.parent_id()), Some(t.as_str()));
     Ok(())
@@ -491,7 +491,7 @@ fn item_48_thinking_level_change_is_chained() -> Result<()> {
 #[test]
 fn item_49_model_change_is_stored_and_chained() -> Result<()> {
     let mut m = mem(PI);
-    let a = m.append_message(user("1"))?;
+    let a = m.append_message_json(user("1"))?;
     let c = m.append_model_change_pi("openai", "gpt-4")?;
     let e = m.tree().get(&c).ok_or("model change")?;
     assert_eq!((e.get_str("provider"), e.get_str("modelId")), (Some("openai"), Some("gpt-4")));
@@ -502,14 +502,14 @@ fn item_49_model_change_is_stored_and_chained() -> Result<()> {
 #[test]
 fn item_50_compaction_is_stored_and_chained() -> Result<()> {
     let mut m = mem(PI);
-    let a = m.append_message(user("1"))?;
-    let b = m.append_message(assistant("2"))?;
+    let a = m.append_message_json(user("1"))?;
+    let b = m.append_message_json(assistant("2"))?;
     let c = m.append_compaction("summary", Some(&a), json!(1000), CompactionOptions::default())?;
     let e = m.tree().get(&c).ok_or("compaction")?;
     assert_eq!(e.parent_id(), Some(b.as_str()));
     assert_eq!((e.get_str("summary"), e.get_str("firstKeptEntryId")), (Some("summary"), Some(a.as_str())));
     assert_eq!(e.get("tokensBefore"), Some(&json!(1000)));
-    let next = m.append_message(user("3"))?;
+    let next = m.append_message_json(user("3"))?;
     assert_eq!(m.tree().get(&next).and_then(|r| r.parent_id()), Some(c.as_str()));
     Ok(())
 }
@@ -517,9 +517,9 @@ fn item_50_compaction_is_stored_and_chained() -> Result<()> {
 #[test]
 fn item_51_custom_entry_is_chained() -> Result<()> {
     let mut m = mem(PI);
-    let a = m.append_message(user("1"))?;
+    let a = m.append_message_json(user("1"))?;
     let c = m.append_custom_entry("my_data", Some(json!({"key": "value"})))?;
-    let b = m.append_message(user("2"))?;
+    let b = m.append_message_json(user("2"))?;
     assert_eq!(m.tree().get(&c).and_then(|r| r.parent_id()), Some(a.as_str()));
     assert_eq!(m.tree().get(&b).and_then(|r| r.parent_id()), Some(c.as_str()));
     Ok(())
@@ -528,7 +528,7 @@ fn item_51_custom_entry_is_chained() -> Result<()> {
 pub(crate) fn item_52_check(d: Dialect) -> Result<()> {
     let mut m = mem(d);
     assert_eq!(m.tree().leaf_id(), None);
-    let a = m.append_message(user("1"))?;
+    let a = m.append_message_json(user("1"))?;
     assert_eq!(m.tree().leaf_id(), Some(a.as_str()));
     let t = m.append_thinking_level_change(Some("high"), None)?;
     assert_eq!(m.tree().leaf_id(), Some(t.as_str()));
@@ -549,7 +549,7 @@ fn item_53_branch_of_an_empty_session() -> Result<()> {
 #[test]
 fn item_54_branch_of_one_entry() -> Result<()> {
     let mut m = mem(PI);
-    m.append_message(user("1"))?;
+    m.append_message_json(user("1"))?;
     assert_eq!(branch_ids(&m, None).len(), 1);
     Ok(())
 }
@@ -557,10 +557,10 @@ fn item_54_branch_of_one_entry() -> Result<()> {
 #[test]
 fn item_55_branch_is_the_whole_path() -> Result<()> {
     let mut m = mem(PI);
-    let a = m.append_message(user("1"))?;
-    let b = m.append_message(assistant("2"))?;
+    let a = m.append_message_json(user("1"))?;
+    let b = m.append_message_json(assistant("2"))?;
     let t = m.append_thinking_level_change(Some("low"), None)?;
-    let c = m.append_message(user("3"))?;
+    let c = m.append_message_json(user("3"))?;
     assert_eq!(branch_ids(&m, None), [a, b, t, c]);
     Ok(())
 }
@@ -568,10 +568,10 @@ fn item_55_branch_is_the_whole_path() -> Result<()> {
 #[test]
 fn item_56_branch_from_an_id() -> Result<()> {
     let mut m = mem(PI);
-    let a = m.append_message(user("1"))?;
-    let b = m.append_message(assistant("2"))?;
-    m.append_message(user("3"))?;
-    m.append_message(assistant("4"))?;
+    let a = m.append_message_json(user("1"))?;
+    let b = m.append_message_json(assistant("2"))?;
+    m.append_message_json(user("3"))?;
+    m.append_message_json(assistant("4"))?;
     assert_eq!(branch_ids(&m, Some(&b)), [a, b.clone()]);
     Ok(())
 }
@@ -586,7 +586,7 @@ fn item_57_tree_of_an_empty_session() -> Result<()> {
 fn item_58_linear_tree_is_one_chain() -> Result<()> {
     let mut m = mem(PI);
     for t in ["1", "2", "3"] {
-        m.append_message(user(t))?;
+        m.append_message_json(user(t))?;
     }
     let roots = m.tree().tree();
     assert_eq!(roots.len(), 1);
@@ -598,12 +598,12 @@ fn item_58_linear_tree_is_one_chain() -> Result<()> {
 /// `1 → 2 → 3`, then `n` more children of `2` appended after `branch(2)`.
 fn branched(d: Dialect, n: usize) -> Result<(SessionManager, String)> {
     let mut m = mem(d);
-    m.append_message(user("1"))?;
-    let two = m.append_message(assistant("2"))?;
-    m.append_message(user("3"))?;
+    m.append_message_json(user("1"))?;
+    let two = m.append_message_json(assistant("2"))?;
+    m.append_message_json(user("3"))?;
     for i in 0..n {
         m.branch(&two)?;
-        m.append_message(user(&format!("b{i}")))?;
+        m.append_message_json(user(&format!("b{i}")))?;
     }
     Ok((m, two))
 }
@@ -628,15 +628,15 @@ fn item_60_three_branches() -> Result<()> {
 #[test]
 fn item_61_deep_branching() -> Result<()> {
     let mut m = mem(PI);
-    m.append_message(user("1"))?;
-    let two = m.append_message(assistant("2"))?;
-    let three = m.append_message(user("3"))?;
-    m.append_message(assistant("4"))?;
+    m.append_message_json(user("1"))?;
+    let two = m.append_message_json(assistant("2"))?;
+    let three = m.append_message_json(user("3"))?;
+    m.append_message_json(assistant("4"))?;
     m.branch(&two)?;
-    let five = m.append_message(user("5"))?;
-    m.append_message(assistant("6"))?;
+    let five = m.append_message_json(user("5"))?;
+    m.append_message_json(assistant("6"))?;
     m.branch(&five)?;
-    m.append_message(assistant("7"))?;
+    m.append_message_json(assistant("7"))?;
     let children = |id: &str| m.tree().children(id).len();
     assert_eq!((children(&two), children(&five), children(&three)), (2, 2, 1));
     Ok(())
@@ -645,8 +645,8 @@ fn item_61_deep_branching() -> Result<()> {
 #[test]
 fn item_62_branch_moves_the_leaf() -> Result<()> {
     let mut m = mem(PI);
-    let a = m.append_message(user("1"))?;
-    m.append_message(assistant("2"))?;
+    let a = m.append_message_json(user("1"))?;
+    m.append_message_json(assistant("2"))?;
     m.branch(&a)?;
     assert_eq!(m.tree().leaf_id(), Some(a.as_str()));
     Ok(())
@@ -663,10 +663,10 @@ fn item_63_branch_to_an_unknown_id_fails() -> Result<()> {
 #[test]
 fn item_64_append_after_branch_is_its_child() -> Result<()> {
     let mut m = mem(PI);
-    let a = m.append_message(user("1"))?;
-    m.append_message(assistant("2"))?;
+    let a = m.append_message_json(user("1"))?;
+    m.append_message_json(assistant("2"))?;
     m.branch(&a)?;
-    let c = m.append_message(user("3"))?;
+    let c = m.append_message_json(user("3"))?;
     assert_eq!(m.tree().get(&c).and_then(|r| r.parent_id()), Some(a.as_str()));
     Ok(())
 }
@@ -674,8 +674,8 @@ fn item_64_append_after_branch_is_its_child() -> Result<()> {
 #[test]
 fn item_65_branch_with_summary() -> Result<()> {
     let mut m = mem(PI);
-    let a = m.append_message(user("1"))?;
-    m.append_message(assistant("2"))?;
+    let a = m.append_message_json(user("1"))?;
+    m.append_message_json(assistant("2"))?;
     let s = m.branch_with_summary(Some(&a), "Summary of abandoned work", None, None, None)?;
     assert_eq!(m.tree().leaf_id(), Some(s.as_str()));
     let e = m.tree().get(&s).ok_or("summary entry")?;
@@ -702,8 +702,8 @@ fn item_67_no_leaf_entry_when_empty() -> Result<()> {
 #[test]
 fn item_68_leaf_entry_is_the_last_appended() -> Result<()> {
     let mut m = mem(PI);
-    m.append_message(user("1"))?;
-    let b = m.append_message(assistant("2"))?;
+    m.append_message_json(user("1"))?;
+    let b = m.append_message_json(assistant("2"))?;
     let leaf = m.tree().leaf_id().and_then(|id| m.tree().get(id)).ok_or("a leaf")?;
     assert_eq!(leaf.id(), Some(b.as_str()));
     Ok(())
@@ -718,8 +718,8 @@ fn item_69_unknown_entry_is_none() -> Result<()> {
 #[test]
 fn item_70_entries_are_returned_as_stored() -> Result<()> {
     let mut m = mem(PI);
-    let a = m.append_message(user("first"))?;
-    let b = m.append_message(assistant("second"))?;
+    let a = m.append_message_json(user("first"))?;
+    let b = m.append_message_json(assistant("second"))?;
     let ua = m.tree().get(&a).ok_or("user")?;
     assert_eq!(ua.value()["message"]["content"], "first");
     let ab = m.tree().get(&b).ok_or("assistant")?;
@@ -730,11 +730,11 @@ fn item_70_entries_are_returned_as_stored() -> Result<()> {
 #[test]
 fn item_71_context_after_branching_is_the_active_branch() -> Result<()> {
     let mut m = mem(PI);
-    m.append_message(user("msg1"))?;
-    let b = m.append_message(assistant("msg2"))?;
-    m.append_message(user("msg3"))?;
+    m.append_message_json(user("msg1"))?;
+    let b = m.append_message_json(assistant("msg2"))?;
+    m.append_message_json(user("msg3"))?;
     m.branch(&b)?;
-    m.append_message(assistant("msg4-branch"))?;
+    m.append_message_json(assistant("msg4-branch"))?;
     assert_eq!(texts(&ctx(&m, Leaf::Current)?), ["user: msg1", "assistant: msg2", "assistant: msg4-branch"]);
     Ok(())
 }
@@ -742,7 +742,7 @@ fn item_71_context_after_branching_is_the_active_branch() -> Result<()> {
 #[test]
 fn item_72_branched_session_of_an_unknown_id_fails() -> Result<()> {
     let mut m = mem(PI);
-    m.append_message(user("1"))?;
+    m.append_message_json(user("1"))?;
     let err = m.create_branched_session("nonexistent").err().ok_or("refused")?;
     assert_eq!(err.to_string(), "Entry nonexistent not found");
     Ok(())
@@ -751,12 +751,12 @@ fn item_72_branched_session_of_an_unknown_id_fails() -> Result<()> {
 #[test]
 fn item_73_in_memory_branched_session_keeps_the_path() -> Result<()> {
     let mut m = mem(PI);
-    let a = m.append_message(user("1"))?;
-    let b = m.append_message(assistant("2"))?;
-    let c = m.append_message(user("3"))?;
-    m.append_message(assistant("4"))?;
+    let a = m.append_message_json(user("1"))?;
+    let b = m.append_message_json(assistant("2"))?;
+    let c = m.append_message_json(user("3"))?;
+    m.append_message_json(assistant("4"))?;
     m.branch(&c)?;
-    m.append_message(assistant("5"))?;
+    m.append_message_json(assistant("5"))?;
     assert_eq!(m.create_branched_session(&b)?, None);
     assert_eq!(ids(&m), [a, b]);
     Ok(())
@@ -765,12 +765,12 @@ fn item_73_in_memory_branched_session_keeps_the_path() -> Result<()> {
 #[test]
 fn item_74_branched_session_of_a_branch_leaf() -> Result<()> {
     let mut m = mem(PI);
-    let a = m.append_message(user("1"))?;
-    let b = m.append_message(assistant("2"))?;
-    m.append_message(user("3"))?;
+    let a = m.append_message_json(user("1"))?;
+    let b = m.append_message_json(assistant("2"))?;
+    m.append_message_json(user("3"))?;
     m.branch(&b)?;
-    let d = m.append_message(user("4"))?;
-    let e = m.append_message(assistant("5"))?;
+    let d = m.append_message_json(user("4"))?;
+    let e = m.append_message_json(assistant("5"))?;
     m.create_branched_session(&e)?;
     assert_eq!(ids(&m), [a, b, d, e]);
     Ok(())
@@ -785,9 +785,9 @@ fn headers(file: &Path) -> Result<usize> {
 fn item_76_branched_session_with_an_assistant_is_written_at_once() -> Result<()> {
     let tmp = TempDir::new("pi-76");
     let mut m = SessionManager::create(PI, "/w", tmp.path(), Env::files())?;
-    m.append_message(user("1"))?;
-    let b = m.append_message(assistant("2"))?;
-    m.append_message(user("3"))?;
+    m.append_message_json(user("1"))?;
+    let b = m.append_message_json(assistant("2"))?;
+    m.append_message_json(user("3"))?;
     let file = m.create_branched_session(&b)?.ok_or("a file")?;
     assert!(file.exists());
     assert_eq!(headers(&file)?, 1);
@@ -892,10 +892,10 @@ fn item_94_no_file_before_the_first_user_message() -> Result<()> {
     let mut m = SessionManager::create(PI, "/w", tmp.path(), Env::files())?;
     m.append_model_change_pi("openai", "gpt-4")?;
     m.append_thinking_level_change(Some("high"), None)?;
-    m.append_message(json!({"role": "system", "content": "s", "timestamp": 1}))?;
+    m.append_message_json(json!({"role": "system", "content": "s", "timestamp": 1}))?;
     let file = m.session_file().ok_or("a path")?.to_path_buf();
     assert!(!file.exists(), "no conversation yet");
-    m.append_message(user("hi"))?;
+    m.append_message_json(user("hi"))?;
     assert_eq!(fs_err::read_to_string(&file)?.lines().count(), 5, "the header and every earlier entry");
     Ok(())
 }
@@ -907,7 +907,7 @@ fn item_95_open_a_missing_path_creates_it_on_the_first_user_message() -> Result<
     let mut m = SessionManager::open(PI, &file, Env::files())?;
     m.append_model_change_pi("openai", "gpt-4")?;
     assert!(!file.exists());
-    m.append_message(user("hi"))?;
+    m.append_message_json(user("hi"))?;
     assert!(file.exists());
     Ok(())
 }
@@ -973,7 +973,7 @@ fn item_103_session_name_is_sanitised_and_latest_wins() -> Result<()> {
 #[test]
 fn item_104_empty_label_is_stored_and_clears() -> Result<()> {
     let mut m = mem(PI);
-    let a = m.append_message(user("1"))?;
+    let a = m.append_message_json(user("1"))?;
     m.append_label_change(&a, Some("x"))?;
     let e = m.append_label_change(&a, Some(""))?;
     assert_eq!(m.tree().get(&e).and_then(|r| r.get_str("label")), Some(""));
@@ -997,10 +997,10 @@ fn item_105_usage_note_only_when_truthy() -> Result<()> {
 #[test]
 fn item_106_compaction_without_a_kept_entry_keeps_from_itself() -> Result<()> {
     let mut m = mem(PI);
-    m.append_message(user("1"))?;
+    m.append_message_json(user("1"))?;
     let c = m.append_compaction("s", None, json!(5), CompactionOptions::default())?;
     assert_eq!(m.tree().get(&c).and_then(|r| r.get_str("firstKeptEntryId")), Some(c.as_str()));
-    m.append_message(user("after"))?;
+    m.append_message_json(user("after"))?;
     assert_eq!(texts(&ctx(&m, Leaf::Current)?), ["compactionSummary: s", "user: after"]);
     Ok(())
 }
@@ -1008,7 +1008,7 @@ fn item_106_compaction_without_a_kept_entry_keeps_from_itself() -> Result<()> {
 #[test]
 fn item_107_compaction_without_system_messages_has_no_snapshot() -> Result<()> {
     let mut m = mem(PI);
-    m.append_message(user("1"))?;
+    m.append_message_json(user("1"))?;
     let c = m.append_compaction("s", None, json!(5), CompactionOptions::default())?;
     assert!(m.tree().get(&c).and_then(|r| r.get("systemMessage")).is_none());
     Ok(())
@@ -1017,7 +1017,7 @@ fn item_107_compaction_without_system_messages_has_no_snapshot() -> Result<()> {
 #[test]
 fn item_109_context_edit_errors() -> Result<()> {
     let mut m = mem(PI);
-    let a = m.append_message(user("1"))?;
+    let a = m.append_message_json(user("1"))?;
     for bad in [json!("text"), json!({}), json!({"content": 5})] {
         assert!(matches!(m.append_context_edit(&a, bad), Err(SessionError::InvalidContextEdit)));
     }
@@ -1030,8 +1030,8 @@ fn item_109_context_edit_errors() -> Result<()> {
 #[test]
 fn item_110_replacement_content_shapes() -> Result<()> {
     let mut m = mem(PI);
-    let u = m.append_message(user("q"))?;
-    let a = m.append_message(assistant("r"))?;
+    let u = m.append_message_json(user("q"))?;
+    let a = m.append_message_json(assistant("r"))?;
     m.append_context_edit(&u, json!({"content": "edited q"}))?;
     m.append_context_edit(&a, json!({"content": "edited r"}))?;
     let c = ctx(&m, Leaf::Current)?;
@@ -1044,8 +1044,8 @@ fn item_110_replacement_content_shapes() -> Result<()> {
 #[test]
 fn item_111_edits_apply_on_their_branch_only() -> Result<()> {
     let mut m = mem(PI);
-    let u = m.append_message(user("q"))?;
-    let a = m.append_message(assistant("r"))?;
+    let u = m.append_message_json(user("q"))?;
+    let a = m.append_message_json(assistant("r"))?;
     m.append_context_edit(&a, Value::Null)?;
     assert_eq!(texts(&ctx(&m, Leaf::Current)?), ["user: q"], "null omits the message");
     assert!(m.tree().get(&a).is_some(), "the raw entry stays");
@@ -1058,7 +1058,7 @@ fn item_111_edits_apply_on_their_branch_only() -> Result<()> {
 #[test]
 fn item_112_branch_summary_from_the_root() -> Result<()> {
     let mut m = mem(PI);
-    m.append_message(user("1"))?;
+    m.append_message_json(user("1"))?;
     m.reset_leaf();
     let s = m.branch_with_summary(None, "from the root", None, None, None)?;
     let e = m.tree().get(&s).ok_or("summary")?;
