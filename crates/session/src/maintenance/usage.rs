@@ -168,8 +168,9 @@ pub struct UsageReport {
 }
 
 /// Sums the usage records of `sessions` (each with whose it is; another agent's as its
-/// import reads), grouped as `options` say. An entry is one record however many files hold it: it is known by its id and
-/// timestamp (a fork copies both). Reads only the sessions; with
+/// import reads), grouped as `options` say. An entry is one record however many files
+/// hold it: it is known by its id and timestamp (a fork copies both). Reads only the
+/// sessions; with
 /// [`UsageOptions::cache`], what each file holds is kept in the usage cache
 /// ([`USAGE_CACHE`]) and a file whose size, times, inode and device are those noted
 /// (and which had settled when read) is not read again.
