@@ -160,7 +160,7 @@ pub(crate) fn relocate(g: &Global, old: &Path, new: &Path, yes: bool) -> Result<
     let outcomes: Vec<(maintenance::ProjectMove, std::result::Result<Option<PathBuf>, String>)> = if yes {
         maintenance::relocate_project(&|d| move_env(g, d), &moves)
             .into_iter()
-            .map(|(m, r)| (m, r.map(|r| Some(r.to)).map_err(|e| e.to_string())))
+            .map(|(m, r)| (m, r.map(|r| Some(r.to)).map_err(|e| crate::commands::chain(&e))))
             .collect()
     } else {
         moves.into_iter().map(|m| (m, Ok(None))).collect()
@@ -518,7 +518,9 @@ pub(crate) fn mark_store(g: &Global) -> Result<maintenance::MarkStore> {
 
 /// Every mark, or why they cannot be read (naming the file).
 pub(crate) fn try_read_marks(g: &Global) -> std::result::Result<maintenance::Marks, String> {
-    mark_store(g).map_err(|e| e.to_string()).and_then(|m| m.read().map_err(|e| e.to_string()))
+    mark_store(g)
+        .map_err(|e| crate::commands::chain(&*e))
+        .and_then(|m| m.read().map_err(|e| crate::commands::chain(&e)))
 }
 
 /// Every mark, for a listing: a file of marks that cannot be read is named in a warning
@@ -629,7 +631,7 @@ pub(crate) fn prune(g: &Global, a: &PruneArgs<'_>) -> Result<String> {
                 .and_then(|p| p.trash(&*storage, &homes, now))
             {
                 Ok(r) => Ok(Some(r.item.dir)),
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(crate::commands::chain(&e)),
             }
         } else {
             Ok(None)

@@ -40,7 +40,7 @@ fn main() -> ExitCode {
         huge_pages::ensure_for(file);
     }
     if let Err(e) = store::init(&cli.global, &command) {
-        eprintln!("error: --store: {e}");
+        eprintln!("error: --store: {}", commands::chain(&*e));
         return ExitCode::FAILURE;
     }
     if let args::Command::Pick { all } = command {

@@ -82,7 +82,7 @@ pub enum TypedError {
     #[error("the record cannot be read as a JSON tree: it is nested too deeply")]
     Unreadable,
     /// The text is not one JSON value.
-    #[error("invalid JSON: {0}")]
+    #[error(transparent)]
     Syntax(#[from] RecordParseError),
 }
 

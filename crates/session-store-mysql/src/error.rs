@@ -54,7 +54,7 @@ pub enum MysqlError {
         table: String,
     },
     /// The server refused the statement or the connection failed.
-    #[error("database error: {0}")]
+    #[error("database error")]
     Database(#[from] mysql::Error),
 }
 

@@ -56,7 +56,7 @@ pub enum SqliteError {
         table: String,
     },
     /// SQLite refused the statement.
-    #[error("database error: {0}")]
+    #[error("database error")]
     Database(#[from] rusqlite::Error),
 }
 

@@ -47,7 +47,7 @@ pub enum JobError {
     },
     /// A folder or file that may hold sessions could not be read: a job that must see
     /// every session (gc) does nothing.
-    #[error("cannot read {}: {source}; gc deletes nothing while it cannot see every session", path.display())]
+    #[error("cannot read {}; gc deletes nothing while it cannot see every session", path.display())]
     Unreadable {
         /// What could not be read.
         path: PathBuf,
@@ -134,7 +134,7 @@ pub enum JobError {
         read: u64,
     },
     /// A copy failed part-way: what is there and what to do.
-    #[error("{source}; {done}")]
+    #[error("a copy failed part-way: {done}")]
     Partial {
         /// What was done before the failure, and how to finish.
         done: String,

@@ -114,7 +114,7 @@ fn copy(
     for (done, (target, data, state)) in planned.iter().enumerate() {
         write_checked(dst, target, data, *state).map_err(|e| JobError::Partial {
             done: format!(
-                "{done} of {} artifacts of {} were copied before it and the session file was not; run the command again to finish",
+                "{done} of {} artifacts of {} were copied before the failure and the session file was not; run the command again to finish",
                 planned.len(),
                 to.display()
             ),

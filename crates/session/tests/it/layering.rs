@@ -83,3 +83,58 @@ fn pure_crates_do_not_touch_the_file_system() -> Result<()> {
     }
     Ok(())
 }
+
+/// Every `.rs` file below `dir`.
+fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) -> Result<()> {
+    for entry in fs_err::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            rust_files(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Error messages do not repeat their cause: printers walk `source()` (the command's
+/// does, a line per cause), so a message that also writes its `#[from]` or `#[source]`
+/// field (`{0}` of a tuple variant, `{source}`) would print it twice. And the command
+/// prints no error by `format!("{e}")` alone, which drops its causes.
+#[test]
+fn error_messages_do_not_repeat_their_source() -> Result<()> {
+    let mut files = Vec::new();
+    for krate in fs_err::read_dir(root().join("crates"))? {
+        let src = krate?.path().join("src");
+        if src.is_dir() {
+            rust_files(&src, &mut files)?;
+        }
+    }
+    assert!(files.len() > 50, "the crates' sources are found ({} files)", files.len());
+    let mut repeated = Vec::new();
+    let mut checked = 0;
+    for path in &files {
+        let text = fs_err::read_to_string(path)?;
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            if !line.trim_start().starts_with("#[error(") {
+                continue;
+            }
+            checked += 1;
+            // The attribute to its end, then the variant's first line after it.
+            let end = (i..lines.len()).find(|&j| lines[j].trim_end().ends_with(")]")).unwrap_or(i);
+            let attr = lines[i..=end].join(" ");
+            let variant = lines[end + 1..].iter().find(|l| !l.trim_start().starts_with("#[")).copied().unwrap_or("");
+            let tuple_source = variant.contains("(#[from]") || variant.contains("(#[source]");
+            if (attr.contains("{0}") && tuple_source) || attr.contains("{source}") {
+                repeated.push(format!("{}:{}", path.display(), i + 1));
+            }
+        }
+        if path.components().any(|c| c.as_os_str() == "session-cli") && text.contains("format!(\"{e}\")") {
+            repeated.push(format!("{}: format!(\"{{e}}\")", path.display()));
+        }
+    }
+    assert!(checked > 100, "the error attributes are found ({checked})");
+    assert!(repeated.is_empty(), "messages that repeat their source: {repeated:#?}");
+    Ok(())
+}
