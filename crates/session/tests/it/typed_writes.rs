@@ -85,8 +85,12 @@ fn typed_and_raw_messages_write_the_same_bytes() -> Result<()> {
 #[test]
 fn a_message_without_a_role_is_refused_before_writing() -> Result<()> {
     let (mut m, storage, path) = session(Dialect::Omp)?;
-    // Nothing on the storage yet, or the header alone: it stays so.
-    let before = storage.read(&path).ok();
+    // A turn on the file first, so that the bytes compared below exist.
+    m.append_message(UserMessage::new("q", 1.0))?;
+    m.append_message(AssistantMessage::new(vec![ContentBlock::text("a")], 2.0))?;
+    m.flush()?;
+    let before = storage.read(&path)?;
+    assert!(before.ends_with(b"\n") && before.len() > 100, "the turn is on the file");
     for bad in [json!(null), json!("hi"), json!({"content": "no role"}), json!({"role": 7})] {
         let err = m.append_message(Message::Unknown(bad.clone())).err().ok_or("refused")?;
         assert!(
@@ -95,11 +99,11 @@ fn a_message_without_a_role_is_refused_before_writing() -> Result<()> {
         );
     }
     m.flush()?;
-    assert_eq!(storage.read(&path).ok(), before);
-    assert!(m.tree().entries().is_empty());
+    assert_eq!(storage.read(&path)?, before);
+    assert_eq!(m.tree().entries().len(), 2);
     // An unknown role is a message like any other.
     m.append_message(Message::Unknown(json!({"role": "x-future", "content": "kept"})))?;
-    assert_eq!(m.tree().entries().len(), 1);
+    assert_eq!(m.tree().entries().len(), 3);
     Ok(())
 }
 
