@@ -25,10 +25,9 @@ use session_model::Dialect;
 
 mod crash;
 mod fuzz;
-mod generate;
 mod public_api;
 
-use generate::{Options, Profile};
+use session_testkit::generate::{self, Options, Profile};
 
 const USAGE: &str = "usage:
   cargo xtask fixtures [--check]

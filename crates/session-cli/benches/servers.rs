@@ -23,37 +23,26 @@ use session::{Dialect, Env, SessionManager};
 use session_store_postgres::{NativePostgresStorage, PostgresStorage};
 use session_store_redis::RedisStorage;
 
-#[allow(dead_code)] // the xtask uses parts of the generator these benchmarks do not
-#[path = "../../../xtask/src/generate.rs"]
-mod generate;
+use session_testkit::postgres::TestDb;
+use session_testkit::redis::TestPrefix;
+use session_testkit::{TempDir, generate};
 
-/// The backends of one run and what they leave behind.
+/// The backends of one run; the database, key prefix and folder go with it.
 struct Backends {
     list: Vec<(&'static str, Arc<dyn Storage>, PathBuf)>,
-    admin: postgres::Client,
-    db: String,
-    redis_url: String,
-    prefix: String,
-    dir: PathBuf,
+    _db: TestDb,
+    _prefix: TestPrefix,
+    _dir: TempDir,
 }
 
 impl Backends {
     fn connect() -> Backends {
-        let admin_conn = std::env::var("SESSION_TEST_POSTGRES")
-            .unwrap_or_else(|_| "host=/var/run/postgresql dbname=postgres".to_owned());
-        let mut admin = postgres::Client::connect(&admin_conn, postgres::NoTls).expect("PostgreSQL for the benches");
-        let db = format!("sess_bench_{}", std::process::id());
-        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).expect("old bench database");
-        admin.batch_execute(&format!("CREATE DATABASE {db}")).expect("bench database");
-        let kept: Vec<&str> = admin_conn.split_whitespace().filter(|kv| !kv.starts_with("dbname=")).collect();
-        let conn = format!("{} dbname={db}", kept.join(" "));
-        let redis_url = std::env::var("SESSION_TEST_REDIS").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".to_owned());
-        let prefix = format!("sess-bench:{}:", std::process::id());
-        let dir = std::env::temp_dir().join(format!("session-bench-servers-{}", std::process::id()));
-        let _ = fs_err::remove_dir_all(&dir);
-        fs_err::create_dir_all(&dir).expect("bench dir");
+        let db = TestDb::create("servers bench").expect("PostgreSQL").expect("PostgreSQL for the benches");
+        let conn = db.conn();
+        let prefix = TestPrefix::create("servers bench").expect("Redis").expect("Redis for the benches");
+        let dir = TempDir::new("session-bench-servers");
         let list: Vec<(&'static str, Arc<dyn Storage>, PathBuf)> = vec![
-            ("file", Arc::new(FileStorage::new()), dir.clone()),
+            ("file", Arc::new(FileStorage::new()), dir.to_path_buf()),
             ("pg-native", Arc::new(NativePostgresStorage::connect(&conn).expect("native")), "/bench".into()),
             // The same tables, each commit acknowledged before its WAL reaches the disk
             // (`synchronous_commit = off`): what a commit costs without this machine's fsync.
@@ -71,26 +60,20 @@ impl Backends {
             ("pg-omp", Arc::new(PostgresStorage::connect(&conn).expect("omp table")), "/bench".into()),
             (
                 "redis",
-                Arc::new(RedisStorage::connect_with_prefix(&redis_url, &prefix).expect("redis")),
+                Arc::new(
+                    RedisStorage::connect_with_prefix(&session_testkit::redis::url(), prefix.prefix()).expect("redis"),
+                ),
                 "/bench".into(),
             ),
         ];
-        Backends { list, admin, db, redis_url, prefix, dir }
+        Backends { list, _db: db, _prefix: prefix, _dir: dir }
     }
 }
 
 impl Drop for Backends {
     fn drop(&mut self) {
+        // The storages' connections close before the database is dropped.
         self.list.clear();
-        let _ = self.admin.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.db));
-        if let Ok(mut c) = redis::Client::open(self.redis_url.as_str()).and_then(|c| c.get_connection()) {
-            let keys: Vec<String> =
-                redis::cmd("KEYS").arg(format!("{}*", self.prefix)).query(&mut c).unwrap_or_default();
-            for chunk in keys.chunks(500) {
-                let _: Result<(), _> = redis::cmd("DEL").arg(chunk).query(&mut c);
-            }
-        }
-        let _ = fs_err::remove_dir_all(&self.dir);
     }
 }
 

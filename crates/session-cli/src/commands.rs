@@ -12,7 +12,7 @@ use session::maintenance::Mark;
 use session::model::json::{write_js_str, write_js_value};
 use session::store::blob::BlobStore;
 use session::tree::{self, Leaf};
-use session::{Dialect, Env, OpenMode, SessionManager};
+use session::{Dialect, Env, OpenMode, Session, SessionManager};
 
 use crate::args::{Cli, Command, Global, LeafArgs};
 use crate::human;
@@ -171,7 +171,7 @@ pub(crate) fn run(g: &Global, command: &Command) -> Result<Output> {
 /// it). The command never moves the terminal's breadcrumb.
 pub(crate) fn env(g: &Global, dialect: Dialect) -> Env {
     let mut env = Env::files().with_terminal(None);
-    env.storage = crate::store::current();
+    env = env.with_storage(crate::store::current());
     if let Ok(process) = session::discovery::ProcessEnv::from_process_env() {
         if dialect == Dialect::Omp {
             env = env.with_agent_dirs(session::discovery::AgentDirs::omp(&process, g.omp_home.into()));
@@ -205,19 +205,67 @@ pub(crate) fn dialect_for(g: &Global, file: &Path) -> Dialect {
 /// error), or as the agent opens it with `--as-agent`.
 /// A Claude Code transcript or a Codex rollout opens as the pi session its import writes,
 /// built in memory (`session::import::open_foreign`).
-pub(crate) fn open(g: &Global, file: &Path) -> Result<SessionManager> {
+pub(crate) fn open(g: &Global, file: &Path) -> Result<Inspected> {
     Ok(open_inspect(g, file)?.0)
 }
 
-/// [`open`], with the import's report when `file` is another agent's session.
-fn open_inspect(g: &Global, file: &Path) -> Result<(SessionManager, Option<session::import::ImportReport>)> {
-    if g.dialect.is_none() && !g.as_agent && g.store.is_none() && file.is_file() {
-        let env = env(g, Dialect::Pi);
-        if let Some((m, report)) = session::import::open_foreign(file, &env)? {
-            return Ok((m, Some(report)));
+/// A session opened to inspect it: a read-only [`Session`], or with `--as-agent` the
+/// manager the agent's open makes (which may have written a migration or a repair).
+/// Either reads through [`SessionManager`]'s `&self` methods.
+pub(crate) enum Inspected {
+    /// Read-only: nothing can be written.
+    Read(Session),
+    /// `--as-agent`.
+    Agent(SessionManager),
+}
+
+impl Inspected {
+    /// Moves the leaf in memory (the agents' `branch`).
+    pub(crate) fn branch(&mut self, id: &str) -> std::result::Result<(), session::SessionError> {
+        match self {
+            Inspected::Read(s) => s.branch(id),
+            Inspected::Agent(m) => m.branch(id),
         }
     }
-    Ok((open_as(g, file, OpenMode::ReadOnly)?, None))
+
+    /// Moves the leaf before the first entry in memory (the agents' `resetLeaf`).
+    pub(crate) fn reset_leaf(&mut self) {
+        match self {
+            Inspected::Read(s) => s.reset_leaf(),
+            Inspected::Agent(m) => m.reset_leaf(),
+        }
+    }
+}
+
+impl std::ops::Deref for Inspected {
+    type Target = SessionManager;
+
+    fn deref(&self) -> &SessionManager {
+        match self {
+            Inspected::Read(s) => s.as_manager(),
+            Inspected::Agent(m) => m,
+        }
+    }
+}
+
+/// Opens the session to inspect it, read-only or (`--as-agent`) as its agent does.
+pub(crate) fn inspect(g: &Global, file: &Path) -> Result<Inspected> {
+    let dialect = dialect_for(g, file);
+    if g.as_agent {
+        return Ok(Inspected::Agent(SessionManager::open_with(dialect, file, env(g, dialect), OpenMode::AsAgent)?));
+    }
+    Ok(Inspected::Read(Session::open(dialect, file, env(g, dialect))?))
+}
+
+/// [`open`], with the import's report when `file` is another agent's session.
+fn open_inspect(g: &Global, file: &Path) -> Result<(Inspected, Option<session::import::ImportReport>)> {
+    if g.dialect.is_none() && !g.as_agent && g.store.is_none() && file.is_file() {
+        let env = env(g, Dialect::Pi);
+        if let Some((s, report)) = session::import::open_foreign(file, &env)? {
+            return Ok((Inspected::Read(s), Some(report)));
+        }
+    }
+    Ok((inspect(g, file)?, None))
 }
 
 /// Opens the session to write to it: it must exist (`--as-agent`: as the agent opens it,
@@ -240,7 +288,7 @@ pub(crate) fn done<T>(m: &SessionManager, value: T) -> Result<T> {
 }
 
 /// Applies `--leaf` / `--leaf-null` as the reference does: `branch(id)` or `resetLeaf()`.
-fn apply_leaf(leaf: &LeafArgs, m: &mut SessionManager) -> Result<()> {
+fn apply_leaf(leaf: &LeafArgs, m: &mut Inspected) -> Result<()> {
     if let Some(id) = &leaf.leaf {
         m.branch(id)?;
     } else if leaf.leaf_null {

@@ -54,7 +54,7 @@ pub(crate) fn import(
 ) -> Result<String> {
     let mut env = env(g, to);
     if let Ok(process) = session::discovery::ProcessEnv::from_process_env() {
-        env.dirs = Some(session::discovery::AgentDirs::for_dialect(to, &process, g.omp_home.into()));
+        env = env.with_dirs(Some(session::discovery::AgentDirs::for_dialect(to, &process, g.omp_home.into())));
     }
     let cwd = match cwd {
         Some(c) => Some(std::path::absolute(c)?.to_string_lossy().into_owned()),

@@ -143,7 +143,7 @@ fn move_env(g: &Global, dialect: Dialect) -> session::Env {
     if dialect == Dialect::Pi
         && let Ok(process) = session::discovery::ProcessEnv::from_process_env()
     {
-        env.dirs = Some(session::discovery::AgentDirs::pi(&process));
+        env = env.with_dirs(Some(session::discovery::AgentDirs::pi(&process)));
     }
     env
 }

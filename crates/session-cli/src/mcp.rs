@@ -408,7 +408,7 @@ fn roots(g: &Global) -> Result<Vec<PathBuf>> {
 }
 
 /// Opens `path` read-only: a pi or omp session, or another agent's as its import reads.
-fn open(g: &Global, path: &Path) -> std::result::Result<session::SessionManager, Failure> {
+fn open(g: &Global, path: &Path) -> std::result::Result<crate::commands::Inspected, Failure> {
     Ok(crate::commands::open(g, path)?)
 }
 

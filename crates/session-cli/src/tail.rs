@@ -15,10 +15,10 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-use session::{OpenMode, Record, SessionManager};
+use session::Record;
 
 use crate::args::Global;
-use crate::commands::{Result, done, open_as};
+use crate::commands::{Result, done};
 
 /// How long one wait on the change feed lasts before the stat is looked at anyway.
 const WAIT: Duration = Duration::from_secs(1);
@@ -31,7 +31,7 @@ pub(crate) fn tail(g: &Global, file: &Path, lines: usize, follow: bool, json: bo
     // one before it is in what is read.
     let mut watch = if follow { storage.watch(file)? } else { None };
     let mut last = if follow { storage.stat(file)? } else { None };
-    let m = open_as(g, file, OpenMode::ReadOnly)?;
+    let m = crate::commands::inspect(g, file)?;
     let entries = m.tree().entries();
     let shown = &entries[entries.len().saturating_sub(lines)..];
     let width = crate::table::width();
@@ -67,7 +67,7 @@ pub(crate) fn tail(g: &Global, file: &Path, lines: usize, follow: bool, json: bo
         }
         let grew = last.is_some_and(|l| stat.size > l.size);
         last = now;
-        let m: SessionManager = open_as(g, file, OpenMode::ReadOnly)?;
+        let m = crate::commands::inspect(g, file)?;
         let entries = m.tree().entries();
         let width = crate::table::width();
         for (i, r) in entries.iter().enumerate() {

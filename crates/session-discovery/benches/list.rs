@@ -15,10 +15,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use session_discovery::{AgentDirs, Dialect, Discovery, OmpHome, ProcessEnv};
 use session_store::PrivateDir;
 
-/// The shared generator of realistic sessions (`xtask/src/generate.rs`).
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../../xtask/src/generate.rs"]
-mod generate;
+use session_testkit::generate;
 
 /// One session as the references' listing benchmark makes them (`bench-ref/mkbig.mjs
 /// --many`): 12 entries with a nominal 1,200 bytes each, scaled by mkbig's 1.32 (about

@@ -13,10 +13,7 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use session_model::{Dialect, parse_session_at, parse_session_bytes};
 
-// The generator lives in the xtask; the benchmark shares it so both make the same shapes.
-#[allow(dead_code)] // the xtask uses parts of the generator this benchmark does not
-#[path = "../../../xtask/src/generate.rs"]
-mod generate;
+use session_testkit::generate;
 
 /// Size of the generated session.
 const TARGET_BYTES: usize = 50 * 1000 * 1000;

@@ -1,28 +1,12 @@
 //! Storage benchmarks: append latency per durability level (1 KB lines) and an atomic rewrite
 //! of a 20,000-line session file.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use session_store::{Durability, ExpectedSize, FileStorage, MemoryStorage, Storage};
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> TempDir {
-        use rand::Rng;
-        let p = std::env::temp_dir().join(format!("session-store-bench-{:016x}", rand::rng().next_u64()));
-        fs_err::create_dir_all(&p).expect("temp dir is creatable");
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs_err::remove_dir_all(&self.0);
-    }
-}
+use session_testkit::TempDir;
 
 fn line(n: usize) -> Vec<u8> {
     let pad = "x".repeat(900);
@@ -53,13 +37,13 @@ fn timed_appends(storage: &dyn Storage, path: &Path, durability: Durability, ite
 }
 
 fn appends(c: &mut Criterion) {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let file = FileStorage::new();
     let memory = MemoryStorage::new();
     let mut group = c.benchmark_group("append_1k");
     group.sample_size(20).measurement_time(Duration::from_secs(3));
     for (name, durability) in [("none", Durability::None), ("fsync", Durability::Fsync)] {
-        let path = dir.0.join(format!("{name}.jsonl"));
+        let path = dir.path().join(format!("{name}.jsonl"));
         group.bench_function(format!("file_{name}"), |b| {
             b.iter_custom(|iters| timed_appends(&file, &path, durability, iters))
         });
@@ -72,9 +56,9 @@ fn appends(c: &mut Criterion) {
 }
 
 fn rewrite(c: &mut Criterion) {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let storage = FileStorage::new();
-    let path = dir.0.join("big.jsonl");
+    let path = dir.path().join("big.jsonl");
     let body: Vec<u8> = (0..20_000).flat_map(line).collect();
     let mut group = c.benchmark_group("write_atomic");
     group.sample_size(10).measurement_time(Duration::from_secs(5));

@@ -213,7 +213,8 @@ pub enum StoreError {
         /// Why they could not be carried over.
         source: Box<StoreError>,
     },
-    /// A fault injected by a test (see `Faults`).
+    /// A fault injected by a test (see `Faults`; only with the `testing` feature).
+    #[cfg(feature = "testing")]
     #[error("injected fault: cannot {op} {}", path.display())]
     Injected {
         /// The operation that was made to fail.
@@ -228,6 +229,11 @@ impl StoreError {
     /// systems (`EXDEV`): the move has to copy instead.
     pub fn crosses_devices(&self) -> bool {
         matches!(self, StoreError::Io { source, .. } if source.kind() == io::ErrorKind::CrossesDevices)
+    }
+
+    /// The error reported when a write stores fewer bytes than asked.
+    pub(crate) fn short_write(op: Op, path: &Path) -> StoreError {
+        StoreError::io_raw(op, path, io::Error::new(io::ErrorKind::WriteZero, "short write"))
     }
 
     /// Wraps an IO error, turning `NotFound`, `AlreadyExists` and a refused non-regular file

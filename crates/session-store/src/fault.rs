@@ -395,7 +395,7 @@ pub(crate) fn plan_write(faults: Option<&Faults>, op: Op, path: &Path, len: usiz
 fn split_verdict(verdict: WriteVerdict, op: Op, path: &Path, len: usize) -> (usize, Option<StoreError>) {
     match verdict {
         WriteVerdict::All => (len, None),
-        WriteVerdict::Partial(n, err) => (n, Some(err.unwrap_or_else(|| short_write_error(op, path)))),
+        WriteVerdict::Partial(n, err) => (n, Some(err.unwrap_or_else(|| StoreError::short_write(op, path)))),
         WriteVerdict::Crash(n, err) => (n, Some(err)),
     }
 }
@@ -403,11 +403,6 @@ fn split_verdict(verdict: WriteVerdict, op: Op, path: &Path, len: usize) -> (usi
 /// The error of a replace that was renamed into place before its directory sync failed.
 fn landed(path: &Path, written: u64, error: StoreError) -> StoreError {
     StoreError::NotDurable { path: path.to_path_buf(), written, source: Box::new(error) }
-}
-
-/// The error reported when a write stores fewer bytes than asked.
-pub(crate) fn short_write_error(op: Op, path: &Path) -> StoreError {
-    StoreError::io_raw(op, path, io::Error::new(io::ErrorKind::WriteZero, "short write"))
 }
 
 /// A [`Storage`] wrapper that fails operations as a [`Faults`] plan says; for tests.
@@ -611,7 +606,7 @@ impl<S: Storage> Storage for FaultStorage<S> {
         match self.faults.on_write(Op::Append, path, bytes.len()) {
             WriteVerdict::All => self.inner.append(path, bytes),
             // A failed append is rolled back: nothing stays.
-            WriteVerdict::Partial(_, err) => Err(err.unwrap_or_else(|| short_write_error(Op::Append, path))),
+            WriteVerdict::Partial(_, err) => Err(err.unwrap_or_else(|| StoreError::short_write(Op::Append, path))),
             // A death leaves what was written, and nobody rolls it back.
             WriteVerdict::Crash(n, e) => {
                 if n > 0 {
@@ -637,7 +632,7 @@ impl<S: Storage> Storage for FaultStorage<S> {
         // so a death leaves nothing of it.
         match self.faults.on_write(Op::Append, path, bytes.len()) {
             WriteVerdict::All => self.inner.append_expected_versioned(path, bytes, expected),
-            WriteVerdict::Partial(_, err) => Err(err.unwrap_or_else(|| short_write_error(Op::Append, path))),
+            WriteVerdict::Partial(_, err) => Err(err.unwrap_or_else(|| StoreError::short_write(Op::Append, path))),
             WriteVerdict::Crash(_, e) => Err(e),
         }
     }
@@ -720,7 +715,7 @@ impl AppendWriter for FaultWriter {
             WriteVerdict::All => {}
             WriteVerdict::Partial(_, err) => {
                 // A failed append is rolled back: nothing stays.
-                let e = err.unwrap_or_else(|| short_write_error(Op::Append, &self.path));
+                let e = err.unwrap_or_else(|| StoreError::short_write(Op::Append, &self.path));
                 return Err(self.latch(e));
             }
             WriteVerdict::Crash(n, e) => {

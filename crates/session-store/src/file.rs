@@ -10,7 +10,7 @@ use session_model::ReadAt;
 use crate::atomic;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Op, StoreError};
-use crate::fault::{Faults, plan_write, short_write_error};
+use crate::fault::{Faults, plan_write};
 use crate::lock;
 use crate::storage::{
     AppendWriter, DirEntry, Durability, EntryKind, ExpectedSize, FileIdentity, FileStat, LockWait, PollWatch,
@@ -351,7 +351,7 @@ fn append_or_rollback(
             break injected.map_or(Ok(()), Err);
         }
         match file.write(&bytes[written..allowed]) {
-            Ok(0) => break Err(short_write_error(Op::Append, path)),
+            Ok(0) => break Err(StoreError::short_write(Op::Append, path)),
             Ok(n) => written += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => break Err(StoreError::io_raw(Op::Append, path, e)),

@@ -20,7 +20,8 @@
 //!   bytes and can simulate a power loss. With the `testing` feature, `FaultStorage` and
 //!   `Faults` inject full disks, failing renames and syncs, and short writes for tests, and
 //!   count the storage calls of an operation so that a test can kill it at each one
-//!   (`Faults::crash_at`); they are not part of the API otherwise.
+//!   (`Faults::crash_at`). Without the feature they do not exist, and the fault hooks of
+//!   the write paths compile to nothing (`Faults` is then an enum without variants).
 //! * [`blob`] is the content-addressed store omp's images go to (the facade's persistence
 //!   transforms decide what goes there); [`base64`] decodes as leniently as Node does.
 //!
@@ -72,9 +73,12 @@ pub mod clock;
 #[cfg(feature = "testing")]
 pub mod contract;
 mod error;
-// Without the `testing` feature the fault hooks stay in the write paths (as a `None`
-// that costs one branch) but nothing outside the crate can make a `Faults`.
-#[cfg_attr(not(feature = "testing"), allow(unreachable_pub, dead_code))]
+#[cfg(feature = "testing")]
+mod fault;
+// Without the `testing` feature a `Faults` cannot exist (an enum without variants), so
+// each fault hook of the write paths is a `None` by its type and compiles to nothing.
+#[cfg(not(feature = "testing"))]
+#[path = "fault_off.rs"]
 mod fault;
 mod file;
 mod file_lock;
@@ -84,8 +88,6 @@ mod memory;
 pub mod open;
 pub mod private;
 mod storage;
-#[cfg(feature = "testing")]
-pub mod testkit;
 
 pub use blob::{BlobHasher, BlobRef, BlobStore};
 pub use error::{Op, StoreError};

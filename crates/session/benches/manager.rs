@@ -14,26 +14,8 @@ use serde_json::json;
 use session::store::{Durability, Storage};
 use session::{Dialect, Env, SessionManager};
 
-#[allow(dead_code)] // the xtask uses parts of the generator these benchmarks do not
-#[path = "../../../xtask/src/generate.rs"]
-mod generate;
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("session-bench-{tag}-{}", std::process::id()));
-        let _ = fs_err::remove_dir_all(&dir);
-        fs_err::create_dir_all(&dir).expect("bench dir");
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs_err::remove_dir_all(&self.0);
-    }
-}
+use session_testkit::TempDir;
+use session_testkit::generate;
 
 /// A file deleted when dropped: criterion drops a routine's output outside the timing.
 struct RemoveOnDrop(PathBuf);
@@ -73,7 +55,7 @@ fn append(c: &mut Criterion) {
                     let mut total = Duration::ZERO;
                     let mut done = 0;
                     while done < iters {
-                        let mut m = live_session(dialect, &dir.0, durability);
+                        let mut m = live_session(dialect, dir.path(), durability);
                         let n = (iters - done).min(10_000);
                         let messages: Vec<_> = (0..n).map(|_| message.clone()).collect();
                         let start = Instant::now();
@@ -101,7 +83,7 @@ fn append_latency(_: &mut Criterion) {
             let dir = TempDir::new(&format!("latency-{name}-{}", dialect.name()));
             let mut times = Vec::with_capacity(sessions * 10_000);
             for _ in 0..sessions {
-                let mut m = live_session(dialect, &dir.0, durability);
+                let mut m = live_session(dialect, dir.path(), durability);
                 let n = if durability == Durability::Fsync { 2_000 } else { 10_000 };
                 let messages: Vec<_> = (0..n).map(|_| message.clone()).collect();
                 for msg in messages {
@@ -129,12 +111,12 @@ fn whole_file(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(8));
     for dialect in [Dialect::Pi, Dialect::Omp] {
         let dir = TempDir::new(&format!("20k-{}", dialect.name()));
-        let source = dir.0.join("source.jsonl");
+        let source = dir.path().join("source.jsonl");
         fs_err::write(&source, generate::session(&generate::Options::bench(dialect, 20_000, 5))).expect("write source");
         let leaf_mid;
         let leaf_last;
         {
-            let m = SessionManager::open(dialect, &source, env_in(&dir.0, Durability::None)).expect("open");
+            let m = SessionManager::open(dialect, &source, env_in(dir.path(), Durability::None)).expect("open");
             let ids: Vec<String> = m.tree().entries().iter().filter_map(|r| r.id().map(str::to_owned)).collect();
             leaf_mid = ids[ids.len() / 2].clone();
             leaf_last = m.tree().leaf_id().expect("leaf").to_owned();
@@ -142,7 +124,7 @@ fn whole_file(c: &mut Criterion) {
         for (name, leaf) in [("last", &leaf_last), ("mid", &leaf_mid)] {
             group.bench_function(format!("{}/branch-{name}", dialect.name()), |b| {
                 b.iter_batched(
-                    || SessionManager::open(dialect, &source, env_in(&dir.0, Durability::None)).expect("open"),
+                    || SessionManager::open(dialect, &source, env_in(dir.path(), Durability::None)).expect("open"),
                     |mut m| {
                         let path = m.create_branched_session(leaf).expect("branch").expect("path");
                         // The session and its new file are dropped (deleted) outside the timing.
@@ -154,7 +136,7 @@ fn whole_file(c: &mut Criterion) {
         }
         // What any fork costs before parsing: reading the source and writing its bytes
         // to a new file, through the same storage. The fork cannot beat this.
-        let floor_copy = dir.0.join("floor-copy.jsonl");
+        let floor_copy = dir.path().join("floor-copy.jsonl");
         group.bench_function(format!("{}/fork-io-floor", dialect.name()), |b| {
             let storage = session::store::FileStorage::new();
             b.iter_batched(
@@ -167,14 +149,19 @@ fn whole_file(c: &mut Criterion) {
                 BatchSize::PerIteration,
             )
         });
-        let out = dir.0.join("forks");
+        let out = dir.path().join("forks");
         group.bench_function(format!("{}/fork", dialect.name()), |b| {
             b.iter_batched(
                 || (),
                 |()| {
-                    let m =
-                        SessionManager::fork_from(dialect, &source, "/var/tmp", &out, env_in(&dir.0, Durability::None))
-                            .expect("fork");
+                    let m = SessionManager::fork_from(
+                        dialect,
+                        &source,
+                        "/var/tmp",
+                        &out,
+                        env_in(dir.path(), Durability::None),
+                    )
+                    .expect("fork");
                     let copy = RemoveOnDrop(m.session_file().expect("file").to_path_buf());
                     (m, copy)
                 },

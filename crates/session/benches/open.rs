@@ -22,7 +22,7 @@
 
 use std::hint::black_box;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,26 +31,8 @@ use session::model::scan;
 use session::store::{FileStorage, PrivateDir, Storage};
 use session::{Dialect, Env, Leaf, SessionManager};
 
-#[allow(dead_code)] // the xtask uses parts of the generator these benchmarks do not
-#[path = "../../../xtask/src/generate.rs"]
-mod generate;
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("session-bench-{tag}-{}", std::process::id()));
-        let _ = fs_err::remove_dir_all(&dir);
-        fs_err::create_dir_all(&dir).expect("bench dir");
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs_err::remove_dir_all(&self.0);
-    }
-}
+use session_testkit::TempDir;
+use session_testkit::generate;
 
 fn env(dir: &Path) -> Env {
     Env::bare(Arc::new(FileStorage::new()))
@@ -123,10 +105,10 @@ fn open(c: &mut Criterion) {
     for dialect in [Dialect::Pi, Dialect::Omp] {
         for (name, entries) in [("20k", 20_000), ("100k", 100_000)] {
             let dir = TempDir::new(&format!("open-{}-{name}", dialect.name()));
-            let file = dir.0.join("session.jsonl");
+            let file = dir.path().join("session.jsonl");
             let opts = generate::Options { avg_bytes: 2350, ..generate::Options::bench(dialect, entries, 7) };
             fs_err::write(&file, generate::session(&opts)).expect("write session");
-            bench_file(c, dialect, name, &file, &dir.0);
+            bench_file(c, dialect, name, &file, dir.path());
         }
     }
     for spec in std::env::var("SESSION_BENCH_FILES").unwrap_or_default().split(',').filter(|s| !s.is_empty()) {
@@ -138,7 +120,7 @@ fn open(c: &mut Criterion) {
         let path = Path::new(path);
         let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let dir = TempDir::new(&format!("open-given-{name}"));
-        bench_file(c, dialect, &name, path, &dir.0);
+        bench_file(c, dialect, &name, path, dir.path());
     }
 }
 

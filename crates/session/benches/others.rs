@@ -26,17 +26,8 @@ use session::history::Catalog;
 use session::search::{SearchIndex, SessionFile};
 use session::store::{FileStorage, PrivateDir, Storage};
 
-#[allow(dead_code)] // the xtask uses parts of the generator these benchmarks do not
-#[path = "../../../xtask/src/generate.rs"]
-mod generate;
-
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs_err::remove_dir_all(&self.0);
-    }
-}
+use session_testkit::TempDir;
+use session_testkit::generate;
 
 /// The same session as `generate` writes it for pi, as Claude Code and as Codex would.
 struct Three {
@@ -170,8 +161,8 @@ fn generate_home(home: &Path, n: usize) -> [Vec<PathBuf>; 3] {
 
 fn others(c: &mut Criterion) {
     let n: usize = std::env::var("SESSION_BENCH_OTHERS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
-    let dir = TempDir(std::env::temp_dir().join(format!("session-bench-others-{}", std::process::id())));
-    let home = dir.0.join("home");
+    let dir = TempDir::new("session-bench-others");
+    let home = dir.path().join("home");
     let files = generate_home(&home, n);
     let env = ProcessEnv::new(&home, "/tmp/proj", "/tmp");
     let pi = Discovery::new(AgentDirs::pi(&env));
@@ -189,7 +180,7 @@ fn others(c: &mut Criterion) {
             black_box(total)
         });
     });
-    let cache = PrivateDir::open(dir.0.join("cache")).expect("cache folder");
+    let cache = PrivateDir::open(dir.path().join("cache")).expect("cache folder");
     for cached in [false, true] {
         let d = if cached { pi.clone().with_list_cache(cache.clone(), 0) } else { pi.clone() };
         let tag = if cached { "/cached" } else { "" };
@@ -211,7 +202,7 @@ fn others(c: &mut Criterion) {
         }
     }
     let storage: Arc<dyn Storage> = Arc::new(FileStorage::new());
-    let catalog = dir.0.join("search.db");
+    let catalog = dir.path().join("search.db");
     for (k, agent) in ["pi", "claude", "codex"].into_iter().enumerate() {
         let listed: Vec<SessionFile> = files[k]
             .iter()

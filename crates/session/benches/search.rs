@@ -12,7 +12,7 @@
 
 use std::hint::black_box;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,23 +22,14 @@ use session::history::Catalog;
 use session::search::{SearchIndex, SessionFile};
 use session::store::{FileStorage, Storage};
 
-#[allow(dead_code)] // the xtask uses parts of the generator these benchmarks do not
-#[path = "../../../xtask/src/generate.rs"]
-mod generate;
+use session_testkit::TempDir;
+use session_testkit::generate;
 
 const SESSIONS: usize = 2_000;
 
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs_err::remove_dir_all(&self.0);
-    }
-}
-
 fn search(c: &mut Criterion) {
-    let dir = TempDir(std::env::temp_dir().join(format!("session-bench-search-{}", std::process::id())));
-    let root = dir.0.join("sessions");
+    let dir = TempDir::new("session-bench-search");
+    let root = dir.path().join("sessions");
     let bucket = root.join("--tmp--");
     fs_err::create_dir_all(&bucket).expect("bench dir");
     let mut files = Vec::new();
@@ -50,7 +41,7 @@ fn search(c: &mut Criterion) {
     }
     let scopes = [root.clone()];
     let storage: Arc<dyn Storage> = Arc::new(FileStorage::new());
-    let catalog = dir.0.join("search.db");
+    let catalog = dir.path().join("search.db");
     let open = || SearchIndex::new(Catalog::open(&catalog).expect("catalog"), storage.clone());
     let mut group = c.benchmark_group("search/2000");
     group.sample_size(10);

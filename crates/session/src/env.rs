@@ -17,45 +17,55 @@ use session_store::{Durability, FileStorage, MemoryStorage, PrivateDir, Storage}
 /// [`Env::files`] is the real thing (files, fsync where asked, the system clock, omp's
 /// agent directory of this process with its blob store and this terminal's
 /// breadcrumbs); [`Env::memory`] keeps everything in memory (tests, `in_memory`
-/// sessions) and has no agent directory.
+/// sessions) and has no agent directory. Every other setting is a `with_` method of
+/// either, and each has a getter:
+///
+/// ```
+/// use session::Env;
+/// use session::store::Durability;
+///
+/// let env = Env::memory().with_durability(Durability::Fsync).with_process_cwd("/work");
+/// assert_eq!(env.durability(), Durability::Fsync);
+/// assert_eq!(env.process_cwd(), std::path::Path::new("/work"));
+/// ```
 #[derive(Clone)]
 pub struct Env {
     /// Where session files are read and written.
-    pub storage: Arc<dyn Storage>,
+    pub(crate) storage: Arc<dyn Storage>,
     /// Where timestamps come from.
-    pub clock: Arc<dyn Clock>,
+    pub(crate) clock: Arc<dyn Clock>,
     /// The blob store of omp's persistence transforms (images externalised, huge strings
     /// cut, `jsonlEvents` dropped on write; `blob:` references resolved on load). `None`
     /// turns the transforms off: omp lines are written as they are.
-    pub blobs: Option<BlobStore>,
+    pub(crate) blobs: Option<BlobStore>,
     /// How hard each append tries to reach the disk.
-    pub durability: Durability,
+    pub(crate) durability: Durability,
     /// The process working directory, used where a reference uses `process.cwd()`.
-    pub process_cwd: PathBuf,
+    pub(crate) process_cwd: PathBuf,
     /// The agent's directories: default session buckets (omp's `moveTo`,
     /// `createEmptySessionFile`) and the terminal breadcrumbs. `None`: no default
     /// bucket and no breadcrumbs.
-    pub dirs: Option<AgentDirs>,
+    pub(crate) dirs: Option<AgentDirs>,
     /// The terminal whose breadcrumb omp sessions keep up to date (`None`: none is
     /// written).
-    pub terminal_id: Option<String>,
+    pub(crate) terminal_id: Option<String>,
     /// How many threads one operation on a large session may use (the piecewise parse
     /// of an open or fork, the write of a branched or forked session beside its index);
     /// [`Parallelism::SERIAL`] keeps everything on the calling thread. Results never
     /// depend on it.
-    pub parallelism: Parallelism,
+    pub(crate) parallelism: Parallelism,
     /// When an opened session leaves the text of its large records in its file, read
     /// when first asked for ([`session_model::span`]): memory then grows with the
     /// number of entries, not their bytes. `None` keeps every text in memory. The
     /// default ([`SpanPolicy::default`]) does so for files of 4 MiB and more.
-    pub spans: Option<SpanPolicy>,
+    pub(crate) spans: Option<SpanPolicy>,
     /// Where opening a session whose texts stay in its file keeps its index (the parse
     /// of the file, reused while the file is unchanged or only grew; see
     /// [`crate::IndexUse`]). `None` (the default) keeps none: every open parses the
     /// file. A private cache folder outside the session directories
     /// ([`PrivateDir::open`]: this user's alone, its files written 0600); deleting it
     /// costs only speed.
-    pub index_dir: Option<PrivateDir>,
+    pub(crate) index_dir: Option<PrivateDir>,
 }
 
 impl Env {
@@ -151,6 +161,83 @@ impl Env {
     pub fn with_process_cwd(mut self, cwd: impl Into<PathBuf>) -> Env {
         self.process_cwd = cwd.into();
         self
+    }
+
+    /// Returns this environment on another storage (the blob store, if any, stays where
+    /// it is).
+    pub fn with_storage(mut self, storage: Arc<dyn Storage>) -> Env {
+        self.storage = storage;
+        self
+    }
+
+    /// Returns this environment with another clock.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Env {
+        self.clock = clock;
+        self
+    }
+
+    /// Returns this environment with the agent directories `dirs` alone (`None`: none),
+    /// its blob store unchanged; [`Env::with_agent_dirs`] takes the agent's blob store too.
+    pub fn with_dirs(mut self, dirs: Option<AgentDirs>) -> Env {
+        self.dirs = dirs;
+        self
+    }
+
+    /// Where session files are read and written.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    /// Where timestamps come from.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// The blob store of omp's persistence transforms (images externalised, huge strings
+    /// cut, `jsonlEvents` dropped on write; `blob:` references resolved on load). `None`:
+    /// the transforms are off and omp lines are written as they are.
+    pub fn blobs(&self) -> Option<&BlobStore> {
+        self.blobs.as_ref()
+    }
+
+    /// How hard each append tries to reach the disk.
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    /// The process working directory, used where a reference uses `process.cwd()`.
+    pub fn process_cwd(&self) -> &Path {
+        &self.process_cwd
+    }
+
+    /// The agent's directories: default session buckets (omp's `moveTo`,
+    /// `createEmptySessionFile`) and the terminal breadcrumbs. `None`: no default bucket
+    /// and no breadcrumbs.
+    pub fn dirs(&self) -> Option<&AgentDirs> {
+        self.dirs.as_ref()
+    }
+
+    /// The terminal whose breadcrumb omp sessions keep up to date (`None`: none is
+    /// written).
+    pub fn terminal_id(&self) -> Option<&str> {
+        self.terminal_id.as_deref()
+    }
+
+    /// How many threads one operation on a large session may use.
+    pub fn parallelism(&self) -> Parallelism {
+        self.parallelism
+    }
+
+    /// When an opened session leaves the text of its large records in its file (`None`:
+    /// every text stays in memory).
+    pub fn spans(&self) -> Option<SpanPolicy> {
+        self.spans
+    }
+
+    /// Where opening a session whose texts stay in its file keeps its index (`None`:
+    /// nowhere; every open parses the file).
+    pub fn index_dir(&self) -> Option<&PrivateDir> {
+        self.index_dir.as_ref()
     }
 
     /// Returns the current time in epoch milliseconds.

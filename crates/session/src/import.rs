@@ -26,7 +26,7 @@ use session_model::{Dialect, Record, TitleSlot};
 use session_store::{ExpectedSize, FileStorage, MemoryStorage, Storage, StoreError};
 
 use crate::body::Body;
-use crate::{Env, OpenMode, SessionError, SessionManager};
+use crate::{Env, OpenMode, Session, SessionError, SessionManager};
 
 /// The mapping itself, re-exported: [`source::import`], [`source::Imported`],
 /// [`source::SourceKind`], [`source::Diagnostic`].
@@ -166,7 +166,7 @@ pub enum ImportError {
 
 /// Imports the Claude Code transcript or Codex rollout at `path` (read from the local
 /// file system) as `options` say, writing through `env`'s storage into the agent
-/// directories of `env.dirs` (they must be the target agent's).
+/// directories of `env.dirs()` (they must be the target agent's).
 pub fn import_file(path: &Path, options: &ImportOptions, env: &Env) -> Result<ImportReport, ImportError> {
     let bytes = FileStorage::new().read(path).map_err(|source| ImportError::Read { path: path.to_owned(), source })?;
     import_bytes(path, &bytes, options, env)
@@ -181,7 +181,7 @@ pub fn import_file(path: &Path, options: &ImportOptions, env: &Env) -> Result<Im
 /// # Errors
 ///
 /// Reading `path` failed, or it is a source that does not import (see [`import_file`]).
-pub fn open_foreign(path: &Path, env: &Env) -> Result<Option<(SessionManager, ImportReport)>, ImportError> {
+pub fn open_foreign(path: &Path, env: &Env) -> Result<Option<(Session, ImportReport)>, ImportError> {
     let read_err = |source| ImportError::Read { path: path.to_owned(), source };
     // The start tells: a pi or omp session is read no further.
     let (head, _) = FileStorage::new().read_slices(path, 64 * 1024, 0).map_err(read_err)?;
@@ -204,7 +204,7 @@ pub fn open_foreign(path: &Path, env: &Env) -> Result<Option<(SessionManager, Im
         Err(ImportError::Source { source: source::ImportError::Unrecognised, .. }) => return Ok(None),
         r => r?,
     };
-    let m = SessionManager::open_with(Dialect::Pi, &report.path, memory, OpenMode::ReadOnly)
+    let m = Session::open(Dialect::Pi, &report.path, memory)
         .map_err(|source| ImportError::Open { path: path.to_owned(), source })?;
     Ok(Some((m, report)))
 }

@@ -9,6 +9,9 @@
 //! context the agent would build, typed: [`Context`] holds
 //! [`model::typed::Message`]s and the dialect's [`ContextSettings`].
 //!
+//! To read a session without any chance of writing it, open a [`Session`]: the same
+//! header, tree and context, and no method that writes.
+//!
 //! Beyond appends, a manager runs omp's session lifecycle: a new session written at
 //! once ([`SessionManager::new_session`]), moves to another cwd
 //! ([`SessionManager::move_to`]), forks ([`SessionManager::fork`],
@@ -57,6 +60,7 @@ pub mod nonblocking;
 pub mod persist;
 mod resume;
 pub mod search;
+mod session;
 mod snapshot;
 pub mod sync;
 
@@ -68,6 +72,7 @@ pub use manager::{
     DRAFT_FILE, DRAFT_ONLY_MARKER, ForkOptions, IndexUse, LoadReport, NewSessionOptions, OpenMode, SessionManager,
     is_draft_only_metadata,
 };
+pub use session::Session;
 pub use session_discovery as discovery;
 pub use session_history as history;
 pub use session_migrate as migrate;

@@ -31,7 +31,7 @@ pub use lifecycle::ForkOptions;
 
 use crate::body::{Body, persist_line};
 pub use crate::index::IndexUse;
-use crate::{Env, SessionError};
+use crate::{Env, Session, SessionError};
 
 type Result<T> = std::result::Result<T, SessionError>;
 
@@ -74,7 +74,7 @@ pub struct SessionManager {
 pub(crate) enum Access {
     /// Reads and writes.
     ReadWrite,
-    /// Opened with [`OpenMode::ReadOnly`]: every write is refused.
+    /// Opened for a [`Session`]: every write is refused.
     ReadOnly,
     /// [`SessionManager::seal`]ed: every later write is refused, for good.
     Sealed,
@@ -176,16 +176,10 @@ pub enum OpenMode {
     AsAgent,
     /// As [`OpenMode::AsAgent`], but a missing file is [`SessionError::NotFound`].
     MustExist,
-    /// Never writes and never creates: a missing file is [`SessionError::NotFound`];
-    /// a migration, a repaired last line or the fresh header of an empty file happen in
-    /// memory only ([`SessionManager::load_report`] says which), so the session reads
-    /// exactly as the agent would see it after opening. Every write through the
-    /// manager then fails with [`SessionError::ReadOnly`] and changes nothing.
-    ReadOnly,
 }
 
-/// What [`SessionManager::open`] did to the file while loading it (with
-/// [`OpenMode::ReadOnly`]: what it did in memory, the file left as it was).
+/// What [`SessionManager::open`] did to the file while loading it (for a [`Session`]:
+/// what it did in memory, the file left as it was).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LoadReport {
     /// A newline was appended after a torn or unterminated last line (pi).
@@ -252,26 +246,37 @@ impl SessionManager {
         SessionManager::open_with(dialect, path, env, OpenMode::AsAgent)
     }
 
-    /// Opens the session file at `path` for reading only: nothing is ever written or
-    /// created, and a missing file is [`SessionError::NotFound`]. The session reads as
-    /// the agent would see it after opening (migrated, repaired in memory);
-    /// [`SessionManager::load_report`] says what the agent would have written.
-    pub fn open_read_only(dialect: Dialect, path: &Path, env: Env) -> Result<SessionManager> {
-        SessionManager::open_with(dialect, path, env, OpenMode::ReadOnly)
+    /// Opens the session file at `path` for reading only, as a [`Session`]: nothing is
+    /// ever written or created, and a missing file is [`SessionError::NotFound`]. The
+    /// session reads as the agent would see it after opening (migrated, repaired in
+    /// memory); [`Session::load_report`] says what the agent would have written.
+    pub fn open_read_only(dialect: Dialect, path: &Path, env: Env) -> Result<Session> {
+        Session::open(dialect, path, env)
     }
 
     /// Opens the session file at `path` as `mode` says.
     pub fn open_with(dialect: Dialect, path: &Path, env: Env, mode: OpenMode) -> Result<SessionManager> {
+        SessionManager::open_inner(dialect, path, env, Some(mode))
+    }
+
+    /// Opens the session file at `path` as `mode` says, or read-only for `None` (what a
+    /// [`Session`] wraps).
+    pub(crate) fn open_inner(
+        dialect: Dialect,
+        path: &Path,
+        env: Env,
+        mode: Option<OpenMode>,
+    ) -> Result<SessionManager> {
         let path = absolute(&env.process_cwd, path);
         let dir = path.parent().map(Path::to_path_buf);
         let process_cwd = env.process_cwd.to_string_lossy().into_owned();
         let mut m = SessionManager::blank(dialect, env, process_cwd, dir, true);
-        if mode == OpenMode::ReadOnly {
+        if mode.is_none() {
             m.access = Access::ReadOnly;
         }
-        let must_exist = mode != OpenMode::AsAgent;
+        let must_exist = mode != Some(OpenMode::AsAgent);
         m.load_report = m.load_file(&path, must_exist, None)?;
-        if mode == OpenMode::AsAgent {
+        if mode == Some(OpenMode::AsAgent) {
             m.breadcrumb(false);
         }
         Ok(m)
@@ -297,7 +302,7 @@ impl SessionManager {
         &self.load_report
     }
 
-    /// Returns whether the manager was opened read-only ([`OpenMode::ReadOnly`]).
+    /// Returns whether the manager is read-only (the one a [`Session`] wraps).
     pub fn is_read_only(&self) -> bool {
         self.access == Access::ReadOnly
     }
@@ -329,7 +334,7 @@ impl SessionManager {
     /// use session::{Dialect, Env, SessionManager};
     /// # fn main() -> Result<(), session::SessionError> {
     /// let env = Env::memory();
-    /// let storage = env.storage.clone();
+    /// let storage = env.storage().clone();
     /// let mut m = SessionManager::create(Dialect::Pi, "/work", std::path::Path::new("/s"), env)?;
     /// let file = m.session_file().expect("persisted").to_path_buf();
     /// assert!(!storage.exists(&file)?, "pi writes nothing before the first message");

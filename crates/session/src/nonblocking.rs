@@ -115,7 +115,8 @@ impl AsyncSession {
         blocking(move || SessionManager::open(dialect, &path, env)).await.map(AsyncSession::new)
     }
 
-    /// [`SessionManager::open_read_only`] on the blocking pool.
+    /// [`SessionManager::open_read_only`] on the blocking pool: every write through the
+    /// handle fails with [`SessionError::ReadOnly`] and changes nothing.
     ///
     /// # Errors
     ///
@@ -126,7 +127,9 @@ impl AsyncSession {
         env: Env,
     ) -> Result<AsyncSession, SessionError> {
         let path = path.into();
-        blocking(move || SessionManager::open_read_only(dialect, &path, env)).await.map(AsyncSession::new)
+        blocking(move || SessionManager::open_read_only(dialect, &path, env))
+            .await
+            .map(|s| AsyncSession::new(s.into_manager()))
     }
 
     /// [`SessionManager::create`] on the blocking pool.

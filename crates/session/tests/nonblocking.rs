@@ -4,7 +4,6 @@
 //! The PostgreSQL part makes its own database and drops it; without a server it is
 //! skipped, except under `SESSION_REQUIRE_SERVERS=1` (CI), where it fails.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +14,7 @@ use session::nonblocking::{AsyncSession, blocking};
 use session::store::Storage;
 use session::store_postgres::PostgresStorage;
 use session::{Dialect, Env, SessionManager};
+use session_testkit::postgres::TestDb;
 
 type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 
@@ -119,7 +119,7 @@ fn concurrent_tasks_drive_file_and_postgres_sessions() -> TestResult {
         let pg = blocking(move || PostgresStorage::connect(&c)).await?;
         let envs = [
             ("file", Env::files(), dir.clone()),
-            ("postgres", Env { storage: Arc::new(pg), ..Env::memory() }, PathBuf::from("/pg/sessions")),
+            ("postgres", Env::memory().with_storage(Arc::new(pg)), PathBuf::from("/pg/sessions")),
         ];
         let mut tasks = Vec::new();
         for (name, env, root) in &envs {
@@ -188,47 +188,4 @@ fn a_session_dropped_outside_a_runtime_closes_in_place() -> TestResult {
     assert_eq!(back.tree().entries().len(), 1);
     std::fs::remove_dir_all(&dir)?;
     Ok(())
-}
-
-/// A database of its own, dropped at the end.
-struct TestDb {
-    name: String,
-    admin: postgres::Client,
-}
-
-fn admin_conn() -> String {
-    std::env::var("SESSION_TEST_POSTGRES").unwrap_or_else(|_| "host=/var/run/postgresql dbname=postgres".to_owned())
-}
-
-impl TestDb {
-    fn create(test: &str) -> Result<Option<TestDb>, Box<dyn std::error::Error + Send + Sync>> {
-        let mut admin = match postgres::Client::connect(&admin_conn(), postgres::NoTls) {
-            Ok(c) => c,
-            Err(e) => {
-                let reason = format!("PostgreSQL not reachable at `{}`: {e}", admin_conn());
-                let _ = writeln!(std::io::stderr(), "skipped: {test}: {reason}");
-                if std::env::var("SESSION_REQUIRE_SERVERS").is_ok_and(|v| v == "1") {
-                    return Err(format!("{test}: the server is required (SESSION_REQUIRE_SERVERS=1): {reason}").into());
-                }
-                return Ok(None);
-            }
-        };
-        let name = format!("sess_test_{:016x}", rand::rng().next_u64());
-        admin.batch_execute(&format!("CREATE DATABASE {name}"))?;
-        Ok(Some(TestDb { name, admin }))
-    }
-
-    fn conn(&self) -> String {
-        let base = admin_conn();
-        let kept: Vec<&str> = base.split_whitespace().filter(|kv| !kv.starts_with("dbname=")).collect();
-        format!("{} dbname={}", kept.join(" "), self.name)
-    }
-}
-
-impl Drop for TestDb {
-    fn drop(&mut self) {
-        if let Err(e) = self.admin.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)) {
-            eprintln!("cannot drop test database {}: {e}", self.name);
-        }
-    }
 }

@@ -20,8 +20,8 @@ struct Setup {
 
 impl Setup {
     fn new(tag: &str) -> Result<Setup> {
-        let tmp = TempDir::new(tag)?;
-        let bucket = tmp.0.join("home/.pi/agent/sessions/--p--");
+        let tmp = TempDir::try_new(tag)?;
+        let bucket = tmp.path().join("home/.pi/agent/sessions/--p--");
         fs_err::create_dir_all(&bucket)?;
         for i in 0..SESSIONS {
             let text = format!(r#"note {i}: say \"hi\" to C:\\path\nand the zebra"#);
@@ -47,17 +47,17 @@ impl Setup {
             ));
         }
         assert!(big.len() > 4 << 20);
-        fs_err::write(tmp.0.join("big.jsonl"), big)?;
+        fs_err::write(tmp.path().join("big.jsonl"), big)?;
         Ok(Setup { tmp })
     }
 
     fn home(&self) -> PathBuf {
-        self.tmp.0.join("home")
+        self.tmp.path().join("home")
     }
 
     /// `$XDG_CACHE_HOME`.
     fn cache_home(&self) -> PathBuf {
-        self.tmp.0.join("xdg-cache")
+        self.tmp.path().join("xdg-cache")
     }
 
     /// The command's cache folder.
@@ -66,7 +66,7 @@ impl Setup {
     }
 
     fn big(&self) -> PathBuf {
-        self.tmp.0.join("big.jsonl")
+        self.tmp.path().join("big.jsonl")
     }
 
     /// Runs `session ARGS` with this home and cache home, caches on; returns (exit
@@ -74,7 +74,7 @@ impl Setup {
     fn run(&self, args: &[&str]) -> Result<(i32, String, String)> {
         let out = Command::new(env!("CARGO_BIN_EXE_session"))
             .args(args)
-            .current_dir(&self.tmp.0)
+            .current_dir(self.tmp.path())
             .env("HOME", self.home())
             .env("XDG_CACHE_HOME", self.cache_home())
             .env_remove("SESSION_NO_CACHE")
@@ -208,8 +208,8 @@ fn the_caches_are_private() -> Result<()> {
 /// it does without caches, says why on stderr, and leaves the folder as it was.
 #[test]
 fn a_cache_folder_that_is_not_private_is_passed_over() -> Result<()> {
-    let probe = TempDir::new("cache-uid")?;
-    let root = fs_err::metadata(&probe.0)?.uid() == 0;
+    let probe = TempDir::try_new("cache-uid")?;
+    let root = fs_err::metadata(probe.path())?.uid() == 0;
     let mut cases = vec!["group-writable", "world-writable", "link"];
     if root {
         cases.push("foreign");
@@ -225,7 +225,7 @@ fn a_cache_folder_that_is_not_private_is_passed_over() -> Result<()> {
         // `info` made the cache folder: start without one.
         fs_err::remove_dir_all(s.cache_home())?;
         fs_err::create_dir_all(s.cache_home())?;
-        let elsewhere = s.tmp.0.join("elsewhere");
+        let elsewhere = s.tmp.path().join("elsewhere");
         match case {
             "group-writable" | "world-writable" | "foreign" => {
                 fs_err::create_dir(s.cache())?;
@@ -282,13 +282,13 @@ fn links_planted_at_cache_files_are_not_followed() -> Result<()> {
             let _ = fs_err::remove_file(PathBuf::from(p));
         }
         // A copy of the real file: followed, the link would answer as the cache does.
-        let target = s.tmp.0.join(format!("target-{i}"));
+        let target = s.tmp.path().join(format!("target-{i}"));
         fs_err::copy(path, &target)?;
         fs_err::remove_file(path)?;
         std::os::unix::fs::symlink(&target, path)?;
     }
     let targets = || -> Result<Vec<FileState>> {
-        (0..planted.len()).map(|i| file_state(&s.tmp.0.join(format!("target-{i}")))).collect()
+        (0..planted.len()).map(|i| file_state(&s.tmp.path().join(format!("target-{i}")))).collect()
     };
     let targets_before = targets()?;
     let (out, err) = s.ls(true)?;

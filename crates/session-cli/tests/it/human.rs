@@ -50,11 +50,11 @@ fn check(dir: &Path, args: &[&str], want: Expect) -> Result<()> {
 
 #[test]
 fn info_prints_aligned_fields() -> Result<()> {
-    let tmp = TempDir::new("human-info")?;
-    let pi = sample(&tmp.0, "pi")?;
-    let omp = sample(&tmp.0, "omp")?;
+    let tmp = TempDir::try_new("human-info")?;
+    let pi = sample(tmp.path(), "pi")?;
+    let omp = sample(tmp.path(), "omp")?;
     check(
-        &tmp.0,
+        tmp.path(),
         &["info", &pi.to_string_lossy()],
         expect![[r#"
         file           <tmp>/sessions/--home-user-project--/2026-01-01T00-00-00-000Z_pi.jsonl
@@ -70,7 +70,7 @@ fn info_prints_aligned_fields() -> Result<()> {
     "#]],
     )?;
     check(
-        &tmp.0,
+        tmp.path(),
         &["--dialect", "omp", "info", &omp.to_string_lossy()],
         expect![[r#"
         file           <tmp>/sessions/--home-user-project--/2026-01-01T00-00-00-000Z_omp.jsonl
@@ -90,10 +90,10 @@ fn info_prints_aligned_fields() -> Result<()> {
 
 #[test]
 fn tree_marks_the_active_branch_and_shows_labels() -> Result<()> {
-    let tmp = TempDir::new("human-tree")?;
-    let pi = sample(&tmp.0, "pi")?;
+    let tmp = TempDir::try_new("human-tree")?;
+    let pi = sample(tmp.path(), "pi")?;
     check(
-        &tmp.0,
+        tmp.path(),
         &["tree", &pi.to_string_lossy()],
         expect![[r#"
         * 0f5597c4 user: value tab quote" bash root root array the entry assistant entr…
@@ -143,10 +143,10 @@ fn tree_marks_the_active_branch_and_shows_labels() -> Result<()> {
 
 #[test]
 fn entries_print_one_line_each() -> Result<()> {
-    let tmp = TempDir::new("human-entries")?;
-    let omp = sample(&tmp.0, "omp")?;
+    let tmp = TempDir::try_new("human-entries")?;
+    let omp = sample(tmp.path(), "omp")?;
     check(
-        &tmp.0,
+        tmp.path(),
         &["--dialect", "omp", "entries", &omp.to_string_lossy()],
         expect![[r#"
         576d228b   user: append emoji number branch 日本語 tool bash test child append …
@@ -197,11 +197,11 @@ fn entries_print_one_line_each() -> Result<()> {
 
 #[test]
 fn context_and_branch_read_as_a_transcript() -> Result<()> {
-    let tmp = TempDir::new("human-context")?;
-    let pi = sample(&tmp.0, "pi")?;
-    let omp = sample(&tmp.0, "omp")?;
+    let tmp = TempDir::try_new("human-context")?;
+    let pi = sample(tmp.path(), "pi")?;
+    let omp = sample(tmp.path(), "omp")?;
     check(
-        &tmp.0,
+        tmp.path(),
         &["context", &pi.to_string_lossy()],
         expect![[r#"
         ── user ──
@@ -268,7 +268,7 @@ fn context_and_branch_read_as_a_transcript() -> Result<()> {
     "#]],
     )?;
     check(
-        &tmp.0,
+        tmp.path(),
         &["--dialect", "omp", "context", &omp.to_string_lossy()],
         expect![[r#"
         ── user ──
@@ -333,7 +333,7 @@ fn context_and_branch_read_as_a_transcript() -> Result<()> {
     "#]],
     )?;
     check(
-        &tmp.0,
+        tmp.path(),
         &["branch", &pi.to_string_lossy()],
         expect![[r#"
         0f5597c4   user: value tab quote" bash root root array the entry assistant entr…
@@ -360,10 +360,10 @@ fn context_and_branch_read_as_a_transcript() -> Result<()> {
 
 #[test]
 fn check_names_what_the_loader_repaired() -> Result<()> {
-    let tmp = TempDir::new("human-check")?;
-    let pi = sample(&tmp.0, "pi")?;
+    let tmp = TempDir::try_new("human-check")?;
+    let pi = sample(tmp.path(), "pi")?;
     check(
-        &tmp.0,
+        tmp.path(),
         &["check", &pi.to_string_lossy()],
         expect![[r#"
         <tmp>/sessions/--home-user-project--/2026-01-01T00-00-00-000Z_pi.jsonl: no damage found
@@ -371,10 +371,10 @@ fn check_names_what_the_loader_repaired() -> Result<()> {
     )?;
     let mut damaged = fs_err::read_to_string(&pi)?;
     damaged.push_str("not json\n{\"type\":\"message\",\"id\":\"torn");
-    let torn = tmp.0.join("torn.jsonl");
+    let torn = tmp.path().join("torn.jsonl");
     fs_err::write(&torn, damaged)?;
     check(
-        &tmp.0,
+        tmp.path(),
         &["check", &torn.to_string_lossy()],
         expect![[r#"
         <tmp>/torn.jsonl: line 42 (byte 25609): not JSON, skipped: invalid JSON: unexpected text
@@ -387,11 +387,11 @@ fn check_names_what_the_loader_repaired() -> Result<()> {
 
 #[test]
 fn ls_prints_a_table_that_fits_the_width() -> Result<()> {
-    let tmp = TempDir::new("human-ls")?;
-    sample(&tmp.0, "pi")?;
-    let dir = tmp.0.join("sessions").join("--home-user-project--");
+    let tmp = TempDir::try_new("human-ls")?;
+    sample(tmp.path(), "pi")?;
+    let dir = tmp.path().join("sessions").join("--home-user-project--");
     check(
-        &tmp.0,
+        tmp.path(),
         &["--dialect", "pi", "ls", &dir.to_string_lossy(), "--cwd", "/home/user/project"],
         expect![[r#"
             PIN  MODIFIED    AGENT  MSGS  ID        NAME / FIRST MESSAGE     CWD
@@ -406,10 +406,10 @@ fn ls_prints_a_table_that_fits_the_width() -> Result<()> {
 /// `ls --archived`; the marks live in the state folder of `$HOME`, never in the session.
 #[test]
 fn pins_and_the_archive_show_in_ls() -> Result<()> {
-    let tmp = TempDir::new("human-pins")?;
-    let sampled = sample(&tmp.0, "pi")?;
+    let tmp = TempDir::try_new("human-pins")?;
+    let sampled = sample(tmp.path(), "pi")?;
     // In pi's home, where an id prefix finds it.
-    let dir = tmp.0.join("home/.pi/agent/sessions/--home-user-project--");
+    let dir = tmp.path().join("home/.pi/agent/sessions/--home-user-project--");
     fs_err::create_dir_all(&dir)?;
     let pi = dir.join("s.jsonl");
     fs_err::rename(&sampled, &pi)?;
@@ -418,17 +418,17 @@ fn pins_and_the_archive_show_in_ls() -> Result<()> {
         let d = dir.to_string_lossy();
         let mut args = vec!["--dialect", "pi", "ls", &*d, "--cwd", "/home/user/project"];
         args.extend_from_slice(extra);
-        text(&tmp.0, &args)
+        text(tmp.path(), &args)
     };
     check(
-        &tmp.0,
+        tmp.path(),
         &["pin", &pi.to_string_lossy()],
         expect![[r#"
             pinned: pi session 019b76da-a800-7dc3-a765-d6cba1d4622c (<tmp>/home/.pi/agent/sessions/--home-user-project--/s.jsonl)
         "#]],
     )?;
     check(
-        &tmp.0,
+        tmp.path(),
         &["pin", "019b76da"],
         expect![[r#"
             already pinned: pi session 019b76da-a800-7dc3-a765-d6cba1d4622c (<tmp>/home/.pi/agent/sessions/--home-user-project--/s.jsonl)
@@ -441,7 +441,7 @@ fn pins_and_the_archive_show_in_ls() -> Result<()> {
     "#]]
     .assert_eq(&ls(&[])?);
     check(
-        &tmp.0,
+        tmp.path(),
         &["archive", &pi.to_string_lossy()],
         expect![[r#"
             archived: pi session 019b76da-a800-7dc3-a765-d6cba1d4622c (<tmp>/home/.pi/agent/sessions/--home-user-project--/s.jsonl)
@@ -458,14 +458,14 @@ fn pins_and_the_archive_show_in_ls() -> Result<()> {
     "#]]
     .assert_eq(&ls(&["--archived"])?);
     check(
-        &tmp.0,
+        tmp.path(),
         &["unarchive", "019b76da"],
         expect![[r#"
             taken out of the archive: pi session 019b76da-a800-7dc3-a765-d6cba1d4622c (<tmp>/home/.pi/agent/sessions/--home-user-project--/s.jsonl)
         "#]],
     )?;
     check(
-        &tmp.0,
+        tmp.path(),
         &["unpin", "019b76da"],
         expect![[r#"
             unpinned: pi session 019b76da-a800-7dc3-a765-d6cba1d4622c (<tmp>/home/.pi/agent/sessions/--home-user-project--/s.jsonl)
@@ -478,7 +478,7 @@ fn pins_and_the_archive_show_in_ls() -> Result<()> {
     "#]]
     .assert_eq(&ls(&[])?);
     assert_eq!(fs_err::read(&pi)?, before, "the session file is never written");
-    let marks = fs_err::read_to_string(tmp.0.join("home/.local/state/session-store/marks.json"))?;
+    let marks = fs_err::read_to_string(tmp.path().join("home/.local/state/session-store/marks.json"))?;
     expect![[r#"
         {
         	"version": 1,
@@ -493,9 +493,9 @@ fn pins_and_the_archive_show_in_ls() -> Result<()> {
 
 #[test]
 fn export_writes_markdown() -> Result<()> {
-    let tmp = TempDir::new("human-export")?;
-    let pi = sample(&tmp.0, "pi")?;
-    let out = text(&tmp.0, &["export", &pi.to_string_lossy(), "--format", "md"])?;
+    let tmp = TempDir::try_new("human-export")?;
+    let pi = sample(tmp.path(), "pi")?;
+    let out = text(tmp.path(), &["export", &pi.to_string_lossy(), "--format", "md"])?;
     let head: String = out.lines().take(24).map(|l| format!("{l}\n")).collect();
     expect![[r##"
         # value write append file grep

@@ -22,18 +22,18 @@ struct Home {
 
 impl Home {
     fn new(tag: &str) -> Result<Home> {
-        let tmp = TempDir::new(tag)?;
-        let home = tmp.0.join("home");
+        let tmp = TempDir::try_new(tag)?;
+        let home = tmp.path().join("home");
         fs_err::create_dir_all(&home)?;
         Ok(Home { tmp, home })
     }
 
     fn run(&self, args: &[&str]) -> Result<(i32, String, String)> {
-        let out = in_home(&self.home, &self.tmp.0).args(args).output()?;
+        let out = in_home(&self.home, self.tmp.path()).args(args).output()?;
         Ok((
             out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).replace(&*self.tmp.0.to_string_lossy(), "{tmp}"),
-            String::from_utf8_lossy(&out.stderr).replace(&*self.tmp.0.to_string_lossy(), "{tmp}"),
+            String::from_utf8_lossy(&out.stdout).replace(&*self.tmp.path().to_string_lossy(), "{tmp}"),
+            String::from_utf8_lossy(&out.stderr).replace(&*self.tmp.path().to_string_lossy(), "{tmp}"),
         ))
     }
 
@@ -46,7 +46,7 @@ impl Home {
     }
 
     fn path(&self, p: &Value) -> Result<PathBuf> {
-        Ok(PathBuf::from(p.as_str().ok_or("a path")?.replace("{tmp}", &self.tmp.0.to_string_lossy())))
+        Ok(PathBuf::from(p.as_str().ok_or("a path")?.replace("{tmp}", &self.tmp.path().to_string_lossy())))
     }
 }
 
@@ -120,10 +120,10 @@ fn claude_into_pi_reads_back_and_imports_once() -> Result<()> {
 fn other_agents_sessions_read_as_their_import() -> Result<()> {
     let h = Home::new("read-foreign")?;
     let src = fixture("claude/branched.jsonl");
-    let imported = h.tmp.0.join("imported");
+    let imported = h.tmp.path().join("imported");
     let report = h.json(&["import", s(&src)?, "--to", "pi", "--session-dir", s(&imported)?, "--json"])?;
     let file = h.path(&report["path"])?;
-    let before = session_store::testkit::Tree::read(&h.tmp.0)?;
+    let before = session_testkit::Tree::read(h.tmp.path())?;
     let (src_dir, imported_dir) = (src.parent().ok_or("a folder")?.to_string_lossy().into_owned(), "{tmp}/imported");
     for args in [&["info", "--json"][..], &["context", "--text"], &["tree", "--json"]] {
         let (code, direct, err) = h.run(&[args[0], s(&src)?, args[1]])?;
@@ -147,9 +147,9 @@ fn other_agents_sessions_read_as_their_import() -> Result<()> {
     }
     let codex = h.json(&["info", s(&fixture(CODEX))?, "--json"])?;
     assert_eq!(codex["name"], "List files and patch add");
-    assert!(before.changed(&session_store::testkit::Tree::read(&h.tmp.0)?).is_empty(), "reading wrote nothing");
+    assert!(before.changed(&session_testkit::Tree::read(h.tmp.path())?).is_empty(), "reading wrote nothing");
     // A pi session whose entries carry Claude Code's keys is read as the pi session it is.
-    let pi = h.tmp.0.join("pi.jsonl");
+    let pi = h.tmp.path().join("pi.jsonl");
     fs_err::write(
         &pi,
         concat!(
@@ -159,10 +159,10 @@ fn other_agents_sessions_read_as_their_import() -> Result<()> {
             "\n"
         ),
     )?;
-    let before = session_store::testkit::Tree::read(&h.tmp.0)?;
+    let before = session_testkit::Tree::read(h.tmp.path())?;
     let info = h.json(&["info", s(&pi)?, "--json"])?;
     assert_eq!(info["header"]["id"], "0195f3a2-0000-7000-8000-000000000001", "{info}");
-    assert!(before.changed(&session_store::testkit::Tree::read(&h.tmp.0)?).is_empty(), "reading wrote nothing");
+    assert!(before.changed(&session_testkit::Tree::read(h.tmp.path())?).is_empty(), "reading wrote nothing");
     Ok(())
 }
 
@@ -172,7 +172,7 @@ fn other_agents_sessions_read_as_their_import() -> Result<()> {
 #[test]
 fn import_by_id_finds_the_session_in_its_agents_home() -> Result<()> {
     let h = Home::new("import-by-id")?;
-    let claude_home = h.tmp.0.join("claude-config");
+    let claude_home = h.tmp.path().join("claude-config");
     let claude_id = "7f3c2a10-5b6e-4d8f-9a21-0c4e8b7d6f51";
     let claude = claude_home.join("projects/-home-me-proj").join(format!("{claude_id}.jsonl"));
     fs_err::create_dir_all(claude.parent().ok_or("a folder")?)?;
@@ -181,7 +181,7 @@ fn import_by_id_finds_the_session_in_its_agents_home() -> Result<()> {
     fs_err::create_dir_all(codex.parent().ok_or("a folder")?)?;
     fs_err::copy(fixture(CODEX), &codex)?;
     let run = |args: &[&str]| -> Result<(i32, String, String)> {
-        let out = in_home(&h.home, &h.tmp.0).env("CLAUDE_CONFIG_DIR", &claude_home).args(args).output()?;
+        let out = in_home(&h.home, h.tmp.path()).env("CLAUDE_CONFIG_DIR", &claude_home).args(args).output()?;
         Ok((
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -237,7 +237,7 @@ fn a_grown_source_appends_only_what_is_new() -> Result<()> {
     for (rel, cut, dialect) in [(CODEX, 16, "pi"), (CODEX, 16, "omp"), ("claude/branched.jsonl", 13, "pi")] {
         let h = Home::new(&format!("import-grow-{dialect}-{cut}-{}", rel.len()))?;
         let whole_text = fs_err::read_to_string(fixture(rel))?;
-        let src = h.tmp.0.join(Path::new(rel).file_name().ok_or("a name")?);
+        let src = h.tmp.path().join(Path::new(rel).file_name().ok_or("a name")?);
         let prefix: String = whole_text.split_inclusive('\n').take(cut).collect();
         fs_err::write(&src, &prefix)?;
         let first = h.json(&["import", s(&src)?, "--to", dialect, "--json"])?;
@@ -284,13 +284,13 @@ fn a_grown_source_appends_only_what_is_new() -> Result<()> {
 #[test]
 fn cwd_override_and_unrecognised_sources() -> Result<()> {
     let h = Home::new("import-cwd")?;
-    let project = h.tmp.0.join("elsewhere");
+    let project = h.tmp.path().join("elsewhere");
     let report =
         h.json(&["import", s(&fixture("claude/compacted.jsonl"))?, "--to", "pi", "--cwd", s(&project)?, "--json"])?;
-    assert_eq!(report["cwd"], s(&project)?.replace(&*h.tmp.0.to_string_lossy(), "{tmp}"));
+    assert_eq!(report["cwd"], s(&project)?.replace(&*h.tmp.path().to_string_lossy(), "{tmp}"));
     let info = h.json(&["info", s(&h.path(&report["path"])?)?, "--json"])?;
     assert_eq!(info["header"]["cwd"], "{tmp}/elsewhere");
-    let bad = h.tmp.0.join("notes.jsonl");
+    let bad = h.tmp.path().join("notes.jsonl");
     fs_err::write(&bad, "hello\n{\"a\":1}\n")?;
     let (code, out, err) = h.run(&["import", s(&bad)?, "--to", "omp"])?;
     assert_eq!((code, out.as_str()), (1, ""));
@@ -542,7 +542,7 @@ fn every_reader_on_each_fixture() -> Result<()> {
             &["--text", "usage", "--by", "model", "--no-cache"],
         ] {
             let (code, stdout, stderr) = h.run(args)?;
-            out.push_str(&format!("$ session {}\n", args.join(" ").replace(&*h.tmp.0.to_string_lossy(), "{tmp}")));
+            out.push_str(&format!("$ session {}\n", args.join(" ").replace(&*h.tmp.path().to_string_lossy(), "{tmp}")));
             out.push_str(&stdout);
             if !stdout.ends_with('\n') {
                 out.push('\n');

@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use session_store::testkit::Tree;
+use session_testkit::Tree;
 
 use super::{HEADER, Result, TempDir, in_home, slot};
 
@@ -19,8 +19,8 @@ struct Home {
 
 impl Home {
     fn new(tag: &str) -> Result<Home> {
-        let tmp = TempDir::new(tag)?;
-        let (home, work) = (tmp.0.join("home"), tmp.0.join("work"));
+        let tmp = TempDir::try_new(tag)?;
+        let (home, work) = (tmp.path().join("home"), tmp.path().join("work"));
         fs_err::create_dir_all(&home)?;
         fs_err::create_dir_all(&work)?;
         Ok(Home { tmp, home, work })
@@ -109,7 +109,7 @@ fn dot_named_sessions_never_take_their_folder_with_them() -> Result<()> {
     let ofile = obucket.join("...jsonl");
     write_session(&ofile, "omp", "omp dots")?;
     write_session(&obucket.join("sibling.jsonl"), "omp", "sibling")?;
-    let forks = h.tmp.0.join("forks");
+    let forks = h.tmp.path().join("forks");
     let (code, out, err) =
         h.run(&["--json", "--dialect", "omp", "fork", s(&ofile)?, "--cwd", "/w", "--session-dir", s(&forks)?])?;
     assert_eq!(code, 0, "{err}");
@@ -129,11 +129,11 @@ fn rm_deletes_only_proven_sessions() -> Result<()> {
     fs_err::create_dir_all(data.join("export"))?;
     fs_err::write(data.join("export/keep.txt"), "keep")?;
     fs_err::write(data.join("export.jsonl"), "{\"a\":1}\n")?;
-    let before = Tree::read(&h.tmp.0)?;
+    let before = Tree::read(h.tmp.path())?;
     let (code, _, err) = h.run(&["rm", s(&data.join("export.jsonl"))?, "--yes", "--force"])?;
     assert_eq!(code, 1);
     assert!(err.contains("not a pi session"), "{err}");
-    assert_eq!(before.changed(&Tree::read(&h.tmp.0)?), Vec::<PathBuf>::new());
+    assert_eq!(before.changed(&Tree::read(h.tmp.path())?), Vec::<PathBuf>::new());
 
     let bucket = h.bucket("pi", "--p--")?;
     let real = bucket.join("real.jsonl");
@@ -143,11 +143,11 @@ fn rm_deletes_only_proven_sessions() -> Result<()> {
     std::os::unix::fs::symlink(&real, &link)?;
     fs_err::create_dir_all(bucket.join("link"))?;
     fs_err::write(bucket.join("link/beside-the-link.txt"), "x")?;
-    let before = Tree::read(&h.tmp.0)?;
+    let before = Tree::read(h.tmp.path())?;
     let (code, _, err) = h.run(&["rm", s(&link)?, "--yes"])?;
     assert_eq!(code, 1);
     assert!(err.contains("symbolic link"), "{err}");
-    assert_eq!(before.changed(&Tree::read(&h.tmp.0)?), Vec::<PathBuf>::new(), "nothing deleted");
+    assert_eq!(before.changed(&Tree::read(h.tmp.path())?), Vec::<PathBuf>::new(), "nothing deleted");
 
     let outside = h.work.join("kept/s.jsonl");
     write_session(&outside, "pi", "outside")?;
@@ -192,13 +192,13 @@ fn gc_keeps_every_referenced_blob() -> Result<()> {
     write_session(&h.bucket("pi", "--a--")?.join("a.jsonl"), "pi", &refer(0))?;
     write_session(&h.bucket("omp", "-b")?.join("b.jsonl"), "omp", &refer(1))?;
     write_session(&h.home.join(".local/share/omp/sessions/-x/x.jsonl"), "omp", &refer(2))?;
-    let elsewhere = h.tmp.0.join("linked-bucket");
+    let elsewhere = h.tmp.path().join("linked-bucket");
     write_session(&elsewhere.join("l.jsonl"), "pi", &refer(3))?;
     std::os::unix::fs::symlink(&elsewhere, h.home.join(".pi/agent/sessions/--linked--"))?;
     let bak_bucket = h.bucket("omp", "-c")?;
     fs_err::write(bak_bucket.join("gone.jsonl.1700000000000.bak"), session_text("omp", &refer(4)))?;
     write_session(&h.bucket("omp", "-d")?.join("d/subagent/child.jsonl"), "omp", &refer(5))?;
-    let custom = h.tmp.0.join("custom/kept.jsonl");
+    let custom = h.tmp.path().join("custom/kept.jsonl");
     write_session(&custom, "omp", &refer(6))?;
     let registry = h.home.join(".omp/agent/custom-session-files");
     fs_err::create_dir_all(&registry)?;
@@ -260,7 +260,7 @@ fn gc_refuses_when_it_cannot_see_every_session() -> Result<()> {
         Ok((out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned()))
     };
     if root {
-        let status = std::process::Command::new("chown").args(["-R", "65534:65534"]).arg(&h.tmp.0).status()?;
+        let status = std::process::Command::new("chown").args(["-R", "65534:65534"]).arg(h.tmp.path()).status()?;
         assert!(status.success());
         let status = std::process::Command::new("chown").arg("0:0").arg(&hidden).status()?;
         assert!(status.success());
@@ -409,14 +409,14 @@ fn a_move_across_file_systems_refuses_special_files_first() -> Result<()> {
     assert!(std::process::Command::new("mkfifo").arg(art.join("pipe")).status()?.success());
     let across = Path::new("/dev/shm").join(format!("session-cli-move-fifo-{}", std::process::id()));
     let _ = fs_err::remove_dir_all(&across);
-    let before = Tree::read(&h.tmp.0)?;
+    let before = Tree::read(h.tmp.path())?;
     let (code, _, err) =
         h.run(&["--dialect", "omp", "move", s(&file)?, "--cwd", "/w", "--session-dir", s(&across)?])?;
     let left = across.exists() && fs_err::read_dir(&across)?.count() > 0;
     let _ = fs_err::remove_dir_all(&across);
     assert_eq!(code, 1);
     assert!(err.contains("pipe") && err.contains("fifo"), "{err}");
-    assert_eq!(before.changed(&Tree::read(&h.tmp.0)?), Vec::<PathBuf>::new(), "nothing changed");
+    assert_eq!(before.changed(&Tree::read(h.tmp.path())?), Vec::<PathBuf>::new(), "nothing changed");
     assert!(!left, "nothing copied");
     Ok(())
 }
@@ -465,10 +465,10 @@ fn repair_of_a_link_writes_nothing() -> Result<()> {
     fs_err::write(&real, format!("{}garbage\n", session_text("pi", "damaged")))?;
     let link = bucket.join("link.jsonl");
     std::os::unix::fs::symlink(&real, &link)?;
-    let before = Tree::read(&h.tmp.0)?;
+    let before = Tree::read(h.tmp.path())?;
     let (code, _, err) = h.run(&["repair", s(&link)?])?;
     assert!(code == 1 && err.contains("symbolic link"), "{err}");
-    assert_eq!(before.changed(&Tree::read(&h.tmp.0)?), Vec::<PathBuf>::new());
+    assert_eq!(before.changed(&Tree::read(h.tmp.path())?), Vec::<PathBuf>::new());
     let (code, _, err) = h.run(&["repair", s(&real)?])?;
     assert_eq!(code, 0, "{err}");
     assert!(fs_err::symlink_metadata(&link)?.file_type().is_symlink());
@@ -481,7 +481,7 @@ fn repair_of_a_link_writes_nothing() -> Result<()> {
 #[test]
 fn fsck_with_a_shared_agent_dir_checks_each_file_once() -> Result<()> {
     let h = Home::new("jobs-fsck-shared")?;
-    let agent = h.tmp.0.join("agent");
+    let agent = h.tmp.path().join("agent");
     write_session(&agent.join("sessions/--p--/pi.jsonl"), "pi", "pi's")?;
     write_session(&agent.join("sessions/-p/omp.jsonl"), "omp", "omp's")?;
     let out = in_home(&h.home, &h.work).env("PI_CODING_AGENT_DIR", &agent).args(["--json", "fsck"]).output()?;
@@ -545,16 +545,16 @@ fn push_and_pull_take_plain_paths_only() -> Result<()> {
     write_session(&file, "pi", "pushed")?;
     fs_err::create_dir_all(h.work.join("s"))?;
     fs_err::write(h.work.join("s/a.txt"), "artifact")?;
-    let db = format!("sqlite://{}", h.tmp.0.join("db.sqlite").display());
+    let db = format!("sqlite://{}", h.tmp.path().join("db.sqlite").display());
     let out = in_home(&h.home, &sub).args(["--json", "push", "../s.jsonl", "--to", &db]).output()?;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     assert_eq!(v["path"], s(&file)?, "{v}");
     let dotted = format!("{}/./s.jsonl", h.work.display());
-    let (code, _, err) = h.run(&["--store", &db, "pull", &dotted, "--to", s(&h.tmp.0)?])?;
+    let (code, _, err) = h.run(&["--store", &db, "pull", &dotted, "--to", s(h.tmp.path())?])?;
     assert!(code == 1 && err.contains("not a plain session path"), "{code} {err}");
-    let target = h.tmp.0.join("target");
-    let outside = h.tmp.0.join("outside");
+    let target = h.tmp.path().join("target");
+    let outside = h.tmp.path().join("outside");
     fs_err::create_dir_all(&target)?;
     fs_err::create_dir_all(&outside)?;
     std::os::unix::fs::symlink(&outside, target.join("s"))?;
@@ -871,7 +871,7 @@ fn merge_unites_a_conflict_copy() -> Result<()> {
 #[test]
 fn a_shared_agent_dir_counts_each_session_once() -> Result<()> {
     let h = Home::new("jobs-shared-count")?;
-    let agent = h.tmp.0.join("agent");
+    let agent = h.tmp.path().join("agent");
     write_session(&agent.join("sessions/--p--/pi.jsonl"), "pi", "pi's")?;
     write_session(&agent.join("sessions/-p/omp.jsonl"), "omp", "omp's")?;
     let bytes = fs_err::metadata(agent.join("sessions/--p--/pi.jsonl"))?.len()
@@ -1014,7 +1014,7 @@ fn a_damaged_marks_file_is_refused_and_kept() -> Result<()> {
 #[test]
 fn usage_reads_only_changed_files_the_second_time() -> Result<()> {
     let h = Home::new("jobs-usage-cache")?;
-    let cache = h.tmp.0.join("cache");
+    let cache = h.tmp.path().join("cache");
     let assistant = |id: &str, parent: &str, input: u32| {
         format!(
             r#"{{"type":"message","id":"{id}","parentId":"{parent}","timestamp":"2026-03-01T10:00:00.000Z","message":{{"role":"assistant","content":[],"provider":"p","model":"m","usage":{{"input":{input},"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{{"total":0.5}}}},"stopReason":"stop","timestamp":1}}}}"#

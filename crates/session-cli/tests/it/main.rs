@@ -1,5 +1,6 @@
 //! The `session` binary, run as a person runs it.
 
+pub(crate) use session_testkit::TempDir;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -13,25 +14,7 @@ mod mcp;
 mod store;
 mod sync;
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
-
-/// A directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Result<TempDir> {
-        let dir = std::env::temp_dir().join(format!("session-cli-{tag}-{}", std::process::id()));
-        let _ = fs_err::remove_dir_all(&dir);
-        fs_err::create_dir_all(&dir)?;
-        Ok(TempDir(dir))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs_err::remove_dir_all(&self.0);
-    }
-}
+type Result<T> = std::result::Result<T, session_testkit::BoxError>;
 
 /// Runs `session ARGS` and returns its standard output as JSON.
 fn session(args: &[&str], cwd: &Path) -> Result<serde_json::Value> {
@@ -72,13 +55,13 @@ fn slot(title: &str) -> String {
 
 #[test]
 fn rename_names_a_pi_session_with_a_session_info_entry() -> Result<()> {
-    let tmp = TempDir::new("rename-pi")?;
-    let file = tmp.0.join("s.jsonl");
+    let tmp = TempDir::try_new("rename-pi")?;
+    let file = tmp.path().join("s.jsonl");
     fs_err::write(&file, format!("{HEADER}\n{USER}\n"))?;
     let f = file.to_str().ok_or("utf-8 path")?;
-    let out = session(&["rename", f, "My  session\n"], &tmp.0)?;
+    let out = session(&["rename", f, "My  session\n"], tmp.path())?;
     let id = out["id"].as_str().ok_or("an entry id")?;
-    let info = session(&["info", f], &tmp.0)?;
+    let info = session(&["info", f], tmp.path())?;
     assert_eq!(info["name"], "My  session");
     assert_eq!(info["leafId"], id);
     let text = fs_err::read_to_string(&file)?;
@@ -89,13 +72,13 @@ fn rename_names_a_pi_session_with_a_session_info_entry() -> Result<()> {
 
 #[test]
 fn rename_writes_an_omp_title_slot_in_place() -> Result<()> {
-    let tmp = TempDir::new("rename-omp")?;
-    let file = tmp.0.join("s.jsonl");
+    let tmp = TempDir::try_new("rename-omp")?;
+    let file = tmp.path().join("s.jsonl");
     let before = format!("{}{HEADER}\n{USER}\n", slot("old"));
     fs_err::write(&file, &before)?;
     let f = file.to_str().ok_or("utf-8 path")?;
-    session(&["--dialect", "omp", "rename", f, "New title"], &tmp.0)?;
-    let info = session(&["--dialect", "omp", "info", f], &tmp.0)?;
+    session(&["--dialect", "omp", "rename", f, "New title"], tmp.path())?;
+    let info = session(&["--dialect", "omp", "info", f], tmp.path())?;
     assert_eq!(info["name"], "New title");
     let after = fs_err::read_to_string(&file)?;
     assert!(after.starts_with(r#"{"type":"title","v":1,"title":"New title","source":"user""#), "{after}");
@@ -103,7 +86,7 @@ fn rename_writes_an_omp_title_slot_in_place() -> Result<()> {
     assert_eq!(after[256..before.len()], before[256..], "the rest of the file is untouched");
     assert!(after[before.len()..].starts_with(r#"{"type":"title_change""#));
     // Refused: a name that is empty after cleaning.
-    assert_eq!(session(&["--dialect", "omp", "rename", f, " \n "], &tmp.0)?["id"], serde_json::Value::Null);
+    assert_eq!(session(&["--dialect", "omp", "rename", f, " \n "], tmp.path())?["id"], serde_json::Value::Null);
     Ok(())
 }
 
@@ -145,13 +128,13 @@ fn state(dir: &Path) -> Result<Vec<FileState>> {
 fn inspecting_commands_never_write() -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
-    let tmp = TempDir::new("read-only")?;
+    let tmp = TempDir::try_new("read-only")?;
     let mut files = Vec::new();
     for sub in ["v1", "v2", "v3", "corrupt", "sample", "generated"] {
         for e in fs_err::read_dir(testdata.join(sub))? {
             let p = e?.path();
             if p.extension().is_some_and(|x| x == "jsonl") {
-                let copy = tmp.0.join(format!("{sub}-{}", p.file_name().and_then(|n| n.to_str()).unwrap_or("x")));
+                let copy = tmp.path().join(format!("{sub}-{}", p.file_name().and_then(|n| n.to_str()).unwrap_or("x")));
                 fs_err::copy(&p, &copy)?;
                 fs_err::set_permissions(&copy, std::fs::Permissions::from_mode(0o600))?;
                 files.push(copy);
@@ -159,8 +142,8 @@ fn inspecting_commands_never_write() -> Result<()> {
         }
     }
     assert!(files.len() > 20);
-    let missing = tmp.0.join("missing.jsonl");
-    let before = state(&tmp.0)?;
+    let missing = tmp.path().join("missing.jsonl");
+    let before = state(tmp.path())?;
     let mut answered = 0;
     for file in files.iter().chain([&missing]) {
         let f = file.to_str().ok_or("utf-8 path")?;
@@ -180,7 +163,7 @@ fn inspecting_commands_never_write() -> Result<()> {
             for q in queries {
                 let mut args = vec!["--dialect", dialect];
                 args.extend_from_slice(q);
-                let (code, _, err) = run(&args, &tmp.0)?;
+                let (code, _, err) = run(&args, tmp.path())?;
                 if file == &missing {
                     assert_eq!(code, 1, "{args:?}");
                     assert!(err.contains("missing.jsonl"), "{args:?}: {err}");
@@ -191,7 +174,7 @@ fn inspecting_commands_never_write() -> Result<()> {
         }
     }
     assert!(answered > 200, "most queries answer ({answered})");
-    assert_eq!(state(&tmp.0)?, before, "an inspecting command wrote");
+    assert_eq!(state(tmp.path())?, before, "an inspecting command wrote");
     Ok(())
 }
 
@@ -200,25 +183,25 @@ fn inspecting_commands_never_write() -> Result<()> {
 /// `check` exits 1 when it found damage.
 #[test]
 fn usage_errors_exit_2_and_check_reports_damage() -> Result<()> {
-    let tmp = TempDir::new("usage")?;
-    let (code, _, err) = run(&["infoo", "x"], &tmp.0)?;
+    let tmp = TempDir::try_new("usage")?;
+    let (code, _, err) = run(&["infoo", "x"], tmp.path())?;
     assert_eq!(code, 2);
     assert!(err.contains("info"), "a suggestion: {err}");
-    assert_eq!(run(&["info", "a", "b"], &tmp.0)?.0, 2);
-    assert_eq!(run(&["info", "a", "--bogus"], &tmp.0)?.0, 2);
-    let (code, out, _) = run(&["--version"], &tmp.0)?;
+    assert_eq!(run(&["info", "a", "b"], tmp.path())?.0, 2);
+    assert_eq!(run(&["info", "a", "--bogus"], tmp.path())?.0, 2);
+    let (code, out, _) = run(&["--version"], tmp.path())?;
     assert!(code == 0 && out.starts_with("session "), "{out}");
-    let (code, out, _) = run(&["context", "--help"], &tmp.0)?;
+    let (code, out, _) = run(&["context", "--help"], tmp.path())?;
     assert!(code == 0 && out.contains("--leaf") && out.contains("Example"), "{out}");
-    let (code, out, _) = run(&["completions", "bash"], &tmp.0)?;
+    let (code, out, _) = run(&["completions", "bash"], tmp.path())?;
     assert!(code == 0 && out.contains("session"), "completions");
 
     let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
     let clean = testdata.join("sample/pi.jsonl");
     let torn = testdata.join("corrupt/torn-last-line.jsonl");
-    let (code, out, _) = run(&["--json", "check", clean.to_str().ok_or("path")?], &tmp.0)?;
+    let (code, out, _) = run(&["--json", "check", clean.to_str().ok_or("path")?], tmp.path())?;
     assert_eq!(code, 0, "{out}");
-    let (code, out, _) = run(&["--json", "check", torn.to_str().ok_or("path")?], &tmp.0)?;
+    let (code, out, _) = run(&["--json", "check", torn.to_str().ok_or("path")?], tmp.path())?;
     assert_eq!(code, 1, "damage found: {out}");
     let v: serde_json::Value = serde_json::from_str(&out)?;
     assert!(v["diagnostics"].as_array().is_some_and(|d| !d.is_empty()));
@@ -233,30 +216,30 @@ fn migrate_keeps_a_backup_and_label_labels() -> Result<()> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
     for dialect in ["pi", "omp"] {
-        let tmp = TempDir::new(&format!("migrate-{dialect}"))?;
-        let file = tmp.0.join("s.jsonl");
+        let tmp = TempDir::try_new(&format!("migrate-{dialect}"))?;
+        let file = tmp.path().join("s.jsonl");
         fs_err::copy(testdata.join(format!("v1/{dialect}.jsonl")), &file)?;
         fs_err::set_permissions(&file, std::fs::Permissions::from_mode(0o600))?;
         let original = fs_err::read(&file)?;
         let f = file.to_str().ok_or("path")?;
-        let out = session(&["--dialect", dialect, "migrate", f], &tmp.0)?;
+        let out = session(&["--dialect", dialect, "migrate", f], tmp.path())?;
         assert_eq!(out["migrated"], true, "{dialect}: {out}");
         let backup = PathBuf::from(out["backup"].as_str().ok_or("a backup")?);
         assert_eq!(fs_err::read(&backup)?, original);
         assert_eq!(fs_err::metadata(&file)?.mode() & 0o777, 0o600, "{dialect}: mode kept");
-        let info = session(&["--dialect", dialect, "info", f], &tmp.0)?;
+        let info = session(&["--dialect", dialect, "info", f], tmp.path())?;
         assert_eq!(info["header"]["version"], 3, "{dialect}: {info}");
         let after = fs_err::read(&file)?;
-        let again = session(&["--dialect", dialect, "migrate", f], &tmp.0)?;
+        let again = session(&["--dialect", dialect, "migrate", f], tmp.path())?;
         assert_eq!(again["migrated"], false);
         assert_eq!(fs_err::read(&file)?, after, "{dialect}: the second migrate wrote");
 
-        let ids = session(&["--dialect", dialect, "entries", f], &tmp.0)?;
+        let ids = session(&["--dialect", dialect, "entries", f], tmp.path())?;
         let first = ids[0].as_str().ok_or("an id")?.to_owned();
-        session(&["--dialect", dialect, "label", f, &first, "start"], &tmp.0)?;
-        let tree = session(&["--dialect", dialect, "tree", f], &tmp.0)?;
+        session(&["--dialect", dialect, "label", f, &first, "start"], tmp.path())?;
+        let tree = session(&["--dialect", dialect, "tree", f], tmp.path())?;
         assert_eq!(tree[0]["label"], "start", "{dialect}: {tree}");
-        assert_eq!(run(&["--dialect", dialect, "label", f, "nope", "x"], &tmp.0)?.0, 1);
+        assert_eq!(run(&["--dialect", dialect, "label", f, "nope", "x"], tmp.path())?.0, 1);
     }
     Ok(())
 }
@@ -268,9 +251,9 @@ fn migrate_keeps_a_backup_and_label_labels() -> Result<()> {
 #[test]
 fn sessions_are_found_in_both_agents_homes() -> Result<()> {
     let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
-    let tmp = TempDir::new("homes")?;
-    let home = tmp.0.join("home");
-    let work = tmp.0.join("work");
+    let tmp = TempDir::try_new("homes")?;
+    let home = tmp.path().join("home");
+    let work = tmp.path().join("work");
     fs_err::create_dir_all(&work)?;
     let pi_dir = home
         .join(".pi/agent/sessions")
@@ -311,7 +294,7 @@ fn sessions_are_found_in_both_agents_homes() -> Result<()> {
     assert!(out.contains("_a.jsonl"), "{out}");
     assert_eq!(state(&pi_dir)?, before, "finding wrote to the sessions folder");
     // A directory with no sessions: nothing is created for it.
-    let other = tmp.0.join("elsewhere");
+    let other = tmp.path().join("elsewhere");
     fs_err::create_dir_all(&other)?;
     let (code, out, _) = run_home(&["ls", "--json", "--dialect", "pi", "--cwd", other.to_str().ok_or("path")?])?;
     assert_eq!((code, out.trim()), (0, "[]"));
@@ -326,8 +309,8 @@ fn sessions_are_found_in_both_agents_homes() -> Result<()> {
 #[test]
 fn fsck_repair_gc_export_and_rm() -> Result<()> {
     let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
-    let tmp = TempDir::new("fsck")?;
-    let home = tmp.0.join("home");
+    let tmp = TempDir::try_new("fsck")?;
+    let home = tmp.path().join("home");
     let s = home.join(".pi/agent/sessions/--work--");
     let blobs = home.join(".omp/agent/blobs");
     fs_err::create_dir_all(&s)?;
@@ -340,7 +323,7 @@ fn fsck_repair_gc_export_and_rm() -> Result<()> {
     let unloadable = fs_err::read(s.join("bad-header-missing.jsonl"))?;
     let sd = s.to_str().ok_or("path")?;
     let run = |args: &[&str]| -> Result<(i32, String, String)> {
-        let out = in_home(&home, &tmp.0).args(args).output()?;
+        let out = in_home(&home, tmp.path()).args(args).output()?;
         Ok((
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -394,9 +377,9 @@ fn fsck_repair_gc_export_and_rm() -> Result<()> {
 /// header takes the new cwd; the entries keep their bytes. Both agents.
 #[test]
 fn move_puts_a_session_into_the_bucket_of_its_new_project() -> Result<()> {
-    let tmp = TempDir::new("move")?;
-    let home = tmp.0.join("home");
-    let work = tmp.0.join("work");
+    let tmp = TempDir::try_new("move")?;
+    let home = tmp.path().join("home");
+    let work = tmp.path().join("work");
     fs_err::create_dir_all(&work)?;
     for (dialect, agent) in [("pi", ".pi/agent"), ("omp", ".omp/agent")] {
         let from = home.join(agent).join("sessions").join("old-bucket");
@@ -406,7 +389,7 @@ fn move_puts_a_session_into_the_bucket_of_its_new_project() -> Result<()> {
         fs_err::write(&file, format!("{prefix}{HEADER}\n{USER}\n"))?;
         fs_err::create_dir_all(file.with_extension(""))?;
         fs_err::write(file.with_extension("").join("0.log"), "artifact")?;
-        let target_cwd = tmp.0.join("projects").join("renamed");
+        let target_cwd = tmp.path().join("projects").join("renamed");
         let out = in_home(&home, &work)
             .args(["--dialect", dialect, "--json", "move"])
             .arg(&file)
@@ -482,17 +465,17 @@ fn follow_a_version_1_file(dir: &Path) -> Result<()> {
 /// appends, as it lands, until the file is removed (exit 1, naming it).
 #[test]
 fn tail_follows_a_session_as_it_grows() -> Result<()> {
-    let tmp = TempDir::new("tail")?;
-    let file = tmp.0.join("s.jsonl");
+    let tmp = TempDir::try_new("tail")?;
+    let file = tmp.path().join("s.jsonl");
     let second = USER.replace("aaaaaaaa", "bbbbbbbb").replace(r#""parentId":null"#, r#""parentId":"aaaaaaaa""#);
     fs_err::write(&file, format!("{HEADER}\n{USER}\n{second}\n"))?;
     let f = file.to_str().ok_or("utf-8 path")?;
-    let (code, out, _) = run(&["--json", "tail", f, "-n", "1"], &tmp.0)?;
+    let (code, out, _) = run(&["--json", "tail", f, "-n", "1"], tmp.path())?;
     assert_eq!((code, out.as_str()), (0, format!("{second}\n").as_str()), "the last entry, as its line");
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_session"))
         .args(["--json", "tail", f, "-n", "1", "--follow"])
-        .current_dir(&tmp.0)
+        .current_dir(tmp.path())
         .env("SESSION_NO_CACHE", "1")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -512,7 +495,7 @@ fn tail_follows_a_session_as_it_grows() -> Result<()> {
     drop(f2);
     fs_err::remove_file(&file)?;
     let status = child.wait()?;
-    follow_a_version_1_file(&tmp.0)?;
+    follow_a_version_1_file(tmp.path())?;
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().ok_or("piped stderr")?, &mut err)?;
     assert_eq!(status.code(), Some(1), "{err}");
@@ -537,15 +520,15 @@ fn huge_pages_env<'a>(c: &'a mut Command, tunables: Option<&str>) -> &'a mut Com
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[test]
 fn a_large_session_is_opened_with_huge_pages() -> Result<()> {
-    let tmp = TempDir::new("huge-pages")?;
-    let file = tmp.0.join("s.jsonl");
+    let tmp = TempDir::try_new("huge-pages")?;
+    let file = tmp.path().join("s.jsonl");
     fs_err::write(&file, format!("{HEADER}\n{USER}\n"))?;
     let f = file.to_str().ok_or("utf-8 path")?;
     let environment = |from: &str, tunables: Option<&str>| -> Result<Vec<String>> {
         let mut c = Command::new(env!("CARGO_BIN_EXE_session"));
         huge_pages_env(&mut c, tunables)
             .args(["--json", "tail", f, "-n", "1", "--follow"])
-            .current_dir(&tmp.0)
+            .current_dir(tmp.path())
             .env("SESSION_NO_CACHE", "1")
             .env("SESSION_HUGE_PAGES_FROM", from)
             .stdout(std::process::Stdio::piped())
@@ -576,15 +559,15 @@ fn a_large_session_is_opened_with_huge_pages() -> Result<()> {
 /// they are without it.
 #[test]
 fn a_second_start_for_huge_pages_changes_nothing_seen() -> Result<()> {
-    let dir = TempDir::new("huge-pages-same")?;
-    let big = dir.0.join("big.jsonl");
+    let dir = TempDir::try_new("huge-pages-same")?;
+    let big = dir.path().join("big.jsonl");
     // Sparse: no disk is spent. The store URL is refused after the second start.
     fs_err::File::create(&big)?.set_len(128 << 20)?;
     let big = big.to_string_lossy().into_owned();
     let args = ["--dialect", "pi", "push", big.as_str(), "--to", "nope://x"];
     let outcome = |tunables: Option<&str>| -> Result<(Option<i32>, Vec<u8>, Vec<u8>)> {
         let mut c = Command::new(env!("CARGO_BIN_EXE_session"));
-        huge_pages_env(&mut c, tunables).args(args).current_dir(&dir.0).env_remove("SESSION_HUGE_PAGES_FROM");
+        huge_pages_env(&mut c, tunables).args(args).current_dir(dir.path()).env_remove("SESSION_HUGE_PAGES_FROM");
         let out = c.output()?;
         Ok((out.status.code(), out.stdout, out.stderr))
     };
@@ -600,12 +583,12 @@ fn a_second_start_for_huge_pages_changes_nothing_seen() -> Result<()> {
 /// on stderr and exit 2, printing nothing on stdout; `pick --help` has its example.
 #[test]
 fn pick_without_a_terminal_exits_2() -> Result<()> {
-    let tmp = TempDir::new("pick")?;
+    let tmp = TempDir::try_new("pick")?;
     for args in [&["pick"][..], &["pick", "--all"], &[]] {
         let out = Command::new(env!("CARGO_BIN_EXE_session"))
             .args(args)
-            .current_dir(&tmp.0)
-            .env("HOME", &tmp.0)
+            .current_dir(tmp.path())
+            .env("HOME", tmp.path())
             .stdin(std::process::Stdio::null())
             .output()?;
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -615,7 +598,7 @@ fn pick_without_a_terminal_exits_2() -> Result<()> {
         "#]]
         .assert_eq(&String::from_utf8_lossy(&out.stderr));
     }
-    let (code, out, _) = run(&["pick", "--help"], &tmp.0)?;
+    let (code, out, _) = run(&["pick", "--help"], tmp.path())?;
     assert!(code == 0 && out.contains("Example: session pick --all") && out.contains("--all"), "{out}");
     Ok(())
 }

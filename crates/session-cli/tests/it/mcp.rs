@@ -69,8 +69,8 @@ async fn protocol_error(
 
 #[test]
 fn an_agent_lists_searches_and_reads_sessions() -> Result<()> {
-    let tmp = TempDir::new("mcp")?;
-    let home = tmp.0.join("home");
+    let tmp = TempDir::try_new("mcp")?;
+    let home = tmp.path().join("home");
     let claude_id = "7f3c2a10-5b6e-4d8f-9a21-0c4e8b7d6f51";
     let claude = home.join(".claude/projects/-home-me-proj").join(format!("{claude_id}.jsonl"));
     let codex_name = "rollout-2026-03-03T08-00-00-019a1b2c-3d4e-7f60-8a9b-0c1d2e3f4a5b.jsonl";
@@ -85,11 +85,11 @@ fn an_agent_lists_searches_and_reads_sessions() -> Result<()> {
         fs_err::write(to, bytes)?;
     }
     // A file outside every agent's folders, which no call may read.
-    let outside = tmp.0.join("secret.jsonl");
+    let outside = tmp.path().join("secret.jsonl");
     fs_err::write(&outside, format!("{HEADER}\n{USER}\n"))?;
     let before = snapshot(&home)?;
-    let mut command = in_home(&home, &tmp.0);
-    command.arg("mcp").env("XDG_CACHE_HOME", tmp.0.join("cache"));
+    let mut command = in_home(&home, tmp.path());
+    command.arg("mcp").env("XDG_CACHE_HOME", tmp.path().join("cache"));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
         let child = TokioChildProcess::new(tokio::process::Command::from(command))?;
@@ -181,7 +181,7 @@ fn an_agent_lists_searches_and_reads_sessions() -> Result<()> {
         // The server still answers after them.
         call(&client, "list_sessions", json!({"limit": 1})).await??;
         client.cancel().await?;
-        Ok::<(), Box<dyn std::error::Error>>(())
+        Ok::<(), session_testkit::BoxError>(())
     })?;
     assert_eq!(snapshot(&home)?, before, "no home changed");
     Ok(())

@@ -9,11 +9,13 @@
     allow(dead_code, reason = "the helpers of a backend built without its feature")
 )]
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use rand::Rng;
+use session_testkit::mysql::TestDb as MysqlDb;
+use session_testkit::postgres::TestDb;
+use session_testkit::redis::TestPrefix;
 
 use crate::{Result, TempDir};
 
@@ -33,90 +35,8 @@ fn ok(args: &[&str], cwd: &Path) -> Result<String> {
 
 /// Reports a skipped test; an error when the servers are required.
 fn skip(test: &str, reason: &str) -> Result<()> {
-    let _ = writeln!(std::io::stderr(), "skipped: {test}: {reason}");
-    if std::env::var("SESSION_REQUIRE_SERVERS").is_ok_and(|v| v == "1") {
-        return Err(format!("{test}: the server is required (SESSION_REQUIRE_SERVERS=1): {reason}").into());
-    }
+    session_testkit::servers::skip::<()>(test, reason)?;
     Ok(())
-}
-
-fn random_name() -> String {
-    format!("sess_cli_{:016x}", rand::rng().next_u64())
-}
-
-/// A database of its own on the local PostgreSQL, dropped on drop.
-struct TestDb {
-    name: String,
-    admin: postgres::Client,
-}
-
-impl TestDb {
-    fn create() -> std::result::Result<TestDb, postgres::Error> {
-        let mut admin = postgres::Client::connect("host=/var/run/postgresql dbname=postgres", postgres::NoTls)?;
-        let name = random_name();
-        admin.batch_execute(&format!("CREATE DATABASE {name}"))?;
-        Ok(TestDb { name, admin })
-    }
-}
-
-impl Drop for TestDb {
-    fn drop(&mut self) {
-        if let Err(e) = self.admin.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)) {
-            eprintln!("cannot drop test database {}: {e}", self.name);
-        }
-    }
-}
-
-/// A database of its own on the local MariaDB (or MySQL), dropped on drop.
-struct TestMysqlDb {
-    name: String,
-    admin: mysql::Conn,
-}
-
-impl TestMysqlDb {
-    fn create() -> std::result::Result<TestMysqlDb, mysql::Error> {
-        use mysql::prelude::Queryable;
-        let opts = mysql::Opts::from_url("mysql://root@127.0.0.1:3306/").map_err(mysql::Error::UrlError)?;
-        let mut admin = mysql::Conn::new(opts)?;
-        let name = random_name();
-        admin.query_drop(format!("CREATE DATABASE {name}"))?;
-        Ok(TestMysqlDb { name, admin })
-    }
-}
-
-impl Drop for TestMysqlDb {
-    fn drop(&mut self) {
-        use mysql::prelude::Queryable;
-        if let Err(e) = self.admin.query_drop(format!("DROP DATABASE IF EXISTS {}", self.name)) {
-            eprintln!("cannot drop test database {}: {e}", self.name);
-        }
-    }
-}
-
-/// A key prefix of its own on the local Redis, emptied on drop.
-struct TestPrefix {
-    prefix: String,
-    conn: redis::Connection,
-}
-
-impl TestPrefix {
-    fn create() -> std::result::Result<TestPrefix, redis::RedisError> {
-        let mut conn = redis::Client::open("redis://127.0.0.1:6379/")?.get_connection()?;
-        redis::cmd("PING").query::<String>(&mut conn)?;
-        Ok(TestPrefix { prefix: format!("{}:", random_name()), conn })
-    }
-}
-
-impl Drop for TestPrefix {
-    fn drop(&mut self) {
-        let keys: redis::RedisResult<Vec<String>> =
-            redis::cmd("KEYS").arg(format!("{}*", self.prefix)).query(&mut self.conn);
-        if let Ok(keys) = keys
-            && !keys.is_empty()
-        {
-            let _ = redis::cmd("DEL").arg(&keys).query::<i64>(&mut self.conn);
-        }
-    }
 }
 
 /// Copies a testdata session and gives it an artifacts directory with a nested file.
@@ -134,42 +54,42 @@ fn sample(dir: &Path, name: &str) -> Result<PathBuf> {
 /// Pushes both samples to `url`, inspects them there as on files, pulls them back and
 /// compares every byte; then checks the overwrite rules.
 fn round_trip(url: &str, pull_url: &dyn Fn(&Path) -> String, tag: &str) -> Result<()> {
-    let tmp = TempDir::new(tag)?;
-    let (src, back) = (tmp.0.join("src"), tmp.0.join("back"));
+    let tmp = TempDir::try_new(tag)?;
+    let (src, back) = (tmp.path().join("src"), tmp.path().join("back"));
     fs_err::create_dir_all(&src)?;
     fs_err::create_dir_all(&back)?;
     for name in ["pi", "omp"] {
         let file = sample(&src, name)?;
         let f = file.to_str().ok_or("utf-8 path")?;
-        let pushed: serde_json::Value = serde_json::from_str(&ok(&["push", f, "--to", url], &tmp.0)?)?;
+        let pushed: serde_json::Value = serde_json::from_str(&ok(&["push", f, "--to", url], tmp.path())?)?;
         assert_eq!(pushed["artifacts"], 2, "{name}: {pushed}");
         assert_eq!(pushed["bytes"], fs_err::metadata(&file)?.len(), "{name}: {pushed}");
         for cmd in ["info", "context", "entries", "tree"] {
-            let there = ok(&[cmd, f, "--json", "--store", url], &tmp.0)?;
-            assert_eq!(there, ok(&[cmd, f, "--json"], &tmp.0)?, "{name}: {cmd} on the server and on files");
+            let there = ok(&[cmd, f, "--json", "--store", url], tmp.path())?;
+            assert_eq!(there, ok(&[cmd, f, "--json"], tmp.path())?, "{name}: {cmd} on the server and on files");
         }
         let dir = src.to_str().ok_or("utf-8 path")?;
         for cmd in ["stats", "fsck"] {
-            let there = ok(&[cmd, dir, "--json", "--store", url], &tmp.0)?;
-            assert_eq!(there, ok(&[cmd, dir, "--json"], &tmp.0)?, "{name}: {cmd} on the server and on files");
+            let there = ok(&[cmd, dir, "--json", "--store", url], tmp.path())?;
+            assert_eq!(there, ok(&[cmd, dir, "--json"], tmp.path())?, "{name}: {cmd} on the server and on files");
         }
-        let pulled = ok(&["pull", &pull_url(&file), "--to", back.to_str().ok_or("utf-8 path")?], &tmp.0)?;
+        let pulled = ok(&["pull", &pull_url(&file), "--to", back.to_str().ok_or("utf-8 path")?], tmp.path())?;
         assert!(pulled.contains("\"artifacts\":2"), "{name}: {pulled}");
         assert_eq!(fs_err::read(back.join(format!("{name}.jsonl")))?, fs_err::read(&file)?, "{name}: the session");
         for rel in ["0.log", "sub/.1.log"] {
             assert_eq!(fs_err::read(back.join(name).join(rel))?, fs_err::read(src.join(name).join(rel))?, "{rel}");
         }
         // The same bytes again change nothing; other bytes are refused unless forced.
-        let again = ok(&["push", f, "--to", url], &tmp.0)?;
+        let again = ok(&["push", f, "--to", url], tmp.path())?;
         assert!(again.contains("\"unchanged\":true"), "{name}: {again}");
         let mut other = fs_err::read(&file)?;
         other.extend_from_slice(b"{\"type\":\"custom\",\"customType\":\"x\",\"id\":\"ffffffff\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:00.000Z\"}\n");
         fs_err::write(&file, &other)?;
-        let refused = run(&["push", f, "--to", url], &tmp.0)?;
+        let refused = run(&["push", f, "--to", url], tmp.path())?;
         assert!(!refused.status.success(), "{name}: a different session is not overwritten");
         assert!(String::from_utf8_lossy(&refused.stderr).contains("--force"), "{name}: the error says what to do");
-        ok(&["push", f, "--to", url, "--force"], &tmp.0)?;
-        ok(&["pull", &pull_url(&file), "--to", back.to_str().ok_or("utf-8 path")?, "--force"], &tmp.0)?;
+        ok(&["push", f, "--to", url, "--force"], tmp.path())?;
+        ok(&["pull", &pull_url(&file), "--to", back.to_str().ok_or("utf-8 path")?, "--force"], tmp.path())?;
         assert_eq!(fs_err::read(back.join(format!("{name}.jsonl")))?, other, "{name}: the forced copy");
     }
     Ok(())
@@ -180,8 +100,8 @@ fn round_trip(url: &str, pull_url: &dyn Fn(&Path) -> String, tag: &str) -> Resul
 /// through `--store`.
 fn agents_on_the_server(url: &str, tag: &str) -> Result<()> {
     let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/sample");
-    let tmp = TempDir::new(tag)?;
-    let (home, work) = (tmp.0.join("home"), tmp.0.join("work"));
+    let tmp = TempDir::try_new(tag)?;
+    let (home, work) = (tmp.path().join("home"), tmp.path().join("work"));
     fs_err::create_dir_all(&work)?;
     let bucket = work.to_string_lossy().trim_start_matches('/').replace('/', "-");
     let pi = home.join(".pi/agent/sessions").join(format!("--{bucket}--")).join("2026-01-01T00-00-00-000Z_a.jsonl");
@@ -254,13 +174,13 @@ fn agents_on_the_server(url: &str, tag: &str) -> Result<()> {
 /// `tail --follow --store URL` prints an entry another process appends on the server, as
 /// the storage's change feed reports it, and ends (exit 1) when the session is removed.
 fn follow_on_the_server(url: &str, tag: &str) -> Result<()> {
-    let tmp = TempDir::new(tag)?;
-    let file = sample(&tmp.0, "pi")?;
+    let tmp = TempDir::try_new(tag)?;
+    let file = sample(tmp.path(), "pi")?;
     let f = file.to_str().ok_or("utf-8 path")?;
-    ok(&["push", f, "--to", url], &tmp.0)?;
+    ok(&["push", f, "--to", url], tmp.path())?;
     let mut child = Command::new(env!("CARGO_BIN_EXE_session"))
         .args(["--dialect", "pi", "--json", "--store", url, "tail", f, "-n", "1", "--follow"])
-        .current_dir(&tmp.0)
+        .current_dir(tmp.path())
         .env("SESSION_NO_CACHE", "1")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -272,13 +192,13 @@ fn follow_on_the_server(url: &str, tag: &str) -> Result<()> {
     assert!(first.starts_with('{'), "{tag}: {first}");
     for n in 0..2 {
         let custom = format!("followed-{n}");
-        ok(&["--dialect", "pi", "--store", url, "append", f, "--custom-type", &custom], &tmp.0)?;
+        ok(&["--dialect", "pi", "--store", url, "append", f, "--custom-type", &custom], tmp.path())?;
         let line = lines
             .recv_timeout(std::time::Duration::from_secs(20))
             .map_err(|_| format!("{tag}: no line for {custom}"))??;
         assert!(line.contains(&format!(r#""customType":"{custom}""#)), "{tag}: {line}");
     }
-    ok(&["--store", url, "rm", f, "--yes", "--force"], &tmp.0)?;
+    ok(&["--store", url, "rm", f, "--yes", "--force"], tmp.path())?;
     let status = child.wait()?;
     assert_eq!(status.code(), Some(1), "{tag}: tail ends when the session is removed");
     Ok(())
@@ -288,13 +208,10 @@ fn follow_on_the_server(url: &str, tag: &str) -> Result<()> {
 #[test]
 fn push_inspect_and_pull_on_postgres() -> Result<()> {
     let test = "push_inspect_and_pull_on_postgres";
-    let db = match TestDb::create() {
-        Ok(db) => db,
-        Err(e) => return skip(test, &format!("PostgreSQL not reachable: {e}")),
-    };
+    let Some(db) = TestDb::create(test)? else { return Ok(()) };
     for scheme in ["postgres", "postgresql+native"] {
-        let url = format!("{scheme}:///{}?host=/var/run/postgresql", db.name);
-        let pull = |file: &Path| format!("{scheme}:///{}{}?host=/var/run/postgresql", db.name, file.display());
+        let url = format!("{scheme}:///{}?host=/var/run/postgresql", db.name());
+        let pull = |file: &Path| format!("{scheme}:///{}{}?host=/var/run/postgresql", db.name(), file.display());
         round_trip(&url, &pull, &format!("pg-{}", scheme.len()))?;
         agents_on_the_server(&url, &format!("pg-agents-{}", scheme.len()))?;
         follow_on_the_server(&url, &format!("pg-follow-{}", scheme.len()))?;
@@ -307,26 +224,26 @@ fn push_inspect_and_pull_on_postgres() -> Result<()> {
 #[cfg(feature = "sqlite")]
 #[test]
 fn push_inspect_and_pull_on_sqlite() -> Result<()> {
-    let tmp = TempDir::new("sqlite-store")?;
-    let db = tmp.0.join("sessions.db");
+    let tmp = TempDir::try_new("sqlite-store")?;
+    let db = tmp.path().join("sessions.db");
     let url = format!("sqlite://{}", db.display());
-    let (src, back) = (tmp.0.join("src"), tmp.0.join("back"));
+    let (src, back) = (tmp.path().join("src"), tmp.path().join("back"));
     fs_err::create_dir_all(&src)?;
     fs_err::create_dir_all(&back)?;
     for name in ["pi", "omp"] {
         let file = sample(&src, name)?;
         let f = file.to_str().ok_or("utf-8 path")?;
-        let pushed: serde_json::Value = serde_json::from_str(&ok(&["push", f, "--to", &url], &tmp.0)?)?;
+        let pushed: serde_json::Value = serde_json::from_str(&ok(&["push", f, "--to", &url], tmp.path())?)?;
         assert_eq!(pushed["artifacts"], 2, "{name}: {pushed}");
         for cmd in ["info", "context", "entries", "tree"] {
-            let there = ok(&[cmd, f, "--json", "--store", &url], &tmp.0)?;
-            assert_eq!(there, ok(&[cmd, f, "--json"], &tmp.0)?, "{name}: {cmd} in SQLite and on files");
+            let there = ok(&[cmd, f, "--json", "--store", &url], tmp.path())?;
+            assert_eq!(there, ok(&[cmd, f, "--json"], tmp.path())?, "{name}: {cmd} in SQLite and on files");
         }
-        ok(&["--store", &url, "pull", f, "--to", back.to_str().ok_or("utf-8 path")?], &tmp.0)?;
+        ok(&["--store", &url, "pull", f, "--to", back.to_str().ok_or("utf-8 path")?], tmp.path())?;
         assert_eq!(fs_err::read(back.join(format!("{name}.jsonl")))?, fs_err::read(&file)?, "{name}: the session");
         assert_eq!(fs_err::read(back.join(name).join("sub/.1.log"))?, fs_err::read(src.join(name).join("sub/.1.log"))?);
     }
-    let refused = run(&["pull", &format!("{url}/x.jsonl"), "--to", "."], &tmp.0)?;
+    let refused = run(&["pull", &format!("{url}/x.jsonl"), "--to", "."], tmp.path())?;
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--store sqlite:///"), "{refused:?}");
     agents_on_the_server(&url, "sqlite-agents")?;
     follow_on_the_server(&url, "sqlite-follow")
@@ -336,12 +253,9 @@ fn push_inspect_and_pull_on_sqlite() -> Result<()> {
 #[test]
 fn push_inspect_and_pull_on_mariadb() -> Result<()> {
     let test = "push_inspect_and_pull_on_mariadb";
-    let db = match TestMysqlDb::create() {
-        Ok(db) => db,
-        Err(e) => return skip(test, &format!("MariaDB not reachable: {e}")),
-    };
-    let url = format!("mariadb://root@127.0.0.1:3306/{}", db.name);
-    let pull = |file: &Path| format!("mysql://root@127.0.0.1:3306/{}{}", db.name, file.display());
+    let Some(db) = MysqlDb::create(test)? else { return Ok(()) };
+    let url = format!("mariadb://root@127.0.0.1:3306/{}", db.name());
+    let pull = |file: &Path| format!("mysql://root@127.0.0.1:3306/{}{}", db.name(), file.display());
     round_trip(&url, &pull, "mariadb")?;
     agents_on_the_server(&url, "mariadb-agents")?;
     follow_on_the_server(&url, "mariadb-follow")
@@ -351,18 +265,15 @@ fn push_inspect_and_pull_on_mariadb() -> Result<()> {
 #[test]
 fn push_inspect_and_pull_on_redis() -> Result<()> {
     let test = "push_inspect_and_pull_on_redis";
-    let t = match TestPrefix::create() {
-        Ok(t) => t,
-        Err(e) => return skip(test, &format!("Redis not reachable: {e}")),
-    };
-    let url = format!("redis://127.0.0.1:6379/0?prefix={}", t.prefix);
-    let pull = |file: &Path| format!("redis://127.0.0.1:6379/0{}?prefix={}", file.display(), t.prefix);
+    let Some(t) = TestPrefix::create(test)? else { return Ok(()) };
+    let url = format!("redis://127.0.0.1:6379/0?prefix={}", t.prefix());
+    let pull = |file: &Path| format!("redis://127.0.0.1:6379/0{}?prefix={}", file.display(), t.prefix());
     round_trip(&url, &pull, "redis")?;
     agents_on_the_server(&url, "redis-agents")?;
     follow_on_the_server(&url, "redis-follow")?;
     // A plain path pulls from the --store storage.
-    let tmp = TempDir::new("redis-store-pull")?;
-    let missing = run(&["pull", "/nowhere/s.jsonl", "--to", ".", "--store", &url], &tmp.0)?;
+    let tmp = TempDir::try_new("redis-store-pull")?;
+    let missing = run(&["pull", "/nowhere/s.jsonl", "--to", ".", "--store", &url], tmp.path())?;
     assert!(!missing.status.success(), "a missing session is an error");
     Ok(())
 }
@@ -442,28 +353,28 @@ fn push_inspect_and_pull_on_s3() -> Result<()> {
     agents_on_the_server(&t.url, "s3-agents")?;
     follow_on_the_server(&t.url, "s3-follow")?;
     // A store that is not told to send conditions is refused, unless allowed.
-    let tmp = TempDir::new("s3-unconditional")?;
+    let tmp = TempDir::try_new("s3-unconditional")?;
     let off = format!("{}&conditional_put=disabled", t.url);
-    let src = tmp.0.join("src");
+    let src = tmp.path().join("src");
     fs_err::create_dir_all(&src)?;
     let file = sample(&src, "pi")?;
     let f = file.to_str().ok_or("utf-8 path")?;
-    let refused = run(&["push", f, "--to", &off], &tmp.0)?;
+    let refused = run(&["push", f, "--to", &off], tmp.path())?;
     assert!(!refused.status.success(), "{refused:?}");
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--allow-unconditional"), "{refused:?}");
-    ok(&["--allow-unconditional", "push", f, "--to", &off], &tmp.0)?;
-    let there = ok(&["info", f, "--json", "--store", &t.url], &tmp.0)?;
-    assert_eq!(there, ok(&["info", f, "--json"], &tmp.0)?);
+    ok(&["--allow-unconditional", "push", f, "--to", &off], tmp.path())?;
+    let there = ok(&["info", f, "--json", "--store", &t.url], tmp.path())?;
+    assert_eq!(there, ok(&["info", f, "--json"], tmp.path())?);
     Ok(())
 }
 
 #[test]
 fn a_storage_url_without_its_backend_or_scheme_is_an_error() -> Result<()> {
-    let tmp = TempDir::new("bad-store")?;
-    let out = run(&["ls", "--store", "mongodb://h/db"], &tmp.0)?;
+    let tmp = TempDir::try_new("bad-store")?;
+    let out = run(&["ls", "--store", "mongodb://h/db"], tmp.path())?;
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown store mongodb://"), "{out:?}");
-    let out = run(&["push", "x.jsonl", "--to", "/some/dir"], &tmp.0)?;
+    let out = run(&["push", "x.jsonl", "--to", "/some/dir"], tmp.path())?;
     assert!(!out.status.success(), "push needs a storage URL");
     Ok(())
 }
@@ -473,11 +384,8 @@ fn a_storage_url_without_its_backend_or_scheme_is_an_error() -> Result<()> {
 #[test]
 fn sync_through_postgres() -> Result<()> {
     let test = "sync_through_postgres";
-    let db = match TestDb::create() {
-        Ok(db) => db,
-        Err(e) => return skip(test, &format!("PostgreSQL not reachable: {e}")),
-    };
-    sync_between_two_homes(&format!("postgres:///{}?host=/var/run/postgresql", db.name), "sync-pg")
+    let Some(db) = TestDb::create(test)? else { return Ok(()) };
+    sync_between_two_homes(&format!("postgres:///{}?host=/var/run/postgresql", db.name()), "sync-pg")
 }
 
 /// `session sync` with an S3 remote (see [`sync_between_two_homes`]); every remote write
@@ -504,8 +412,8 @@ fn sync_watch_through_s3() -> Result<()> {
         Ok(t) => t,
         Err(e) => return skip(test, &format!("S3 not reachable: {e}")),
     };
-    let tmp = TempDir::new("watch-s3")?;
-    let a = crate::sync::Home::new(&tmp.0, "a", "git@example.org:me/app.git")?;
+    let tmp = TempDir::try_new("watch-s3")?;
+    let a = crate::sync::Home::new(tmp.path(), "a", "git@example.org:me/app.git")?;
     let storage = t.storage()?;
     let at = Path::new("/session-sync/pi/sessions")
         .join(session::sync::project_slug("example.org/me/app"))
@@ -535,11 +443,8 @@ fn a_sync_killed_with_sigkill_through_s3() -> Result<()> {
 #[test]
 fn a_sync_killed_with_sigkill_through_postgres() -> Result<()> {
     let test = "a_sync_killed_with_sigkill_through_postgres";
-    let db = match TestDb::create() {
-        Ok(db) => db,
-        Err(e) => return skip(test, &format!("PostgreSQL not reachable: {e}")),
-    };
-    sigkilled_syncs(&format!("postgres:///{}?host=/var/run/postgresql", db.name), "sigkill-pg")
+    let Some(db) = TestDb::create(test)? else { return Ok(()) };
+    sigkilled_syncs(&format!("postgres:///{}?host=/var/run/postgresql", db.name()), "sigkill-pg")
 }
 
 /// Two machines share five pi sessions through the remote `url`, in every state a sync
@@ -565,12 +470,12 @@ fn sigkilled_syncs(url: &str, tag: &str) -> Result<()> {
     // side but not yet on the other (a kill in the middle of the protocol).
     let (mut running, mut midway) = (0, 0);
     for k in (0..TIMED).map(|_| 0).chain(1..=KILLS) {
-        let tmp = TempDir::new(&format!("{tag}-{k}-{:08x}", rand::rng().next_u32()))?;
+        let tmp = TempDir::try_new(&format!("{tag}-{k}-{:08x}", rand::rng().next_u32()))?;
         let homes = [
-            Home::new(&tmp.0, "a", "git@example.org:me/app.git")?,
-            Home::new(&tmp.0, "b", "https://example.org/me/app")?,
+            Home::new(tmp.path(), "a", "git@example.org:me/app.git")?,
+            Home::new(tmp.path(), "b", "https://example.org/me/app")?,
         ];
-        let prefix = format!("/{}", tmp.0.file_name().and_then(|n| n.to_str()).ok_or("a name")?);
+        let prefix = format!("/{}", tmp.path().file_name().and_then(|n| n.to_str()).ok_or("a name")?);
         let args = |h: &Home| -> Vec<String> {
             let map = format!("example.org/me/app={}", h.project.display());
             ["--to", url, "--prefix", &prefix, "--map", &map].map(str::to_owned).to_vec()
@@ -659,9 +564,11 @@ fn sigkilled_syncs(url: &str, tag: &str) -> Result<()> {
 #[cfg(any(feature = "postgres", feature = "s3"))]
 fn sync_between_two_homes(url: &str, tag: &str) -> Result<()> {
     use crate::sync::{Home, append, line, with_cwd};
-    let tmp = TempDir::new(tag)?;
-    let (a, b) =
-        (Home::new(&tmp.0, "a", "git@example.org:me/app.git")?, Home::new(&tmp.0, "b", "https://example.org/me/app")?);
+    let tmp = TempDir::try_new(tag)?;
+    let (a, b) = (
+        Home::new(tmp.path(), "a", "git@example.org:me/app.git")?,
+        Home::new(tmp.path(), "b", "https://example.org/me/app")?,
+    );
     let file_a = a.put_pi("s1", &[line("aaaaaaaa", None)])?;
     let out = a.sync(&["--to", url])?;
     assert_eq!(out["summary"]["pushed"], 1, "{out}");
@@ -699,11 +606,8 @@ fn sync_between_two_homes(url: &str, tag: &str) -> Result<()> {
 #[test]
 fn two_machines_at_once_through_postgres() -> Result<()> {
     let test = "two_machines_at_once_through_postgres";
-    let db = match TestDb::create() {
-        Ok(db) => db,
-        Err(e) => return skip(test, &format!("PostgreSQL not reachable: {e}")),
-    };
-    let conn = format!("host=/var/run/postgresql dbname={}", db.name);
+    let Some(db) = TestDb::create(test)? else { return Ok(()) };
+    let conn = format!("host=/var/run/postgresql dbname={}", db.name());
     let open = || -> Result<std::sync::Arc<dyn session::store::Storage>> {
         Ok(std::sync::Arc::new(session_store_postgres::PostgresStorage::connect(&conn)?))
     };
@@ -729,11 +633,8 @@ fn two_machines_at_once_through_s3() -> Result<()> {
 #[test]
 fn a_sync_killed_at_every_remote_write_through_postgres() -> Result<()> {
     let test = "a_sync_killed_at_every_remote_write_through_postgres";
-    let db = match TestDb::create() {
-        Ok(db) => db,
-        Err(e) => return skip(test, &format!("PostgreSQL not reachable: {e}")),
-    };
-    let conn = format!("host=/var/run/postgresql dbname={}", db.name);
+    let Some(db) = TestDb::create(test)? else { return Ok(()) };
+    let conn = format!("host=/var/run/postgresql dbname={}", db.name());
     killed_at_every_remote_write(&|| Ok(session_store_postgres::PostgresStorage::connect(&conn)?), "killed-pg")
 }
 
@@ -797,10 +698,10 @@ fn killed_at_every_remote_write<S: session::store::Storage + 'static>(
     }
     let one_run = |k: Option<usize>| -> Result<Vec<Boundary>> {
         let name = k.map_or_else(|| "count".to_owned(), |k| k.to_string());
-        let tmp = TempDir::new(&format!("{tag}-{name}"))?;
+        let tmp = TempDir::try_new(&format!("{tag}-{name}"))?;
         let homes = [
-            Home::new(&tmp.0, "a", "git@example.org:me/app.git")?,
-            Home::new(&tmp.0, "b", "https://example.org/me/app")?,
+            Home::new(tmp.path(), "a", "git@example.org:me/app.git")?,
+            Home::new(tmp.path(), "b", "https://example.org/me/app")?,
         ];
         let faults = Faults::new();
         let faulty: Arc<dyn Storage> = Arc::new(FaultStorage::new(open()?, faults.clone()));
@@ -983,9 +884,11 @@ fn machines_at_once(open: &dyn Fn() -> Result<std::sync::Arc<dyn session::store:
     use crate::sync::{Home, line, with_cwd};
 
     const TURNS: usize = 60;
-    let tmp = TempDir::new(tag)?;
-    let homes =
-        [Home::new(&tmp.0, "a", "git@example.org:me/app.git")?, Home::new(&tmp.0, "b", "https://example.org/me/app")?];
+    let tmp = TempDir::try_new(tag)?;
+    let homes = [
+        Home::new(tmp.path(), "a", "git@example.org:me/app.git")?,
+        Home::new(tmp.path(), "b", "https://example.org/me/app")?,
+    ];
     homes[0].put_pi("s1", &[line("i0000001", None)])?;
     homes[0].put_pi("s2", &[line("i0000002", None)])?;
     homes[1].put_pi("s3", &[line("i0000003", None)])?;
@@ -1099,12 +1002,12 @@ fn reading_creates_nothing(
     tag: &str,
 ) -> Result<()> {
     use crate::sync::{Home, line};
-    let tmp = TempDir::new(&format!("{tag}-homes"))?;
-    let a = Home::new(&tmp.0, "a", "git@example.org:me/app.git")?;
+    let tmp = TempDir::try_new(&format!("{tag}-homes"))?;
+    let a = Home::new(tmp.path(), "a", "git@example.org:me/app.git")?;
     a.put_pi("s1", &[line("aaaaaaaa", None)])?;
     let sessions = a.home.join(".pi/agent/sessions");
-    let (dir, remote) = (sessions.to_str().ok_or("utf-8 path")?, tmp.0.join("remote"));
-    let (old, new) = (a.project.to_str().ok_or("utf-8 path")?, tmp.0.join("moved"));
+    let (dir, remote) = (sessions.to_str().ok_or("utf-8 path")?, tmp.path().join("remote"));
+    let (old, new) = (a.project.to_str().ok_or("utf-8 path")?, tmp.path().join("moved"));
     let new = new.to_str().ok_or("utf-8 path")?;
     let commands: [&[&str]; 12] = [
         &["ls", "--all"],
@@ -1159,12 +1062,9 @@ fn reading_creates_no_table_on_postgres() -> Result<()> {
     for (scheme, param, made) in
         [("postgres", "table=ro_files", &["ro_files"][..]), ("postgresql+native", "stem=ro", &["ro_lines", "ro_meta"])]
     {
-        let db = match TestDb::create() {
-            Ok(db) => db,
-            Err(e) => return skip(test, &format!("PostgreSQL not reachable: {e}")),
-        };
-        let url = format!("{scheme}:///{}?host=/var/run/postgresql&{param}", db.name);
-        reading_creates_nothing(&url, &|| pg_tables(&db.name), made, &format!("pg-ro-{}", scheme.len()))?;
+        let Some(db) = TestDb::create(test)? else { return Ok(()) };
+        let url = format!("{scheme}:///{}?host=/var/run/postgresql&{param}", db.name());
+        reading_creates_nothing(&url, &|| pg_tables(db.name()), made, &format!("pg-ro-{}", scheme.len()))?;
     }
     Ok(())
 }
@@ -1175,19 +1075,14 @@ fn reading_creates_no_table_on_postgres() -> Result<()> {
 fn reading_creates_no_table_on_mariadb() -> Result<()> {
     use mysql::prelude::Queryable;
     let test = "reading_creates_no_table_on_mariadb";
-    let db = match TestMysqlDb::create() {
-        Ok(db) => db,
-        Err(e) => return skip(test, &format!("MariaDB not reachable: {e}")),
-    };
+    let Some(db) = MysqlDb::create(test)? else { return Ok(()) };
     let tables = || -> Result<Vec<String>> {
-        let opts = mysql::Opts::from_url(&format!("mysql://root@127.0.0.1:3306/{}", db.name))?;
-        let rows: Vec<String> = mysql::Conn::new(opts)?.exec(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = ? ORDER BY 1",
-            (db.name.as_str(),),
-        )?;
+        let opts = mysql::Opts::from_url(&format!("mysql://root@127.0.0.1:3306/{}", db.name()))?;
+        let rows: Vec<String> = mysql::Conn::new(opts)?
+            .exec("SELECT table_name FROM information_schema.tables WHERE table_schema = ? ORDER BY 1", (db.name(),))?;
         Ok(rows)
     };
-    let url = format!("mariadb://root@127.0.0.1:3306/{}?table=ro_files", db.name);
+    let url = format!("mariadb://root@127.0.0.1:3306/{}?table=ro_files", db.name());
     reading_creates_nothing(&url, &tables, &["ro_files"], "mariadb-ro")
 }
 
@@ -1196,11 +1091,11 @@ fn reading_creates_no_table_on_mariadb() -> Result<()> {
 #[cfg(feature = "sqlite")]
 #[test]
 fn reading_creates_no_database_file_on_sqlite() -> Result<()> {
-    let tmp = TempDir::new("sqlite-ro")?;
-    let db = tmp.0.join("sessions.db");
+    let tmp = TempDir::try_new("sqlite-ro")?;
+    let db = tmp.path().join("sessions.db");
     let url = format!("sqlite://{}", db.display());
     let tables = || -> Result<Vec<String>> {
-        let mut names: Vec<String> = fs_err::read_dir(&tmp.0)?
+        let mut names: Vec<String> = fs_err::read_dir(tmp.path())?
             .map(|e| Ok(e?.file_name().to_string_lossy().into_owned()))
             .collect::<Result<_>>()?;
         names.sort();

@@ -95,10 +95,10 @@ fn files(dir: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>> {
 
 #[test]
 fn sync_goes_both_ways_through_a_folder() -> Result<()> {
-    let tmp = TempDir::new("sync-folder")?;
-    let a = Home::new(&tmp.0, "a", "git@example.org:me/app.git")?;
-    let b = Home::new(&tmp.0, "b", "https://example.org/me/app.git")?;
-    let remote = tmp.0.join("remote");
+    let tmp = TempDir::try_new("sync-folder")?;
+    let a = Home::new(tmp.path(), "a", "git@example.org:me/app.git")?;
+    let b = Home::new(tmp.path(), "b", "https://example.org/me/app.git")?;
+    let remote = tmp.path().join("remote");
     let remote_arg = remote.to_str().ok_or("a UTF-8 path")?;
     let file_a = a.put_pi("s1", &[line("aaaaaaaa", None)])?;
     let out = a.sync(&["--to", remote_arg])?;
@@ -108,12 +108,12 @@ fn sync_goes_both_ways_through_a_folder() -> Result<()> {
 
     // A dry run on the other machine says it would download and writes nothing.
     let map = format!("example.org/me/app={}", b.project.display());
-    let before = files(&tmp.0)?;
+    let before = files(tmp.path())?;
     let out = b.sync(&["--to", remote_arg, "--map", &map, "--dry-run"])?;
     assert_eq!(out["dryRun"], true, "{out}");
     assert_eq!(out["sessions"][0]["outcome"], "downloaded", "{out}");
     assert!(out["stateFile"].is_null(), "{out}");
-    assert_eq!(before, files(&tmp.0)?, "a dry run wrote");
+    assert_eq!(before, files(tmp.path())?, "a dry run wrote");
 
     let out = b.sync(&["--to", remote_arg, "--map", &map])?;
     assert_eq!(out["summary"]["pulled"], 1, "{out}");
@@ -151,10 +151,10 @@ fn sync_goes_both_ways_through_a_folder() -> Result<()> {
 /// does; a download without one names the `--map` to pass.
 #[test]
 fn sync_reads_the_map_from_its_config_file() -> Result<()> {
-    let tmp = TempDir::new("sync-config")?;
-    let a = Home::new(&tmp.0, "a", "git@example.org:me/app.git")?;
-    let b = Home::new(&tmp.0, "b", "https://example.org/me/app")?;
-    let remote = tmp.0.join("remote");
+    let tmp = TempDir::try_new("sync-config")?;
+    let a = Home::new(tmp.path(), "a", "git@example.org:me/app.git")?;
+    let b = Home::new(tmp.path(), "b", "https://example.org/me/app")?;
+    let remote = tmp.path().join("remote");
     let remote_arg = remote.to_str().ok_or("a UTF-8 path")?;
     a.put_pi("s1", &[line("aaaaaaaa", None)])?;
     a.sync(&["--to", remote_arg])?;
@@ -185,8 +185,8 @@ fn sync_reads_the_map_from_its_config_file() -> Result<()> {
 
 #[test]
 fn sync_help_has_an_example() -> Result<()> {
-    let tmp = TempDir::new("sync-help")?;
-    let out = in_home(&tmp.0, &tmp.0).args(["sync", "--help"]).output()?;
+    let tmp = TempDir::try_new("sync-help")?;
+    let out = in_home(tmp.path(), tmp.path()).args(["sync", "--help"]).output()?;
     let text = String::from_utf8(out.stdout)?;
     assert!(text.contains("Example: session sync --to"), "{text}");
     assert!(text.contains("--watch --interval 60"), "{text}");
@@ -206,9 +206,9 @@ fn on_remote(remote: &Path, sid: &str) -> PathBuf {
 /// ends on SIGTERM with exit status 0.
 #[test]
 fn sync_watch_pushes_a_line_as_it_lands() -> Result<()> {
-    let tmp = TempDir::new("sync-watch")?;
-    let a = Home::new(&tmp.0, "a", "git@example.org:me/app.git")?;
-    let remote = tmp.0.join("remote");
+    let tmp = TempDir::try_new("sync-watch")?;
+    let a = Home::new(tmp.path(), "a", "git@example.org:me/app.git")?;
+    let remote = tmp.path().join("remote");
     let remote_arg = remote.to_str().ok_or("a UTF-8 path")?;
     watch_pushes(&a, remote_arg, &|| Ok(fs_err::read(on_remote(&remote, "s1")).ok()))
 }
@@ -263,11 +263,11 @@ pub(crate) fn watch_pushes(a: &Home, to: &str, remote: &dyn Fn() -> Result<Optio
 /// `--watch` with `--dry-run`, and `--interval` without `--watch`, are usage errors.
 #[test]
 fn sync_watch_refuses_a_dry_run() -> Result<()> {
-    let tmp = TempDir::new("sync-watch-dry")?;
-    let remote = tmp.0.join("remote");
+    let tmp = TempDir::try_new("sync-watch-dry")?;
+    let remote = tmp.path().join("remote");
     let remote_arg = remote.to_str().ok_or("a UTF-8 path")?;
     for args in [&["--watch", "--dry-run"][..], &["--interval", "5"][..]] {
-        let out = in_home(&tmp.0, &tmp.0).args(["sync", "--to", remote_arg]).args(args).output()?;
+        let out = in_home(tmp.path(), tmp.path()).args(["sync", "--to", remote_arg]).args(args).output()?;
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(args[0]) && err.contains("--"), "{args:?}: {err}");

@@ -1,33 +1,8 @@
 //! Temp directories and session-file builders shared by the tests.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+pub(crate) use session_testkit::TempDir;
+use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
-
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-/// A temp directory removed on drop.
-pub(crate) struct TempDir(pub(crate) PathBuf);
-
-impl TempDir {
-    pub(crate) fn new(tag: &str) -> TempDir {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let p = std::env::temp_dir().join(format!("sd-it-{tag}-{}-{n}", std::process::id()));
-        let _ = fs_err::remove_dir_all(&p);
-        fs_err::create_dir_all(&p).expect("temp dir");
-        TempDir(p)
-    }
-
-    pub(crate) fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs_err::remove_dir_all(&self.0);
-    }
-}
 
 /// Writes a file and sets its mtime (epoch ms).
 pub(crate) fn write(path: &Path, text: &str, mtime_ms: u64) {

@@ -11,10 +11,10 @@ use crate::{TempDir, TestResult, fixed};
 #[test]
 fn two_threads_insert_through_two_connections() -> TestResult {
     let dir = TempDir::new("threads");
-    drop(HistoryStore::open(dir.db(), fixed(1))?);
+    drop(HistoryStore::open(dir.join("history.db"), fixed(1))?);
     let handles: Vec<_> = (0..2)
         .map(|t| {
-            let path = dir.db();
+            let path = dir.join("history.db");
             std::thread::spawn(move || -> Result<(), session_history::HistoryError> {
                 let opened = HistoryStore::open(&path, HistoryOptions::default())?;
                 for i in 0..200 {
@@ -29,7 +29,7 @@ fn two_threads_insert_through_two_connections() -> TestResult {
     for handle in handles {
         handle.join().map_err(|_| "writer thread panicked")??;
     }
-    let store = HistoryStore::open(dir.db(), fixed(1))?.store;
+    let store = HistoryStore::open(dir.join("history.db"), fixed(1))?.store;
     assert_eq!(store.len()?, 100 + 2 * 100);
     let shared = store.search("shared", 1000, &HistoryScope::Global)?;
     assert_eq!(shared.len(), 100);
@@ -41,8 +41,8 @@ fn two_threads_insert_through_two_connections() -> TestResult {
 fn a_held_write_lock_makes_add_fail_busy_after_the_timeout() -> TestResult {
     let dir = TempDir::new("busy");
     let opts = fixed(1).with_busy_timeout(Duration::from_millis(50));
-    let store = HistoryStore::open(dir.db(), opts)?.store;
-    let other = Connection::open(dir.db())?;
+    let store = HistoryStore::open(dir.join("history.db"), opts)?.store;
+    let other = Connection::open(dir.join("history.db"))?;
     other.execute_batch("BEGIN IMMEDIATE")?;
     let err = store.add("blocked", None, None).err().ok_or("add succeeded under a held lock")?;
     assert!(err.is_busy(), "{err}");

@@ -146,12 +146,12 @@ fn user_version(db: &Connection) -> rusqlite::Result<i64> {
 fn written_file_has_exactly_omps_schema() -> TestResult {
     let ours = TempDir::new("schema-ours");
     let theirs = TempDir::new("schema-theirs");
-    let opened = HistoryStore::open(ours.db(), fixed(100))?;
+    let opened = HistoryStore::open(ours.join("history.db"), fixed(100))?;
     opened.store.add("hello", None, None)?;
     opened.store.close()?;
-    let omp = omp_fresh_file(&theirs.db())?;
+    let omp = omp_fresh_file(&theirs.join("history.db"))?;
 
-    let written = Connection::open(ours.db())?;
+    let written = Connection::open(ours.join("history.db"))?;
     assert_eq!(master(&written)?, master(&omp)?);
     assert_eq!(user_version(&written)?, 1);
     let mode: String = written.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
@@ -169,13 +169,13 @@ fn written_file_has_exactly_omps_schema() -> TestResult {
 fn reads_a_file_omp_wrote_and_omp_reads_ours() -> TestResult {
     let dir = TempDir::new("omp-written");
     {
-        let omp = omp_fresh_file(&dir.db())?;
+        let omp = omp_fresh_file(&dir.join("history.db"))?;
         omp.execute(OMP_UPSERT, rusqlite::params!["git commit -m fix", "/repo", "s1"])?;
         omp.execute(OMP_UPSERT, rusqlite::params!["explain lifetimes", "/repo", "s2"])?;
         omp.execute(OMP_UPSERT, rusqlite::params!["git commit -m fix", "/other", "s3"])?;
         omp.execute("UPDATE history SET created_at = 1000 + id", [])?;
     }
-    let opened = HistoryStore::open(dir.db(), fixed(5000))?;
+    let opened = HistoryStore::open(dir.join("history.db"), fixed(5000))?;
     assert!(opened.notices.is_empty(), "{:?}", opened.notices);
     let store = opened.store;
     let hits = store.search("commit", 10, &HistoryScope::Global)?;
@@ -186,7 +186,7 @@ fn reads_a_file_omp_wrote_and_omp_reads_ours() -> TestResult {
     drop(store);
 
     // omp opening our file again: nothing to migrate, its statements work.
-    let omp = Connection::open(dir.db())?;
+    let omp = Connection::open(dir.join("history.db"))?;
     assert_eq!(user_version(&omp)?, 1);
     omp.execute(OMP_UPSERT, rusqlite::params!["new prompt from rust", "/y", "s10"])?;
     let (count, session): (i64, String) =
@@ -206,7 +206,7 @@ fn reads_a_file_omp_wrote_and_omp_reads_ours() -> TestResult {
 fn migrates_the_17x_shape_with_duplicates_and_padding() -> TestResult {
     let dir = TempDir::new("shape17");
     {
-        let db = Connection::open(dir.db())?;
+        let db = Connection::open(dir.join("history.db"))?;
         db.execute_batch(SHAPE_17)?;
         let rows: [(i64, &str, i64, &str, Option<&str>); 6] = [
             (1, "fix the build", 100, "/a", Some("s1")),
@@ -223,7 +223,7 @@ fn migrates_the_17x_shape_with_duplicates_and_padding() -> TestResult {
             )?;
         }
     }
-    let opened = HistoryStore::open(dir.db(), fixed(1000))?;
+    let opened = HistoryStore::open(dir.join("history.db"), fixed(1000))?;
     assert_eq!(opened.notices, [OpenNotice::Rebuilt { rows_before: 6, rows_after: 3 }]);
     let store = opened.store;
     let recent = store.recent(10, &HistoryScope::Global)?;
@@ -244,7 +244,7 @@ fn migrates_the_17x_shape_with_duplicates_and_padding() -> TestResult {
     assert_eq!(store.add("fix the build", None, None)?, AddOutcome::Updated { id: 4, use_count: 4 });
     drop(store);
 
-    let db = Connection::open(dir.db())?;
+    let db = Connection::open(dir.join("history.db"))?;
     assert_eq!(user_version(&db)?, 1);
     let sql: String = db.query_row("SELECT sql FROM sqlite_master WHERE name = 'history'", [], |r| r.get(0))?;
     assert!(sql.contains("prompt TEXT NOT NULL UNIQUE") && sql.contains("use_count INTEGER NOT NULL DEFAULT 1"));
@@ -255,7 +255,7 @@ fn migrates_the_17x_shape_with_duplicates_and_padding() -> TestResult {
 fn migrates_the_5x_shape_without_session_id() -> TestResult {
     let dir = TempDir::new("shape5");
     {
-        let db = Connection::open(dir.db())?;
+        let db = Connection::open(dir.join("history.db"))?;
         db.execute_batch(SHAPE_5)?;
         db.execute_batch(
             "INSERT INTO history (prompt, created_at, cwd) VALUES ('hello world', 10, '/a');
@@ -263,7 +263,7 @@ fn migrates_the_5x_shape_without_session_id() -> TestResult {
              INSERT INTO history (prompt, created_at, cwd) VALUES ('bye', 15, NULL);",
         )?;
     }
-    let opened = HistoryStore::open(dir.db(), fixed(1000))?;
+    let opened = HistoryStore::open(dir.join("history.db"), fixed(1000))?;
     assert_eq!(opened.notices, [OpenNotice::Rebuilt { rows_before: 3, rows_after: 2 }]);
     let recent = opened.store.recent(10, &HistoryScope::Global)?;
     assert_eq!(recent.len(), 2);
@@ -280,20 +280,20 @@ fn migrates_the_5x_shape_without_session_id() -> TestResult {
 fn adds_use_count_to_a_versioned_file_without_rewriting_it() -> TestResult {
     let dir = TempDir::new("shape-unique");
     {
-        let db = Connection::open(dir.db())?;
+        let db = Connection::open(dir.join("history.db"))?;
         db.execute_batch(SHAPE_UNIQUE_NO_COUNT)?;
         db.execute_batch(
             "INSERT INTO history (prompt, created_at, cwd, session_id) VALUES ('keep me   \n', 10, '/a', 's');",
         )?;
     }
-    let opened = HistoryStore::open(dir.db(), fixed(1000))?;
+    let opened = HistoryStore::open(dir.join("history.db"), fixed(1000))?;
     // Already at version 1 with a unique prompt: only the column is added, rows untouched.
     assert!(opened.notices.is_empty(), "{:?}", opened.notices);
     let recent = opened.store.recent(10, &HistoryScope::Global)?;
     assert_eq!((recent[0].prompt.as_str(), recent[0].use_count), ("keep me   \n", 1));
     assert_eq!(opened.store.search("keep", 10, &HistoryScope::Global)?.len(), 1);
     drop(opened);
-    let db = Connection::open(dir.db())?;
+    let db = Connection::open(dir.join("history.db"))?;
     let sql: String = db.query_row("SELECT sql FROM sqlite_master WHERE name = 'history'", [], |r| r.get(0))?;
     assert!(sql.ends_with("session_id TEXT\n, use_count INTEGER NOT NULL DEFAULT 1)"), "{sql}");
     Ok(())
@@ -303,18 +303,18 @@ fn adds_use_count_to_a_versioned_file_without_rewriting_it() -> TestResult {
 fn rebuilds_a_versioned_file_whose_prompts_are_not_unique() -> TestResult {
     let dir = TempDir::new("shape-versioned-dupes");
     {
-        let db = Connection::open(dir.db())?;
+        let db = Connection::open(dir.join("history.db"))?;
         db.execute_batch(SHAPE_17)?;
         db.execute_batch(
             "INSERT INTO history (prompt, created_at) VALUES ('dup', 1), ('dup', 2);
              PRAGMA user_version = 3;",
         )?;
     }
-    let opened = HistoryStore::open(dir.db(), fixed(1000))?;
+    let opened = HistoryStore::open(dir.join("history.db"), fixed(1000))?;
     assert_eq!(opened.notices, [OpenNotice::Rebuilt { rows_before: 2, rows_after: 1 }]);
     assert!(matches!(opened.store.add("dup", None, None)?, AddOutcome::Updated { use_count: 3, .. }));
     drop(opened);
     // A newer version number is kept.
-    assert_eq!(user_version(&Connection::open(dir.db())?)?, 3);
+    assert_eq!(user_version(&Connection::open(dir.join("history.db"))?)?, 3);
     Ok(())
 }

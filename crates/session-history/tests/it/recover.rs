@@ -16,10 +16,10 @@ fn quarantined(notices: &[OpenNotice]) -> Option<(&std::path::Path, &[std::path:
 fn a_file_that_is_not_a_database_is_moved_aside() -> TestResult {
     let dir = TempDir::new("notadb");
     let garbage = b"this is not an SQLite database, it is a shopping list\n".repeat(200);
-    fs_err::write(dir.db(), &garbage)?;
+    fs_err::write(dir.join("history.db"), &garbage)?;
     fs_err::write(dir.path().join("history.db-wal"), b"stale wal")?;
 
-    let opened = HistoryStore::open(dir.db(), fixed(1))?;
+    let opened = HistoryStore::open(dir.join("history.db"), fixed(1))?;
     let (backup, files) = quarantined(&opened.notices).ok_or("no quarantine notice")?;
     let name = backup.file_name().and_then(|n| n.to_str()).ok_or("bad name")?;
     assert!(name.starts_with("history.db.corrupt-"), "{name}");
@@ -43,21 +43,21 @@ fn a_file_that_is_not_a_database_is_moved_aside() -> TestResult {
 fn a_damaged_schema_page_is_moved_aside() -> TestResult {
     let dir = TempDir::new("corrupt");
     {
-        let opened = HistoryStore::open(dir.db(), fixed(1))?;
+        let opened = HistoryStore::open(dir.join("history.db"), fixed(1))?;
         for i in 0..50 {
             opened.store.add(&format!("prompt number {i}"), None, None)?;
         }
         opened.store.close()?;
     }
     // Overwrite the schema b-tree on page 1 after the 100-byte file header.
-    let mut bytes = fs_err::read(dir.db())?;
+    let mut bytes = fs_err::read(dir.join("history.db"))?;
     let end = bytes.len().min(4096);
     for b in &mut bytes[100..end] {
         *b = 0xA5;
     }
-    fs_err::write(dir.db(), &bytes)?;
+    fs_err::write(dir.join("history.db"), &bytes)?;
 
-    let opened = HistoryStore::open(dir.db(), fixed(2))?;
+    let opened = HistoryStore::open(dir.join("history.db"), fixed(2))?;
     let (backup, _) = quarantined(&opened.notices).ok_or("no quarantine notice")?;
     assert_eq!(fs_err::read(backup)?, bytes);
     assert!(opened.store.is_empty()?);
@@ -68,8 +68,8 @@ fn a_damaged_schema_page_is_moved_aside() -> TestResult {
 fn an_unopenable_path_is_an_error_not_a_quarantine() -> TestResult {
     let dir = TempDir::new("isdir");
     // The database path is a directory: SQLite cannot open it, nothing is corrupt.
-    fs_err::create_dir_all(dir.db())?;
-    let err = HistoryStore::open(dir.db(), fixed(1)).err().ok_or("open succeeded")?;
+    fs_err::create_dir_all(dir.join("history.db"))?;
+    let err = HistoryStore::open(dir.join("history.db"), fixed(1)).err().ok_or("open succeeded")?;
     assert!(!err.is_corrupt(), "{err}");
     assert!(err.to_string().contains("history.db"), "{err}");
     assert!(fs_err::read_dir(dir.path())?.count() == 1);

@@ -6,7 +6,6 @@
 //! server a test prints `skipped: <test>: <reason>` and passes, unless
 //! `SESSION_REQUIRE_SERVERS=1`, where it fails.
 
-use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -15,57 +14,9 @@ use session_store::contract::run_contract;
 use session_store::{ExpectedSize, LockWait, Storage, StoreError};
 use session_store_mysql::{ConnectError, MysqlError, MysqlOptions, MysqlStorage};
 
-type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
+use session_testkit::mysql::TestDb;
 
-/// The server as the machine's tests reach it.
-fn server_url() -> String {
-    std::env::var("SESSION_TEST_MYSQL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".to_owned())
-}
-
-/// A database of its own, dropped on drop.
-struct TestDb {
-    name: String,
-    admin: mysql::Conn,
-}
-
-impl TestDb {
-    /// Creates the database, or returns `Ok(None)` after printing why the test is skipped.
-    fn create(test: &str) -> Result<Option<TestDb>, Box<dyn std::error::Error + Send + Sync>> {
-        let mut admin = match mysql::Conn::new(mysql::Opts::from_url(&format!("{}/", server_url()))?) {
-            Ok(c) => c,
-            Err(e) => {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "skipped: {test}: MySQL/MariaDB not reachable at {}: {e}",
-                    server_url()
-                );
-                if std::env::var("SESSION_REQUIRE_SERVERS").is_ok_and(|v| v == "1") {
-                    return Err(format!("{test}: the server is required (SESSION_REQUIRE_SERVERS=1): {e}").into());
-                }
-                return Ok(None);
-            }
-        };
-        let name = format!("sess_{:016x}", rand::random::<u64>());
-        admin.query_drop(format!("CREATE DATABASE {name}"))?;
-        Ok(Some(TestDb { name, admin }))
-    }
-
-    fn url(&self) -> String {
-        format!("{}/{}", server_url(), self.name)
-    }
-
-    fn conn(&self) -> Result<mysql::Conn, mysql::Error> {
-        mysql::Conn::new(mysql::Opts::from_url(&self.url()).map_err(mysql::Error::UrlError)?)
-    }
-}
-
-impl Drop for TestDb {
-    fn drop(&mut self) {
-        if let Err(e) = self.admin.query_drop(format!("DROP DATABASE IF EXISTS {}", self.name)) {
-            eprintln!("cannot drop test database {}: {e}", self.name);
-        }
-    }
-}
+type TestResult = Result<(), session_testkit::BoxError>;
 
 #[test]
 fn mysql_storage_meets_the_contract() -> TestResult {
@@ -105,7 +56,7 @@ fn omps_own_statements_share_the_table() -> TestResult {
     let storage = MysqlStorage::connect(&db.url())?;
     let cols: Vec<String> = omp.query(format!(
         "SELECT column_name FROM information_schema.columns WHERE table_schema = '{}' AND table_name = 'omp_session_files' ORDER BY ordinal_position",
-        db.name
+        db.name()
     ))?;
     assert_eq!(cols, ["path", "content", "mtime_ms", "title", "title_source", "title_updated_at"]);
     // omp 18.3.4's append, as SqlSessionStorage sends it on MySQL.
@@ -220,8 +171,7 @@ fn locks_exclude_across_storages() -> TestResult {
 
 /// Returns the tables of `db`, from the catalog.
 fn tables(db: &TestDb) -> Result<Vec<String>, mysql::Error> {
-    db.conn()?
-        .exec("SELECT table_name FROM information_schema.tables WHERE table_schema = ? ORDER BY 1", (db.name.as_str(),))
+    db.conn()?.exec("SELECT table_name FROM information_schema.tables WHERE table_schema = ? ORDER BY 1", (db.name(),))
 }
 
 /// Returns whether `err` is the refusal of a read-only storage.
@@ -285,7 +235,7 @@ fn a_read_only_storage_reads_the_table_and_an_older_one_as_it_is() -> TestResult
     assert_eq!(old.list_stats(Path::new("/s"))?.len(), 1);
     let n: Option<u64> = c.exec_first(
         "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = ? AND table_name = 't_old'",
-        (db.name.as_str(),),
+        (db.name(),),
     )?;
     assert_eq!(n, Some(3), "no title column was added");
     assert_eq!(tables(&db)?, ["t_full", "t_old"]);

@@ -20,20 +20,13 @@ use support::{TestDb, TestResult};
 fn own_cluster(test: &str) -> Result<Option<OwnCluster>, Box<dyn std::error::Error + Send + Sync>> {
     match OwnCluster::start() {
         Ok(c) => Ok(Some(c)),
-        Err(reason) => {
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "skipped: {test}: {reason}");
-            if std::env::var("SESSION_REQUIRE_SERVERS").is_ok_and(|v| v == "1") {
-                return Err(format!("{test}: the server is required (SESSION_REQUIRE_SERVERS=1): {reason}").into());
-            }
-            Ok(None)
-        }
+        Err(reason) => session_testkit::servers::skip(test, &reason.to_string()),
     }
 }
 
 /// Kills every connection to the test's database from the server side.
 fn kill_connections(db: &TestDb) -> Result<u64, postgres::Error> {
-    let mut admin = postgres::Client::connect(&support::admin_conn(), postgres::NoTls)?;
+    let mut admin = postgres::Client::connect(&session_testkit::postgres::admin_conn(), postgres::NoTls)?;
     let rows = admin.query(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
         &[&db.name()],
@@ -272,15 +265,8 @@ fn a_full_tablespace_is_storage_full_and_writes_nothing() -> TestResult {
     let Some(mut cluster) = own_cluster(test)? else { return Ok(()) };
     let disk = match cluster.tiny_disk(4 << 20) {
         Ok(d) => d,
-        Err(reason) => {
-            // Mounting needs privileges the machine may not give.
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "skipped: {test}: {reason}");
-            if std::env::var("SESSION_REQUIRE_SERVERS").is_ok_and(|v| v == "1") {
-                return Err(format!("{test}: {reason}").into());
-            }
-            return Ok(());
-        }
+        // Mounting needs privileges the machine may not give.
+        Err(reason) => return session_testkit::servers::skip(test, &reason.to_string()).map(|_: Option<()>| ()),
     };
     let mut admin = postgres::Client::connect(&cluster.conn(), postgres::NoTls)?;
     admin.batch_execute(&format!("CREATE TABLESPACE tiny LOCATION '{}'", disk.display()))?;

@@ -15,20 +15,13 @@ use session_store::{ExpectedSize, Storage, StoreError};
 
 use own_server::OwnRedis;
 use session_store_redis::{RedisStorage, ServerError};
-use support::{TestPrefix, TestResult};
+use support::{TestPrefix, TestResult, storage};
 
 /// Starts a private server, or reports the test skipped (failed when servers are required).
 fn own_server(test: &str, args: &[&str]) -> Result<Option<OwnRedis>, Box<dyn std::error::Error + Send + Sync>> {
     match OwnRedis::start(args) {
         Ok(s) => Ok(Some(s)),
-        Err(reason) => {
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "skipped: {test}: {reason}");
-            if std::env::var("SESSION_REQUIRE_SERVERS").is_ok_and(|v| v == "1") {
-                return Err(format!("{test}: the server is required (SESSION_REQUIRE_SERVERS=1): {reason}").into());
-            }
-            Ok(None)
-        }
+        Err(reason) => session_testkit::servers::skip(test, &reason.to_string()),
     }
 }
 
@@ -133,7 +126,7 @@ fn racing_writers() -> TestResult {
     let Some(t) = TestPrefix::create("racing_writers")? else { return Ok(()) };
     let blind = Path::new("/race/blind.jsonl");
     let checked = Path::new("/race/checked.jsonl");
-    let writers = [t.storage()?, t.storage()?];
+    let writers = [storage(&t)?, storage(&t)?];
     std::thread::scope(|scope| -> TestResult {
         let handles: Vec<_> = writers
             .iter()

@@ -6,12 +6,12 @@ use session_store::contract::{run_byte_contract, run_contract};
 use session_store::{ExpectedSize, LockWait, Storage, StoreError};
 use session_store_redis::{DEFAULT_PREFIX, RedisStorage, ServerError};
 
-use crate::support::{TestPrefix, TestResult, url};
+use crate::support::{TestPrefix, TestResult, storage, url};
 
 #[test]
 fn redis_storage_meets_the_contract() -> TestResult {
     let Some(t) = TestPrefix::create("redis_storage_meets_the_contract")? else { return Ok(()) };
-    let storage = t.storage()?;
+    let storage = storage(&t)?;
     run_contract(&|| Box::new(storage.clone()), &|case| format!("/contract/{case}"))?;
     run_byte_contract(&|| Box::new(storage.clone()), &|case| format!("/bytes/{case}"))
 }
@@ -19,15 +19,15 @@ fn redis_storage_meets_the_contract() -> TestResult {
 #[test]
 fn prefixes_keep_storages_apart() -> TestResult {
     let Some(mut t) = TestPrefix::create("prefixes_keep_storages_apart")? else { return Ok(()) };
-    let a = t.storage()?;
-    let b = RedisStorage::connect_with_prefix(&url(), &format!("{}other:", t.prefix))?;
+    let a = storage(&t)?;
+    let b = RedisStorage::connect_with_prefix(&url(), &format!("{}other:", t.prefix()))?;
     a.write(Path::new("/d/s.jsonl"), b"a")?;
     assert!(!b.exists(Path::new("/d/s.jsonl"))?);
     assert!(b.list(Path::new("/d"))?.is_empty());
     b.write(Path::new("/d/s.jsonl"), b"b")?;
     assert_eq!(a.read(Path::new("/d/s.jsonl"))?, b"a");
-    assert!(t.keys()?.iter().all(|k| k.starts_with(&t.prefix)));
-    assert_eq!(a.body_key(Path::new("/d/s.jsonl"))?, format!("{}file:/d/s.jsonl", t.prefix));
+    assert!(t.keys()?.iter().all(|k| k.starts_with(t.prefix())));
+    assert_eq!(a.body_key(Path::new("/d/s.jsonl"))?, format!("{}file:/d/s.jsonl", t.prefix()));
     assert_eq!(DEFAULT_PREFIX, "omp:sessions:");
     Ok(())
 }
@@ -35,7 +35,7 @@ fn prefixes_keep_storages_apart() -> TestResult {
 #[test]
 fn glob_characters_in_paths_are_literal() -> TestResult {
     let Some(t) = TestPrefix::create("glob_characters_in_paths_are_literal")? else { return Ok(()) };
-    let s = t.storage()?;
+    let s = storage(&t)?;
     s.write(Path::new("/a*/[x]/s?.jsonl"), b"1")?;
     s.write(Path::new("/ab/[x]/t.jsonl"), b"2")?;
     assert_eq!(s.list(Path::new("/a*/[x]"))?, ["s?.jsonl"]);
@@ -46,7 +46,7 @@ fn glob_characters_in_paths_are_literal() -> TestResult {
 #[test]
 fn append_if_size_checks_first() -> TestResult {
     let Some(t) = TestPrefix::create("append_if_size_checks_first")? else { return Ok(()) };
-    let s = t.storage()?;
+    let s = storage(&t)?;
     let p = Path::new("/a/s.jsonl");
     s.append_if_size(p, b"1\n", ExpectedSize::Missing)?;
     let again = s.append_if_size(p, b"x\n", ExpectedSize::Missing);
@@ -66,12 +66,12 @@ fn locks_hold_across_storages_and_expire_with_their_holder() -> TestResult {
     let Some(mut t) = TestPrefix::create("locks_hold_across_storages_and_expire_with_their_holder")? else {
         return Ok(());
     };
-    let a = t.storage()?;
-    let b = t.storage()?;
+    let a = storage(&t)?;
+    let b = storage(&t)?;
     let p = Path::new("/l/s.jsonl");
     let held = a.lock(p, LockWait::NoWait)?;
     assert!(matches!(b.lock(p, LockWait::NoWait), Err(StoreError::Locked { .. })));
-    let lock_key = format!("{}lock:/l/s.jsonl", t.prefix);
+    let lock_key = format!("{}lock:/l/s.jsonl", t.prefix());
     let ttl: i64 = redis::cmd("PTTL").arg(&lock_key).query(t.raw())?;
     assert!(ttl > 0 && ttl <= 30_000, "the lock key expires: {ttl}");
     held.release()?;
@@ -84,7 +84,7 @@ fn locks_hold_across_storages_and_expire_with_their_holder() -> TestResult {
 #[test]
 fn bad_keys_are_refused() -> TestResult {
     let Some(t) = TestPrefix::create("bad_keys_are_refused")? else { return Ok(()) };
-    let s = t.storage()?;
+    let s = storage(&t)?;
     let long = format!("/{}", "a".repeat(3000));
     for p in ["/a/../b.jsonl", "/a/\0.jsonl", long.as_str()] {
         let err = s.write(Path::new(p), b"x").err().ok_or("bad key refused")?;

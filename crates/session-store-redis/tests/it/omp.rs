@@ -7,13 +7,13 @@ use redis::Commands;
 use session_model::TitleSlot;
 use session_store::{ExpectedSize, Storage, StoreError};
 
-use crate::support::{TestPrefix, TestResult};
+use crate::support::{TestPrefix, TestResult, storage};
 
 #[test]
 fn omp_reads_what_we_write() -> TestResult {
     let Some(mut t) = TestPrefix::create("omp_reads_what_we_write")? else { return Ok(()) };
-    let s = t.storage()?;
-    let pre = t.prefix.clone();
+    let s = storage(&t)?;
+    let pre = t.prefix().to_owned();
     let slot = TitleSlot {
         title: "Ünïcode".into(),
         source: Some("user".into()),
@@ -50,8 +50,8 @@ fn omp_reads_what_we_write() -> TestResult {
 #[test]
 fn we_read_what_omp_writes() -> TestResult {
     let Some(mut t) = TestPrefix::create("we_read_what_omp_writes")? else { return Ok(()) };
-    let s = t.storage()?;
-    let pre = t.prefix.clone();
+    let s = storage(&t)?;
+    let pre = t.prefix().to_owned();
     let path = "/o/s.jsonl";
     let body = format!("{pre}file:{path}");
     let slot = TitleSlot { title: String::new(), source: None, updated_at: "2026-01-01T00:00:00.000Z".into() };

@@ -1,13 +1,12 @@
 //! A key prefix per test in the test bucket, emptied at the end even when the test fails,
 //! and the skip rule.
 
-use std::io::Write;
+use session_testkit::servers::skip;
 
 use futures_util::TryStreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
-use rand::Rng;
 use session_store_s3::{S3Storage, S3StorageBuilder};
 
 pub(crate) type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
@@ -44,7 +43,7 @@ impl TestPrefix {
         let Ok(endpoint) = std::env::var("SESSION_TEST_S3") else {
             return skip(test, "SESSION_TEST_S3 is not set (the S3 server's URL, as .ci/run sets it)");
         };
-        let prefix = format!("sess_test_{:016x}", rand::rng().next_u64());
+        let prefix = session_testkit::servers::unique_name("sess_test");
         let rt = Runtime(Some(tokio::runtime::Builder::new_current_thread().enable_all().build()?));
         let raw = AmazonS3Builder::from_env()
             .with_bucket_name(bucket())
@@ -136,14 +135,4 @@ where
         Ok(out) => out,
         Err(panic) => std::panic::resume_unwind(panic),
     })
-}
-
-/// Reports a skipped test; an error when the servers are required.
-fn skip<T>(test: &str, reason: &str) -> Result<Option<T>, Box<dyn std::error::Error + Send + Sync>> {
-    // Straight to the process's stderr: the harness captures `eprintln!` of passing tests.
-    let _ = writeln!(std::io::stderr(), "skipped: {test}: {reason}");
-    if std::env::var("SESSION_REQUIRE_SERVERS").is_ok_and(|v| v == "1") {
-        return Err(format!("{test}: the server is required (SESSION_REQUIRE_SERVERS=1): {reason}").into());
-    }
-    Ok(None)
 }

@@ -1,56 +1,33 @@
 //! The SQLite storage: the shared storage contract, discovery through it, omp's own
 //! statements on the same table, text limits and two writers on two connections.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use session_store::contract::run_contract;
 use session_store::{ExpectedSize, Storage, StoreError};
 use session_store_sqlite::{ConnectError, SqliteError, SqliteOptions, SqliteStorage};
+pub(crate) use session_testkit::TempDir;
 
 type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
-
-/// A directory of its own under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!(
-            "session-sqlite-{tag}-{}-{:x}",
-            std::process::id(),
-            rand::random::<u64>()
-        ));
-        fs_err::create_dir_all(&dir).expect("temp dir can be created");
-        TempDir(dir)
-    }
-
-    fn db(&self) -> PathBuf {
-        self.0.join("sessions.db")
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs_err::remove_dir_all(&self.0);
-    }
-}
 
 #[test]
 fn sqlite_storage_meets_the_contract() -> TestResult {
     let tmp = TempDir::new("contract");
-    let storage = SqliteStorage::open(&tmp.db())?;
+    let storage = SqliteStorage::open(&tmp.join("sessions.db"))?;
     run_contract(&|| Box::new(storage.clone()), &|case| format!("/contract/{case}"))
 }
 
 #[test]
 fn another_table_meets_the_contract_too() -> TestResult {
     let tmp = TempDir::new("table");
-    let storage = SqliteStorage::open_with(&tmp.db(), SqliteOptions::default().table("Other_Sessions_2"))?;
+    let storage =
+        SqliteStorage::open_with(&tmp.join("sessions.db"), SqliteOptions::default().table("Other_Sessions_2"))?;
     run_contract(&|| Box::new(storage.clone()), &|case| format!("/c/{case}"))?;
-    let c = rusqlite::Connection::open(tmp.db())?;
+    let c = rusqlite::Connection::open(tmp.join("sessions.db"))?;
     let n: i64 = c.query_row("SELECT count(*) FROM other_sessions_2", [], |r| r.get(0))?;
     assert!(n > 0, "the rows went to the other table");
-    let bad = SqliteStorage::open_with(&tmp.db(), SqliteOptions::default().table("no-dashes"));
+    let bad = SqliteStorage::open_with(&tmp.join("sessions.db"), SqliteOptions::default().table("no-dashes"));
     assert!(matches!(&bad, Err(ConnectError::BadTableName(t)) if t == "no-dashes"), "{:?}", bad.err());
     Ok(())
 }
@@ -58,7 +35,7 @@ fn another_table_meets_the_contract_too() -> TestResult {
 #[test]
 fn discovery_answers_through_the_storage_as_on_memory() -> TestResult {
     let tmp = TempDir::new("parity");
-    let storage = SqliteStorage::open(&tmp.db())?;
+    let storage = SqliteStorage::open(&tmp.join("sessions.db"))?;
     session_discovery::parity::check_parity(Arc::new(storage), "/parity".as_ref())
 }
 
@@ -67,11 +44,11 @@ fn discovery_answers_through_the_storage_as_on_memory() -> TestResult {
 #[test]
 fn omps_own_statements_share_the_table() -> TestResult {
     let tmp = TempDir::new("omp");
-    let omp = rusqlite::Connection::open(tmp.db())?;
+    let omp = rusqlite::Connection::open(tmp.join("sessions.db"))?;
     omp.execute_batch(
         "CREATE TABLE omp_session_files (path TEXT PRIMARY KEY, content TEXT NOT NULL, mtime_ms INTEGER NOT NULL)",
     )?;
-    let storage = SqliteStorage::open(&tmp.db())?;
+    let storage = SqliteStorage::open(&tmp.join("sessions.db"))?;
     let cols: Vec<String> = omp
         .prepare("SELECT name FROM pragma_table_info('omp_session_files')")?
         .query_map([], |r| r.get(0))?
@@ -100,7 +77,7 @@ fn omps_own_statements_share_the_table() -> TestResult {
 #[test]
 fn text_cannot_hold_nul_or_invalid_utf8() -> TestResult {
     let tmp = TempDir::new("text");
-    let storage = SqliteStorage::open(&tmp.db())?;
+    let storage = SqliteStorage::open(&tmp.join("sessions.db"))?;
     let path = Path::new("/t/s.jsonl");
     storage.write(path, "ok\n".as_bytes())?;
     for bad in [&b"a\0b\n"[..], &b"\xff\xfe\n"[..]] {
@@ -128,7 +105,7 @@ fn text_cannot_hold_nul_or_invalid_utf8() -> TestResult {
 #[test]
 fn two_writers_never_interleave() -> TestResult {
     let tmp = TempDir::new("writers");
-    let db = tmp.db();
+    let db = tmp.join("sessions.db");
     SqliteStorage::open(&db)?.write(Path::new("/w/s.jsonl"), b"{\"type\":\"session\"}\n")?;
     let writers: Vec<_> = (0..2)
         .map(|w| {
@@ -169,7 +146,7 @@ fn two_writers_never_interleave() -> TestResult {
 #[test]
 fn locks_exclude_across_storages() -> TestResult {
     let tmp = TempDir::new("locks");
-    let (a, b) = (SqliteStorage::open(&tmp.db())?, SqliteStorage::open(&tmp.db())?);
+    let (a, b) = (SqliteStorage::open(&tmp.join("sessions.db"))?, SqliteStorage::open(&tmp.join("sessions.db"))?);
     let path = Path::new("/l/s.jsonl");
     let held = a.lock(path, session_store::LockWait::NoWait)?;
     assert!(matches!(b.lock(path, session_store::LockWait::NoWait), Err(StoreError::Locked { .. })));
@@ -196,7 +173,7 @@ fn refused(err: &StoreError) -> bool {
 #[test]
 fn a_read_only_storage_creates_no_file_and_no_table() -> TestResult {
     let tmp = TempDir::new("ro-missing");
-    let s = SqliteStorage::open_with(&tmp.db(), SqliteOptions::default().read_only(true))?;
+    let s = SqliteStorage::open_with(&tmp.join("sessions.db"), SqliteOptions::default().read_only(true))?;
     let p = Path::new("/sessions/--w--/s.jsonl");
     assert!(s.list(Path::new("/sessions/--w--"))?.is_empty());
     assert!(s.read_dir(Path::new("/"))?.is_empty());
@@ -216,16 +193,16 @@ fn a_read_only_storage_creates_no_file_and_no_table() -> TestResult {
         assert!(refused(&err), "{err:?}");
     }
     drop(s);
-    assert!(fs_err::read_dir(&tmp.0)?.next().is_none(), "no database file, no lock directory");
+    assert!(fs_err::read_dir(tmp.path())?.next().is_none(), "no database file, no lock directory");
     // A database without the table: still no table, and not one byte changed.
-    rusqlite::Connection::open(tmp.db())?.execute_batch("CREATE TABLE other (x INTEGER)")?;
-    let before = fs_err::read(tmp.db())?;
-    let s = SqliteStorage::open_with(&tmp.db(), SqliteOptions::default().read_only(true))?;
+    rusqlite::Connection::open(tmp.join("sessions.db"))?.execute_batch("CREATE TABLE other (x INTEGER)")?;
+    let before = fs_err::read(tmp.join("sessions.db"))?;
+    let s = SqliteStorage::open_with(&tmp.join("sessions.db"), SqliteOptions::default().read_only(true))?;
     assert!(s.list(Path::new("/"))?.is_empty());
     assert!(refused(&s.append(p, b"{}\n").err().ok_or("refused")?));
     drop(s);
-    assert_eq!(tables(&tmp.db())?, ["other"]);
-    assert_eq!(fs_err::read(tmp.db())?, before);
+    assert_eq!(tables(&tmp.join("sessions.db"))?, ["other"]);
+    assert_eq!(fs_err::read(tmp.join("sessions.db"))?, before);
     Ok(())
 }
 
@@ -233,25 +210,26 @@ fn a_read_only_storage_creates_no_file_and_no_table() -> TestResult {
 fn a_read_only_storage_reads_the_table_and_an_older_one_as_it_is() -> TestResult {
     let tmp = TempDir::new("ro-existing");
     let p = Path::new("/s/a.jsonl");
-    let w = SqliteStorage::open(&tmp.db())?;
+    let w = SqliteStorage::open(&tmp.join("sessions.db"))?;
     w.write_atomic(p, b"{\"type\":\"session\"}\n", ExpectedSize::Missing)?;
-    let r = SqliteStorage::open_with(&tmp.db(), SqliteOptions::default().read_only(true))?;
+    let r = SqliteStorage::open_with(&tmp.join("sessions.db"), SqliteOptions::default().read_only(true))?;
     assert_eq!(r.read(p)?, b"{\"type\":\"session\"}\n");
     assert_eq!(r.list(Path::new("/s"))?, ["a.jsonl"]);
     assert_eq!(r.stat(p)?.map(|s| s.size), Some(19));
     assert!(refused(&r.unlink(p).err().ok_or("refused")?));
     assert_eq!(w.read(p)?, b"{\"type\":\"session\"}\n", "the refused unlink left the row");
     // omp before the title columns: read as it is, no column added.
-    let c = rusqlite::Connection::open(tmp.db())?;
+    let c = rusqlite::Connection::open(tmp.join("sessions.db"))?;
     c.execute_batch(
         "CREATE TABLE t_old (path TEXT PRIMARY KEY, content TEXT NOT NULL, mtime_ms INTEGER NOT NULL); \
          INSERT INTO t_old (path, content, mtime_ms) VALUES ('/s/old.jsonl', 'x\n', 5)",
     )?;
-    let old = SqliteStorage::open_with(&tmp.db(), SqliteOptions::default().table("t_old").read_only(true))?;
+    let old =
+        SqliteStorage::open_with(&tmp.join("sessions.db"), SqliteOptions::default().table("t_old").read_only(true))?;
     assert_eq!(old.read(Path::new("/s/old.jsonl"))?, b"x\n");
     assert_eq!(old.read_slices(Path::new("/s/old.jsonl"), 1, 1)?, (b"x".to_vec(), b"\n".to_vec()));
     let n: i64 = c.query_row("SELECT count(*) FROM pragma_table_info('t_old')", [], |r| r.get(0))?;
     assert_eq!(n, 3, "no title column was added");
-    assert_eq!(tables(&tmp.db())?, ["omp_session_files", "t_old"]);
+    assert_eq!(tables(&tmp.join("sessions.db"))?, ["omp_session_files", "t_old"]);
     Ok(())
 }

@@ -20,13 +20,14 @@
 //! `SESSION_CRASH_KILLS` sets the number of kills per operation (default 200).
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use rand::Rng;
 use session_model::{DiagnosticKind, Dialect, HeaderCheck, parse_session_bytes};
 use session_store::{BlobRef, BlobStore, Durability, ExpectedSize, FileStorage, Storage};
+use session_testkit::TempDir;
 
 const CHILD_ENV: &str = "SESSION_STORE_CRASH_CHILD";
 const MODE_ENV: &str = "SESSION_STORE_CRASH_MODE";
@@ -163,14 +164,6 @@ fn child(mode: &str, path: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs_err::remove_dir_all(&self.0);
-    }
-}
-
 /// What one operation's kills found.
 #[derive(Default)]
 struct Summary {
@@ -235,9 +228,9 @@ fn kill_one(exe: &Path, mode: &str, path: &Path, rng: &mut impl Rng) -> Result<K
 }
 
 fn parent(mode: &str) -> Result<Summary, Error> {
-    let dir = TempDir(std::env::temp_dir().join(format!("session-store-crash-{:016x}", rand::rng().next_u64())));
-    fs_err::create_dir_all(&dir.0)?;
-    let path = dir.0.join(if mode == "blob" { "blobs" } else { "s.jsonl" });
+    let dir = TempDir::new("session-store-crash");
+    fs_err::create_dir_all(dir.path())?;
+    let path = dir.path().join(if mode == "blob" { "blobs" } else { "s.jsonl" });
     let exe = std::env::current_exe()?;
     let mut rng = rand::rng();
     let mut summary = Summary::default();

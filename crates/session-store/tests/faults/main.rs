@@ -3,6 +3,7 @@
 //! The invariant throughout: a good file is never replaced by a half-written one, a failed append
 //! leaves the file as it was, and the first writer error is latched.
 
+use session_testkit::TempDir;
 use std::path::{Path, PathBuf};
 
 use session_store::{
@@ -13,23 +14,6 @@ use session_store::{
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 const GOOD: &[u8] = b"{\"type\":\"session\",\"id\":\"good\"}\n{\"type\":\"message\"}\n";
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> TempDir {
-        use rand::Rng;
-        let p = std::env::temp_dir().join(format!("session-store-faults-{:016x}", rand::rng().next_u64()));
-        fs_err::create_dir_all(&p).expect("temp dir is creatable");
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs_err::remove_dir_all(&self.0);
-    }
-}
 
 /// Returns the names in `dir` that are not the session file or its lock gate.
 fn strays(dir: &Path) -> Vec<String> {
@@ -42,8 +26,8 @@ fn strays(dir: &Path) -> Vec<String> {
 
 /// A file storage with a good session file in a fresh directory.
 fn file_setup() -> Result<(TempDir, PathBuf, FileStorage, Faults), StoreError> {
-    let dir = TempDir::new();
-    let path = dir.0.join("s.jsonl");
+    let dir = TempDir::new("session-store-it");
+    let path = dir.path().join("s.jsonl");
     let faults = Faults::new();
     let storage = FileStorage::new().with_faults(faults.clone());
     storage.write_atomic(&path, GOOD, ExpectedSize::Missing)?;
@@ -61,7 +45,7 @@ fn full_disk_during_rewrite_keeps_the_good_file() -> TestResult {
     let err = s.write_atomic(&path, &big_body(), ExpectedSize::Bytes(GOOD.len() as u64));
     assert_eq!(err.as_ref().err().and_then(StoreError::io_kind), Some(std::io::ErrorKind::StorageFull), "{err:?}");
     assert_eq!(s.read(&path)?, GOOD);
-    assert!(strays(&dir.0).is_empty(), "temp file removed: {:?}", strays(&dir.0));
+    assert!(strays(dir.path()).is_empty(), "temp file removed: {:?}", strays(dir.path()));
     Ok(())
 }
 
@@ -71,7 +55,7 @@ fn failing_rename_keeps_the_good_file() -> TestResult {
     faults.fail_renames(1);
     assert!(s.write_atomic(&path, &big_body(), ExpectedSize::Any).is_err());
     assert_eq!(s.read(&path)?, GOOD);
-    assert!(strays(&dir.0).is_empty(), "{:?}", strays(&dir.0));
+    assert!(strays(dir.path()).is_empty(), "{:?}", strays(dir.path()));
     // The next attempt works.
     s.write_atomic(&path, b"new\n", ExpectedSize::Bytes(GOOD.len() as u64))?;
     assert_eq!(s.read(&path)?, b"new\n");
@@ -85,7 +69,7 @@ fn failing_fsync_keeps_the_good_file() -> TestResult {
     let err = s.write_atomic(&path, &big_body(), ExpectedSize::Any);
     assert!(matches!(err, Err(StoreError::Io { op: Op::SyncData, .. })), "{err:?}");
     assert_eq!(s.read(&path)?, GOOD);
-    assert!(strays(&dir.0).is_empty());
+    assert!(strays(dir.path()).is_empty());
     Ok(())
 }
 
@@ -104,7 +88,7 @@ fn failing_directory_sync_is_reported_after_the_rename() -> TestResult {
     }
     // The complete new file is visible; only its durability is in doubt.
     assert_eq!(s.read(&path)?, b"new\n");
-    assert!(strays(&dir.0).is_empty());
+    assert!(strays(dir.path()).is_empty());
     Ok(())
 }
 
@@ -298,7 +282,7 @@ fn the_crash_hook_sees_the_files_of_the_moment_and_the_error_path_cleans_up() ->
     let faults = Faults::new();
     let s = FileStorage::new().with_faults(faults.clone());
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let (at, seen_in_hook) = (dir.0.clone(), seen.clone());
+    let (at, seen_in_hook) = (dir.path().to_path_buf(), seen.clone());
     faults.on_crash(move |b| {
         let temps = strays(&at).into_iter().filter(|n| n.ends_with(".tmp")).count();
         seen_in_hook.lock().unwrap_or_else(|p| p.into_inner()).push((b.op, temps));
@@ -310,15 +294,15 @@ fn the_crash_hook_sees_the_files_of_the_moment_and_the_error_path_cleans_up() ->
     assert!(s.write_atomic(&path, b"v3\n", ExpectedSize::Bytes(3)).is_err());
     assert_eq!(*seen.lock().unwrap_or_else(|p| p.into_inner()), [(Op::Rename, 1)], "the temporary file at death");
     assert_eq!(fs_err::read(&path)?, b"v2\n");
-    assert!(strays(&dir.0).is_empty(), "the error path removed it: {:?}", strays(&dir.0));
+    assert!(strays(dir.path()).is_empty(), "the error path removed it: {:?}", strays(dir.path()));
     Ok(())
 }
 
 #[test]
 fn blob_puts_obey_the_fault_plan() -> TestResult {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let faults = Faults::new();
-    let store = BlobStore::open(dir.0.join("blobs")).with_faults(faults.clone());
+    let store = BlobStore::open(dir.path().join("blobs")).with_faults(faults.clone());
     let bytes = vec![7u8; 3000];
     faults.record_boundaries();
     let blob = store.put(&bytes, Some("image/png"))?;
@@ -329,7 +313,7 @@ fn blob_puts_obey_the_fault_plan() -> TestResult {
     assert_eq!(store.get(&BlobRef::for_bytes(&other))?, None, "no blob before its rename");
     faults.clear();
     assert_eq!(store.get(&blob)?, Some(bytes));
-    let names = strays(&dir.0.join("blobs"));
+    let names = strays(&dir.path().join("blobs"));
     assert_eq!(names.len(), 2, "the blob and its sidecar, no temporary file: {names:?}");
     Ok(())
 }
@@ -355,7 +339,7 @@ fn a_transient_fault_fails_one_boundary_and_the_process_lives_on() -> TestResult
 #[test]
 fn a_rename_whose_directory_sync_fails_is_reported_as_landed() -> TestResult {
     let (dir, path, s, faults) = file_setup()?;
-    let moved = dir.0.join("sub").join("moved.jsonl");
+    let moved = dir.path().join("sub").join("moved.jsonl");
     s.ensure_dir(moved.parent().ok_or("parent")?)?;
     faults.fail_next(Op::SyncDir, 1);
     let err = s.rename(&path, &moved);
@@ -376,7 +360,7 @@ fn a_rename_whose_directory_sync_fails_is_reported_as_landed() -> TestResult {
 #[test]
 fn move_dir_undoes_a_rename_whose_directory_sync_fails() -> TestResult {
     let (dir, _path, s, faults) = file_setup()?;
-    let (from, to) = (dir.0.join("from"), dir.0.join("to"));
+    let (from, to) = (dir.path().join("from"), dir.path().join("to"));
     s.write_atomic(&from.join("a.log"), b"a", ExpectedSize::Missing)?;
     s.write_atomic(&to.join("b.log"), b"b", ExpectedSize::Missing)?;
     faults.fail_next(Op::SyncDir, 1);

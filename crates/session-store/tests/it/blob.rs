@@ -8,7 +8,7 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 #[test]
 fn put_is_idempotent_and_adds_a_sidecar() -> TestResult {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let store = BlobStore::open(dir.path().join("blobs"));
     let r = store.put(b"png bytes", Some("image/png"))?;
     let again = store.put(b"png bytes", Some("image/png"))?;
@@ -27,7 +27,7 @@ fn put_is_idempotent_and_adds_a_sidecar() -> TestResult {
 
 #[test]
 fn damaged_blob_is_repaired() -> TestResult {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let store = BlobStore::open(dir.path());
     let r = BlobRef::for_bytes(b"right");
     fs_err::write(dir.path().join(r.hash()), b"wrong")?;

@@ -11,7 +11,7 @@ use session_store::{
 use crate::support::TempDir;
 
 fn temp_root(_case: &str) -> TempDir {
-    TempDir::new()
+    TempDir::new("session-store-it")
 }
 
 fn memory_root(case: &str) -> String {

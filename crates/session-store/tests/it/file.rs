@@ -23,7 +23,7 @@ fn dead_pid() -> Result<u32, std::io::Error> {
 
 #[test]
 fn lock_writes_the_omp_lock_file_and_leaves_nothing() -> TestResult {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let p = dir.path().join("s.jsonl");
     let s = FileStorage::new();
     let lock = s.lock(&p, LockWait::NoWait)?;
@@ -38,7 +38,7 @@ fn lock_writes_the_omp_lock_file_and_leaves_nothing() -> TestResult {
 
 #[test]
 fn stale_lock_of_dead_pid_is_stolen() -> TestResult {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let p = dir.path().join("s.jsonl");
     fs_err::write(dir.path().join(".s.jsonl.lock"), format!("{}:1\n", dead_pid()?))?;
     let s = FileStorage::new();
@@ -50,7 +50,7 @@ fn stale_lock_of_dead_pid_is_stolen() -> TestResult {
 
 #[test]
 fn lock_of_live_pid_is_respected() -> TestResult {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let p = dir.path().join("s.jsonl");
     // pid 1 always runs.
     fs_err::write(dir.path().join(".s.jsonl.lock"), "1:1\n")?;
@@ -68,7 +68,7 @@ fn lock_of_live_pid_is_respected() -> TestResult {
 
 #[test]
 fn unparseable_lock_is_stolen_only_when_old() -> TestResult {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let p = dir.path().join("s.jsonl");
     fs_err::write(dir.path().join(".s.jsonl.lock"), "garbage")?;
     let clock = Arc::new(ManualClock::new(SystemClock.now_ms()));
@@ -81,7 +81,7 @@ fn unparseable_lock_is_stolen_only_when_old() -> TestResult {
 
 #[test]
 fn holder_of_the_session_lock_can_still_write() -> TestResult {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let p = dir.path().join("s.jsonl");
     let s = FileStorage::new();
     let lock = s.lock(&p, LockWait::NoWait)?;
@@ -97,7 +97,7 @@ fn holder_of_the_session_lock_can_still_write() -> TestResult {
 
 #[test]
 fn rewrites_leave_no_temp_files() -> TestResult {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let p = dir.path().join("s.jsonl");
     let s = FileStorage::new();
     for i in 0..5u64 {
@@ -122,7 +122,7 @@ fn errors_name_path_and_operation() {
 /// not repeat the cause, so a report that prints the chain says each thing once.
 #[test]
 fn messages_do_not_repeat_their_source() -> TestResult {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let file = dir.path().join("f");
     fs_err::write(&file, b"x")?;
     // A path through a file: the OS says "Not a directory".
@@ -135,7 +135,7 @@ fn messages_do_not_repeat_their_source() -> TestResult {
 
 #[test]
 fn atomic_helper_replaces_files() -> TestResult {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let p = dir.path().join("deep/f");
     session_store::atomic::write_atomic(&p, b"one")?;
     session_store::atomic::write_atomic(&p, b"two")?;
@@ -151,7 +151,7 @@ proptest! {
         first in proptest::collection::vec(any::<u8>(), 0..4096),
         second in proptest::collection::vec(any::<u8>(), 0..4096),
     ) {
-        let dir = TempDir::new();
+        let dir = TempDir::new("session-store-it");
         let p = dir.path().join("s.jsonl");
         let s = FileStorage::new();
         s.write_atomic(&p, &first, ExpectedSize::Missing).map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -166,7 +166,7 @@ proptest! {
 /// both sides of the threshold and at odd lengths.
 #[test]
 fn large_files_are_read_exactly() -> TestResult {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let s = FileStorage::new();
     for len in [(8usize << 20) - 1, 8 << 20, (8 << 20) + 12_345] {
         let p = dir.path().join(format!("big-{len}.jsonl"));
@@ -182,7 +182,7 @@ fn large_files_are_read_exactly() -> TestResult {
 #[test]
 fn large_files_read_while_growing_are_prefixes() -> TestResult {
     use std::io::Write;
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let p = dir.path().join("growing.jsonl");
     let start: Vec<u8> = (0..(9usize << 20)).map(|i| b'a' + (i % 26) as u8).collect();
     fs_err::write(&p, &start)?;
@@ -216,7 +216,7 @@ fn large_files_read_while_growing_are_prefixes() -> TestResult {
 fn large_sessions_parsed_while_growing_are_prefixes() -> TestResult {
     use session_model::{DiagnosticKind, Dialect, parse_session_bytes};
     use std::io::Write;
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let p = dir.path().join("growing.jsonl");
     let mut start =
         String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n");
@@ -267,7 +267,7 @@ fn large_sessions_parsed_while_growing_are_prefixes() -> TestResult {
 /// stat is the file's, with the identity a cache keys on.
 #[test]
 fn reads_into_buffers_are_the_windows_of_the_file() -> TestResult {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let s = FileStorage::new();
     let path = dir.path().join("s.jsonl");
     for size in [0usize, 1, 9, 10, 11, 39, 40, 41, 100] {

@@ -35,7 +35,7 @@ fn is_not_regular(r: Result<impl Sized, StoreError>, kind: &str) -> bool {
 #[test]
 fn the_gate_is_private_and_a_link_in_its_place_is_refused() -> TestResult {
     use std::os::unix::fs::MetadataExt;
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let p = dir.path().join("s.jsonl");
     let victim = dir.path().join("victim");
     fs_err::write(&victim, b"precious")?;
@@ -72,7 +72,7 @@ fn the_gate_is_private_and_a_link_in_its_place_is_refused() -> TestResult {
 /// removed, its target untouched) once older than 500 ms.
 #[test]
 fn a_link_in_place_of_the_lock_file_is_judged_as_a_stale_lock() -> TestResult {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let p = dir.path().join("s.jsonl");
     let victim = dir.path().join("victim");
     fs_err::write(&victim, b"1:1\n")?;
@@ -93,7 +93,7 @@ fn a_link_in_place_of_the_lock_file_is_judged_as_a_stale_lock() -> TestResult {
 /// a peer) and is removed like any unparseable stale lock.
 #[test]
 fn a_fifo_in_place_of_the_lock_file_does_not_block() -> TestResult {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let p = dir.path().join("s.jsonl");
     mkfifo(&dir.path().join(".s.jsonl.lock"))?;
     let clock = Arc::new(ManualClock::new(SystemClock.now_ms()));
@@ -108,7 +108,7 @@ fn a_fifo_in_place_of_the_lock_file_does_not_block() -> TestResult {
 /// instead of waiting for a writer that never comes; listing skips it.
 #[test]
 fn a_fifo_session_is_refused_by_every_operation() -> TestResult {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let fifo = dir.path().join("pipe.jsonl");
     mkfifo(&fifo)?;
     fs_err::write(dir.path().join("real.jsonl"), b"{}\n")?;
@@ -135,7 +135,7 @@ fn a_fifo_session_is_refused_by_every_operation() -> TestResult {
 /// behind: the next writer (once space is back) takes the lock at once.
 #[test]
 fn a_full_disk_while_locking_leaves_no_lock_file() -> TestResult {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let p = dir.path().join("s.jsonl");
     let faults = Faults::new();
     let s = FileStorage::new().with_faults(faults.clone());
@@ -153,7 +153,7 @@ fn a_full_disk_while_locking_leaves_no_lock_file() -> TestResult {
 /// The same through the trait-level fault wrapper: a refused lock leaves nothing either.
 #[test]
 fn a_failed_lock_through_the_wrapper_leaves_nothing() -> TestResult {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let p = dir.path().join("s.jsonl");
     let faults = Faults::new();
     let s = FaultStorage::new(FileStorage::new(), faults.clone());
@@ -168,7 +168,7 @@ fn a_failed_lock_through_the_wrapper_leaves_nothing() -> TestResult {
 #[test]
 fn rewrites_keep_mode_and_owner() -> TestResult {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let s = FileStorage::new();
     for (i, mode) in [0o600u32, 0o640, 0o644, 0o604].into_iter().enumerate() {
         let p = dir.path().join(format!("s{i}.jsonl"));
@@ -201,7 +201,7 @@ fn rewrites_keep_mode_and_owner() -> TestResult {
 /// a live writer and of other programs stay.
 #[test]
 fn a_killed_writers_leftovers_are_removed_by_the_next_replace() -> TestResult {
-    let dir = TempDir::new();
+    let dir = TempDir::new("session-store-it");
     let mut child = std::process::Command::new("true").spawn()?;
     let dead = child.id();
     child.wait()?;

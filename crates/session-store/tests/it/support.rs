@@ -1,40 +1,7 @@
 //! Test helpers: self-deleting temporary directories and the repository's test data.
 
+pub(crate) use session_testkit::TempDir;
 use std::path::{Path, PathBuf};
-
-/// A fresh directory under the system temp dir, removed on drop.
-pub(crate) struct TempDir {
-    path: PathBuf,
-}
-
-impl TempDir {
-    pub(crate) fn new() -> TempDir {
-        use rand::Rng;
-        let path = std::env::temp_dir().join(format!(
-            "session-store-it-{}-{:016x}",
-            std::process::id(),
-            rand::rng().next_u64()
-        ));
-        fs_err::create_dir_all(&path).expect("temp dir is creatable");
-        TempDir { path }
-    }
-
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl AsRef<Path> for TempDir {
-    fn as_ref(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs_err::remove_dir_all(&self.path);
-    }
-}
 
 /// Returns the workspace's `testdata` directory.
 pub(crate) fn testdata() -> PathBuf {

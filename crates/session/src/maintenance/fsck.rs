@@ -10,7 +10,7 @@ use session_store::{FileStorage, Storage};
 use super::homes::real_path;
 use super::walk::Walker;
 use super::{Homes, JobError, RewriteOptions, detect_dialect, repair};
-use crate::{Env, OpenMode, SessionManager};
+use crate::{Env, Session};
 
 /// What [`fsck`] checks and does.
 #[derive(Clone, Debug, Default)]
@@ -146,7 +146,7 @@ pub fn fsck(env: &Env, homes: &Homes, options: &FsckOptions) -> Result<FsckRepor
         }
         report.sessions += 1;
         let dialect = options.dialect.or(root_dialect).unwrap_or_else(|| detect_dialect(&*storage, &path));
-        let m = match SessionManager::open_with(dialect, &path, env.clone(), OpenMode::ReadOnly) {
+        let m = match Session::open(dialect, &path, env.clone()) {
             Ok(m) => m,
             Err(e) => {
                 report

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::JobError;
 use super::usage::{UsageRow, usage_of};
 use crate::search::SessionFile;
-use crate::{Env, OpenMode, SessionManager};
+use crate::{Env, Session};
 
 /// What [`stats`] counted.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -50,7 +50,7 @@ pub fn stats(env: &Env, sessions: &[SessionFile]) -> Result<Stats, JobError> {
         let opened = if session.other {
             crate::import::open_foreign(path, env).ok().flatten().map(|(m, _)| m)
         } else {
-            SessionManager::open_with(session.dialect, path, env.clone(), OpenMode::ReadOnly).ok()
+            Session::open(session.dialect, path, env.clone()).ok()
         };
         let Some(m) = opened else {
             out.unreadable += 1;

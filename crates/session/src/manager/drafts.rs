@@ -73,10 +73,10 @@ impl SessionManager {
     /// let mut m = SessionManager::create(Dialect::Omp, "/work", std::path::Path::new("/s"), env.clone())?;
     /// m.save_draft("half a thought")?;
     /// let file = m.session_file().expect("persisted").to_path_buf();
-    /// assert!(env.storage.exists(&file)?, "the draft's session is on disk");
+    /// assert!(env.storage().exists(&file)?, "the draft's session is on disk");
     /// assert_eq!(m.consume_draft()?.as_deref(), Some("half a thought"));
     /// m.close()?;
-    /// assert!(!env.storage.exists(&file)?, "a session written only for its draft is removed");
+    /// assert!(!env.storage().exists(&file)?, "a session written only for its draft is removed");
     /// # Ok(())
     /// # }
     /// ```

@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 use session::model::{DiagnosticKind, HeaderCheck, parse_session_bytes};
 use session::store::{BlobStore, Durability, ExpectedSize};
 use session::{Dialect, Env, SessionManager};
+use session_testkit::TempDir;
 
 const CHILD_ENV: &str = "SESSION_FACADE_CRASH_CHILD";
 const MODE_ENV: &str = "SESSION_FACADE_CRASH_MODE";
@@ -223,7 +224,7 @@ fn child(mode: &str, variant: &str, dir: &Path) -> Result<()> {
             let cut = template.iter().position(|&b| b == b'\n').ok_or("no slot line")? + 1;
             for j in 0u64.. {
                 let path = sessions.join(format!("rewrite-{j}.jsonl"));
-                env.storage.write_atomic(&path, &template[cut..], ExpectedSize::Missing)?;
+                env.storage().write_atomic(&path, &template[cut..], ExpectedSize::Missing)?;
                 ack(&["file", &path.to_string_lossy(), &j.to_string()])?;
                 let mut m = SessionManager::open(dialect, &path, env.clone())?;
                 let id = m.set_session_name(&name(j), Some("user"))?.ok_or("title refused")?;
@@ -245,14 +246,6 @@ fn child(mode: &str, variant: &str, dir: &Path) -> Result<()> {
 
 fn name(j: u64) -> String {
     format!("name {j}-{}", "n".repeat((j % 50) as usize))
-}
-
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs_err::remove_dir_all(&self.0);
-    }
 }
 
 /// What one operation's kills found.
@@ -315,15 +308,15 @@ fn kill_one(exe: &Path, mode: &str, variant: &str, dir: &Path, rng: &mut impl Rn
 }
 
 fn parent(mode: &str, variants: &[&str]) -> Result<Summary> {
-    let base = TempDir(std::env::temp_dir().join(format!("session-facade-crash-{:016x}", rand::rng().next_u64())));
-    fs_err::create_dir_all(&base.0)?;
+    let base = TempDir::new("session-facade-crash");
+    fs_err::create_dir_all(base.path())?;
     let exe = std::env::current_exe()?;
     let mut rng = rand::rng();
     let mut summary = Summary::default();
     let wanted = kills()?;
     while summary.kills < wanted {
         let variant = variants[summary.kills % variants.len()];
-        let dir = base.0.join(format!("k{}", summary.kills));
+        let dir = base.path().join(format!("k{}", summary.kills));
         fs_err::create_dir_all(&dir)?;
         let killed = kill_one(&exe, mode, variant, &dir, &mut rng)?;
         let n = summary.kills;

@@ -144,7 +144,7 @@ struct LeftoverTotals {
 
 fn explore(config: &Config) -> Result<bool> {
     let started = Instant::now();
-    let base = TempDir::new(&std::env::temp_dir(), "session-crash-points")?;
+    let base = TempDir::try_new("session-crash-points")?;
     let dead_pid = dead_pid()?;
     let cases: Vec<Case> = scenarios::cases()
         .into_iter()
@@ -153,7 +153,7 @@ fn explore(config: &Config) -> Result<bool> {
     if cases.is_empty() {
         return Err("no case matches SESSION_CRASH_FILTER".into());
     }
-    canary(&base.0, dead_pid, config)?;
+    canary(base.path(), dead_pid, config)?;
     let mut tallies: Vec<Tally> = cases.iter().map(|_| Tally::default()).collect();
     let mut total = 0;
     for size in 0..=MAX_SIZE {
@@ -168,7 +168,7 @@ fn explore(config: &Config) -> Result<bool> {
                             let i = next.fetch_add(1, Ordering::SeqCst);
                             let Some(case) = cases.get(i) else { return Ok(done) };
                             let mut tally = Tally::default();
-                            explore_case(case, size, &base.0, dead_pid, config, &mut tally)
+                            explore_case(case, size, base.path(), dead_pid, config, &mut tally)
                                 .map_err(|e| e.to_string())?;
                             done.push((i, tally));
                         }

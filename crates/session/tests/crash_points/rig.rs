@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use session::Env;
-use session::store::clock::SystemClock;
 use session::store::{BlobStore, Durability, FaultStorage, Faults, FileStorage, MemoryStorage, Storage};
 
 use crate::Result;
+pub(crate) use session_testkit::TempDir;
 
 /// Where a run's files live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,24 +28,6 @@ impl Level {
             Level::Memory => "memory",
             Level::Files => "files",
         }
-    }
-}
-
-/// A temporary directory removed on drop.
-pub(crate) struct TempDir(pub(crate) PathBuf);
-
-impl TempDir {
-    pub(crate) fn new(base: &Path, name: &str) -> Result<TempDir> {
-        use rand::Rng;
-        let dir = base.join(format!("{name}-{:016x}", rand::rng().next_u64()));
-        fs_err::create_dir_all(&dir)?;
-        Ok(TempDir(dir))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs_err::remove_dir_all(&self.0);
     }
 }
 
@@ -86,9 +68,9 @@ impl Rig {
                 _temp: None,
             }),
             Level::Files => {
-                let temp = TempDir::new(base, "run")?;
-                let root = temp.0.join("live");
-                let died = temp.0.join("died");
+                let temp = TempDir::new_in(base, "run")?;
+                let root = temp.path().join("live");
+                let died = temp.path().join("died");
                 fs_err::create_dir_all(&root)?;
                 let (from, to, error) = (root.clone(), died.clone(), copy_error.clone());
                 // A process death at this boundary leaves exactly what is on disk now.
@@ -115,21 +97,15 @@ impl Rig {
 
     /// Returns the environment the explored operation runs in (faults apply).
     pub(crate) fn env(&self) -> Env {
-        Env {
-            storage: self.storage.clone(),
-            clock: Arc::new(SystemClock),
-            blobs: Some(self.blobs.clone()),
-            durability: self.durability,
-            process_cwd: self.root.clone(),
-            dirs: None,
-            terminal_id: None,
+        Env::bare(self.storage.clone())
+            .with_blobs(self.blobs.clone())
+            .with_durability(self.durability)
+            .with_process_cwd(&self.root)
             // One thread: the explored boundaries come in one order.
-            parallelism: session::Parallelism::SERIAL,
+            .with_parallelism(session::Parallelism::SERIAL)
             // Sessions keep their texts in the file wherever they can, so whole-file
             // writes read them back while the crash points are explored.
-            spans: Some(session::model::SpanPolicy::everything(64)),
-            index_dir: None,
-        }
+            .with_spans(Some(session::model::SpanPolicy::everything(64)))
     }
 
     /// Returns the storage the explored operation writes through (faults apply).
@@ -247,19 +223,12 @@ impl View {
 
     /// Returns an environment that reads and writes this view (no faults, no fsync).
     pub(crate) fn env(&self) -> Env {
-        Env {
-            storage: self.storage.clone(),
-            clock: Arc::new(SystemClock),
-            blobs: Some(self.blobs.clone()),
-            durability: Durability::None,
-            process_cwd: self.to.clone(),
-            dirs: None,
-            terminal_id: None,
+        Env::bare(self.storage.clone())
+            .with_blobs(self.blobs.clone())
+            .with_process_cwd(&self.to)
             // One thread: the explored boundaries come in one order.
-            parallelism: session::Parallelism::SERIAL,
-            spans: Some(session::model::SpanPolicy::everything(64)),
-            index_dir: None,
-        }
+            .with_parallelism(session::Parallelism::SERIAL)
+            .with_spans(Some(session::model::SpanPolicy::everything(64)))
     }
 
     /// Returns every file of the view, dot-files included, sorted.

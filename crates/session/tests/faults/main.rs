@@ -16,7 +16,7 @@ type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 fn faulty() -> (Env, Arc<FaultStorage<MemoryStorage>>, Faults) {
     let faults = Faults::new();
     let storage = Arc::new(FaultStorage::new(MemoryStorage::new(), faults.clone()));
-    let env = Env { storage: storage.clone(), process_cwd: "/work".into(), ..Env::memory() };
+    let env = Env::memory().with_storage(storage.clone()).with_process_cwd("/work");
     (env, storage, faults)
 }
 
@@ -111,7 +111,7 @@ fn omp_failed_rewrite_keeps_the_old_file_and_heals() -> Result<()> {
 #[test]
 fn omp_rewrite_that_landed_unsynced_latches_nothing() -> Result<()> {
     let (env, storage, faults) = faulty();
-    let env = Env { durability: Durability::Fsync, ..env };
+    let env = env.with_durability(Durability::Fsync);
     let file = Path::new("/s/legacy.jsonl");
     storage.write(file, V1.as_bytes())?;
     let mut m = SessionManager::open(Dialect::Omp, file, env.clone())?;
@@ -177,8 +177,7 @@ fn unreadable_files_are_never_overwritten() -> Result<()> {
 fn fsync_mode_survives_power_loss_and_none_mode_may_not() -> Result<()> {
     for (durability, must_survive) in [(Durability::Fsync, true), (Durability::None, false)] {
         let storage = Arc::new(MemoryStorage::new());
-        let env =
-            Env { storage: storage.clone(), process_cwd: "/work".into(), ..Env::memory() }.with_durability(durability);
+        let env = Env::memory().with_storage(storage.clone()).with_process_cwd("/work").with_durability(durability);
         let mut m = SessionManager::create(Dialect::Pi, "/work", Path::new("/s"), env.clone())?;
         m.append_message_json(user("q"))?;
         let mut ids = vec![m.append_message_json(assistant("a"))?];

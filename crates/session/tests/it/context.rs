@@ -10,7 +10,7 @@ use serde_json::Value;
 use session::tree::{omp, pi};
 use session::{Context, ContextSettings, Dialect, Env, Leaf, SessionManager};
 
-use crate::manager::TempDir;
+use session_testkit::TempDir;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -73,7 +73,7 @@ fn typed_context_equals_the_json_context_for_every_testdata_file() -> Result<()>
         // message timestamp): the typed context refuses those, naming the field.
         let odd = path.to_string_lossy().contains("conformance-odd");
         for dialect in [Dialect::Pi, Dialect::Omp] {
-            let env = Env { process_cwd: tmp.path().to_path_buf(), ..Env::files() };
+            let env = Env::files().with_process_cwd(tmp.path().to_path_buf());
             let Ok(m) = SessionManager::open_read_only(dialect, path, env) else { continue };
             let what = format!("{dialect:?} {}", path.display());
             let mut leaves = vec![Leaf::Current, Leaf::Null];
@@ -82,7 +82,7 @@ fn typed_context_equals_the_json_context_for_every_testdata_file() -> Result<()>
             leaves.extend(ids.iter().step_by(ids.len() / 8 + 1).map(|id| Leaf::Id(id)));
             for leaf in leaves {
                 let what = format!("{what} at {leaf:?}");
-                let ctx = match check(&m, leaf, &what) {
+                let ctx = match check(m.as_manager(), leaf, &what) {
                     Ok(ctx) => ctx,
                     Err(e) if odd && e.to_string().contains(": field `") => {
                         refused += 1;

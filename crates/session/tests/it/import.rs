@@ -82,7 +82,7 @@ proptest! {
 #[test]
 fn a_session_id_that_is_no_file_name_is_refused() -> Result<(), Box<dyn std::error::Error>> {
     let storage = std::sync::Arc::new(session::store::MemoryStorage::new());
-    let env = Env { storage: storage.clone(), ..Env::memory() };
+    let env = Env::memory().with_storage(storage.clone());
     for id in ["../../../tmp/evil", "a/b", "", ".hidden", "x y"] {
         let line = json!({"type": "user", "uuid": "u1", "parentUuid": null, "sessionId": id, "cwd": "/w",
             "timestamp": "2026-01-01T00:00:00.000Z", "message": {"role": "user", "content": "hi"}});
@@ -125,10 +125,10 @@ fn a_reimport_that_would_garble_the_session_is_refused() -> Result<(), Box<dyn s
         let env = Env::memory();
         let options = ImportOptions { session_dir: Some("/s".into()), ..ImportOptions::to(dialect) };
         let r = import_bytes(Path::new("src.jsonl"), first.as_bytes(), &options, &env)?;
-        let before = env.storage.read(&r.path)?;
+        let before = env.storage().read(&r.path)?;
         let got = import_bytes(Path::new("src.jsonl"), whole.as_bytes(), &options, &env);
         assert!(matches!(got, Err(session::import::ImportError::SourceRewritten { .. })), "{dialect:?}: {got:?}");
-        assert_eq!(env.storage.read(&r.path)?, before, "nothing written");
+        assert_eq!(env.storage().read(&r.path)?, before, "nothing written");
 
         // The user went on in the agent; then the source grew.
         let env = Env::memory();
@@ -136,11 +136,11 @@ fn a_reimport_that_would_garble_the_session_is_refused() -> Result<(), Box<dyn s
         let mut m = SessionManager::open(dialect, &r.path, env.clone())?;
         m.append_message_json(json!({"role": "user", "content": "my own turn", "timestamp": 5}))?;
         m.close()?;
-        let before = env.storage.read(&r.path)?;
+        let before = env.storage().read(&r.path)?;
         let grown = whole.clone() + &user("u2", Some("a2"));
         let got = import_bytes(Path::new("src.jsonl"), grown.as_bytes(), &options, &env);
         assert!(matches!(got, Err(session::import::ImportError::ContinuedSince { .. })), "{dialect:?}: {got:?}");
-        assert_eq!(env.storage.read(&r.path)?, before, "nothing written");
+        assert_eq!(env.storage().read(&r.path)?, before, "nothing written");
     }
     Ok(())
 }

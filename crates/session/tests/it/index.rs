@@ -12,8 +12,8 @@ use session::store::PrivateDir;
 use session::store::clock::ManualClock;
 use session::{Dialect, Env, IndexUse, SessionManager};
 
-use crate::manager::TempDir;
 use crate::spans::{answers, env as plain_env};
+use session_testkit::TempDir;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -27,7 +27,7 @@ fn env(dir: &Path, settled: bool) -> Env {
     let mut env = plain_env(dir, Some(POLICY)).with_index_dir(index);
     if settled {
         let now = session::store::clock::Clock::now_ms(&session::store::clock::SystemClock);
-        env.clock = Arc::new(ManualClock::new(now + 3_600_000));
+        env = env.with_clock(Arc::new(ManualClock::new(now + 3_600_000)));
     }
     env
 }
@@ -61,7 +61,7 @@ fn session_text(dialect: Dialect, entries: std::ops::Range<usize>) -> String {
 fn reopen(dialect: Dialect, file: &Path, dir: &Path, settled: bool) -> Result<IndexUse> {
     let m = SessionManager::open_read_only(dialect, file, env(dir, settled))?;
     let fresh = SessionManager::open_read_only(dialect, file, plain_env(dir, None))?;
-    assert_eq!(answers(&m)?, answers(&fresh)?, "{dialect:?} {}", file.display());
+    assert_eq!(answers(m.as_manager())?, answers(fresh.as_manager())?, "{dialect:?} {}", file.display());
     Ok(m.load_report().index)
 }
 
@@ -285,7 +285,7 @@ proptest::proptest! {
             let fresh = SessionManager::open_read_only(dialect, &file, plain_env(tmp.path(), None));
             match (m, fresh) {
                 (Ok(m), Ok(fresh)) => {
-                    let (a, b) = (answers(&m), answers(&fresh));
+                    let (a, b) = (answers(m.as_manager()), answers(fresh.as_manager()));
                     prop_assert_eq!(a.map_err(|e| e.to_string()), b.map_err(|e| e.to_string()), "{:?}", text);
                 }
                 (m, fresh) => prop_assert_eq!(m.err().map(|e| e.to_string()), fresh.err().map(|e| e.to_string())),

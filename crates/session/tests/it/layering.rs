@@ -138,3 +138,42 @@ fn error_messages_do_not_repeat_their_source() -> Result<()> {
     assert!(repeated.is_empty(), "messages that repeat their source: {repeated:#?}");
     Ok(())
 }
+
+/// What the tests and benches share has one home, session-testkit: no other crate defines
+/// a temporary folder type, reads `SESSION_REQUIRE_SERVERS` itself, creates a test
+/// database by hand or includes the generator's source with `#[path]`.
+#[test]
+fn test_support_lives_in_the_testkit() -> Result<()> {
+    let mut files = Vec::new();
+    for krate in fs_err::read_dir(root().join("crates"))? {
+        let krate = krate?.path();
+        if krate.file_name().is_some_and(|n| n == "session-testkit") {
+            continue;
+        }
+        for sub in ["src", "tests", "benches", "examples"] {
+            if krate.join(sub).is_dir() {
+                rust_files(&krate.join(sub), &mut files)?;
+            }
+        }
+    }
+    rust_files(&root().join("xtask/src"), &mut files)?;
+    assert!(files.len() > 100, "the sources are found ({} files)", files.len());
+    // Spelled in pieces, so this file does not match itself.
+    let needles = [
+        ["struct ", "TempDir"].concat(),
+        ["\"SESSION_REQUIRE", "_SERVERS\""].concat(),
+        ["CREATE ", "DATABASE"].concat(),
+        ["xtask/src/", "generate.rs"].concat(),
+    ];
+    let mut found = Vec::new();
+    for path in &files {
+        let text = fs_err::read_to_string(path)?;
+        for needle in &needles {
+            if text.contains(needle.as_str()) {
+                found.push(format!("{}: {needle}", path.display()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "test support outside session-testkit: {found:#?}");
+    Ok(())
+}

@@ -13,7 +13,7 @@ use session::model::Dialect;
 use session::store::{FileStorage, MemoryStorage};
 use session::{Env, SessionManager};
 
-use crate::manager::TempDir;
+use session_testkit::TempDir;
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -99,7 +99,7 @@ fn dir_of(root: &Path, k: u8) -> PathBuf {
 
 /// Runs `ops` on a fresh omp session in `env` (rooted at `root`) and checks every step.
 fn run(env: Env, root: &Path, ops: &[Op]) -> Result<(), TestCaseError> {
-    let storage = env.storage.clone();
+    let storage = env.storage().clone();
     let mut m = SessionManager::create(Dialect::Omp, &cwd_of(root, 0), &dir_of(root, 0), env.clone())
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
     m.ensure_on_disk().map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -201,7 +201,7 @@ proptest! {
     #[test]
     fn omp_lifecycle_on_memory_matches_the_model(ops in proptest::collection::vec(op(), 1..30)) {
         let root = PathBuf::from("/model");
-        let env = Env { storage: Arc::new(MemoryStorage::new()), ..Env::memory() }.with_process_cwd(&root);
+        let env = Env::memory().with_storage(Arc::new(MemoryStorage::new())).with_process_cwd(&root);
         run(env, &root, &ops)?;
     }
 }

@@ -13,11 +13,11 @@ use session::maintenance::{
     self, GcOptions, Homes, JobError, MergeLeaf, RewriteOptions, TransferOptions, plan_rm, prove_session,
 };
 use session::model::Dialect;
-use session::store::testkit::Tree;
 use session::store::{FaultStorage, Faults, FileStorage, MemoryStorage, Op, Storage};
 use session::{Env, SessionManager};
+use session_testkit::Tree;
 
-use crate::manager::TempDir;
+use session_testkit::TempDir;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -488,7 +488,7 @@ fn run_job(root: &Path, files: &[PathBuf], job: &Job) {
             let dialect = maintenance::detect_dialect(&storage, &file);
             let mut env = env.clone();
             if dialect == Dialect::Pi {
-                env.dirs = Some(AgentDirs::pi(&process));
+                env = env.with_dirs(Some(AgentDirs::pi(&process)));
             }
             maintenance::relocate(&env, &file, Some(dialect), &format!("/project{to}"), None).map(drop)
         }

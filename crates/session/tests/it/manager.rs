@@ -1,35 +1,15 @@
 //! `SessionManager` against real files and the memory storage: first-write rules,
 //! repairs, migrations, branched sessions and forks of both dialects.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::json;
 use session::store::{MemoryStorage, Storage};
 use session::{Dialect, Env, SessionError, SessionManager};
+pub(crate) use session_testkit::TempDir;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
-
-/// A temporary directory removed on drop.
-pub(crate) struct TempDir(PathBuf);
-
-impl TempDir {
-    pub(crate) fn new(tag: &str) -> TempDir {
-        let n: u64 = rand::random();
-        let dir = std::env::temp_dir().join(format!("session-it-{tag}-{}-{n:x}", std::process::id()));
-        fs_err::create_dir_all(&dir).expect("temp dir can be created");
-        TempDir(dir)
-    }
-    pub(crate) fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs_err::remove_dir_all(&self.0);
-    }
-}
 
 fn env_in(dir: &Path) -> Env {
     Env::bare(std::sync::Arc::new(session::store::FileStorage::new())).with_process_cwd(dir)
@@ -259,7 +239,7 @@ fn omp_forks_a_source_without_a_header_as_an_empty_session() -> Result<()> {
 #[test]
 fn every_entry_type_round_trips_through_a_file() -> Result<()> {
     let storage = Arc::new(MemoryStorage::new());
-    let env = Env { storage: storage.clone(), ..Env::memory() };
+    let env = Env::memory().with_storage(storage.clone());
     let dir = Path::new("/mem/sessions");
     for dialect in [Dialect::Pi, Dialect::Omp] {
         let mut m = SessionManager::create(dialect, "/p", dir, env.clone())?;

@@ -8,7 +8,7 @@ use session::discovery::{AgentDirs, Discovery, OmpHome, ProcessEnv, sessions_to_
 use session::store::FileStorage;
 use session::{Dialect, Env, Parallelism, SessionManager};
 
-use crate::manager::TempDir;
+use session_testkit::TempDir;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 

@@ -9,7 +9,7 @@ use serde_json::json;
 use session::model::{Dialect, parse_session_bytes};
 use session::{Env, SessionError, SessionManager};
 
-use crate::manager::TempDir;
+use session_testkit::TempDir;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 

@@ -7,9 +7,9 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use session::{Dialect, Env, OpenMode, SessionError, SessionManager};
+use session::{Dialect, Env, OpenMode, Session, SessionError, SessionManager};
 
-use crate::manager::TempDir;
+use session_testkit::TempDir;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -80,7 +80,7 @@ fn read_only_opens_change_nothing_and_read_as_the_agent_would() -> Result<()> {
                 }
                 (a, b) => panic!("{dialect:?} {}: read-only {:?}, agent {:?}", source.display(), a.err(), b.err()),
             };
-            assert!(ro.is_read_only() && !ro.load_report().wrote);
+            assert!(ro.as_manager().is_read_only() && !ro.load_report().wrote);
             let mut expected = agent.load_report().clone();
             expected.wrote = false;
             // Two copies: two files, each with its own stat.
@@ -93,9 +93,9 @@ fn read_only_opens_change_nothing_and_read_as_the_agent_would() -> Result<()> {
                 let types = |m: &SessionManager| {
                     m.tree().entries().iter().map(|r| r.type_str().map(str::to_owned)).collect::<Vec<_>>()
                 };
-                assert_eq!(types(&ro), types(&agent), "{dialect:?} {}", source.display());
+                assert_eq!(types(ro.as_manager()), types(&agent), "{dialect:?} {}", source.display());
             } else {
-                assert_eq!(texts(&ro), texts(&agent), "{dialect:?} {}", source.display());
+                assert_eq!(texts(ro.as_manager()), texts(&agent), "{dialect:?} {}", source.display());
             }
             assert_eq!(ro.diagnostics(), agent.diagnostics());
         }
@@ -118,15 +118,18 @@ fn read_only_refuses_missing_files_and_every_write() -> Result<()> {
     let path = tmp.path().join("pi.jsonl");
     fs_err::copy(sample, &path)?;
     let before = snapshot(tmp.path())?;
-    let mut m = SessionManager::open_read_only(Dialect::Pi, &path, env_in(tmp.path()))?;
-    let entries = m.tree().entries().len();
-    let err = m.append_message_json(json!({"role": "user", "content": "hi", "timestamp": 1})).err();
-    assert!(matches!(err, Some(SessionError::ReadOnly { .. })), "{err:?}");
-    let leaf = m.tree().leaf_id().map(str::to_owned).ok_or("a leaf")?;
-    assert!(matches!(m.create_branched_session(&leaf), Err(SessionError::ReadOnly { .. })));
-    assert!(matches!(m.set_session_name("x", None), Err(SessionError::ReadOnly { .. })));
-    assert_eq!(m.tree().entries().len(), entries, "the refused append was undone in memory");
-    m.close()?;
+    // A `Session` has no writing method; reading it, moving its leaf and copying it out
+    // of the manager's reads change nothing.
+    let mut s = Session::open(Dialect::Pi, &path, env_in(tmp.path()))?;
+    let first = s.tree().entries().first().and_then(|r| r.id()).map(str::to_owned).ok_or("an entry")?;
+    s.context()?;
+    s.branch(&first)?;
+    assert_eq!(s.tree().leaf_id(), Some(first.as_str()));
+    assert!(matches!(s.branch("no-such-id"), Err(SessionError::EntryNotFound { .. })));
+    s.reset_leaf();
+    assert!(s.context()?.messages.is_empty());
+    s.as_manager().check_reads()?;
+    drop(s);
     assert_eq!(snapshot(tmp.path())?, before);
     Ok(())
 }

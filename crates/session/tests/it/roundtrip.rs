@@ -87,7 +87,7 @@ proptest! {
     fn a_written_session_reopens_as_it_was(ops in proptest::collection::vec(op(), 1..40), omp in any::<bool>()) {
         let dialect = if omp { Dialect::Omp } else { Dialect::Pi };
         let storage = Arc::new(MemoryStorage::new());
-        let env = Env { storage: storage.clone(), process_cwd: "/w".into(), ..Env::memory() };
+        let env = Env::memory().with_storage(storage.clone()).with_process_cwd("/w");
         let mut m = SessionManager::create(dialect, "/w", Path::new("/s"), env.clone()).unwrap();
         // Make sure the file exists whatever the operations are.
         m.append_message_json(json!({"role": "user", "content": "q", "timestamp": 1})).unwrap();

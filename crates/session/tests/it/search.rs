@@ -11,7 +11,7 @@ use session::history::Catalog;
 use session::search::{SearchIndex, SessionFile, UpdateReport};
 use session::store::FileStorage;
 
-use crate::manager::TempDir;
+use session_testkit::TempDir;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 

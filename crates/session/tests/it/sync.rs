@@ -18,7 +18,7 @@ use session::store::{
 };
 use session::sync::{SyncLocal, SyncOptions, SyncOutcome, SyncRemote, SyncReport, project_slug, sync};
 
-use crate::manager::TempDir;
+use session_testkit::TempDir;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 

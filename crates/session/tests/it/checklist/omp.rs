@@ -23,7 +23,7 @@ use super::pi::{
     item_44_check, item_45_check, item_46_check, item_52_check, linear_conversation_check, one_user_message_check,
 };
 use super::{Result, assistant, branch_ids, compacted, complex_tree, ctx, entry, ids, mem, msg, restored, texts, user};
-use crate::manager::TempDir;
+use session_testkit::TempDir;
 
 const OMP: Dialect = Dialect::Omp;
 

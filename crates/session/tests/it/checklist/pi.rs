@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use session::{CompactionOptions, Dialect, Env, Leaf, NewSessionOptions, SessionError, SessionManager};
 
 use super::{Result, assistant, branch_ids, compacted, complex_tree, ctx, entry, ids, mem, msg, restored, texts, user};
-use crate::manager::TempDir;
+use session_testkit::TempDir;
 
 const PI: Dialect = Dialect::Pi;
 
@@ -435,7 +435,7 @@ pub(crate) fn item_45_check(d: Dialect) -> Result<()> {
     );
     fs_err::write(&file, text)?;
     let m = SessionManager::open_read_only(d, &file, Env::files())?;
-    assert_eq!(ids(&m), ["abc12345", "def67890"]);
+    assert_eq!(ids(m.as_manager()), ["abc12345", "def67890"]);
     assert_eq!(m.tree().entries()[1].parent_id(), Some("abc12345"));
     Ok(())
 }

@@ -11,9 +11,7 @@
 //! SplitMix64 ([`Rng`]) and time from a synthetic clock: the same options always give
 //! the same bytes.
 //!
-//! This file is shared: `cargo xtask` uses it as a module, and the session-model load
-//! benchmark includes it with `#[path]`, so it depends on session-model and serde_json
-//! only.
+//! `cargo xtask` (fixtures, `bench`) and every bench that needs sessions use it.
 
 use std::collections::HashSet;
 
@@ -22,18 +20,18 @@ use session_model::entries::{Base, omp, pi};
 use session_model::{Dialect, Record, TitleSlot, timestamp};
 
 /// A small seeded pseudo-random generator (SplitMix64): deterministic on every platform.
-pub(crate) struct Rng {
+pub struct Rng {
     state: u64,
 }
 
 impl Rng {
     /// Creates a generator from a seed.
-    pub(crate) fn new(seed: u64) -> Rng {
+    pub fn new(seed: u64) -> Rng {
         Rng { state: seed ^ 0x5851_f42d_4c95_7f2d }
     }
 
     /// Returns the next 64 random bits.
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.state;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -42,22 +40,22 @@ impl Rng {
     }
 
     /// Returns a number in `[0, 1)`.
-    pub(crate) fn unit(&mut self) -> f64 {
+    pub fn unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
     /// Returns a number in `lo..=hi`.
-    pub(crate) fn range(&mut self, lo: u64, hi: u64) -> u64 {
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
         lo + self.next_u64() % (hi - lo + 1)
     }
 
     /// Returns `true` with probability `p`.
-    pub(crate) fn chance(&mut self, p: f64) -> bool {
+    pub fn chance(&mut self, p: f64) -> bool {
         self.unit() < p
     }
 
     /// Returns one element of a non-empty slice.
-    pub(crate) fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[(self.next_u64() % items.len() as u64) as usize]
     }
 
@@ -77,7 +75,7 @@ impl Rng {
 
 /// Which mix of entries to write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Profile {
+pub enum Profile {
     /// The benchmark mix: long conversation turns, few other entries.
     Bench,
     /// Every entry type of the dialect, branches and labels included, short texts.
@@ -86,24 +84,24 @@ pub(crate) enum Profile {
 
 /// What to generate.
 #[derive(Clone, Debug)]
-pub(crate) struct Options {
+pub struct Options {
     /// pi or omp line shapes (omp files start with a title slot).
-    pub(crate) dialect: Dialect,
+    pub dialect: Dialect,
     /// Number of entries after the header.
-    pub(crate) entries: usize,
+    pub entries: usize,
     /// PRNG seed.
-    pub(crate) seed: u64,
+    pub seed: u64,
     /// The entry mix.
-    pub(crate) profile: Profile,
+    pub profile: Profile,
     /// Nominal text budget per entry in bytes (the average line is a little larger).
-    pub(crate) avg_bytes: usize,
+    pub avg_bytes: usize,
     /// The header's `cwd`.
-    pub(crate) cwd: String,
+    pub cwd: String,
 }
 
 impl Options {
     /// Returns the benchmark profile's options (about 2.4 KB per entry).
-    pub(crate) fn bench(dialect: Dialect, entries: usize, seed: u64) -> Options {
+    pub fn bench(dialect: Dialect, entries: usize, seed: u64) -> Options {
         Options { dialect, entries, seed, profile: Profile::Bench, avg_bytes: 3400, cwd: "/tmp".into() }
     }
 }
@@ -499,7 +497,7 @@ fn entry(s: &mut State, opts: &Options, kind: Kind, b: &Base) -> Record {
 }
 
 /// Returns the bytes of one generated session file (title slot for omp, header, entries).
-pub(crate) fn session(opts: &Options) -> String {
+pub fn session(opts: &Options) -> String {
     let mut s = State {
         r: Rng::new(opts.seed),
         clock: T0,

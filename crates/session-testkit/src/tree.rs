@@ -1,5 +1,4 @@
-//! What the workspace's tests share beyond the storage contract (with the `testing`
-//! feature): a snapshot of a folder tree, to show that a job changed nothing it may not.
+//! A snapshot of a folder tree, to show that a job changed nothing it may not.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -57,20 +56,20 @@ mod tests {
 
     #[test]
     fn a_tree_sees_bytes_links_and_new_paths() -> std::io::Result<()> {
-        let dir = std::env::temp_dir().join(format!("session-store-tree-{}", std::process::id()));
-        let _ = fs_err::remove_dir_all(&dir);
+        let tmp = crate::TempDir::try_new("tree")?;
+        let dir = tmp.path();
         fs_err::create_dir_all(dir.join("sub"))?;
         fs_err::write(dir.join("sub/a"), b"1")?;
-        let before = Tree::read(&dir)?;
+        let before = Tree::read(dir)?;
         fs_err::write(dir.join("sub/a"), b"2")?;
         #[cfg(unix)]
         std::os::unix::fs::symlink("a", dir.join("sub/l"))?;
-        let after = Tree::read(&dir)?;
+        let after = Tree::read(dir)?;
         let mut changed = before.changed(&after);
         changed.sort();
         #[cfg(unix)]
         assert_eq!(changed, [dir.join("sub/a"), dir.join("sub/l")]);
         assert_eq!(Tree::read(&dir.join("missing"))?, Tree::default());
-        fs_err::remove_dir_all(&dir)
+        Ok(())
     }
 }

@@ -1,0 +1,28 @@
+//! What the workspace's tests and benches share, in one place (not published):
+//!
+//! - [`TempDir`]: a fresh private folder per test, removed on drop;
+//! - [`Tree`]: a snapshot of a folder tree, to show that a job changed nothing it may not;
+//! - [`servers`]: the rule for tests that need a server (skipped with a line on stderr
+//!   when it is absent, a failure under `SESSION_REQUIRE_SERVERS=1`) and fresh names for
+//!   the database or key prefix each such test makes;
+//! - `postgres`, `mysql` and `redis` (features of the same names): a database or
+//!   key prefix of the test's own on the machine's server, removed on drop;
+//! - [`generate`]: the deterministic generator of realistic pi and omp session files that
+//!   `cargo xtask` and the benches use.
+
+pub mod generate;
+#[cfg(feature = "mysql")]
+pub mod mysql;
+#[cfg(feature = "postgres")]
+pub mod postgres;
+#[cfg(feature = "redis")]
+pub mod redis;
+pub mod servers;
+mod temp;
+mod tree;
+
+pub use temp::TempDir;
+pub use tree::Tree;
+
+/// The error type of the tests that use the kit: any error, across threads.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
