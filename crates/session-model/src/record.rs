@@ -840,11 +840,6 @@ impl Record {
         self.get(key).and_then(Value::as_str)
     }
 
-    /// Returns the record as a raw JSON fragment (for zero-copy output).
-    pub fn to_raw_value(&self) -> Box<RawValue> {
-        RawValue::from_string(self.line().into_owned()).expect("record text is valid JSON")
-    }
-
     // ------------------------------------------------------------ read by position
 
     /// Returns whether the record's text is in memory: always, but for a record read

@@ -26,14 +26,14 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut written: Vec<PathBuf> = Vec::new();
 
     let mut m = SessionManager::open(Dialect::Omp, &source, env.clone())?;
-    written.push(m.persist_copy(None)?);
-    written.extend(m.fork()?);
+    written.push(m.omp()?.persist_copy(None)?);
+    written.extend(m.omp()?.fork()?);
     m.append_custom_entry("after-fork", Some(json!({"n": 1})))?;
     // The fork stays where it is: a second one moves.
-    m.fork()?;
+    m.omp()?.fork()?;
     let moved = m.move_to("/var/tmp/moved-cwd", Some(&dir.join("moved")))?;
     m.append_custom_entry("after-move", None)?;
-    m.append_entries_atomically(|m| {
+    m.omp()?.append_entries_atomically(|m| {
         m.append_message_json(json!({"role": "user", "content": "batched question", "timestamp": 1}))?;
         m.append_message_json(json!({"role": "assistant", "content": [{"type": "text", "text": "batched answer"}],
                                 "provider": "p", "model": "m", "stopReason": "stop", "timestamp": 2}))

@@ -57,20 +57,25 @@ impl SessionManager {
         }
     }
 
-    /// Appends pi's `model_change` (`provider`, `modelId`).
-    pub fn append_model_change_pi(&mut self, provider: &str, model_id: &str) -> Result<String> {
+    /// [`Pi::append_model_change`](crate::Pi::append_model_change) (the handle checked the dialect).
+    pub(crate) fn append_model_change_pi(&mut self, provider: &str, model_id: &str) -> Result<String> {
         self.only(Dialect::Pi, "append_model_change_pi")?;
         self.append_with(|b| entries::pi::model_change(b, provider, model_id))
     }
 
-    /// Appends omp's `model_change` (`model` = `provider/modelId`, optional role).
-    pub fn append_model_change_omp(&mut self, model: &str, role: Option<&str>, is_fallback: bool) -> Result<String> {
+    /// [`Omp::append_model_change`](crate::Omp::append_model_change) (the handle checked the dialect).
+    pub(crate) fn append_model_change_omp(
+        &mut self,
+        model: &str,
+        role: Option<&str>,
+        is_fallback: bool,
+    ) -> Result<String> {
         self.only(Dialect::Omp, "append_model_change_omp")?;
         self.append_with(|b| entries::omp::model_change(b, model, role, is_fallback))
     }
 
-    /// Appends pi's `usage` record (`note` is written only when non-empty).
-    pub fn append_usage(
+    /// [`Pi::append_usage`](crate::Pi::append_usage) (the handle checked the dialect).
+    pub(crate) fn append_usage(
         &mut self,
         kind: &str,
         provider: &str,
@@ -209,9 +214,8 @@ impl SessionManager {
         self.append_label_change(target_id, label)
     }
 
-    /// Appends pi's `context_edit`: replaces (`{content}`) or omits (`null`) the content
-    /// of an earlier user, assistant, tool-result or custom message on the active branch.
-    pub fn append_context_edit(&mut self, target_id: &str, replacement: Value) -> Result<String> {
+    /// [`Pi::append_context_edit`](crate::Pi::append_context_edit) (the handle checked the dialect).
+    pub(crate) fn append_context_edit(&mut self, target_id: &str, replacement: Value) -> Result<String> {
         self.only(Dialect::Pi, "append_context_edit")?;
         let valid = match &replacement {
             Value::Null => true,
@@ -279,44 +283,44 @@ impl SessionManager {
         }
     }
 
-    /// Appends omp's `service_tier_change` (a per-family map, or `null` to clear).
-    pub fn append_service_tier_change(&mut self, tier: Value) -> Result<String> {
+    /// [`Omp::append_service_tier_change`](crate::Omp::append_service_tier_change) (the handle checked the dialect).
+    pub(crate) fn append_service_tier_change(&mut self, tier: Value) -> Result<String> {
         self.only(Dialect::Omp, "append_service_tier_change")?;
         self.append_with(|b| entries::omp::service_tier_change(b, tier))
     }
 
-    /// Appends omp's `mode_change`.
-    pub fn append_mode_change(&mut self, mode: &str, data: Option<Value>) -> Result<String> {
+    /// [`Omp::append_mode_change`](crate::Omp::append_mode_change) (the handle checked the dialect).
+    pub(crate) fn append_mode_change(&mut self, mode: &str, data: Option<Value>) -> Result<String> {
         self.only(Dialect::Omp, "append_mode_change")?;
         self.append_with(|b| entries::omp::mode_change(b, mode, data))
     }
 
-    /// Appends omp's `session_init` (the caller's fields in their order).
-    pub fn append_session_init(&mut self, init: Value) -> Result<String> {
+    /// [`Omp::append_session_init`](crate::Omp::append_session_init) (the handle checked the dialect).
+    pub(crate) fn append_session_init(&mut self, init: Value) -> Result<String> {
         self.only(Dialect::Omp, "append_session_init")?;
         self.append_with(|b| entries::omp::session_init(b, init))
     }
 
-    /// Appends omp's `reset_boundary` (`/clear`: the model sees only what follows).
-    pub fn append_reset_boundary(&mut self) -> Result<String> {
+    /// [`Omp::append_reset_boundary`](crate::Omp::append_reset_boundary) (the handle checked the dialect).
+    pub(crate) fn append_reset_boundary(&mut self) -> Result<String> {
         self.only(Dialect::Omp, "append_reset_boundary")?;
         self.append_with(entries::omp::reset_boundary)
     }
 
-    /// Appends omp's `ttsr_injection`.
-    pub fn append_ttsr_injection(&mut self, rules: &[String]) -> Result<String> {
+    /// [`Omp::append_ttsr_injection`](crate::Omp::append_ttsr_injection) (the handle checked the dialect).
+    pub(crate) fn append_ttsr_injection(&mut self, rules: &[String]) -> Result<String> {
         self.only(Dialect::Omp, "append_ttsr_injection")?;
         self.append_with(|b| entries::omp::ttsr_injection(b, rules))
     }
 
-    /// Appends omp's `credential_pin`.
-    pub fn append_credential_pin(&mut self, provider: &str, hash: &str) -> Result<String> {
+    /// [`Omp::append_credential_pin`](crate::Omp::append_credential_pin) (the handle checked the dialect).
+    pub(crate) fn append_credential_pin(&mut self, provider: &str, hash: &str) -> Result<String> {
         self.only(Dialect::Omp, "append_credential_pin")?;
         self.append_with(|b| entries::omp::credential_pin(b, provider, hash))
     }
 
-    /// Appends omp's `model_usage` (usage of a side call; the caller's fields in order).
-    pub fn append_model_usage(&mut self, usage: Value) -> Result<String> {
+    /// [`Omp::append_model_usage`](crate::Omp::append_model_usage) (the handle checked the dialect).
+    pub(crate) fn append_model_usage(&mut self, usage: Value) -> Result<String> {
         self.only(Dialect::Omp, "append_model_usage")?;
         self.append_with(|b| entries::omp::model_usage(b, usage))
     }

@@ -14,12 +14,27 @@
 //!
 //! Beyond appends, a manager runs omp's session lifecycle: a new session written at
 //! once ([`SessionManager::new_session`]), moves to another cwd
-//! ([`SessionManager::move_to`]), forks ([`SessionManager::fork`],
+//! ([`SessionManager::move_to`]), forks ([`Omp::fork`],
 //! [`SessionManager::fork_from_with`]), copies, drops, atomic batches
-//! ([`SessionManager::append_entries_atomically`]). omp's appends never fail the caller:
+//! ([`Omp::append_entries_atomically`]). What only one dialect has is on its handle:
+//! [`SessionManager::pi`] gives a [`Pi`], [`SessionManager::omp`] an [`Omp`]. omp's
+//! appends never fail the caller:
 //! a failed write is latched ([`SessionManager::persistence_error`]) and healed by the
 //! next full rewrite. [`Env`] says where everything goes, including omp's blob store and
 //! terminal breadcrumbs.
+//!
+//! ## What is where
+//!
+//! The root holds what an agent or tool reaches for first: [`SessionManager`] (open,
+//! create, append, branch, fork) and [`Session`] (read only), [`Env`], the typed
+//! messages it writes ([`UserMessage`], [`AssistantMessage`], [`ToolResultMessage`],
+//! [`ContentBlock`]) and the [`Context`] it reads, [`Discovery`] and [`SessionInfo`] to
+//! list and resume sessions, the storages of files and memory, and the errors
+//! ([`SessionError`], [`StoreError`]). Each layer underneath is a module, for those who
+//! need more of it: [`model`] (records, the lenient parser, JavaScript-exact JSON, the
+//! whole typed model), [`migrate`], [`tree`], [`store`] (the storage trait, atomic
+//! writes, blobs, locks), [`discovery`], [`history`], and the server storages behind
+//! their features.
 //!
 //! The jobs beyond one session (rm, gc, fsck, repair, merge, push, pull, …) are
 //! [`maintenance`]; [`sync`] keeps every session of a machine in step with a remote copy
@@ -29,8 +44,7 @@
 //! JSON through [`SessionManager::append_message_json`]):
 //!
 //! ```
-//! use session::model::typed::{AssistantMessage, ContentBlock, UserMessage};
-//! use session::{Dialect, Env, SessionManager};
+//! use session::{AssistantMessage, ContentBlock, Dialect, Env, SessionManager, UserMessage};
 //!
 //! let mut m = SessionManager::in_memory(Dialect::Pi, "/home/me/project", Env::memory());
 //! let user = m.append_message(UserMessage::new("hi", 1.0)).unwrap();
@@ -43,6 +57,7 @@
 mod appends;
 mod body;
 mod context;
+mod dialects;
 mod env;
 mod error;
 mod freshness;
@@ -66,19 +81,20 @@ pub mod sync;
 
 pub use appends::CompactionOptions;
 pub use context::{Context, ContextSettings, ModelRef, OmpSettings, PiSettings};
+pub use dialects::{Omp, Pi};
 pub use env::Env;
 pub use error::SessionError;
-pub use manager::{
-    DRAFT_FILE, DRAFT_ONLY_MARKER, ForkOptions, IndexUse, LoadReport, NewSessionOptions, OpenMode, SessionManager,
-    is_draft_only_metadata,
-};
+pub use manager::{ForkOptions, IndexUse, LoadReport, NewSessionOptions, OpenMode, SessionManager};
 pub use session::Session;
 pub use session_discovery as discovery;
+pub use session_discovery::{AgentDirs, Discovery, OmpHome, ProcessEnv, SessionInfo};
 pub use session_history as history;
 pub use session_migrate as migrate;
 pub use session_model as model;
+pub use session_model::typed::{AssistantMessage, ContentBlock, Message, ToolResultMessage, UserMessage};
 pub use session_model::{Dialect, Parallelism, Record};
 pub use session_store as store;
+pub use session_store::{Durability, FileStorage, MemoryStorage, Storage, StoreError};
 /// Sessions on MySQL or MariaDB with omp's table (feature `mysql`).
 #[cfg(feature = "mysql")]
 pub use session_store_mysql as store_mysql;

@@ -25,8 +25,6 @@ use session_tree::SessionTree;
 mod drafts;
 mod lifecycle;
 
-pub use drafts::{DRAFT_FILE, DRAFT_ONLY_MARKER, is_draft_only_metadata};
-
 pub use lifecycle::ForkOptions;
 
 use crate::body::{Body, persist_line};
@@ -112,7 +110,7 @@ pub(crate) struct OmpState {
     pub(crate) rewrite_required: bool,
     /// The file size we last wrote or read (the rewrite CAS token).
     pub(crate) expected_size: Option<u64>,
-    /// Inside [`SessionManager::append_entries_atomically`]: appends are staged.
+    /// Inside [`Omp::append_entries_atomically`](crate::Omp::append_entries_atomically): appends are staged.
     pub(crate) in_batch: bool,
     /// This manager wrote the file only to carry a draft (or found such a file and
     /// consumed its draft): [`SessionManager::close`] removes it if nothing was added.
@@ -1119,7 +1117,7 @@ impl SessionManager {
 
     /// Flushes and closes the session's writer. omp: then removes the session's file and
     /// artifacts if it was written only to carry a draft that is gone since (see
-    /// [`SessionManager::save_draft`]).
+    /// [`Omp::save_draft`](crate::Omp::save_draft)).
     pub fn close(mut self) -> Result<()> {
         self.flush()?;
         if let Some(w) = self.writer.take() {

@@ -154,7 +154,7 @@ fn next_quote_or_backslash(b: &[u8], from: usize) -> Option<usize> {
 }
 
 /// Returns the length of `s` in UTF-16 code units (JavaScript's `length`).
-pub fn js_len(s: &str) -> usize {
+pub(crate) fn js_len(s: &str) -> usize {
     s.chars().map(char::len_utf16).sum()
 }
 

@@ -22,10 +22,10 @@ use crate::SessionError;
 type Result<T> = std::result::Result<T, SessionError>;
 
 /// The draft's file name inside the artifacts directory.
-pub const DRAFT_FILE: &str = "draft.txt";
+pub(crate) const DRAFT_FILE: &str = "draft.txt";
 
 /// The marker of a session file written only for a draft.
-pub const DRAFT_ONLY_MARKER: &str = ".draft-only-session";
+pub(crate) const DRAFT_ONLY_MARKER: &str = ".draft-only-session";
 
 /// How long a write of a session whose draft-only cleanup is armed waits for the
 /// session's lock (another manager's cleanup holds it for one read and one delete).
@@ -35,7 +35,7 @@ const CLEANUP_LOCK_WAIT: Duration = Duration::from_secs(5);
 /// alive once its draft is gone (omp's `isDraftOnlyMetadataEntry`): a model, thinking
 /// level, service tier or mode change, or a credential pin. Messages, compactions,
 /// custom entries, labels, titles and every other type keep the session.
-pub fn is_draft_only_metadata(entry: &Record) -> bool {
+pub(crate) fn is_draft_only_metadata(entry: &Record) -> bool {
     matches!(
         entry.entry_type(),
         EntryType::ModelChange
@@ -58,29 +58,8 @@ impl SessionManager {
         Ok(self.file.as_deref().and_then(artifacts_dir))
     }
 
-    /// Saves the unsent editor text `text` as the session's draft (omp's `saveDraft`):
-    /// `<artifacts>/draft.txt`. An empty `text` deletes the draft. Otherwise the session
-    /// is put on disk first ([`SessionManager::ensure_on_disk`]); when that creates the
-    /// file for a session holding only startup metadata, the `.draft-only-session` marker
-    /// is written too, and [`SessionManager::close`] removes the file again if the draft
-    /// is consumed and nothing else is added. A session in memory has nowhere to keep a
-    /// draft: nothing is done. omp only ([`SessionError::WrongDialect`]).
-    ///
-    /// ```
-    /// use session::{Dialect, Env, SessionManager};
-    /// # fn main() -> Result<(), session::SessionError> {
-    /// let env = Env::memory();
-    /// let mut m = SessionManager::create(Dialect::Omp, "/work", std::path::Path::new("/s"), env.clone())?;
-    /// m.save_draft("half a thought")?;
-    /// let file = m.session_file().expect("persisted").to_path_buf();
-    /// assert!(env.storage().exists(&file)?, "the draft's session is on disk");
-    /// assert_eq!(m.consume_draft()?.as_deref(), Some("half a thought"));
-    /// m.close()?;
-    /// assert!(!env.storage().exists(&file)?, "a session written only for its draft is removed");
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn save_draft(&mut self, text: &str) -> Result<()> {
+    /// [`Omp::save_draft`](crate::Omp::save_draft) (the handle checked the dialect).
+    pub(crate) fn save_draft(&mut self, text: &str) -> Result<()> {
         self.writable()?;
         let Some(dir) = self.draft_dir("save_draft")? else { return Ok(()) };
         let storage = self.env.storage.clone();
@@ -103,12 +82,8 @@ impl SessionManager {
         Ok(())
     }
 
-    /// Reads and deletes the session's draft (omp's `consumeDraft`); `None` when there
-    /// is none (or the session is in memory). Bytes that are not UTF-8 are read as
-    /// U+FFFD, as omp reads them. A session written only for its draft and still holding
-    /// nothing else is removed by [`SessionManager::close`] afterwards. It deletes a
-    /// file: a read-only manager is refused ([`SessionError::ReadOnly`]).
-    pub fn consume_draft(&mut self) -> Result<Option<String>> {
+    /// [`Omp::consume_draft`](crate::Omp::consume_draft) (the handle checked the dialect).
+    pub(crate) fn consume_draft(&mut self) -> Result<Option<String>> {
         if self.access == Access::ReadOnly {
             return Err(SessionError::ReadOnly { path: self.file.clone().unwrap_or_default() });
         }

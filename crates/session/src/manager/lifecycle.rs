@@ -116,11 +116,8 @@ impl SessionManager {
 
     // ------------------------------------------------------------------ materialising
 
-    /// Makes sure the session's file exists and holds everything in memory (omp's
-    /// `ensureOnDisk`): from now on every entry is written, even before an assistant
-    /// message, and a file that is missing, migrated or behind is rewritten whole,
-    /// atomically. In memory it only opens the first-write gate.
-    pub fn ensure_on_disk(&mut self) -> Result<()> {
+    /// [`Omp::ensure_on_disk`](crate::Omp::ensure_on_disk) (the handle checked the dialect).
+    pub(crate) fn ensure_on_disk(&mut self) -> Result<()> {
         self.writable()?;
         let latched = self.failure.is_some();
         let Persistence::Omp(omp) = &mut self.persistence else {
@@ -207,37 +204,11 @@ impl SessionManager {
         flushed.and(closed)
     }
 
-    /// Runs `stage`, whose appends are staged in memory, then publishes them with one
-    /// atomic rewrite of the whole file (omp's `appendEntriesAtomically`): a reader sees
-    /// all of them or none.
-    ///
-    /// When `stage` fails, or the rewrite does, the staged entries are removed again
-    /// (the leaf restored), the remaining state is rewritten to repair the file (a
-    /// failure of that repair stays latched, see [`SessionManager::persistence_error`]),
-    /// and the error is returned. A rewrite that landed but was not synced
-    /// ([`SessionError::landed`]) keeps the entries: they are in the file, and the error
-    /// says so. Before omp's first-write gate opens nothing is written.
-    /// omp only; batches do not nest ([`SessionError::InBatch`]).
-    ///
-    /// ```
-    /// use session::{Dialect, Env, SessionManager};
-    /// use serde_json::json;
-    /// # fn main() -> Result<(), session::SessionError> {
-    /// let dir = std::path::Path::new("/sessions");
-    /// let mut m = SessionManager::create(Dialect::Omp, "/work", dir, Env::memory())?;
-    /// m.ensure_on_disk()?;
-    /// let ids = m.append_entries_atomically(|m| {
-    ///     let call = m.append_message_json(json!({"role": "assistant", "content": [], "timestamp": 1}))?;
-    ///     let result = m.append_message_json(json!({"role": "toolResult", "toolCallId": "c", "content": [], "timestamp": 2}))?;
-    ///     Ok([call, result])
-    /// })?;
-    /// let file = m.session_file().unwrap().to_path_buf();
-    /// let again = SessionManager::open_read_only(Dialect::Omp, &file, m.env().clone())?;
-    /// assert!(ids.iter().all(|id| again.tree().get(id).is_some()));
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn append_entries_atomically<T>(&mut self, stage: impl FnOnce(&mut SessionManager) -> Result<T>) -> Result<T> {
+    /// [`Omp::append_entries_atomically`](crate::Omp::append_entries_atomically) (the handle checked the dialect).
+    pub(crate) fn append_entries_atomically<T>(
+        &mut self,
+        stage: impl FnOnce(&mut SessionManager) -> Result<T>,
+    ) -> Result<T> {
         self.writable()?;
         match &mut self.persistence {
             Persistence::Pi(_) => return Err(wrong_dialect("append_entries_atomically", Dialect::Pi)),
@@ -331,27 +302,8 @@ impl SessionManager {
 
     // ------------------------------------------------------------------ copies
 
-    /// Continues this session under a new id in a new file of the session directory
-    /// (omp's `fork`): every entry is kept, the header copies the title,
-    /// `parentSession` is the old id and `providerPromptCacheKey` the old key (or the
-    /// old id). The artifacts directory is copied first, then the file is published
-    /// whole (it must not exist); on a failure neither is left behind and the manager
-    /// is unchanged. The manager then writes to the new file, whose path it returns
-    /// (`None` in memory, where only the header changes).
-    ///
-    /// ```
-    /// use session::{Dialect, Env, SessionManager};
-    /// # fn main() -> Result<(), session::SessionError> {
-    /// let mut m = SessionManager::create(Dialect::Omp, "/work", std::path::Path::new("/s"), Env::memory())?;
-    /// m.append_message_json(serde_json::json!({"role": "user", "content": "hi", "timestamp": 1}))?;
-    /// let old_id = m.session_id().to_owned();
-    /// let file = m.fork()?.expect("a persisted session forks into a file");
-    /// assert_eq!(m.header().get_str("parentSession"), Some(old_id.as_str()));
-    /// assert_eq!(m.session_file(), Some(file.as_path()));
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn fork(&mut self) -> Result<Option<PathBuf>> {
+    /// [`Omp::fork`](crate::Omp::fork) (the handle checked the dialect).
+    pub(crate) fn fork(&mut self) -> Result<Option<PathBuf>> {
         self.writable()?;
         self.not_in_batch()?;
         if self.dialect() != Dialect::Omp {
@@ -435,11 +387,8 @@ impl SessionManager {
         Ok(Some(new_file))
     }
 
-    /// Writes the current transcript (every entry) as a new session with a fresh id
-    /// into `session_dir` (default: this session's directory) and returns its file
-    /// (omp's `persistCopy`). The manager stays on its own session; the breadcrumb is
-    /// left alone. The copy is published whole or not at all.
-    pub fn persist_copy(&self, session_dir: Option<&Path>) -> Result<PathBuf> {
+    /// [`Omp::persist_copy`](crate::Omp::persist_copy) (the handle checked the dialect).
+    pub(crate) fn persist_copy(&self, session_dir: Option<&Path>) -> Result<PathBuf> {
         if self.dialect() != Dialect::Omp {
             return Err(wrong_dialect("persist_copy", Dialect::Pi));
         }
@@ -542,7 +491,7 @@ impl SessionManager {
     /// use std::path::Path;
     /// # fn main() -> Result<(), session::SessionError> {
     /// let mut m = SessionManager::create(Dialect::Omp, "/work/a", Path::new("/s/a"), Env::memory())?;
-    /// m.ensure_on_disk()?;
+    /// m.omp()?.ensure_on_disk()?;
     /// let old = m.session_file().unwrap().to_path_buf();
     /// let new = m.move_to("/work/b", Some(Path::new("/s/b")))?.expect("a file");
     /// assert!(new.starts_with("/s/b"));

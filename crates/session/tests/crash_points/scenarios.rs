@@ -214,8 +214,8 @@ fn append_one(rig: &Rig, m: &mut SessionManager, p: &mut Promises, s: usize, i: 
             Some(target) => m.append_label_change(&target, Some(&format!("label {i}"))),
             None => m.append_custom_entry("tick", None),
         },
-        _ if dialect == Dialect::Omp => m.append_model_change_omp(&format!("p/m{i}"), None, false),
-        _ => m.append_model_change_pi("p", &format!("m{i}")),
+        _ if dialect == Dialect::Omp => m.omp()?.append_model_change(&format!("p/m{i}"), None, false),
+        _ => m.pi()?.append_model_change("p", &format!("m{i}")),
     };
     let id = match result {
         // omp's appends never throw: a failed write is latched instead.

@@ -116,13 +116,13 @@ fn omp_settings_are_typed() -> Result<()> {
     use session::model::typed::ServiceTier;
 
     let mut m = SessionManager::in_memory(Dialect::Omp, "/p", Env::memory());
-    m.append_model_change_omp("anthropic/claude", None, false)?;
-    m.append_model_change_omp("openai/gpt", Some("smol"), false)?;
+    m.omp()?.append_model_change("anthropic/claude", None, false)?;
+    m.omp()?.append_model_change("openai/gpt", Some("smol"), false)?;
     m.append_thinking_level_change(Some("high"), Some("auto"))?;
-    m.append_service_tier_change(json!({"openai": "flex"}))?;
-    m.append_ttsr_injection(&["a".to_owned(), "b".to_owned()])?;
-    m.append_ttsr_injection(&["b".to_owned(), "c".to_owned()])?;
-    m.append_mode_change("plan", Some(json!({"step": 1})))?;
+    m.omp()?.append_service_tier_change(json!({"openai": "flex"}))?;
+    m.omp()?.append_ttsr_injection(&["a".to_owned(), "b".to_owned()])?;
+    m.omp()?.append_ttsr_injection(&["b".to_owned(), "c".to_owned()])?;
+    m.omp()?.append_mode_change("plan", Some(json!({"step": 1})))?;
     m.append_message_json(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
     let ctx = check(&m, Leaf::Current, "omp settings")?;
     let ContextSettings::Omp(s) = &ctx.settings else { panic!("{:?}", ctx.settings) };
@@ -160,7 +160,7 @@ fn pi_settings_are_typed_and_bad_messages_are_named() -> Result<()> {
     let ContextSettings::Pi(s) = &ctx.settings else { panic!("{:?}", ctx.settings) };
     assert_eq!((s.thinking_level.clone(), s.model.clone()), (Some(Some("off".to_owned())), None));
 
-    m.append_model_change_pi("anthropic", "claude")?;
+    m.pi()?.append_model_change("anthropic", "claude")?;
     m.append_message_json(json!({"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1}))?;
     let ctx = check(&m, Leaf::Current, "pi settings")?;
     let ContextSettings::Pi(s) = &ctx.settings else { panic!("{:?}", ctx.settings) };

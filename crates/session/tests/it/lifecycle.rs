@@ -130,7 +130,7 @@ fn pi_new_session_stays_lazy() -> Result<()> {
         m.append_message_json(user("q"))?;
         m.flush_sync()?;
         assert_on_disk(&m, &file)?;
-        assert!(matches!(m.ensure_on_disk(), Err(SessionError::WrongDialect { .. })));
+        assert!(matches!(m.omp(), Err(SessionError::WrongDialect { .. })), "ensure_on_disk is omp's");
         assert!(m.new_session(NewSessionOptions::with_id("bad id")).is_err());
     }
     Ok(())
@@ -144,12 +144,12 @@ fn ensure_on_disk_and_flush_sync() -> Result<()> {
         let file = file_of(&m)?;
         m.flush_sync()?;
         assert!(!env.storage().exists(&file)?, "{name}: flush_sync before the gate writes nothing");
-        m.ensure_on_disk()?;
+        m.omp()?.ensure_on_disk()?;
         assert_on_disk(&m, &file)?;
         m.append_custom_entry("tick", None)?;
         m.flush_sync()?;
         assert_on_disk(&m, &file)?;
-        m.ensure_on_disk()?;
+        m.omp()?.ensure_on_disk()?;
         assert_on_disk(&m, &file)?;
     }
     Ok(())
@@ -242,7 +242,7 @@ fn omp_move_to_a_session_dir_and_additional_directories() -> Result<()> {
             ..NewSessionOptions::default()
         };
         let mut m = SessionManager::create_with(Dialect::Omp, "/w1", &root.join("s1"), opts, env.clone())?;
-        m.ensure_on_disk()?;
+        m.omp()?.ensure_on_disk()?;
         let new = m.move_to("/w2", Some(&root.join("s2")))?.ok_or("a file")?;
         assert!(new.starts_with(root.join("s2")), "{name}");
         let again = assert_on_disk(&m, &new)?;
@@ -315,7 +315,7 @@ fn omp_fork_continues_under_a_new_id_with_artifacts() -> Result<()> {
         let old_id = m.session_id().to_owned();
         env.storage().write(&old.with_extension("").join("sub/agent.md"), b"notes")?;
         let old_bytes = env.storage().read(&old)?;
-        let new = m.fork()?.ok_or("a file")?;
+        let new = m.omp()?.fork()?.ok_or("a file")?;
         assert_ne!(new, old);
         assert_eq!(env.storage().read(&old)?, old_bytes, "{name}: the old file is untouched");
         assert_eq!(env.storage().read(&new.with_extension("").join("sub/agent.md"))?, b"notes", "{name}");
@@ -329,19 +329,22 @@ fn omp_fork_continues_under_a_new_id_with_artifacts() -> Result<()> {
         m.append_custom_entry("on the fork", None)?;
         assert_on_disk(&m, &new)?;
         // A second fork keeps the inherited key.
-        m.fork()?;
+        m.omp()?.fork()?;
         assert_eq!(m.header().get_str("providerPromptCacheKey"), Some(old_id.as_str()));
     }
     let mut pi = SessionManager::in_memory(Dialect::Pi, "/p", Env::memory());
-    assert!(matches!(pi.fork(), Err(SessionError::WrongDialect { operation: "fork", dialect: Dialect::Pi })));
+    assert!(matches!(
+        pi.omp(),
+        Err(SessionError::WrongDialect { operation: "SessionManager::omp", dialect: Dialect::Pi })
+    ));
     Ok(())
 }
 
 #[test]
 fn omp_persist_copy_and_create_empty_session_file() -> Result<()> {
     for (name, tmp, env) in envs("copy") {
-        let m = started(&env, "/p")?;
-        let copy = m.persist_copy(Some(&tmp.path().join("copies")))?;
+        let mut m = started(&env, "/p")?;
+        let copy = m.omp()?.persist_copy(Some(&tmp.path().join("copies")))?;
         let again = SessionManager::open_read_only(Dialect::Omp, &copy, env.clone())?;
         assert_eq!(texts(again.as_manager()), texts(&m), "{name}");
         assert_ne!(again.session_id(), m.session_id(), "a fresh id");
@@ -421,7 +424,7 @@ fn atomic_batches_publish_all_or_nothing() -> Result<()> {
     for (name, _tmp, env) in envs("batch") {
         let mut m = started(&env, "/p")?;
         let file = file_of(&m)?;
-        let ids = m.append_entries_atomically(|m| {
+        let ids = m.omp()?.append_entries_atomically(|m| {
             let a = m.append_custom_entry("one", None)?;
             let b = m.append_custom_entry("two", None)?;
             Ok(vec![a, b])
@@ -430,7 +433,7 @@ fn atomic_batches_publish_all_or_nothing() -> Result<()> {
         assert!(ids.iter().all(|id| again.tree().get(id).is_some()), "{name}");
         let before = env.storage().read(&file)?;
         let leaf = m.tree().leaf_id().map(str::to_owned);
-        let failed: std::result::Result<(), SessionError> = m.append_entries_atomically(|m| {
+        let failed: std::result::Result<(), SessionError> = m.omp()?.append_entries_atomically(|m| {
             m.append_custom_entry("staged", None)?;
             m.set_session_name("Staged title", Some("user"))?;
             assert!(matches!(m.rewrite_entries(), Err(SessionError::InBatch)));
@@ -445,13 +448,13 @@ fn atomic_batches_publish_all_or_nothing() -> Result<()> {
         assert_eq!(String::from_utf8(after)?.lines().count(), String::from_utf8(before)?.lines().count());
         assert_on_disk(&m, &file)?;
         assert!(matches!(
-            m.append_entries_atomically(|m| m.append_entries_atomically(|_| Ok(()))),
+            m.omp()?.append_entries_atomically(|m| m.omp()?.append_entries_atomically(|_| Ok(()))),
             Err(SessionError::InBatch)
         ));
         assert_on_disk(&m, &file)?;
     }
     let mut pi = SessionManager::in_memory(Dialect::Pi, "/p", Env::memory());
-    assert!(matches!(pi.append_entries_atomically(|_| Ok(())), Err(SessionError::WrongDialect { .. })));
+    assert!(matches!(pi.omp(), Err(SessionError::WrongDialect { .. })), "atomic batches are omp's");
     Ok(())
 }
 
@@ -466,7 +469,7 @@ fn a_batch_whose_rewrite_fails_is_removed_again() -> Result<()> {
     let before = storage.read(&file)?;
     let count = m.tree().entries().len();
     faults.fail_next(Op::WriteTemp, 1);
-    let result = m.append_entries_atomically(|m| m.append_custom_entry("lost", None));
+    let result = m.omp()?.append_entries_atomically(|m| m.append_custom_entry("lost", None));
     assert!(result.is_err());
     assert_eq!(m.tree().entries().len(), count, "the staged entry is removed");
     assert!(m.persistence_error().is_none(), "the repair rewrite worked");
@@ -562,23 +565,15 @@ fn dialect_only_appends_refuse_the_other_dialect() -> Result<()> {
     let mut pi = SessionManager::create(Dialect::Pi, "/p", Path::new("/s"), env.clone())?;
     pi.append_message_json(user("q"))?;
     let mut omp = SessionManager::create(Dialect::Omp, "/p", Path::new("/s"), env)?;
-    omp.ensure_on_disk()?;
+    omp.omp()?.ensure_on_disk()?;
     let (pi_file, omp_file) = (file_of(&pi)?, file_of(&omp)?);
     let (pi_before, omp_before) = (storage.read(&pi_file)?, storage.read(&omp_file)?);
-    let wrong = |r: std::result::Result<String, SessionError>, dialect: Dialect| matches!(r, Err(SessionError::WrongDialect { dialect: d, .. }) if d == dialect);
-    assert!(wrong(pi.append_ttsr_injection(&["r".into()]), Dialect::Pi));
-    assert!(wrong(pi.append_model_change_omp("a/b", None, false), Dialect::Pi));
-    assert!(wrong(pi.append_service_tier_change(json!(null)), Dialect::Pi));
-    assert!(wrong(pi.append_mode_change("plan", None), Dialect::Pi));
-    assert!(wrong(pi.append_session_init(json!({})), Dialect::Pi));
-    assert!(wrong(pi.append_reset_boundary(), Dialect::Pi));
-    assert!(wrong(pi.append_credential_pin("p", "h"), Dialect::Pi));
-    assert!(wrong(pi.append_model_usage(json!({})), Dialect::Pi));
-    assert!(wrong(omp.append_usage("k", "p", "m", json!({}), None), Dialect::Omp));
-    assert!(wrong(omp.append_model_change_pi("p", "m"), Dialect::Omp));
-    assert!(wrong(omp.append_context_edit("x", json!(null)), Dialect::Omp));
-    let message = pi.append_ttsr_injection(&[]).err().map(|e| e.to_string()).unwrap_or_default();
-    assert_eq!(message, "append_ttsr_injection is not an operation of pi sessions");
+    // Each dialect's own operations are on its handle; the other dialect's session has
+    // none to give.
+    assert!(matches!(pi.omp(), Err(SessionError::WrongDialect { dialect: Dialect::Pi, .. })));
+    assert!(matches!(omp.pi(), Err(SessionError::WrongDialect { dialect: Dialect::Omp, .. })));
+    let message = pi.omp().err().map(|e| e.to_string()).unwrap_or_default();
+    assert_eq!(message, "SessionManager::omp is not an operation of pi sessions");
     assert_eq!(pi.tree().entries().len(), 1);
     assert_eq!(omp.tree().entries().len(), 0);
     assert_eq!((storage.read(&pi_file)?, storage.read(&omp_file)?), (pi_before, omp_before));
@@ -598,7 +593,7 @@ fn omp_transforms_are_on_with_the_agent_blob_dir() -> Result<()> {
         json!({"role": "user", "content": [{"type": "image", "data": data, "mimeType": "image/png"}], "timestamp": 1});
     for (transforms, env) in [(true, env.clone()), (false, env.clone().without_persistence_transforms())] {
         let mut m = SessionManager::create(Dialect::Omp, "/p", &tmp.path().join("s"), env.clone())?;
-        m.ensure_on_disk()?;
+        m.omp()?.ensure_on_disk()?;
         let id = m.append_message_json(image.clone())?;
         let text = fs_err::read_to_string(file_of(&m)?)?;
         assert_eq!(text.contains("blob:sha256:"), transforms, "{text}");
@@ -813,21 +808,21 @@ fn seal_refuses_later_writes_and_release_frees_the_entries() -> Result<()> {
 fn draft_only_session_is_removed_at_close() -> Result<()> {
     for (name, tmp, env) in envs("draft-gc") {
         let mut m = SessionManager::create(Dialect::Omp, "/p", &tmp.path().join("s"), env.clone())?;
-        m.append_model_change_omp("p/m", Some("default"), false)?;
+        m.omp()?.append_model_change("p/m", Some("default"), false)?;
         m.append_thinking_level_change(Some("high"), None)?;
         let file = file_of(&m)?;
         let art = session::store::artifacts_dir(&file).ok_or("artifacts dir")?;
         assert!(!env.storage().exists(&file)?, "{name}: metadata alone writes nothing");
-        m.save_draft("half a thought")?;
+        m.omp()?.save_draft("half a thought")?;
         assert_on_disk(&m, &file)?;
-        assert_eq!(env.storage().read(&art.join(session::DRAFT_FILE))?, b"half a thought");
-        assert!(env.storage().exists(&art.join(session::DRAFT_ONLY_MARKER))?, "{name}: marker");
-        m.save_draft("whole thought")?;
-        assert_eq!(m.consume_draft()?.as_deref(), Some("whole thought"));
-        assert_eq!(m.consume_draft()?, None, "{name}: consumed once");
+        assert_eq!(env.storage().read(&art.join("draft.txt"))?, b"half a thought");
+        assert!(env.storage().exists(&art.join(".draft-only-session"))?, "{name}: marker");
+        m.omp()?.save_draft("whole thought")?;
+        assert_eq!(m.omp()?.consume_draft()?.as_deref(), Some("whole thought"));
+        assert_eq!(m.omp()?.consume_draft()?, None, "{name}: consumed once");
         m.close()?;
         assert!(!env.storage().exists(&file)?, "{name}: the draft-only file is removed");
-        assert!(!env.storage().exists(&art.join(session::DRAFT_ONLY_MARKER))?, "{name}: with its artifacts");
+        assert!(!env.storage().exists(&art.join(".draft-only-session"))?, "{name}: with its artifacts");
     }
     Ok(())
 }
@@ -840,8 +835,8 @@ fn draft_only_session_is_kept_when_anything_else_holds_it() -> Result<()> {
         let dir = tmp.path().join("s");
         let draft_only = |env: &Env| -> Result<(SessionManager, PathBuf)> {
             let mut m = SessionManager::create(Dialect::Omp, "/p", &dir, env.clone())?;
-            m.append_mode_change("plan", None)?;
-            m.save_draft("d")?;
+            m.omp()?.append_mode_change("plan", None)?;
+            m.omp()?.save_draft("d")?;
             let file = file_of(&m)?;
             Ok((m, file))
         };
@@ -851,22 +846,22 @@ fn draft_only_session_is_kept_when_anything_else_holds_it() -> Result<()> {
         m.close()?;
         assert!(env.storage().exists(&file)?, "{name}: a session with its draft stays");
         let mut again = SessionManager::open(Dialect::Omp, &file, env.clone())?;
-        assert_eq!(again.consume_draft()?.as_deref(), Some("d"));
+        assert_eq!(again.omp()?.consume_draft()?.as_deref(), Some("d"));
         again.close()?;
         assert!(!env.storage().exists(&file)?, "{name}: the resumed draft-only session is removed");
 
         // A message after the draft: kept, and the marker goes.
         let (mut m, file) = draft_only(&env)?;
-        m.consume_draft()?;
+        m.omp()?.consume_draft()?;
         m.append_message_json(user("real"))?;
         m.close()?;
         let art = session::store::artifacts_dir(&file).ok_or("artifacts dir")?;
         assert!(env.storage().exists(&file)?, "{name}: a conversation keeps the file");
-        assert!(!env.storage().exists(&art.join(session::DRAFT_ONLY_MARKER))?, "{name}: marker cleared");
+        assert!(!env.storage().exists(&art.join(".draft-only-session"))?, "{name}: marker cleared");
 
         // Another writer appended a message this manager does not know of.
         let (mut m, file) = draft_only(&env)?;
-        m.consume_draft()?;
+        m.omp()?.consume_draft()?;
         let other = r#"{"type":"message","id":"0badc0de","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"other terminal","timestamp":1}}"#;
         env.storage().append(&file, format!("{other}\n").as_bytes())?;
         let on_disk = env.storage().read(&file)?;
@@ -875,7 +870,7 @@ fn draft_only_session_is_kept_when_anything_else_holds_it() -> Result<()> {
 
         // The session's lock is held elsewhere: nothing is deleted.
         let (mut m, file) = draft_only(&env)?;
-        m.consume_draft()?;
+        m.omp()?.consume_draft()?;
         let lock = env.storage().lock(&file, session::store::LockWait::NoWait)?;
         m.close()?;
         assert!(env.storage().exists(&file)?, "{name}: a locked session is not removed");
@@ -889,17 +884,16 @@ fn drafts_are_omp_only_and_need_a_file() -> Result<()> {
     let tmp = TempDir::new("draft-dialect");
     let env = file_env(tmp.path());
     let mut pi = SessionManager::create(Dialect::Pi, "/p", &tmp.path().join("s"), env.clone())?;
-    assert!(matches!(pi.save_draft("x"), Err(SessionError::WrongDialect { .. })));
-    assert!(matches!(pi.consume_draft(), Err(SessionError::WrongDialect { .. })));
+    assert!(matches!(pi.omp(), Err(SessionError::WrongDialect { .. })), "drafts are omp's");
     let mut mem = SessionManager::in_memory(Dialect::Omp, "/p", env.clone());
-    mem.save_draft("x")?;
-    assert_eq!(mem.consume_draft()?, None, "a session in memory keeps no draft");
+    mem.omp()?.save_draft("x")?;
+    assert_eq!(mem.omp()?.consume_draft()?, None, "a session in memory keeps no draft");
     // An empty draft deletes it, and leaves the session as it was.
     let mut m = started(&env, "/p")?;
     let file = file_of(&m)?;
-    m.save_draft("x")?;
-    m.save_draft("")?;
-    assert_eq!(m.consume_draft()?, None);
+    m.omp()?.save_draft("x")?;
+    m.omp()?.save_draft("")?;
+    assert_eq!(m.omp()?.consume_draft()?, None);
     m.close()?;
     assert!(env.storage().exists(&file)?, "a session with a conversation is never removed");
     Ok(())
@@ -958,15 +952,15 @@ fn move_to_another_file_system_copies_then_deletes() -> Result<()> {
 fn a_resumed_draft_session_survives_the_other_managers_cleanup() -> Result<()> {
     for (name, tmp, env) in envs("draft-race") {
         let mut a = SessionManager::create(Dialect::Omp, "/p", &tmp.path().join("s"), env.clone())?;
-        a.append_model_change_omp("p/m", None, false)?;
-        a.save_draft("to be continued")?;
+        a.omp()?.append_model_change("p/m", None, false)?;
+        a.omp()?.save_draft("to be continued")?;
         let file = file_of(&a)?;
         // Opened read-only, the session has no `consume_draft` (nor any write).
         drop(Session::open(Dialect::Omp, &file, env.clone())?);
         assert!(env.storage().exists(&file)?, "{name}: a read-only manager removes nothing");
 
         let mut b = SessionManager::open(Dialect::Omp, &file, env.clone())?;
-        assert_eq!(b.consume_draft()?.as_deref(), Some("to be continued"));
+        assert_eq!(b.omp()?.consume_draft()?.as_deref(), Some("to be continued"));
         a.close()?;
         assert!(!env.storage().exists(&file)?, "{name}: A's cleanup removed the draft-only file");
         b.append_message_json(user("continued in B"))?;

@@ -85,7 +85,7 @@ fn append(m: &mut SessionManager, kind: u8, i: usize) -> Result<String, session:
         1 => m.append_message_json(json!({"role": "assistant", "content": [{"type": "text", "text": format!("a{i}")}],
                                       "provider": "p", "model": "m", "timestamp": i})),
         2 => m.append_custom_entry("tick", Some(json!({"i": i}))),
-        _ => m.append_model_change_omp(&format!("p/m{i}"), None, false),
+        _ => m.omp()?.append_model_change(&format!("p/m{i}"), None, false),
     }
 }
 
@@ -102,7 +102,7 @@ fn run(env: Env, root: &Path, ops: &[Op]) -> Result<(), TestCaseError> {
     let storage = env.storage().clone();
     let mut m = SessionManager::create(Dialect::Omp, &cwd_of(root, 0), &dir_of(root, 0), env.clone())
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
-    m.ensure_on_disk().map_err(|e| TestCaseError::fail(e.to_string()))?;
+    m.omp()?.ensure_on_disk().map_err(|e| TestCaseError::fail(e.to_string()))?;
     let mut model = Model { file: m.session_file().map(Path::to_path_buf).unwrap_or_default(), ..Model::default() };
     for (i, op) in ops.iter().enumerate() {
         let fail = |e: session::SessionError| TestCaseError::fail(format!("step {i} {op:?}: {e}"));
@@ -139,7 +139,7 @@ fn run(env: Env, root: &Path, ops: &[Op]) -> Result<(), TestCaseError> {
             Op::Fork => {
                 let old = model.file.clone();
                 let old_bytes = storage.read(&old).ok();
-                let new = m.fork().map_err(fail)?.ok_or_else(|| TestCaseError::fail("no file"))?;
+                let new = m.omp()?.fork().map_err(fail)?.ok_or_else(|| TestCaseError::fail("no file"))?;
                 prop_assert_ne!(&new, &old);
                 prop_assert_eq!(storage.read(&old).ok(), old_bytes, "forking leaves the old file as it was");
                 model.file = new;
@@ -158,10 +158,11 @@ fn run(env: Env, root: &Path, ops: &[Op]) -> Result<(), TestCaseError> {
                 model.file = new;
             }
             Op::RewriteEntries => m.rewrite_entries().map_err(fail)?,
-            Op::EnsureOnDisk => m.ensure_on_disk().map_err(fail)?,
+            Op::EnsureOnDisk => m.omp()?.ensure_on_disk().map_err(fail)?,
             Op::FlushSync => m.flush_sync().map_err(fail)?,
             Op::Batch(n) => {
                 let ids = m
+                    .omp()?
                     .append_entries_atomically(|m| {
                         (0..*n).map(|j| append(m, j, i * 10 + usize::from(j))).collect::<Result<Vec<_>, _>>()
                     })

@@ -32,7 +32,7 @@ fn lines(path: &Path) -> Vec<String> {
 fn pi_writes_nothing_until_the_first_user_message() -> Result<()> {
     let tmp = TempDir::new("pi-lazy");
     let mut m = SessionManager::create(Dialect::Pi, "/home/u/proj", tmp.path(), env_in(tmp.path()))?;
-    m.append_model_change_pi("anthropic", "claude-sonnet-4-5")?;
+    m.pi()?.append_model_change("anthropic", "claude-sonnet-4-5")?;
     m.append_thinking_level_change(Some("high"), None)?;
     m.append_message_json(json!({"role": "system", "content": "you are x", "timestamp": 0}))?;
     let file = m.session_file().map(Path::to_path_buf).ok_or("a persisted session has a file path")?;
@@ -253,19 +253,19 @@ fn every_entry_type_round_trips_through_a_file() -> Result<()> {
         m.branch_with_summary(Some(&u), "left", None, Some(false), None)?;
         match dialect {
             Dialect::Pi => {
-                m.append_model_change_pi("openai", "gpt-5")?;
-                m.append_usage("cache_warm", "p", "m", json!({"input": 1}), Some("n"))?;
-                m.append_context_edit(&u, json!({"content": "edited"}))?;
+                m.pi()?.append_model_change("openai", "gpt-5")?;
+                m.pi()?.append_usage("cache_warm", "p", "m", json!({"input": 1}), Some("n"))?;
+                m.pi()?.append_context_edit(&u, json!({"content": "edited"}))?;
                 m.set_session_name("  a\nname ", None)?;
             }
             Dialect::Omp => {
-                m.append_model_change_omp("openai/gpt-5", Some("smol"), false)?;
-                m.append_service_tier_change(json!({"openai": "flex"}))?;
-                m.append_mode_change("plan", Some(json!({"planFile": "/tmp/p.md"})))?;
-                m.append_session_init(json!({"systemPrompt": "s", "task": "t", "tools": ["read"]}))?;
-                m.append_ttsr_injection(&["ruleA".to_owned()])?;
-                m.append_credential_pin("openai", "abc")?;
-                m.append_reset_boundary()?;
+                m.omp()?.append_model_change("openai/gpt-5", Some("smol"), false)?;
+                m.omp()?.append_service_tier_change(json!({"openai": "flex"}))?;
+                m.omp()?.append_mode_change("plan", Some(json!({"planFile": "/tmp/p.md"})))?;
+                m.omp()?.append_session_init(json!({"systemPrompt": "s", "task": "t", "tools": ["read"]}))?;
+                m.omp()?.append_ttsr_injection(&["ruleA".to_owned()])?;
+                m.omp()?.append_credential_pin("openai", "abc")?;
+                m.omp()?.append_reset_boundary()?;
                 m.set_session_name("Title", Some("user"))?;
             }
         }

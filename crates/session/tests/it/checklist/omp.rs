@@ -310,7 +310,7 @@ fn item_29_other_entry_types_join_the_chain_verbatim() -> Result<()> {
     let mut m = mem(OMP);
     let a = m.append_message_json(user("1"))?;
     let t = m.append_thinking_level_change(Some("high"), None)?;
-    let mc = m.append_model_change_omp("openai/gpt-4", None, false)?;
+    let mc = m.omp()?.append_model_change("openai/gpt-4", None, false)?;
     let c = m.append_compaction("sum", Some(&a), json!(10), session::CompactionOptions::default())?;
     let x = m.append_custom_entry("k", Some(json!({"v": 1})))?;
     let chain = [&a, &t, &mc, &c, &x];
@@ -458,7 +458,7 @@ fn item_41_fork_takes_a_new_uuidv7_and_points_at_its_parent() -> Result<()> {
     let file = m.session_file().ok_or("file")?.to_path_buf();
     fs_err::create_dir_all(file.with_extension(""))?;
     fs_err::write(file.with_extension("").join("0.read.log"), "log")?;
-    let new = m.fork()?.ok_or("a fork file")?;
+    let new = m.omp()?.fork()?.ok_or("a fork file")?;
     let v7 = |id: &str| id.len() == 36 && id.as_bytes()[14] == b'7';
     assert!(v7(m.session_id()) && m.session_id() != old, "{}", m.session_id());
     assert_eq!(m.header().get_str("parentSession"), Some(old.as_str()));

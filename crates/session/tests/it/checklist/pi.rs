@@ -492,7 +492,7 @@ fn item_48_thinking_level_change_is_chained() -> Result<()> {
 fn item_49_model_change_is_stored_and_chained() -> Result<()> {
     let mut m = mem(PI);
     let a = m.append_message_json(user("1"))?;
-    let c = m.append_model_change_pi("openai", "gpt-4")?;
+    let c = m.pi()?.append_model_change("openai", "gpt-4")?;
     let e = m.tree().get(&c).ok_or("model change")?;
     assert_eq!((e.get_str("provider"), e.get_str("modelId")), (Some("openai"), Some("gpt-4")));
     assert_eq!(e.parent_id(), Some(a.as_str()));
@@ -890,7 +890,7 @@ fn item_91_bad_custom_id_is_refused() -> Result<()> {
 fn item_94_no_file_before_the_first_user_message() -> Result<()> {
     let tmp = TempDir::new("pi-94");
     let mut m = SessionManager::create(PI, "/w", tmp.path(), Env::files())?;
-    m.append_model_change_pi("openai", "gpt-4")?;
+    m.pi()?.append_model_change("openai", "gpt-4")?;
     m.append_thinking_level_change(Some("high"), None)?;
     m.append_message_json(json!({"role": "system", "content": "s", "timestamp": 1}))?;
     let file = m.session_file().ok_or("a path")?.to_path_buf();
@@ -905,7 +905,7 @@ fn item_95_open_a_missing_path_creates_it_on_the_first_user_message() -> Result<
     let tmp = TempDir::new("pi-95");
     let file = tmp.path().join("later.jsonl");
     let mut m = SessionManager::open(PI, &file, Env::files())?;
-    m.append_model_change_pi("openai", "gpt-4")?;
+    m.pi()?.append_model_change("openai", "gpt-4")?;
     assert!(!file.exists());
     m.append_message_json(user("hi"))?;
     assert!(file.exists());
@@ -918,7 +918,7 @@ fn item_96_open_an_empty_file_appends_at_once() -> Result<()> {
     let file = tmp.path().join("empty.jsonl");
     fs_err::write(&file, "")?;
     let mut m = SessionManager::open(PI, &file, Env::files())?;
-    m.append_model_change_pi("openai", "gpt-4")?;
+    m.pi()?.append_model_change("openai", "gpt-4")?;
     assert_eq!(fs_err::read_to_string(&file)?.lines().count(), 2, "header and the model change");
     Ok(())
 }
@@ -986,9 +986,9 @@ fn item_104_empty_label_is_stored_and_clears() -> Result<()> {
 #[test]
 fn item_105_usage_note_only_when_truthy() -> Result<()> {
     let mut m = mem(PI);
-    let with = m.append_usage("k", "p", "m", json!({"input": 1}), Some("n"))?;
-    let empty = m.append_usage("k", "p", "m", json!({"input": 1}), Some(""))?;
-    let without = m.append_usage("k", "p", "m", json!({"input": 1}), None)?;
+    let with = m.pi()?.append_usage("k", "p", "m", json!({"input": 1}), Some("n"))?;
+    let empty = m.pi()?.append_usage("k", "p", "m", json!({"input": 1}), Some(""))?;
+    let without = m.pi()?.append_usage("k", "p", "m", json!({"input": 1}), None)?;
     let note = |id: &str| m.tree().get(id).and_then(|r| r.get("note")).cloned();
     assert_eq!((note(&with), note(&empty), note(&without)), (Some(json!("n")), None, None));
     Ok(())
@@ -1019,10 +1019,10 @@ fn item_109_context_edit_errors() -> Result<()> {
     let mut m = mem(PI);
     let a = m.append_message_json(user("1"))?;
     for bad in [json!("text"), json!({}), json!({"content": 5})] {
-        assert!(matches!(m.append_context_edit(&a, bad), Err(SessionError::InvalidContextEdit)));
+        assert!(matches!(m.pi()?.append_context_edit(&a, bad), Err(SessionError::InvalidContextEdit)));
     }
-    let mc = m.append_model_change_pi("openai", "gpt-4")?;
-    let err = m.append_context_edit(&mc, json!({"content": "x"})).err().ok_or("refused")?;
+    let mc = m.pi()?.append_model_change("openai", "gpt-4")?;
+    let err = m.pi()?.append_context_edit(&mc, json!({"content": "x"})).err().ok_or("refused")?;
     assert!(err.to_string().contains("does not contribute editable model content"), "{err}");
     Ok(())
 }
@@ -1032,8 +1032,8 @@ fn item_110_replacement_content_shapes() -> Result<()> {
     let mut m = mem(PI);
     let u = m.append_message_json(user("q"))?;
     let a = m.append_message_json(assistant("r"))?;
-    m.append_context_edit(&u, json!({"content": "edited q"}))?;
-    m.append_context_edit(&a, json!({"content": "edited r"}))?;
+    m.pi()?.append_context_edit(&u, json!({"content": "edited q"}))?;
+    m.pi()?.append_context_edit(&a, json!({"content": "edited r"}))?;
     let c = ctx(&m, Leaf::Current)?;
     assert_eq!(c["messages"][0]["content"], "edited q");
     assert_eq!(c["messages"][1]["content"], json!([{"type": "text", "text": "edited r"}]));
@@ -1046,7 +1046,7 @@ fn item_111_edits_apply_on_their_branch_only() -> Result<()> {
     let mut m = mem(PI);
     let u = m.append_message_json(user("q"))?;
     let a = m.append_message_json(assistant("r"))?;
-    m.append_context_edit(&a, Value::Null)?;
+    m.pi()?.append_context_edit(&a, Value::Null)?;
     assert_eq!(texts(&ctx(&m, Leaf::Current)?), ["user: q"], "null omits the message");
     assert!(m.tree().get(&a).is_some(), "the raw entry stays");
     m.branch(&a)?;
