@@ -479,7 +479,7 @@ fn rename(g: &Global, file: &Path, name: &str) -> Result<String> {
 
 /// Names the session (`rename`, and the picker's `r`): the new entry's id, `None` when
 /// omp refuses the name.
-pub(crate) fn set_name(g: &Global, file: &Path, name: &str) -> Result<Option<String>> {
+pub(crate) fn set_name(g: &Global, file: &Path, name: &str) -> Result<Option<session::EntryId>> {
     let mut m = open_for_writing(g, file)?;
     let id = m.set_session_name(name, Some("user"))?;
     m.close()?;

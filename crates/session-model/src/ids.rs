@@ -186,3 +186,114 @@ mod tests {
         assert_eq!(new_entry_id(Dialect::Omp, &mut rng, |_| true).len(), 16);
     }
 }
+
+/// The id of an entry, as an append returns it and as the tree is navigated by it.
+///
+/// New entries get 8 lowercase hex characters ([`new_entry_id`]); an id read from a file
+/// is whatever string it holds. It reads as a `&str` wherever one is taken (it
+/// dereferences to `str`), compares with strings, and serializes as a JSON string.
+///
+/// ```
+/// use session_model::ids::EntryId;
+///
+/// let id = EntryId::from("0a1b2c3d");
+/// assert_eq!(id, "0a1b2c3d");
+/// assert_eq!(id.len(), 8);
+/// assert_eq!(format!("{id}"), "0a1b2c3d");
+/// assert_eq!(serde_json::to_string(&id).unwrap(), r#""0a1b2c3d""#);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct EntryId(String);
+
+impl EntryId {
+    /// Returns the id as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Returns the id's string.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl std::ops::Deref for EntryId {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for EntryId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for EntryId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for EntryId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for EntryId {
+    fn from(id: String) -> EntryId {
+        EntryId(id)
+    }
+}
+
+impl From<&str> for EntryId {
+    fn from(id: &str) -> EntryId {
+        EntryId(id.to_owned())
+    }
+}
+
+impl From<EntryId> for String {
+    fn from(id: EntryId) -> String {
+        id.0
+    }
+}
+
+impl PartialEq<str> for EntryId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for EntryId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for EntryId {
+    fn eq(&self, other: &String) -> bool {
+        &self.0 == other
+    }
+}
+
+impl PartialEq<EntryId> for str {
+    fn eq(&self, other: &EntryId) -> bool {
+        self == other.0
+    }
+}
+
+impl PartialEq<EntryId> for &str {
+    fn eq(&self, other: &EntryId) -> bool {
+        *self == other.0
+    }
+}
+
+impl PartialEq<EntryId> for String {
+    fn eq(&self, other: &EntryId) -> bool {
+        *self == other.0
+    }
+}

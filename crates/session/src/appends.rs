@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use session_model::entries::{self, Base};
+use session_model::ids::EntryId;
 use session_model::{Dialect, EntryType, Record};
 
 use crate::{SessionError, SessionManager};
@@ -47,7 +48,7 @@ impl SessionManager {
 
     /// Appends a `thinking_level_change` (omp also records the user's `configured`
     /// selector; both are written as `null` when absent).
-    pub fn append_thinking_level_change(&mut self, level: Option<&str>, configured: Option<&str>) -> Result<String> {
+    pub fn append_thinking_level_change(&mut self, level: Option<&str>, configured: Option<&str>) -> Result<EntryId> {
         match self.dialect() {
             Dialect::Pi => {
                 let level = level.unwrap_or("off").to_owned();
@@ -58,7 +59,7 @@ impl SessionManager {
     }
 
     /// [`Pi::append_model_change`](crate::Pi::append_model_change) (the handle checked the dialect).
-    pub(crate) fn append_model_change_pi(&mut self, provider: &str, model_id: &str) -> Result<String> {
+    pub(crate) fn append_model_change_pi(&mut self, provider: &str, model_id: &str) -> Result<EntryId> {
         self.only(Dialect::Pi, "append_model_change_pi")?;
         self.append_with(|b| entries::pi::model_change(b, provider, model_id))
     }
@@ -69,7 +70,7 @@ impl SessionManager {
         model: &str,
         role: Option<&str>,
         is_fallback: bool,
-    ) -> Result<String> {
+    ) -> Result<EntryId> {
         self.only(Dialect::Omp, "append_model_change_omp")?;
         self.append_with(|b| entries::omp::model_change(b, model, role, is_fallback))
     }
@@ -82,7 +83,7 @@ impl SessionManager {
         model: &str,
         usage: Value,
         note: Option<&str>,
-    ) -> Result<String> {
+    ) -> Result<EntryId> {
         self.only(Dialect::Pi, "append_usage")?;
         self.append_with(|b| entries::pi::usage(b, kind, provider, model, usage, note))
     }
@@ -95,7 +96,7 @@ impl SessionManager {
         first_kept_entry_id: Option<&str>,
         tokens_before: Value,
         opts: CompactionOptions,
-    ) -> Result<String> {
+    ) -> Result<EntryId> {
         match self.dialect() {
             Dialect::Pi => {
                 let snapshot = self.system_snapshot();
@@ -154,7 +155,7 @@ impl SessionManager {
         display: bool,
         details: Option<Value>,
         attribution: Option<&str>,
-    ) -> Result<String> {
+    ) -> Result<EntryId> {
         match self.dialect() {
             Dialect::Pi => self.append_with(|b| entries::pi::custom_message(b, custom_type, content, display, details)),
             Dialect::Omp => self
@@ -166,7 +167,7 @@ impl SessionManager {
     /// trimmed; `""` clears). omp appends a `title_change`, updates the header title and
     /// the title slot, and returns `None` when the name is refused (empty after
     /// cleaning, or an automatic name over a user's).
-    pub fn set_session_name(&mut self, name: &str, source: Option<&str>) -> Result<Option<String>> {
+    pub fn set_session_name(&mut self, name: &str, source: Option<&str>) -> Result<Option<EntryId>> {
         self.writable()?;
         match self.dialect() {
             Dialect::Pi => {
@@ -202,7 +203,11 @@ impl SessionManager {
                 if in_place && let Err(e) = self.persist_title() {
                     // The entry is in the file: say so, or a retry would append it twice.
                     let path = self.session_file().map(Path::to_path_buf).unwrap_or_default();
-                    return Err(SessionError::TitleNotPersisted { path, entry_id: id, source: Box::new(e) });
+                    return Err(SessionError::TitleNotPersisted {
+                        path,
+                        entry_id: id.into_string(),
+                        source: Box::new(e),
+                    });
                 }
                 Ok(Some(id))
             }
@@ -210,12 +215,12 @@ impl SessionManager {
     }
 
     /// Appends a `label` on `target_id` (any entry, any branch; `None` or `""` clears).
-    pub fn set_label(&mut self, target_id: &str, label: Option<&str>) -> Result<String> {
+    pub fn set_label(&mut self, target_id: &str, label: Option<&str>) -> Result<EntryId> {
         self.append_label_change(target_id, label)
     }
 
     /// [`Pi::append_context_edit`](crate::Pi::append_context_edit) (the handle checked the dialect).
-    pub(crate) fn append_context_edit(&mut self, target_id: &str, replacement: Value) -> Result<String> {
+    pub(crate) fn append_context_edit(&mut self, target_id: &str, replacement: Value) -> Result<EntryId> {
         self.only(Dialect::Pi, "append_context_edit")?;
         let valid = match &replacement {
             Value::Null => true,
@@ -259,7 +264,7 @@ impl SessionManager {
         details: Option<Value>,
         from_hook: Option<bool>,
         usage: Option<Value>,
-    ) -> Result<String> {
+    ) -> Result<EntryId> {
         if let Some(id) = from
             && self.tree().get(id).is_none()
         {
@@ -284,43 +289,43 @@ impl SessionManager {
     }
 
     /// [`Omp::append_service_tier_change`](crate::Omp::append_service_tier_change) (the handle checked the dialect).
-    pub(crate) fn append_service_tier_change(&mut self, tier: Value) -> Result<String> {
+    pub(crate) fn append_service_tier_change(&mut self, tier: Value) -> Result<EntryId> {
         self.only(Dialect::Omp, "append_service_tier_change")?;
         self.append_with(|b| entries::omp::service_tier_change(b, tier))
     }
 
     /// [`Omp::append_mode_change`](crate::Omp::append_mode_change) (the handle checked the dialect).
-    pub(crate) fn append_mode_change(&mut self, mode: &str, data: Option<Value>) -> Result<String> {
+    pub(crate) fn append_mode_change(&mut self, mode: &str, data: Option<Value>) -> Result<EntryId> {
         self.only(Dialect::Omp, "append_mode_change")?;
         self.append_with(|b| entries::omp::mode_change(b, mode, data))
     }
 
     /// [`Omp::append_session_init`](crate::Omp::append_session_init) (the handle checked the dialect).
-    pub(crate) fn append_session_init(&mut self, init: Value) -> Result<String> {
+    pub(crate) fn append_session_init(&mut self, init: Value) -> Result<EntryId> {
         self.only(Dialect::Omp, "append_session_init")?;
         self.append_with(|b| entries::omp::session_init(b, init))
     }
 
     /// [`Omp::append_reset_boundary`](crate::Omp::append_reset_boundary) (the handle checked the dialect).
-    pub(crate) fn append_reset_boundary(&mut self) -> Result<String> {
+    pub(crate) fn append_reset_boundary(&mut self) -> Result<EntryId> {
         self.only(Dialect::Omp, "append_reset_boundary")?;
         self.append_with(entries::omp::reset_boundary)
     }
 
     /// [`Omp::append_ttsr_injection`](crate::Omp::append_ttsr_injection) (the handle checked the dialect).
-    pub(crate) fn append_ttsr_injection(&mut self, rules: &[String]) -> Result<String> {
+    pub(crate) fn append_ttsr_injection(&mut self, rules: &[String]) -> Result<EntryId> {
         self.only(Dialect::Omp, "append_ttsr_injection")?;
         self.append_with(|b| entries::omp::ttsr_injection(b, rules))
     }
 
     /// [`Omp::append_credential_pin`](crate::Omp::append_credential_pin) (the handle checked the dialect).
-    pub(crate) fn append_credential_pin(&mut self, provider: &str, hash: &str) -> Result<String> {
+    pub(crate) fn append_credential_pin(&mut self, provider: &str, hash: &str) -> Result<EntryId> {
         self.only(Dialect::Omp, "append_credential_pin")?;
         self.append_with(|b| entries::omp::credential_pin(b, provider, hash))
     }
 
     /// [`Omp::append_model_usage`](crate::Omp::append_model_usage) (the handle checked the dialect).
-    pub(crate) fn append_model_usage(&mut self, usage: Value) -> Result<String> {
+    pub(crate) fn append_model_usage(&mut self, usage: Value) -> Result<EntryId> {
         self.only(Dialect::Omp, "append_model_usage")?;
         self.append_with(|b| entries::omp::model_usage(b, usage))
     }

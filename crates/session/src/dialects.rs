@@ -3,6 +3,7 @@
 //! [`SessionError::WrongDialect`] on a session of the other agent, so a caller checks
 //! the dialect once instead of at every call.
 
+use session_model::ids::EntryId;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -63,7 +64,7 @@ pub struct Pi<'a>(&'a mut SessionManager);
 
 impl Pi<'_> {
     /// Appends pi's `model_change` (`provider`, `modelId`).
-    pub fn append_model_change(&mut self, provider: &str, model_id: &str) -> Result<String> {
+    pub fn append_model_change(&mut self, provider: &str, model_id: &str) -> Result<EntryId> {
         self.0.append_model_change_pi(provider, model_id)
     }
 
@@ -75,13 +76,13 @@ impl Pi<'_> {
         model: &str,
         usage: Value,
         note: Option<&str>,
-    ) -> Result<String> {
+    ) -> Result<EntryId> {
         self.0.append_usage(kind, provider, model, usage, note)
     }
 
     /// Appends pi's `context_edit`: replaces (`{content}`) or omits (`null`) the content
     /// of an earlier user, assistant, tool-result or custom message on the active branch.
-    pub fn append_context_edit(&mut self, target_id: &str, replacement: Value) -> Result<String> {
+    pub fn append_context_edit(&mut self, target_id: &str, replacement: Value) -> Result<EntryId> {
         self.0.append_context_edit(target_id, replacement)
     }
 }
@@ -92,42 +93,42 @@ pub struct Omp<'a>(&'a mut SessionManager);
 
 impl Omp<'_> {
     /// Appends omp's `model_change` (`model` = `provider/modelId`, optional role).
-    pub fn append_model_change(&mut self, model: &str, role: Option<&str>, is_fallback: bool) -> Result<String> {
+    pub fn append_model_change(&mut self, model: &str, role: Option<&str>, is_fallback: bool) -> Result<EntryId> {
         self.0.append_model_change_omp(model, role, is_fallback)
     }
 
     /// Appends omp's `service_tier_change` (a per-family map, or `null` to clear).
-    pub fn append_service_tier_change(&mut self, tier: Value) -> Result<String> {
+    pub fn append_service_tier_change(&mut self, tier: Value) -> Result<EntryId> {
         self.0.append_service_tier_change(tier)
     }
 
     /// Appends omp's `mode_change`.
-    pub fn append_mode_change(&mut self, mode: &str, data: Option<Value>) -> Result<String> {
+    pub fn append_mode_change(&mut self, mode: &str, data: Option<Value>) -> Result<EntryId> {
         self.0.append_mode_change(mode, data)
     }
 
     /// Appends omp's `session_init` (the caller's fields in their order).
-    pub fn append_session_init(&mut self, init: Value) -> Result<String> {
+    pub fn append_session_init(&mut self, init: Value) -> Result<EntryId> {
         self.0.append_session_init(init)
     }
 
     /// Appends omp's `reset_boundary` (`/clear`: the model sees only what follows).
-    pub fn append_reset_boundary(&mut self) -> Result<String> {
+    pub fn append_reset_boundary(&mut self) -> Result<EntryId> {
         self.0.append_reset_boundary()
     }
 
     /// Appends omp's `ttsr_injection`.
-    pub fn append_ttsr_injection(&mut self, rules: &[String]) -> Result<String> {
+    pub fn append_ttsr_injection(&mut self, rules: &[String]) -> Result<EntryId> {
         self.0.append_ttsr_injection(rules)
     }
 
     /// Appends omp's `credential_pin`.
-    pub fn append_credential_pin(&mut self, provider: &str, hash: &str) -> Result<String> {
+    pub fn append_credential_pin(&mut self, provider: &str, hash: &str) -> Result<EntryId> {
         self.0.append_credential_pin(provider, hash)
     }
 
     /// Appends omp's `model_usage` (usage of a side call; the caller's fields in order).
-    pub fn append_model_usage(&mut self, usage: Value) -> Result<String> {
+    pub fn append_model_usage(&mut self, usage: Value) -> Result<EntryId> {
         self.0.append_model_usage(usage)
     }
 

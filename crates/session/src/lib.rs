@@ -91,6 +91,7 @@ pub use session_discovery::{AgentDirs, Discovery, OmpHome, ProcessEnv, SessionIn
 pub use session_history as history;
 pub use session_migrate as migrate;
 pub use session_model as model;
+pub use session_model::ids::EntryId;
 pub use session_model::typed::{AssistantMessage, ContentBlock, Message, ToolResultMessage, UserMessage};
 pub use session_model::{Dialect, Parallelism, Record};
 pub use session_store as store;

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use session_model::entries::{self, Base};
+use session_model::ids::EntryId;
 use session_model::{Bodies, Diagnostic, Dialect, EntryType, HeaderCheck, Record, SLOT_BYTES, TitleSlot, ids};
 use session_store::{AppendWriter, ExpectedSize, FileStat, StoreError};
 use session_tree::SessionTree;
@@ -786,20 +787,20 @@ impl SessionManager {
     /// it works. A write conflict (the file changed under another writer) is returned and
     /// undoes the append in both dialects, and keeps failing: the session never clobbers
     /// the other writer's lines.
-    pub fn append_with(&mut self, build: impl FnOnce(&Base) -> Record) -> Result<String> {
+    pub fn append_with(&mut self, build: impl FnOnce(&Base) -> Record) -> Result<EntryId> {
         let base = self.next_base();
         let record = build(&base);
         self.append_record(record)?;
-        Ok(base.id)
+        Ok(base.id.into())
     }
 
     /// [`SessionManager::append_with`] that undoes the append and returns the error when
     /// its write fails, in both dialects (omp's renames rethrow).
-    pub(crate) fn append_with_strict(&mut self, build: impl FnOnce(&Base) -> Record) -> Result<String> {
+    pub(crate) fn append_with_strict(&mut self, build: impl FnOnce(&Base) -> Record) -> Result<EntryId> {
         let base = self.next_base();
         let record = build(&base);
         self.append_record_as(record, false)?;
-        Ok(base.id)
+        Ok(base.id.into())
     }
 
     fn append_record(&mut self, record: Record) -> Result<()> {
@@ -1161,7 +1162,7 @@ impl SessionManager {
     ///
     /// [`SessionError::Typed`] for an unknown message without a string `role`; else as
     /// every append (a refused or failed write).
-    pub fn append_message(&mut self, message: impl Into<session_model::typed::Message>) -> Result<String> {
+    pub fn append_message(&mut self, message: impl Into<session_model::typed::Message>) -> Result<EntryId> {
         let message = message.into();
         if let session_model::typed::Message::Unknown(v) = &message
             && !v.get("role").is_some_and(Value::is_string)
@@ -1191,17 +1192,17 @@ impl SessionManager {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn append_message_json(&mut self, message: Value) -> Result<String> {
+    pub fn append_message_json(&mut self, message: Value) -> Result<EntryId> {
         self.append_with(|b| entries::pi::message(b, message))
     }
 
     /// Appends a `custom` entry (extension state, never in the context).
-    pub fn append_custom_entry(&mut self, custom_type: &str, data: Option<Value>) -> Result<String> {
+    pub fn append_custom_entry(&mut self, custom_type: &str, data: Option<Value>) -> Result<EntryId> {
         self.append_with(|b| entries::pi::custom(b, custom_type, data))
     }
 
     /// Appends a `label` on `target_id` (`None` or `""` clears it).
-    pub fn append_label_change(&mut self, target_id: &str, label: Option<&str>) -> Result<String> {
+    pub fn append_label_change(&mut self, target_id: &str, label: Option<&str>) -> Result<EntryId> {
         if self.tree.get(target_id).is_none() {
             return Err(SessionError::EntryNotFound { id: target_id.to_owned() });
         }

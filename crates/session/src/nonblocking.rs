@@ -174,7 +174,7 @@ impl AsyncSession {
     pub async fn append_message(
         &self,
         message: impl Into<session_model::typed::Message>,
-    ) -> Result<String, SessionError> {
+    ) -> Result<session_model::ids::EntryId, SessionError> {
         let message = message.into();
         self.with(move |m| m.append_message(message)).await
     }
@@ -185,7 +185,7 @@ impl AsyncSession {
     /// # Errors
     ///
     /// As [`SessionManager::append_message_json`].
-    pub async fn append_message_json(&self, message: Value) -> Result<String, SessionError> {
+    pub async fn append_message_json(&self, message: Value) -> Result<session_model::ids::EntryId, SessionError> {
         self.with(move |m| m.append_message_json(message)).await
     }
 

@@ -143,7 +143,7 @@ fn branchy(dialect: Dialect, dir: &Path, env: Env) -> Result<(SessionManager, St
     m.branch(&a1)?;
     m.append_message_json(user("side question"))?;
     m.append_message_json(assistant("side answer"))?;
-    Ok((m, a2))
+    Ok((m, a2.into()))
 }
 
 fn file_of(m: &SessionManager) -> Result<String> {

@@ -234,7 +234,7 @@ fn append_one(rig: &Rig, m: &mut SessionManager, p: &mut Promises, s: usize, i: 
         promise.held(&id);
     }
     if kind == 3 && dialect == Dialect::Omp {
-        promise.texts.push((id, image_data(i)));
+        promise.texts.push((id.into(), image_data(i)));
     }
     Ok(Outcome::Acked)
 }
@@ -331,7 +331,7 @@ fn branchy_session(rig: &Rig, dialect: Dialect) -> Result<(PathBuf, String, Vec<
     let file = file_of(&m)?;
     m.close()?;
     make_durable(rig, &file)?;
-    Ok((file, a2.clone(), vec![u1, a1, u2, a2]))
+    Ok((file, a2.to_string(), vec![u1.into(), a1.into(), u2.into(), a2.into()]))
 }
 
 /// Rewrites a file atomically with its own bytes, so that a power loss keeps all of it.

@@ -212,7 +212,7 @@ fn large_session(dialect: Dialect, env: Env) -> Result<(SessionManager, String)>
         }
         let a = m.append_message_json(assistant(&format!("answer {i}")))?;
         if i == 600 {
-            fork_point = a;
+            fork_point = a.into();
         }
     }
     let last = m.tree().leaf_id().ok_or("leaf")?.to_owned();

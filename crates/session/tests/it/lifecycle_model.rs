@@ -79,7 +79,7 @@ impl Model {
     }
 }
 
-fn append(m: &mut SessionManager, kind: u8, i: usize) -> Result<String, session::SessionError> {
+fn append(m: &mut SessionManager, kind: u8, i: usize) -> Result<session::EntryId, session::SessionError> {
     match kind % 4 {
         0 => m.append_message_json(json!({"role": "user", "content": format!("q{i}"), "timestamp": i})),
         1 => m.append_message_json(json!({"role": "assistant", "content": [{"type": "text", "text": format!("a{i}")}],
@@ -109,12 +109,12 @@ fn run(env: Env, root: &Path, ops: &[Op]) -> Result<(), TestCaseError> {
         match op {
             Op::Append(kind) => {
                 let id = append(&mut m, *kind, i).map_err(fail)?;
-                model.push(id);
+                model.push(id.into());
             }
             Op::Rename(n) => {
                 let title = format!("title {n}");
                 if let Some(id) = m.set_session_name(&title, Some("user")).map_err(fail)? {
-                    model.push(id);
+                    model.push(id.into());
                     model.title = Some(title);
                 }
             }
@@ -168,7 +168,7 @@ fn run(env: Env, root: &Path, ops: &[Op]) -> Result<(), TestCaseError> {
                     })
                     .map_err(fail)?;
                 for id in ids {
-                    model.push(id);
+                    model.push(id.into());
                 }
             }
         }

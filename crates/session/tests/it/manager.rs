@@ -85,7 +85,7 @@ fn pi_repairs_a_torn_last_line_and_keeps_the_fragment() -> Result<()> {
     let id = m.append_custom_entry("after", None)?;
     m.flush()?;
     let text = fs_err::read_to_string(&file)?;
-    assert!(text.ends_with("}\n") && text.contains(&id), "the append lands on its own line");
+    assert!(text.ends_with("}\n") && text.contains(id.as_str()), "the append lands on its own line");
     Ok(())
 }
 

@@ -253,7 +253,7 @@ fn labelled() -> Result<(SessionManager, [String; 3])> {
     for (id, l) in [(&a, "l1"), (&b, "l2"), (&c, "l3")] {
         m.append_label_change(id, Some(l))?;
     }
-    Ok((m, [a, b, c]))
+    Ok((m, [a.into(), b.into(), c.into()]))
 }
 
 #[test]

@@ -353,7 +353,7 @@ fn labelled(d: Dialect) -> Result<(SessionManager, [String; 3])> {
     for (id, l) in [(&a, "l1"), (&b, "l2"), (&c, "l3")] {
         m.append_label_change(id, Some(l))?;
     }
-    Ok((m, [a, b, c]))
+    Ok((m, [a.into(), b.into(), c.into()]))
 }
 
 #[test]
@@ -605,7 +605,7 @@ fn branched(d: Dialect, n: usize) -> Result<(SessionManager, String)> {
         m.branch(&two)?;
         m.append_message_json(user(&format!("b{i}")))?;
     }
-    Ok((m, two))
+    Ok((m, two.into()))
 }
 
 #[test]
