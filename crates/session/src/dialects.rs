@@ -60,6 +60,15 @@ impl SessionManager {
 }
 
 /// The operations only pi's sessions have ([`SessionManager::pi`]).
+///
+/// An omp-only operation is not on it (E0599):
+///
+/// ```compile_fail,E0599
+/// use session::{Dialect, Env, SessionManager};
+///
+/// let mut m = SessionManager::in_memory(Dialect::Pi, "/work", Env::memory());
+/// m.pi().unwrap().ensure_on_disk();
+/// ```
 pub struct Pi<'a>(&'a mut SessionManager);
 
 impl Pi<'_> {
@@ -89,6 +98,22 @@ impl Pi<'_> {
 
 /// The operations only omp's sessions have ([`SessionManager::omp`]): omp's own entry
 /// types, its lifecycle (first write, atomic batches, forks, copies) and drafts.
+///
+/// A pi-only operation is not on it, nor on the manager (E0599):
+///
+/// ```compile_fail,E0599
+/// use session::{Dialect, Env, SessionManager};
+///
+/// let mut m = SessionManager::in_memory(Dialect::Omp, "/work", Env::memory());
+/// m.omp().unwrap().append_context_edit("0a1b2c3d", serde_json::json!(null));
+/// ```
+///
+/// ```compile_fail,E0599
+/// use session::{Dialect, Env, SessionManager};
+///
+/// let mut m = SessionManager::in_memory(Dialect::Omp, "/work", Env::memory());
+/// m.ensure_on_disk();
+/// ```
 pub struct Omp<'a>(&'a mut SessionManager);
 
 impl Omp<'_> {

@@ -37,6 +37,23 @@ type Result<T> = std::result::Result<T, SessionError>;
 /// # Ok(())
 /// # }
 /// ```
+///
+/// Writing through a `Session` does not compile: it has no such method (E0599), and
+/// it never lends the manager mutably.
+///
+/// ```compile_fail,E0599
+/// use session::{Dialect, Env, Session, UserMessage};
+///
+/// let mut session = Session::open(Dialect::Pi, "/s/a.jsonl".as_ref(), Env::memory()).unwrap();
+/// session.append_message(UserMessage::new("hi", 1.0));
+/// ```
+///
+/// ```compile_fail,E0596
+/// use session::{Dialect, Env, Session, UserMessage};
+///
+/// let session = Session::open(Dialect::Pi, "/s/a.jsonl".as_ref(), Env::memory()).unwrap();
+/// session.as_manager().append_message(UserMessage::new("hi", 1.0));
+/// ```
 pub struct Session {
     /// A manager opened read-only: every write through it would be refused, and none is
     /// reachable from here.
