@@ -94,3 +94,8 @@ pub use paths::{
     hashed_bucket_name, legacy_absolute_bucket, omp_scope, resolve, session_file_name, session_id_from_file_name,
 };
 pub use session_model::Dialect;
+
+// The README's example runs as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -94,3 +94,8 @@ pub use store::{
     HistoryScope, HistoryStore, MAX_LIMIT, Opened, SessionRecap, history_db_path,
 };
 pub use text::{MAX_QUERY_WORDS, QueryWords, normalize_prompt, query_words, tokenize};
+
+// The README's example runs as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

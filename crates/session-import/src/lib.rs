@@ -312,3 +312,8 @@ pub(crate) fn objects(bytes: &[u8]) -> (Vec<Numbered>, Vec<Diagnostic>) {
 pub(crate) fn line_count(bytes: &[u8]) -> usize {
     bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count()
 }
+
+// The README's example runs as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -388,3 +388,8 @@ mod tests {
         assert_eq!(out[3], r#"{"type":"custom","id":"id000002","parentId":"id000001"}"#);
     }
 }
+
+// The README's example runs as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -191,3 +191,8 @@ pub fn decode_utf8_lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
 pub fn js_trim(s: &str) -> &str {
     s.trim_matches(js_whitespace)
 }
+
+// The README's example runs as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -137,3 +137,8 @@ pub use storage::{DEFAULT_TABLE, PostgresOptions, PostgresStorage};
 
 #[cfg(doc)]
 use session_store::{ExpectedSize, Storage, StoreError};
+
+// The README's example runs as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

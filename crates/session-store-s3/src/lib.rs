@@ -125,3 +125,8 @@ pub use storage::{DEFAULT_LOCK_TTL, GC_MIN_AGE, GcReport, MAX_SEGMENTS, S3Storag
 
 #[cfg(doc)]
 use session_store::{Storage, StoreError};
+
+// The README's example runs as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

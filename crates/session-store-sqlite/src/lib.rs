@@ -96,3 +96,8 @@ pub use storage::{SqliteOptions, SqliteStorage};
 
 #[cfg(doc)]
 use session_store::Storage;
+
+// The README's example runs as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

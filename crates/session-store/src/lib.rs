@@ -102,3 +102,8 @@ pub use storage::{
     AppendWriter, Change, DirEntry, Durability, EntryKind, ExpectedSize, FileIdentity, FileStat, LockWait, Note,
     PollWatch, SessionLock, Storage, Watch, artifacts_dir, grow, is_backup_of, is_plain_name, slice_windows,
 };
+
+// The README's example runs as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

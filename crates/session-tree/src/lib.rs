@@ -56,3 +56,8 @@ mod tree;
 
 pub use session_model::{Dialect, Record};
 pub use tree::{Leaf, SessionTree, TreeDiagnostic, TreeError, TreeNode, tree_to_json};
+
+// The README's example runs as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
