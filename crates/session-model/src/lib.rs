@@ -48,7 +48,9 @@
 pub mod entries;
 pub mod idhash;
 pub mod ids;
+mod js;
 pub mod json;
+mod lenient;
 mod parse;
 mod record;
 pub mod scan;

@@ -18,7 +18,14 @@
 
 use wide::u8x16;
 
-use crate::scan::ScanError;
+/// Why a text is not one JSON value (the scanner's error, [`crate::scan::ScanError`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScanError {
+    /// The text ended inside a value.
+    Incomplete,
+    /// The text breaks the grammar.
+    Syntax,
+}
 
 /// Finds the end of the string that opens at a given quote.
 pub(crate) trait StringEnds {
@@ -212,7 +219,7 @@ impl<const CHECK: bool> Marks<CHECK> {
 impl<const CHECK: bool> StringEnds for Marks<CHECK> {
     #[inline]
     fn number(&mut self, tok: &[u8]) {
-        if self.numbers_plain && !crate::json::number_plain(tok) {
+        if self.numbers_plain && !crate::js::number_plain(tok) {
             self.numbers_plain = false;
         }
     }
