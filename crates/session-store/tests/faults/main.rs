@@ -4,6 +4,7 @@
 //! leaves the file as it was, and the first writer error is latched.
 
 use session_testkit::TempDir;
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use session_store::{
@@ -53,7 +54,7 @@ fn full_disk_during_rewrite_keeps_the_good_file() -> TestResult {
 fn failing_rename_keeps_the_good_file() -> TestResult {
     let (dir, path, s, faults) = file_setup()?;
     faults.fail_renames(1);
-    assert!(s.write_atomic(&path, &big_body(), ExpectedSize::Any).is_err());
+    assert!(fails_with_io(s.write_atomic(&path, &big_body(), ExpectedSize::Any), Op::Rename, ErrorKind::Other));
     assert_eq!(s.read(&path)?, GOOD);
     assert!(strays(dir.path()).is_empty(), "{:?}", strays(dir.path()));
     // The next attempt works.
@@ -105,8 +106,8 @@ fn full_disk_during_append_cuts_back_and_latches() -> TestResult {
     faults.clear();
     let again = w.append(b"{\"n\":3}\n");
     assert_eq!(again.as_ref().err().map(ToString::to_string), err.as_ref().err().map(ToString::to_string));
-    assert!(w.flush().is_err() && w.error().is_some());
-    assert!(w.close().is_err());
+    assert!(fails_with_io(w.flush(), Op::Append, ErrorKind::StorageFull) && w.error().is_some());
+    assert!(fails_with_io(w.close(), Op::Append, ErrorKind::StorageFull));
     assert_eq!(s.read(&path)?, before);
     // The size token from before the failure is still right, so a full rewrite goes through.
     s.write_atomic(&path, b"rewritten\n", ExpectedSize::Bytes(before.len() as u64))?;
@@ -122,7 +123,7 @@ fn short_write_is_cut_back() -> TestResult {
     assert_eq!(s.read(&path)?, GOOD);
     let mut w = s.open_writer(&path, Durability::Flush)?;
     faults.short_write_next(1);
-    assert!(w.append(b"{\"torn\":true}\n").is_err());
+    assert!(fails_with_io(w.append(b"{\"torn\":true}\n"), Op::Append, ErrorKind::WriteZero));
     assert_eq!(s.read(&path)?, GOOD);
     Ok(())
 }
@@ -146,8 +147,8 @@ fn failing_flush_sync_is_latched() -> TestResult {
     let mut w = s.open_writer(&path, Durability::Flush)?;
     w.append(b"{\"ok\":1}\n")?;
     faults.fail_syncs(1);
-    assert!(w.flush().is_err());
-    assert!(w.append(b"{\"ok\":2}\n").is_err(), "latched");
+    assert!(fails_with_io(w.flush(), Op::SyncData, ErrorKind::Other));
+    assert!(fails_with_io(w.append(b"{\"ok\":2}\n"), Op::SyncData, ErrorKind::Other), "latched");
     Ok(())
 }
 
@@ -159,19 +160,19 @@ fn wrapper_models_each_contract_on_failure() -> TestResult {
     s.write_atomic(p, GOOD, ExpectedSize::Missing)?;
 
     faults.disk_full_after(10);
-    assert!(s.write_atomic(p, &big_body(), ExpectedSize::Any).is_err());
+    assert!(fails_with_io(s.write_atomic(p, &big_body(), ExpectedSize::Any), Op::WriteTemp, ErrorKind::StorageFull));
     assert_eq!(s.read(p)?, GOOD, "atomic replace leaves the old file");
 
     faults.disk_full_after(0);
-    assert!(s.append(p, b"line\n").is_err());
+    assert!(fails_with_io(s.append(p, b"line\n"), Op::Append, ErrorKind::StorageFull));
     let mut w = s.open_writer(p, Durability::Fsync)?;
-    assert!(w.append(b"line\n").is_err());
-    assert!(w.append(b"line\n").is_err(), "latched");
+    assert!(fails_with_io(w.append(b"line\n"), Op::Append, ErrorKind::StorageFull));
+    assert!(fails_with_io(w.append(b"line\n"), Op::Append, ErrorKind::StorageFull), "latched");
     assert_eq!(s.read(p)?, GOOD, "failed appends leave nothing");
 
     // pi's plain truncate-and-write is not atomic: a full disk leaves a prefix.
     faults.disk_full_after(4);
-    assert!(s.write(p, GOOD).is_err());
+    assert!(fails_with_io(s.write(p, GOOD), Op::Write, ErrorKind::StorageFull));
     assert_eq!(s.read(p)?, &GOOD[..4]);
 
     faults.clear();
@@ -238,15 +239,15 @@ fn a_crash_freezes_the_storage_as_the_death_left_it() -> TestResult {
     assert!(matches!(err, Err(StoreError::Injected { op: Op::SyncData, .. })), "{err:?}");
     assert_eq!(faults.crashed().map(|b| b.op), Some(Op::SyncData));
     // Dead: every later call fails, reads included, and nothing reaches the inner storage.
-    assert!(s.read(p).is_err());
-    assert!(s.append(p, b"more\n").is_err());
-    assert!(s.truncate(p, 0).is_err());
+    assert!(fails_injected(s.read(p), Op::Read));
+    assert!(fails_injected(s.append(p, b"more\n"), Op::Append));
+    assert!(fails_injected(s.truncate(p, 0), Op::Truncate));
     assert_eq!(s.inner().read(p)?, GOOD);
     faults.clear();
     assert_eq!(s.read(p)?, GOOD, "cleared: alive again");
     // Die after the rename, at the directory sync: the new file is in place.
     faults.crash_at(4, CrashKind::Before);
-    assert!(s.write_atomic(p, b"new\n", ExpectedSize::Any).is_err());
+    assert!(fails_not_durable(s.write_atomic(p, b"new\n", ExpectedSize::Any), Op::SyncDir));
     assert_eq!(s.inner().read(p)?, b"new\n");
     Ok(())
 }
@@ -260,18 +261,18 @@ fn a_torn_crash_leaves_half_a_line_that_nobody_rolls_back_or_syncs() -> TestResu
     let mut w = s.open_writer(p, Durability::Flush)?;
     let line = b"{\"n\":1,\"pad\":\"xxxxxxxx\"}\n";
     faults.crash_at(1, CrashKind::Torn);
-    assert!(w.append(line).is_err());
+    assert!(fails_injected(w.append(line), Op::Append));
     let mut expected = GOOD.to_vec();
     expected.extend_from_slice(&line[..line.len() / 2]);
     assert_eq!(s.inner().read(p)?, expected, "half the line, not rolled back");
-    assert!(w.close().is_err(), "a dead writer does not close");
+    assert!(fails_injected(w.close(), Op::Append), "a dead writer does not close");
     assert_eq!(s.inner().synced_len(p), Some(GOOD.len()), "nor sync");
     s.inner().power_loss();
     assert_eq!(s.inner().read(p)?, GOOD);
 
     // A Before crash of a plain write has no effect at all (no truncation).
     faults.crash_at(1, CrashKind::Before);
-    assert!(s.write(p, b"other\n").is_err());
+    assert!(fails_injected(s.write(p, b"other\n"), Op::Write));
     assert_eq!(s.inner().read(p)?, GOOD);
     Ok(())
 }
@@ -291,7 +292,7 @@ fn the_crash_hook_sees_the_files_of_the_moment_and_the_error_path_cleans_up() ->
     s.write_atomic(&path, b"v2\n", ExpectedSize::Bytes(GOOD.len() as u64))?;
     let rename = faults.boundaries().iter().position(|b| b.op == Op::Rename).ok_or("no rename boundary")?;
     faults.crash_at(rename + 1, CrashKind::Before);
-    assert!(s.write_atomic(&path, b"v3\n", ExpectedSize::Bytes(3)).is_err());
+    assert!(fails_injected(s.write_atomic(&path, b"v3\n", ExpectedSize::Bytes(3)), Op::Rename));
     assert_eq!(*seen.lock().unwrap_or_else(|p| p.into_inner()), [(Op::Rename, 1)], "the temporary file at death");
     assert_eq!(fs_err::read(&path)?, b"v2\n");
     assert!(strays(dir.path()).is_empty(), "the error path removed it: {:?}", strays(dir.path()));
@@ -309,7 +310,7 @@ fn blob_puts_obey_the_fault_plan() -> TestResult {
     assert_eq!(ops(&faults.boundaries()), [Op::WriteTemp, Op::SyncData, Op::Rename, Op::SyncDir, Op::Link]);
     let other = vec![8u8; 3000];
     faults.crash_at(3, CrashKind::Before);
-    assert!(store.put(&other, None).is_err());
+    assert!(fails_injected(store.put(&other, None), Op::Rename));
     assert_eq!(store.get(&BlobRef::for_bytes(&other))?, None, "no blob before its rename");
     faults.clear();
     assert_eq!(store.get(&blob)?, Some(bytes));
@@ -330,7 +331,7 @@ fn a_transient_fault_fails_one_boundary_and_the_process_lives_on() -> TestResult
     assert_eq!(faults.failed().map(|b| b.op), Some(Op::Append));
     assert!(faults.crashed().is_none(), "not a death");
     assert_eq!(s.read(p)?, GOOD, "a failed append stores nothing");
-    assert!(w.append(b"{\"n\":2}\n").is_err(), "the writer latched its error");
+    assert!(fails_injected(w.append(b"{\"n\":2}\n"), Op::Append), "the writer latched its error");
     s.append(p, b"{\"n\":3}\n")?;
     assert!(s.read(p)?.ends_with(b"{\"n\":3}\n"), "later calls work");
     Ok(())
@@ -371,4 +372,33 @@ fn move_dir_undoes_a_rename_whose_directory_sync_fails() -> TestResult {
     assert_eq!(s.read(&from.join("a.log"))?, b"a");
     assert!(!s.exists(&to.join("a.log"))?);
     Ok(())
+}
+
+/// Whether `r` failed with an IO error of `op` whose kind is `kind` (printing what it was
+/// otherwise).
+fn fails_with_io<T: std::fmt::Debug>(r: Result<T, StoreError>, op: Op, kind: ErrorKind) -> bool {
+    let ok = matches!(&r, Err(StoreError::Io { op: o, source, .. }) if *o == op && source.kind() == kind);
+    if !ok {
+        eprintln!("expected an IO error of {op:?} ({kind:?}), got {r:?}");
+    }
+    ok
+}
+
+/// Whether `r` failed with the fault injected into `op` (printing what it was otherwise).
+fn fails_injected<T: std::fmt::Debug>(r: Result<T, StoreError>, op: Op) -> bool {
+    let ok = matches!(&r, Err(StoreError::Injected { op: o, .. }) if *o == op);
+    if !ok {
+        eprintln!("expected the fault injected into {op:?}, got {r:?}");
+    }
+    ok
+}
+
+/// Whether `r` landed but is not durable because of the fault injected into `op`.
+fn fails_not_durable<T: std::fmt::Debug>(r: Result<T, StoreError>, op: Op) -> bool {
+    let ok = matches!(&r, Err(StoreError::NotDurable { source, .. })
+        if matches!(**source, StoreError::Injected { op: o, .. } if o == op));
+    if !ok {
+        eprintln!("expected a write that landed without {op:?}, got {r:?}");
+    }
+    ok
 }

@@ -3,12 +3,13 @@
 //! error, roll its in-memory state back, and never leave a half-written file in place
 //! of a good one.
 
+use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::json;
-use session::store::{Durability, FaultStorage, Faults, MemoryStorage, Op, Storage};
-use session::{Dialect, Env, SessionManager};
+use session::store::{Durability, FaultStorage, Faults, MemoryStorage, Op, Storage, StoreError};
+use session::{Dialect, Env, SessionError, SessionManager};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -41,14 +42,14 @@ fn pi_failed_append_rolls_back_and_stays_failed() -> Result<()> {
     let file = m.session_file().ok_or("file")?.to_path_buf();
     let before = read(storage.as_ref(), &file)?;
     faults.fail_next(Op::Append, 1);
-    assert!(m.append_custom_entry("x", None).is_err());
+    assert!(fails_injected(m.append_custom_entry("x", None), Op::Append));
     assert_eq!(m.tree().leaf_id(), Some(a.as_str()), "the leaf is restored");
     assert_eq!(m.tree().entries().len(), 2, "the entry is rolled back");
     assert_eq!(read(storage.as_ref(), &file)?, before, "nothing half-written");
     // The first error is latched: later writes report it instead of writing past a gap.
     faults.clear();
-    assert!(m.append_custom_entry("y", None).is_err());
-    assert!(m.flush().is_err());
+    assert!(fails_injected(m.append_custom_entry("y", None), Op::Append));
+    assert!(fails_injected(m.flush(), Op::Append));
     drop(m);
     let again = SessionManager::open(Dialect::Pi, &file, env)?;
     assert_eq!(again.tree().entries().len(), 2);
@@ -63,7 +64,7 @@ fn pi_full_disk_on_the_first_write_leaves_no_file() -> Result<()> {
     m.append_thinking_level_change(Some("high"), None)?;
     let file = m.session_file().ok_or("file")?.to_path_buf();
     faults.disk_full_after(20);
-    assert!(m.append_message_json(user("hi")).is_err());
+    assert!(fails_with_io(m.append_message_json(user("hi")), Op::WriteTemp, ErrorKind::StorageFull));
     assert!(!storage.exists(&file)?, "no partial file that would block the next first write");
     assert_eq!(m.tree().entries().len(), 1);
     faults.clear();
@@ -92,7 +93,7 @@ fn omp_failed_rewrite_keeps_the_old_file_and_heals() -> Result<()> {
     assert_eq!(read(storage.as_ref(), file)?, V1, "the old file is untouched");
     assert_eq!(m.tree().entries().len(), 2, "the entry is kept in memory");
     assert!(m.persistence_error().is_some(), "the failure is latched");
-    assert!(m.flush().is_err(), "the failure is reported until a write succeeds");
+    assert!(fails_with_io(m.flush(), Op::Rename, ErrorKind::Other), "the failure is reported until a write succeeds");
     faults.clear();
     m.append_custom_entry("y", None)?;
     m.flush()?;
@@ -149,7 +150,7 @@ fn fsync_failure_in_fsync_mode_is_an_error_and_rolls_back() -> Result<()> {
     let file = m.session_file().ok_or("file")?.to_path_buf();
     let before = read(storage.as_ref(), &file)?;
     faults.fail_syncs(1);
-    assert!(m.append_custom_entry("x", None).is_err());
+    assert!(fails_with_io(m.append_custom_entry("x", None), Op::SyncData, ErrorKind::Other));
     assert_eq!(m.tree().entries().len(), 2);
     assert_eq!(read(storage.as_ref(), &file)?, before, "an unsynced line is not left behind");
     Ok(())
@@ -161,11 +162,15 @@ fn unreadable_files_are_never_overwritten() -> Result<()> {
     let file = Path::new("/s/bad.jsonl");
     storage.write(file, b"not a session\n")?;
     for dialect in [Dialect::Pi, Dialect::Omp] {
-        assert!(SessionManager::open(dialect, file, env.clone()).is_err());
+        let opened = SessionManager::open(dialect, file, env.clone()).err();
+        match dialect {
+            Dialect::Pi => assert!(matches!(opened, Some(SessionError::InvalidPiSession { .. })), "{opened:?}"),
+            _ => assert!(matches!(opened, Some(SessionError::CannotResume { .. })), "{opened:?}"),
+        }
         // pi refuses to fork it; omp forks it as a new, empty session (as omp 18.3.4).
         let forked = SessionManager::fork_from(dialect, file, "/x", Path::new("/out"), env.clone());
         match dialect {
-            Dialect::Pi => assert!(forked.is_err()),
+            Dialect::Pi => assert!(matches!(forked, Err(SessionError::ForkSourceInvalid { .. }))),
             _ => assert!(forked.is_ok_and(|m| m.tree().entries().is_empty())),
         }
         assert_eq!(read(storage.as_ref(), file)?, "not a session\n");
@@ -245,7 +250,11 @@ fn a_failed_large_branch_leaves_no_file() -> Result<()> {
         let (mut m, last) = large_session(dialect, env)?;
         let before = storage.list(Path::new("/s"))?;
         faults.disk_full_after(100_000);
-        assert!(m.create_branched_session(&last).is_err(), "{}: the full disk is reported", dialect.name());
+        assert!(
+            fails_with_io(m.create_branched_session(&last), Op::WriteTemp, ErrorKind::StorageFull),
+            "{}: the full disk is reported",
+            dialect.name()
+        );
         faults.clear();
         assert_eq!(storage.list(Path::new("/s"))?, before, "no partial file beside the session");
     }
@@ -284,8 +293,27 @@ fn omp_failed_rename_keeps_the_old_title() -> Result<()> {
     m.append_message_json(assistant("a"))?;
     m.set_session_name("Old", Some("user"))?;
     faults.fail_next(Op::Append, 1);
-    assert!(m.set_session_name("New", Some("user")).is_err());
+    assert!(fails_injected(m.set_session_name("New", Some("user")), Op::Append));
     assert_eq!(m.session_name().as_deref(), Some("Old"));
     assert_eq!(m.tree().entries().len(), 3, "the failed title change is rolled back");
     Ok(())
+}
+
+/// Whether `r` failed with the storage's IO error of `op` whose kind is `kind`
+/// (printing what it was otherwise).
+fn fails_with_io<T>(r: std::result::Result<T, SessionError>, op: Op, kind: ErrorKind) -> bool {
+    let ok = matches!(&r, Err(SessionError::Store(StoreError::Io { op: o, source, .. })) if *o == op && source.kind() == kind);
+    if let (false, Err(e)) = (ok, &r) {
+        eprintln!("expected an IO error of {op:?} ({kind:?}), got {e:?}");
+    }
+    ok
+}
+
+/// Whether `r` failed with the fault injected into `op` (printing what it was otherwise).
+fn fails_injected<T>(r: std::result::Result<T, SessionError>, op: Op) -> bool {
+    let ok = matches!(&r, Err(SessionError::Store(StoreError::Injected { op: o, .. })) if *o == op);
+    if let (false, Err(e)) = (ok, &r) {
+        eprintln!("expected the fault injected into {op:?}, got {e:?}");
+    }
+    ok
 }
