@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::json;
 use session::discovery::{AgentDirs, OmpHome, ProcessEnv, read_breadcrumb};
 use session::model::{Dialect, Record};
-use session::store::{FaultStorage, Faults, FileStorage, MemoryStorage, Op, Storage};
+use session::store::{FaultStorage, Faults, FileStorage, MemoryStorage, Op, Storage, StoreError};
 use session::{Env, ForkOptions, NewSessionOptions, Session, SessionError, SessionManager};
 
 use session_testkit::TempDir;
@@ -131,7 +131,7 @@ fn pi_new_session_stays_lazy() -> Result<()> {
         m.flush_sync()?;
         assert_on_disk(&m, &file)?;
         assert!(matches!(m.omp(), Err(SessionError::WrongDialect { .. })), "ensure_on_disk is omp's");
-        assert!(m.new_session(NewSessionOptions::with_id("bad id")).is_err());
+        assert!(matches!(m.new_session(NewSessionOptions::with_id("bad id")), Err(SessionError::InvalidSessionId(_))));
     }
     Ok(())
 }
@@ -263,7 +263,10 @@ fn omp_move_to_rolls_back_when_the_rewrite_fails() -> Result<()> {
     let before = storage.read(&old)?;
     let header = m.header().text().to_owned();
     faults.fail_next(Op::WriteTemp, 1);
-    assert!(m.move_to("/b", Some(Path::new("/elsewhere"))).is_err());
+    assert!(matches!(
+        m.move_to("/b", Some(Path::new("/elsewhere"))),
+        Err(SessionError::Store(StoreError::Injected { op: Op::WriteTemp, .. }))
+    ));
     assert_eq!(storage.read(&old)?, before, "the journal is back, unchanged");
     assert_eq!(storage.read(&old.with_extension("").join("x.log"))?, b"x", "the artifacts are back");
     assert!(!storage.exists(&Path::new("/elsewhere").join(old.file_name().ok_or("name")?))?);
@@ -412,7 +415,11 @@ fn set_session_file_switches_and_loads() -> Result<()> {
             assert_on_disk(&m, &one)?;
             let garbage = dir.join("garbage.jsonl");
             env.storage().write(&garbage, b"garbage\n")?;
-            assert!(m.set_session_file(&garbage).is_err());
+            assert!(match (dialect, m.set_session_file(&garbage)) {
+                (Dialect::Pi, Err(SessionError::InvalidPiSession { .. }))
+                | (Dialect::Omp, Err(SessionError::CannotResume { .. })) => true,
+                (_, other) => panic!("{dialect:?}: {:?}", other.err()),
+            });
             assert_eq!(m.session_file(), Some(one.as_path()), "unchanged after an error");
         }
     }
@@ -440,7 +447,7 @@ fn atomic_batches_publish_all_or_nothing() -> Result<()> {
             assert!(matches!(m.flush_sync(), Err(SessionError::InBatch)));
             Err(SessionError::EntryNotFound { id: "x".into() })
         });
-        assert!(failed.is_err());
+        assert!(matches!(failed, Err(SessionError::EntryNotFound { .. })));
         assert_eq!(m.session_name(), None, "{name}: the staged title is undone");
         assert_eq!(m.tree().leaf_id().map(str::to_owned), leaf, "{name}: the leaf is restored");
         assert!(!texts(&m).iter().any(|t| t.contains("staged")));
@@ -470,7 +477,7 @@ fn a_batch_whose_rewrite_fails_is_removed_again() -> Result<()> {
     let count = m.tree().entries().len();
     faults.fail_next(Op::WriteTemp, 1);
     let result = m.omp()?.append_entries_atomically(|m| m.append_custom_entry("lost", None));
-    assert!(result.is_err());
+    assert!(matches!(result, Err(SessionError::Store(StoreError::Injected { op: Op::WriteTemp, .. }))));
     assert_eq!(m.tree().entries().len(), count, "the staged entry is removed");
     assert!(m.persistence_error().is_none(), "the repair rewrite worked");
     let after = storage.read(&file)?;
@@ -497,8 +504,11 @@ fn omp_failed_append_is_latched_and_heals() -> Result<()> {
     assert_eq!(m.tree().leaf_id(), Some(kept.as_str()));
     assert_eq!(storage.read(&file)?, before, "nothing half-written");
     assert!(matches!(m.persistence_error(), Some(SessionError::Store(_))));
-    assert!(m.flush().is_err(), "flush returns the latched error");
-    assert!(m.flush_sync().is_err());
+    assert!(
+        matches!(m.flush(), Err(SessionError::Store(StoreError::Injected { op: Op::Append, .. }))),
+        "flush returns the latched error"
+    );
+    assert!(matches!(m.flush_sync(), Err(SessionError::Store(StoreError::Injected { op: Op::Append, .. }))));
     // A second failure does not replace the first.
     faults.fail_next(Op::WriteTemp, 1);
     m.append_custom_entry("also kept", None)?;
@@ -552,7 +562,10 @@ fn pi_append_failures_still_roll_back() -> Result<()> {
     let mut m = SessionManager::create(Dialect::Pi, "/p", Path::new("/s"), env)?;
     m.append_message_json(user("q"))?;
     faults.fail_next(Op::Append, 1);
-    assert!(m.append_custom_entry("x", None).is_err());
+    assert!(matches!(
+        m.append_custom_entry("x", None),
+        Err(SessionError::Store(StoreError::Injected { op: Op::Append, .. }))
+    ));
     assert_eq!(m.tree().entries().len(), 1);
     assert!(m.persistence_error().is_some());
     Ok(())
@@ -753,7 +766,13 @@ fn a_failed_omp_branch_is_written_whole_by_the_next_append() -> Result<()> {
     m.append_message_json(assistant("a"))?;
     faults.fail_renames(u32::MAX);
     faults.fail_next(Op::WriteTemp, u32::MAX);
-    assert!(m.create_branched_session(&first).is_err(), "the branch write failed");
+    assert!(
+        matches!(
+            m.create_branched_session(&first),
+            Err(SessionError::Store(StoreError::Injected { op: Op::WriteTemp, .. }))
+        ),
+        "the branch write failed"
+    );
     let branch = file_of(&m)?;
     assert!(m.persistence_error().is_some(), "latched");
     faults.clear();
