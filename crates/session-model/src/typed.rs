@@ -468,6 +468,19 @@ message_from! {
     CompactionSummaryMessage => CompactionSummary,
 }
 
+impl Content {
+    /// Returns the JSON value `JSON.stringify` would write for it: a string, or an array
+    /// of blocks.
+    ///
+    /// # Errors
+    ///
+    /// Never for content built from the typed model; [`TypedError::Field`] for a block
+    /// whose `Unknown` value cannot be a JSON value.
+    pub fn to_value(&self) -> Result<Value, TypedError> {
+        to_value(self)
+    }
+}
+
 impl From<&str> for Content {
     /// A string content.
     fn from(text: &str) -> Content {
@@ -1014,6 +1027,14 @@ entry_struct! {
 // Usage
 
 /// Token usage and cost of a model call.
+///
+/// ```
+/// use session_model::typed::Usage;
+///
+/// let usage = Usage { input: Some(12.0), output: Some(3.0), ..Usage::default() };
+/// assert_eq!(usage.to_value()?, serde_json::json!({"input": 12.0, "output": 3.0}));
+/// # Ok::<(), session_model::typed::TypedError>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
@@ -1044,6 +1065,17 @@ pub struct Usage {
     /// Other keys.
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+impl Usage {
+    /// Returns the JSON value `JSON.stringify` would write for it (absent keys left out).
+    ///
+    /// # Errors
+    ///
+    /// [`TypedError::Field`] when a kept unknown key cannot be a JSON value.
+    pub fn to_value(&self) -> Result<Value, TypedError> {
+        to_value(self)
+    }
 }
 
 /// The cost of a model call, per kind of token.

@@ -7,6 +7,7 @@ use std::path::Path;
 use serde_json::Value;
 use session_model::entries::{self, Base};
 use session_model::ids::EntryId;
+use session_model::typed::{Content, Usage};
 use session_model::{Dialect, EntryType, Record};
 
 use crate::{SessionError, SessionManager};
@@ -81,10 +82,11 @@ impl SessionManager {
         kind: &str,
         provider: &str,
         model: &str,
-        usage: Value,
+        usage: &Usage,
         note: Option<&str>,
     ) -> Result<EntryId> {
         self.only(Dialect::Pi, "append_usage")?;
+        let usage = usage.to_value()?;
         self.append_with(|b| entries::pi::usage(b, kind, provider, model, usage, note))
     }
 
@@ -151,11 +153,12 @@ impl SessionManager {
     pub fn append_custom_message_entry(
         &mut self,
         custom_type: &str,
-        content: Value,
+        content: impl Into<Content>,
         display: bool,
         details: Option<Value>,
         attribution: Option<&str>,
     ) -> Result<EntryId> {
+        let content = content.into().to_value()?;
         match self.dialect() {
             Dialect::Pi => self.append_with(|b| entries::pi::custom_message(b, custom_type, content, display, details)),
             Dialect::Omp => self

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use session_model::Dialect;
+use session_model::typed::Usage;
 
 use crate::{SessionError, SessionManager};
 
@@ -83,7 +84,7 @@ impl Pi<'_> {
         kind: &str,
         provider: &str,
         model: &str,
-        usage: Value,
+        usage: &Usage,
         note: Option<&str>,
     ) -> Result<EntryId> {
         self.0.append_usage(kind, provider, model, usage, note)

@@ -247,14 +247,20 @@ fn every_entry_type_round_trips_through_a_file() -> Result<()> {
         m.append_message_json(assistant("a"))?;
         m.append_thinking_level_change(Some("high"), Some("auto"))?;
         m.append_custom_entry("c", Some(json!([1, "x", {"2": 0, "b": 1e21}])))?;
-        m.append_custom_message_entry("cm", json!("text"), true, Some(json!({"d": 1})), Some("user"))?;
+        m.append_custom_message_entry("cm", "text", true, Some(json!({"d": 1})), Some("user"))?;
         m.append_label_change(&u, Some("mark"))?;
         m.append_compaction("sum", Some(&u), json!(123), Default::default())?;
         m.branch_with_summary(Some(&u), "left", None, Some(false), None)?;
         match dialect {
             Dialect::Pi => {
                 m.pi()?.append_model_change("openai", "gpt-5")?;
-                m.pi()?.append_usage("cache_warm", "p", "m", json!({"input": 1}), Some("n"))?;
+                m.pi()?.append_usage(
+                    "cache_warm",
+                    "p",
+                    "m",
+                    &session::model::typed::Usage { input: Some(1.0), ..Default::default() },
+                    Some("n"),
+                )?;
                 m.pi()?.append_context_edit(&u, json!({"content": "edited"}))?;
                 m.set_session_name("  a\nname ", None)?;
             }

@@ -986,11 +986,15 @@ fn item_104_empty_label_is_stored_and_clears() -> Result<()> {
 #[test]
 fn item_105_usage_note_only_when_truthy() -> Result<()> {
     let mut m = mem(PI);
-    let with = m.pi()?.append_usage("k", "p", "m", json!({"input": 1}), Some("n"))?;
-    let empty = m.pi()?.append_usage("k", "p", "m", json!({"input": 1}), Some(""))?;
-    let without = m.pi()?.append_usage("k", "p", "m", json!({"input": 1}), None)?;
+    let input_usage = session::model::typed::Usage { input: Some(1.0), ..Default::default() };
+    let with = m.pi()?.append_usage("k", "p", "m", &input_usage, Some("n"))?;
+    let empty = m.pi()?.append_usage("k", "p", "m", &input_usage, Some(""))?;
+    let without = m.pi()?.append_usage("k", "p", "m", &input_usage, None)?;
     let note = |id: &str| m.tree().get(id).and_then(|r| r.get("note")).cloned();
     assert_eq!((note(&with), note(&empty), note(&without)), (Some(json!("n")), None, None));
+    // The typed usage is written as pi writes `{input: 1}`.
+    let line = m.tree().get(&without).map(|r| r.line().into_owned()).unwrap_or_default();
+    assert!(line.contains(r#""usage":{"input":1}"#), "{line}");
     Ok(())
 }
 
