@@ -11,6 +11,7 @@ Sessions written by us:
   * the files our `append`, `rename` (omp: the title slot written in place), `extract`
     and `fork` commands leave next to a copy of each scenario of a conformance corpus
     (default: ../shared/conformance/out/public);
+  * the session the facade's example agent writes (crates/session/examples/agent_turns.rs);
   * a copy of each scenario that went on elsewhere (a custom entry and a user message),
     and a copy of what we wrote merged with it (`merge`);
   * the generated sessions synced between two homes through a folder (`sync`): the
@@ -224,6 +225,20 @@ def lifecycle_files(session: str, blobs: str) -> list[tuple[str, str]]:
     return [("omp", f) for f in files]
 
 
+def agent_turns_files(scratch: str) -> list[tuple[str, str]]:
+    """The pi session the facade's example agent writes (crates/session/examples/agent_turns.rs:
+    typed turns with a tool call and its result, a branch with a summary), kept in `scratch`."""
+    keep = os.path.join(scratch, "agent-turns")
+    p = subprocess.run(["cargo", "run", "-q", "--release", "-p", "agent-session-store", "--example", "agent_turns", "--", "--keep", keep],
+                       cwd=ROOT, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"agent_turns failed: {p.stderr.strip()[:300]}")
+    files = [line for line in p.stdout.splitlines() if line.startswith(keep) and line.endswith(".jsonl")]
+    if not files:
+        raise SystemExit("agent_turns printed no kept file")
+    return [("pi", f) for f in files]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default=os.path.join(SHARED, "out", "public"))
@@ -246,6 +261,7 @@ def main() -> int:
             subprocess.run(["cargo", "xtask", "gen-session", "--entries", str(a.entries), "--seed", "11", "--dialect", dialect, f], cwd=ROOT, check=True)
             files.append((dialect, f))
         files += synced_files(scratch, list(files))
+        files += agent_turns_files(scratch)
         files += written_by_us(a.corpus, a.limit, scratch)
         problems = []
         for dialect, f in files:

@@ -1,10 +1,12 @@
-//! What an agent does with its sessions, on real files in a temporary folder: start a
-//! pi session and write typed turns (a question, a tool call, its result, the answer),
-//! open it again and print the context the model sees, go back and branch with a
-//! summary, then list the folder and resume the newest session.
+//! What an agent does with its sessions: start a pi session and write typed turns (a
+//! question, a tool call, its result, the answer), open it again and print the context
+//! the model sees, go back and branch with a summary, then list the folder and resume
+//! the newest session. It runs twice with the same calls: on real files in a temporary
+//! folder, and in memory.
 //!
 //! ```text
 //! cargo run -p agent-session-store --example agent_turns
+//! cargo run -p agent-session-store --example agent_turns -- --keep DIR   # files kept in DIR, their paths printed last
 //! ```
 
 use std::path::Path;
@@ -17,19 +19,38 @@ use session::{Dialect, Env, SessionManager};
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 fn main() -> Result<()> {
-    let root = std::env::temp_dir().join(format!("agent-turns-{}", std::process::id()));
-    let sessions = root.join("sessions");
-    let outcome = run(&root, &sessions);
-    // The folder goes whatever happened.
-    let _ = std::fs::remove_dir_all(&root);
-    outcome
+    let keep = match std::env::args().nth(1).as_deref() {
+        Some("--keep") => Some(std::env::args().nth(2).ok_or("--keep needs a folder")?),
+        Some(other) => return Err(format!("unknown argument {other}; usage: agent_turns [--keep DIR]").into()),
+        None => None,
+    };
+    let root = match &keep {
+        Some(dir) => std::path::PathBuf::from(dir),
+        None => std::env::temp_dir().join(format!("agent-turns-{}", std::process::id())),
+    };
+    println!("== on files");
+    let outcome = run(&root, &root.join("sessions"), &Env::files());
+    if keep.is_none() {
+        // The folder goes whatever happened.
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    let written = outcome?;
+    println!("== in memory");
+    run(Path::new("/memory"), Path::new("/memory/sessions"), &Env::memory())?;
+    if keep.is_some() {
+        for file in written {
+            println!("{}", file.display());
+        }
+    }
+    Ok(())
 }
 
-fn run(root: &Path, sessions: &Path) -> Result<()> {
+/// Runs the agent's turns in `sessions` on `env`; returns the files the sessions are in.
+fn run(root: &Path, sessions: &Path, env: &Env) -> Result<Vec<std::path::PathBuf>> {
     let cwd = "/home/me/project";
 
     // 1. A new session, and one turn with a tool call.
-    let mut m = SessionManager::create(Dialect::Pi, cwd, sessions, Env::files())?;
+    let mut m = SessionManager::create(Dialect::Pi, cwd, sessions, env.clone())?;
     let question = m.append_message(UserMessage::new("How many Rust files are there?", 1.0))?;
     let call = ContentBlock::tool_call("call_1", "bash", json!({"command": "ls src/*.rs | wc -l"}));
     let mut turn = AssistantMessage::new(vec![ContentBlock::text("Counting them."), call], 2.0);
@@ -44,7 +65,7 @@ fn run(root: &Path, sessions: &Path) -> Result<()> {
     println!("wrote {}", file.display());
 
     // 2. Opened again: the context the model would see.
-    let mut m = SessionManager::open(Dialect::Pi, &file, Env::files())?;
+    let mut m = SessionManager::open(Dialect::Pi, &file, env.clone())?;
     println!("context at the leaf:");
     for message in &m.context()?.messages {
         println!("  {}", one_line(message));
@@ -62,14 +83,14 @@ fn run(root: &Path, sessions: &Path) -> Result<()> {
     m.close()?;
 
     // 4. The folder listed as pi lists it, and the newest session resumed.
-    let env = ProcessEnv::new(root, cwd, root);
-    let discovery = Discovery::new(AgentDirs::pi(&env));
+    let process = ProcessEnv::new(root, cwd, root);
+    let discovery = Discovery::new(AgentDirs::pi(&process)).with_storage(env.storage().clone());
     for info in discovery.list(cwd, Some(sessions), &mut |_| {})? {
         println!("listed {} ({} messages): {}", info.id, info.message_count, info.first_message);
     }
-    let resumed = SessionManager::continue_recent(&discovery, cwd, Some(sessions), Env::files())?;
+    let resumed = SessionManager::continue_recent(&discovery, cwd, Some(sessions), env.clone())?;
     println!("resumed {}", resumed.session_file().map(|p| p.display().to_string()).unwrap_or_default());
-    Ok(())
+    Ok(vec![file])
 }
 
 /// A message as one line: its role and its text (tool calls by name).
