@@ -72,6 +72,12 @@ impl SessionManager {
 /// ```
 pub struct Pi<'a>(&'a mut SessionManager);
 
+impl std::fmt::Debug for Pi<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Pi").field(&self.0.session_id()).finish()
+    }
+}
+
 impl Pi<'_> {
     /// Appends pi's `model_change` (`provider`, `modelId`).
     pub fn append_model_change(&mut self, provider: &str, model_id: &str) -> Result<EntryId> {
@@ -116,6 +122,12 @@ impl Pi<'_> {
 /// m.ensure_on_disk();
 /// ```
 pub struct Omp<'a>(&'a mut SessionManager);
+
+impl std::fmt::Debug for Omp<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Omp").field(&self.0.session_id()).finish()
+    }
+}
 
 impl Omp<'_> {
     /// Appends omp's `model_change` (`model` = `provider/modelId`, optional role).
