@@ -19,6 +19,25 @@ impl SessionManager {
     ///   bucket. The breadcrumb is written for the session chosen. A session whose old
     ///   directory was renamed to `cwd` is opened as it is (moving it is left to the
     ///   caller).
+    ///
+    /// ```
+    /// use session::{AgentDirs, Dialect, Discovery, Env, ProcessEnv, SessionManager, UserMessage};
+    ///
+    /// let env = Env::memory();
+    /// let discovery = Discovery::new(AgentDirs::pi(&ProcessEnv::new("/home/me", "/work", "/tmp")))
+    ///     .with_storage(env.storage().clone());
+    /// // Nothing to continue yet: a new session starts (written with its first turn).
+    /// let mut first = SessionManager::continue_recent(&discovery, "/work", None, env.clone())?;
+    /// first.append_message(UserMessage::new("hello", 1.0))?;
+    /// first.append_message(session::AssistantMessage::new(vec![session::ContentBlock::text("hi")], 2.0))?;
+    /// let file = first.session_file().map(std::path::Path::to_path_buf);
+    /// first.close()?;
+    /// // The next call reopens it.
+    /// let again = SessionManager::continue_recent(&discovery, "/work", None, env)?;
+    /// assert_eq!(again.session_file().map(std::path::Path::to_path_buf), file);
+    /// assert_eq!(again.context()?.messages.len(), 2);
+    /// # Ok::<(), session::SessionError>(())
+    /// ```
     pub fn continue_recent(
         discovery: &Discovery,
         cwd: &str,
