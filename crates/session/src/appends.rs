@@ -7,8 +7,8 @@ use std::path::Path;
 use serde_json::Value;
 use session_model::entries::{self, Base};
 use session_model::ids::EntryId;
-use session_model::typed::{Content, Usage};
-use session_model::{Dialect, EntryType, Record};
+use session_model::typed::Content;
+use session_model::{Dialect, Record};
 
 use crate::{SessionError, SessionManager};
 
@@ -39,14 +39,6 @@ pub struct CompactionOptions {
 }
 
 impl SessionManager {
-    /// Fails with [`SessionError::WrongDialect`] unless the session is of `dialect`.
-    fn only(&self, dialect: Dialect, operation: &'static str) -> Result<()> {
-        if self.dialect() != dialect {
-            return Err(SessionError::WrongDialect { operation, dialect: self.dialect() });
-        }
-        Ok(())
-    }
-
     /// Appends a `thinking_level_change` (omp also records the user's `configured`
     /// selector; both are written as `null` when absent).
     pub fn append_thinking_level_change(&mut self, level: Option<&str>, configured: Option<&str>) -> Result<EntryId> {
@@ -57,37 +49,6 @@ impl SessionManager {
             }
             Dialect::Omp => self.append_with(|b| entries::omp::thinking_level_change(b, level, configured)),
         }
-    }
-
-    /// [`Pi::append_model_change`](crate::Pi::append_model_change) (the handle checked the dialect).
-    pub(crate) fn append_model_change_pi(&mut self, provider: &str, model_id: &str) -> Result<EntryId> {
-        self.only(Dialect::Pi, "append_model_change_pi")?;
-        self.append_with(|b| entries::pi::model_change(b, provider, model_id))
-    }
-
-    /// [`Omp::append_model_change`](crate::Omp::append_model_change) (the handle checked the dialect).
-    pub(crate) fn append_model_change_omp(
-        &mut self,
-        model: &str,
-        role: Option<&str>,
-        is_fallback: bool,
-    ) -> Result<EntryId> {
-        self.only(Dialect::Omp, "append_model_change_omp")?;
-        self.append_with(|b| entries::omp::model_change(b, model, role, is_fallback))
-    }
-
-    /// [`Pi::append_usage`](crate::Pi::append_usage) (the handle checked the dialect).
-    pub(crate) fn append_usage(
-        &mut self,
-        kind: &str,
-        provider: &str,
-        model: &str,
-        usage: &Usage,
-        note: Option<&str>,
-    ) -> Result<EntryId> {
-        self.only(Dialect::Pi, "append_usage")?;
-        let usage = usage.to_value()?;
-        self.append_with(|b| entries::pi::usage(b, kind, provider, model, usage, note))
     }
 
     /// Appends a `compaction`. pi: a `None` `first_kept_entry_id` stores the entry's
@@ -222,41 +183,6 @@ impl SessionManager {
         self.append_label_change(target_id, label)
     }
 
-    /// [`Pi::append_context_edit`](crate::Pi::append_context_edit) (the handle checked the dialect).
-    pub(crate) fn append_context_edit(&mut self, target_id: &str, replacement: Value) -> Result<EntryId> {
-        self.only(Dialect::Pi, "append_context_edit")?;
-        let valid = match &replacement {
-            Value::Null => true,
-            Value::Object(m) => matches!(m.get("content"), Some(Value::String(_) | Value::Array(_))),
-            _ => false,
-        };
-        if !valid {
-            return Err(SessionError::InvalidContextEdit);
-        }
-        let target =
-            self.tree().get(target_id).cloned().ok_or_else(|| SessionError::EntryNotFound { id: target_id.into() })?;
-        if !self.tree().get_branch(None).iter().any(|r| r.id() == Some(target_id)) {
-            return Err(SessionError::NotOnActiveBranch { id: target_id.into() });
-        }
-        let role = target.message_role().map(str::to_owned);
-        let editable = match target.entry_type() {
-            EntryType::CustomMessage => true,
-            EntryType::Message => matches!(role.as_deref(), Some("user" | "assistant" | "toolResult")),
-            _ => false,
-        };
-        if !editable {
-            return Err(SessionError::NotEditable { id: target_id.into() });
-        }
-        let replacement = match (&replacement, role.as_deref()) {
-            (Value::Object(m), Some("assistant" | "toolResult")) if m.get("content").is_some_and(Value::is_string) => {
-                let text = m.get("content").cloned().unwrap_or_default();
-                serde_json::json!({"content": [{"type": "text", "text": text}]})
-            }
-            _ => replacement,
-        };
-        self.append_with(|b| entries::pi::context_edit(b, target_id, replacement))
-    }
-
     /// Moves the leaf to `from` (or before the first entry when `None`) and appends a
     /// `branch_summary` there. pi records the previous leaf as `fromId`, omp the target
     /// (`"root"` when `None`).
@@ -289,48 +215,6 @@ impl SessionManager {
                 self.append_with(|b| entries::omp::branch_summary(b, &from_id, summary, details, from_hook))
             }
         }
-    }
-
-    /// [`Omp::append_service_tier_change`](crate::Omp::append_service_tier_change) (the handle checked the dialect).
-    pub(crate) fn append_service_tier_change(&mut self, tier: Value) -> Result<EntryId> {
-        self.only(Dialect::Omp, "append_service_tier_change")?;
-        self.append_with(|b| entries::omp::service_tier_change(b, tier))
-    }
-
-    /// [`Omp::append_mode_change`](crate::Omp::append_mode_change) (the handle checked the dialect).
-    pub(crate) fn append_mode_change(&mut self, mode: &str, data: Option<Value>) -> Result<EntryId> {
-        self.only(Dialect::Omp, "append_mode_change")?;
-        self.append_with(|b| entries::omp::mode_change(b, mode, data))
-    }
-
-    /// [`Omp::append_session_init`](crate::Omp::append_session_init) (the handle checked the dialect).
-    pub(crate) fn append_session_init(&mut self, init: Value) -> Result<EntryId> {
-        self.only(Dialect::Omp, "append_session_init")?;
-        self.append_with(|b| entries::omp::session_init(b, init))
-    }
-
-    /// [`Omp::append_reset_boundary`](crate::Omp::append_reset_boundary) (the handle checked the dialect).
-    pub(crate) fn append_reset_boundary(&mut self) -> Result<EntryId> {
-        self.only(Dialect::Omp, "append_reset_boundary")?;
-        self.append_with(entries::omp::reset_boundary)
-    }
-
-    /// [`Omp::append_ttsr_injection`](crate::Omp::append_ttsr_injection) (the handle checked the dialect).
-    pub(crate) fn append_ttsr_injection(&mut self, rules: &[String]) -> Result<EntryId> {
-        self.only(Dialect::Omp, "append_ttsr_injection")?;
-        self.append_with(|b| entries::omp::ttsr_injection(b, rules))
-    }
-
-    /// [`Omp::append_credential_pin`](crate::Omp::append_credential_pin) (the handle checked the dialect).
-    pub(crate) fn append_credential_pin(&mut self, provider: &str, hash: &str) -> Result<EntryId> {
-        self.only(Dialect::Omp, "append_credential_pin")?;
-        self.append_with(|b| entries::omp::credential_pin(b, provider, hash))
-    }
-
-    /// [`Omp::append_model_usage`](crate::Omp::append_model_usage) (the handle checked the dialect).
-    pub(crate) fn append_model_usage(&mut self, usage: Value) -> Result<EntryId> {
-        self.only(Dialect::Omp, "append_model_usage")?;
-        self.append_with(|b| entries::omp::model_usage(b, usage))
     }
 
     /// Appends a record the caller built (e.g. replicated from another process); it

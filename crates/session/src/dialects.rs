@@ -7,8 +7,8 @@ use session_model::ids::EntryId;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use session_model::Dialect;
 use session_model::typed::Usage;
+use session_model::{Dialect, EntryType, entries};
 
 use crate::{SessionError, SessionManager};
 
@@ -81,7 +81,7 @@ impl std::fmt::Debug for Pi<'_> {
 impl Pi<'_> {
     /// Appends pi's `model_change` (`provider`, `modelId`).
     pub fn append_model_change(&mut self, provider: &str, model_id: &str) -> Result<EntryId> {
-        self.0.append_model_change_pi(provider, model_id)
+        self.0.append_with(|b| entries::pi::model_change(b, provider, model_id))
     }
 
     /// Appends pi's `usage` record (`note` is written only when non-empty).
@@ -93,13 +93,47 @@ impl Pi<'_> {
         usage: &Usage,
         note: Option<&str>,
     ) -> Result<EntryId> {
-        self.0.append_usage(kind, provider, model, usage, note)
+        let usage = usage.to_value()?;
+        self.0.append_with(|b| entries::pi::usage(b, kind, provider, model, usage, note))
     }
 
     /// Appends pi's `context_edit`: replaces (`{content}`) or omits (`null`) the content
     /// of an earlier user, assistant, tool-result or custom message on the active branch.
     pub fn append_context_edit(&mut self, target_id: &str, replacement: Value) -> Result<EntryId> {
-        self.0.append_context_edit(target_id, replacement)
+        let valid = match &replacement {
+            Value::Null => true,
+            Value::Object(m) => matches!(m.get("content"), Some(Value::String(_) | Value::Array(_))),
+            _ => false,
+        };
+        if !valid {
+            return Err(SessionError::InvalidContextEdit);
+        }
+        let target = self
+            .0
+            .tree()
+            .get(target_id)
+            .cloned()
+            .ok_or_else(|| SessionError::EntryNotFound { id: target_id.into() })?;
+        if !self.0.tree().get_branch(None).iter().any(|r| r.id() == Some(target_id)) {
+            return Err(SessionError::NotOnActiveBranch { id: target_id.into() });
+        }
+        let role = target.message_role().map(str::to_owned);
+        let editable = match target.entry_type() {
+            EntryType::CustomMessage => true,
+            EntryType::Message => matches!(role.as_deref(), Some("user" | "assistant" | "toolResult")),
+            _ => false,
+        };
+        if !editable {
+            return Err(SessionError::NotEditable { id: target_id.into() });
+        }
+        let replacement = match (&replacement, role.as_deref()) {
+            (Value::Object(m), Some("assistant" | "toolResult")) if m.get("content").is_some_and(Value::is_string) => {
+                let text = m.get("content").cloned().unwrap_or_default();
+                serde_json::json!({"content": [{"type": "text", "text": text}]})
+            }
+            _ => replacement,
+        };
+        self.0.append_with(|b| entries::pi::context_edit(b, target_id, replacement))
     }
 }
 
@@ -132,42 +166,42 @@ impl std::fmt::Debug for Omp<'_> {
 impl Omp<'_> {
     /// Appends omp's `model_change` (`model` = `provider/modelId`, optional role).
     pub fn append_model_change(&mut self, model: &str, role: Option<&str>, is_fallback: bool) -> Result<EntryId> {
-        self.0.append_model_change_omp(model, role, is_fallback)
+        self.0.append_with(|b| entries::omp::model_change(b, model, role, is_fallback))
     }
 
     /// Appends omp's `service_tier_change` (a per-family map, or `null` to clear).
     pub fn append_service_tier_change(&mut self, tier: Value) -> Result<EntryId> {
-        self.0.append_service_tier_change(tier)
+        self.0.append_with(|b| entries::omp::service_tier_change(b, tier))
     }
 
     /// Appends omp's `mode_change`.
     pub fn append_mode_change(&mut self, mode: &str, data: Option<Value>) -> Result<EntryId> {
-        self.0.append_mode_change(mode, data)
+        self.0.append_with(|b| entries::omp::mode_change(b, mode, data))
     }
 
     /// Appends omp's `session_init` (the caller's fields in their order).
     pub fn append_session_init(&mut self, init: Value) -> Result<EntryId> {
-        self.0.append_session_init(init)
+        self.0.append_with(|b| entries::omp::session_init(b, init))
     }
 
     /// Appends omp's `reset_boundary` (`/clear`: the model sees only what follows).
     pub fn append_reset_boundary(&mut self) -> Result<EntryId> {
-        self.0.append_reset_boundary()
+        self.0.append_with(entries::omp::reset_boundary)
     }
 
     /// Appends omp's `ttsr_injection`.
     pub fn append_ttsr_injection(&mut self, rules: &[String]) -> Result<EntryId> {
-        self.0.append_ttsr_injection(rules)
+        self.0.append_with(|b| entries::omp::ttsr_injection(b, rules))
     }
 
     /// Appends omp's `credential_pin`.
     pub fn append_credential_pin(&mut self, provider: &str, hash: &str) -> Result<EntryId> {
-        self.0.append_credential_pin(provider, hash)
+        self.0.append_with(|b| entries::omp::credential_pin(b, provider, hash))
     }
 
     /// Appends omp's `model_usage` (usage of a side call; the caller's fields in order).
     pub fn append_model_usage(&mut self, usage: Value) -> Result<EntryId> {
-        self.0.append_model_usage(usage)
+        self.0.append_with(|b| entries::omp::model_usage(b, usage))
     }
 
     /// Makes sure the session's file exists and holds everything in memory (omp's
