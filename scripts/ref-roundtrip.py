@@ -11,7 +11,8 @@ Sessions written by us:
   * the files our `append`, `rename` (omp: the title slot written in place), `extract`
     and `fork` commands leave next to a copy of each scenario of a conformance corpus
     (default: ../shared/conformance/out/public);
-  * the session the facade's example agent writes (crates/session/examples/agent_turns.rs);
+  * the sessions the facade's examples write (crates/session/examples/agent_turns.rs,
+    omp_session.rs);
   * a copy of each scenario that went on elsewhere (a custom entry and a user message),
     and a copy of what we wrote merged with it (`merge`);
   * the generated sessions synced between two homes through a folder (`sync`): the
@@ -225,18 +226,22 @@ def lifecycle_files(session: str, blobs: str) -> list[tuple[str, str]]:
     return [("omp", f) for f in files]
 
 
-def agent_turns_files(scratch: str) -> list[tuple[str, str]]:
-    """The pi session the facade's example agent writes (crates/session/examples/agent_turns.rs:
-    typed turns with a tool call and its result, a branch with a summary), kept in `scratch`."""
-    keep = os.path.join(scratch, "agent-turns")
-    p = subprocess.run(["cargo", "run", "-q", "--release", "-p", "agent-session-store", "--example", "agent_turns", "--", "--keep", keep],
-                       cwd=ROOT, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise SystemExit(f"agent_turns failed: {p.stderr.strip()[:300]}")
-    files = [line for line in p.stdout.splitlines() if line.startswith(keep) and line.endswith(".jsonl")]
-    if not files:
-        raise SystemExit("agent_turns printed no kept file")
-    return [("pi", f) for f in files]
+def example_files(scratch: str) -> list[tuple[str, str]]:
+    """The sessions the facade's examples write, kept in `scratch`: the example agent's pi
+    session (crates/session/examples/agent_turns.rs: typed turns with a tool call and its
+    result, a branch with a summary) and omp_session.rs's omp session and its fork."""
+    out = []
+    for example, dialect in (("agent_turns", "pi"), ("omp_session", "omp")):
+        keep = os.path.join(scratch, example)
+        p = subprocess.run(["cargo", "run", "-q", "--release", "-p", "agent-session-store", "--example", example, "--", "--keep", keep],
+                           cwd=ROOT, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise SystemExit(f"{example} failed: {p.stderr.strip()[:300]}")
+        files = [line for line in p.stdout.splitlines() if line.startswith(keep) and line.endswith(".jsonl")]
+        if not files:
+            raise SystemExit(f"{example} printed no kept file")
+        out += [(dialect, f) for f in files]
+    return out
 
 
 def main() -> int:
@@ -261,7 +266,7 @@ def main() -> int:
             subprocess.run(["cargo", "xtask", "gen-session", "--entries", str(a.entries), "--seed", "11", "--dialect", dialect, f], cwd=ROOT, check=True)
             files.append((dialect, f))
         files += synced_files(scratch, list(files))
-        files += agent_turns_files(scratch)
+        files += example_files(scratch)
         files += written_by_us(a.corpus, a.limit, scratch)
         problems = []
         for dialect, f in files:

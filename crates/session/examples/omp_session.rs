@@ -5,6 +5,7 @@
 //!
 //! ```text
 //! cargo run -p agent-session-store --example omp_session
+//! cargo run -p agent-session-store --example omp_session -- --keep DIR   # files kept in DIR, their paths printed last
 //! ```
 
 use std::path::Path;
@@ -18,14 +19,31 @@ use session::{
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 fn main() -> Result<()> {
-    let root = std::env::temp_dir().join(format!("omp-session-{}", std::process::id()));
+    let keep = match std::env::args().nth(1).as_deref() {
+        Some("--keep") => Some(std::env::args().nth(2).ok_or("--keep needs a folder")?),
+        Some(other) => return Err(format!("unknown argument {other}; usage: omp_session [--keep DIR]").into()),
+        None => None,
+    };
+    let root = match &keep {
+        Some(dir) => std::path::PathBuf::from(dir),
+        None => std::env::temp_dir().join(format!("omp-session-{}", std::process::id())),
+    };
     let outcome = run(&root);
-    // The folder goes whatever happened.
-    let _ = std::fs::remove_dir_all(&root);
-    outcome
+    if keep.is_none() {
+        // The folder goes whatever happened.
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    if keep.is_some() {
+        for file in outcome? {
+            println!("{}", file.display());
+        }
+        return Ok(());
+    }
+    outcome.map(drop)
 }
 
-fn run(root: &Path) -> Result<()> {
+/// Writes the session and its fork below `root`; returns their files.
+fn run(root: &Path) -> Result<Vec<std::path::PathBuf>> {
     let cwd = "/home/me/project";
     // omp's agent folder inside the temporary one: the blob store and the breadcrumbs.
     let process = ProcessEnv::new(root, cwd, root);
@@ -67,7 +85,7 @@ fn run(root: &Path) -> Result<()> {
     m.close()?;
     let forked = Session::open(Dialect::Omp, &fork, env)?;
     println!("the fork holds {} entries", forked.tree().entries().len());
-    Ok(())
+    Ok(vec![file, fork])
 }
 
 /// Whether the manager's session file exists yet.
