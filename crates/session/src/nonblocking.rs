@@ -40,7 +40,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::Value;
 use session_model::Dialect;
 
-use crate::{Context, Env, SessionError, SessionManager};
+use crate::{Context, Env, Session, SessionError, SessionManager};
 
 /// Runs `f` on tokio's blocking pool and returns what it returns, without holding the
 /// calling task's worker. A panic in `f` is raised again here.
@@ -115,21 +115,18 @@ impl AsyncSession {
         blocking(move || SessionManager::open(dialect, &path, env)).await.map(AsyncSession::new)
     }
 
-    /// [`SessionManager::open_read_only`] on the blocking pool: every write through the
-    /// handle fails with [`SessionError::ReadOnly`] and changes nothing.
+    /// [`Session::open`] on the blocking pool: a session for reading only, which has no
+    /// method that writes.
     ///
     /// # Errors
     ///
-    /// As [`SessionManager::open_read_only`].
+    /// As [`Session::open`].
     pub async fn open_read_only(
         dialect: Dialect,
         path: impl Into<PathBuf>,
         env: Env,
-    ) -> Result<AsyncSession, SessionError> {
-        let path = path.into();
-        blocking(move || SessionManager::open_read_only(dialect, &path, env))
-            .await
-            .map(|s| AsyncSession::new(s.into_manager()))
+    ) -> Result<AsyncReadSession, SessionError> {
+        AsyncReadSession::open(dialect, path, env).await
     }
 
     /// [`SessionManager::create`] on the blocking pool.
@@ -224,5 +221,56 @@ impl AsyncSession {
             },
             Err(inner) => AsyncSession { inner }.flush().await,
         }
+    }
+}
+
+/// A session opened for reading only ([`Session`]), used from asynchronous code: each
+/// call runs on tokio's blocking pool. Cheap to clone; clones share the session and
+/// their calls run one at a time. Nothing it does writes.
+#[derive(Clone)]
+pub struct AsyncReadSession {
+    inner: Arc<Mutex<Session>>,
+}
+
+impl std::fmt::Debug for AsyncReadSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncReadSession").finish_non_exhaustive()
+    }
+}
+
+impl AsyncReadSession {
+    /// [`Session::open`] on the blocking pool.
+    ///
+    /// # Errors
+    ///
+    /// As [`Session::open`].
+    pub async fn open(dialect: Dialect, path: impl Into<PathBuf>, env: Env) -> Result<AsyncReadSession, SessionError> {
+        let path = path.into();
+        let session = blocking(move || Session::open(dialect, &path, env)).await?;
+        Ok(AsyncReadSession { inner: Arc::new(Mutex::new(session)) })
+    }
+
+    /// Runs `f` with the session on the blocking pool (moving its leaf is the only change
+    /// it can make, in memory) and returns what it returns.
+    pub async fn with<R, F>(&self, f: F) -> R
+    where
+        F: FnOnce(&mut Session) -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        blocking(move || {
+            let mut s = inner.lock().unwrap_or_else(PoisonError::into_inner);
+            f(&mut s)
+        })
+        .await
+    }
+
+    /// [`Session::context`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Session::context`].
+    pub async fn context(&self) -> Result<Context, SessionError> {
+        self.with(|s| s.context()).await
     }
 }

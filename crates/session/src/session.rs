@@ -89,13 +89,6 @@ impl Session {
         Session { inner }
     }
 
-    /// Returns the read-only manager inside (for the asynchronous handle, whose writes it
-    /// refuses).
-    #[cfg(feature = "tokio")]
-    pub(crate) fn into_manager(self) -> SessionManager {
-        self.inner
-    }
-
     /// Returns the session's manager for its reading methods (every method that takes
     /// `&self`), for code written against [`SessionManager`]; every write takes `&mut`,
     /// which a `Session` never gives.
