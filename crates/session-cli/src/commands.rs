@@ -250,10 +250,10 @@ impl std::ops::Deref for Inspected {
 
 /// Opens the session to inspect it, read-only or (`--as-agent`) as its agent does.
 pub(crate) fn inspect(g: &Global, file: &Path) -> Result<Inspected> {
-    let dialect = dialect_for(g, file);
     if g.as_agent {
-        return Ok(Inspected::Agent(SessionManager::open_with(dialect, file, env(g, dialect), OpenMode::AsAgent)?));
+        return Ok(Inspected::Agent(open_as(g, file, OpenMode::AsAgent)?));
     }
+    let dialect = dialect_for(g, file);
     Ok(Inspected::Read(Session::open(dialect, file, env(g, dialect))?))
 }
 

@@ -26,7 +26,13 @@ fn main() -> Result<()> {
     };
     let root = match &keep {
         Some(dir) => std::path::PathBuf::from(dir),
-        None => std::env::temp_dir().join(format!("agent-turns-{}", std::process::id())),
+        None => {
+            // A folder of our own: one that exists already (another's, or a link someone
+            // planted) is refused, so the cleanup below removes only what we made.
+            let root = std::env::temp_dir().join(format!("agent-turns-{}", std::process::id()));
+            std::fs::create_dir(&root)?;
+            root
+        }
     };
     println!("== on files");
     let outcome = run(&root, &root.join("sessions"), &Env::files());

@@ -63,6 +63,12 @@ where
     }
 }
 
+/// Runs `f` on what `lock` guards; a panic of an earlier call does not poison it (that
+/// call's session is as far as it got, see [`AsyncSession::with`]).
+fn with_lock<T, R>(lock: &Mutex<T>, f: impl FnOnce(&mut T) -> R) -> R {
+    f(&mut lock.lock().unwrap_or_else(PoisonError::into_inner))
+}
+
 /// One session, used from asynchronous code: each call runs on tokio's blocking pool
 /// (see the [module docs](self)). Cheap to clone; clones share the session and their
 /// calls run one at a time.
@@ -156,11 +162,7 @@ impl AsyncSession {
         R: Send + 'static,
     {
         let inner = Arc::clone(&self.inner);
-        blocking(move || {
-            let mut m = inner.session().lock().unwrap_or_else(PoisonError::into_inner);
-            f(&mut m)
-        })
-        .await
+        blocking(move || with_lock(inner.session(), f)).await
     }
 
     /// [`SessionManager::append_message`]: a typed message; returns the new entry's id.
@@ -258,11 +260,7 @@ impl AsyncReadSession {
         R: Send + 'static,
     {
         let inner = Arc::clone(&self.inner);
-        blocking(move || {
-            let mut s = inner.lock().unwrap_or_else(PoisonError::into_inner);
-            f(&mut s)
-        })
-        .await
+        blocking(move || with_lock(&inner, f)).await
     }
 
     /// [`Session::context`].
