@@ -308,13 +308,18 @@ impl<'d> Walker<'d> {
         for i in impls.as_array().into_iter().flatten() {
             let Some(item) = self.item(i) else { continue };
             let imp = &item["inner"]["impl"];
-            if !imp["blanket_impl"].is_null() {
+            // Blanket implementations of the standard library's traits (`From<T> for T`,
+            // `Any`) say nothing of the type; those of the workspace's own traits do
+            // (`impl<B: KeyedBackend> Storage for B` makes each driver a `Storage`).
+            if !imp["blanket_impl"].is_null() && !self.is_workspace_trait(&imp["trait"]) {
                 continue;
             }
             match imp.get("trait").filter(|t| !t.is_null()) {
                 Some(t) => {
                     let neg = if imp["is_negative"].as_bool() == Some(true) { "!" } else { "" };
-                    self.lines.insert(format!("impl{} {neg}{} for {path}", generics(&imp["generics"]), path_ty(t)));
+                    // A blanket implementation's parameters are its own, not the type's.
+                    let params = if imp["blanket_impl"].is_null() { generics(&imp["generics"]) } else { String::new() };
+                    self.lines.insert(format!("impl{params} {neg}{} for {path}", path_ty(t)));
                 }
                 None => {
                     for m in imp["items"].as_array().into_iter().flatten() {
@@ -327,6 +332,19 @@ impl<'d> Walker<'d> {
                 }
             }
         }
+    }
+
+    /// Whether the trait `t` names is one of the workspace's crates' (per rustdoc's
+    /// `paths` and `external_crates`).
+    fn is_workspace_trait(&self, t: &Value) -> bool {
+        let Some(id) = t["id"].as_u64() else { return false };
+        let Some(crate_id) = self.doc["paths"][id.to_string()]["crate_id"].as_u64() else { return false };
+        let name = if crate_id == 0 {
+            self.doc["index"][self.doc["root"].to_string()]["name"].as_str()
+        } else {
+            self.doc["external_crates"][crate_id.to_string()]["name"].as_str()
+        };
+        name.is_some_and(|n| n.starts_with("session_") || n == "agent_session_store")
     }
 
     /// An associated item (a method, constant or type) of the type or trait at `path`.

@@ -2,10 +2,9 @@
 //! errors map onto [`std::io::ErrorKind`]s.
 
 use std::io;
-use std::path::Path;
 
-use session_store::keyed::{self, Cause};
-use session_store::{Op, StoreError};
+use session_store::StoreError;
+use session_store::keyed::{self, At, Cause};
 
 /// The longest key accepted, in characters: omp's `path VARCHAR(512)` primary key.
 pub const MAX_KEY_CHARS: usize = 512;
@@ -80,11 +79,6 @@ impl MysqlError {
     pub fn find(err: &StoreError) -> Option<&MysqlError> {
         keyed::find(err)
     }
-
-    /// Wraps the cause as the [`StoreError`] of `op` on `path`.
-    pub(crate) fn at(self, op: Op, path: &Path) -> StoreError {
-        keyed::wrap(self, op, path)
-    }
 }
 
 impl Cause for MysqlError {
@@ -124,9 +118,9 @@ fn db_kind(e: &mysql::Error) -> io::ErrorKind {
     }
 }
 
-/// Wraps a database error as the [`StoreError`] of `op` on `path`.
-pub(crate) fn db(op: Op, path: &Path) -> impl FnOnce(mysql::Error) -> StoreError + '_ {
-    move |e| MysqlError::Database(e).at(op, path)
+/// Wraps a database error as the [`StoreError`] of the call at `at`.
+pub(crate) fn db(at: At<'_>) -> impl FnOnce(mysql::Error) -> StoreError + '_ {
+    move |e| at.wrap(MysqlError::Database(e))
 }
 
 /// Why [`MysqlStorage::connect`](crate::MysqlStorage::connect) failed.

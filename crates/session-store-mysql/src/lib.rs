@@ -48,7 +48,8 @@
 //! * [`Storage::append`] is omp's upsert that concatenates:
 //!   `INSERT … ON DUPLICATE KEY UPDATE content = CONCAT(content, …), mtime_ms = …`, which
 //!   rewrites the row: **an append costs O(size of the session)**.
-//!   [`MysqlStorage::append_if_size`] appends only at an expected size.
+//!   [`Storage::append_expected`] appends only at an expected size, in one
+//!   `UPDATE … SET content = CONCAT(content, …) WHERE path = … AND LENGTH(content) = …`.
 //! * Whole-file writes map [`ExpectedSize`](session_store::ExpectedSize) onto omp's
 //!   compare-and-set: `Any` is an upsert that replaces, `Missing` a plain `INSERT` whose
 //!   duplicate-key error means the file exists (omp's `INSERT IGNORE` would also hide other

@@ -2,27 +2,20 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use mysql::prelude::Queryable;
-use mysql::{Opts, OptsBuilder, Pool, PooledConn, Row, TxOpts, params};
+use mysql::{Opts, OptsBuilder, Pool, PooledConn, TxOpts, params};
 use session_store::clock::SystemClock;
 use session_store::keyed::{
-    AppendingWriter, Cause, LocalDirs, Mtimes, TableOptions, TitleMeta, backups, child_entries, children, lay_over,
-    read_relation, valid_table_name,
+    self, At, Body, Cas, Cut, Doomed, KeyedBackend, LocalDirs, Mtimes, Put, Row, TableOptions, TitleMeta, Windows,
+    cut_text, poll_lock, read_relation, valid_table_name,
 };
-use session_store::{
-    AppendWriter, DirEntry, Durability, ExpectedSize, FileStat, LockWait, Op, PollWatch, SessionLock, Storage,
-    StoreError, Watch,
-};
+use session_store::{LockWait, Op, SessionLock, StoreError};
 
 use crate::error::{ConnectError, MAX_KEY_CHARS, MysqlError, db};
 
 /// Room left in `max_allowed_packet` for the rest of a statement (path, mtime, title).
 const STATEMENT_ROOM: u64 = 8 * 1024;
-
-/// How long a waiting [`Storage::lock`] sleeps between attempts.
-const LOCK_POLL: Duration = Duration::from_millis(10);
 
 /// Options of [`MysqlStorage::connect_with`]: which table, and whether to create it.
 pub type MysqlOptions = TableOptions;
@@ -51,7 +44,6 @@ struct Queries {
     newest_with_prefix: String,
     delete_prefix: String,
     title: String,
-    exists: String,
 }
 
 /// omp's columns and their `NULL`s: what a read-only storage reads where the table lacks them.
@@ -129,7 +121,6 @@ impl Queries {
                 "UPDATE {t} SET title = :title, title_source = :source, title_updated_at = :updated, mtime_ms = :mtime \
                  WHERE path = :path"
             ),
-            exists: format!("SELECT 1 FROM {from} WHERE path = :path"),
         }
     }
 }
@@ -251,184 +242,23 @@ impl MysqlStorage {
         source: Option<&str>,
         updated_at: &str,
     ) -> Result<(), StoreError> {
-        let op = Op::Overwrite;
-        let k = key(op, path)?;
-        self.writable(op, path)?;
-        let mut c = self.conn(op, path)?;
-        let args = params! {"path" => &k, "title" => title, "source" => source, "updated" => updated_at, "mtime" => self.mtime()};
-        c.exec_drop(&self.inner.q.title, args).map_err(db(op, path))?;
-        if c.affected_rows() == 0 {
-            return Err(StoreError::NotFound { path: path.to_path_buf() });
+        keyed::update_title(self, path, title, source, updated_at)
+    }
+
+    fn conn(&self, at: At<'_>) -> Result<PooledConn, StoreError> {
+        self.inner.pool.get_conn().map_err(db(at))
+    }
+
+    fn size_of(&self, c: &mut PooledConn, at: At<'_>, k: &str) -> Result<Option<u64>, StoreError> {
+        c.exec_first(&self.inner.q.size, params! {"path" => k}).map_err(db(at))
+    }
+
+    /// Runs a conditional statement; when it wrote nothing, the size found.
+    fn refused_at(&self, c: &mut PooledConn, at: At<'_>, k: &str, written: bool) -> Result<Cas, StoreError> {
+        if written {
+            return Ok(Cas::Done);
         }
-        Ok(())
-    }
-
-    /// Appends `bytes` only when the file is as `expected` says (omp appends blindly; this is
-    /// the check-then-append a second writer needs), in one statement. A mismatch is
-    /// [`StoreError::Conflict`] and appends nothing; [`ExpectedSize::Missing`] creates the
-    /// file with `bytes`.
-    pub fn append_if_size(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        let op = Op::Append;
-        let k = key(op, path)?;
-        self.writable(op, path)?;
-        let body = text(op, path, bytes)?;
-        let now = self.mtime();
-        let written = match expected {
-            ExpectedSize::Any => return self.append(path, bytes),
-            ExpectedSize::Missing => {
-                self.check_len(op, path, bytes.len() as u64)?;
-                let mut c = self.conn(op, path)?;
-                let none: Option<&str> = None;
-                let args = params! {"path" => &k, "content" => body, "mtime" => now, "title" => none, "source" => none, "updated" => none};
-                (inserted(c.exec_drop(&self.inner.q.insert_if_missing, args)).map_err(db(op, path))?, c)
-            }
-            ExpectedSize::Bytes(n) | ExpectedSize::Unchanged { size: n, .. } => {
-                self.check_len(op, path, n.saturating_add(bytes.len() as u64))?;
-                let mut c = self.conn(op, path)?;
-                let args = params! {"path" => &k, "content" => body, "mtime" => now, "expected" => n};
-                c.exec_drop(&self.inner.q.append_if_size, args).map_err(db(op, path))?;
-                (c.affected_rows() == 1, c)
-            }
-        };
-        match written {
-            (true, _) => Ok(()),
-            (false, mut c) => Err(self.conflict(&mut c, op, path, &k, expected)),
-        }
-    }
-
-    /// Refuses `op` on `path` when the storage was opened read-only.
-    fn writable(&self, op: Op, path: &Path) -> Result<(), StoreError> {
-        if self.inner.read_only {
-            return Err(MysqlError::ReadOnly { table: self.inner.table.clone() }.at(op, path));
-        }
-        Ok(())
-    }
-
-    fn conn(&self, op: Op, path: &Path) -> Result<PooledConn, StoreError> {
-        self.inner.pool.get_conn().map_err(db(op, path))
-    }
-
-    /// Returns a modification time, strictly increasing per storage.
-    fn mtime(&self) -> i64 {
-        self.inner.times.next()
-    }
-
-    /// Refuses content the server would refuse to take in one statement.
-    fn check_len(&self, op: Op, path: &Path, size: u64) -> Result<(), StoreError> {
-        let limit = self.max_content_bytes();
-        if size > limit {
-            return Err(MysqlError::TooLarge { size, limit }.at(op, path));
-        }
-        Ok(())
-    }
-
-    fn size_of(&self, c: &mut PooledConn, op: Op, path: &Path, k: &str) -> Result<Option<u64>, StoreError> {
-        c.exec_first(&self.inner.q.size, params! {"path" => k}).map_err(db(op, path))
-    }
-
-    /// The error of a refused size check: the size found now.
-    fn conflict(&self, c: &mut PooledConn, op: Op, path: &Path, k: &str, expected: ExpectedSize) -> StoreError {
-        match self.size_of(c, op, path, k) {
-            Ok(found) => {
-                StoreError::Conflict { path: path.to_path_buf(), expected: expected.as_option().flatten(), found }
-            }
-            Err(e) => e,
-        }
-    }
-
-    /// Reads the whole file and its stat in one statement, the title laid over its slot.
-    fn read_with_stat(&self, path: &Path) -> Result<(FileStat, Vec<u8>), StoreError> {
-        let op = Op::Read;
-        let k = key(op, path)?;
-        let mut c = self.conn(op, path)?;
-        let row: Option<Row> = c.exec_first(&self.inner.q.read, params! {"path" => &k}).map_err(db(op, path))?;
-        let row = row.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
-        let mut bytes: Vec<u8> = take(&row, 0).map_err(|e| e.at(op, path))?;
-        let meta = meta_at(&row, 1).map_err(|e| e.at(op, path))?;
-        let mtime_ms: i64 = take(&row, 4).map_err(|e| e.at(op, path))?;
-        if let Some(slot) = meta.overlay_for(&bytes) {
-            lay_over(&slot, &mut bytes, 0);
-        }
-        Ok((FileStat::new(bytes.len() as u64, mtime_ms, true), bytes))
-    }
-
-    /// Reads the head and tail windows and the stat in one statement.
-    fn slices_with_stat(
-        &self,
-        path: &Path,
-        prefix: u64,
-        suffix: u64,
-    ) -> Result<(FileStat, Vec<u8>, Vec<u8>), StoreError> {
-        let op = Op::Read;
-        let k = key(op, path)?;
-        let mut c = self.conn(op, path)?;
-        // Signed: `LENGTH(content) - :tail` must not be unsigned arithmetic.
-        let (head, tail) = (i64::try_from(prefix).unwrap_or(i64::MAX), i64::try_from(suffix).unwrap_or(i64::MAX));
-        let args = params! {"path" => &k, "head" => head, "tail" => tail};
-        let row: Option<Row> = c.exec_first(&self.inner.q.slices, args).map_err(db(op, path))?;
-        let row = row.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
-        let read = |row: &Row| -> Result<_, MysqlError> {
-            let head: Vec<u8> = take(row, 0)?;
-            let tail: Vec<u8> = take(row, 1)?;
-            let size: u64 = take(row, 2)?;
-            let meta = meta_at(row, 3)?;
-            let first: Option<Vec<u8>> = take(row, 6)?;
-            let mtime_ms: i64 = take(row, 7)?;
-            Ok((head, tail, size, meta, first, mtime_ms))
-        };
-        let (mut head, mut tail, size, meta, first, mtime_ms) = read(&row).map_err(|e| e.at(op, path))?;
-        if let Some(slot) = first.and_then(|f| meta.overlay_for(&f)) {
-            lay_over(&slot, &mut head, 0);
-            let tail_at = size.saturating_sub(tail.len() as u64);
-            lay_over(&slot, &mut tail, tail_at);
-        }
-        Ok((FileStat::new(size, mtime_ms, true), head, tail))
-    }
-
-    fn replace(&self, op: Op, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        let k = key(op, path)?;
-        self.writable(op, path)?;
-        let body = text(op, path, bytes)?;
-        self.check_len(op, path, bytes.len() as u64)?;
-        let meta = TitleMeta::of_body(bytes);
-        let now = self.mtime();
-        let q = &self.inner.q;
-        let mut c = self.conn(op, path)?;
-        let mut args = vec![
-            ("path".to_owned(), mysql::Value::from(&k)),
-            ("content".to_owned(), mysql::Value::from(body)),
-            ("mtime".to_owned(), mysql::Value::from(now)),
-            ("title".to_owned(), mysql::Value::from(meta.title.as_deref())),
-            ("source".to_owned(), mysql::Value::from(meta.source.as_deref())),
-            ("updated".to_owned(), mysql::Value::from(meta.updated_at.as_deref())),
-        ];
-        let written = match expected {
-            ExpectedSize::Any => {
-                c.exec_drop(&q.upsert, mysql::Params::from(args)).map_err(db(op, path))?;
-                true
-            }
-            ExpectedSize::Missing => {
-                inserted(c.exec_drop(&q.insert_if_missing, mysql::Params::from(args))).map_err(db(op, path))?
-            }
-            ExpectedSize::Bytes(n) | ExpectedSize::Unchanged { size: n, .. } => {
-                args.push(("expected".to_owned(), mysql::Value::from(n)));
-                c.exec_drop(&q.update_if_size, mysql::Params::from(args)).map_err(db(op, path))?;
-                c.affected_rows() == 1
-            }
-        };
-        if !written {
-            if op == Op::WriteNew {
-                return Err(StoreError::AlreadyExists { path: path.to_path_buf() });
-            }
-            return Err(self.conflict(&mut c, op, path, &k, expected));
-        }
-        Ok(())
-    }
-
-    /// Returns the keys of every file whose key starts with `prefix`.
-    fn keys_with_prefix(&self, op: Op, path: &Path, prefix: &str) -> Result<Vec<String>, StoreError> {
-        let mut c = self.conn(op, path)?;
-        c.exec(&self.inner.q.with_prefix, params! {"prefix" => like_prefix(prefix)}).map_err(db(op, path))
+        Ok(Cas::RefusedAt(self.size_of(c, at, k)?))
     }
 }
 
@@ -439,27 +269,6 @@ fn inserted(result: mysql::Result<()>) -> mysql::Result<bool> {
         Err(mysql::Error::MySqlError(e)) if e.code == 1062 => Ok(false),
         Err(e) => Err(e),
     }
-}
-
-/// The key of a file: [`Cause::file_key`], and at most omp's 512 characters.
-fn key(op: Op, path: &Path) -> Result<String, StoreError> {
-    let k = MysqlError::file_key(op, path)?;
-    check_key_len(op, path, &k)?;
-    Ok(k)
-}
-
-fn check_key_len(op: Op, path: &Path, k: &str) -> Result<(), StoreError> {
-    if k.ends_with(' ') {
-        // `utf8mb4_bin` pads: `a ` and `a` would be one row.
-        let reason = "a trailing space, which MySQL's PAD SPACE collation ignores".to_owned();
-        return Err(MysqlError::BadPath { reason }.at(op, path));
-    }
-    let chars = k.chars().count();
-    if chars > MAX_KEY_CHARS {
-        let reason = format!("{chars} characters, more than omp's VARCHAR({MAX_KEY_CHARS})");
-        return Err(MysqlError::BadPath { reason }.at(op, path));
-    }
-    Ok(())
 }
 
 /// Returns the columns of `table` in the connection's database, or `None` when there is
@@ -500,13 +309,8 @@ fn create_table(c: &mut PooledConn, table: &str) -> Result<(), ConnectError> {
     Ok(())
 }
 
-/// The content as text: UTF-8 without NUL bytes, or [`MysqlError::InvalidContent`].
-fn text<'a>(op: Op, path: &Path, bytes: &'a [u8]) -> Result<&'a str, StoreError> {
-    session_store::keyed::text_content(bytes).map_err(|reason| MysqlError::InvalidContent { reason }.at(op, path))
-}
-
 /// Column `at` of `row` as a `T`.
-fn take<T: mysql::prelude::FromValue>(row: &Row, at: usize) -> Result<T, MysqlError> {
+fn take<T: mysql::prelude::FromValue>(row: &mysql::Row, at: usize) -> Result<T, MysqlError> {
     match row.get_opt::<T, usize>(at) {
         Some(Ok(v)) => Ok(v),
         Some(Err(e)) => Err(MysqlError::Database(mysql::Error::FromValueError(e.0))),
@@ -514,243 +318,248 @@ fn take<T: mysql::prelude::FromValue>(row: &Row, at: usize) -> Result<T, MysqlEr
     }
 }
 
-fn meta_at(row: &Row, at: usize) -> Result<TitleMeta, MysqlError> {
+fn meta_at(row: &mysql::Row, at: usize) -> Result<TitleMeta, MysqlError> {
     Ok(TitleMeta { title: take(row, at)?, source: take(row, at + 1)?, updated_at: take(row, at + 2)? })
 }
 
-impl Storage for MysqlStorage {
-    session_store::keyed_storage_methods!();
+impl KeyedBackend for MysqlStorage {
+    type Cause = MysqlError;
 
-    fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
-        let op = Op::EnsureDir;
-        let k = MysqlError::key(op, dir)?;
-        check_key_len(op, dir, &k)?;
-        let mut c = self.conn(op, dir)?;
-        let found: Option<u8> = c.exec_first(&self.inner.q.exists, params! {"path" => &k}).map_err(db(op, dir))?;
-        if found.is_some() {
-            let err = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "a file is in the way");
-            return Err(StoreError::io_raw(op, dir, err));
+    fn dirs(&self) -> &LocalDirs {
+        &self.inner.dirs
+    }
+
+    fn times(&self) -> &Mtimes {
+        &self.inner.times
+    }
+
+    fn writable(&self, at: At<'_>) -> Result<(), StoreError> {
+        if self.inner.read_only {
+            return Err(at.wrap(MysqlError::ReadOnly { table: self.inner.table.clone() }));
         }
-        self.inner.dirs.remember(k, self.mtime());
         Ok(())
     }
 
-    fn stat(&self, path: &Path) -> Result<Option<FileStat>, StoreError> {
-        let op = Op::Stat;
-        let k = MysqlError::key(op, path)?;
-        let prefix = MysqlError::dir_prefix(op, path)?;
-        let mut c = self.conn(op, path)?;
-        // A key no row can have (too long, or padded by the collation) is no file.
-        if check_key_len(op, path, &k).is_ok() {
-            let row: Option<(u64, i64)> =
-                c.exec_first(&self.inner.q.stat, params! {"path" => &k}).map_err(db(op, path))?;
-            if let Some((size, mtime_ms)) = row {
-                return Ok(Some(FileStat::new(size, mtime_ms, true)));
-            }
-        }
-        let newest: Option<Option<i64>> = c
-            .exec_first(&self.inner.q.newest_with_prefix, params! {"prefix" => like_prefix(&prefix)})
-            .map_err(db(op, path))?;
-        let mtime = newest.flatten().or_else(|| self.inner.dirs.mtime(&k, &prefix));
-        Ok(mtime.map(|mtime_ms| FileStat::new(0, mtime_ms, false)))
+    fn content<'b>(&self, at: At<'_>, bytes: &'b [u8]) -> Result<Body<'b>, StoreError> {
+        Body::text(bytes).map_err(|reason| at.wrap(MysqlError::InvalidContent { reason }))
     }
 
-    fn list(&self, dir: &Path) -> Result<Vec<String>, StoreError> {
-        let op = Op::List;
-        let prefix = MysqlError::dir_prefix(op, dir)?;
-        Ok(children(&prefix, self.keys_with_prefix(op, dir, &prefix)?))
-    }
-
-    fn list_stats(&self, dir: &Path) -> Result<Vec<(String, FileStat)>, StoreError> {
-        let op = Op::List;
-        let prefix = MysqlError::dir_prefix(op, dir)?;
-        let mut c = self.conn(op, dir)?;
-        let rows: Vec<(String, i64, i64)> =
-            c.exec(&self.inner.q.stats_with_prefix, params! {"prefix" => like_prefix(&prefix)}).map_err(db(op, dir))?;
-        // Only files directly in `dir`, dot-files left out, as `list` gives them.
-        let mut out: Vec<(String, FileStat)> = rows
-            .into_iter()
-            .filter_map(|(key, size, mtime_ms)| {
-                let name = key.strip_prefix(&prefix)?;
-                (!name.is_empty() && !name.contains('/') && !name.starts_with('.'))
-                    .then(|| (name.to_owned(), FileStat::new(size.max(0) as u64, mtime_ms, true)))
-            })
-            .collect();
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(out)
-    }
-
-    fn read_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StoreError> {
-        let op = Op::List;
-        let prefix = MysqlError::dir_prefix(op, dir)?;
-        let keys = self.keys_with_prefix(op, dir, &prefix)?;
-        Ok(child_entries(&prefix, keys, self.inner.dirs.under(&prefix)))
-    }
-
-    fn remove_empty_dir(&self, dir: &Path) -> Result<(), StoreError> {
-        let k = MysqlError::key(Op::RemoveDir, dir)?;
-        self.inner.dirs.forget_if_empty(&k);
-        Ok(())
-    }
-
-    fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        let op = Op::Append;
-        let k = key(op, path)?;
-        self.writable(op, path)?;
-        let body = text(op, path, bytes)?;
-        self.check_len(op, path, bytes.len() as u64)?;
-        let mut c = self.conn(op, path)?;
+    /// Refuses content the server would refuse to take in one statement.
+    fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError> {
         let limit = self.max_content_bytes();
-        let args = params! {"path" => &k, "content" => body, "mtime" => self.mtime(), "limit" => limit};
+        if size > limit {
+            return Err(at.wrap(MysqlError::TooLarge { size, limit }));
+        }
+        Ok(())
+    }
+
+    /// At most omp's `VARCHAR(512)` characters, and no trailing space (`utf8mb4_bin` pads:
+    /// `a ` and `a` would be one row).
+    fn check_key(&self, at: At<'_>, k: &str) -> Result<(), StoreError> {
+        if k.ends_with(' ') {
+            let reason = "a trailing space, which MySQL's PAD SPACE collation ignores".to_owned();
+            return Err(at.wrap(MysqlError::BadPath { reason }));
+        }
+        let chars = k.chars().count();
+        if chars > MAX_KEY_CHARS {
+            let reason = format!("{chars} characters, more than omp's VARCHAR({MAX_KEY_CHARS})");
+            return Err(at.wrap(MysqlError::BadPath { reason }));
+        }
+        Ok(())
+    }
+
+    fn stat_key(&self, at: At<'_>, k: &str) -> Result<Option<(u64, i64)>, StoreError> {
+        self.conn(at)?.exec_first(&self.inner.q.stat, params! {"path" => k}).map_err(db(at))
+    }
+
+    fn newest_under(&self, at: At<'_>, prefix: &str) -> Result<Option<i64>, StoreError> {
+        let newest: Option<Option<i64>> = self
+            .conn(at)?
+            .exec_first(&self.inner.q.newest_with_prefix, params! {"prefix" => like_prefix(prefix)})
+            .map_err(db(at))?;
+        Ok(newest.flatten())
+    }
+
+    fn keys_under(&self, at: At<'_>, prefix: &str) -> Result<Vec<String>, StoreError> {
+        self.conn(at)?.exec(&self.inner.q.with_prefix, params! {"prefix" => like_prefix(prefix)}).map_err(db(at))
+    }
+
+    fn stats_under(&self, at: At<'_>, prefix: &str) -> Result<Vec<(String, u64, i64)>, StoreError> {
+        let rows: Vec<(String, i64, i64)> = self
+            .conn(at)?
+            .exec(&self.inner.q.stats_with_prefix, params! {"prefix" => like_prefix(prefix)})
+            .map_err(db(at))?;
+        Ok(rows.into_iter().map(|(k, size, mtime_ms)| (k, size.max(0) as u64, mtime_ms)).collect())
+    }
+
+    fn read_row(&self, at: At<'_>, k: &str) -> Result<Option<Row>, StoreError> {
+        let row: Option<mysql::Row> =
+            self.conn(at)?.exec_first(&self.inner.q.read, params! {"path" => k}).map_err(db(at))?;
+        let read = |row: &mysql::Row| -> Result<Row, MysqlError> {
+            Ok(Row { content: take(row, 0)?, meta: meta_at(row, 1)?, mtime_ms: take(row, 4)? })
+        };
+        row.map(|row| read(&row).map_err(|e| at.wrap(e))).transpose()
+    }
+
+    fn read_windows(&self, at: At<'_>, k: &str, prefix: u64, suffix: u64) -> Result<Option<Windows>, StoreError> {
+        // Signed: `LENGTH(content) - :tail` must not be unsigned arithmetic.
+        let (head, tail) = (i64::try_from(prefix).unwrap_or(i64::MAX), i64::try_from(suffix).unwrap_or(i64::MAX));
+        let args = params! {"path" => k, "head" => head, "tail" => tail};
+        let row: Option<mysql::Row> = self.conn(at)?.exec_first(&self.inner.q.slices, args).map_err(db(at))?;
+        let read = |row: &mysql::Row| -> Result<Windows, MysqlError> {
+            Ok(Windows {
+                head: take(row, 0)?,
+                tail: take(row, 1)?,
+                size: take(row, 2)?,
+                meta: meta_at(row, 3)?,
+                first: take(row, 6)?,
+                mtime_ms: take(row, 7)?,
+            })
+        };
+        row.map(|row| read(&row).map_err(|e| at.wrap(e))).transpose()
+    }
+
+    fn put(
+        &self,
+        at: At<'_>,
+        k: &str,
+        body: Body<'_>,
+        meta: &TitleMeta,
+        now: i64,
+        how: Put,
+    ) -> Result<Cas, StoreError> {
+        let q = &self.inner.q;
+        let mut c = self.conn(at)?;
+        let mut args = vec![
+            ("path".to_owned(), mysql::Value::from(k)),
+            ("content".to_owned(), mysql::Value::from(body.as_bytes())),
+            ("mtime".to_owned(), mysql::Value::from(now)),
+            ("title".to_owned(), mysql::Value::from(meta.title.as_deref())),
+            ("source".to_owned(), mysql::Value::from(meta.source.as_deref())),
+            ("updated".to_owned(), mysql::Value::from(meta.updated_at.as_deref())),
+        ];
+        let written = match how {
+            Put::Upsert => {
+                c.exec_drop(&q.upsert, mysql::Params::from(args)).map_err(db(at))?;
+                true
+            }
+            Put::Create => inserted(c.exec_drop(&q.insert_if_missing, mysql::Params::from(args))).map_err(db(at))?,
+            Put::IfSize(n) => {
+                args.push(("expected".to_owned(), mysql::Value::from(n)));
+                c.exec_drop(&q.update_if_size, mysql::Params::from(args)).map_err(db(at))?;
+                c.affected_rows() == 1
+            }
+        };
+        self.refused_at(&mut c, at, k, written)
+    }
+
+    fn append_key(&self, at: At<'_>, k: &str, body: Body<'_>, now: i64) -> Result<(), StoreError> {
+        let mut c = self.conn(at)?;
+        let limit = self.max_content_bytes();
+        let args = params! {"path" => k, "content" => body.as_bytes(), "mtime" => now, "limit" => limit};
         match c.exec_drop(&self.inner.q.append, args) {
             // Past the limit the statement sets NULL, which strict mode refuses for the
             // `NOT NULL` column (`ER_BAD_NULL_ERROR`): nothing was written, and the sizes
             // say why.
             Err(mysql::Error::MySqlError(e)) if e.code == 1048 => {
-                let size = self.size_of(&mut c, op, path, &k)?.unwrap_or(0);
-                Err(MysqlError::TooLarge { size: size.saturating_add(bytes.len() as u64), limit }.at(op, path))
+                let size = self.size_of(&mut c, at, k)?.unwrap_or(0);
+                Err(at.wrap(MysqlError::TooLarge { size: size.saturating_add(body.len()), limit }))
             }
-            other => other.map_err(db(op, path)),
+            other => other.map_err(db(at)),
         }
     }
 
-    fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
-        let op = Op::Truncate;
-        let k = key(op, path)?;
-        self.writable(op, path)?;
-        let now = self.mtime();
-        let mut c = self.conn(op, path)?;
-        let mut tx = c.start_transaction(TxOpts::default()).map_err(db(op, path))?;
+    fn append_at(&self, at: At<'_>, k: &str, body: Body<'_>, now: i64, size: u64) -> Result<Cas, StoreError> {
+        let mut c = self.conn(at)?;
+        let args = params! {"path" => k, "content" => body.as_bytes(), "mtime" => now, "expected" => size};
+        c.exec_drop(&self.inner.q.append_if_size, args).map_err(db(at))?;
+        let written = c.affected_rows() == 1;
+        self.refused_at(&mut c, at, k, written)
+    }
+
+    fn truncate_key(&self, at: At<'_>, k: &str, len: u64, now: i64) -> Result<bool, StoreError> {
+        let mut c = self.conn(at)?;
+        let mut tx = c.start_transaction(TxOpts::default()).map_err(db(at))?;
         let content: Option<String> =
-            tx.exec_first(&self.inner.q.content_for_update, params! {"path" => &k}).map_err(db(op, path))?;
-        let content = content.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
-        let size = content.len() as u64;
-        if len > size {
-            let reason = format!("extending {size} bytes to {len} would add NUL bytes");
-            return Err(MysqlError::InvalidContent { reason }.at(op, path));
+            tx.exec_first(&self.inner.q.content_for_update, params! {"path" => k}).map_err(db(at))?;
+        let Some(content) = content else { return Ok(false) };
+        match cut_text(&content, len).map_err(|reason| at.wrap(MysqlError::InvalidContent { reason }))? {
+            Cut::Same => tx.exec_drop(&self.inner.q.touch, params! {"path" => k, "mtime" => now}).map_err(db(at))?,
+            Cut::To(kept) => {
+                let args = params! {"path" => k, "content" => kept, "mtime" => now, "len" => len};
+                tx.exec_drop(&self.inner.q.set_content, args).map_err(db(at))?;
+            }
         }
-        if len == size {
-            tx.exec_drop(&self.inner.q.touch, params! {"path" => &k, "mtime" => now}).map_err(db(op, path))?;
-        } else {
-            let Some(kept) = content.get(..len as usize) else {
-                let reason = format!("cutting at byte {len} would split a character");
-                return Err(MysqlError::InvalidContent { reason }.at(op, path));
-            };
-            let args = params! {"path" => &k, "content" => kept, "mtime" => now, "len" => len};
-            tx.exec_drop(&self.inner.q.set_content, args).map_err(db(op, path))?;
-        }
-        tx.commit().map_err(db(op, path))
+        tx.commit().map_err(db(at))?;
+        Ok(true)
     }
 
-    fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
-        let op = Op::Rename;
-        let src = key(op, from)?;
-        let dst = key(op, to)?;
-        self.writable(op, from)?;
-        let now = self.mtime();
-        let mut c = self.conn(op, from)?;
-        if src == dst {
-            let found: Option<u8> =
-                c.exec_first(&self.inner.q.exists, params! {"path" => &src}).map_err(db(op, from))?;
-            return found.map(|_| ()).ok_or_else(|| StoreError::NotFound { path: from.to_path_buf() });
-        }
-        let mut tx = c.start_transaction(TxOpts::default()).map_err(db(op, from))?;
-        tx.exec_drop(&self.inner.q.delete, params! {"path" => &dst}).map_err(db(op, to))?;
-        tx.exec_drop(&self.inner.q.rename, params! {"to" => &dst, "mtime" => now, "from" => &src})
-            .map_err(db(op, from))?;
+    fn rename_key(&self, at: At<'_>, from: &str, to: &str, now: i64) -> Result<bool, StoreError> {
+        let mut c = self.conn(at)?;
+        let mut tx = c.start_transaction(TxOpts::default()).map_err(db(at))?;
+        tx.exec_drop(&self.inner.q.delete, params! {"path" => to}).map_err(db(at))?;
+        tx.exec_drop(&self.inner.q.rename, params! {"to" => to, "mtime" => now, "from" => from}).map_err(db(at))?;
         if tx.affected_rows() == 0 {
-            return Err(StoreError::NotFound { path: from.to_path_buf() });
+            return Ok(false);
         }
-        tx.commit().map_err(db(op, from))
+        tx.commit().map_err(db(at))?;
+        Ok(true)
     }
 
-    fn unlink(&self, path: &Path) -> Result<(), StoreError> {
-        let op = Op::Unlink;
-        let k = key(op, path)?;
-        self.writable(op, path)?;
-        let mut c = self.conn(op, path)?;
-        c.exec_drop(&self.inner.q.delete, params! {"path" => &k}).map_err(db(op, path))?;
-        match c.affected_rows() {
-            0 => Err(StoreError::NotFound { path: path.to_path_buf() }),
-            _ => Ok(()),
-        }
+    fn delete_key(&self, at: At<'_>, k: &str) -> Result<bool, StoreError> {
+        let mut c = self.conn(at)?;
+        c.exec_drop(&self.inner.q.delete, params! {"path" => k}).map_err(db(at))?;
+        Ok(c.affected_rows() > 0)
     }
 
-    fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
-        let op = Op::Unlink;
-        let k = key(op, path)?;
-        self.writable(op, path)?;
-        let artifacts =
-            session_store::artifacts_dir(path).map(|d| MysqlError::dir_prefix(Op::RemoveDir, &d)).transpose()?;
-        let candidates = self.keys_with_prefix(op, path, &format!("{k}."))?;
-        let mut c = self.conn(op, path)?;
-        let mut tx = c.start_transaction(TxOpts::default()).map_err(db(op, path))?;
-        tx.exec_drop(&self.inner.q.delete, params! {"path" => &k}).map_err(db(op, path))?;
-        if let Some(prefix) = &artifacts {
+    fn delete_doomed(&self, at: At<'_>, doomed: Doomed<'_>) -> Result<(), StoreError> {
+        let mut c = self.conn(at)?;
+        let mut tx = c.start_transaction(TxOpts::default()).map_err(db(at))?;
+        tx.exec_drop(&self.inner.q.delete, params! {"path" => doomed.key}).map_err(db(at))?;
+        if let Some(prefix) = doomed.artifacts {
             tx.exec_drop(&self.inner.q.delete_prefix, params! {"prefix" => like_prefix(prefix)})
-                .map_err(db(Op::RemoveDir, path))?;
+                .map_err(db(At::new(Op::RemoveDir, at.path)))?;
         }
-        // `<name>.<anything>.bak` siblings.
-        for candidate in backups(&k, candidates) {
-            tx.exec_drop(&self.inner.q.delete, params! {"path" => &candidate}).map_err(db(op, path))?;
+        for backup in doomed.backups {
+            tx.exec_drop(&self.inner.q.delete, params! {"path" => backup}).map_err(db(at))?;
         }
-        tx.commit().map_err(db(op, path))?;
-        if let Some(prefix) = artifacts {
-            self.inner.dirs.forget_under(&prefix);
-        }
-        Ok(())
+        tx.commit().map_err(db(at))
     }
 
-    fn open_writer(&self, path: &Path, durability: Durability) -> Result<Box<dyn AppendWriter>, StoreError> {
-        let _ = durability; // every append is a committed statement
-        let op = Op::Open;
-        let k = key(op, path)?;
-        self.writable(op, path)?;
-        let mut c = self.conn(op, path)?;
-        c.exec_drop(&self.inner.q.touch_empty, params! {"path" => &k, "mtime" => self.mtime()})
-            .map_err(db(op, path))?;
-        Ok(Box::new(AppendingWriter::new(self.clone(), path)))
+    fn touch_empty(&self, at: At<'_>, k: &str, now: i64) -> Result<(), StoreError> {
+        self.conn(at)?.exec_drop(&self.inner.q.touch_empty, params! {"path" => k, "mtime" => now}).map_err(db(at))
+    }
+
+    fn set_title(&self, at: At<'_>, k: &str, meta: &TitleMeta, now: i64) -> Result<bool, StoreError> {
+        let mut c = self.conn(at)?;
+        let args = params! {
+            "path" => k, "title" => &meta.title, "source" => &meta.source, "updated" => &meta.updated_at, "mtime" => now
+        };
+        c.exec_drop(&self.inner.q.title, args).map_err(db(at))?;
+        Ok(c.affected_rows() > 0)
     }
 
     /// Takes `GET_LOCK` on a name made from the database, the table and the key (a SHA-2
     /// prefix: lock names are server-wide and hold 64 characters) on a connection of its
     /// own, held until the lock is released or the connection dies. omp takes no lock on
     /// SQL storage.
-    fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError> {
-        let op = Op::Lock;
-        let k = key(op, path)?;
+    fn lock_key(&self, at: At<'_>, k: &str, wait: LockWait) -> Result<SessionLock, StoreError> {
         let name_sql = "CONCAT('sess:', LEFT(SHA2(CONCAT(IFNULL(DATABASE(), ''), ':', :name), 256), 59))";
         let name = format!("{}:{k}", self.inner.table);
-        let deadline = match wait {
-            LockWait::NoWait => None,
-            LockWait::Timeout(d) => Some(Instant::now() + d),
-        };
-        let mut c = self.conn(op, path)?;
-        loop {
-            let got: Option<Option<i64>> = c
-                .exec_first(format!("SELECT GET_LOCK({name_sql}, 0)"), params! {"name" => &name})
-                .map_err(db(op, path))?;
-            if got.flatten() == Some(1) {
-                break;
-            }
-            if deadline.is_none_or(|d| Instant::now() >= d) {
-                return Err(StoreError::Locked { path: path.to_path_buf() });
-            }
-            std::thread::sleep(LOCK_POLL);
-        }
-        let locked = path.to_path_buf();
+        let mut c = self.conn(at)?;
+        poll_lock(at.path, wait, || {
+            let got: Option<Option<i64>> =
+                c.exec_first(format!("SELECT GET_LOCK({name_sql}, 0)"), params! {"name" => &name}).map_err(db(at))?;
+            Ok(got.flatten() == Some(1))
+        })?;
+        let locked = at.path.to_path_buf();
         Ok(SessionLock::new(
-            path,
+            at.path,
             Box::new(move || {
                 c.exec_drop(format!("DO RELEASE_LOCK({name_sql})"), params! {"name" => &name})
-                    .map_err(|e| MysqlError::Database(e).at(Op::Lock, &locked))
+                    .map_err(|e| At::new(Op::Lock, &locked).wrap(MysqlError::Database(e)))
             }),
         ))
-    }
-
-    /// Polls the row's size and mtime ([`PollWatch`]): MySQL has no change feed.
-    fn watch(&self, path: &Path) -> Result<Option<Box<dyn Watch>>, StoreError> {
-        Ok(Some(Box::new(PollWatch::new(self.clone(), path)?)))
     }
 }
 

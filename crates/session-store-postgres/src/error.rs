@@ -2,10 +2,9 @@
 //! [`std::io::ErrorKind`]s.
 
 use std::io;
-use std::path::Path;
 
-use session_store::keyed::{self, Cause};
-use session_store::{Op, StoreError};
+use session_store::StoreError;
+use session_store::keyed::{self, At, Cause};
 
 /// The largest content one row holds, in bytes: PostgreSQL's limit for one `text` value
 /// (1 GiB minus one byte; the server may run out of memory before).
@@ -87,11 +86,6 @@ impl ServerError {
     pub fn find(err: &StoreError) -> Option<&ServerError> {
         keyed::find(err)
     }
-
-    /// Wraps the cause as the [`StoreError`] of `op` on `path`.
-    pub(crate) fn at(self, op: Op, path: &Path) -> StoreError {
-        keyed::wrap(self, op, path)
-    }
 }
 
 impl Cause for ServerError {
@@ -140,13 +134,13 @@ fn db_kind(e: &postgres::Error) -> io::ErrorKind {
     }
 }
 
-/// Wraps a database error as the [`StoreError`] of `op` on `path`.
-pub(crate) fn db(op: Op, path: &Path) -> impl FnOnce(postgres::Error) -> StoreError + '_ {
+/// Wraps a database error as the [`StoreError`] of the call at `at`.
+pub(crate) fn db(at: At<'_>) -> impl FnOnce(postgres::Error) -> StoreError + '_ {
     move |e| {
         if db_kind(&e) == io::ErrorKind::ConnectionAborted {
             crate::pool::note_broken();
         }
-        ServerError::Database(e).at(op, path)
+        at.wrap(ServerError::Database(e))
     }
 }
 

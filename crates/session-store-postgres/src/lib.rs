@@ -46,7 +46,8 @@
 //!   PostgreSQL writes a new version of the whole row, so **an append costs O(size of the
 //!   session)** in time and WAL (measured on PostgreSQL 15: 0.55 to 1.6 s and about 92 MB of
 //!   WAL for 1 KB onto a 69 MB row); the native layout below appends in O(line).
-//!   [`PostgresStorage::append_if_size`] appends only at an expected size.
+//!   [`Storage::append_expected`] appends only at an expected size, in one
+//!   `UPDATE … SET content = content || $2 … WHERE octet_length(content) = $4`.
 //! * Whole-file writes map [`ExpectedSize`] onto omp's compare-and-set: `Any` is an upsert
 //!   that replaces, `Missing` an insert that does nothing on conflict, `Bytes(n)` an
 //!   `UPDATE … WHERE octet_length(content) = n`; a refused write is
@@ -86,7 +87,7 @@
 //! from 0 to `size`, in `seq` order, so a byte window is an index range. An append is one
 //! statement: it grows `size` in the metadata row (taking its row lock, which orders
 //! concurrent appends) and inserts one row at the old size: O(line), whatever the session's
-//! size. [`NativePostgresStorage::append_if_size`] adds `WHERE size = expected` to the same
+//! size. [`Storage::append_expected`] adds `WHERE size = expected` to the same
 //! statement. Whole writes store one row per line in one transaction; stat and listing read
 //! only `session_meta`. `bytea` holds any byte, so this layout passes the byte cases of the
 //! contract too, and a file is limited only by the table (each row by 1 GiB).
@@ -95,7 +96,7 @@
 //!
 //! Every error is a [`StoreError`] naming the path. A write that fails with a lost
 //! connection may or may not have landed: stat before repeating it, or repeat it with a
-//! size check (`append_if_size`), which refuses a duplicate. Causes of this crate are
+//! size check ([`Storage::append_expected`]), which refuses a duplicate. Causes of this crate are
 //! [`StoreError::Io`] with a [`ServerError`] inside ([`ServerError::find`]) and an
 //! [`std::io::ErrorKind`] that tells them apart:
 //!
@@ -124,7 +125,6 @@
 
 mod base;
 mod error;
-mod keys;
 mod native;
 mod pool;
 mod storage;

@@ -5,12 +5,12 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use postgres::{Config, IsolationLevel, Transaction};
-use session_store::keyed::{AppendingWriter, Cause, TitleMeta, backups, lay_over, read_relation};
-use session_store::{
-    AppendWriter, Durability, ExpectedSize, FileStat, LockWait, Note, Op, SessionLock, Storage, StoreError,
+use session_store::keyed::{
+    self, At, Body, Cas, Cause, Doomed, KeyedBackend, LocalDirs, Mtimes, Put, Row, TitleMeta, Windows, read_relation,
 };
+use session_store::{LockWait, Note, Op, SessionLock, StoreError, Watch};
 
-use crate::base::{Base, FileQueries, base_storage_methods, columns_of};
+use crate::base::{Base, FileQueries, columns_of};
 use crate::error::{ConnectError, ServerError, db};
 use crate::pool::{Pool, Pooled};
 use crate::storage::meta_at;
@@ -305,220 +305,31 @@ impl NativePostgresStorage {
         source: Option<&str>,
         updated_at: &str,
     ) -> Result<(), StoreError> {
-        self.inner.base.update_title(path, (title, source, updated_at))
+        keyed::update_title(self, path, title, source, updated_at)
     }
 
-    /// Appends `bytes` only when the file is as `expected` says: one statement that checks
-    /// and grows the size and inserts the row. A mismatch is [`StoreError::Conflict`].
-    pub fn append_if_size(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        let op = Op::Append;
-        let k = ServerError::file_key(op, path)?;
-        self.inner.base.writable(op, path)?;
-        let n = len_i64(op, path, bytes.len() as u64)?;
-        let now = self.mtime();
-        let mut c = self.client(op, path)?;
-        let done = match expected {
-            ExpectedSize::Any => {
-                c.client().execute(&self.inner.q.append, &[&k, &bytes, &n, &now]).map_err(db(op, path))?;
-                return Ok(());
-            }
-            ExpectedSize::Missing => {
-                let mut tx = c.client().transaction().map_err(db(op, path))?;
-                let none: Option<&str> = None;
-                let made = tx
-                    .execute(&self.inner.q.create_meta_if_missing, &[&k, &n, &now, &none, &none, &none])
-                    .map_err(db(op, path))?;
-                if made == 1 {
-                    insert_lines(&mut tx, &self.inner.q, op, path, &k, 0, bytes)?;
-                    tx.commit().map_err(db(op, path))?;
-                }
-                made == 1
-            }
-            ExpectedSize::Bytes(size) | ExpectedSize::Unchanged { size, .. } => {
-                let size = i64::try_from(size).unwrap_or(-1);
-                let row = c
-                    .client()
-                    .query_one(&self.inner.q.append_if_size, &[&k, &bytes, &n, &now, &size])
-                    .map_err(db(op, path))?;
-                row.try_get::<_, i64>(0).map_err(db(op, path))? == 1
-            }
-        };
-        if !done {
-            let found = self.size_of(&mut c, op, path, &k)?;
-            return Err(StoreError::Conflict {
-                path: path.to_path_buf(),
-                expected: expected.as_option().flatten(),
-                found,
-            });
-        }
-        Ok(())
-    }
-
-    fn client(&self, op: Op, path: &Path) -> Result<Pooled, StoreError> {
-        self.inner.base.client(op, path)
-    }
-
-    fn mtime(&self) -> i64 {
-        self.inner.base.mtime()
-    }
-
-    fn size_of(&self, c: &mut Pooled, op: Op, path: &Path, k: &str) -> Result<Option<u64>, StoreError> {
-        let row = c.client().query_opt(&self.inner.q.stat, &[&k]).map_err(db(op, path))?;
-        row.map(|r| r.try_get::<_, i64>(0).map(|n| n.max(0) as u64)).transpose().map_err(db(op, path))
-    }
-
-    fn replace(&self, op: Op, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        let k = ServerError::file_key(op, path)?;
-        self.inner.base.writable(op, path)?;
-        let n = len_i64(op, path, bytes.len() as u64)?;
-        let meta = TitleMeta::of_body(bytes);
-        let now = self.mtime();
-        let mut c = self.client(op, path)?;
-        let q = &self.inner.q;
-        let mut tx = c.client().transaction().map_err(db(op, path))?;
-        let found = match tx.query_opt(&q.size_for_update, &[&k]).map_err(db(op, path))? {
-            Some(row) => Some(row.try_get::<_, i64>(0).map_err(db(op, path))?.max(0) as u64),
-            None => None,
-        };
-        let args: [&(dyn postgres::types::ToSql + Sync); 6] =
-            [&k, &n, &now, &meta.title, &meta.source, &meta.updated_at];
-        if found.is_none() {
-            expected.check(path, None)?;
-            // A concurrent creator may insert first: the insert tells.
-            let made = tx.execute(&q.create_meta_if_missing, &args).map_err(db(op, path))?;
-            if made == 0 {
-                drop(tx);
-                let found = self.size_of(&mut c, op, path, &k)?;
-                if op == Op::WriteNew {
-                    return Err(StoreError::AlreadyExists { path: path.to_path_buf() });
-                }
-                return Err(StoreError::Conflict {
-                    path: path.to_path_buf(),
-                    expected: expected.as_option().flatten(),
-                    found,
-                });
-            }
-        }
-        if found.is_some() {
-            if op == Op::WriteNew {
-                return Err(StoreError::AlreadyExists { path: path.to_path_buf() });
-            }
-            expected.check(path, found)?;
-            tx.execute(&q.set_meta, &args).map_err(db(op, path))?;
-            tx.execute(&q.delete_lines, &[&k]).map_err(db(op, path))?;
-        }
-        insert_lines(&mut tx, q, op, path, &k, 0, bytes)?;
-        tx.commit().map_err(db(op, path))
-    }
-
-    /// Reads the whole file and its stat in one snapshot, the title laid over its slot.
-    fn read_with_stat(&self, path: &Path) -> Result<(FileStat, Vec<u8>), StoreError> {
-        let op = Op::Read;
-        let k = ServerError::file_key(op, path)?;
-        let (stat, meta, mut bytes) = self.whole(op, path, &k)?;
-        if let Some(slot) = meta.overlay_for(&bytes) {
-            lay_over(&slot, &mut bytes, 0);
-        }
-        Ok((stat, bytes))
-    }
-
-    /// Reads the head and tail windows and the stat in one statement.
-    fn slices_with_stat(
-        &self,
-        path: &Path,
-        prefix: u64,
-        suffix: u64,
-    ) -> Result<(FileStat, Vec<u8>, Vec<u8>), StoreError> {
-        let op = Op::Read;
-        let k = ServerError::file_key(op, path)?;
-        // The slot is read with the head, so the head covers at least its 256 bytes.
-        let want_head = i64::try_from(prefix.max(256)).unwrap_or(i64::MAX);
-        let want_tail = i64::try_from(suffix).unwrap_or(i64::MAX);
-        let mut c = self.client(op, path)?;
-        // One statement: one round trip, and one snapshot for the size and both windows.
-        let row = c.client().query_opt(&self.inner.q.slices, &[&k, &want_head, &want_tail]).map_err(db(op, path))?;
-        let row = row.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
-        let get = |row: &postgres::Row| -> Result<_, postgres::Error> {
-            let size: i64 = row.try_get(0)?;
-            let meta = meta_at(row, 1)?;
-            let mtime_ms: i64 = row.try_get(4)?;
-            let head: Option<Vec<u8>> = row.try_get(5)?;
-            let start: i64 = row.try_get(6)?;
-            let tail: Option<Vec<u8>> = row.try_get(7)?;
-            Ok((
-                size.max(0) as u64,
-                meta,
-                mtime_ms,
-                head.unwrap_or_default(),
-                start.max(0) as u64,
-                tail.unwrap_or_default(),
-            ))
-        };
-        let (size, meta, mtime_ms, mut head, start, mut tail) = get(&row).map_err(db(op, path))?;
-        let stat = FileStat::new(size, mtime_ms, true);
-        let slot = meta.overlay_for(&head);
-        head.truncate(usize::try_from(prefix.min(size)).unwrap_or(usize::MAX));
-        if suffix > 0 && size > 0 {
-            let from = size.saturating_sub(suffix);
-            let skip = usize::try_from(from.saturating_sub(start)).unwrap_or(usize::MAX);
-            tail.drain(..skip.min(tail.len()));
-            tail.truncate(usize::try_from(suffix.min(size)).unwrap_or(usize::MAX));
-            if let Some(slot) = &slot {
-                lay_over(slot, &mut tail, from);
-            }
-        } else {
-            tail.clear();
-        }
-        if let Some(slot) = &slot {
-            lay_over(slot, &mut head, 0);
-        }
-        Ok((stat, head, tail))
-    }
-
-    /// Reads, in one snapshot, the stat, the title metadata and every byte of the file, row
-    /// by row (a large file never passes through one value).
-    fn whole(&self, op: Op, path: &Path, k: &str) -> Result<(FileStat, TitleMeta, Vec<u8>), StoreError> {
-        let mut c = self.client(op, path)?;
-        let mut tx = c
-            .client()
-            .build_transaction()
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .map_err(db(op, path))?;
-        let row = tx.query_opt(&self.inner.q.read_meta, &[&k]).map_err(db(op, path))?;
-        let row = row.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
-        let size: i64 = row.try_get(0).map_err(db(op, path))?;
-        let meta = meta_at(&row, 1).map_err(db(op, path))?;
-        let mtime_ms: i64 = row.try_get(4).map_err(db(op, path))?;
-        let rows = tx.query(&self.inner.q.read_lines, &[&k]).map_err(db(op, path))?;
-        let mut bytes = Vec::new();
-        for r in rows {
-            let line: Vec<u8> = r.try_get(0).map_err(db(op, path))?;
-            bytes.extend_from_slice(&line);
-        }
-        tx.commit().map_err(db(op, path))?;
-        Ok((FileStat::new(size.max(0) as u64, mtime_ms, true), meta, bytes))
+    fn client(&self, at: At<'_>) -> Result<Pooled, StoreError> {
+        self.inner.base.client(at)
     }
 }
 
-fn len_i64(op: Op, path: &Path, n: u64) -> Result<i64, StoreError> {
-    i64::try_from(n).map_err(|_| ServerError::TooLarge { size: n, limit: i64::MAX as u64 }.at(op, path))
+/// A length as the tables' `bigint`.
+fn len_i64(at: At<'_>, n: u64) -> Result<i64, StoreError> {
+    i64::try_from(n).map_err(|_| at.wrap(ServerError::TooLarge { size: n, limit: i64::MAX as u64 }))
 }
 
-/// Splits `bytes` into lines (each with its `\n`) and inserts them from offset `at`.
+/// Splits `bytes` into lines (each with its `\n`) and inserts them from offset `from`.
 fn insert_lines(
     tx: &mut Transaction<'_>,
     q: &Queries,
-    op: Op,
-    path: &Path,
+    at: At<'_>,
     k: &str,
-    at: i64,
+    from: i64,
     bytes: &[u8],
 ) -> Result<(), StoreError> {
     let mut offsets = Vec::new();
     let mut lines: Vec<&[u8]> = Vec::new();
-    let mut pos = at;
+    let mut pos = from;
     for line in bytes.split_inclusive(|b| *b == b'\n') {
         offsets.push(pos);
         lines.push(line);
@@ -535,31 +346,267 @@ fn insert_lines(
         }
         let o = &offsets[start..end];
         let l = &lines[start..end];
-        tx.execute(&q.insert_lines, &[&k, &o, &l]).map_err(db(op, path))?;
+        tx.execute(&q.insert_lines, &[&k, &o, &l]).map_err(db(at))?;
         start = end;
     }
     Ok(())
 }
 
-impl Storage for NativePostgresStorage {
-    session_store::keyed_storage_methods!();
-    base_storage_methods!();
+impl KeyedBackend for NativePostgresStorage {
+    type Cause = ServerError;
 
+    fn dirs(&self) -> &LocalDirs {
+        &self.inner.base.dirs
+    }
+
+    fn times(&self) -> &Mtimes {
+        &self.inner.base.times
+    }
+
+    fn writable(&self, at: At<'_>) -> Result<(), StoreError> {
+        self.inner.base.writable(at)
+    }
+
+    /// Any bytes: lines are `bytea`.
+    fn content<'b>(&self, _at: At<'_>, bytes: &'b [u8]) -> Result<Body<'b>, StoreError> {
+        Ok(Body::bytes(bytes))
+    }
+
+    /// Sizes are `bigint`.
+    fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError> {
+        len_i64(at, size).map(drop)
+    }
+
+    fn stat_key(&self, at: At<'_>, k: &str) -> Result<Option<(u64, i64)>, StoreError> {
+        self.inner.base.stat_key(at, k)
+    }
+
+    fn newest_under(&self, at: At<'_>, prefix: &str) -> Result<Option<i64>, StoreError> {
+        self.inner.base.newest_under(at, prefix)
+    }
+
+    fn keys_under(&self, at: At<'_>, prefix: &str) -> Result<Vec<String>, StoreError> {
+        self.inner.base.keys_under(at, prefix)
+    }
+
+    fn stats_under(&self, at: At<'_>, prefix: &str) -> Result<Vec<(String, u64, i64)>, StoreError> {
+        self.inner.base.stats_under(at, prefix)
+    }
+
+    /// Reads, in one snapshot, the title metadata and every byte of the file, row by row
+    /// (a large file never passes through one value).
+    fn read_row(&self, at: At<'_>, k: &str) -> Result<Option<Row>, StoreError> {
+        let mut c = self.client(at)?;
+        let mut tx = c
+            .client()
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(db(at))?;
+        let Some(row) = tx.query_opt(&self.inner.q.read_meta, &[&k]).map_err(db(at))? else { return Ok(None) };
+        let meta = meta_at(&row, 1).map_err(db(at))?;
+        let mtime_ms: i64 = row.try_get(4).map_err(db(at))?;
+        let rows = tx.query(&self.inner.q.read_lines, &[&k]).map_err(db(at))?;
+        let mut content = Vec::new();
+        for r in rows {
+            let line: &[u8] = r.try_get(0).map_err(db(at))?;
+            content.extend_from_slice(line);
+        }
+        tx.commit().map_err(db(at))?;
+        Ok(Some(Row { content, meta, mtime_ms }))
+    }
+
+    /// One statement: one round trip, and one snapshot for the size and both windows. The
+    /// head is read with at least the title slot's 256 bytes, which are the overlay's.
+    fn read_windows(&self, at: At<'_>, k: &str, prefix: u64, suffix: u64) -> Result<Option<Windows>, StoreError> {
+        let want_head = i64::try_from(prefix.max(256)).unwrap_or(i64::MAX);
+        let want_tail = i64::try_from(suffix).unwrap_or(i64::MAX);
+        let mut c = self.client(at)?;
+        let row = c.client().query_opt(&self.inner.q.slices, &[&k, &want_head, &want_tail]).map_err(db(at))?;
+        let Some(row) = row else { return Ok(None) };
+        let get = |row: &postgres::Row| -> Result<_, postgres::Error> {
+            let size: i64 = row.try_get(0)?;
+            let meta = meta_at(row, 1)?;
+            let mtime_ms: i64 = row.try_get(4)?;
+            let head: Option<Vec<u8>> = row.try_get(5)?;
+            let start: i64 = row.try_get(6)?;
+            let tail: Option<Vec<u8>> = row.try_get(7)?;
+            Ok((size.max(0) as u64, meta, mtime_ms, head.unwrap_or_default(), start.max(0) as u64, tail))
+        };
+        let (size, meta, mtime_ms, first, start, tail) = get(&row).map_err(db(at))?;
+        let mut head = first.clone();
+        head.truncate(usize::try_from(prefix.min(size)).unwrap_or(usize::MAX));
+        // The rows from the one holding byte `size - suffix`: cut to the last `suffix` bytes.
+        let mut tail = tail.unwrap_or_default();
+        if suffix > 0 && size > 0 {
+            let skip = usize::try_from(size.saturating_sub(suffix).saturating_sub(start)).unwrap_or(usize::MAX);
+            tail.drain(..skip.min(tail.len()));
+            tail.truncate(usize::try_from(suffix.min(size)).unwrap_or(usize::MAX));
+        } else {
+            tail.clear();
+        }
+        Ok(Some(Windows { head, tail, size, meta, first: Some(first), mtime_ms }))
+    }
+
+    /// One transaction that locks the metadata row, checks the size, and writes the
+    /// metadata and the lines.
+    fn put(
+        &self,
+        at: At<'_>,
+        k: &str,
+        body: Body<'_>,
+        meta: &TitleMeta,
+        now: i64,
+        how: Put,
+    ) -> Result<Cas, StoreError> {
+        let n = len_i64(at, body.len())?;
+        let q = &self.inner.q;
+        let mut c = self.client(at)?;
+        let mut tx = c.client().transaction().map_err(db(at))?;
+        let found = match tx.query_opt(&q.size_for_update, &[&k]).map_err(db(at))? {
+            Some(row) => Some(row.try_get::<_, i64>(0).map_err(db(at))?.max(0) as u64),
+            None => None,
+        };
+        let refused = match (how, found) {
+            (Put::Upsert, _) => false,
+            (Put::Create, found) => found.is_some(),
+            (Put::IfSize(n), found) => found != Some(n),
+        };
+        if refused {
+            return Ok(Cas::RefusedAt(found));
+        }
+        let args: [&(dyn postgres::types::ToSql + Sync); 6] =
+            [&k, &n, &now, &meta.title, &meta.source, &meta.updated_at];
+        if found.is_some() {
+            tx.execute(&q.set_meta, &args).map_err(db(at))?;
+            tx.execute(&q.delete_lines, &[&k]).map_err(db(at))?;
+        } else if tx.execute(&q.create_meta_if_missing, &args).map_err(db(at))? == 0 {
+            // A concurrent creator inserted first.
+            return Ok(Cas::Refused);
+        }
+        insert_lines(&mut tx, q, at, k, 0, body.as_bytes())?;
+        tx.commit().map_err(db(at))?;
+        Ok(Cas::Done)
+    }
+
+    /// One statement that grows the metadata row's size and inserts the line at the old
+    /// size: an append costs the same whatever the session's size.
+    fn append_key(&self, at: At<'_>, k: &str, body: Body<'_>, now: i64) -> Result<(), StoreError> {
+        let n = len_i64(at, body.len())?;
+        let mut c = self.client(at)?;
+        c.client().execute(&self.inner.q.append, &[&k, &body.as_bytes(), &n, &now]).map_err(db(at))?;
+        Ok(())
+    }
+
+    /// [`KeyedBackend::append_key`]'s statement with `WHERE size = expected`.
+    fn append_at(&self, at: At<'_>, k: &str, body: Body<'_>, now: i64, size: u64) -> Result<Cas, StoreError> {
+        let n = len_i64(at, body.len())?;
+        let size = i64::try_from(size).unwrap_or(-1);
+        let mut c = self.client(at)?;
+        let row = c
+            .client()
+            .query_one(&self.inner.q.append_if_size, &[&k, &body.as_bytes(), &n, &now, &size])
+            .map_err(db(at))?;
+        Ok(if row.try_get::<_, i64>(0).map_err(db(at))? == 1 { Cas::Done } else { Cas::Refused })
+    }
+
+    /// Drops the rows past `len` and cuts the one it falls in; a longer length adds zeros.
+    fn truncate_key(&self, at: At<'_>, k: &str, len: u64, now: i64) -> Result<bool, StoreError> {
+        let n = len_i64(at, len)?;
+        let q = &self.inner.q;
+        let mut c = self.client(at)?;
+        let mut tx = c.client().transaction().map_err(db(at))?;
+        let Some(row) = tx.query_opt(&q.size_for_update, &[&k]).map_err(db(at))? else { return Ok(false) };
+        let size: i64 = row.try_get(0).map_err(db(at))?;
+        if n < size {
+            tx.execute(&q.cut_after, &[&k, &n]).map_err(db(at))?;
+            tx.execute(&q.cut_line, &[&k, &n]).map_err(db(at))?;
+        } else if n > size {
+            let zeros = vec![0u8; usize::try_from(n - size).unwrap_or(0)];
+            insert_lines(&mut tx, q, at, k, size, &zeros)?;
+        }
+        tx.execute(&q.resize, &[&k, &n, &now]).map_err(db(at))?;
+        tx.commit().map_err(db(at))?;
+        Ok(true)
+    }
+
+    fn rename_key(&self, at: At<'_>, from: &str, to: &str, now: i64) -> Result<bool, StoreError> {
+        let q = &self.inner.q;
+        let mut c = self.client(at)?;
+        let mut tx = c.client().transaction().map_err(db(at))?;
+        tx.execute(&q.delete_meta, &[&to]).map_err(db(at))?;
+        tx.execute(&q.delete_lines, &[&to]).map_err(db(at))?;
+        if tx.execute(&q.rename_meta, &[&to, &now, &from]).map_err(db(at))? == 0 {
+            return Ok(false);
+        }
+        tx.execute(&q.rename_lines, &[&to, &from]).map_err(db(at))?;
+        tx.commit().map_err(db(at))?;
+        Ok(true)
+    }
+
+    fn delete_key(&self, at: At<'_>, k: &str) -> Result<bool, StoreError> {
+        let mut c = self.client(at)?;
+        let mut tx = c.client().transaction().map_err(db(at))?;
+        if tx.execute(&self.inner.q.delete_meta, &[&k]).map_err(db(at))? == 0 {
+            return Ok(false);
+        }
+        tx.execute(&self.inner.q.delete_lines, &[&k]).map_err(db(at))?;
+        tx.commit().map_err(db(at))?;
+        Ok(true)
+    }
+
+    fn delete_doomed(&self, at: At<'_>, doomed: Doomed<'_>) -> Result<(), StoreError> {
+        let q = &self.inner.q;
+        let mut c = self.client(at)?;
+        let mut tx = c.client().transaction().map_err(db(at))?;
+        for k in std::iter::once(doomed.key).chain(doomed.backups.iter().map(String::as_str)) {
+            tx.execute(&q.delete_meta, &[&k]).map_err(db(at))?;
+            tx.execute(&q.delete_lines, &[&k]).map_err(db(at))?;
+        }
+        if let Some(prefix) = doomed.artifacts {
+            let gone = At::new(Op::RemoveDir, at.path);
+            tx.execute(&q.delete_meta_prefix, &[&prefix]).map_err(db(gone))?;
+            tx.execute(&q.delete_lines_prefix, &[&prefix]).map_err(db(gone))?;
+        }
+        tx.commit().map_err(db(at))
+    }
+
+    fn touch_empty(&self, at: At<'_>, k: &str, now: i64) -> Result<(), StoreError> {
+        let mut c = self.client(at)?;
+        c.client().execute(&self.inner.q.create_meta, &[&k, &now]).map_err(db(at))?;
+        Ok(())
+    }
+
+    fn set_title(&self, at: At<'_>, k: &str, meta: &TitleMeta, now: i64) -> Result<bool, StoreError> {
+        self.inner.base.set_title(at, k, meta, now)
+    }
+
+    fn lock_key(&self, at: At<'_>, k: &str, wait: LockWait) -> Result<SessionLock, StoreError> {
+        self.inner.base.lock(at, wait, format!("{}:{k}", self.inner.q.meta_t))
+    }
+
+    /// `LISTEN`s for the metadata table's notifications (see the crate docs).
+    fn watch_key(&self, at: At<'_>, k: &str) -> Result<Option<Box<dyn Watch>>, StoreError> {
+        self.inner.base.watch(at, k, &self.inner.q.meta_t).map(Some)
+    }
+
+    /// Notes kept in the metadata row, against its `xmin`.
     fn read_notes(&self, paths: &[PathBuf], kind: &str) -> Result<Option<Vec<Option<Note>>>, StoreError> {
-        let op = Op::Read;
         if self.inner.base.is_read_only() {
             // The note columns may be missing, and no note could be kept: none are read.
             return Ok(None);
         }
         let Some(first) = paths.first() else { return Ok(Some(Vec::new())) };
-        let keys = paths.iter().map(|p| ServerError::file_key(op, p)).collect::<Result<Vec<_>, _>>()?;
-        let mut c = self.client(op, first)?;
-        let rows = c.client().query(&self.inner.q.read_notes, &[&keys, &kind]).map_err(db(op, first))?;
+        let at = At::new(Op::Read, first);
+        let keys = paths.iter().map(|p| ServerError::file_key(at.op, p)).collect::<Result<Vec<_>, _>>()?;
+        let mut c = self.client(at)?;
+        let rows = c.client().query(&self.inner.q.read_notes, &[&keys, &kind]).map_err(db(at))?;
         let mut out: Vec<Option<Note>> = vec![None; paths.len()];
         for row in rows {
-            let i: i64 = row.try_get(0).map_err(db(op, first))?;
-            let version: String = row.try_get(1).map_err(db(op, first))?;
-            let bytes: Option<Vec<u8>> = row.try_get(2).map_err(db(op, first))?;
+            let i: i64 = row.try_get(0).map_err(db(at))?;
+            let version: String = row.try_get(1).map_err(db(at))?;
+            let bytes: Option<Vec<u8>> = row.try_get(2).map_err(db(at))?;
             let (Some(slot), Ok(version)) = (usize::try_from(i - 1).ok().and_then(|i| out.get_mut(i)), version.parse())
             else {
                 continue;
@@ -570,132 +617,18 @@ impl Storage for NativePostgresStorage {
     }
 
     fn write_notes(&self, kind: &str, notes: &[(PathBuf, u64, Vec<u8>)]) -> Result<(), StoreError> {
-        let op = Op::Write;
         if self.inner.base.is_read_only() {
             // Notes are derived data, and a read-only storage keeps none (as a storage
             // without notes, it ignores the call).
             return Ok(());
         }
         let Some((first, _, _)) = notes.first() else { return Ok(()) };
-        let keys = notes.iter().map(|(p, _, _)| ServerError::file_key(op, p)).collect::<Result<Vec<_>, _>>()?;
+        let at = At::new(Op::Write, first);
+        let keys = notes.iter().map(|(p, _, _)| ServerError::file_key(at.op, p)).collect::<Result<Vec<_>, _>>()?;
         let versions: Vec<String> = notes.iter().map(|(_, v, _)| v.to_string()).collect();
         let bytes: Vec<&[u8]> = notes.iter().map(|(_, _, b)| b.as_slice()).collect();
-        let mut c = self.client(op, first)?;
-        c.client().execute(&self.inner.q.write_notes, &[&kind, &keys, &versions, &bytes]).map_err(db(op, first))?;
+        let mut c = self.client(at)?;
+        c.client().execute(&self.inner.q.write_notes, &[&kind, &keys, &versions, &bytes]).map_err(db(at))?;
         Ok(())
-    }
-
-    fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        self.append_if_size(path, bytes, ExpectedSize::Any)
-    }
-
-    fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
-        let op = Op::Truncate;
-        let k = ServerError::file_key(op, path)?;
-        self.inner.base.writable(op, path)?;
-        let n = len_i64(op, path, len)?;
-        let now = self.mtime();
-        let q = &self.inner.q;
-        let mut c = self.client(op, path)?;
-        let mut tx = c.client().transaction().map_err(db(op, path))?;
-        let row = tx.query_opt(&q.size_for_update, &[&k]).map_err(db(op, path))?;
-        let row = row.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
-        let size: i64 = row.try_get(0).map_err(db(op, path))?;
-        if n < size {
-            tx.execute(&q.cut_after, &[&k, &n]).map_err(db(op, path))?;
-            tx.execute(&q.cut_line, &[&k, &n]).map_err(db(op, path))?;
-        } else if n > size {
-            let zeros = vec![0u8; usize::try_from(n - size).unwrap_or(0)];
-            insert_lines(&mut tx, q, op, path, &k, size, &zeros)?;
-        }
-        tx.execute(&q.resize, &[&k, &n, &now]).map_err(db(op, path))?;
-        tx.commit().map_err(db(op, path))
-    }
-
-    fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
-        let op = Op::Rename;
-        let src = ServerError::file_key(op, from)?;
-        let dst = ServerError::file_key(op, to)?;
-        self.inner.base.writable(op, from)?;
-        let now = self.mtime();
-        let q = &self.inner.q;
-        let mut c = self.client(op, from)?;
-        if src == dst {
-            return match c.client().query_opt(&q.stat, &[&src]).map_err(db(op, from))? {
-                Some(_) => Ok(()),
-                None => Err(StoreError::NotFound { path: from.to_path_buf() }),
-            };
-        }
-        let mut tx = c.client().transaction().map_err(db(op, from))?;
-        tx.execute(&q.delete_meta, &[&dst]).map_err(db(op, to))?;
-        tx.execute(&q.delete_lines, &[&dst]).map_err(db(op, to))?;
-        let moved = tx.execute(&q.rename_meta, &[&dst, &now, &src]).map_err(db(op, from))?;
-        if moved == 0 {
-            return Err(StoreError::NotFound { path: from.to_path_buf() });
-        }
-        tx.execute(&q.rename_lines, &[&dst, &src]).map_err(db(op, from))?;
-        tx.commit().map_err(db(op, from))
-    }
-
-    fn unlink(&self, path: &Path) -> Result<(), StoreError> {
-        let op = Op::Unlink;
-        let k = ServerError::file_key(op, path)?;
-        self.inner.base.writable(op, path)?;
-        let mut c = self.client(op, path)?;
-        let mut tx = c.client().transaction().map_err(db(op, path))?;
-        let gone = tx.execute(&self.inner.q.delete_meta, &[&k]).map_err(db(op, path))?;
-        if gone == 0 {
-            return Err(StoreError::NotFound { path: path.to_path_buf() });
-        }
-        tx.execute(&self.inner.q.delete_lines, &[&k]).map_err(db(op, path))?;
-        tx.commit().map_err(db(op, path))
-    }
-
-    fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
-        let op = Op::Unlink;
-        let k = ServerError::file_key(op, path)?;
-        self.inner.base.writable(op, path)?;
-        let artifacts =
-            session_store::artifacts_dir(path).map(|d| ServerError::dir_prefix(Op::RemoveDir, &d)).transpose()?;
-        let q = &self.inner.q;
-        let mut c = self.client(op, path)?;
-        let mut tx = c.client().transaction().map_err(db(op, path))?;
-        tx.execute(&q.delete_meta, &[&k]).map_err(db(op, path))?;
-        tx.execute(&q.delete_lines, &[&k]).map_err(db(op, path))?;
-        if let Some(prefix) = &artifacts {
-            tx.execute(&q.delete_meta_prefix, &[prefix]).map_err(db(Op::RemoveDir, path))?;
-            tx.execute(&q.delete_lines_prefix, &[prefix]).map_err(db(Op::RemoveDir, path))?;
-        }
-        let rows = tx.query(&q.with_prefix, &[&format!("{k}.")]).map_err(db(op, path))?;
-        let candidates =
-            rows.iter().map(|r| r.try_get::<_, String>(0)).collect::<Result<Vec<_>, _>>().map_err(db(op, path))?;
-        for candidate in backups(&k, candidates) {
-            tx.execute(&q.delete_meta, &[&candidate]).map_err(db(op, path))?;
-            tx.execute(&q.delete_lines, &[&candidate]).map_err(db(op, path))?;
-        }
-        tx.commit().map_err(db(op, path))?;
-        self.inner.base.forget_dirs(artifacts);
-        Ok(())
-    }
-
-    fn open_writer(&self, path: &Path, durability: Durability) -> Result<Box<dyn AppendWriter>, StoreError> {
-        let _ = durability; // every append is a committed statement
-        let op = Op::Open;
-        let k = ServerError::file_key(op, path)?;
-        self.inner.base.writable(op, path)?;
-        let now = self.mtime();
-        let mut c = self.client(op, path)?;
-        c.client().execute(&self.inner.q.create_meta, &[&k, &now]).map_err(db(op, path))?;
-        Ok(Box::new(AppendingWriter::new(self.clone(), path)))
-    }
-
-    fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError> {
-        let k = ServerError::file_key(Op::Lock, path)?;
-        self.inner.base.lock(path, wait, format!("{}:{k}", self.inner.q.meta_t))
-    }
-
-    /// `LISTEN`s for the metadata table's notifications (see the crate docs).
-    fn watch(&self, path: &Path) -> Result<Option<Box<dyn session_store::Watch>>, StoreError> {
-        self.inner.base.watch(path, &self.inner.q.meta_t).map(Some)
     }
 }

@@ -1,16 +1,18 @@
-//! [`PostgresStorage`]: the [`Storage`] trait on omp's `omp_session_files` table.
+//! [`PostgresStorage`]: the [`Storage`](session_store::Storage) trait on omp's `omp_session_files` table.
 
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
 
 use postgres::Config;
-use session_store::keyed::{AppendingWriter, Cause, TitleMeta, backups, lay_over, read_relation, valid_table_name};
-use session_store::{AppendWriter, Durability, ExpectedSize, FileStat, LockWait, Op, SessionLock, Storage, StoreError};
+use session_store::keyed::{
+    self, At, Body, Cas, Doomed, KeyedBackend, LocalDirs, Mtimes, Put, Row, TitleMeta, Windows, read_relation,
+    valid_table_name,
+};
+use session_store::{LockWait, Op, SessionLock, StoreError, Watch};
 
-use crate::base::{Base, FileQueries, base_storage_methods, columns_of};
+use crate::base::{Base, FileQueries, columns_of};
 use crate::error::{ConnectError, MAX_CONTENT_BYTES, ServerError, db};
-use crate::keys::text;
 use crate::pool::{Pool, Pooled};
 
 /// The table omp uses unless told otherwise.
@@ -85,7 +87,6 @@ struct Queries {
     newest_with_prefix: String,
     delete_prefix: String,
     title: String,
-    exists: String,
 }
 
 /// omp's columns and their `NULL`s: what a read-only storage reads where the table lacks them.
@@ -157,7 +158,6 @@ impl Queries {
             title: format!(
                 "UPDATE {t} SET title = $2, title_source = $3, title_updated_at = $4, mtime_ms = $5 WHERE path = $1"
             ),
-            exists: format!("SELECT 1 FROM {from} WHERE path = $1"),
         }
     }
 }
@@ -236,145 +236,22 @@ impl PostgresStorage {
         source: Option<&str>,
         updated_at: &str,
     ) -> Result<(), StoreError> {
-        self.inner.base.update_title(path, (title, source, updated_at))
+        keyed::update_title(self, path, title, source, updated_at)
     }
 
-    /// Appends `bytes` only when the file is as `expected` says (omp appends blindly; this is
-    /// the check-then-append a second writer needs). A mismatch is [`StoreError::Conflict`]
-    /// and appends nothing; [`ExpectedSize::Missing`] creates the file with `bytes`.
-    pub fn append_if_size(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        let op = Op::Append;
-        let k = ServerError::file_key(op, path)?;
-        self.inner.base.writable(op, path)?;
-        let body = text(op, path, bytes)?;
-        let now = self.mtime();
-        let mut c = self.client(op, path)?;
-        let written = match expected {
-            ExpectedSize::Any => return self.append(path, bytes),
-            ExpectedSize::Missing => {
-                check_len(op, path, bytes.len() as u64)?;
-                let none: Option<&str> = None;
-                let q = &self.inner.q.insert_if_missing;
-                c.client().execute(q, &[&k, &body, &now, &none, &none, &none]).map_err(db(op, path))?
-            }
-            ExpectedSize::Bytes(n) | ExpectedSize::Unchanged { size: n, .. } => {
-                check_len(op, path, n.saturating_add(bytes.len() as u64))?;
-                match i64::try_from(n) {
-                    Ok(n) => c
-                        .client()
-                        .execute(&self.inner.q.append_if_size, &[&k, &body, &now, &n])
-                        .map_err(db(op, path))?,
-                    Err(_) => 0,
-                }
-            }
-        };
-        if written == 0 {
-            return Err(self.conflict(&mut c, op, path, &k, expected));
+    fn client(&self, at: At<'_>) -> Result<Pooled, StoreError> {
+        self.inner.base.client(at)
+    }
+
+    /// What a conditional statement that changed `written` rows did: when none, the size
+    /// found now.
+    fn cas(&self, c: &mut Pooled, at: At<'_>, k: &str, written: u64) -> Result<Cas, StoreError> {
+        if written > 0 {
+            return Ok(Cas::Done);
         }
-        Ok(())
-    }
-
-    fn client(&self, op: Op, path: &Path) -> Result<Pooled, StoreError> {
-        self.inner.base.client(op, path)
-    }
-
-    fn mtime(&self) -> i64 {
-        self.inner.base.mtime()
-    }
-
-    fn size_of(&self, c: &mut Pooled, op: Op, path: &Path, k: &str) -> Result<Option<u64>, StoreError> {
-        let row = c.client().query_opt(&self.inner.q.size, &[&k]).map_err(db(op, path))?;
-        row.map(|r| r.try_get::<_, i64>(0).map(|n| n.max(0) as u64)).transpose().map_err(db(op, path))
-    }
-
-    /// The error of a refused size check: the size found now.
-    fn conflict(&self, c: &mut Pooled, op: Op, path: &Path, k: &str, expected: ExpectedSize) -> StoreError {
-        match self.size_of(c, op, path, k) {
-            Ok(found) => {
-                StoreError::Conflict { path: path.to_path_buf(), expected: expected.as_option().flatten(), found }
-            }
-            Err(e) => e,
-        }
-    }
-
-    /// Reads the whole file and its stat in one statement, the title laid over its slot.
-    fn read_with_stat(&self, path: &Path) -> Result<(FileStat, Vec<u8>), StoreError> {
-        let op = Op::Read;
-        let k = ServerError::file_key(op, path)?;
-        let mut c = self.client(op, path)?;
-        let row = c.client().query_opt(&self.inner.q.read, &[&k]).map_err(db(op, path))?;
-        let row = row.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
-        let content: String = row.try_get(0).map_err(db(op, path))?;
-        let meta = meta_at(&row, 1).map_err(db(op, path))?;
-        let mtime_ms: i64 = row.try_get(4).map_err(db(op, path))?;
-        let mut bytes = content.into_bytes();
-        if let Some(slot) = meta.overlay_for(&bytes) {
-            lay_over(&slot, &mut bytes, 0);
-        }
-        Ok((FileStat::new(bytes.len() as u64, mtime_ms, true), bytes))
-    }
-
-    /// Reads the head and tail windows and the stat in one statement.
-    fn slices_with_stat(
-        &self,
-        path: &Path,
-        prefix: u64,
-        suffix: u64,
-    ) -> Result<(FileStat, Vec<u8>, Vec<u8>), StoreError> {
-        let op = Op::Read;
-        let k = ServerError::file_key(op, path)?;
-        let mut c = self.client(op, path)?;
-        let (p, s) = (clamp_i32(prefix), clamp_i32(suffix));
-        let row = c.client().query_opt(&self.inner.q.slices, &[&k, &p, &s]).map_err(db(op, path))?;
-        let row = row.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
-        let get = |row: &postgres::Row| -> Result<_, postgres::Error> {
-            let head: Vec<u8> = row.try_get(0)?;
-            let tail: Vec<u8> = row.try_get(1)?;
-            let size: i64 = row.try_get(2)?;
-            let meta = meta_at(row, 3)?;
-            let first: Option<Vec<u8>> = row.try_get(6)?;
-            let mtime_ms: i64 = row.try_get(7)?;
-            Ok((head, tail, size.max(0) as u64, meta, first, mtime_ms))
-        };
-        let (mut head, mut tail, size, meta, first, mtime_ms) = get(&row).map_err(db(op, path))?;
-        if let Some(slot) = first.and_then(|f| meta.overlay_for(&f)) {
-            lay_over(&slot, &mut head, 0);
-            let tail_at = size.saturating_sub(tail.len() as u64);
-            lay_over(&slot, &mut tail, tail_at);
-        }
-        Ok((FileStat::new(size, mtime_ms, true), head, tail))
-    }
-
-    fn replace(&self, op: Op, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        let k = ServerError::file_key(op, path)?;
-        self.inner.base.writable(op, path)?;
-        let body = text(op, path, bytes)?;
-        check_len(op, path, bytes.len() as u64)?;
-        let meta = TitleMeta::of_body(bytes);
-        let now = self.mtime();
-        let mut c = self.client(op, path)?;
-        let args: [&(dyn postgres::types::ToSql + Sync); 6] =
-            [&k, &body, &now, &meta.title, &meta.source, &meta.updated_at];
-        let q = &self.inner.q;
-        let written = match expected {
-            ExpectedSize::Any => c.client().execute(&q.upsert, &args).map_err(db(op, path))?,
-            ExpectedSize::Missing => c.client().execute(&q.insert_if_missing, &args).map_err(db(op, path))?,
-            ExpectedSize::Bytes(n) | ExpectedSize::Unchanged { size: n, .. } => match i64::try_from(n) {
-                Ok(n) => {
-                    let mut with_size = args.to_vec();
-                    with_size.push(&n);
-                    c.client().execute(&q.update_if_size, &with_size).map_err(db(op, path))?
-                }
-                Err(_) => 0,
-            },
-        };
-        if written == 0 {
-            if op == Op::WriteNew {
-                return Err(StoreError::AlreadyExists { path: path.to_path_buf() });
-            }
-            return Err(self.conflict(&mut c, op, path, &k, expected));
-        }
-        Ok(())
+        let row = c.client().query_opt(&self.inner.q.size, &[&k]).map_err(db(at))?;
+        let found = row.map(|r| r.try_get::<_, i64>(0).map(|n| n.max(0) as u64)).transpose().map_err(db(at))?;
+        Ok(Cas::RefusedAt(found))
     }
 }
 
@@ -403,13 +280,6 @@ fn create_table(c: &mut Pooled, table: &str) -> Result<(), ConnectError> {
     Ok(())
 }
 
-fn check_len(op: Op, path: &Path, size: u64) -> Result<(), StoreError> {
-    if size > MAX_CONTENT_BYTES {
-        return Err(ServerError::TooLarge { size, limit: MAX_CONTENT_BYTES }.at(op, path));
-    }
-    Ok(())
-}
-
 pub(crate) fn meta_at(row: &postgres::Row, at: usize) -> Result<TitleMeta, postgres::Error> {
     Ok(TitleMeta { title: row.try_get(at)?, source: row.try_get(at + 1)?, updated_at: row.try_get(at + 2)? })
 }
@@ -418,125 +288,197 @@ fn clamp_i32(n: u64) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
 
-impl Storage for PostgresStorage {
-    session_store::keyed_storage_methods!();
-    base_storage_methods!();
+impl KeyedBackend for PostgresStorage {
+    type Cause = ServerError;
 
-    fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        let op = Op::Append;
-        let k = ServerError::file_key(op, path)?;
-        self.inner.base.writable(op, path)?;
-        let body = text(op, path, bytes)?;
-        check_len(op, path, bytes.len() as u64)?;
-        let now = self.mtime();
-        let mut c = self.client(op, path)?;
-        c.client().execute(&self.inner.q.append, &[&k, &body, &now]).map_err(db(op, path))?;
+    fn dirs(&self) -> &LocalDirs {
+        &self.inner.base.dirs
+    }
+
+    fn times(&self) -> &Mtimes {
+        &self.inner.base.times
+    }
+
+    fn writable(&self, at: At<'_>) -> Result<(), StoreError> {
+        self.inner.base.writable(at)
+    }
+
+    fn content<'b>(&self, at: At<'_>, bytes: &'b [u8]) -> Result<Body<'b>, StoreError> {
+        Body::text(bytes).map_err(|reason| at.wrap(ServerError::InvalidContent { reason }))
+    }
+
+    fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError> {
+        if size > MAX_CONTENT_BYTES {
+            return Err(at.wrap(ServerError::TooLarge { size, limit: MAX_CONTENT_BYTES }));
+        }
         Ok(())
     }
 
-    fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
-        let op = Op::Truncate;
-        let k = ServerError::file_key(op, path)?;
-        self.inner.base.writable(op, path)?;
-        let now = self.mtime();
-        let mut c = self.client(op, path)?;
-        let mut tx = c.client().transaction().map_err(db(op, path))?;
-        let row = tx.query_opt(&self.inner.q.size_for_update, &[&k]).map_err(db(op, path))?;
-        let row = row.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
-        let size: i64 = row.try_get(0).map_err(db(op, path))?;
-        let size = size.max(0) as u64;
+    fn stat_key(&self, at: At<'_>, k: &str) -> Result<Option<(u64, i64)>, StoreError> {
+        self.inner.base.stat_key(at, k)
+    }
+
+    fn newest_under(&self, at: At<'_>, prefix: &str) -> Result<Option<i64>, StoreError> {
+        self.inner.base.newest_under(at, prefix)
+    }
+
+    fn keys_under(&self, at: At<'_>, prefix: &str) -> Result<Vec<String>, StoreError> {
+        self.inner.base.keys_under(at, prefix)
+    }
+
+    fn stats_under(&self, at: At<'_>, prefix: &str) -> Result<Vec<(String, u64, i64)>, StoreError> {
+        self.inner.base.stats_under(at, prefix)
+    }
+
+    fn read_row(&self, at: At<'_>, k: &str) -> Result<Option<Row>, StoreError> {
+        let mut c = self.client(at)?;
+        let Some(row) = c.client().query_opt(&self.inner.q.read, &[&k]).map_err(db(at))? else { return Ok(None) };
+        let get = |row: &postgres::Row| -> Result<Row, postgres::Error> {
+            let content: String = row.try_get(0)?;
+            Ok(Row { content: content.into_bytes(), meta: meta_at(row, 1)?, mtime_ms: row.try_get(4)? })
+        };
+        get(&row).map(Some).map_err(db(at))
+    }
+
+    fn read_windows(&self, at: At<'_>, k: &str, prefix: u64, suffix: u64) -> Result<Option<Windows>, StoreError> {
+        let mut c = self.client(at)?;
+        let (p, s) = (clamp_i32(prefix), clamp_i32(suffix));
+        let row = c.client().query_opt(&self.inner.q.slices, &[&k, &p, &s]).map_err(db(at))?;
+        let Some(row) = row else { return Ok(None) };
+        let get = |row: &postgres::Row| -> Result<Windows, postgres::Error> {
+            Ok(Windows {
+                head: row.try_get(0)?,
+                tail: row.try_get(1)?,
+                size: row.try_get::<_, i64>(2)?.max(0) as u64,
+                meta: meta_at(row, 3)?,
+                first: row.try_get(6)?,
+                mtime_ms: row.try_get(7)?,
+            })
+        };
+        get(&row).map(Some).map_err(db(at))
+    }
+
+    fn put(
+        &self,
+        at: At<'_>,
+        k: &str,
+        body: Body<'_>,
+        meta: &TitleMeta,
+        now: i64,
+        how: Put,
+    ) -> Result<Cas, StoreError> {
+        let body = text(at, body)?;
+        let mut c = self.client(at)?;
+        let args: [&(dyn postgres::types::ToSql + Sync); 6] =
+            [&k, &body, &now, &meta.title, &meta.source, &meta.updated_at];
+        let q = &self.inner.q;
+        let written = match how {
+            Put::Upsert => c.client().execute(&q.upsert, &args).map_err(db(at))?,
+            Put::Create => c.client().execute(&q.insert_if_missing, &args).map_err(db(at))?,
+            Put::IfSize(n) => match i64::try_from(n) {
+                Ok(n) => {
+                    let mut with_size = args.to_vec();
+                    with_size.push(&n);
+                    c.client().execute(&q.update_if_size, &with_size).map_err(db(at))?
+                }
+                Err(_) => 0,
+            },
+        };
+        self.cas(&mut c, at, k, written)
+    }
+
+    fn append_key(&self, at: At<'_>, k: &str, body: Body<'_>, now: i64) -> Result<(), StoreError> {
+        let body = text(at, body)?;
+        let mut c = self.client(at)?;
+        c.client().execute(&self.inner.q.append, &[&k, &body, &now]).map_err(db(at))?;
+        Ok(())
+    }
+
+    fn append_at(&self, at: At<'_>, k: &str, body: Body<'_>, now: i64, size: u64) -> Result<Cas, StoreError> {
+        let body = text(at, body)?;
+        let mut c = self.client(at)?;
+        let written = match i64::try_from(size) {
+            Ok(n) => c.client().execute(&self.inner.q.append_if_size, &[&k, &body, &now, &n]).map_err(db(at))?,
+            Err(_) => 0,
+        };
+        self.cas(&mut c, at, k, written)
+    }
+
+    /// Cuts inside the server (`convert_to`, `substring`): the row never comes here.
+    fn truncate_key(&self, at: At<'_>, k: &str, len: u64, now: i64) -> Result<bool, StoreError> {
+        let mut c = self.client(at)?;
+        let mut tx = c.client().transaction().map_err(db(at))?;
+        let Some(row) = tx.query_opt(&self.inner.q.size_for_update, &[&k]).map_err(db(at))? else { return Ok(false) };
+        let size = row.try_get::<_, i64>(0).map_err(db(at))?.max(0) as u64;
         if len > size {
             let reason = format!("extending {size} bytes to {len} would add NUL bytes");
-            return Err(ServerError::InvalidContent { reason }.at(op, path));
+            return Err(at.wrap(ServerError::InvalidContent { reason }));
         }
         if len == size {
-            tx.execute(&self.inner.q.touch, &[&k, &now]).map_err(db(op, path))?;
+            tx.execute(&self.inner.q.touch, &[&k, &now]).map_err(db(at))?;
         } else {
             let n = clamp_i32(len);
-            tx.execute(&self.inner.q.cut, &[&k, &n, &now]).map_err(db(op, path))?;
+            tx.execute(&self.inner.q.cut, &[&k, &n, &now]).map_err(db(at))?;
         }
-        tx.commit().map_err(db(op, path))
+        tx.commit().map_err(db(at))?;
+        Ok(true)
     }
 
-    fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
-        let op = Op::Rename;
-        let src = ServerError::file_key(op, from)?;
-        let dst = ServerError::file_key(op, to)?;
-        self.inner.base.writable(op, from)?;
-        let now = self.mtime();
-        let mut c = self.client(op, from)?;
-        if src == dst {
-            return match c.client().query_opt(&self.inner.q.exists, &[&src]).map_err(db(op, from))? {
-                Some(_) => Ok(()),
-                None => Err(StoreError::NotFound { path: from.to_path_buf() }),
-            };
+    fn rename_key(&self, at: At<'_>, from: &str, to: &str, now: i64) -> Result<bool, StoreError> {
+        let mut c = self.client(at)?;
+        let mut tx = c.client().transaction().map_err(db(at))?;
+        tx.execute(&self.inner.q.delete, &[&to]).map_err(db(at))?;
+        if tx.execute(&self.inner.q.rename, &[&to, &now, &from]).map_err(db(at))? == 0 {
+            return Ok(false);
         }
-        let mut tx = c.client().transaction().map_err(db(op, from))?;
-        tx.execute(&self.inner.q.delete, &[&dst]).map_err(db(op, to))?;
-        let moved = tx.execute(&self.inner.q.rename, &[&dst, &now, &src]).map_err(db(op, from))?;
-        if moved == 0 {
-            return Err(StoreError::NotFound { path: from.to_path_buf() });
-        }
-        tx.commit().map_err(db(op, from))
+        tx.commit().map_err(db(at))?;
+        Ok(true)
     }
 
-    fn unlink(&self, path: &Path) -> Result<(), StoreError> {
-        let op = Op::Unlink;
-        let k = ServerError::file_key(op, path)?;
-        self.inner.base.writable(op, path)?;
-        let mut c = self.client(op, path)?;
-        match c.client().execute(&self.inner.q.delete, &[&k]).map_err(db(op, path))? {
-            0 => Err(StoreError::NotFound { path: path.to_path_buf() }),
-            _ => Ok(()),
-        }
+    fn delete_key(&self, at: At<'_>, k: &str) -> Result<bool, StoreError> {
+        let mut c = self.client(at)?;
+        Ok(c.client().execute(&self.inner.q.delete, &[&k]).map_err(db(at))? > 0)
     }
 
-    fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
-        let op = Op::Unlink;
-        let k = ServerError::file_key(op, path)?;
-        self.inner.base.writable(op, path)?;
-        let artifacts =
-            session_store::artifacts_dir(path).map(|d| ServerError::dir_prefix(Op::RemoveDir, &d)).transpose()?;
-        let mut c = self.client(op, path)?;
-        let mut tx = c.client().transaction().map_err(db(op, path))?;
-        tx.execute(&self.inner.q.delete, &[&k]).map_err(db(op, path))?;
-        if let Some(prefix) = &artifacts {
-            tx.execute(&self.inner.q.delete_prefix, &[prefix]).map_err(db(Op::RemoveDir, path))?;
+    fn delete_doomed(&self, at: At<'_>, doomed: Doomed<'_>) -> Result<(), StoreError> {
+        let mut c = self.client(at)?;
+        let mut tx = c.client().transaction().map_err(db(at))?;
+        tx.execute(&self.inner.q.delete, &[&doomed.key]).map_err(db(at))?;
+        if let Some(prefix) = doomed.artifacts {
+            tx.execute(&self.inner.q.delete_prefix, &[&prefix]).map_err(db(At::new(Op::RemoveDir, at.path)))?;
         }
-        // `<name>.<anything>.bak` siblings: keys that start with `<path>.`, then filtered.
-        let rows = tx.query(&self.inner.q.with_prefix, &[&format!("{k}.")]).map_err(db(op, path))?;
-        let candidates =
-            rows.iter().map(|r| r.try_get::<_, String>(0)).collect::<Result<Vec<_>, _>>().map_err(db(op, path))?;
-        for candidate in backups(&k, candidates) {
-            tx.execute(&self.inner.q.delete, &[&candidate]).map_err(db(op, path))?;
+        for backup in doomed.backups {
+            tx.execute(&self.inner.q.delete, &[backup]).map_err(db(at))?;
         }
-        tx.commit().map_err(db(op, path))?;
-        self.inner.base.forget_dirs(artifacts);
+        tx.commit().map_err(db(at))
+    }
+
+    fn touch_empty(&self, at: At<'_>, k: &str, now: i64) -> Result<(), StoreError> {
+        let mut c = self.client(at)?;
+        c.client().execute(&self.inner.q.touch_empty, &[&k, &now]).map_err(db(at))?;
         Ok(())
     }
 
-    fn open_writer(&self, path: &Path, durability: Durability) -> Result<Box<dyn AppendWriter>, StoreError> {
-        let _ = durability; // every append is a committed statement
-        let op = Op::Open;
-        let k = ServerError::file_key(op, path)?;
-        self.inner.base.writable(op, path)?;
-        let now = self.mtime();
-        let mut c = self.client(op, path)?;
-        c.client().execute(&self.inner.q.touch_empty, &[&k, &now]).map_err(db(op, path))?;
-        Ok(Box::new(AppendingWriter::new(self.clone(), path)))
+    fn set_title(&self, at: At<'_>, k: &str, meta: &TitleMeta, now: i64) -> Result<bool, StoreError> {
+        self.inner.base.set_title(at, k, meta, now)
     }
 
-    fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError> {
-        let k = ServerError::file_key(Op::Lock, path)?;
-        self.inner.base.lock(path, wait, format!("{}:{k}", self.inner.table))
+    fn lock_key(&self, at: At<'_>, k: &str, wait: LockWait) -> Result<SessionLock, StoreError> {
+        self.inner.base.lock(at, wait, format!("{}:{k}", self.inner.table))
     }
 
     /// `LISTEN`s for the table's notifications (the crate docs' trigger; a table this
     /// storage did not create, [`PostgresOptions::create_table`] off, may lack it, and
     /// then no change is reported).
-    fn watch(&self, path: &Path) -> Result<Option<Box<dyn session_store::Watch>>, StoreError> {
-        self.inner.base.watch(path, &self.inner.table).map(Some)
+    fn watch_key(&self, at: At<'_>, k: &str) -> Result<Option<Box<dyn Watch>>, StoreError> {
+        self.inner.base.watch(at, k, &self.inner.table).map(Some)
     }
+}
+
+/// The content as text ([`KeyedBackend::content`] made it with [`Body::text`]).
+fn text<'a>(at: At<'_>, body: Body<'a>) -> Result<&'a str, StoreError> {
+    let unchecked = || ServerError::InvalidContent { reason: "not checked as text".to_owned() };
+    body.as_text().ok_or_else(|| at.wrap(unchecked()))
 }
 
 #[cfg(test)]

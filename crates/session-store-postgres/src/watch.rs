@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use postgres::Client;
 use postgres::fallible_iterator::FallibleIterator;
+use session_store::keyed::At;
 use session_store::{Change, Op, StoreError, Watch};
 
 use crate::error::db;
@@ -81,7 +82,7 @@ impl std::fmt::Debug for PgWatch {
 impl PgWatch {
     /// Listens on `table`'s channel with `client`, for the file keyed `key`.
     pub(crate) fn start(mut client: Client, table: &str, key: String, path: &Path) -> Result<PgWatch, StoreError> {
-        client.batch_execute(&format!("LISTEN {}", channel(table))).map_err(db(Op::Stat, path))?;
+        client.batch_execute(&format!("LISTEN {}", channel(table))).map_err(db(At::new(Op::Stat, path)))?;
         Ok(PgWatch { client: Some(client), key, path: path.to_path_buf() })
     }
 }
@@ -101,7 +102,7 @@ impl Watch for PgWatch {
             let left = deadline.saturating_duration_since(Instant::now());
             let client = self.client.as_mut().unwrap_or_else(|| unreachable!("taken only on drop"));
             let mut notes = client.notifications();
-            let next = notes.timeout_iter(left).next().map_err(db(Op::Stat, &self.path))?;
+            let next = notes.timeout_iter(left).next().map_err(db(At::new(Op::Stat, &self.path)))?;
             let Some(note) = next else { return Ok(None) };
             match session_store::keyed::parse_change(note.payload()) {
                 Some((path, size)) if path == self.key => return Ok(Some(Change { size })),

@@ -2,10 +2,9 @@
 //! [`std::io::ErrorKind`]s.
 
 use std::io;
-use std::path::Path;
 
-use session_store::keyed::{self, Cause};
-use session_store::{Op, StoreError};
+use session_store::StoreError;
+use session_store::keyed::{self, At, Cause};
 
 /// The largest string Redis accepts by default, in bytes (`proto-max-bulk-len`, 512 MiB). A
 /// server configured higher still gets no larger write from this crate.
@@ -59,11 +58,6 @@ impl ServerError {
     pub fn find(err: &StoreError) -> Option<&ServerError> {
         keyed::find(err)
     }
-
-    /// Wraps the cause as the [`StoreError`] of `op` on `path`.
-    pub(crate) fn at(self, op: Op, path: &Path) -> StoreError {
-        keyed::wrap(self, op, path)
-    }
 }
 
 impl Cause for ServerError {
@@ -92,8 +86,8 @@ fn redis_kind(e: &redis::RedisError) -> io::ErrorKind {
 }
 
 /// Wraps a Redis error as the [`StoreError`] of `op` on `path`.
-pub(crate) fn rd(op: Op, path: &Path) -> impl FnOnce(redis::RedisError) -> StoreError + '_ {
-    move |e| ServerError::Redis(e).at(op, path)
+pub(crate) fn rd(at: At<'_>) -> impl FnOnce(redis::RedisError) -> StoreError + '_ {
+    move |e| at.wrap(ServerError::Redis(e))
 }
 
 /// Why [`RedisStorage::connect`](crate::RedisStorage::connect) failed.

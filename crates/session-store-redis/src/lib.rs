@@ -32,7 +32,7 @@
 //!   size), then `SET` the body, `HSET` the mtime and `HSET` the title parsed from the
 //!   body's title slot (or `HDEL` it). A refused write is [`StoreError::Conflict`] with the
 //!   size found.
-//! * [`Storage::append`] is omp's `APPEND` + `HSET` mtime. [`RedisStorage::append_if_size`]
+//! * [`Storage::append`] is omp's `APPEND` + `HSET` mtime. [`Storage::append_expected`]
 //!   checks the expected `STRLEN` first in the same script (omp appends blindly); omp reads
 //!   the result the same either way.
 //! * [`RedisStorage::update_title`] is omp's title update: two `HSET`s, the body untouched.
@@ -65,7 +65,7 @@
 //!
 //! Every error is a [`StoreError`] naming the path. A write that fails with a lost
 //! connection may or may not have landed: stat before repeating it, or repeat it with a
-//! size check (`append_if_size`), which refuses a duplicate. Causes of this crate are
+//! size check ([`Storage::append_expected`]), which refuses a duplicate. Causes of this crate are
 //! [`StoreError::Io`] with a [`ServerError`] inside ([`ServerError::find`]) and an
 //! [`std::io::ErrorKind`]:
 //!
@@ -85,7 +85,7 @@
 //! let storage = RedisStorage::connect("redis://127.0.0.1:6379/")?;
 //! let path = Path::new("/sessions/--work--/s.jsonl");
 //! storage.write_atomic(path, b"{\"type\":\"session\"}\n", ExpectedSize::Missing)?;
-//! storage.append_if_size(path, b"{\"type\":\"message\"}\n", ExpectedSize::Bytes(19))?;
+//! storage.append_expected(path, b"{\"type\":\"message\"}\n", ExpectedSize::Bytes(19))?;
 //! assert_eq!(storage.list(Path::new("/sessions/--work--"))?, ["s.jsonl"]);
 //! # Ok(())
 //! # }

@@ -1,4 +1,4 @@
-//! [`RedisStorage`]: the [`Storage`] trait on omp's Redis keys.
+//! [`RedisStorage`]: the [`Storage`](session_store::Storage) trait on omp's Redis keys.
 
 use std::path::Path;
 use std::sync::mpsc;
@@ -6,14 +6,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rand::Rng;
-use redis::{Commands, Connection, Script};
+use redis::{Connection, Script};
 use session_store::clock::SystemClock;
 use session_store::keyed::{
-    AppendingWriter, Cause, LocalDirs, Mtimes, TitleMeta, backups, child_entries, children, lay_over,
+    self, At, Body, Cas, Cause, Doomed, KeyedBackend, LocalDirs, Mtimes, Put, Row, TitleMeta, Windows, poll_lock,
 };
-use session_store::{
-    AppendWriter, DirEntry, Durability, ExpectedSize, FileStat, LockWait, Op, SessionLock, Storage, StoreError,
-};
+use session_store::{LockWait, Op, SessionLock, StoreError, Watch};
 
 use crate::error::{ConnectError, MAX_CONTENT_BYTES, ServerError, rd};
 use crate::scripts;
@@ -23,9 +21,6 @@ pub const DEFAULT_PREFIX: &str = "omp:sessions:";
 
 /// How long a lock key lives without renewal; its holder renews it every third of that.
 const LOCK_TTL: Duration = Duration::from_secs(30);
-
-/// How long a waiting [`Storage::lock`] sleeps between attempts.
-const LOCK_POLL: Duration = Duration::from_millis(10);
 
 /// A pooled connection idle this long is checked with a `PING` before it is reused.
 const CHECK_AFTER: Duration = Duration::from_secs(2);
@@ -51,7 +46,7 @@ struct Inner {
     max_idle: usize,
     prefix: String,
     scripts: Arc<Scripts>,
-    /// Directories made by [`Storage::ensure_dir`] that hold no key yet (omp's
+    /// Directories made by `ensure_dir` that hold no key yet (omp's
     /// `ensureDirSync` is a no-op; ours is remembered by this storage only).
     dirs: LocalDirs,
     times: Mtimes,
@@ -154,30 +149,7 @@ impl RedisStorage {
         source: Option<&str>,
         updated_at: &str,
     ) -> Result<(), StoreError> {
-        let op = Op::Overwrite;
-        let k = ServerError::file_key(op, path)?;
-        let meta = TitleMeta {
-            title: title.map(str::to_owned),
-            source: source.map(str::to_owned),
-            updated_at: Some(updated_at.to_owned()),
-        };
-        let json = meta.to_json().unwrap_or_default();
-        let now = self.mtime();
-        let mut c = self.conn(op, path)?;
-        let done: i64 =
-            self.on_file(&self.inner.scripts.title, &k).arg(json).arg(now).invoke(c.get()).map_err(rd(op, path))?;
-        if done == 0 {
-            return Err(StoreError::NotFound { path: path.to_path_buf() });
-        }
-        Ok(())
-    }
-
-    /// Appends `bytes` only when the file is as `expected` says, in one script (omp appends
-    /// blindly; this is the check-then-append a second writer needs). A mismatch is
-    /// [`StoreError::Conflict`] and appends nothing; [`ExpectedSize::Missing`] creates the
-    /// file with `bytes`.
-    pub fn append_if_size(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        self.append_checked(path, bytes, expected)
+        keyed::update_title(self, path, title, source, updated_at)
     }
 
     fn body(&self, k: &str) -> String {
@@ -197,7 +169,7 @@ impl RedisStorage {
         format!("{}changes", self.inner.prefix)
     }
 
-    fn conn(&self, op: Op, path: &Path) -> Result<Conn, StoreError> {
+    fn conn(&self, at: At<'_>) -> Result<Conn, StoreError> {
         loop {
             let idle = self.inner.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
             match idle {
@@ -211,19 +183,13 @@ impl RedisStorage {
                 None => break,
             }
         }
-        let conn = self.inner.client.get_connection().map_err(rd(op, path))?;
+        let conn = self.inner.client.get_connection().map_err(rd(at))?;
         Ok(Conn { conn: Some(conn), inner: self.inner.clone() })
-    }
-
-    /// Returns a modification time: the clock, but strictly increasing per storage (as omp's
-    /// indexed storage allocates them).
-    fn mtime(&self) -> i64 {
-        self.inner.times.next()
     }
 
     /// Returns the paths of every body under the key prefix `prefix` (a `SCAN`, as omp's
     /// index load does).
-    fn paths_under(&self, c: &mut Conn, op: Op, path: &Path, prefix: &str) -> Result<Vec<String>, StoreError> {
+    fn paths_under(&self, c: &mut Conn, at: At<'_>, prefix: &str) -> Result<Vec<String>, StoreError> {
         let body_prefix = self.body("");
         let pattern = format!("{}*", glob_escape(&format!("{body_prefix}{prefix}")));
         let mut out = Vec::new();
@@ -236,7 +202,7 @@ impl RedisStorage {
                 .arg("COUNT")
                 .arg(SCAN_COUNT)
                 .query(c.get())
-                .map_err(rd(op, path))?;
+                .map_err(rd(at))?;
             for k in keys {
                 if let Ok(k) = String::from_utf8(k)
                     && let Some(p) = k.strip_prefix(&body_prefix)
@@ -252,105 +218,28 @@ impl RedisStorage {
         Ok(out)
     }
 
-    fn replace(&self, op: Op, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        let k = ServerError::file_key(op, path)?;
-        check_len(op, path, bytes.len() as u64)?;
-        let title = TitleMeta::of_body(bytes).to_json().unwrap_or_default();
-        let now = self.mtime();
-        let mut c = self.conn(op, path)?;
-        let (written, size): (i64, i64) = self
-            .on_file(&self.inner.scripts.write_full, &k)
-            .arg(bytes)
-            .arg(now)
-            .arg(title)
-            .arg(expected_arg(expected))
-            .invoke(c.get())
-            .map_err(rd(op, path))?;
-        if written == 0 {
-            if op == Op::WriteNew {
-                return Err(StoreError::AlreadyExists { path: path.to_path_buf() });
-            }
-            return Err(conflict(path, expected, size));
-        }
-        Ok(())
-    }
-
-    fn append_checked(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        let op = Op::Append;
-        let k = ServerError::file_key(op, path)?;
-        let now = self.mtime();
-        let mut c = self.conn(op, path)?;
+    /// The append script: `expected` as [`expected_arg`] makes it.
+    fn append_script(&self, at: At<'_>, k: &str, body: Body<'_>, now: i64, expected: &str) -> Result<Cas, StoreError> {
+        let mut c = self.conn(at)?;
         let (written, size): (i64, i64) = self
             .inner
             .scripts
             .append
-            .key(self.body(&k))
+            .key(self.body(k))
             .key(self.meta())
-            .arg(&k)
-            .arg(bytes)
+            .arg(k)
+            .arg(body.as_bytes())
             .arg(now)
-            .arg(expected_arg(expected))
+            .arg(expected)
             .invoke(c.get())
             .map_err(|e| {
                 if redis_too_large(&e) {
-                    ServerError::TooLarge { size: 0, limit: MAX_CONTENT_BYTES }.at(op, path)
+                    at.wrap(ServerError::TooLarge { size: 0, limit: MAX_CONTENT_BYTES })
                 } else {
-                    ServerError::Redis(e).at(op, path)
+                    at.wrap(ServerError::Redis(e))
                 }
             })?;
-        if written == 0 {
-            return Err(conflict(path, expected, size));
-        }
-        Ok(())
-    }
-
-    /// Reads the whole file and its stat in one atomic pipeline, the title laid over its slot.
-    fn read_with_stat(&self, path: &Path) -> Result<(FileStat, Vec<u8>), StoreError> {
-        let op = Op::Read;
-        let k = ServerError::file_key(op, path)?;
-        let mut c = self.conn(op, path)?;
-        let (body, title, mtime): (Option<Vec<u8>>, Option<String>, Option<String>) = redis::pipe()
-            .atomic()
-            .get(self.body(&k))
-            .hget(self.titles(), &k)
-            .hget(self.meta(), &k)
-            .query(c.get())
-            .map_err(rd(op, path))?;
-        let mut bytes = body.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
-        if let Some(slot) = title.and_then(|t| TitleMeta::from_json(&t).overlay_for(&bytes)) {
-            lay_over(&slot, &mut bytes, 0);
-        }
-        let stat = FileStat::new(bytes.len() as u64, mtime_of(mtime, self.inner.times.now()), true);
-        Ok((stat, bytes))
-    }
-
-    /// Reads the head and tail windows and the stat in one script call.
-    fn slices_with_stat(
-        &self,
-        path: &Path,
-        prefix: u64,
-        suffix: u64,
-    ) -> Result<(FileStat, Vec<u8>, Vec<u8>), StoreError> {
-        let op = Op::Read;
-        let k = ServerError::file_key(op, path)?;
-        let mut c = self.conn(op, path)?;
-        let got: Option<SliceReply> = self
-            .on_file(&self.inner.scripts.slices, &k)
-            .arg(prefix.min(MAX_CONTENT_BYTES * 4))
-            .arg(suffix.min(MAX_CONTENT_BYTES * 4))
-            .invoke(c.get())
-            .map_err(rd(op, path))?;
-        let (size, mut head, mut tail, first, title, mtime) =
-            got.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
-        if !title.is_empty()
-            && let Some(slot) = TitleMeta::from_json(&title).overlay_for(&first)
-        {
-            lay_over(&slot, &mut head, 0);
-            let tail_at = size.saturating_sub(tail.len() as u64);
-            lay_over(&slot, &mut tail, tail_at);
-        }
-        let mtime = (!mtime.is_empty()).then_some(mtime);
-        Ok((FileStat::new(size, mtime_of(mtime, self.inner.times.now()), true), head, tail))
+        Ok(cas(written, size))
     }
 
     /// Returns an invocation of `script` on the file `k`: KEYS body, meta, title; ARGV[1] the path.
@@ -360,7 +249,7 @@ impl RedisStorage {
         inv
     }
 
-    fn delete_keys(&self, c: &mut Conn, op: Op, path: &Path, keys: &[String]) -> Result<(), StoreError> {
+    fn delete_keys(&self, c: &mut Conn, at: At<'_>, keys: &[String]) -> Result<(), StoreError> {
         if keys.is_empty() {
             return Ok(());
         }
@@ -370,7 +259,7 @@ impl RedisStorage {
         for k in keys {
             pipe.publish(self.changes(), format!("{k}:")).ignore();
         }
-        pipe.query::<()>(c.get()).map_err(rd(op, path))
+        pipe.query::<()>(c.get()).map_err(rd(at))
     }
 }
 
@@ -381,24 +270,18 @@ fn redis_too_large(e: &redis::RedisError) -> bool {
     e.to_string().contains("exceeds maximum allowed size")
 }
 
-fn check_len(op: Op, path: &Path, size: u64) -> Result<(), StoreError> {
-    if size > MAX_CONTENT_BYTES {
-        return Err(ServerError::TooLarge { size, limit: MAX_CONTENT_BYTES }.at(op, path));
-    }
-    Ok(())
-}
-
-fn expected_arg(expected: ExpectedSize) -> String {
-    match expected {
-        ExpectedSize::Any => String::new(),
-        ExpectedSize::Missing => "-1".to_owned(),
-        ExpectedSize::Bytes(n) | ExpectedSize::Unchanged { size: n, .. } => n.to_string(),
+/// The expected size as the scripts take it: empty for none, `-1` for no file.
+fn expected_arg(how: Put) -> String {
+    match how {
+        Put::Upsert => String::new(),
+        Put::Create => "-1".to_owned(),
+        Put::IfSize(n) => n.to_string(),
     }
 }
 
-fn conflict(path: &Path, expected: ExpectedSize, size: i64) -> StoreError {
-    let found = u64::try_from(size).ok();
-    StoreError::Conflict { path: path.to_path_buf(), expected: expected.as_option().flatten(), found }
+/// What a script that replies `{written, size}` did (`size` -1: no file).
+fn cas(written: i64, size: i64) -> Cas {
+    if written == 0 { Cas::RefusedAt(u64::try_from(size).ok()) } else { Cas::Done }
 }
 
 /// Escapes the glob characters of `SCAN MATCH`.
@@ -417,186 +300,219 @@ fn mtime_of(raw: Option<String>, fallback: i64) -> i64 {
     raw.and_then(|s| s.parse().ok()).unwrap_or(fallback)
 }
 
-impl Storage for RedisStorage {
-    session_store::keyed_storage_methods!();
+impl KeyedBackend for RedisStorage {
+    type Cause = ServerError;
 
-    fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
-        let op = Op::EnsureDir;
-        let k = ServerError::key(op, dir)?;
-        let mut c = self.conn(op, dir)?;
-        let there: bool = c.get().exists(self.body(&k)).map_err(rd(op, dir))?;
-        if there {
-            let err = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "a file is in the way");
-            return Err(StoreError::io_raw(op, dir, err));
-        }
-        self.inner.dirs.remember(k, self.mtime());
+    fn dirs(&self) -> &LocalDirs {
+        &self.inner.dirs
+    }
+
+    fn times(&self) -> &Mtimes {
+        &self.inner.times
+    }
+
+    /// Always writable: this storage has no read-only mode.
+    fn writable(&self, _at: At<'_>) -> Result<(), StoreError> {
         Ok(())
     }
 
-    fn stat(&self, path: &Path) -> Result<Option<FileStat>, StoreError> {
-        let op = Op::Stat;
-        let k = ServerError::key(op, path)?;
-        let prefix = ServerError::dir_prefix(op, path)?;
-        let mut c = self.conn(op, path)?;
+    /// Any bytes: Redis strings are binary.
+    fn content<'b>(&self, _at: At<'_>, bytes: &'b [u8]) -> Result<Body<'b>, StoreError> {
+        Ok(Body::bytes(bytes))
+    }
+
+    fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError> {
+        if size > MAX_CONTENT_BYTES {
+            return Err(at.wrap(ServerError::TooLarge { size, limit: MAX_CONTENT_BYTES }));
+        }
+        Ok(())
+    }
+
+    /// One atomic pipeline: `EXISTS`, `STRLEN` and the mtime.
+    fn stat_key(&self, at: At<'_>, k: &str) -> Result<Option<(u64, i64)>, StoreError> {
+        let mut c = self.conn(at)?;
         let (there, size, mtime): (bool, u64, Option<String>) = redis::pipe()
             .atomic()
-            .exists(self.body(&k))
-            .strlen(self.body(&k))
-            .hget(self.meta(), &k)
+            .exists(self.body(k))
+            .strlen(self.body(k))
+            .hget(self.meta(), k)
             .query(c.get())
-            .map_err(rd(op, path))?;
+            .map_err(rd(at))?;
+        Ok(there.then(|| (size, mtime_of(mtime, self.inner.times.now()))))
+    }
+
+    /// A `SCAN` for the bodies, then one `HMGET` of their mtimes.
+    fn newest_under(&self, at: At<'_>, prefix: &str) -> Result<Option<i64>, StoreError> {
+        let mut c = self.conn(at)?;
+        let inside = self.paths_under(&mut c, at, prefix)?;
+        if inside.is_empty() {
+            return Ok(None);
+        }
+        let times: Vec<Option<String>> =
+            redis::cmd("HMGET").arg(self.meta()).arg(&inside).query(c.get()).map_err(rd(at))?;
         let now = self.inner.times.now();
-        if there {
-            return Ok(Some(FileStat::new(size, mtime_of(mtime, now), true)));
-        }
-        let inside = self.paths_under(&mut c, op, path, &prefix)?;
-        if !inside.is_empty() {
-            let times: Vec<Option<String>> =
-                redis::cmd("HMGET").arg(self.meta()).arg(&inside).query(c.get()).map_err(rd(op, path))?;
-            let newest = times.into_iter().map(|t| mtime_of(t, now)).max().unwrap_or(now);
-            return Ok(Some(FileStat::new(0, newest, false)));
-        }
-        Ok(self.inner.dirs.mtime(&k, &prefix).map(|mtime_ms| FileStat::new(0, mtime_ms, false)))
+        Ok(times.into_iter().map(|t| mtime_of(t, now)).max())
     }
 
-    fn list(&self, dir: &Path) -> Result<Vec<String>, StoreError> {
-        let op = Op::List;
-        let prefix = ServerError::dir_prefix(op, dir)?;
-        let mut c = self.conn(op, dir)?;
-        let paths = self.paths_under(&mut c, op, dir, &prefix)?;
-        Ok(children(&prefix, paths))
+    fn keys_under(&self, at: At<'_>, prefix: &str) -> Result<Vec<String>, StoreError> {
+        let mut c = self.conn(at)?;
+        self.paths_under(&mut c, at, prefix)
     }
 
-    fn read_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StoreError> {
-        let op = Op::List;
-        let prefix = ServerError::dir_prefix(op, dir)?;
-        let mut c = self.conn(op, dir)?;
-        let paths = self.paths_under(&mut c, op, dir, &prefix)?;
-        Ok(child_entries(&prefix, paths, self.inner.dirs.under(&prefix)))
+    /// One atomic pipeline: the body, the title metadata and the mtime.
+    fn read_row(&self, at: At<'_>, k: &str) -> Result<Option<Row>, StoreError> {
+        let mut c = self.conn(at)?;
+        let (body, title, mtime): (Option<Vec<u8>>, Option<String>, Option<String>) = redis::pipe()
+            .atomic()
+            .get(self.body(k))
+            .hget(self.titles(), k)
+            .hget(self.meta(), k)
+            .query(c.get())
+            .map_err(rd(at))?;
+        Ok(body.map(|content| Row {
+            content,
+            meta: title.map(|t| TitleMeta::from_json(&t)).unwrap_or_default(),
+            mtime_ms: mtime_of(mtime, self.inner.times.now()),
+        }))
     }
 
-    fn remove_empty_dir(&self, dir: &Path) -> Result<(), StoreError> {
-        let k = ServerError::key(Op::RemoveDir, dir)?;
-        self.inner.dirs.forget_if_empty(&k);
-        Ok(())
+    /// One script call.
+    fn read_windows(&self, at: At<'_>, k: &str, prefix: u64, suffix: u64) -> Result<Option<Windows>, StoreError> {
+        let mut c = self.conn(at)?;
+        let got: Option<SliceReply> = self
+            .on_file(&self.inner.scripts.slices, k)
+            .arg(prefix.min(MAX_CONTENT_BYTES * 4))
+            .arg(suffix.min(MAX_CONTENT_BYTES * 4))
+            .invoke(c.get())
+            .map_err(rd(at))?;
+        Ok(got.map(|(size, head, tail, first, title, mtime)| {
+            let mtime = (!mtime.is_empty()).then_some(mtime);
+            Windows {
+                head,
+                tail,
+                size,
+                meta: if title.is_empty() { TitleMeta::default() } else { TitleMeta::from_json(&title) },
+                first: (!title.is_empty()).then_some(first),
+                mtime_ms: mtime_of(mtime, self.inner.times.now()),
+            }
+        }))
     }
 
-    fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        self.append_checked(path, bytes, ExpectedSize::Any)
+    /// One script: the size check, the body, the mtime and the title metadata.
+    fn put(
+        &self,
+        at: At<'_>,
+        k: &str,
+        body: Body<'_>,
+        meta: &TitleMeta,
+        now: i64,
+        how: Put,
+    ) -> Result<Cas, StoreError> {
+        let mut c = self.conn(at)?;
+        let (written, size): (i64, i64) = self
+            .on_file(&self.inner.scripts.write_full, k)
+            .arg(body.as_bytes())
+            .arg(now)
+            .arg(meta.to_json().unwrap_or_default())
+            .arg(expected_arg(how))
+            .invoke(c.get())
+            .map_err(rd(at))?;
+        Ok(cas(written, size))
     }
 
-    fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
-        let op = Op::Truncate;
-        let k = ServerError::file_key(op, path)?;
-        check_len(op, path, len)?;
-        let now = self.mtime();
-        let mut c = self.conn(op, path)?;
+    fn append_key(&self, at: At<'_>, k: &str, body: Body<'_>, now: i64) -> Result<(), StoreError> {
+        self.append_script(at, k, body, now, &expected_arg(Put::Upsert)).map(drop)
+    }
+
+    fn append_at(&self, at: At<'_>, k: &str, body: Body<'_>, now: i64, size: u64) -> Result<Cas, StoreError> {
+        self.append_script(at, k, body, now, &expected_arg(Put::IfSize(size)))
+    }
+
+    /// One script (`SETRANGE` of zeros to extend, `GETRANGE` and `SET` to cut).
+    fn truncate_key(&self, at: At<'_>, k: &str, len: u64, now: i64) -> Result<bool, StoreError> {
+        self.check_len(at, len)?;
+        let mut c = self.conn(at)?;
         let done: i64 =
-            self.on_file(&self.inner.scripts.truncate, &k).arg(len).arg(now).invoke(c.get()).map_err(rd(op, path))?;
-        if done == 0 {
-            return Err(StoreError::NotFound { path: path.to_path_buf() });
-        }
-        Ok(())
+            self.on_file(&self.inner.scripts.truncate, k).arg(len).arg(now).invoke(c.get()).map_err(rd(at))?;
+        Ok(done != 0)
     }
 
-    fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
-        let op = Op::Rename;
-        let src = ServerError::file_key(op, from)?;
-        let dst = ServerError::file_key(op, to)?;
-        let now = self.mtime();
-        let mut c = self.conn(op, from)?;
-        if src == dst {
-            let there: bool = c.get().exists(self.body(&src)).map_err(rd(op, from))?;
-            return if there { Ok(()) } else { Err(StoreError::NotFound { path: from.to_path_buf() }) };
-        }
+    fn rename_key(&self, at: At<'_>, from: &str, to: &str, now: i64) -> Result<bool, StoreError> {
+        let mut c = self.conn(at)?;
         let moved: i64 = self
             .inner
             .scripts
             .rename
-            .key(self.body(&src))
-            .key(self.body(&dst))
+            .key(self.body(from))
+            .key(self.body(to))
             .key(self.meta())
             .key(self.titles())
-            .arg(&src)
-            .arg(&dst)
+            .arg(from)
+            .arg(to)
             .arg(now)
             .invoke(c.get())
-            .map_err(rd(op, from))?;
-        if moved == 0 {
-            return Err(StoreError::NotFound { path: from.to_path_buf() });
-        }
-        Ok(())
+            .map_err(rd(at))?;
+        Ok(moved != 0)
     }
 
-    fn unlink(&self, path: &Path) -> Result<(), StoreError> {
-        let op = Op::Unlink;
-        let k = ServerError::file_key(op, path)?;
-        let mut c = self.conn(op, path)?;
+    fn delete_key(&self, at: At<'_>, k: &str) -> Result<bool, StoreError> {
+        let mut c = self.conn(at)?;
         let (gone, _, _): (i64, i64, i64) = redis::pipe()
             .atomic()
-            .del(self.body(&k))
-            .hdel(self.meta(), &k)
-            .hdel(self.titles(), &k)
+            .del(self.body(k))
+            .hdel(self.meta(), k)
+            .hdel(self.titles(), k)
             .publish(self.changes(), format!("{k}:"))
             .ignore()
             .query(c.get())
-            .map_err(rd(op, path))?;
-        if gone == 0 {
-            return Err(StoreError::NotFound { path: path.to_path_buf() });
-        }
-        Ok(())
+            .map_err(rd(at))?;
+        Ok(gone != 0)
     }
 
-    fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
-        let op = Op::Unlink;
-        let k = ServerError::file_key(op, path)?;
-        let artifacts =
-            session_store::artifacts_dir(path).map(|d| ServerError::dir_prefix(Op::RemoveDir, &d)).transpose()?;
-        let mut c = self.conn(op, path)?;
-        self.delete_keys(&mut c, op, path, std::slice::from_ref(&k))?;
-        if let Some(prefix) = &artifacts {
-            let inside = self.paths_under(&mut c, Op::RemoveDir, path, prefix)?;
-            self.delete_keys(&mut c, Op::RemoveDir, path, &inside)?;
+    /// Three atomic pipelines: the file, what its artifacts directory holds, its backups.
+    fn delete_doomed(&self, at: At<'_>, doomed: Doomed<'_>) -> Result<(), StoreError> {
+        let mut c = self.conn(at)?;
+        self.delete_keys(&mut c, at, &[doomed.key.to_owned()])?;
+        if let Some(prefix) = doomed.artifacts {
+            let gone = At::new(Op::RemoveDir, at.path);
+            let inside = self.paths_under(&mut c, gone, prefix)?;
+            self.delete_keys(&mut c, gone, &inside)?;
         }
-        let candidates = self.paths_under(&mut c, op, path, &format!("{k}."))?;
-        self.delete_keys(&mut c, op, path, &backups(&k, candidates))?;
-        if let Some(prefix) = artifacts {
-            self.inner.dirs.forget_under(&prefix);
-        }
-        Ok(())
+        self.delete_keys(&mut c, at, doomed.backups)
     }
 
-    fn open_writer(&self, path: &Path, durability: Durability) -> Result<Box<dyn AppendWriter>, StoreError> {
-        let _ = durability; // the server decides (see the crate docs on persistence)
-        let op = Op::Open;
-        let k = ServerError::file_key(op, path)?;
-        let now = self.mtime();
-        let mut c = self.conn(op, path)?;
+    fn touch_empty(&self, at: At<'_>, k: &str, now: i64) -> Result<(), StoreError> {
+        let mut c = self.conn(at)?;
         let _: i64 = self
             .inner
             .scripts
             .ensure
-            .key(self.body(&k))
+            .key(self.body(k))
             .key(self.meta())
-            .arg(&k)
+            .arg(k)
             .arg(now)
             .invoke(c.get())
-            .map_err(rd(op, path))?;
-        Ok(Box::new(AppendingWriter::new(self.clone(), path)))
+            .map_err(rd(at))?;
+        Ok(())
     }
 
-    fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError> {
-        let op = Op::Lock;
-        let k = ServerError::file_key(op, path)?;
+    fn set_title(&self, at: At<'_>, k: &str, meta: &TitleMeta, now: i64) -> Result<bool, StoreError> {
+        let json = meta.to_json().unwrap_or_default();
+        let mut c = self.conn(at)?;
+        let done: i64 =
+            self.on_file(&self.inner.scripts.title, k).arg(json).arg(now).invoke(c.get()).map_err(rd(at))?;
+        Ok(done != 0)
+    }
+
+    /// `SET <prefix>lock:<path> <token> NX PX 30000`, renewed every 10 s by a keeper
+    /// thread on the lock's own connection; a holder that dies stops renewing and the key
+    /// expires. The release deletes the key only while it still holds this token.
+    fn lock_key(&self, at: At<'_>, k: &str, wait: LockWait) -> Result<SessionLock, StoreError> {
         let lock_key = format!("{}lock:{k}", self.inner.prefix);
         let token = format!("{:016x}{:016x}", rand::rng().next_u64(), rand::rng().next_u64());
         let ttl_ms = u64::try_from(LOCK_TTL.as_millis()).unwrap_or(u64::MAX);
-        let deadline = match wait {
-            LockWait::NoWait => None,
-            LockWait::Timeout(d) => Some(Instant::now() + d),
-        };
-        let mut c = self.conn(op, path)?;
-        loop {
+        let mut c = self.conn(at)?;
+        poll_lock(at.path, wait, || {
             let got: Option<String> = redis::cmd("SET")
                 .arg(&lock_key)
                 .arg(&token)
@@ -604,17 +520,9 @@ impl Storage for RedisStorage {
                 .arg("PX")
                 .arg(ttl_ms)
                 .query(c.get())
-                .map_err(rd(op, path))?;
-            if got.is_some() {
-                break;
-            }
-            if deadline.is_none_or(|d| Instant::now() >= d) {
-                return Err(StoreError::Locked { path: path.to_path_buf() });
-            }
-            std::thread::sleep(LOCK_POLL);
-        }
-        // A keeper renews the key while the lock is held, on the lock's own connection; a
-        // holder that dies stops renewing and the key expires after LOCK_TTL.
+                .map_err(rd(at))?;
+            Ok(got.is_some())
+        })?;
         let (stop, stopped) = mpsc::channel::<()>();
         let scripts = self.inner.scripts.clone();
         let keeper_key = lock_key.clone();
@@ -630,25 +538,26 @@ impl Storage for RedisStorage {
             c
         });
         let scripts = self.inner.scripts.clone();
-        let locked = path.to_path_buf();
+        let locked = at.path.to_path_buf();
         Ok(SessionLock::new(
-            path,
+            at.path,
             Box::new(move || {
+                let at = At::new(Op::Lock, &locked);
                 drop(stop);
                 let mut c = keeper.join().map_err(|_| {
-                    StoreError::io_raw(Op::Lock, &locked, std::io::Error::other("the lock keeper thread panicked"))
+                    StoreError::io_raw(at.op, at.path, std::io::Error::other("the lock keeper thread panicked"))
                 })?;
                 let released: redis::RedisResult<i64> = scripts.lock_release.key(&lock_key).arg(&token).invoke(c.get());
-                released.map(drop).map_err(rd(Op::Lock, &locked))
+                released.map(drop).map_err(rd(at))
             }),
         ))
     }
 
     /// Subscribes to `<prefix>changes` (see the crate docs): writes through this crate
     /// are heard, omp's own are not.
-    fn watch(&self, path: &Path) -> Result<Option<Box<dyn session_store::Watch>>, StoreError> {
-        let key = ServerError::file_key(Op::Stat, path)?;
-        Ok(Some(Box::new(crate::watch::RedisWatch::start(&self.inner.client, self.changes(), key, path)?)))
+    fn watch_key(&self, at: At<'_>, k: &str) -> Result<Option<Box<dyn Watch>>, StoreError> {
+        let watch = crate::watch::RedisWatch::start(&self.inner.client, self.changes(), k.to_owned(), at.path)?;
+        Ok(Some(Box::new(watch)))
     }
 }
 

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::Duration;
 
+use session_store::keyed::At;
 use session_store::{Change, Op, StoreError, Watch};
 
 use crate::error::rd;
@@ -45,7 +46,7 @@ impl RedisWatch {
         path: &Path,
     ) -> Result<RedisWatch, StoreError> {
         let op = Op::Stat;
-        let mut conn = client.get_connection().map_err(rd(op, path))?;
+        let mut conn = client.get_connection().map_err(rd(At::new(op, path)))?;
         let (tx, changes) = mpsc::channel();
         let (ready_tx, ready) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
@@ -59,7 +60,7 @@ impl RedisWatch {
                 let mut pubsub = conn.as_pubsub();
                 let subscribed = pubsub.subscribe(&channel).and_then(|()| pubsub.set_read_timeout(Some(POLL)));
                 let failed = subscribed.is_err();
-                let _ = ready_tx.send(subscribed.map_err(rd(op, &path)));
+                let _ = ready_tx.send(subscribed.map_err(rd(At::new(op, &path))));
                 if failed {
                     return;
                 }
@@ -68,7 +69,7 @@ impl RedisWatch {
                         Ok(msg) => msg,
                         Err(e) if e.is_timeout() => continue,
                         Err(e) => {
-                            let _ = tx.send(Err(rd(op, &path)(e)));
+                            let _ = tx.send(Err(rd(At::new(op, &path))(e)));
                             return;
                         }
                     };

@@ -18,7 +18,7 @@ use object_store::{
 };
 use rand::Rng;
 use session_store::clock::SystemClock;
-use session_store::keyed::{AppendingWriter, Cause, LocalDirs, Mtimes, child_entries};
+use session_store::keyed::{self, AppendingWriter, Cause, LocalDirs, Mtimes, child_entries};
 use session_store::{
     AppendWriter, DirEntry, Durability, ExpectedSize, FileStat, LockWait, Op, PollWatch, SessionLock, Storage,
     StoreError, Watch, is_backup_of,
@@ -1223,7 +1223,45 @@ fn url_decode(s: &str) -> String {
 }
 
 impl Storage for S3Storage {
-    session_store::keyed_storage_methods!();
+    fn exists(&self, path: &Path) -> Result<bool, StoreError> {
+        Ok(self.stat(path)?.is_some())
+    }
+
+    fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError> {
+        Ok(self.read_with_stat(path)?.1)
+    }
+
+    fn read_into(&self, path: &Path, buf: &mut Vec<u8>) -> Result<(FileStat, usize), StoreError> {
+        Ok(keyed::read_into_buffer(self.read_with_stat(path)?, buf))
+    }
+
+    fn read_slices(&self, path: &Path, prefix: u64, suffix: u64) -> Result<(Vec<u8>, Vec<u8>), StoreError> {
+        let (_, head, tail) = self.slices_with_stat(path, prefix, suffix)?;
+        Ok((head, tail))
+    }
+
+    fn read_slices_into(
+        &self,
+        path: &Path,
+        prefix: u64,
+        suffix: u64,
+        head: &mut Vec<u8>,
+        tail: &mut Vec<u8>,
+    ) -> Result<(FileStat, usize, usize), StoreError> {
+        Ok(keyed::slices_into_buffers(self.slices_with_stat(path, prefix, suffix)?, head, tail))
+    }
+
+    fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        self.replace(Op::Write, path, bytes, ExpectedSize::Any)
+    }
+
+    fn write_new(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        self.replace(Op::WriteNew, path, bytes, ExpectedSize::Missing)
+    }
+
+    fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
+        self.replace(Op::Write, path, bytes, expected)
+    }
 
     fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
         let op = Op::EnsureDir;

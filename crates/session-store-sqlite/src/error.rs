@@ -2,10 +2,10 @@
 //! [`std::io::ErrorKind`]s.
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use session_store::keyed::{self, Cause};
-use session_store::{Op, StoreError};
+use session_store::StoreError;
+use session_store::keyed::{self, At, Cause};
 
 /// The largest content one row holds, in bytes: SQLite's default `SQLITE_MAX_LENGTH`
 /// (1,000,000,000 bytes), which the bundled library keeps.
@@ -81,11 +81,6 @@ impl SqliteError {
     pub fn find(err: &StoreError) -> Option<&SqliteError> {
         keyed::find(err)
     }
-
-    /// Wraps the cause as the [`StoreError`] of `op` on `path`.
-    pub(crate) fn at(self, op: Op, path: &Path) -> StoreError {
-        keyed::wrap(self, op, path)
-    }
 }
 
 impl Cause for SqliteError {
@@ -111,9 +106,9 @@ fn db_kind(e: &rusqlite::Error) -> io::ErrorKind {
     }
 }
 
-/// Wraps a database error as the [`StoreError`] of `op` on `path`.
-pub(crate) fn db(op: Op, path: &Path) -> impl FnOnce(rusqlite::Error) -> StoreError + '_ {
-    move |e| SqliteError::Database(e).at(op, path)
+/// Wraps a database error as the [`StoreError`] of the call at `at`.
+pub(crate) fn db(at: At<'_>) -> impl FnOnce(rusqlite::Error) -> StoreError + '_ {
+    move |e| at.wrap(SqliteError::Database(e))
 }
 
 /// Why [`SqliteStorage::open`](crate::SqliteStorage::open) failed.

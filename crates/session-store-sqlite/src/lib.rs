@@ -38,7 +38,8 @@
 //! * [`Storage::append`] is omp's upsert that concatenates:
 //!   `INSERT … ON CONFLICT (path) DO UPDATE SET content = t.content || excluded.content, mtime_ms = …`,
 //!   which rewrites the row: **an append costs O(size of the session)**, as on omp's
-//!   PostgreSQL table. [`SqliteStorage::append_if_size`] appends only at an expected size.
+//!   PostgreSQL table. [`Storage::append_expected`] appends only at an expected size, in one
+//!   `UPDATE … SET content = content || ? WHERE path = ? AND octet_length(content) = ?`.
 //! * Whole-file writes map [`ExpectedSize`](session_store::ExpectedSize) onto omp's
 //!   compare-and-set: `Any` is an upsert that replaces, `Missing` an insert that does
 //!   nothing on conflict, `Bytes(n)` an `UPDATE … WHERE octet_length(content) = n`; a

@@ -4,16 +4,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use session_store::clock::SystemClock;
 use session_store::keyed::{
-    AppendingWriter, Cause, LocalDirs, Mtimes, TableOptions, TitleMeta, backups, child_entries, children, lay_over,
-    read_relation, valid_table_name,
+    self, At, Body, Cas, Cut, Doomed, KeyedBackend, LocalDirs, Mtimes, Put, Row, TableOptions, TitleMeta, Windows,
+    cut_text, read_relation, valid_table_name,
 };
-use session_store::{
-    AppendWriter, DirEntry, Durability, ExpectedSize, FileStat, FileStorage, LockWait, Op, PollWatch, SessionLock,
-    Storage, StoreError, Watch,
-};
+use session_store::{FileStorage, LockWait, Op, SessionLock, Storage, StoreError};
 
 use crate::error::{ConnectError, MAX_CONTENT_BYTES, SqliteError, db};
 
@@ -43,10 +40,10 @@ struct Queries {
     delete: String,
     rename: String,
     with_prefix: String,
+    stats_with_prefix: String,
     newest_with_prefix: String,
     delete_prefix: String,
     title: String,
-    exists: String,
 }
 
 /// omp's columns and their `NULL`s: what a read-only storage reads where the table lacks them.
@@ -114,12 +111,12 @@ impl Queries {
             delete: format!("DELETE FROM {t} WHERE path = ?1"),
             rename: format!("UPDATE {t} SET path = ?1, mtime_ms = ?2 WHERE path = ?3"),
             with_prefix: format!("SELECT path FROM {from} WHERE {under}"),
+            stats_with_prefix: format!("SELECT path, octet_length(content), mtime_ms FROM {from} WHERE {under}"),
             newest_with_prefix: format!("SELECT max(mtime_ms) FROM {from} WHERE {under}"),
             delete_prefix: format!("DELETE FROM {t} WHERE {under}"),
             title: format!(
                 "UPDATE {t} SET title = ?2, title_source = ?3, title_updated_at = ?4, mtime_ms = ?5 WHERE path = ?1"
             ),
-            exists: format!("SELECT 1 FROM {from} WHERE path = ?1"),
         }
     }
 }
@@ -240,173 +237,16 @@ impl SqliteStorage {
         source: Option<&str>,
         updated_at: &str,
     ) -> Result<(), StoreError> {
-        let op = Op::Overwrite;
-        let k = SqliteError::file_key(op, path)?;
-        self.writable(op, path)?;
-        let now = self.mtime();
-        let c = self.conn();
-        let n = c.execute(&self.inner.q.title, params![k, title, source, updated_at, now]).map_err(db(op, path))?;
-        if n == 0 {
-            return Err(StoreError::NotFound { path: path.to_path_buf() });
-        }
-        Ok(())
-    }
-
-    /// Appends `bytes` only when the file is as `expected` says (omp appends blindly; this is
-    /// the check-then-append a second writer needs), in one statement. A mismatch is
-    /// [`StoreError::Conflict`] and appends nothing; [`ExpectedSize::Missing`] creates the
-    /// file with `bytes`.
-    pub fn append_if_size(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        let op = Op::Append;
-        let k = SqliteError::file_key(op, path)?;
-        self.writable(op, path)?;
-        let body = text(op, path, bytes)?;
-        let now = self.mtime();
-        let c = self.conn();
-        let written = match expected {
-            ExpectedSize::Any => {
-                drop(c);
-                return self.append(path, bytes);
-            }
-            ExpectedSize::Missing => {
-                check_len(op, path, bytes.len() as u64)?;
-                let none: Option<&str> = None;
-                c.execute(&self.inner.q.insert_if_missing, params![k, body, now, none, none, none])
-                    .map_err(db(op, path))?
-            }
-            ExpectedSize::Bytes(n) | ExpectedSize::Unchanged { size: n, .. } => {
-                check_len(op, path, n.saturating_add(bytes.len() as u64))?;
-                match i64::try_from(n) {
-                    Ok(n) => c.execute(&self.inner.q.append_if_size, params![k, body, now, n]).map_err(db(op, path))?,
-                    Err(_) => 0,
-                }
-            }
-        };
-        if written == 0 {
-            return Err(self.conflict(&c, op, path, &k, expected));
-        }
-        Ok(())
-    }
-
-    /// Refuses `op` on `path` when the storage was opened read-only.
-    fn writable(&self, op: Op, path: &Path) -> Result<(), StoreError> {
-        if self.inner.read_only {
-            return Err(SqliteError::ReadOnly { table: self.inner.table.clone() }.at(op, path));
-        }
-        Ok(())
+        keyed::update_title(self, path, title, source, updated_at)
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {
         self.inner.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Returns a modification time, strictly increasing per storage.
-    fn mtime(&self) -> i64 {
-        self.inner.times.next()
-    }
-
-    fn size_of(&self, c: &Connection, op: Op, path: &Path, k: &str) -> Result<Option<u64>, StoreError> {
-        let size: Option<i64> = c.query_row(&self.inner.q.size, [k], |r| r.get(0)).optional().map_err(db(op, path))?;
+    fn size_of(&self, c: &Connection, at: At<'_>, k: &str) -> Result<Option<u64>, StoreError> {
+        let size: Option<i64> = c.query_row(&self.inner.q.size, [k], |r| r.get(0)).optional().map_err(db(at))?;
         Ok(size.map(|n| n.max(0) as u64))
-    }
-
-    /// The error of a refused size check: the size found now.
-    fn conflict(&self, c: &Connection, op: Op, path: &Path, k: &str, expected: ExpectedSize) -> StoreError {
-        match self.size_of(c, op, path, k) {
-            Ok(found) => {
-                StoreError::Conflict { path: path.to_path_buf(), expected: expected.as_option().flatten(), found }
-            }
-            Err(e) => e,
-        }
-    }
-
-    /// Reads the whole file and its stat in one statement, the title laid over its slot.
-    fn read_with_stat(&self, path: &Path) -> Result<(FileStat, Vec<u8>), StoreError> {
-        let op = Op::Read;
-        let k = SqliteError::file_key(op, path)?;
-        let c = self.conn();
-        let row = c
-            .query_row(&self.inner.q.read, [&k], |r| Ok((r.get::<_, String>(0)?, meta_at(r, 1)?, r.get::<_, i64>(4)?)))
-            .optional()
-            .map_err(db(op, path))?;
-        let (content, meta, mtime_ms) = row.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
-        let mut bytes = content.into_bytes();
-        if let Some(slot) = meta.overlay_for(&bytes) {
-            lay_over(&slot, &mut bytes, 0);
-        }
-        Ok((FileStat::new(bytes.len() as u64, mtime_ms, true), bytes))
-    }
-
-    /// Reads the head and tail windows and the stat in one statement.
-    fn slices_with_stat(
-        &self,
-        path: &Path,
-        prefix: u64,
-        suffix: u64,
-    ) -> Result<(FileStat, Vec<u8>, Vec<u8>), StoreError> {
-        let op = Op::Read;
-        let k = SqliteError::file_key(op, path)?;
-        let (p, s) = (clamp_i64(prefix), clamp_i64(suffix));
-        let c = self.conn();
-        let row = c
-            .query_row(&self.inner.q.slices, params![k, p, s], |r| {
-                Ok((
-                    r.get::<_, Vec<u8>>(0)?,
-                    r.get::<_, Vec<u8>>(1)?,
-                    r.get::<_, i64>(2)?,
-                    meta_at(r, 3)?,
-                    r.get::<_, Option<Vec<u8>>>(6)?,
-                    r.get::<_, i64>(7)?,
-                ))
-            })
-            .optional()
-            .map_err(db(op, path))?;
-        let (mut head, mut tail, size, meta, first, mtime_ms) =
-            row.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
-        let size = size.max(0) as u64;
-        if let Some(slot) = first.and_then(|f| meta.overlay_for(&f)) {
-            lay_over(&slot, &mut head, 0);
-            let tail_at = size.saturating_sub(tail.len() as u64);
-            lay_over(&slot, &mut tail, tail_at);
-        }
-        Ok((FileStat::new(size, mtime_ms, true), head, tail))
-    }
-
-    fn replace(&self, op: Op, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        let k = SqliteError::file_key(op, path)?;
-        self.writable(op, path)?;
-        let body = text(op, path, bytes)?;
-        check_len(op, path, bytes.len() as u64)?;
-        let meta = TitleMeta::of_body(bytes);
-        let now = self.mtime();
-        let q = &self.inner.q;
-        let c = self.conn();
-        let args = params![k, body, now, meta.title, meta.source, meta.updated_at];
-        let written = match expected {
-            ExpectedSize::Any => c.execute(&q.upsert, args).map_err(db(op, path))?,
-            ExpectedSize::Missing => c.execute(&q.insert_if_missing, args).map_err(db(op, path))?,
-            ExpectedSize::Bytes(n) | ExpectedSize::Unchanged { size: n, .. } => match i64::try_from(n) {
-                Ok(n) => c
-                    .execute(&q.update_if_size, params![k, body, now, meta.title, meta.source, meta.updated_at, n])
-                    .map_err(db(op, path))?,
-                Err(_) => 0,
-            },
-        };
-        if written == 0 {
-            if op == Op::WriteNew {
-                return Err(StoreError::AlreadyExists { path: path.to_path_buf() });
-            }
-            return Err(self.conflict(&c, op, path, &k, expected));
-        }
-        Ok(())
-    }
-
-    /// Returns the keys of every file whose key starts with `prefix`.
-    fn keys_with_prefix(&self, op: Op, path: &Path, prefix: &str) -> Result<Vec<String>, StoreError> {
-        let c = self.conn();
-        let mut stmt = c.prepare_cached(&self.inner.q.with_prefix).map_err(db(op, path))?;
-        let rows = stmt.query_map([prefix], |r| r.get::<_, String>(0)).map_err(db(op, path))?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(db(op, path))
     }
 
     /// The lock file of the session `k`: a short, stable name (two 64-bit FNV-1a hashes of
@@ -463,19 +303,12 @@ fn make_private_dir(dir: &Path) -> std::io::Result<()> {
     }
 }
 
-/// The content as text: UTF-8 without NUL bytes, or [`SqliteError::InvalidContent`].
-fn text<'a>(op: Op, path: &Path, bytes: &'a [u8]) -> Result<&'a str, StoreError> {
-    session_store::keyed::text_content(bytes).map_err(|reason| SqliteError::InvalidContent { reason }.at(op, path))
+/// The content as text ([`KeyedBackend::content`] made it with [`Body::text`]).
+fn text<'a>(at: At<'_>, body: Body<'a>) -> Result<&'a str, StoreError> {
+    body.as_text().ok_or_else(|| at.wrap(SqliteError::InvalidContent { reason: "not checked as text".to_owned() }))
 }
 
-fn check_len(op: Op, path: &Path, size: u64) -> Result<(), StoreError> {
-    if size > MAX_CONTENT_BYTES {
-        return Err(SqliteError::TooLarge { size, limit: MAX_CONTENT_BYTES }.at(op, path));
-    }
-    Ok(())
-}
-
-fn meta_at(row: &Row<'_>, at: usize) -> rusqlite::Result<TitleMeta> {
+fn meta_at(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<TitleMeta> {
     Ok(TitleMeta { title: row.get(at)?, source: row.get(at + 1)?, updated_at: row.get(at + 2)? })
 }
 
@@ -483,190 +316,214 @@ fn clamp_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-impl Storage for SqliteStorage {
-    session_store::keyed_storage_methods!();
+impl KeyedBackend for SqliteStorage {
+    type Cause = SqliteError;
 
-    fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
-        let op = Op::EnsureDir;
-        let k = SqliteError::key(op, dir)?;
-        let found = self.conn().query_row(&self.inner.q.exists, [&k], |_| Ok(())).optional().map_err(db(op, dir))?;
-        if found.is_some() {
-            let err = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "a file is in the way");
-            return Err(StoreError::io_raw(op, dir, err));
+    fn dirs(&self) -> &LocalDirs {
+        &self.inner.dirs
+    }
+
+    fn times(&self) -> &Mtimes {
+        &self.inner.times
+    }
+
+    fn writable(&self, at: At<'_>) -> Result<(), StoreError> {
+        if self.inner.read_only {
+            return Err(at.wrap(SqliteError::ReadOnly { table: self.inner.table.clone() }));
         }
-        self.inner.dirs.remember(k, self.mtime());
         Ok(())
     }
 
-    fn stat(&self, path: &Path) -> Result<Option<FileStat>, StoreError> {
-        let op = Op::Stat;
-        let k = SqliteError::key(op, path)?;
-        let prefix = SqliteError::dir_prefix(op, path)?;
-        let c = self.conn();
-        let row = c
-            .query_row(&self.inner.q.stat, [&k], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+    fn content<'b>(&self, at: At<'_>, bytes: &'b [u8]) -> Result<Body<'b>, StoreError> {
+        Body::text(bytes).map_err(|reason| at.wrap(SqliteError::InvalidContent { reason }))
+    }
+
+    fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError> {
+        if size > MAX_CONTENT_BYTES {
+            return Err(at.wrap(SqliteError::TooLarge { size, limit: MAX_CONTENT_BYTES }));
+        }
+        Ok(())
+    }
+
+    fn stat_key(&self, at: At<'_>, k: &str) -> Result<Option<(u64, i64)>, StoreError> {
+        let row = self
+            .conn()
+            .query_row(&self.inner.q.stat, [k], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
             .optional()
-            .map_err(db(op, path))?;
-        if let Some((size, mtime_ms)) = row {
-            return Ok(Some(FileStat::new(size.max(0) as u64, mtime_ms, true)));
-        }
-        let newest: Option<i64> =
-            c.query_row(&self.inner.q.newest_with_prefix, [&prefix], |r| r.get(0)).map_err(db(op, path))?;
-        let mtime = newest.or_else(|| self.inner.dirs.mtime(&k, &prefix));
-        Ok(mtime.map(|mtime_ms| FileStat::new(0, mtime_ms, false)))
+            .map_err(db(at))?;
+        Ok(row.map(|(size, mtime_ms)| (size.max(0) as u64, mtime_ms)))
     }
 
-    fn list(&self, dir: &Path) -> Result<Vec<String>, StoreError> {
-        let op = Op::List;
-        let prefix = SqliteError::dir_prefix(op, dir)?;
-        Ok(children(&prefix, self.keys_with_prefix(op, dir, &prefix)?))
+    fn newest_under(&self, at: At<'_>, prefix: &str) -> Result<Option<i64>, StoreError> {
+        self.conn().query_row(&self.inner.q.newest_with_prefix, [prefix], |r| r.get(0)).map_err(db(at))
     }
 
-    fn read_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StoreError> {
-        let op = Op::List;
-        let prefix = SqliteError::dir_prefix(op, dir)?;
-        let keys = self.keys_with_prefix(op, dir, &prefix)?;
-        Ok(child_entries(&prefix, keys, self.inner.dirs.under(&prefix)))
-    }
-
-    fn remove_empty_dir(&self, dir: &Path) -> Result<(), StoreError> {
-        let k = SqliteError::key(Op::RemoveDir, dir)?;
-        self.inner.dirs.forget_if_empty(&k);
-        Ok(())
-    }
-
-    fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        let op = Op::Append;
-        let k = SqliteError::file_key(op, path)?;
-        self.writable(op, path)?;
-        let body = text(op, path, bytes)?;
-        check_len(op, path, bytes.len() as u64)?;
-        let now = self.mtime();
+    fn keys_under(&self, at: At<'_>, prefix: &str) -> Result<Vec<String>, StoreError> {
         let c = self.conn();
-        match c.execute(&self.inner.q.append, params![k, body, now]) {
+        let mut stmt = c.prepare_cached(&self.inner.q.with_prefix).map_err(db(at))?;
+        let rows = stmt.query_map([prefix], |r| r.get::<_, String>(0)).map_err(db(at))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(db(at))
+    }
+
+    fn stats_under(&self, at: At<'_>, prefix: &str) -> Result<Vec<(String, u64, i64)>, StoreError> {
+        let c = self.conn();
+        let mut stmt = c.prepare_cached(&self.inner.q.stats_with_prefix).map_err(db(at))?;
+        let rows = stmt
+            .query_map([prefix], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0) as u64, r.get(2)?)))
+            .map_err(db(at))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(db(at))
+    }
+
+    fn read_row(&self, at: At<'_>, k: &str) -> Result<Option<Row>, StoreError> {
+        let row = self
+            .conn()
+            .query_row(&self.inner.q.read, [k], |r| Ok((r.get::<_, String>(0)?, meta_at(r, 1)?, r.get::<_, i64>(4)?)))
+            .optional()
+            .map_err(db(at))?;
+        Ok(row.map(|(content, meta, mtime_ms)| Row { content: content.into_bytes(), meta, mtime_ms }))
+    }
+
+    fn read_windows(&self, at: At<'_>, k: &str, prefix: u64, suffix: u64) -> Result<Option<Windows>, StoreError> {
+        let (p, s) = (clamp_i64(prefix), clamp_i64(suffix));
+        let row = self
+            .conn()
+            .query_row(&self.inner.q.slices, params![k, p, s], |r| {
+                Ok(Windows {
+                    head: r.get(0)?,
+                    tail: r.get(1)?,
+                    size: r.get::<_, i64>(2)?.max(0) as u64,
+                    meta: meta_at(r, 3)?,
+                    first: r.get(6)?,
+                    mtime_ms: r.get(7)?,
+                })
+            })
+            .optional()
+            .map_err(db(at))?;
+        Ok(row)
+    }
+
+    fn put(
+        &self,
+        at: At<'_>,
+        k: &str,
+        body: Body<'_>,
+        meta: &TitleMeta,
+        now: i64,
+        how: Put,
+    ) -> Result<Cas, StoreError> {
+        let body = text(at, body)?;
+        let q = &self.inner.q;
+        let c = self.conn();
+        let args = params![k, body, now, meta.title, meta.source, meta.updated_at];
+        let written = match how {
+            Put::Upsert => c.execute(&q.upsert, args).map_err(db(at))?,
+            Put::Create => c.execute(&q.insert_if_missing, args).map_err(db(at))?,
+            Put::IfSize(n) => match i64::try_from(n) {
+                Ok(n) => c
+                    .execute(&q.update_if_size, params![k, body, now, meta.title, meta.source, meta.updated_at, n])
+                    .map_err(db(at))?,
+                Err(_) => 0,
+            },
+        };
+        if written == 0 {
+            return Ok(Cas::RefusedAt(self.size_of(&c, at, k)?));
+        }
+        Ok(Cas::Done)
+    }
+
+    fn append_key(&self, at: At<'_>, k: &str, body: Body<'_>, now: i64) -> Result<(), StoreError> {
+        let text = text(at, body)?;
+        let c = self.conn();
+        match c.execute(&self.inner.q.append, params![k, text, now]) {
             Ok(_) => Ok(()),
             // The concatenation past `SQLITE_MAX_LENGTH`: nothing was written, and the
             // sizes say why.
             Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::TooBig) => {
-                let size = self.size_of(&c, op, path, &k)?.unwrap_or(0);
-                Err(SqliteError::TooLarge { size: size.saturating_add(bytes.len() as u64), limit: MAX_CONTENT_BYTES }
-                    .at(op, path))
+                let size = self.size_of(&c, at, k)?.unwrap_or(0);
+                Err(at.wrap(SqliteError::TooLarge { size: size.saturating_add(body.len()), limit: MAX_CONTENT_BYTES }))
             }
-            Err(e) => Err(db(op, path)(e)),
+            Err(e) => Err(db(at)(e)),
         }
     }
 
-    fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
-        let op = Op::Truncate;
-        let k = SqliteError::file_key(op, path)?;
-        self.writable(op, path)?;
-        let now = self.mtime();
+    fn append_at(&self, at: At<'_>, k: &str, body: Body<'_>, now: i64, size: u64) -> Result<Cas, StoreError> {
+        let text = text(at, body)?;
+        let c = self.conn();
+        let written = match i64::try_from(size) {
+            Ok(n) => c.execute(&self.inner.q.append_if_size, params![k, text, now, n]).map_err(db(at))?,
+            Err(_) => 0,
+        };
+        if written == 0 {
+            return Ok(Cas::RefusedAt(self.size_of(&c, at, k)?));
+        }
+        Ok(Cas::Done)
+    }
+
+    fn truncate_key(&self, at: At<'_>, k: &str, len: u64, now: i64) -> Result<bool, StoreError> {
         let mut c = self.conn();
-        let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db(op, path))?;
+        let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db(at))?;
         let content: Option<String> =
-            tx.query_row(&self.inner.q.content, [&k], |r| r.get(0)).optional().map_err(db(op, path))?;
-        let content = content.ok_or_else(|| StoreError::NotFound { path: path.to_path_buf() })?;
-        let size = content.len() as u64;
-        if len > size {
-            let reason = format!("extending {size} bytes to {len} would add NUL bytes");
-            return Err(SqliteError::InvalidContent { reason }.at(op, path));
-        }
-        if len == size {
-            tx.execute(&self.inner.q.touch, params![k, now]).map_err(db(op, path))?;
-        } else {
-            let cut = len as usize;
-            let Some(kept) = content.get(..cut) else {
-                let reason = format!("cutting at byte {len} would split a character");
-                return Err(SqliteError::InvalidContent { reason }.at(op, path));
-            };
-            tx.execute(&self.inner.q.set_content, params![k, kept, now, clamp_i64(len)]).map_err(db(op, path))?;
-        }
-        tx.commit().map_err(db(op, path))
+            tx.query_row(&self.inner.q.content, [k], |r| r.get(0)).optional().map_err(db(at))?;
+        let Some(content) = content else { return Ok(false) };
+        match cut_text(&content, len).map_err(|reason| at.wrap(SqliteError::InvalidContent { reason }))? {
+            Cut::Same => tx.execute(&self.inner.q.touch, params![k, now]).map_err(db(at))?,
+            Cut::To(kept) => {
+                tx.execute(&self.inner.q.set_content, params![k, kept, now, clamp_i64(len)]).map_err(db(at))?
+            }
+        };
+        tx.commit().map_err(db(at))?;
+        Ok(true)
     }
 
-    fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
-        let op = Op::Rename;
-        let src = SqliteError::file_key(op, from)?;
-        let dst = SqliteError::file_key(op, to)?;
-        self.writable(op, from)?;
-        let now = self.mtime();
+    fn rename_key(&self, at: At<'_>, from: &str, to: &str, now: i64) -> Result<bool, StoreError> {
         let mut c = self.conn();
-        if src == dst {
-            let found = c.query_row(&self.inner.q.exists, [&src], |_| Ok(())).optional().map_err(db(op, from))?;
-            return found.ok_or_else(|| StoreError::NotFound { path: from.to_path_buf() });
+        let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db(at))?;
+        tx.execute(&self.inner.q.delete, [to]).map_err(db(at))?;
+        if tx.execute(&self.inner.q.rename, params![to, now, from]).map_err(db(at))? == 0 {
+            return Ok(false);
         }
-        let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db(op, from))?;
-        tx.execute(&self.inner.q.delete, [&dst]).map_err(db(op, to))?;
-        let moved = tx.execute(&self.inner.q.rename, params![dst, now, src]).map_err(db(op, from))?;
-        if moved == 0 {
-            return Err(StoreError::NotFound { path: from.to_path_buf() });
-        }
-        tx.commit().map_err(db(op, from))
+        tx.commit().map_err(db(at))?;
+        Ok(true)
     }
 
-    fn unlink(&self, path: &Path) -> Result<(), StoreError> {
-        let op = Op::Unlink;
-        let k = SqliteError::file_key(op, path)?;
-        self.writable(op, path)?;
-        match self.conn().execute(&self.inner.q.delete, [&k]).map_err(db(op, path))? {
-            0 => Err(StoreError::NotFound { path: path.to_path_buf() }),
-            _ => Ok(()),
-        }
+    fn delete_key(&self, at: At<'_>, k: &str) -> Result<bool, StoreError> {
+        Ok(self.conn().execute(&self.inner.q.delete, [k]).map_err(db(at))? > 0)
     }
 
-    fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
-        let op = Op::Unlink;
-        let k = SqliteError::file_key(op, path)?;
-        self.writable(op, path)?;
-        let artifacts =
-            session_store::artifacts_dir(path).map(|d| SqliteError::dir_prefix(Op::RemoveDir, &d)).transpose()?;
-        let candidates = self.keys_with_prefix(op, path, &format!("{k}."))?;
+    fn delete_doomed(&self, at: At<'_>, doomed: Doomed<'_>) -> Result<(), StoreError> {
         let mut c = self.conn();
-        let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db(op, path))?;
-        tx.execute(&self.inner.q.delete, [&k]).map_err(db(op, path))?;
-        if let Some(prefix) = &artifacts {
-            tx.execute(&self.inner.q.delete_prefix, [prefix]).map_err(db(Op::RemoveDir, path))?;
+        let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db(at))?;
+        tx.execute(&self.inner.q.delete, [doomed.key]).map_err(db(at))?;
+        if let Some(prefix) = doomed.artifacts {
+            tx.execute(&self.inner.q.delete_prefix, [prefix]).map_err(db(At::new(Op::RemoveDir, at.path)))?;
         }
-        // `<name>.<anything>.bak` siblings.
-        for candidate in backups(&k, candidates) {
-            tx.execute(&self.inner.q.delete, [&candidate]).map_err(db(op, path))?;
+        for backup in doomed.backups {
+            tx.execute(&self.inner.q.delete, [backup]).map_err(db(at))?;
         }
-        tx.commit().map_err(db(op, path))?;
-        if let Some(prefix) = artifacts {
-            self.inner.dirs.forget_under(&prefix);
-        }
+        tx.commit().map_err(db(at))
+    }
+
+    fn touch_empty(&self, at: At<'_>, k: &str, now: i64) -> Result<(), StoreError> {
+        self.conn().execute(&self.inner.q.touch_empty, params![k, now]).map_err(db(at))?;
         Ok(())
     }
 
-    fn open_writer(&self, path: &Path, durability: Durability) -> Result<Box<dyn AppendWriter>, StoreError> {
-        let _ = durability; // every append is a committed statement
-        let op = Op::Open;
-        let k = SqliteError::file_key(op, path)?;
-        self.writable(op, path)?;
-        let now = self.mtime();
-        self.conn().execute(&self.inner.q.touch_empty, params![k, now]).map_err(db(op, path))?;
-        Ok(Box::new(AppendingWriter::new(self.clone(), path)))
+    fn set_title(&self, at: At<'_>, k: &str, meta: &TitleMeta, now: i64) -> Result<bool, StoreError> {
+        let args = params![k, meta.title, meta.source, meta.updated_at, now];
+        Ok(self.conn().execute(&self.inner.q.title, args).map_err(db(at))? > 0)
     }
 
     /// Takes the file storage's lock of a file of its own in `<database>.locks/`, named by
     /// a hash of the table and the session's key: it excludes every holder on this
     /// machine (a SQLite database is a local file) and is dropped with its holder.
-    fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError> {
-        let k = SqliteError::file_key(Op::Lock, path)?;
+    fn lock_key(&self, at: At<'_>, k: &str, wait: LockWait) -> Result<SessionLock, StoreError> {
         if self.inner.read_only {
-            make_private_dir(&self.inner.locks_dir)
-                .map_err(|e| StoreError::io_raw(Op::Lock, &self.inner.locks_dir, e))?;
+            make_private_dir(&self.inner.locks_dir).map_err(|e| StoreError::io_raw(at.op, &self.inner.locks_dir, e))?;
         }
-        let held = FileStorage::new().lock(&self.lock_file(&k), wait).map_err(|e| match e {
-            StoreError::Locked { .. } => StoreError::Locked { path: path.to_path_buf() },
+        let held = FileStorage::new().lock(&self.lock_file(k), wait).map_err(|e| match e {
+            StoreError::Locked { .. } => StoreError::Locked { path: at.path.to_path_buf() },
             other => other,
         })?;
-        Ok(SessionLock::new(path, Box::new(move || held.release())))
-    }
-
-    /// Polls the row's size and mtime ([`PollWatch`]): SQLite has no change feed between
-    /// connections.
-    fn watch(&self, path: &Path) -> Result<Option<Box<dyn Watch>>, StoreError> {
-        Ok(Some(Box::new(PollWatch::new(self.clone(), path)?)))
+        Ok(SessionLock::new(at.path, Box::new(move || held.release())))
     }
 }

@@ -131,7 +131,7 @@ fn two_writers_never_interleave() -> TestResult {
                     let line = format!("{{\"w\":{w},\"i\":{i}}}\n");
                     loop {
                         let size = s.stat(path).map_err(|e| e.to_string())?.map_or(0, |st| st.size);
-                        match s.append_if_size(path, line.as_bytes(), ExpectedSize::Bytes(size)) {
+                        match s.append_expected(path, line.as_bytes(), ExpectedSize::Bytes(size)) {
                             Ok(()) => break,
                             Err(StoreError::Conflict { .. }) => {}
                             Err(e) => return Err(e.to_string()),
@@ -198,7 +198,7 @@ fn a_read_only_storage_creates_no_table_and_reads_none_as_empty() -> TestResult 
         s.write_atomic(p, b"{}\n", ExpectedSize::Missing),
         s.open_writer(p, session_store::Durability::None).map(drop),
         s.update_title(p, Some("t"), None, "2026-01-01T00:00:00.000Z"),
-        s.append_if_size(p, b"{}\n", ExpectedSize::Missing),
+        s.append_expected(p, b"{}\n", ExpectedSize::Missing),
     ];
     for w in written {
         let err = w.err().ok_or("a read-only storage refuses writes")?;

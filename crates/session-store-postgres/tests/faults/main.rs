@@ -67,12 +67,10 @@ fn killed_connections_native_layout() -> TestResult {
 
 /// Two writers on two storages (two connections each) append to one session: blind
 /// appends never interleave inside a line; checked appends lose no line and duplicate none.
-fn racing_writers(
-    make: &dyn Fn() -> Result<Box<dyn CheckedAppend>, Box<dyn std::error::Error + Send + Sync>>,
-) -> TestResult {
+fn racing_writers(make: &dyn Fn() -> Result<Box<dyn Storage>, Box<dyn std::error::Error + Send + Sync>>) -> TestResult {
     let blind = Path::new("/race/blind.jsonl");
     let checked = Path::new("/race/checked.jsonl");
-    let writers: Vec<Box<dyn CheckedAppend>> = vec![make()?, make()?];
+    let writers: Vec<Box<dyn Storage>> = vec![make()?, make()?];
     std::thread::scope(|scope| -> TestResult {
         let handles: Vec<_> = writers
             .iter()
@@ -81,12 +79,12 @@ fn racing_writers(
                 scope.spawn(move || -> Result<(), StoreError> {
                     for i in 0..40 {
                         let line = format!("{{\"w\":{w},\"i\":{i},\"pad\":\"{}\"}}\n", "x".repeat(100 + i));
-                        s.storage().append(blind, line.as_bytes())?;
+                        s.append(blind, line.as_bytes())?;
                         // Check-then-append: on a conflict, reload the size and try again.
                         loop {
-                            let size = s.storage().stat(checked)?.map(|st| st.size);
+                            let size = s.stat(checked)?.map(|st| st.size);
                             let expected = size.map_or(ExpectedSize::Missing, ExpectedSize::Bytes);
-                            match s.checked_append(checked, line.as_bytes(), expected) {
+                            match s.append_expected(checked, line.as_bytes(), expected) {
                                 Ok(()) => break,
                                 Err(StoreError::Conflict { .. }) => continue,
                                 Err(e) => return Err(e),
@@ -104,7 +102,7 @@ fn racing_writers(
     })?;
     let reader = make()?;
     for p in [blind, checked] {
-        let text = String::from_utf8(reader.storage().read(p)?)?;
+        let text = String::from_utf8(reader.read(p)?)?;
         let mut seen: Vec<(u64, u64)> = Vec::new();
         for line in text.lines() {
             let v: serde_json::Value = serde_json::from_str(line)?;
@@ -115,30 +113,6 @@ fn racing_writers(
         assert_eq!(seen, want, "{}: every line once, whole", p.display());
     }
     Ok(())
-}
-
-/// A storage with a check-then-append.
-trait CheckedAppend: Send + Sync {
-    fn storage(&self) -> &dyn Storage;
-    fn checked_append(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError>;
-}
-
-impl CheckedAppend for PostgresStorage {
-    fn storage(&self) -> &dyn Storage {
-        self
-    }
-    fn checked_append(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        self.append_if_size(path, bytes, expected)
-    }
-}
-
-impl CheckedAppend for NativePostgresStorage {
-    fn storage(&self) -> &dyn Storage {
-        self
-    }
-    fn checked_append(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
-        self.append_if_size(path, bytes, expected)
-    }
 }
 
 #[test]
@@ -198,13 +172,13 @@ fn a_restart_mid_loop_loses_no_acknowledged_append() -> TestResult {
     let Some(cluster) = own_cluster(test)? else { return Ok(()) };
     for name in ["omp", "native"] {
         // Connected after the previous layout's restart.
-        let s: Box<dyn CheckedAppend> = match name {
+        let s: Box<dyn Storage> = match name {
             "omp" => Box::new(PostgresStorage::connect(&cluster.conn())?),
             _ => Box::new(NativePostgresStorage::connect(&cluster.conn())?),
         };
         let p = Path::new("/restart/s.jsonl");
         let header = b"{\"type\":\"session\"}\n";
-        s.storage().write_atomic(p, header, ExpectedSize::Missing)?;
+        s.write_atomic(p, header, ExpectedSize::Missing)?;
         let mut size = header.len() as u64;
         let mut failures = 0;
         std::thread::scope(|scope| -> TestResult {
@@ -218,7 +192,7 @@ fn a_restart_mid_loop_loses_no_acknowledged_append() -> TestResult {
                 let line = format!("{{\"i\":{i}}}\n");
                 let mut tries = 0;
                 loop {
-                    match s.checked_append(p, line.as_bytes(), ExpectedSize::Bytes(size)) {
+                    match s.append_expected(p, line.as_bytes(), ExpectedSize::Bytes(size)) {
                         Ok(()) => break,
                         Err(e @ StoreError::Io { .. }) => {
                             let kind = e.io_kind();
@@ -247,7 +221,7 @@ fn a_restart_mid_loop_loses_no_acknowledged_append() -> TestResult {
             restart.join().map_err(|_| "the restart panicked")??;
             Ok(())
         })?;
-        let text = String::from_utf8(s.storage().read(p)?)?;
+        let text = String::from_utf8(s.read(p)?)?;
         let want: String = std::iter::once("{\"type\":\"session\"}\n".to_owned())
             .chain((0..60).map(|i| format!("{{\"i\":{i}}}\n")))
             .collect();

@@ -73,15 +73,15 @@ fn bad_table_names_are_refused() -> TestResult {
 }
 
 #[test]
-fn append_if_size_checks_first() -> TestResult {
-    let Some(db) = TestDb::create("append_if_size_checks_first")? else { return Ok(()) };
+fn append_expected_checks_first() -> TestResult {
+    let Some(db) = TestDb::create("append_expected_checks_first")? else { return Ok(()) };
     let s = PostgresStorage::connect(&db.conn())?;
     let p = Path::new("/a/s.jsonl");
-    s.append_if_size(p, b"1\n", ExpectedSize::Missing)?;
-    let again = s.append_if_size(p, b"x\n", ExpectedSize::Missing);
+    s.append_expected(p, b"1\n", ExpectedSize::Missing)?;
+    let again = s.append_expected(p, b"x\n", ExpectedSize::Missing);
     assert!(matches!(again, Err(session_store::StoreError::Conflict { expected: None, found: Some(2), .. })));
-    s.append_if_size(p, b"2\n", ExpectedSize::Bytes(2))?;
-    let stale = s.append_if_size(p, b"3\n", ExpectedSize::Bytes(2));
+    s.append_expected(p, b"2\n", ExpectedSize::Bytes(2))?;
+    let stale = s.append_expected(p, b"3\n", ExpectedSize::Bytes(2));
     assert!(matches!(stale, Err(session_store::StoreError::Conflict { expected: Some(2), found: Some(4), .. })));
     assert_eq!(s.read(p)?, b"1\n2\n");
     Ok(())

@@ -30,9 +30,9 @@ fn an_append_is_one_row_and_the_rows_tile_the_file() -> TestResult {
     let mut w = s.open_writer(p, session_store::Durability::None)?;
     w.append(b"{\"b\":2}\n")?;
     w.close()?;
-    s.append_if_size(p, b"{\"c\":3}\n", ExpectedSize::Bytes(35))?;
+    s.append_expected(p, b"{\"c\":3}\n", ExpectedSize::Bytes(35))?;
     assert_eq!(count(&mut c)?, 4, "an append adds one row");
-    let stale = s.append_if_size(p, b"x\n", ExpectedSize::Bytes(35));
+    let stale = s.append_expected(p, b"x\n", ExpectedSize::Bytes(35));
     assert!(matches!(stale, Err(StoreError::Conflict { expected: Some(35), found: Some(43), .. })), "{stale:?}");
     let rows = c.query(
         "SELECT seq, octet_length(line)::bigint FROM t_sess_lines WHERE path = '/n/s.jsonl' ORDER BY seq",

@@ -237,7 +237,7 @@ fn a_read_only_storage_creates_no_table_and_reads_none_as_empty() -> TestResult 
         s.write_atomic(p, b"{}\n", ExpectedSize::Missing),
         s.open_writer(p, session_store::Durability::None).map(drop),
         s.update_title(p, Some("t"), None, "2026-01-01T00:00:00.000Z"),
-        s.append_if_size(p, b"{}\n", ExpectedSize::Missing),
+        s.append_expected(p, b"{}\n", ExpectedSize::Missing),
     ];
     for w in written {
         let err = w.err().ok_or("a read-only storage refuses writes")?;

@@ -139,7 +139,7 @@ fn racing_writers() -> TestResult {
                         loop {
                             let size = s.stat(checked)?.map(|st| st.size);
                             let expected = size.map_or(ExpectedSize::Missing, ExpectedSize::Bytes);
-                            match s.append_if_size(checked, line.as_bytes(), expected) {
+                            match s.append_expected(checked, line.as_bytes(), expected) {
                                 Ok(()) => break,
                                 Err(StoreError::Conflict { .. }) => continue,
                                 Err(e) => return Err(e),

@@ -44,17 +44,17 @@ fn glob_characters_in_paths_are_literal() -> TestResult {
 }
 
 #[test]
-fn append_if_size_checks_first() -> TestResult {
-    let Some(t) = TestPrefix::create("append_if_size_checks_first")? else { return Ok(()) };
+fn append_expected_checks_first() -> TestResult {
+    let Some(t) = TestPrefix::create("append_expected_checks_first")? else { return Ok(()) };
     let s = storage(&t)?;
     let p = Path::new("/a/s.jsonl");
-    s.append_if_size(p, b"1\n", ExpectedSize::Missing)?;
-    let again = s.append_if_size(p, b"x\n", ExpectedSize::Missing);
+    s.append_expected(p, b"1\n", ExpectedSize::Missing)?;
+    let again = s.append_expected(p, b"x\n", ExpectedSize::Missing);
     assert!(matches!(again, Err(StoreError::Conflict { expected: None, found: Some(2), .. })), "{again:?}");
-    s.append_if_size(p, b"2\n", ExpectedSize::Bytes(2))?;
-    let stale = s.append_if_size(p, b"3\n", ExpectedSize::Bytes(2));
+    s.append_expected(p, b"2\n", ExpectedSize::Bytes(2))?;
+    let stale = s.append_expected(p, b"3\n", ExpectedSize::Bytes(2));
     assert!(matches!(stale, Err(StoreError::Conflict { expected: Some(2), found: Some(4), .. })), "{stale:?}");
-    let missing = s.append_if_size(Path::new("/a/none.jsonl"), b"x", ExpectedSize::Bytes(0));
+    let missing = s.append_expected(Path::new("/a/none.jsonl"), b"x", ExpectedSize::Bytes(0));
     assert!(matches!(missing, Err(StoreError::Conflict { expected: Some(0), found: None, .. })), "{missing:?}");
     assert_eq!(s.read(p)?, b"1\n2\n");
     assert!(!s.exists(Path::new("/a/none.jsonl"))?);

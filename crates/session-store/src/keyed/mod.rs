@@ -1,6 +1,6 @@
-//! Helpers of backends whose directories are key prefixes: the server storages
-//! (`session-store-postgres`, `session-store-redis`) keep each file under a
-//! `/`-separated key and know a directory only as the prefix its keys share.
+//! Backends whose directories are key prefixes: the server storages (SQLite, MySQL,
+//! PostgreSQL, Redis, S3) keep each file under a `/`-separated key and know a directory
+//! only as the prefix its keys share.
 //!
 //! * [`key`], [`file_key`] and [`dir_prefix`] turn paths into keys, refusing `..`, NUL
 //!   bytes, non-UTF-8 names and keys past [`MAX_KEY_BYTES`] with the backend's own
@@ -16,9 +16,9 @@
 //!   store has none of its own), [`Mtimes`] hands out strictly increasing modification
 //!   times, and [`AppendingWriter`] is an [`AppendWriter`] whose every append is one
 //!   [`Storage::append`].
-//! * [`keyed_storage_methods!`](crate::keyed_storage_methods) writes the [`Storage`]
-//!   methods every such backend answers the same way from three of its own: a whole read
-//!   with its stat, a windowed read with its stat, and a size-checked replace.
+//! * [`KeyedBackend`] is what a driver implements: a few primitives in its server's
+//!   language (a statement, a script). Every [`KeyedBackend`] is a [`Storage`], whose
+//!   operations (one blanket implementation) hold what such a storage means.
 //!
 //! [`Storage`]: crate::Storage
 //! [`Storage::list`]: crate::Storage::list
@@ -36,6 +36,11 @@ use session_model::{SLOT_BYTES, TitleSlot};
 
 use crate::clock::Clock;
 use crate::{AppendWriter, DirEntry, EntryKind, FileStat, Op, Storage, StoreError, grow, is_backup_of};
+
+mod backend;
+pub use backend::{
+    At, Body, Cas, Cut, Doomed, KeyedBackend, LOCK_POLL, Put, Row, Windows, cut_text, poll_lock, update_title,
+};
 
 /// The longest key accepted, in bytes: a PostgreSQL B-tree index entry must fit in a third
 /// of a page (2,704 bytes), and every key-prefix backend keeps the same limit so that
@@ -534,7 +539,8 @@ impl<S: Storage> AppendWriter for AppendingWriter<S> {
 }
 
 /// Copies a whole read with its stat into a reused buffer, as
-/// [`Storage::read_into`] returns it.
+/// [`Storage::read_into`] returns it (a storage that reads a file with its stat in one
+/// step, and is no [`KeyedBackend`]).
 pub fn read_into_buffer(read: (FileStat, Vec<u8>), buf: &mut Vec<u8>) -> (FileStat, usize) {
     let (stat, bytes) = read;
     grow(buf, bytes.len()).copy_from_slice(&bytes);
@@ -552,79 +558,6 @@ pub fn slices_into_buffers(
     grow(head, h.len()).copy_from_slice(&h);
     grow(tail, t.len()).copy_from_slice(&t);
     (stat, h.len(), t.len())
-}
-
-/// Writes, inside an `impl Storage for …` block, the methods a key-prefix backend answers
-/// from three inherent methods of its own:
-///
-/// * `read_with_stat(&self, &Path) -> Result<(FileStat, Vec<u8>), StoreError>`: the whole
-///   file and its stat, in one round trip;
-/// * `slices_with_stat(&self, &Path, prefix: u64, suffix: u64) -> Result<(FileStat, Vec<u8>, Vec<u8>), StoreError>`:
-///   [`Storage::read_slices`](crate::Storage::read_slices)' windows and the stat;
-/// * `replace(&self, Op, &Path, &[u8], ExpectedSize) -> Result<(), StoreError>`: a
-///   whole-file write checking the expectation, failing with `AlreadyExists` for
-///   [`Op::WriteNew`](crate::Op::WriteNew).
-///
-/// It writes `exists`, `read`, `read_into`, `read_slices`, `read_slices_into`, `write`,
-/// `write_new` and `write_atomic`; the caller's scope needs nothing imported.
-#[macro_export]
-macro_rules! keyed_storage_methods {
-    () => {
-        fn exists(&self, path: &::std::path::Path) -> ::std::result::Result<bool, $crate::StoreError> {
-            ::std::result::Result::Ok($crate::Storage::stat(self, path)?.is_some())
-        }
-
-        fn read(&self, path: &::std::path::Path) -> ::std::result::Result<::std::vec::Vec<u8>, $crate::StoreError> {
-            ::std::result::Result::Ok(self.read_with_stat(path)?.1)
-        }
-
-        fn read_into(
-            &self,
-            path: &::std::path::Path,
-            buf: &mut ::std::vec::Vec<u8>,
-        ) -> ::std::result::Result<($crate::FileStat, usize), $crate::StoreError> {
-            ::std::result::Result::Ok($crate::keyed::read_into_buffer(self.read_with_stat(path)?, buf))
-        }
-
-        fn read_slices(
-            &self,
-            path: &::std::path::Path,
-            prefix: u64,
-            suffix: u64,
-        ) -> ::std::result::Result<(::std::vec::Vec<u8>, ::std::vec::Vec<u8>), $crate::StoreError> {
-            let (_, head, tail) = self.slices_with_stat(path, prefix, suffix)?;
-            ::std::result::Result::Ok((head, tail))
-        }
-
-        fn read_slices_into(
-            &self,
-            path: &::std::path::Path,
-            prefix: u64,
-            suffix: u64,
-            head: &mut ::std::vec::Vec<u8>,
-            tail: &mut ::std::vec::Vec<u8>,
-        ) -> ::std::result::Result<($crate::FileStat, usize, usize), $crate::StoreError> {
-            let read = self.slices_with_stat(path, prefix, suffix)?;
-            ::std::result::Result::Ok($crate::keyed::slices_into_buffers(read, head, tail))
-        }
-
-        fn write(&self, path: &::std::path::Path, bytes: &[u8]) -> ::std::result::Result<(), $crate::StoreError> {
-            self.replace($crate::Op::Write, path, bytes, $crate::ExpectedSize::Any)
-        }
-
-        fn write_new(&self, path: &::std::path::Path, bytes: &[u8]) -> ::std::result::Result<(), $crate::StoreError> {
-            self.replace($crate::Op::WriteNew, path, bytes, $crate::ExpectedSize::Missing)
-        }
-
-        fn write_atomic(
-            &self,
-            path: &::std::path::Path,
-            bytes: &[u8],
-            expected: $crate::ExpectedSize,
-        ) -> ::std::result::Result<(), $crate::StoreError> {
-            self.replace($crate::Op::Write, path, bytes, expected)
-        }
-    };
 }
 
 #[cfg(test)]

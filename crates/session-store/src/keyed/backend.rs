@@ -1,0 +1,711 @@
+//! [`KeyedBackend`]: what a server storage's driver answers, and the one [`Storage`]
+//! every driver gets from it.
+//!
+//! A key-prefix storage (the SQL tables, Redis) keeps each file as a value under a `/`
+//! key and knows a directory only as the prefix its keys share. What such a storage means
+//! by each [`Storage`] operation is the same whatever the server: how a path becomes a
+//! key, what a stat of a directory says, what a listing holds, when a write is refused,
+//! how a size check fails, which keys a deletion takes with a file. That meaning lives
+//! here, once; a driver implements the handful of primitives that speak its server's
+//! language (a statement, a script, a pipeline) and gets the [`Storage`] implementation
+//! below. The contract suite (`session_store::contract`, with the `testing` feature) pins the semantics on every driver.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::{
+    AppendingWriter, Cause, LocalDirs, Mtimes, TitleMeta, backups, child_entries, children, lay_over, read_into_buffer,
+    slices_into_buffers,
+};
+use crate::{
+    AppendWriter, DirEntry, Durability, ExpectedSize, FileStat, LockWait, Note, Op, PollWatch, SessionLock, Storage,
+    StoreError, Watch, artifacts_dir,
+};
+
+/// Where a driver call happens: the operation and the path it was asked about, which
+/// the driver's errors name.
+#[derive(Clone, Copy, Debug)]
+pub struct At<'a> {
+    /// The operation.
+    pub op: Op,
+    /// The path asked about.
+    pub path: &'a Path,
+}
+
+impl<'a> At<'a> {
+    /// Returns the place of `op` on `path`.
+    pub fn new(op: Op, path: &'a Path) -> At<'a> {
+        At { op, path }
+    }
+
+    /// Wraps a driver's `cause` as the [`StoreError`] of this operation ([`super::wrap`]).
+    pub fn wrap<C: Cause>(self, cause: C) -> StoreError {
+        super::wrap(cause, self.op, self.path)
+    }
+
+    /// Returns [`StoreError::NotFound`] for this path.
+    pub fn not_found(self) -> StoreError {
+        StoreError::NotFound { path: self.path.to_path_buf() }
+    }
+
+    /// The same operation on another path (a rename's target).
+    pub fn on(self, path: &'a Path) -> At<'a> {
+        At { op: self.op, path }
+    }
+}
+
+/// Content on its way to a driver's write, checked against the driver's rule
+/// ([`KeyedBackend::content`]): bytes, and the same bytes as text when the driver keeps
+/// text.
+#[derive(Clone, Copy, Debug)]
+pub struct Body<'a> {
+    bytes: &'a [u8],
+    text: Option<&'a str>,
+}
+
+impl<'a> Body<'a> {
+    /// Content for a driver that keeps any bytes (Redis strings, `bytea`).
+    pub fn bytes(bytes: &'a [u8]) -> Body<'a> {
+        Body { bytes, text: None }
+    }
+
+    /// Content for a driver whose column is text: UTF-8 without NUL bytes
+    /// ([`super::text_content`]); else why not, for the driver's "invalid content" error.
+    pub fn text(bytes: &'a [u8]) -> Result<Body<'a>, String> {
+        let text = super::text_content(bytes)?;
+        Ok(Body { bytes, text: Some(text) })
+    }
+
+    /// Returns the bytes.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// Returns the content as text when it was made with [`Body::text`].
+    pub fn as_text(&self) -> Option<&'a str> {
+        self.text
+    }
+
+    /// Returns the length in bytes.
+    pub fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    /// Returns whether there are no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+}
+
+/// A whole file as a driver reads it: its stored bytes (the title slot as stored), the
+/// title metadata beside them and the modification time.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The stored bytes.
+    pub content: Vec<u8>,
+    /// The title metadata kept beside them.
+    pub meta: TitleMeta,
+    /// The modification time, in milliseconds.
+    pub mtime_ms: i64,
+}
+
+/// A file's two windows as a driver reads them ([`Storage::read_slices`]), with what the
+/// title's overlay needs.
+#[derive(Clone, Debug)]
+pub struct Windows {
+    /// The first `min(prefix, size)` bytes.
+    pub head: Vec<u8>,
+    /// The last bytes, as [`Storage::read_slices`] defines them.
+    pub tail: Vec<u8>,
+    /// The file's size.
+    pub size: u64,
+    /// The title metadata kept beside the bytes.
+    pub meta: TitleMeta,
+    /// The first 256 stored bytes when there is metadata to lay over them (a driver may
+    /// leave it `None` when the metadata is empty).
+    pub first: Option<Vec<u8>>,
+    /// The modification time, in milliseconds.
+    pub mtime_ms: i64,
+}
+
+/// How a whole-file write ([`KeyedBackend::put`]) treats the file that is there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Put {
+    /// Replace it, or create it.
+    Upsert,
+    /// Create it; refuse when it exists.
+    Create,
+    /// Replace it when it exists with exactly this many bytes; refuse otherwise.
+    IfSize(u64),
+}
+
+impl Put {
+    fn of(expected: ExpectedSize) -> Put {
+        match expected {
+            ExpectedSize::Any => Put::Upsert,
+            ExpectedSize::Missing => Put::Create,
+            ExpectedSize::Bytes(n) | ExpectedSize::Unchanged { size: n, .. } => Put::IfSize(n),
+        }
+    }
+}
+
+/// What a conditional write of a driver did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cas {
+    /// It wrote.
+    Done,
+    /// The file was not as expected, and nothing was written; the storage asks for the
+    /// size it has now.
+    Refused,
+    /// As [`Cas::Refused`], and the driver saw the size in the same step (`None`: no file).
+    RefusedAt(Option<u64>),
+}
+
+/// The keys a deletion of a file takes, in one step where the server has transactions.
+#[derive(Clone, Copy, Debug)]
+pub struct Doomed<'a> {
+    /// The file's key.
+    pub key: &'a str,
+    /// Its `<name>.<anything>.bak` siblings.
+    pub backups: &'a [String],
+    /// The key prefix of its artifacts directory, every key under which goes too.
+    pub artifacts: Option<&'a str>,
+}
+
+/// The primitives of a key-prefix storage's driver. Every type that implements it is a
+/// [`Storage`], whose operations hold the shared meaning (see the module docs): paths
+/// become keys, writes are refused on a read-only storage and checked against the
+/// driver's content rule and size limit, directories are prefixes (and the empty ones
+/// [`Storage::ensure_dir`] made are remembered in [`KeyedBackend::dirs`]), modification
+/// times come from [`KeyedBackend::times`], size checks fail as [`StoreError::Conflict`]
+/// with the size found, and a file's deletion takes its backups and artifacts.
+///
+/// Each primitive gets the place of the call ([`At`]) for its errors, and keys already
+/// checked; a primitive that finds no file says so by its return value, not by an error.
+pub trait KeyedBackend: Clone + Send + Sync + 'static {
+    /// The driver's typed failure cause.
+    type Cause: Cause;
+
+    /// The directories [`Storage::ensure_dir`] made that hold no key yet.
+    fn dirs(&self) -> &LocalDirs;
+
+    /// The storage's modification times.
+    fn times(&self) -> &Mtimes;
+
+    /// Refuses a write when the storage was opened read-only (with the driver's error).
+    fn writable(&self, at: At<'_>) -> Result<(), StoreError>;
+
+    /// Checks content against what the driver can keep ([`Body::text`] or
+    /// [`Body::bytes`]), with the driver's "invalid content" error.
+    fn content<'b>(&self, at: At<'_>, bytes: &'b [u8]) -> Result<Body<'b>, StoreError>;
+
+    /// Refuses a file that would grow to `size` bytes, past what the server takes, with the
+    /// driver's "too large" error.
+    fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError>;
+
+    /// Refuses a key the server cannot keep beyond [`Cause::key`]'s rule (MySQL's
+    /// `VARCHAR(512)`); none by default. A stat of such a key finds no file.
+    fn check_key(&self, at: At<'_>, key: &str) -> Result<(), StoreError> {
+        let _ = (at, key);
+        Ok(())
+    }
+
+    /// Returns the size and modification time of the file `key`, `None` when there is none.
+    fn stat_key(&self, at: At<'_>, key: &str) -> Result<Option<(u64, i64)>, StoreError>;
+
+    /// Returns the newest modification time among the files whose keys start with
+    /// `prefix`, `None` when there are none.
+    fn newest_under(&self, at: At<'_>, prefix: &str) -> Result<Option<i64>, StoreError>;
+
+    /// Returns the keys of every file whose key starts with `prefix`, in any order.
+    fn keys_under(&self, at: At<'_>, prefix: &str) -> Result<Vec<String>, StoreError>;
+
+    /// Returns each file whose key starts with `prefix` with its size and modification
+    /// time, in any order. The default asks [`KeyedBackend::stat_key`] of each key of
+    /// [`KeyedBackend::keys_under`] (a file gone between the two is left out); a driver
+    /// that can answer in one request does.
+    fn stats_under(&self, at: At<'_>, prefix: &str) -> Result<Vec<(String, u64, i64)>, StoreError> {
+        let mut out = Vec::new();
+        for key in self.keys_under(at, prefix)? {
+            if let Some((size, mtime_ms)) = self.stat_key(at, &key)? {
+                out.push((key, size, mtime_ms));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads the file `key` whole, in one snapshot.
+    fn read_row(&self, at: At<'_>, key: &str) -> Result<Option<Row>, StoreError>;
+
+    /// Reads the windows of the file `key` ([`Storage::read_slices`]), in one snapshot.
+    fn read_windows(&self, at: At<'_>, key: &str, prefix: u64, suffix: u64) -> Result<Option<Windows>, StoreError>;
+
+    /// Writes the file `key` whole with its title metadata, as `how` says.
+    fn put(
+        &self,
+        at: At<'_>,
+        key: &str,
+        body: Body<'_>,
+        meta: &TitleMeta,
+        mtime_ms: i64,
+        how: Put,
+    ) -> Result<Cas, StoreError>;
+
+    /// Appends to the file `key`, creating it (omp's blind append).
+    fn append_key(&self, at: At<'_>, key: &str, body: Body<'_>, mtime_ms: i64) -> Result<(), StoreError>;
+
+    /// Appends to the file `key` when it has exactly `size` bytes, in one step.
+    fn append_at(&self, at: At<'_>, key: &str, body: Body<'_>, mtime_ms: i64, size: u64) -> Result<Cas, StoreError>;
+
+    /// Cuts the file `key` to `len` bytes (or refuses what the server cannot keep);
+    /// `false` when there is no such file.
+    fn truncate_key(&self, at: At<'_>, key: &str, len: u64, mtime_ms: i64) -> Result<bool, StoreError>;
+
+    /// Moves the file `from` (with its title metadata) to `to`, replacing `to`, in one
+    /// step; `false` when there is no file `from`. The keys differ.
+    fn rename_key(&self, at: At<'_>, from: &str, to: &str, mtime_ms: i64) -> Result<bool, StoreError>;
+
+    /// Deletes the file `key`; `false` when there was none.
+    fn delete_key(&self, at: At<'_>, key: &str) -> Result<bool, StoreError>;
+
+    /// Deletes a file with its backups and artifacts, in one transaction where the server
+    /// has them.
+    fn delete_doomed(&self, at: At<'_>, doomed: Doomed<'_>) -> Result<(), StoreError>;
+
+    /// Creates the file `key` empty when it is missing (an append writer's open).
+    fn touch_empty(&self, at: At<'_>, key: &str, mtime_ms: i64) -> Result<(), StoreError>;
+
+    /// Sets the title metadata of the file `key` and its modification time, leaving the
+    /// bytes alone; `false` when there is no such file.
+    fn set_title(&self, at: At<'_>, key: &str, meta: &TitleMeta, mtime_ms: i64) -> Result<bool, StoreError>;
+
+    /// Takes the server's advisory lock of the session `key` ([`Storage::lock`]);
+    /// [`poll_lock`] waits for a lock that is tried.
+    fn lock_key(&self, at: At<'_>, key: &str, wait: LockWait) -> Result<SessionLock, StoreError>;
+
+    /// Starts watching the file `key` ([`Storage::watch`]). The default polls the stat
+    /// ([`PollWatch`]).
+    fn watch_key(&self, at: At<'_>, key: &str) -> Result<Option<Box<dyn Watch>>, StoreError> {
+        let _ = key;
+        Ok(Some(Box::new(PollWatch::new(self.clone(), at.path)?)))
+    }
+
+    /// [`Storage::read_notes`]; none by default.
+    fn read_notes(&self, paths: &[PathBuf], kind: &str) -> Result<Option<Vec<Option<Note>>>, StoreError> {
+        let _ = (paths, kind);
+        Ok(None)
+    }
+
+    /// [`Storage::write_notes`]; ignored by default.
+    fn write_notes(&self, kind: &str, notes: &[(PathBuf, u64, Vec<u8>)]) -> Result<(), StoreError> {
+        let _ = (kind, notes);
+        Ok(())
+    }
+}
+
+/// How long a waiting [`poll_lock`] sleeps between attempts.
+pub const LOCK_POLL: Duration = Duration::from_millis(10);
+
+/// Tries `take` until it takes the lock (`true`), every [`LOCK_POLL`] while `wait`
+/// allows, then fails with [`StoreError::Locked`] on `path`.
+pub fn poll_lock(
+    path: &Path,
+    wait: LockWait,
+    mut take: impl FnMut() -> Result<bool, StoreError>,
+) -> Result<(), StoreError> {
+    let deadline = match wait {
+        LockWait::NoWait => None,
+        LockWait::Timeout(d) => Some(Instant::now() + d),
+    };
+    loop {
+        if take()? {
+            return Ok(());
+        }
+        if deadline.is_none_or(|d| Instant::now() >= d) {
+            return Err(StoreError::Locked { path: path.to_path_buf() });
+        }
+        std::thread::sleep(LOCK_POLL);
+    }
+}
+
+/// What a cut of text content to `len` bytes keeps ([`cut_text`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Cut<'a> {
+    /// The length is the content's: nothing to cut (the mtime still moves).
+    Same,
+    /// The content's first `len` bytes.
+    To(&'a str),
+}
+
+/// Cuts text content to `len` bytes for a text column's truncate: an extension (which
+/// would add NUL bytes) or a cut inside a character is refused with the reason.
+pub fn cut_text(content: &str, len: u64) -> Result<Cut<'_>, String> {
+    let size = content.len() as u64;
+    if len > size {
+        return Err(format!("extending {size} bytes to {len} would add NUL bytes"));
+    }
+    if len == size {
+        return Ok(Cut::Same);
+    }
+    match usize::try_from(len).ok().and_then(|n| content.get(..n)) {
+        Some(kept) => Ok(Cut::To(kept)),
+        None => Err(format!("cutting at byte {len} would split a character")),
+    }
+}
+
+/// Returns the key of the file `at.path`: [`Cause::file_key`] and the driver's own rule.
+fn file_key<B: KeyedBackend>(b: &B, at: At<'_>) -> Result<String, StoreError> {
+    let k = B::Cause::file_key(at.op, at.path)?;
+    b.check_key(at, &k)?;
+    Ok(k)
+}
+
+/// The error of a refused conditional write: the size found, asked for when the driver
+/// did not see it.
+fn conflict<B: KeyedBackend>(b: &B, at: At<'_>, key: &str, expected: ExpectedSize, cas: Cas) -> StoreError {
+    let found = match cas {
+        Cas::RefusedAt(found) => found,
+        Cas::Done | Cas::Refused => match b.stat_key(at, key) {
+            Ok(stat) => stat.map(|(size, _)| size),
+            Err(e) => return e,
+        },
+    };
+    StoreError::Conflict { path: at.path.to_path_buf(), expected: expected.as_option().flatten(), found }
+}
+
+/// Reads the whole file with its stat, the title laid over its slot.
+fn read_with_stat<B: KeyedBackend>(b: &B, path: &Path) -> Result<(FileStat, Vec<u8>), StoreError> {
+    let at = At::new(Op::Read, path);
+    let k = file_key(b, at)?;
+    let Row { mut content, meta, mtime_ms } = b.read_row(at, &k)?.ok_or_else(|| at.not_found())?;
+    if let Some(slot) = meta.overlay_for(&content) {
+        lay_over(&slot, &mut content, 0);
+    }
+    Ok((FileStat::new(content.len() as u64, mtime_ms, true), content))
+}
+
+/// Reads the two windows with the stat, the title laid over the slot.
+fn slices_with_stat<B: KeyedBackend>(
+    b: &B,
+    path: &Path,
+    prefix: u64,
+    suffix: u64,
+) -> Result<(FileStat, Vec<u8>, Vec<u8>), StoreError> {
+    let at = At::new(Op::Read, path);
+    let k = file_key(b, at)?;
+    let w = b.read_windows(at, &k, prefix, suffix)?.ok_or_else(|| at.not_found())?;
+    let Windows { mut head, mut tail, size, meta, first, mtime_ms } = w;
+    if let Some(slot) = first.and_then(|f| meta.overlay_for(&f)) {
+        lay_over(&slot, &mut head, 0);
+        let tail_at = size.saturating_sub(tail.len() as u64);
+        lay_over(&slot, &mut tail, tail_at);
+    }
+    Ok((FileStat::new(size, mtime_ms, true), head, tail))
+}
+
+/// A whole-file write checking `expected`; [`StoreError::AlreadyExists`] for
+/// [`Op::WriteNew`] on a file that exists.
+fn replace<B: KeyedBackend>(
+    b: &B,
+    op: Op,
+    path: &Path,
+    bytes: &[u8],
+    expected: ExpectedSize,
+) -> Result<(), StoreError> {
+    let at = At::new(op, path);
+    let k = file_key(b, at)?;
+    b.writable(at)?;
+    let body = b.content(at, bytes)?;
+    b.check_len(at, body.len())?;
+    let meta = TitleMeta::of_body(bytes);
+    let now = b.times().next();
+    match b.put(at, &k, body, &meta, now, Put::of(expected))? {
+        Cas::Done => Ok(()),
+        _ if op == Op::WriteNew => Err(StoreError::AlreadyExists { path: path.to_path_buf() }),
+        cas => Err(conflict(b, at, &k, expected, cas)),
+    }
+}
+
+/// Updates the title metadata of `path` and its mtime, leaving the bytes alone (omp's
+/// `updateSessionTitle` on an indexed storage): what each server storage's
+/// `update_title` does. [`StoreError::NotFound`] when there is no such file.
+pub fn update_title<B: KeyedBackend>(
+    b: &B,
+    path: &Path,
+    title: Option<&str>,
+    source: Option<&str>,
+    updated_at: &str,
+) -> Result<(), StoreError> {
+    let at = At::new(Op::Overwrite, path);
+    let k = file_key(b, at)?;
+    b.writable(at)?;
+    let meta = TitleMeta {
+        title: title.map(str::to_owned),
+        source: source.map(str::to_owned),
+        updated_at: Some(updated_at.to_owned()),
+    };
+    let now = b.times().next();
+    if !b.set_title(at, &k, &meta, now)? {
+        return Err(at.not_found());
+    }
+    Ok(())
+}
+
+impl<B: KeyedBackend> Storage for B {
+    fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
+        let at = At::new(Op::EnsureDir, dir);
+        let k = B::Cause::key(at.op, dir)?;
+        self.check_key(at, &k)?;
+        if self.stat_key(at, &k)?.is_some() {
+            let err = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "a file is in the way");
+            return Err(StoreError::io_raw(at.op, dir, err));
+        }
+        self.dirs().remember(k, self.times().next());
+        Ok(())
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool, StoreError> {
+        Ok(self.stat(path)?.is_some())
+    }
+
+    fn stat(&self, path: &Path) -> Result<Option<FileStat>, StoreError> {
+        let at = At::new(Op::Stat, path);
+        let k = B::Cause::key(at.op, path)?;
+        let prefix = B::Cause::dir_prefix(at.op, path)?;
+        // A key no file can have (past the driver's own rule) is no file.
+        if self.check_key(at, &k).is_ok()
+            && let Some((size, mtime_ms)) = self.stat_key(at, &k)?
+        {
+            return Ok(Some(FileStat::new(size, mtime_ms, true)));
+        }
+        let mtime = match self.newest_under(at, &prefix)? {
+            Some(newest) => Some(newest),
+            None => self.dirs().mtime(&k, &prefix),
+        };
+        Ok(mtime.map(|mtime_ms| FileStat::new(0, mtime_ms, false)))
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>, StoreError> {
+        let at = At::new(Op::List, dir);
+        let prefix = B::Cause::dir_prefix(at.op, dir)?;
+        Ok(children(&prefix, self.keys_under(at, &prefix)?))
+    }
+
+    fn list_stats(&self, dir: &Path) -> Result<Vec<(String, FileStat)>, StoreError> {
+        let at = At::new(Op::List, dir);
+        let prefix = B::Cause::dir_prefix(at.op, dir)?;
+        // Only files directly in `dir`, dot-files left out, as `list` gives them.
+        let mut out: Vec<(String, FileStat)> = self
+            .stats_under(at, &prefix)?
+            .into_iter()
+            .filter_map(|(key, size, mtime_ms)| {
+                let name = key.strip_prefix(&prefix)?;
+                (!name.is_empty() && !name.contains('/') && !name.starts_with('.'))
+                    .then(|| (name.to_owned(), FileStat::new(size, mtime_ms, true)))
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    fn read_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StoreError> {
+        let at = At::new(Op::List, dir);
+        let prefix = B::Cause::dir_prefix(at.op, dir)?;
+        let keys = self.keys_under(at, &prefix)?;
+        Ok(child_entries(&prefix, keys, self.dirs().under(&prefix)))
+    }
+
+    fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError> {
+        Ok(read_with_stat(self, path)?.1)
+    }
+
+    fn read_into(&self, path: &Path, buf: &mut Vec<u8>) -> Result<(FileStat, usize), StoreError> {
+        Ok(read_into_buffer(read_with_stat(self, path)?, buf))
+    }
+
+    fn read_slices(&self, path: &Path, prefix: u64, suffix: u64) -> Result<(Vec<u8>, Vec<u8>), StoreError> {
+        let (_, head, tail) = slices_with_stat(self, path, prefix, suffix)?;
+        Ok((head, tail))
+    }
+
+    fn read_slices_into(
+        &self,
+        path: &Path,
+        prefix: u64,
+        suffix: u64,
+        head: &mut Vec<u8>,
+        tail: &mut Vec<u8>,
+    ) -> Result<(FileStat, usize, usize), StoreError> {
+        Ok(slices_into_buffers(slices_with_stat(self, path, prefix, suffix)?, head, tail))
+    }
+
+    fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        replace(self, Op::Write, path, bytes, ExpectedSize::Any)
+    }
+
+    fn write_new(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        replace(self, Op::WriteNew, path, bytes, ExpectedSize::Missing)
+    }
+
+    fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
+        replace(self, Op::Write, path, bytes, expected)
+    }
+
+    fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        let at = At::new(Op::Append, path);
+        let k = file_key(self, at)?;
+        self.writable(at)?;
+        let body = self.content(at, bytes)?;
+        self.check_len(at, body.len())?;
+        let now = self.times().next();
+        self.append_key(at, &k, body, now)
+    }
+
+    /// One conditional statement (or script): the bytes are sent once, never the file.
+    fn append_expected(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
+        let at = At::new(Op::Append, path);
+        let k = file_key(self, at)?;
+        self.writable(at)?;
+        let body = self.content(at, bytes)?;
+        let cas = match expected {
+            ExpectedSize::Any => return self.append(path, bytes),
+            ExpectedSize::Missing => {
+                self.check_len(at, body.len())?;
+                let now = self.times().next();
+                self.put(at, &k, body, &TitleMeta::default(), now, Put::Create)?
+            }
+            ExpectedSize::Bytes(n) | ExpectedSize::Unchanged { size: n, .. } => {
+                self.check_len(at, n.saturating_add(body.len()))?;
+                let now = self.times().next();
+                self.append_at(at, &k, body, now, n)?
+            }
+        };
+        match cas {
+            Cas::Done => Ok(()),
+            cas => Err(conflict(self, at, &k, expected, cas)),
+        }
+    }
+
+    fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
+        let at = At::new(Op::Truncate, path);
+        let k = file_key(self, at)?;
+        self.writable(at)?;
+        let now = self.times().next();
+        if !self.truncate_key(at, &k, len, now)? {
+            return Err(at.not_found());
+        }
+        Ok(())
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
+        let at = At::new(Op::Rename, from);
+        let src = file_key(self, at)?;
+        let dst = file_key(self, at.on(to))?;
+        self.writable(at)?;
+        let moved = if src == dst {
+            self.stat_key(at, &src)?.is_some()
+        } else {
+            let now = self.times().next();
+            self.rename_key(at, &src, &dst, now)?
+        };
+        if !moved {
+            return Err(at.not_found());
+        }
+        Ok(())
+    }
+
+    fn unlink(&self, path: &Path) -> Result<(), StoreError> {
+        let at = At::new(Op::Unlink, path);
+        let k = file_key(self, at)?;
+        self.writable(at)?;
+        if !self.delete_key(at, &k)? {
+            return Err(at.not_found());
+        }
+        Ok(())
+    }
+
+    fn remove_empty_dir(&self, dir: &Path) -> Result<(), StoreError> {
+        let k = B::Cause::key(Op::RemoveDir, dir)?;
+        self.dirs().forget_if_empty(&k);
+        Ok(())
+    }
+
+    fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
+        let at = At::new(Op::Unlink, path);
+        let k = file_key(self, at)?;
+        self.writable(at)?;
+        let artifacts = artifacts_dir(path).map(|d| B::Cause::dir_prefix(Op::RemoveDir, &d)).transpose()?;
+        // `<name>.<anything>.bak` siblings: keys that start with `<key>.`, then filtered.
+        let backups = backups(&k, self.keys_under(at, &format!("{k}."))?);
+        self.delete_doomed(at, Doomed { key: &k, backups: &backups, artifacts: artifacts.as_deref() })?;
+        if let Some(prefix) = artifacts {
+            self.dirs().forget_under(&prefix);
+        }
+        Ok(())
+    }
+
+    /// Every append of the writer is one [`Storage::append`], a committed statement (or
+    /// script), so every level of [`Durability`] is as durable as the server makes it.
+    fn open_writer(&self, path: &Path, durability: Durability) -> Result<Box<dyn AppendWriter>, StoreError> {
+        let _ = durability;
+        let at = At::new(Op::Open, path);
+        let k = file_key(self, at)?;
+        self.writable(at)?;
+        let now = self.times().next();
+        self.touch_empty(at, &k, now)?;
+        Ok(Box::new(AppendingWriter::new(self.clone(), path)))
+    }
+
+    fn lock(&self, path: &Path, wait: LockWait) -> Result<SessionLock, StoreError> {
+        let at = At::new(Op::Lock, path);
+        let k = file_key(self, at)?;
+        self.lock_key(at, &k, wait)
+    }
+
+    fn read_notes(&self, paths: &[PathBuf], kind: &str) -> Result<Option<Vec<Option<Note>>>, StoreError> {
+        KeyedBackend::read_notes(self, paths, kind)
+    }
+
+    fn write_notes(&self, kind: &str, notes: &[(PathBuf, u64, Vec<u8>)]) -> Result<(), StoreError> {
+        KeyedBackend::write_notes(self, kind, notes)
+    }
+
+    fn watch(&self, path: &Path) -> Result<Option<Box<dyn Watch>>, StoreError> {
+        let at = At::new(Op::Stat, path);
+        let k = B::Cause::file_key(at.op, path)?;
+        self.watch_key(at, &k)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuts_keep_whole_characters() {
+        assert_eq!(cut_text("héllo", 6), Ok(Cut::Same));
+        assert_eq!(cut_text("héllo", 1), Ok(Cut::To("h")));
+        assert_eq!(cut_text("héllo", 2), Err("cutting at byte 2 would split a character".to_owned()));
+        assert_eq!(cut_text("ab", 3), Err("extending 2 bytes to 3 would add NUL bytes".to_owned()));
+    }
+
+    #[test]
+    fn bodies_of_text_drivers_are_text() {
+        assert_eq!(Body::text(b"ok\n").ok().and_then(|b| b.as_text()), Some("ok\n"));
+        assert!(Body::text(b"a\0").is_err());
+        assert_eq!(Body::bytes(b"a\0").as_text(), None);
+        assert_eq!(Body::bytes(b"a\0").len(), 2);
+    }
+
+    #[test]
+    fn locks_poll_until_the_deadline() {
+        let mut tries = 0;
+        let got = poll_lock(Path::new("/s"), LockWait::Timeout(Duration::from_millis(30)), || {
+            tries += 1;
+            Ok(tries == 3)
+        });
+        assert!(got.is_ok());
+        let refused = poll_lock(Path::new("/s"), LockWait::NoWait, || Ok(false));
+        assert!(matches!(refused, Err(StoreError::Locked { .. })));
+    }
+}
