@@ -4,91 +4,30 @@
 use std::io;
 
 use session_store::StoreError;
-use session_store::keyed::{self, At, Cause};
+use session_store::keyed::{At, BackendError};
 
 /// The longest key accepted, in characters: omp's `path VARCHAR(512)` primary key.
 pub const MAX_KEY_CHARS: usize = 512;
 
-/// Why a MySQL storage operation failed: the cause inside a [`StoreError::Io`].
+/// Why a MySQL storage operation failed: the cause inside a [`StoreError::Io`], the
+/// shared [`BackendError`] over the `mysql` crate's error.
 ///
-/// [`StoreError::Io`] carries it as the source of its [`io::Error`], whose
-/// [`io::ErrorKind`] tells the broad case apart (see [`MysqlError::kind`]); reach it with
-/// [`MysqlError::find`].
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum MysqlError {
-    /// The row, or the statement that writes it, would pass the server's
-    /// `max_allowed_packet` (or `LONGTEXT`'s 4 GiB); nothing was written.
-    #[error("content of {size} bytes exceeds the server's limit of {limit} bytes (max_allowed_packet) per statement")]
-    TooLarge {
-        /// The size the row (or statement) would have had.
-        size: u64,
-        /// The limit.
-        limit: u64,
-    },
-    /// The content is not valid UTF-8 or holds a NUL byte, which omp's `utf8mb4` column
-    /// is not given here; nothing was written.
-    #[error("content is not storable as MySQL utf8mb4 text: {reason}")]
-    InvalidContent {
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The path cannot be a key: not UTF-8, a NUL byte, a `..` component or longer than
-    /// omp's `VARCHAR(512)`.
-    #[error("path cannot be a key: {reason}")]
-    BadPath {
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The storage was opened read-only ([`TableOptions::read_only`]), so it refuses
-    /// every write; nothing was written.
-    ///
-    /// [`TableOptions::read_only`]: session_store::keyed::TableOptions::read_only
-    #[error(
-        "the table {table} was opened read-only, for a command that only reads or a dry run; \
-         nothing was written (a writing command opens it for writing, and creates it when missing)"
-    )]
-    ReadOnly {
-        /// The table.
-        table: String,
-    },
-    /// The server refused the statement or the connection failed.
-    #[error("database error")]
-    Database(#[from] mysql::Error),
-}
+/// [`MysqlError::kind`] gives the [`io::ErrorKind`] of each case: `FileTooLarge` for a row
+/// or statement past the server's limits, `InvalidData` for content the column cannot
+/// hold, `InvalidInput` for a bad key, `ReadOnlyFilesystem` for a write refused by a
+/// read-only storage; for the server's own errors `StorageFull` for a full table or disk,
+/// `ResourceBusy` for a lock wait timeout or deadlock, `ConnectionRefused` when no
+/// connection could be made, `ConnectionAborted` for a lost one, `Other` otherwise.
+/// Reach it with [`MysqlError::find`].
+pub type MysqlError = BackendError<mysql::Error>;
 
-impl MysqlError {
-    /// Returns the [`io::ErrorKind`] a [`StoreError::Io`] reports for this cause:
-    /// `FileTooLarge` for a row or statement past the server's limits, `InvalidData` for
-    /// content the column cannot hold, `InvalidInput` for a bad key, `ReadOnlyFilesystem`
-    /// for a write refused by a read-only storage, `StorageFull` for a
-    /// full table or disk, `ResourceBusy` for a lock wait timeout or deadlock,
-    /// `ConnectionRefused` when no connection could be made, `ConnectionAborted` for a
-    /// lost one, `Other` otherwise.
-    pub fn kind(&self) -> io::ErrorKind {
-        match self {
-            MysqlError::TooLarge { .. } => io::ErrorKind::FileTooLarge,
-            MysqlError::InvalidContent { .. } => io::ErrorKind::InvalidData,
-            MysqlError::BadPath { .. } => io::ErrorKind::InvalidInput,
-            MysqlError::ReadOnly { .. } => io::ErrorKind::ReadOnlyFilesystem,
-            MysqlError::Database(e) => db_kind(e),
-        }
-    }
+/// The limit a [`MysqlError::TooLarge`] names.
+pub(crate) const LIMIT: &str = "max_allowed_packet, per statement";
 
-    /// Returns the cause inside `err`, when `err` came from this crate.
-    pub fn find(err: &StoreError) -> Option<&MysqlError> {
-        keyed::find(err)
-    }
-}
-
-impl Cause for MysqlError {
-    fn bad_path(reason: String) -> MysqlError {
-        MysqlError::BadPath { reason }
-    }
-
-    fn kind(&self) -> io::ErrorKind {
-        MysqlError::kind(self)
-    }
+/// The server's (or the driver's) error as the cause of this crate's [`StoreError`]s,
+/// with its kind.
+pub(crate) fn server(e: mysql::Error) -> MysqlError {
+    MysqlError::Server { kind: db_kind(&e), source: e }
 }
 
 fn db_kind(e: &mysql::Error) -> io::ErrorKind {
@@ -120,7 +59,7 @@ fn db_kind(e: &mysql::Error) -> io::ErrorKind {
 
 /// Wraps a database error as the [`StoreError`] of the call at `at`.
 pub(crate) fn db(at: At<'_>) -> impl FnOnce(mysql::Error) -> StoreError + '_ {
-    move |e| at.wrap(MysqlError::Database(e))
+    move |e| at.wrap(server(e))
 }
 
 /// Why [`MysqlStorage::connect`](crate::MysqlStorage::connect) failed.

@@ -12,7 +12,7 @@ use session_store::keyed::{
 };
 use session_store::{LockWait, Op, SessionLock, StoreError};
 
-use crate::error::{ConnectError, MAX_KEY_CHARS, MysqlError, db};
+use crate::error::{ConnectError, LIMIT, MAX_KEY_CHARS, MysqlError, db, server};
 
 /// Room left in `max_allowed_packet` for the rest of a statement (path, mtime, title).
 const STATEMENT_ROOM: u64 = 8 * 1024;
@@ -313,8 +313,8 @@ fn create_table(c: &mut PooledConn, table: &str) -> Result<(), ConnectError> {
 fn take<T: mysql::prelude::FromValue>(row: &mysql::Row, at: usize) -> Result<T, MysqlError> {
     match row.get_opt::<T, usize>(at) {
         Some(Ok(v)) => Ok(v),
-        Some(Err(e)) => Err(MysqlError::Database(mysql::Error::FromValueError(e.0))),
-        None => Err(MysqlError::Database(mysql::Error::FromRowError(row.clone()))),
+        Some(Err(e)) => Err(server(mysql::Error::FromValueError(e.0))),
+        None => Err(server(mysql::Error::FromRowError(row.clone()))),
     }
 }
 
@@ -348,7 +348,7 @@ impl KeyedBackend for MysqlStorage {
     fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError> {
         let limit = self.max_content_bytes();
         if size > limit {
-            return Err(at.wrap(MysqlError::TooLarge { size, limit }));
+            return Err(at.wrap(MysqlError::TooLarge { size, limit, what: LIMIT }));
         }
         Ok(())
     }
@@ -463,7 +463,7 @@ impl KeyedBackend for MysqlStorage {
             // say why.
             Err(mysql::Error::MySqlError(e)) if e.code == 1048 => {
                 let size = self.size_of(&mut c, at, k)?.unwrap_or(0);
-                Err(at.wrap(MysqlError::TooLarge { size: size.saturating_add(body.len()), limit }))
+                Err(at.wrap(MysqlError::TooLarge { size: size.saturating_add(body.len()), limit, what: LIMIT }))
             }
             other => other.map_err(db(at)),
         }
@@ -557,7 +557,7 @@ impl KeyedBackend for MysqlStorage {
             at.path,
             Box::new(move || {
                 c.exec_drop(format!("DO RELEASE_LOCK({name_sql})"), params! {"name" => &name})
-                    .map_err(|e| At::new(Op::Lock, &locked).wrap(MysqlError::Database(e)))
+                    .map_err(|e| At::new(Op::Lock, &locked).wrap(server(e)))
             }),
         ))
     }

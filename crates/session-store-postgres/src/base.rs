@@ -143,7 +143,7 @@ impl Base {
                     Err(e) => {
                         // The connection may still hold the lock: close it rather than reuse it.
                         c.discard();
-                        Err(At::new(Op::Lock, &locked).wrap(ServerError::Database(e)))
+                        Err(At::new(Op::Lock, &locked).wrap(crate::error::server(e)))
                     }
                 }
             }),

@@ -4,7 +4,7 @@
 use std::io;
 
 use session_store::StoreError;
-use session_store::keyed::{self, At, Cause};
+use session_store::keyed::{At, BackendError};
 
 /// The largest content one row holds, in bytes: PostgreSQL's limit for one `text` value
 /// (1 GiB minus one byte; the server may run out of memory before).
@@ -13,97 +13,25 @@ pub const MAX_CONTENT_BYTES: u64 = (1 << 30) - 1;
 /// The longest key accepted, in bytes (the limit of every key-prefix backend).
 pub use session_store::keyed::MAX_KEY_BYTES;
 
-/// Why a PostgreSQL storage operation failed: the cause inside a [`StoreError::Io`].
+/// Why a PostgreSQL storage operation failed: the cause inside a [`StoreError::Io`], the
+/// shared [`BackendError`] over the `postgres` crate's error (whose SQLSTATE
+/// `as_db_error` gives).
 ///
-/// [`StoreError::Io`] carries it as the source of its [`io::Error`], whose
-/// [`io::ErrorKind`] tells the broad case apart (see [`ServerError::kind`]); reach it with
-/// [`ServerError::find`].
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ServerError {
-    /// The row would grow past [`MAX_CONTENT_BYTES`] (or the server refused a value as too
-    /// large); nothing was written.
-    #[error("content of {size} bytes exceeds PostgreSQL's limit of {limit} bytes per session row")]
-    TooLarge {
-        /// The size the row would have had (or the size of the refused value).
-        size: u64,
-        /// The limit.
-        limit: u64,
-    },
-    /// The content is not valid UTF-8 or holds a NUL byte, which a `text` column refuses;
-    /// nothing was written.
-    #[error("content is not storable as PostgreSQL text: {reason}")]
-    InvalidContent {
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The path cannot be a key: not UTF-8, a NUL byte, a `..` component or too long.
-    #[error("path cannot be a key: {reason}")]
-    BadPath {
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The storage was opened read-only ([`PostgresOptions::read_only`]), so it refuses
-    /// every write; nothing was written.
-    ///
-    /// [`PostgresOptions::read_only`]: crate::PostgresOptions::read_only
-    #[error(
-        "the table {table} was opened read-only, for a command that only reads or a dry run; \
-         nothing was written (a writing command opens it for writing, and creates it when missing)"
-    )]
-    ReadOnly {
-        /// The table (for the native layout, the metadata table).
-        table: String,
-    },
-    /// The database refused the statement or the connection failed.
-    #[error("database error: {}", detail(.0))]
-    Database(postgres::Error),
-}
+/// [`ServerError::kind`] gives the [`io::ErrorKind`] of each case: `FileTooLarge` for a
+/// full row, `InvalidData` for content text cannot hold, `InvalidInput` for a bad key,
+/// `ReadOnlyFilesystem` for a write refused by a read-only storage; for the server's own
+/// errors `StorageFull` for a full disk, `OutOfMemory` when the server ran out of memory,
+/// `ConnectionRefused` when no connection could be made, `ConnectionAborted` for a lost
+/// one, `Other` otherwise. Reach it with [`ServerError::find`].
+pub type ServerError = BackendError<postgres::Error>;
 
-impl From<postgres::Error> for ServerError {
-    fn from(e: postgres::Error) -> ServerError {
-        ServerError::Database(e)
-    }
-}
+/// The limit a [`ServerError::TooLarge`] names.
+pub(crate) const LIMIT: &str = "PostgreSQL's 1 GiB per value";
 
-impl ServerError {
-    /// Returns the [`io::ErrorKind`] a [`StoreError::Io`] reports for this cause:
-    /// `FileTooLarge` for a full row, `InvalidData` for content text cannot hold,
-    /// `InvalidInput` for a bad key, `ReadOnlyFilesystem` for a write refused by a read-only
-    /// storage, `StorageFull` for a full disk, `OutOfMemory` when the
-    /// server ran out of memory, `ConnectionAborted` for a lost connection, `Other` otherwise.
-    pub fn kind(&self) -> io::ErrorKind {
-        match self {
-            ServerError::TooLarge { .. } => io::ErrorKind::FileTooLarge,
-            ServerError::InvalidContent { .. } => io::ErrorKind::InvalidData,
-            ServerError::BadPath { .. } => io::ErrorKind::InvalidInput,
-            ServerError::ReadOnly { .. } => io::ErrorKind::ReadOnlyFilesystem,
-            ServerError::Database(e) => db_kind(e),
-        }
-    }
-
-    /// Returns the cause inside `err`, when `err` came from this crate.
-    pub fn find(err: &StoreError) -> Option<&ServerError> {
-        keyed::find(err)
-    }
-}
-
-impl Cause for ServerError {
-    fn bad_path(reason: String) -> ServerError {
-        ServerError::BadPath { reason }
-    }
-
-    fn kind(&self) -> io::ErrorKind {
-        ServerError::kind(self)
-    }
-}
-
-/// The server's own message when there is one (`postgres::Error` alone says "db error").
-fn detail(e: &postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(d) => format!("{} (SQLSTATE {})", d.message(), d.code().code()),
-        None => e.to_string(),
-    }
+/// The server's (or the driver's) error as the cause of this crate's [`StoreError`]s,
+/// with its kind.
+pub(crate) fn server(e: postgres::Error) -> ServerError {
+    ServerError::Server { kind: db_kind(&e), source: e }
 }
 
 fn db_kind(e: &postgres::Error) -> io::ErrorKind {
@@ -140,7 +68,7 @@ pub(crate) fn db(at: At<'_>) -> impl FnOnce(postgres::Error) -> StoreError + '_ 
         if db_kind(&e) == io::ErrorKind::ConnectionAborted {
             crate::pool::note_broken();
         }
-        at.wrap(ServerError::Database(e))
+        at.wrap(server(e))
     }
 }
 

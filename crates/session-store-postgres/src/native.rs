@@ -315,7 +315,8 @@ impl NativePostgresStorage {
 
 /// A length as the tables' `bigint`.
 fn len_i64(at: At<'_>, n: u64) -> Result<i64, StoreError> {
-    i64::try_from(n).map_err(|_| at.wrap(ServerError::TooLarge { size: n, limit: i64::MAX as u64 }))
+    i64::try_from(n)
+        .map_err(|_| at.wrap(ServerError::TooLarge { size: n, limit: i64::MAX as u64, what: "a bigint size" }))
 }
 
 /// Splits `bytes` into lines (each with its `\n`) and inserts them from offset `from`.

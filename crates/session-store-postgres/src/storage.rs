@@ -309,7 +309,7 @@ impl KeyedBackend for PostgresStorage {
 
     fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError> {
         if size > MAX_CONTENT_BYTES {
-            return Err(at.wrap(ServerError::TooLarge { size, limit: MAX_CONTENT_BYTES }));
+            return Err(at.wrap(ServerError::TooLarge { size, limit: MAX_CONTENT_BYTES, what: crate::error::LIMIT }));
         }
         Ok(())
     }

@@ -4,7 +4,7 @@
 use std::io;
 
 use session_store::StoreError;
-use session_store::keyed::{self, At, Cause};
+use session_store::keyed::{At, BackendError};
 
 /// The largest string Redis accepts by default, in bytes (`proto-max-bulk-len`, 512 MiB). A
 /// server configured higher still gets no larger write from this crate.
@@ -13,61 +13,24 @@ pub const MAX_CONTENT_BYTES: u64 = 512 << 20;
 /// The longest key accepted, in bytes (the limit of every key-prefix backend).
 pub use session_store::keyed::MAX_KEY_BYTES;
 
-/// Why a Redis storage operation failed: the cause inside a [`StoreError::Io`].
+/// Why a Redis storage operation failed: the cause inside a [`StoreError::Io`], the
+/// shared [`BackendError`] over the `redis` crate's error (Redis keeps any bytes, so never
+/// `InvalidContent`, and has no read-only mode, so never `ReadOnly`).
 ///
-/// [`StoreError::Io`] carries it as the source of its [`io::Error`], whose
-/// [`io::ErrorKind`] tells the broad case apart (see [`ServerError::kind`]); reach it with
-/// [`ServerError::find`].
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ServerError {
-    /// The value would grow past [`MAX_CONTENT_BYTES`], or the server refused it as larger
-    /// than its `proto-max-bulk-len`; nothing was written.
-    #[error("content of {size} bytes exceeds the Redis string limit of {limit} bytes")]
-    TooLarge {
-        /// The size the value would have had (0 when the server refused it without saying).
-        size: u64,
-        /// The limit.
-        limit: u64,
-    },
-    /// The path cannot be a key: not UTF-8, a NUL byte, a `..` component or too long.
-    #[error("path cannot be a key: {reason}")]
-    BadPath {
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The server refused the command or the connection failed.
-    #[error("redis error")]
-    Redis(#[from] redis::RedisError),
-}
+/// [`ServerError::kind`] gives the [`io::ErrorKind`] of each case: `FileTooLarge` for a
+/// string past [`MAX_CONTENT_BYTES`], `InvalidInput` for a bad key; for the server's own
+/// errors `OutOfMemory` when `maxmemory` refuses a write, `ConnectionRefused` when no
+/// connection could be made, `ConnectionAborted` for a lost one, `Other` otherwise.
+/// Reach it with [`ServerError::find`].
+pub type ServerError = BackendError<redis::RedisError>;
 
-impl ServerError {
-    /// Returns the [`io::ErrorKind`] a [`StoreError::Io`] reports for this cause:
-    /// `FileTooLarge` for a full string, `InvalidInput` for a bad key, `OutOfMemory` when
-    /// `maxmemory` refuses a write, `ConnectionAborted` for a lost connection,
-    /// `ConnectionRefused` when the server cannot be reached, `Other` otherwise.
-    pub fn kind(&self) -> io::ErrorKind {
-        match self {
-            ServerError::TooLarge { .. } => io::ErrorKind::FileTooLarge,
-            ServerError::BadPath { .. } => io::ErrorKind::InvalidInput,
-            ServerError::Redis(e) => redis_kind(e),
-        }
-    }
+/// The limit a [`ServerError::TooLarge`] names.
+pub(crate) const LIMIT: &str = "Redis's proto-max-bulk-len per string";
 
-    /// Returns the cause inside `err`, when `err` came from this crate.
-    pub fn find(err: &StoreError) -> Option<&ServerError> {
-        keyed::find(err)
-    }
-}
-
-impl Cause for ServerError {
-    fn bad_path(reason: String) -> ServerError {
-        ServerError::BadPath { reason }
-    }
-
-    fn kind(&self) -> io::ErrorKind {
-        ServerError::kind(self)
-    }
+/// The server's (or the driver's) error as the cause of this crate's [`StoreError`]s,
+/// with its kind.
+pub(crate) fn server(e: redis::RedisError) -> ServerError {
+    ServerError::Server { kind: redis_kind(&e), source: e }
 }
 
 fn redis_kind(e: &redis::RedisError) -> io::ErrorKind {
@@ -87,7 +50,7 @@ fn redis_kind(e: &redis::RedisError) -> io::ErrorKind {
 
 /// Wraps a Redis error as the [`StoreError`] of `op` on `path`.
 pub(crate) fn rd(at: At<'_>) -> impl FnOnce(redis::RedisError) -> StoreError + '_ {
-    move |e| at.wrap(ServerError::Redis(e))
+    move |e| at.wrap(server(e))
 }
 
 /// Why [`RedisStorage::connect`](crate::RedisStorage::connect) failed.

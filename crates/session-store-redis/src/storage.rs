@@ -13,7 +13,7 @@ use session_store::keyed::{
 };
 use session_store::{LockWait, Op, SessionLock, StoreError, Watch};
 
-use crate::error::{ConnectError, MAX_CONTENT_BYTES, ServerError, rd};
+use crate::error::{ConnectError, LIMIT, MAX_CONTENT_BYTES, ServerError, rd, server};
 use crate::scripts;
 
 /// The key prefix omp uses unless told otherwise.
@@ -234,9 +234,9 @@ impl RedisStorage {
             .invoke(c.get())
             .map_err(|e| {
                 if redis_too_large(&e) {
-                    at.wrap(ServerError::TooLarge { size: 0, limit: MAX_CONTENT_BYTES })
+                    at.wrap(ServerError::TooLarge { size: 0, limit: MAX_CONTENT_BYTES, what: LIMIT })
                 } else {
-                    at.wrap(ServerError::Redis(e))
+                    at.wrap(server(e))
                 }
             })?;
         Ok(cas(written, size))
@@ -323,7 +323,7 @@ impl KeyedBackend for RedisStorage {
 
     fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError> {
         if size > MAX_CONTENT_BYTES {
-            return Err(at.wrap(ServerError::TooLarge { size, limit: MAX_CONTENT_BYTES }));
+            return Err(at.wrap(ServerError::TooLarge { size, limit: MAX_CONTENT_BYTES, what: LIMIT }));
         }
         Ok(())
     }

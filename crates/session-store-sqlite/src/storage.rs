@@ -12,7 +12,7 @@ use session_store::keyed::{
 };
 use session_store::{FileStorage, LockWait, Op, SessionLock, Storage, StoreError};
 
-use crate::error::{ConnectError, MAX_CONTENT_BYTES, SqliteError, db};
+use crate::error::{ConnectError, LIMIT, MAX_CONTENT_BYTES, SqliteError, db};
 
 /// How long a statement waits for another connection's write lock before it fails with
 /// `ResourceBusy`.
@@ -340,7 +340,7 @@ impl KeyedBackend for SqliteStorage {
 
     fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError> {
         if size > MAX_CONTENT_BYTES {
-            return Err(at.wrap(SqliteError::TooLarge { size, limit: MAX_CONTENT_BYTES }));
+            return Err(at.wrap(SqliteError::TooLarge { size, limit: MAX_CONTENT_BYTES, what: LIMIT }));
         }
         Ok(())
     }
@@ -440,7 +440,11 @@ impl KeyedBackend for SqliteStorage {
             // sizes say why.
             Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::TooBig) => {
                 let size = self.size_of(&c, at, k)?.unwrap_or(0);
-                Err(at.wrap(SqliteError::TooLarge { size: size.saturating_add(body.len()), limit: MAX_CONTENT_BYTES }))
+                Err(at.wrap(SqliteError::TooLarge {
+                    size: size.saturating_add(body.len()),
+                    limit: MAX_CONTENT_BYTES,
+                    what: LIMIT,
+                }))
             }
             Err(e) => Err(db(at)(e)),
         }

@@ -1,27 +1,28 @@
 //! The content-addressed blob store for externalized images (omp `blobs/`).
 //!
 //! A blob lives at `<dir>/<sha256 lowercase hex>` (no extension) and is referenced from session
-//! JSON as `blob:sha256:<hex>` ([`BlobRef`]). Writes are write-once and atomic: an existing
-//! identical blob is success, anything else is replaced through [`atomic`], so a
-//! reader (also after a crash) finds either no blob or the complete one. For images an optional
-//! typed sidecar `<hex>.<ext>` (a hard link, else a copy) lets image viewers open the file;
+//! JSON as `blob:sha256:<hex>` ([`BlobRef`]). The directory is on any [`Storage`]: this
+//! machine's files by default ([`BlobStore::open`]), memory, or a server
+//! ([`BlobStore::on`]). Writes are write-once and atomic: an existing identical blob is
+//! success, anything else is replaced with [`Storage::write_atomic`], so a reader (also
+//! after a crash) finds either no blob or the complete one. For images an optional
+//! typed sidecar `<hex>.<ext>` ([`Storage::link_or_copy`]: a hard link on files, else a
+//! copy) lets image viewers open the file;
 //! sidecars are a convenience and their failures are ignored.
 //!
 //! [`BlobRef::parse`] accepts exactly `blob:sha256:` followed by 64 lowercase hex digits, so a
 //! reference can never name a path outside the store. Nothing here deletes blobs: they are shared
 //! by every session.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use sha2::{Digest, Sha256};
 
-use crate::atomic;
-use crate::clock::Clock;
-use crate::error::{Op, StoreError};
-use crate::fault::Faults;
+use crate::error::StoreError;
+use crate::{ExpectedSize, FileStorage, MemoryStorage, Storage};
 
 /// The prefix of every blob reference string.
 pub const BLOB_REF_PREFIX: &str = "blob:sha256:";
@@ -120,13 +121,6 @@ pub fn find_refs(text: &[u8]) -> impl Iterator<Item = BlobRef> + '_ {
     })
 }
 
-/// Sets the modification time of the blob at `path` to now; returns whether it could.
-fn touch(path: &Path) -> bool {
-    let now = std::time::UNIX_EPOCH
-        + std::time::Duration::from_millis(u64::try_from(crate::clock::SystemClock.now_ms()).unwrap_or(0));
-    fs_err::File::open(path).and_then(|f| f.file().set_modified(now)).is_ok()
-}
-
 /// Returns the sidecar extension for an image MIME type (omp's rule), or `None` for no sidecar.
 ///
 /// `image/png` -> `png`, `image/jpeg`/`image/jpg` -> `jpg`, `image/gif`, `image/webp`,
@@ -153,89 +147,88 @@ pub fn extension_for_mime(mime: &str) -> Option<String> {
     valid.then(|| cut.to_owned())
 }
 
-#[derive(Clone, Debug)]
-enum Backend {
-    Dir(PathBuf),
-    Memory(Arc<Mutex<HashMap<String, Vec<u8>>>>),
+/// A content-addressed store of blobs in a directory of any [`Storage`]: this machine's
+/// files (omp's `blobs/`), memory, or a server beside the sessions. Cheap to clone.
+#[derive(Clone)]
+pub struct BlobStore {
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+    /// Whether a put already removed what killed writers left in the directory.
+    swept: Arc<AtomicBool>,
 }
 
-/// A content-addressed store of blobs, on disk or in memory. Cheap to clone.
-#[derive(Clone, Debug)]
-pub struct BlobStore {
-    backend: Backend,
-    faults: Option<Faults>,
-    /// Whether a put already removed what killed writers left in the directory.
-    swept: Arc<std::sync::atomic::AtomicBool>,
+impl fmt::Debug for BlobStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BlobStore").field("dir", &self.dir).finish_non_exhaustive()
+    }
 }
 
 impl BlobStore {
-    /// Returns the store rooted at `dir` (created on the first write).
+    /// Returns the store in the directory `dir` of this machine's files (created on the
+    /// first write).
     pub fn open(dir: impl Into<PathBuf>) -> BlobStore {
-        BlobStore { backend: Backend::Dir(dir.into()), faults: None, swept: Arc::default() }
+        BlobStore::on(Arc::new(FileStorage::new()), dir)
     }
 
     /// Returns an empty store kept in memory.
     pub fn in_memory() -> BlobStore {
-        BlobStore { backend: Backend::Memory(Arc::default()), faults: None, swept: Arc::default() }
+        BlobStore::on(Arc::new(MemoryStorage::new()), "/blobs")
     }
 
-    #[cfg(feature = "testing")]
-    /// Makes the store's file writes fail as `faults` says (the atomic write's temporary
-    /// file, sync, rename and directory sync, and the sidecar's link); for fault and crash
-    /// tests. A store in memory has nothing to fail.
-    pub fn with_faults(mut self, faults: Faults) -> BlobStore {
-        self.faults = Some(faults);
-        self
+    /// Returns the store in the directory `dir` of `storage` (a server storage keeps the
+    /// blobs beside the sessions; a [`FileStorage`] with faults injects them into puts).
+    pub fn on(storage: Arc<dyn Storage>, dir: impl Into<PathBuf>) -> BlobStore {
+        BlobStore { storage, dir: dir.into(), swept: Arc::default() }
     }
 
-    fn check(&self, op: Op, path: &Path) -> Result<(), StoreError> {
-        self.faults.as_ref().map_or(Ok(()), |f| f.check(op, path))
+    /// Returns the storage the blobs are on.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
     }
 
-    /// Returns the store's directory (`None` in memory).
-    pub fn dir(&self) -> Option<&Path> {
-        match &self.backend {
-            Backend::Dir(d) => Some(d),
-            Backend::Memory(_) => None,
-        }
+    /// Returns the store's directory on its storage.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
-    /// Returns the canonical file of a blob (`None` in memory).
-    pub fn path(&self, blob: &BlobRef) -> Option<PathBuf> {
-        self.dir().map(|d| d.join(blob.hash()))
+    /// Returns the canonical file of a blob on the store's storage.
+    pub fn path(&self, blob: &BlobRef) -> PathBuf {
+        self.dir.join(blob.hash())
     }
 
     /// Stores `bytes` and returns their reference; with an image `mime`, also the typed sidecar.
     ///
-    /// Idempotent: storing the same bytes again is success and changes nothing.
+    /// Idempotent: storing the same bytes again is success and changes nothing but the
+    /// blob's modification time.
     pub fn put(&self, bytes: &[u8], mime: Option<&str>) -> Result<BlobRef, StoreError> {
         let blob = BlobRef::for_bytes(bytes);
-        match &self.backend {
-            Backend::Memory(m) => {
-                m.lock().unwrap_or_else(|p| p.into_inner()).entry(blob.hex.clone()).or_insert_with(|| bytes.to_vec());
-            }
-            Backend::Dir(dir) => {
-                let path = dir.join(&blob.hex);
-                if !self.swept.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                    // The first put of a store removes a killed writer's temporary files
-                    // (a put of a blob already stored writes nothing that would).
-                    atomic::remove_dead_leftovers(dir);
-                }
-                self.check(Op::Read, &path)?;
-                let identical = match fs_err::read(&path) {
-                    Ok(existing) => existing == bytes,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-                    Err(e) => return Err(StoreError::io_raw(Op::Read, &path, e)),
-                };
-                // A blob stored again is new again: its time says so, so that a gc,
-                // which spares blobs younger than its grace period, never deletes it
-                // between this put and the line that refers to it (omp rewrites it).
-                if !identical || !touch(&path) {
-                    atomic::write_atomic_with(&path, bytes, self.faults.as_ref(), || Ok(()))?;
-                }
-                if let Some(ext) = mime.and_then(extension_for_mime) {
-                    write_sidecar(&path, &dir.join(format!("{}.{ext}", blob.hex)), bytes, self.faults.as_ref());
-                }
+        let path = self.path(&blob);
+        let s = self.storage.as_ref();
+        if !self.swept.load(Ordering::Relaxed) {
+            s.ensure_dir(&self.dir)?;
+            // The first put of a store removes a killed writer's temporary files (a put of
+            // a blob already stored writes nothing that would). They are not blobs, and a
+            // failure to remove them leaves them for the next store.
+            let _ = s.remove_leftovers(&self.dir);
+            self.swept.store(true, Ordering::Relaxed);
+        }
+        let identical = match s.read(&path) {
+            Ok(existing) => existing == bytes,
+            Err(StoreError::NotFound { .. }) => false,
+            Err(e) => return Err(e),
+        };
+        // A blob stored again is new again: its time says so, so that a gc, which spares
+        // blobs younger than its grace period, never deletes it between this put and the
+        // line that refers to it (omp rewrites it).
+        if !identical || s.renew(&path).is_err() {
+            s.write_atomic(&path, bytes, ExpectedSize::Any)?;
+        }
+        if let Some(ext) = mime.and_then(extension_for_mime) {
+            // A sidecar is a convenience for image viewers: a failure to make one is
+            // ignored, and one that exists is kept.
+            let sidecar = self.dir.join(format!("{}.{ext}", blob.hex));
+            if !matches!(s.exists(&sidecar), Ok(true)) {
+                let _ = s.link_or_copy(&path, &sidecar);
             }
         }
         Ok(blob)
@@ -243,16 +236,10 @@ impl BlobStore {
 
     /// Returns the blob's bytes, or `None` when it is not stored.
     pub fn get(&self, blob: &BlobRef) -> Result<Option<Vec<u8>>, StoreError> {
-        match &self.backend {
-            Backend::Memory(m) => Ok(m.lock().unwrap_or_else(|p| p.into_inner()).get(&blob.hex).cloned()),
-            Backend::Dir(dir) => {
-                let path = dir.join(&blob.hex);
-                match fs_err::read(&path) {
-                    Ok(b) => Ok(Some(b)),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                    Err(e) => Err(StoreError::io_raw(Op::Read, &path, e)),
-                }
-            }
+        match self.storage.read(&self.path(blob)) {
+            Ok(b) => Ok(Some(b)),
+            Err(StoreError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
         }
     }
 
@@ -263,38 +250,7 @@ impl BlobStore {
 
     /// Returns the blob's size in bytes, or `None` when it is not stored.
     pub fn size(&self, blob: &BlobRef) -> Result<Option<u64>, StoreError> {
-        match &self.backend {
-            Backend::Memory(m) => {
-                Ok(m.lock().unwrap_or_else(|p| p.into_inner()).get(&blob.hex).map(|b| b.len() as u64))
-            }
-            Backend::Dir(dir) => {
-                let path = dir.join(&blob.hex);
-                match fs_err::metadata(&path) {
-                    Ok(m) => Ok(Some(m.len())),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                    Err(e) => Err(StoreError::io_raw(Op::Stat, &path, e)),
-                }
-            }
-        }
-    }
-}
-
-fn write_sidecar(canonical: &Path, sidecar: &Path, bytes: &[u8], faults: Option<&Faults>) {
-    if sidecar.exists() {
-        return;
-    }
-    if let Some(f) = faults
-        && f.check(Op::Link, sidecar).is_err()
-    {
-        return;
-    }
-    match fs_err::hard_link(canonical, sidecar) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        // File systems without hard links get a copy; a failed sidecar only costs viewer support.
-        Err(_) => {
-            let _ = atomic::write_atomic_with(sidecar, bytes, faults, || Ok(()));
-        }
+        Ok(self.storage.stat(&self.path(blob))?.filter(|st| st.is_file).map(|st| st.size))
     }
 }
 

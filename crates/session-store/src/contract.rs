@@ -53,6 +53,7 @@ const CASES: &[(&str, Case)] = &[
     ("remove_empty_dir_keeps_contents", remove_empty_dir_keeps_contents),
     ("directories_move_and_copy", directories_move_and_copy),
     ("watch_reports_writes", watch_reports_writes),
+    ("renew_link_and_leftovers", renew_link_and_leftovers),
 ];
 
 /// The cases of backends that hold any byte sequence (NUL bytes, invalid UTF-8).
@@ -110,6 +111,32 @@ fn run_cases<R: AsRef<Path>>(
 
 fn check(cond: bool, what: &str) -> CaseResult {
     if cond { Ok(()) } else { Err(what.to_owned().into()) }
+}
+
+/// What a blob store asks of its storage: a file renewed keeps its bytes, a second name
+/// holds the same bytes and is never made over a file, and a sweep of a folder with no
+/// dead writer's file removes nothing.
+fn renew_link_and_leftovers(s: &dyn Storage, root: &Path) -> CaseResult {
+    let (a, b) = (root.join("a.jsonl"), root.join("a.jsonl.png"));
+    s.ensure_dir(root)?;
+    s.write(&a, b"{\"blob\":1}\n")?;
+    let before = s.stat(&a)?.ok_or("a written file has a stat")?;
+    s.renew(&a)?;
+    let after = s.stat(&a)?.ok_or("a renewed file has a stat")?;
+    check(s.read(&a)? == b"{\"blob\":1}\n", "renew changed the bytes")?;
+    // The file storage sets whole milliseconds: a renewal may land within the one written.
+    check(after.mtime_ms + 1 >= before.mtime_ms, "renew moved the time back")?;
+    check(matches!(s.renew(&root.join("none.jsonl")), Err(StoreError::NotFound { .. })), "renew of no file")?;
+    s.link_or_copy(&a, &b)?;
+    check(s.read(&b)? == b"{\"blob\":1}\n", "the second name holds other bytes")?;
+    s.write(&root.join("other.jsonl"), b"x\n")?;
+    let again = s.link_or_copy(&root.join("other.jsonl"), &b);
+    check(matches!(again, Err(StoreError::AlreadyExists { .. })), "link_or_copy over a file")?;
+    check(s.read(&b)? == b"{\"blob\":1}\n", "a refused link_or_copy changed the file")?;
+    check(s.remove_leftovers(root)? == 0, "a sweep removed a live file")?;
+    let mut names = s.list(root)?;
+    names.sort();
+    check(names == ["a.jsonl", "a.jsonl.png", "other.jsonl"], "the folder after the sweep")
 }
 
 fn missing_paths(s: &dyn Storage, root: &Path) -> CaseResult {

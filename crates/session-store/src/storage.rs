@@ -590,6 +590,35 @@ pub trait Storage: Send + Sync {
         }
     }
 
+    /// Gives the file `from` a second name `to` where the storage can (a hard link: one
+    /// copy of the bytes), else writes a copy with [`Storage::write_new`]. `to` that exists
+    /// already is [`StoreError::AlreadyExists`]; nothing else is changed then.
+    ///
+    /// The default copies; the file storage links (omp's typed blob sidecars).
+    fn link_or_copy(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
+        let bytes = self.read(from)?;
+        self.write_new(to, &bytes)
+    }
+
+    /// Makes the file's modification time now, leaving its bytes as they are: a blob
+    /// stored again is new again, so that a gc sparing young blobs spares it.
+    /// [`StoreError::NotFound`] when there is no such file.
+    ///
+    /// The default writes the same bytes again with [`Storage::write_atomic`], on the
+    /// condition that the file still has the size read; the file storage sets the time.
+    fn renew(&self, path: &Path) -> Result<(), StoreError> {
+        let bytes = self.read(path)?;
+        self.write_atomic(path, &bytes, ExpectedSize::Bytes(bytes.len() as u64))
+    }
+
+    /// Removes what writers killed part-way left in `dir` (the file storage's temporary
+    /// files of processes that are gone); returns how many were removed. Nothing by
+    /// default: other storages write in one step.
+    fn remove_leftovers(&self, dir: &Path) -> Result<usize, StoreError> {
+        let _ = dir;
+        Ok(0)
+    }
+
     /// Copies the directory tree at `from` into `to` (created as needed), file by file
     /// (omp's `copySessionArtifacts`); a file already at `to` is replaced. A missing `from`
     /// is nothing to do. Not atomic: after a failure or a crash `to` may hold part of the

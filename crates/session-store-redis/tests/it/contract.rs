@@ -101,3 +101,23 @@ fn an_unreachable_server_is_a_connect_error() -> TestResult {
     assert!(matches!(got, Err(session_store_redis::ConnectError::Connect(_))));
     Ok(())
 }
+
+#[test]
+fn blobs_live_on_redis_beside_the_sessions() -> TestResult {
+    let Some(t) = TestPrefix::create("blobs_live_on_redis_beside_the_sessions")? else { return Ok(()) };
+    let storage = storage(&t)?;
+    let blobs = session_store::BlobStore::on(std::sync::Arc::new(storage.clone()), "/blobs");
+    // Image bytes are not text: Redis strings hold them as they are.
+    let image = [0x89, b'P', b'N', b'G', 0, 0xff, 0xfe];
+    let blob = blobs.put(&image, Some("image/png"))?;
+    assert_eq!(blobs.get(&blob)?, Some(image.to_vec()));
+    assert_eq!(blobs.size(&blob)?, Some(7));
+    assert_eq!(storage.read(&blobs.path(&blob))?, image);
+    let sidecar = Path::new("/blobs").join(format!("{}.png", blob.hash()));
+    assert_eq!(storage.read(&sidecar)?, image, "the typed sidecar is a copy");
+    // Stored again: the same blob, nothing else written.
+    assert_eq!(blobs.put(&image, Some("image/png"))?, blob);
+    assert_eq!(storage.list(Path::new("/blobs"))?.len(), 2);
+    assert_eq!(blobs.get(&session_store::BlobRef::for_bytes(b"none"))?, None);
+    Ok(())
+}

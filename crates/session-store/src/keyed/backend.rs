@@ -172,6 +172,95 @@ pub struct Doomed<'a> {
     pub artifacts: Option<&'a str>,
 }
 
+/// Why an operation of a key-prefix storage failed: the cause inside a
+/// [`StoreError::Io`], one type for every driver, `D` being the driver's own error
+/// (`rusqlite::Error`, `mysql::Error`, `postgres::Error`, `redis::RedisError`).
+///
+/// [`StoreError::Io`] carries it as the source of its [`std::io::Error`], whose
+/// [`std::io::ErrorKind`] tells the broad case apart ([`BackendError::kind`]); reach it
+/// with [`BackendError::find`]. Each storage crate names its own (`SqliteError`,
+/// `MysqlError`, and the `ServerError` of PostgreSQL and of Redis).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BackendError<D: std::error::Error + Send + Sync + 'static> {
+    /// The file would grow past what the server takes; nothing was written.
+    #[error("content of {size} bytes exceeds the server's limit of {limit} bytes ({what})")]
+    TooLarge {
+        /// The size the file would have had (or the size of the refused value).
+        size: u64,
+        /// The limit.
+        limit: u64,
+        /// Which limit it is (`SQLite's SQLITE_MAX_LENGTH`, `max_allowed_packet`, …).
+        what: &'static str,
+    },
+    /// The content is not valid UTF-8 or holds a NUL byte, which a text column cannot
+    /// hold (or a cut would split a character, or an extension add NUL bytes); nothing
+    /// was written.
+    #[error("content is not storable as the table's text: {reason}")]
+    InvalidContent {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The path cannot be a key: not UTF-8, a NUL byte, a `..` component, too long, or
+    /// past the driver's own rule (MySQL's `VARCHAR(512)`, a trailing space).
+    #[error("path cannot be a key: {reason}")]
+    BadPath {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The storage was opened read-only ([`super::TableOptions::read_only`] and the
+    /// like), so it refuses every write; nothing was written.
+    #[error(
+        "the table {table} was opened read-only, for a command that only reads or a dry run; \
+         nothing was written (a writing command opens it for writing, and creates it when missing)"
+    )]
+    ReadOnly {
+        /// The table (for PostgreSQL's native layout, the metadata table).
+        table: String,
+    },
+    /// The server refused the request, or the connection failed.
+    #[error("the server refused the request, or the connection failed")]
+    Server {
+        /// What the driver made of the failure ([`BackendError::kind`]).
+        kind: std::io::ErrorKind,
+        /// The driver's error.
+        #[source]
+        source: D,
+    },
+}
+
+impl<D: std::error::Error + Send + Sync + 'static> BackendError<D> {
+    /// Returns the [`std::io::ErrorKind`] a [`StoreError::Io`] reports for this cause:
+    /// `FileTooLarge`, `InvalidData` for content the server cannot hold, `InvalidInput`
+    /// for a bad key, `ReadOnlyFilesystem` for a write refused by a read-only storage, and
+    /// for a server's error the kind its driver gave it (`StorageFull`, `ResourceBusy`,
+    /// `ConnectionRefused`, `ConnectionAborted`, …; each crate's docs list them).
+    pub fn kind(&self) -> std::io::ErrorKind {
+        match self {
+            BackendError::TooLarge { .. } => std::io::ErrorKind::FileTooLarge,
+            BackendError::InvalidContent { .. } => std::io::ErrorKind::InvalidData,
+            BackendError::BadPath { .. } => std::io::ErrorKind::InvalidInput,
+            BackendError::ReadOnly { .. } => std::io::ErrorKind::ReadOnlyFilesystem,
+            BackendError::Server { kind, .. } => *kind,
+        }
+    }
+
+    /// Returns the cause inside `err`, when `err` came from a storage of this driver.
+    pub fn find(err: &StoreError) -> Option<&BackendError<D>> {
+        super::find(err)
+    }
+}
+
+impl<D: std::error::Error + Send + Sync + 'static> Cause for BackendError<D> {
+    fn bad_path(reason: String) -> BackendError<D> {
+        BackendError::BadPath { reason }
+    }
+
+    fn kind(&self) -> std::io::ErrorKind {
+        BackendError::kind(self)
+    }
+}
+
 /// The primitives of a key-prefix storage's driver. Every type that implements it is a
 /// [`Storage`], whose operations hold the shared meaning (see the module docs): paths
 /// become keys, writes are refused on a read-only storage and checked against the

@@ -6,6 +6,7 @@
 use session_testkit::TempDir;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use session_store::{
     BlobRef, BlobStore, Boundary, CrashKind, Durability, ExpectedSize, FaultStorage, Faults, FileStorage,
@@ -282,7 +283,7 @@ fn the_crash_hook_sees_the_files_of_the_moment_and_the_error_path_cleans_up() ->
     let (dir, path, _, _) = file_setup()?;
     let faults = Faults::new();
     let s = FileStorage::new().with_faults(faults.clone());
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let (at, seen_in_hook) = (dir.path().to_path_buf(), seen.clone());
     faults.on_crash(move |b| {
         let temps = strays(&at).into_iter().filter(|n| n.ends_with(".tmp")).count();
@@ -303,16 +304,20 @@ fn the_crash_hook_sees_the_files_of_the_moment_and_the_error_path_cleans_up() ->
 fn blob_puts_obey_the_fault_plan() -> TestResult {
     let dir = TempDir::new("session-store-it");
     let faults = Faults::new();
-    let store = BlobStore::open(dir.path().join("blobs")).with_faults(faults.clone());
+    let store = BlobStore::on(Arc::new(FileStorage::new().with_faults(faults.clone())), dir.path().join("blobs"));
     let bytes = vec![7u8; 3000];
     faults.record_boundaries();
     let blob = store.put(&bytes, Some("image/png"))?;
-    assert_eq!(ops(&faults.boundaries()), [Op::WriteTemp, Op::SyncData, Op::Rename, Op::SyncDir, Op::Link]);
+    // The first put makes the directory; each write is the file storage's atomic write,
+    // under the blob's publish lock (its gate and its lock file).
+    let write = [Op::WriteTemp, Op::SyncData, Op::Lock, Op::Lock, Op::Rename, Op::SyncDir];
+    let first: Vec<Op> = [Op::EnsureDir].into_iter().chain(write).chain([Op::Link]).collect();
+    assert_eq!(ops(&faults.boundaries()), first);
     let other = vec![8u8; 3000];
-    faults.crash_at(3, CrashKind::Before);
+    faults.crash_at(5, CrashKind::Before);
     assert!(fails_injected(store.put(&other, None), Op::Rename));
-    assert_eq!(store.get(&BlobRef::for_bytes(&other))?, None, "no blob before its rename");
     faults.clear();
+    assert_eq!(store.get(&BlobRef::for_bytes(&other))?, None, "no blob before its rename");
     assert_eq!(store.get(&blob)?, Some(bytes));
     let names = strays(&dir.path().join("blobs"));
     assert_eq!(names.len(), 2, "the blob and its sidecar, no temporary file: {names:?}");

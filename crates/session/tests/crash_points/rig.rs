@@ -82,7 +82,7 @@ impl Rig {
                 Ok(Rig {
                     level,
                     storage: Arc::new(FileStorage::new().with_faults(faults.clone())),
-                    blobs: BlobStore::open(root.join("blobs")).with_faults(faults.clone()),
+                    blobs: BlobStore::on(Arc::new(FileStorage::new().with_faults(faults.clone())), root.join("blobs")),
                     faults,
                     durability,
                     root,

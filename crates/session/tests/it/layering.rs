@@ -139,6 +139,77 @@ fn error_messages_do_not_repeat_their_source() -> Result<()> {
     Ok(())
 }
 
+/// Everything the library reads or writes crosses one audited layer, session-store (its
+/// `Storage` implementations, `PrivateDir`, the atomic writes and locks): no other crate's
+/// sources name `std::fs`, `fs_err` or `FileExt`, but for the files listed here, each
+/// with why it may. A new one fails until it goes through the storage layer or is listed
+/// with its reason.
+#[test]
+fn file_system_access_crosses_the_storage_layer() -> Result<()> {
+    let allowed: BTreeMap<&str, &str> = [
+        (
+            "session-discovery/src/cache.rs",
+            "reads by position the listing cache file that PrivateDir::open_file opened (private, no links followed)",
+        ),
+        ("session-discovery/src/env.rs", "reads the link /proc/self/fd/0, the process's own standard input"),
+        ("session-discovery/src/io.rs", "canonicalizes and stats the working folder, as Node's path resolution does"),
+        ("session-discovery/src/lib.rs", "the crate docs' example makes a folder of sessions"),
+        ("session-discovery/src/others.rs", "its unit tests read fixtures"),
+        (
+            "session-history/src/catalog.rs",
+            "the search catalog is a SQLite database file: a path, opened without following links",
+        ),
+        (
+            "session-history/src/recover.rs",
+            "copies a corrupt history.db aside before a new one replaces it, as omp does",
+        ),
+        (
+            "session-history/src/store.rs",
+            "history.db is a SQLite database file; its folder is made before SQLite opens it",
+        ),
+        ("session-store-sqlite/src/storage.rs", "the session locks' folder beside the database file"),
+        ("session/src/nonblocking.rs", "the module docs' example removes its folder"),
+        ("session-cli/src/jobs.rs", "export writes the command's own output file where the user asked"),
+        ("session-cli/src/mcp.rs", "the MCP server resolves its client's roots to check a path lies inside one"),
+        ("session-cli/src/pick/mod.rs", "its unit tests copy a sample session"),
+    ]
+    .into_iter()
+    .collect();
+    let mut files = Vec::new();
+    for krate in fs_err::read_dir(root().join("crates"))? {
+        let krate = krate?.path();
+        let name = krate.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        // The storage layer itself, and the test support (temporary folders, fixtures).
+        if name == "session-store" || name == "session-testkit" {
+            continue;
+        }
+        let src = krate.join("src");
+        if src.is_dir() {
+            rust_files(&src, &mut files)?;
+        }
+    }
+    assert!(files.len() > 50, "the crates' sources are found ({} files)", files.len());
+    let crates = root().join("crates");
+    let mut found = Vec::new();
+    let mut listed_and_used = BTreeSet::new();
+    for path in &files {
+        let text = fs_err::read_to_string(path)?;
+        if !["std::fs", "fs_err", "FileExt"].iter().any(|needle| text.contains(needle)) {
+            continue;
+        }
+        let rel = path.strip_prefix(&crates)?.to_string_lossy().replace('\\', "/");
+        if allowed.contains_key(rel.as_str()) {
+            listed_and_used.insert(rel);
+        } else {
+            found.push(rel);
+        }
+    }
+    assert!(found.is_empty(), "file system access outside the storage layer: {found:#?}");
+    let stale: Vec<&&str> = allowed.keys().filter(|k| !listed_and_used.contains(**k)).collect();
+    assert!(stale.is_empty(), "listed but no longer touching the file system (remove them): {stale:#?}");
+    Ok(())
+}
+
 /// What the tests and benches share has one home, session-testkit: no other crate defines
 /// a temporary folder type, reads `SESSION_REQUIRE_SERVERS` itself, creates a test
 /// database by hand or includes the generator's source with `#[path]`.

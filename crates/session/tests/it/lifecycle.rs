@@ -600,7 +600,7 @@ fn omp_transforms_are_on_with_the_agent_blob_dir() -> Result<()> {
     let tmp = TempDir::new("transforms");
     let env = file_env(tmp.path());
     let blob_dir = agent_dirs(tmp.path()).agent_dir.join("blobs");
-    assert_eq!(env.blobs().and_then(|b| b.dir()), Some(blob_dir.as_path()));
+    assert_eq!(env.blobs().map(|b| b.dir()), Some(blob_dir.as_path()));
     let data = "QUJD".repeat(400);
     let image =
         json!({"role": "user", "content": [{"type": "image", "data": data, "mimeType": "image/png"}], "timestamp": 1});
@@ -618,7 +618,7 @@ fn omp_transforms_are_on_with_the_agent_blob_dir() -> Result<()> {
     if std::env::var_os("HOME").is_some() {
         let files = Env::files();
         let agent = files.dirs().map(|d| d.agent_dir.join("blobs"));
-        assert_eq!(files.blobs().and_then(|b| b.dir()).map(Path::to_path_buf), agent);
+        assert_eq!(files.blobs().map(|b| b.dir()).map(Path::to_path_buf), agent);
     }
     Ok(())
 }
