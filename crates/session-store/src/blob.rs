@@ -4,7 +4,7 @@
 //! JSON as `blob:sha256:<hex>` ([`BlobRef`]). The directory is on any [`Storage`]: this
 //! machine's files by default ([`BlobStore::open`]), memory, or a server
 //! ([`BlobStore::on`]). Writes are write-once and atomic: an existing identical blob is
-//! success, anything else is replaced with [`Storage::write_atomic`], so a reader (also
+//! success, anything else is replaced with [`Storage::write_immutable`], so a reader (also
 //! after a crash) finds either no blob or the complete one. For images an optional
 //! typed sidecar `<hex>.<ext>` ([`Storage::link_or_copy`]: a hard link on files, else a
 //! copy) lets image viewers open the file;
@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use sha2::{Digest, Sha256};
 
 use crate::error::StoreError;
-use crate::{ExpectedSize, FileStorage, MemoryStorage, Storage};
+use crate::{FileStorage, MemoryStorage, Storage};
 
 /// The prefix of every blob reference string.
 pub const BLOB_REF_PREFIX: &str = "blob:sha256:";
@@ -221,7 +221,7 @@ impl BlobStore {
         // blobs younger than its grace period, never deletes it between this put and the
         // line that refers to it (omp rewrites it).
         if !identical || s.renew(&path).is_err() {
-            s.write_atomic(&path, bytes, ExpectedSize::Any)?;
+            s.write_immutable(&path, bytes)?;
         }
         if let Some(ext) = mime.and_then(extension_for_mime) {
             // A sidecar is a convenience for image viewers: a failure to make one is

@@ -114,8 +114,9 @@ fn check(cond: bool, what: &str) -> CaseResult {
 }
 
 /// What a blob store asks of its storage: a file renewed keeps its bytes, a second name
-/// holds the same bytes and is never made over a file, and a sweep of a folder with no
-/// dead writer's file removes nothing.
+/// holds the same bytes and is never made over a file, a whole write without the publish
+/// lock replaces a file, and a sweep of a folder with no dead writer's file removes
+/// nothing (nor leaves a lock file of its own).
 fn renew_link_and_leftovers(s: &dyn Storage, root: &Path) -> CaseResult {
     let (a, b) = (root.join("a.jsonl"), root.join("a.jsonl.png"));
     s.ensure_dir(root)?;
@@ -133,6 +134,8 @@ fn renew_link_and_leftovers(s: &dyn Storage, root: &Path) -> CaseResult {
     let again = s.link_or_copy(&root.join("other.jsonl"), &b);
     check(matches!(again, Err(StoreError::AlreadyExists { .. })), "link_or_copy over a file")?;
     check(s.read(&b)? == b"{\"blob\":1}\n", "a refused link_or_copy changed the file")?;
+    s.write_immutable(&root.join("other.jsonl"), b"y\n")?;
+    check(s.read(&root.join("other.jsonl"))? == b"y\n", "write_immutable replaces the file whole")?;
     check(s.remove_leftovers(root)? == 0, "a sweep removed a live file")?;
     let mut names = s.list(root)?;
     names.sort();

@@ -740,6 +740,11 @@ impl Storage for FileStorage {
         Ok(moves)
     }
 
+    /// The atomic write without the publish lock (nothing appends to such a file).
+    fn write_immutable(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        atomic::write_atomic_with(path, bytes, self.faults.as_ref(), || Ok(()))
+    }
+
     /// A hard link; where the file system has none, a copy written atomically.
     fn link_or_copy(&self, from: &Path, to: &Path) -> Result<(), StoreError> {
         self.check(Op::Link, to)?;

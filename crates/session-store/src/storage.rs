@@ -590,6 +590,16 @@ pub trait Storage: Send + Sync {
         }
     }
 
+    /// Writes a file that is only ever written whole and never appended to (a blob, whose
+    /// name is the hash of its bytes): atomically, so a reader finds the old file or the
+    /// new one, but without the session's publish lock, which guards appends that such a
+    /// file never has (and which a writer killed while holding it would leave behind).
+    ///
+    /// The default is [`Storage::write_atomic`] with [`ExpectedSize::Any`].
+    fn write_immutable(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        self.write_atomic(path, bytes, ExpectedSize::Any)
+    }
+
     /// Gives the file `from` a second name `to` where the storage can (a hard link: one
     /// copy of the bytes), else writes a copy with [`Storage::write_new`]. `to` that exists
     /// already is [`StoreError::AlreadyExists`]; nothing else is changed then.

@@ -308,13 +308,13 @@ fn blob_puts_obey_the_fault_plan() -> TestResult {
     let bytes = vec![7u8; 3000];
     faults.record_boundaries();
     let blob = store.put(&bytes, Some("image/png"))?;
-    // The first put makes the directory; each write is the file storage's atomic write,
-    // under the blob's publish lock (its gate and its lock file).
-    let write = [Op::WriteTemp, Op::SyncData, Op::Lock, Op::Lock, Op::Rename, Op::SyncDir];
+    // The first put makes the directory; a blob is written atomically, without the
+    // session's publish lock (nothing appends to it).
+    let write = [Op::WriteTemp, Op::SyncData, Op::Rename, Op::SyncDir];
     let first: Vec<Op> = [Op::EnsureDir].into_iter().chain(write).chain([Op::Link]).collect();
     assert_eq!(ops(&faults.boundaries()), first);
     let other = vec![8u8; 3000];
-    faults.crash_at(5, CrashKind::Before);
+    faults.crash_at(3, CrashKind::Before);
     assert!(fails_injected(store.put(&other, None), Op::Rename));
     faults.clear();
     assert_eq!(store.get(&BlobRef::for_bytes(&other))?, None, "no blob before its rename");
