@@ -334,23 +334,16 @@ impl KeyedBackend for MysqlStorage {
     }
 
     fn writable(&self, at: At<'_>) -> Result<(), StoreError> {
-        if self.inner.read_only {
-            return Err(at.wrap(MysqlError::ReadOnly { table: self.inner.table.clone() }));
-        }
-        Ok(())
+        MysqlError::writable(at, self.inner.read_only.then_some(self.inner.table.as_str()))
     }
 
     fn content<'b>(&self, at: At<'_>, bytes: &'b [u8]) -> Result<Body<'b>, StoreError> {
-        Body::text(bytes).map_err(|reason| at.wrap(MysqlError::InvalidContent { reason }))
+        MysqlError::text_body(at, bytes)
     }
 
     /// Refuses content the server would refuse to take in one statement.
     fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError> {
-        let limit = self.max_content_bytes();
-        if size > limit {
-            return Err(at.wrap(MysqlError::TooLarge { size, limit, what: LIMIT }));
-        }
-        Ok(())
+        MysqlError::check_size(at, size, self.max_content_bytes(), LIMIT)
     }
 
     /// At most omp's `VARCHAR(512)` characters, and no trailing space (`utf8mb4_bin` pads:

@@ -67,10 +67,7 @@ impl Base {
 
     /// Refuses a write when the storage was opened read-only.
     pub(crate) fn writable(&self, at: At<'_>) -> Result<(), StoreError> {
-        match &self.read_only {
-            Some(table) => Err(at.wrap(ServerError::ReadOnly { table: table.clone() })),
-            None => Ok(()),
-        }
+        ServerError::writable(at, self.read_only.as_deref())
     }
 
     /// Returns whether the storage was opened read-only.

@@ -304,14 +304,11 @@ impl KeyedBackend for PostgresStorage {
     }
 
     fn content<'b>(&self, at: At<'_>, bytes: &'b [u8]) -> Result<Body<'b>, StoreError> {
-        Body::text(bytes).map_err(|reason| at.wrap(ServerError::InvalidContent { reason }))
+        ServerError::text_body(at, bytes)
     }
 
     fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError> {
-        if size > MAX_CONTENT_BYTES {
-            return Err(at.wrap(ServerError::TooLarge { size, limit: MAX_CONTENT_BYTES, what: crate::error::LIMIT }));
-        }
-        Ok(())
+        ServerError::check_size(at, size, MAX_CONTENT_BYTES, crate::error::LIMIT)
     }
 
     fn stat_key(&self, at: At<'_>, k: &str) -> Result<Option<(u64, i64)>, StoreError> {
@@ -367,7 +364,7 @@ impl KeyedBackend for PostgresStorage {
         now: i64,
         how: Put,
     ) -> Result<Cas, StoreError> {
-        let body = text(at, body)?;
+        let body = ServerError::text_of(at, body)?;
         let mut c = self.client(at)?;
         let args: [&(dyn postgres::types::ToSql + Sync); 6] =
             [&k, &body, &now, &meta.title, &meta.source, &meta.updated_at];
@@ -388,14 +385,14 @@ impl KeyedBackend for PostgresStorage {
     }
 
     fn append_key(&self, at: At<'_>, k: &str, body: Body<'_>, now: i64) -> Result<(), StoreError> {
-        let body = text(at, body)?;
+        let body = ServerError::text_of(at, body)?;
         let mut c = self.client(at)?;
         c.client().execute(&self.inner.q.append, &[&k, &body, &now]).map_err(db(at))?;
         Ok(())
     }
 
     fn append_at(&self, at: At<'_>, k: &str, body: Body<'_>, now: i64, size: u64) -> Result<Cas, StoreError> {
-        let body = text(at, body)?;
+        let body = ServerError::text_of(at, body)?;
         let mut c = self.client(at)?;
         let written = match i64::try_from(size) {
             Ok(n) => c.client().execute(&self.inner.q.append_if_size, &[&k, &body, &now, &n]).map_err(db(at))?,
@@ -473,12 +470,6 @@ impl KeyedBackend for PostgresStorage {
     fn watch_key(&self, at: At<'_>, k: &str) -> Result<Option<Box<dyn Watch>>, StoreError> {
         self.inner.base.watch(at, k, &self.inner.table).map(Some)
     }
-}
-
-/// The content as text ([`KeyedBackend::content`] made it with [`Body::text`]).
-fn text<'a>(at: At<'_>, body: Body<'a>) -> Result<&'a str, StoreError> {
-    let unchecked = || ServerError::InvalidContent { reason: "not checked as text".to_owned() };
-    body.as_text().ok_or_else(|| at.wrap(unchecked()))
 }
 
 #[cfg(test)]

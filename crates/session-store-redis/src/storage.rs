@@ -322,10 +322,7 @@ impl KeyedBackend for RedisStorage {
     }
 
     fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError> {
-        if size > MAX_CONTENT_BYTES {
-            return Err(at.wrap(ServerError::TooLarge { size, limit: MAX_CONTENT_BYTES, what: LIMIT }));
-        }
-        Ok(())
+        ServerError::check_size(at, size, MAX_CONTENT_BYTES, LIMIT)
     }
 
     /// One atomic pipeline: `EXISTS`, `STRLEN` and the mtime.

@@ -303,11 +303,6 @@ fn make_private_dir(dir: &Path) -> std::io::Result<()> {
     }
 }
 
-/// The content as text ([`KeyedBackend::content`] made it with [`Body::text`]).
-fn text<'a>(at: At<'_>, body: Body<'a>) -> Result<&'a str, StoreError> {
-    body.as_text().ok_or_else(|| at.wrap(SqliteError::InvalidContent { reason: "not checked as text".to_owned() }))
-}
-
 fn meta_at(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<TitleMeta> {
     Ok(TitleMeta { title: row.get(at)?, source: row.get(at + 1)?, updated_at: row.get(at + 2)? })
 }
@@ -328,21 +323,15 @@ impl KeyedBackend for SqliteStorage {
     }
 
     fn writable(&self, at: At<'_>) -> Result<(), StoreError> {
-        if self.inner.read_only {
-            return Err(at.wrap(SqliteError::ReadOnly { table: self.inner.table.clone() }));
-        }
-        Ok(())
+        SqliteError::writable(at, self.inner.read_only.then_some(self.inner.table.as_str()))
     }
 
     fn content<'b>(&self, at: At<'_>, bytes: &'b [u8]) -> Result<Body<'b>, StoreError> {
-        Body::text(bytes).map_err(|reason| at.wrap(SqliteError::InvalidContent { reason }))
+        SqliteError::text_body(at, bytes)
     }
 
     fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError> {
-        if size > MAX_CONTENT_BYTES {
-            return Err(at.wrap(SqliteError::TooLarge { size, limit: MAX_CONTENT_BYTES, what: LIMIT }));
-        }
-        Ok(())
+        SqliteError::check_size(at, size, MAX_CONTENT_BYTES, LIMIT)
     }
 
     fn stat_key(&self, at: At<'_>, k: &str) -> Result<Option<(u64, i64)>, StoreError> {
@@ -411,7 +400,7 @@ impl KeyedBackend for SqliteStorage {
         now: i64,
         how: Put,
     ) -> Result<Cas, StoreError> {
-        let body = text(at, body)?;
+        let body = SqliteError::text_of(at, body)?;
         let q = &self.inner.q;
         let c = self.conn();
         let args = params![k, body, now, meta.title, meta.source, meta.updated_at];
@@ -432,7 +421,7 @@ impl KeyedBackend for SqliteStorage {
     }
 
     fn append_key(&self, at: At<'_>, k: &str, body: Body<'_>, now: i64) -> Result<(), StoreError> {
-        let text = text(at, body)?;
+        let text = SqliteError::text_of(at, body)?;
         let c = self.conn();
         match c.execute(&self.inner.q.append, params![k, text, now]) {
             Ok(_) => Ok(()),
@@ -451,7 +440,7 @@ impl KeyedBackend for SqliteStorage {
     }
 
     fn append_at(&self, at: At<'_>, k: &str, body: Body<'_>, now: i64, size: u64) -> Result<Cas, StoreError> {
-        let text = text(at, body)?;
+        let text = SqliteError::text_of(at, body)?;
         let c = self.conn();
         let written = match i64::try_from(size) {
             Ok(n) => c.execute(&self.inner.q.append_if_size, params![k, text, now, n]).map_err(db(at))?,

@@ -761,11 +761,15 @@ impl Storage for FileStorage {
         }
     }
 
-    /// Sets the modification time on the open file (no byte is written).
+    /// Sets the modification time on the open file (no byte is written), opened without
+    /// following a link.
     fn renew(&self, path: &Path) -> Result<(), StoreError> {
         let now =
             std::time::UNIX_EPOCH + std::time::Duration::from_millis(u64::try_from(self.clock.now_ms()).unwrap_or(0));
-        let file = crate::open::open_regular(path).map_err(|e| StoreError::io(Op::Write, path, e))?;
+        // A link in the file's place is not followed: its target is not ours to touch.
+        let mut options = fs_err::OpenOptions::new();
+        options.read(true);
+        let file = crate::open::open_no_follow(&mut options, path).map_err(|e| StoreError::io(Op::Write, path, e))?;
         file.file().set_modified(now).map_err(|e| StoreError::io_raw(Op::Write, path, e))
     }
 

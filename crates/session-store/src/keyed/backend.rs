@@ -249,6 +249,37 @@ impl<D: std::error::Error + Send + Sync + 'static> BackendError<D> {
     pub fn find(err: &StoreError) -> Option<&BackendError<D>> {
         super::find(err)
     }
+
+    /// [`KeyedBackend::writable`] of a storage whose read-only mode names `table` (`None`:
+    /// opened for writing): [`BackendError::ReadOnly`].
+    pub fn writable(at: At<'_>, read_only: Option<&str>) -> Result<(), StoreError> {
+        match read_only {
+            Some(table) => Err(at.wrap(BackendError::<D>::ReadOnly { table: table.to_owned() })),
+            None => Ok(()),
+        }
+    }
+
+    /// [`KeyedBackend::content`] of a text column ([`Body::text`]):
+    /// [`BackendError::InvalidContent`] saying why not.
+    pub fn text_body<'b>(at: At<'_>, bytes: &'b [u8]) -> Result<Body<'b>, StoreError> {
+        Body::text(bytes).map_err(|reason| at.wrap(BackendError::<D>::InvalidContent { reason }))
+    }
+
+    /// The text of a body [`BackendError::text_body`] made; a body made otherwise is
+    /// [`BackendError::InvalidContent`].
+    pub fn text_of<'b>(at: At<'_>, body: Body<'b>) -> Result<&'b str, StoreError> {
+        body.as_text()
+            .ok_or_else(|| at.wrap(BackendError::<D>::InvalidContent { reason: "not checked as text".to_owned() }))
+    }
+
+    /// [`KeyedBackend::check_len`] against `limit`: [`BackendError::TooLarge`] naming
+    /// `what` past it.
+    pub fn check_size(at: At<'_>, size: u64, limit: u64, what: &'static str) -> Result<(), StoreError> {
+        if size > limit {
+            return Err(at.wrap(BackendError::<D>::TooLarge { size, limit, what }));
+        }
+        Ok(())
+    }
 }
 
 impl<D: std::error::Error + Send + Sync + 'static> Cause for BackendError<D> {

@@ -58,3 +58,26 @@ fn conformance_blobs_are_named_by_their_hash() -> TestResult {
     assert!(seen > 0, "the corpus has blobs");
     Ok(())
 }
+
+/// A link planted in a blob's place is neither followed nor renewed: the put replaces it
+/// by the blob itself, and the file it pointed to is left as it was.
+#[cfg(unix)]
+#[test]
+fn a_link_in_a_blobs_place_is_replaced_not_followed() -> TestResult {
+    let dir = TempDir::new("session-store-it");
+    let outside = dir.path().join("outside");
+    fs_err::write(&outside, b"right")?;
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+    fs_err::File::open(&outside)?.file().set_modified(old)?;
+    let blobs = dir.path().join("blobs");
+    fs_err::create_dir_all(&blobs)?;
+    let r = BlobRef::for_bytes(b"right");
+    std::os::unix::fs::symlink(&outside, blobs.join(r.hash()))?;
+    let store = BlobStore::open(&blobs);
+    assert_eq!(store.put(b"right", None)?, r);
+    let meta = fs_err::symlink_metadata(blobs.join(r.hash()))?;
+    assert!(meta.file_type().is_file(), "the blob is a file of its own now");
+    assert_eq!(fs_err::metadata(&outside)?.modified()?, old, "the link's target was not touched");
+    assert_eq!(fs_err::read(&outside)?, b"right");
+    Ok(())
+}
