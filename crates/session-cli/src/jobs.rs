@@ -5,12 +5,14 @@
 use std::fmt::Write as _;
 use std::io::{BufRead, IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use session::Dialect;
 use session::maintenance::{self, ExportFormat as Format, FsckOptions, GcOptions, Homes, RewriteOptions};
 use session::search::SessionFile;
+use session::store::blob::{BlobStore, StoredBlob};
 
 use crate::args::{AgentArg, ExportFormat, Global, TrashCommand};
 use crate::commands::{Result, env, open, wants_json};
@@ -965,10 +967,11 @@ pub(crate) fn gc(g: &Global, dirs: &[PathBuf], yes: bool, grace: Duration) -> Re
     let storages: Vec<&dyn session::store::Storage> =
         if crate::store::on_files() { vec![&files] } else { vec![&files, &*current] };
     let now = now_ms();
-    let r = maintenance::gc(&storages, &homes, &files, &dir, &GcOptions::default().grace(grace).delete(yes), now)?;
+    let blobs = BlobStore::on(Arc::new(session::store::FileStorage::new()), dir);
+    let r = maintenance::gc(&storages, &homes, &blobs, &GcOptions::default().grace(grace).delete(yes), now)?;
     let bytes: u64 = r.unused.iter().map(|b| b.bytes).sum();
     if wants_json(g) {
-        let blob = |b: &maintenance::BlobUse| json!({"hash": b.hash, "files": b.files.iter().map(|p| path_str(p)).collect::<Vec<_>>(), "bytes": b.bytes, "modified": b.modified_ms});
+        let blob = |b: &StoredBlob| json!({"hash": b.blob.hash(), "files": b.files.iter().map(|p| path_str(p)).collect::<Vec<_>>(), "bytes": b.bytes, "modified": b.modified_ms});
         return Ok(json!({
             "deleted": r.deleted,
             "unused": r.unused.iter().map(blob).collect::<Vec<_>>(),

@@ -91,7 +91,8 @@ pub use others::{
 };
 pub use paths::{
     OmpScope, canonicalize_best_effort, encode_cwd_omp, encode_cwd_omp_canonical, encode_cwd_pi, expand_user_path,
-    hashed_bucket_name, legacy_absolute_bucket, omp_scope, resolve, session_file_name, session_id_from_file_name,
+    hashed_bucket_name, legacy_absolute_bucket, omp_scope, resolve, resolve_path, session_file_name,
+    session_id_from_file_name,
 };
 pub use session_model::Dialect;
 

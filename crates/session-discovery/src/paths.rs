@@ -5,6 +5,8 @@
 //! are reproduced exactly, including Windows-style inputs (`C:\x`), which are
 //! recognised by their drive letter whatever the host.
 
+use std::path::{Component, Path, PathBuf};
+
 use sha2::{Digest, Sha256};
 
 /// Returns whether `p` looks like a Windows path (`C:\…`, `C:/…`, `\\server\…`).
@@ -70,6 +72,34 @@ pub fn resolve(base: &str, p: &str) -> String {
         }
     }
     format!("/{}", parts.join("/"))
+}
+
+/// [`resolve`] for paths, the one form the library resolves file paths with: `p`
+/// against `base`, always absolute, `.`, `..` and empty segments taken out as text,
+/// links not followed. Names that are not UTF-8 are kept byte for byte (no lossy
+/// conversion), and a backslash or a drive letter is an ordinary character, as on
+/// POSIX.
+///
+/// ```
+/// use std::path::{Path, PathBuf};
+/// use session_discovery::resolve_path;
+/// assert_eq!(resolve_path(Path::new("/work/a"), Path::new("../b/./c.jsonl")), PathBuf::from("/work/b/c.jsonl"));
+/// assert_eq!(resolve_path(Path::new("/work"), Path::new("/etc//x/..")), PathBuf::from("/etc"));
+/// assert_eq!(resolve_path(Path::new("/"), Path::new("../..")), PathBuf::from("/"));
+/// ```
+pub fn resolve_path(base: &Path, p: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in base.components().chain(p.components()) {
+        match c {
+            Component::Prefix(_) | Component::RootDir => out = PathBuf::from("/"),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => out.push(name),
+        }
+    }
+    out
 }
 
 fn resolve_windows(base: &str, p: &str) -> String {

@@ -261,6 +261,73 @@ pub mod omp {
             .done()
     }
 
+    /// The header of a session branched off `from` (`createBranchedSession`): `type,
+    /// version, id, timestamp, cwd, title?, titleSource?, parentSession?,
+    /// additionalDirectories?`, the title and the extra directories carried from
+    /// `from` as they are; `parent_session` is the old file when it was persisted.
+    pub fn branch_header(id: &str, timestamp: &str, cwd: &str, from: &Record, parent_session: Option<&str>) -> Record {
+        Obj::ty("session")
+            .set("version", 3)
+            .set("id", id)
+            .set("timestamp", timestamp)
+            .set("cwd", cwd)
+            .opt("title", from.get("title").cloned())
+            .opt("titleSource", from.get("titleSource").cloned())
+            .opt("parentSession", parent_session.map(Value::from))
+            .opt("additionalDirectories", from.get("additionalDirectories").cloned())
+            .done()
+    }
+
+    /// The header of `fork()`, the session continued in place under a new id: `type,
+    /// version, id, title?, titleSource?, timestamp, cwd, additionalDirectories?,
+    /// parentSession, providerPromptCacheKey`. `parentSession` is `from`'s id, and the
+    /// prompt cache key is `from`'s own or else its id.
+    pub fn fork_header(id: &str, timestamp: &str, cwd: &str, from: &Record) -> Record {
+        let old_id = from.id().unwrap_or_default();
+        let key = from.get_str("providerPromptCacheKey").unwrap_or(old_id);
+        Obj::ty("session")
+            .set("version", 3)
+            .set("id", id)
+            .opt("title", from.get("title").cloned())
+            .opt("titleSource", from.get("titleSource").cloned())
+            .set("timestamp", timestamp)
+            .set("cwd", cwd)
+            .opt("additionalDirectories", from.get("additionalDirectories").cloned())
+            .set("parentSession", old_id)
+            .set("providerPromptCacheKey", key)
+            .done()
+    }
+
+    /// The header of `forkFrom(source, cwd)`, a copy of another session for `cwd`:
+    /// `type, version, id, timestamp, cwd, parentSession?, providerPromptCacheKey?,
+    /// title?, titleSource?, additionalDirectories?`. Without a source header (omp
+    /// forks an invalid source as an empty one) nothing is carried; otherwise
+    /// `parentSession` is its id, the cache key its own or else its id, and the extra
+    /// directories its array without `cwd` (left out when nothing remains).
+    pub fn fork_from_header(id: &str, timestamp: &str, cwd: &str, from: Option<&Record>) -> Record {
+        let get = |k: &str| from.and_then(|f| f.get(k)).cloned();
+        let parent = from.map(|f| f.id().unwrap_or_default());
+        let key = from.map(|f| f.get_str("providerPromptCacheKey").unwrap_or(f.id().unwrap_or_default()));
+        let dirs = match get("additionalDirectories") {
+            Some(Value::Array(dirs)) => {
+                let dirs: Vec<Value> = dirs.into_iter().filter(|d| d.as_str() != Some(cwd)).collect();
+                (!dirs.is_empty()).then_some(Value::Array(dirs))
+            }
+            _ => None,
+        };
+        Obj::ty("session")
+            .set("version", 3)
+            .set("id", id)
+            .set("timestamp", timestamp)
+            .set("cwd", cwd)
+            .opt("parentSession", parent.map(Value::from))
+            .opt("providerPromptCacheKey", key.map(Value::from))
+            .opt("title", get("title"))
+            .opt("titleSource", get("titleSource"))
+            .opt("additionalDirectories", dirs)
+            .done()
+    }
+
     /// `message`: `type, id, parentId, timestamp, message`.
     pub fn message(b: &Base, message: Value) -> Record {
         super::pi::message(b, message)

@@ -147,6 +147,21 @@ pub fn extension_for_mime(mime: &str) -> Option<String> {
     valid.then(|| cut.to_owned())
 }
 
+/// One blob as it is stored: its reference and its files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoredBlob {
+    /// The blob.
+    pub blob: BlobRef,
+    /// Its files on the store's storage: the canonical `<hash>` first (when present),
+    /// then its typed sidecars `<hash>.<ext>`.
+    pub files: Vec<PathBuf>,
+    /// Their bytes (a sidecar that is a hard link of the canonical file counted again).
+    pub bytes: u64,
+    /// When it last changed (the newest of its files), in ms since the epoch.
+    pub modified_ms: i64,
+}
+
 /// A content-addressed store of blobs in a directory of any [`Storage`]: this machine's
 /// files (omp's `blobs/`), memory, or a server beside the sessions. Cheap to clone.
 #[derive(Clone)]
@@ -246,6 +261,60 @@ impl BlobStore {
     /// Returns whether the blob is stored.
     pub fn has(&self, blob: &BlobRef) -> Result<bool, StoreError> {
         Ok(self.size(blob)?.is_some())
+    }
+
+    /// Returns every blob of the store, by hash, with its files (a missing directory
+    /// holds none). Names that are not a blob's, and folders, are left out.
+    pub fn list(&self) -> Result<Vec<StoredBlob>, StoreError> {
+        let s = self.storage.as_ref();
+        let mut blobs: std::collections::BTreeMap<String, StoredBlob> = std::collections::BTreeMap::new();
+        for e in s.read_dir(&self.dir)? {
+            let hex = e.name.split('.').next().unwrap_or_default();
+            let (Some(blob), true) = (BlobRef::from_hex(hex), e.kind == crate::EntryKind::File) else {
+                continue;
+            };
+            let path = self.dir.join(&e.name);
+            let Some(st) = s.stat(&path)? else { continue };
+            let entry = blobs.entry(blob.hex.clone()).or_insert_with(|| StoredBlob {
+                blob,
+                files: Vec::new(),
+                bytes: 0,
+                modified_ms: 0,
+            });
+            entry.bytes += st.size;
+            entry.modified_ms = entry.modified_ms.max(st.mtime_ms);
+            entry.files.push(path);
+        }
+        let mut blobs: Vec<StoredBlob> = blobs.into_values().collect();
+        for blob in &mut blobs {
+            // The canonical file (the shortest name) first.
+            blob.files.sort_by_key(|p| p.as_os_str().len());
+        }
+        Ok(blobs)
+    }
+
+    /// Returns when `stored`'s files last changed, looked at now (0 when none is left):
+    /// a put of the same bytes since [`BlobStore::list`] renewed it.
+    pub fn modified_ms(&self, stored: &StoredBlob) -> Result<i64, StoreError> {
+        let mut newest = 0;
+        for f in &stored.files {
+            if let Some(st) = self.storage.stat(f)? {
+                newest = newest.max(st.mtime_ms);
+            }
+        }
+        Ok(newest)
+    }
+
+    /// Deletes `stored`'s files, its sidecars first, so that a crash part-way leaves
+    /// the canonical file for the next look; files already gone are fine.
+    pub fn remove(&self, stored: &StoredBlob) -> Result<(), StoreError> {
+        for file in stored.files.iter().rev() {
+            match self.storage.unlink(file) {
+                Ok(()) | Err(StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     /// Returns the blob's size in bytes, or `None` when it is not stored.

@@ -19,15 +19,20 @@ use std::sync::Arc;
 use serde_json::Value;
 use session_model::entries::{self, Base};
 use session_model::ids::EntryId;
-use session_model::{Bodies, Diagnostic, Dialect, EntryType, HeaderCheck, Record, SLOT_BYTES, TitleSlot, ids};
-use session_store::{AppendWriter, ExpectedSize, FileStat, StoreError};
+use session_model::{Bodies, Diagnostic, Dialect, EntryType, Record, SLOT_BYTES, TitleSlot, ids};
+use session_store::{ExpectedSize, FileStat, StoreError};
 use session_tree::SessionTree;
 
+mod branch;
 mod drafts;
+mod journal;
 mod lifecycle;
+mod load;
 
 pub use lifecycle::ForkOptions;
+pub(crate) use load::{fold_slot, read_parsed, repair_final_newline};
 
+use self::journal::{Journal, NextWrite};
 use crate::body::{Body, persist_line};
 pub use crate::index::IndexUse;
 use crate::{Env, Session, SessionError};
@@ -46,14 +51,9 @@ pub struct SessionManager {
     tree: SessionTree,
     /// pi: a user or assistant message exists; omp: an assistant message exists.
     has_conversation: bool,
-    /// The dialect and what its persistence rules track.
-    pub(crate) persistence: Persistence,
-    writer: Option<Box<dyn AppendWriter>>,
-    /// Reused buffer for one line and its newline.
-    line_buf: Vec<u8>,
-    /// The first write error, latched (pi: the append writer's, for good; omp: until a
-    /// full rewrite succeeds).
-    failure: Option<SessionError>,
+    /// The write state: the dialect's persistence rules, the writer, the latched
+    /// failure, the file as read.
+    pub(crate) journal: Journal,
     diagnostics: Vec<Diagnostic>,
     /// Whether the manager may write: opened read-only, or sealed.
     pub(crate) access: Access,
@@ -62,10 +62,6 @@ pub struct SessionManager {
     /// Where the texts of the records read by position come from (`None`: every text
     /// is in memory).
     pub(crate) bodies: Option<Arc<Bodies>>,
-    /// The file's stat when it was read, while this manager has not written it since: a
-    /// full rewrite then requires the very file read ([`ExpectedSize::Unchanged`]), not
-    /// only one of its size.
-    pub(crate) seen: Option<FileStat>,
 }
 
 /// What a manager may do to its session's storage.
@@ -77,62 +73,6 @@ pub(crate) enum Access {
     ReadOnly,
     /// [`SessionManager::seal`]ed: every later write is refused, for good.
     Sealed,
-}
-
-/// The dialect of a session and the state its persistence rules keep.
-#[derive(Debug)]
-pub(crate) enum Persistence {
-    /// pi's rules.
-    Pi(PiState),
-    /// omp's rules.
-    Omp(OmpState),
-}
-
-/// What pi's persistence tracks.
-#[derive(Debug, Default)]
-pub(crate) struct PiState {
-    /// The file exists and holds everything in memory (later entries are appended).
-    pub(crate) flushed: bool,
-    /// The file's size as this manager last read or wrote it (`None`: not known, after
-    /// an append whose partial write could not be removed). pi checks nothing before it
-    /// rewrites a file; a rewrite here is guarded by this size, so a line another
-    /// process appended since is never written over.
-    pub(crate) size: Option<u64>,
-}
-
-/// What omp's persistence tracks.
-#[derive(Debug, Default)]
-pub(crate) struct OmpState {
-    /// The file on disk equals the in-memory journal (modulo appends).
-    pub(crate) file_is_current: bool,
-    /// Every entry persists even before an assistant message.
-    pub(crate) force_file_creation: bool,
-    /// The next write must be a full rewrite.
-    pub(crate) rewrite_required: bool,
-    /// The file size we last wrote or read (the rewrite CAS token).
-    pub(crate) expected_size: Option<u64>,
-    /// Inside [`Omp::append_entries_atomically`](crate::Omp::append_entries_atomically): appends are staged.
-    pub(crate) in_batch: bool,
-    /// This manager wrote the file only to carry a draft (or found such a file and
-    /// consumed its draft): [`SessionManager::close`] removes it if nothing was added.
-    pub(crate) draft_cleanup_armed: bool,
-}
-
-impl Persistence {
-    fn new(dialect: Dialect) -> Persistence {
-        match dialect {
-            Dialect::Pi => Persistence::Pi(PiState::default()),
-            Dialect::Omp => Persistence::Omp(OmpState::default()),
-        }
-    }
-
-    /// Returns the dialect.
-    pub(crate) fn dialect(&self) -> Dialect {
-        match self {
-            Persistence::Pi(_) => Dialect::Pi,
-            Persistence::Omp(_) => Dialect::Omp,
-        }
-    }
 }
 
 /// Options of a new session ([`SessionManager::new_session`], [`SessionManager::create_with`],
@@ -213,15 +153,11 @@ impl SessionManager {
             slot: None,
             tree: SessionTree::new(dialect, Vec::new()),
             has_conversation: false,
-            persistence: Persistence::new(dialect),
-            writer: None,
-            line_buf: Vec::new(),
-            failure: None,
+            journal: Journal::new(dialect),
             diagnostics: Vec::new(),
             access: Access::ReadWrite,
             load_report: LoadReport::default(),
             bodies: None,
-            seen: None,
         }
     }
 
@@ -309,9 +245,9 @@ impl SessionManager {
     /// Fails with [`SessionError::InBatch`] inside an atomic batch: whole-file
     /// operations would publish the staged entries early.
     fn not_in_batch(&self) -> Result<()> {
-        match &self.persistence {
-            Persistence::Omp(omp) if omp.in_batch => Err(SessionError::InBatch),
-            _ => Ok(()),
+        match self.journal.in_batch() {
+            true => Err(SessionError::InBatch),
+            false => Ok(()),
         }
     }
 
@@ -476,8 +412,7 @@ impl SessionManager {
         });
         self.tree = SessionTree::new(self.dialect(), Vec::new());
         self.has_conversation = false;
-        self.persistence = Persistence::new(self.dialect());
-        self.failure = None;
+        self.journal.reset();
         self.file = match (&self.session_dir, self.persist) {
             (Some(dir), true) => Some(dir.join(session_discovery::session_file_name(&ts, &id))),
             _ => None,
@@ -495,17 +430,7 @@ impl SessionManager {
         if write_now {
             let expected = found.map_or(ExpectedSize::Missing, ExpectedSize::Bytes);
             let size = self.publish(path, expected)?;
-            match &mut self.persistence {
-                Persistence::Pi(pi) => {
-                    pi.flushed = true;
-                    pi.size = Some(size);
-                }
-                Persistence::Omp(omp) => {
-                    omp.expected_size = Some(size);
-                    omp.file_is_current = true;
-                    omp.force_file_creation = true;
-                }
-            }
+            self.journal.on_disk(size);
         }
         Ok(())
     }
@@ -520,123 +445,6 @@ impl SessionManager {
         }
     }
 
-    fn load_file(&mut self, path: &Path, must_exist: bool, guard: Option<&FileStat>) -> Result<LoadReport> {
-        let mut report = LoadReport::default();
-        let storage = self.env.storage.clone();
-        let write = self.access == Access::ReadWrite;
-        let stat = storage.stat(path)?;
-        if let Some(expected) = guard
-            && !stat.as_ref().is_some_and(|s| s.same_bytes_as(expected))
-        {
-            return Err(StoreError::Conflict {
-                path: path.to_path_buf(),
-                expected: Some(expected.size),
-                found: stat.map(|s| s.size),
-            }
-            .into());
-        }
-        let Some(stat) = stat else {
-            if must_exist {
-                return Err(SessionError::NotFound { path: path.to_path_buf() });
-            }
-            // Missing: a new session at this exact path (omp writes it at once).
-            let now = self.dialect() == Dialect::Omp;
-            self.fresh_at(path, now, None)?;
-            report.wrote = now;
-            return Ok(report);
-        };
-        let (parsed, bodies, index) = read_indexed(&self.env, path, self.dialect())?;
-        report.index = index;
-        report.stat = Some(stat);
-        match parsed.header_check(self.dialect()) {
-            HeaderCheck::Valid { .. } => {}
-            HeaderCheck::Empty if self.dialect() == Dialect::Omp || stat.size == 0 => {
-                report.reinitialised = true;
-                report.wrote = write;
-                self.fresh_at(path, write, Some(stat.size))?;
-                return Ok(report);
-            }
-            _ => {
-                return Err(match self.dialect() {
-                    Dialect::Pi => SessionError::InvalidPiSession { path: path.to_path_buf() },
-                    Dialect::Omp => SessionError::CannotResume { path: path.to_path_buf() },
-                });
-            }
-        }
-        self.file = Some(path.to_path_buf());
-        self.bodies = bodies;
-        self.diagnostics = parsed.diagnostics;
-        let mut records = parsed.records;
-        if self.dialect() == Dialect::Pi && !parsed.ends_with_newline {
-            if write && repair_final_newline(&*storage, path, stat.size)? {
-                report.wrote = true;
-            }
-            report.repaired_final_newline = true;
-        }
-        let migration = session_migrate::migrate(&mut records, &mut || {
-            ids::new_entry_id(self.dialect(), &mut rand::rng(), |_| false)
-        });
-        report.migrated = migration.ran();
-        if report.migrated {
-            report.migrated_from = migration.found_version.clone();
-        }
-        let header = records.remove(0);
-        if let Some(cwd) = header.get_str("cwd")
-            && !(self.dialect() == Dialect::Pi && cwd.is_empty())
-        {
-            self.cwd = cwd.to_owned();
-        }
-        match self.dialect() {
-            Dialect::Pi => {
-                self.header = header;
-                self.replace_entries(records, None);
-                let mut size = parsed.byte_len as u64;
-                if report.wrote {
-                    // The final newline this open appended.
-                    size += 1;
-                }
-                // An unrecognised version counts as migrated but changes no byte: pi
-                // would rewrite the same file on every open; we write nothing.
-                if migration.changed() && write {
-                    let expected = stat.size + u64::from(report.repaired_final_newline);
-                    size = self.publish(path, ExpectedSize::Bytes(expected))?;
-                    report.wrote = true;
-                }
-                self.persistence = Persistence::Pi(PiState { flushed: true, size: Some(size) });
-            }
-            Dialect::Omp => {
-                self.slot = Some(parsed.title_slot.clone().unwrap_or_else(|| TitleSlot {
-                    title: String::new(),
-                    source: None,
-                    updated_at: header.get_str("timestamp").unwrap_or_default().to_owned(),
-                }));
-                self.header = fold_slot(&header, parsed.title_slot.as_ref());
-                let records = self.resolve_blobs(records);
-                self.replace_entries(records, None);
-                self.persistence = Persistence::Omp(OmpState {
-                    file_is_current: true,
-                    force_file_creation: true,
-                    rewrite_required: report.migrated || parsed.malformed > 0,
-                    expected_size: Some(parsed.byte_len as u64),
-                    ..OmpState::default()
-                });
-            }
-        }
-        // The stat taken before the read describes what was read only when the read
-        // found exactly its bytes and nothing was written since.
-        self.seen = (!report.wrote && parsed.byte_len as u64 == stat.size).then_some(stat);
-        Ok(report)
-    }
-
-    fn resolve_blobs(&mut self, records: Vec<Record>) -> Vec<Record> {
-        let Some(blobs) = self.env.blobs.clone() else {
-            return records;
-        };
-        // A record whose text is still in the file is resolved when it is read (the
-        // bodies' hook, see `read_indexed`).
-        records.into_iter().map(|r| if r.is_loaded() { resolve_blob_refs(r, &blobs) } else { r }).collect()
-    }
-
     fn counts_as_conversation(&self, r: &Record) -> bool {
         matches!(
             (self.dialect(), r.message_role()),
@@ -648,7 +456,7 @@ impl SessionManager {
 
     /// Returns the dialect.
     pub fn dialect(&self) -> Dialect {
-        self.persistence.dialect()
+        self.journal.dialect()
     }
 
     /// Returns the header (omp: with the title slot folded in).
@@ -831,10 +639,7 @@ impl SessionManager {
             // failure, and latching it would only cost the next append a full rewrite.
             if !e.landed() {
                 self.note_failure(&e);
-                if let Persistence::Omp(omp) = &mut self.persistence {
-                    omp.file_is_current = false;
-                    omp.rewrite_required = true;
-                }
+                self.journal.stale();
             }
             return Ok(());
         }
@@ -849,9 +654,7 @@ impl SessionManager {
 
     /// Latches `e` as the session's persistence failure unless one is latched already.
     fn note_failure(&mut self, e: &SessionError) {
-        if self.failure.is_none() {
-            self.failure = Some(copy_error(e, self.file.as_deref()));
-        }
+        self.journal.note_failure(e, self.file.as_deref());
     }
 
     /// Returns the latched persistence failure: the first write error since the last
@@ -859,142 +662,77 @@ impl SessionManager {
     /// return it ([`SessionManager::append_message`] and the others return `Ok` and keep
     /// the entry); [`SessionManager::flush`] and [`SessionManager::flush_sync`] do.
     pub fn persistence_error(&self) -> Option<&SessionError> {
-        self.failure.as_ref()
+        self.journal.failure()
     }
 
     fn persist_appended(&mut self, line: &str) -> Result<()> {
         if !self.persist || self.file.is_none() {
             return Ok(());
         }
-        let has_conversation = self.has_conversation;
-        let latched = self.failure.is_some();
-        match &mut self.persistence {
-            Persistence::Pi(pi) => {
-                if !pi.flushed {
-                    if !has_conversation {
-                        return Ok(());
-                    }
-                    // pi creates the file exclusively (`wx`); we publish it atomically with
-                    // the same must-not-exist check, so a crash or a full disk never
-                    // leaves a partial file that would block every later first write.
-                    let published = self.publish_current(ExpectedSize::Missing);
-                    let landed = match &published {
-                        Ok(size) => Some(*size),
-                        Err(e) => e.landed_size(),
-                    };
-                    if let Some(size) = landed
-                        && let Persistence::Pi(pi) = &mut self.persistence
-                    {
-                        pi.flushed = true;
-                        pi.size = Some(size);
-                    }
-                    return published.map(|_| ());
+        match self.journal.next_write(self.has_conversation) {
+            NextWrite::Nothing => Ok(()),
+            NextWrite::Create => {
+                // pi creates the file exclusively (`wx`); we publish it atomically with
+                // the same must-not-exist check, so a crash or a full disk never
+                // leaves a partial file that would block every later first write.
+                let published = self.publish_current(ExpectedSize::Missing);
+                let landed = match &published {
+                    Ok(size) => Some(*size),
+                    Err(e) => e.landed_size(),
+                };
+                if let Some(size) = landed {
+                    self.journal.rewritten(size);
                 }
-                self.append_line(line)
+                published.map(|_| ())
             }
-            Persistence::Omp(omp) => {
-                if omp.in_batch {
-                    // Staged: the batch's one atomic rewrite writes it.
-                    omp.rewrite_required = true;
-                    return Ok(());
-                }
-                if latched {
-                    // A latched failure: the full rewrite is the writability probe.
-                    omp.rewrite_required = true;
-                }
-                if !(omp.force_file_creation || omp.file_is_current || has_conversation) {
-                    omp.file_is_current = false;
-                    return Ok(());
-                }
-                if omp.draft_cleanup_armed {
-                    return self.persist_beside_draft_cleanup(line);
-                }
-                if !omp.file_is_current || omp.rewrite_required {
-                    return self.rewrite_omp();
-                }
-                self.append_omp_line(line)
-            }
+            NextWrite::Append if self.dialect() == Dialect::Pi => self.append_line(line),
+            NextWrite::Append => self.append_omp_line(line),
+            NextWrite::Rewrite => self.rewrite_omp(),
+            NextWrite::BesideDraftCleanup => self.persist_beside_draft_cleanup(line),
         }
     }
 
-    /// omp's hot path: the line as omp persists it, appended, and the expected size
-    /// moved past it.
+    /// omp's hot path: the line as omp persists it, appended (the expected size moves
+    /// past it).
     fn append_omp_line(&mut self, line: &str) -> Result<()> {
         let line = persist_line(Dialect::Omp, &self.env, line)?;
-        self.append_line(&line)?;
-        if let Persistence::Omp(omp) = &mut self.persistence {
-            omp.expected_size = omp.expected_size.map(|s| s + line.len() as u64 + 1);
-        }
-        Ok(())
+        self.append_line(&line)
     }
 
     fn append_line(&mut self, line: &str) -> Result<()> {
-        if self.writer.is_none() {
-            let Some(path) = self.file.as_deref() else { return Ok(()) };
-            self.writer = Some(self.env.storage.open_writer(path, self.env.durability)?);
-        }
-        let writer = self.writer.as_mut().expect("writer was just opened");
-        self.line_buf.clear();
-        self.line_buf.extend_from_slice(line.as_bytes());
-        self.line_buf.push(b'\n');
-        self.seen = None;
-        match writer.append(&self.line_buf) {
-            Ok(()) => {
-                if let Persistence::Pi(pi) = &mut self.persistence {
-                    pi.size = pi.size.map(|n| n + self.line_buf.len() as u64);
-                }
-                Ok(())
-            }
-            Err(e) => {
-                if let (Persistence::Pi(pi), StoreError::RollbackFailed { .. }) = (&mut self.persistence, &e) {
-                    // The file may end in part of the line: its size is no longer known.
-                    pi.size = None;
-                }
-                if self.dialect() == Dialect::Omp {
-                    // omp's writer is opened afresh after a failure; pi's stays failed.
-                    self.close_writer();
-                }
-                let e = SessionError::Store(e);
-                self.note_failure(&e);
-                Err(e)
-            }
-        }
+        let Some(path) = self.file.as_deref() else { return Ok(()) };
+        self.journal.append_line(&*self.env.storage, self.env.durability, path, line)
     }
 
     /// Rewrites the whole omp session at its file, atomically, guarded by the size last
     /// seen. Success (or a replace that landed without its directory sync) clears the
     /// latched failure; a failure latches it and leaves the file to the next rewrite.
     fn rewrite_omp(&mut self) -> Result<()> {
-        self.close_writer();
-        let Persistence::Omp(omp) = &self.persistence else {
+        self.journal.close_writer();
+        if self.dialect() != Dialect::Omp {
             return Err(wrong_dialect("a full omp rewrite", Dialect::Pi));
-        };
-        let fresh_file = omp.expected_size.is_none();
-        let expected = self.expected_for_rewrite(omp.expected_size);
+        }
+        let fresh_file = self.journal.omp_expected_size().is_none();
+        let path = self.file.clone().unwrap_or_default();
+        let expected = self.journal.rewrite_precondition(&*self.env.storage, &path)?;
         let published = self.publish_current(expected);
-        self.seen = None;
+        self.journal.written_since_read();
         let landed = match &published {
             Ok(size) => Some(*size),
             Err(SessionError::Store(e)) => e.landed(),
             Err(_) => None,
         };
-        if let Persistence::Omp(omp) = &mut self.persistence {
-            if let Some(size) = landed {
+        match landed {
+            Some(size) => {
                 // The file is ours now, synced or not: the next write builds on it.
-                omp.expected_size = Some(size);
-                omp.file_is_current = true;
-                omp.rewrite_required = false;
-            } else {
-                omp.file_is_current = false;
-                omp.rewrite_required = true;
+                self.journal.rewritten(size);
+                self.journal.clear_failure();
+                if fresh_file {
+                    // The session has materialised: its breadcrumb is no longer `fresh`.
+                    self.breadcrumb(false);
+                }
             }
-        }
-        if landed.is_some() {
-            self.failure = None;
-            if fresh_file {
-                // The session has materialised: its breadcrumb is no longer `fresh`.
-                self.breadcrumb(false);
-            }
+            None => self.journal.stale(),
         }
         match published {
             Ok(_) => Ok(()),
@@ -1009,21 +747,7 @@ impl SessionManager {
     /// Returns the size of the session's file as this manager last read or wrote it
     /// (`None`: no file yet, or not known).
     pub(crate) fn known_size(&self) -> Option<u64> {
-        match &self.persistence {
-            Persistence::Pi(pi) => pi.size.filter(|_| pi.flushed),
-            Persistence::Omp(omp) => omp.expected_size,
-        }
-    }
-
-    /// Returns the precondition of a full rewrite of a file this manager last knew to
-    /// hold `size` bytes (`None`: no file): the very file read when nothing was written
-    /// since ([`ExpectedSize::Unchanged`]), else its size.
-    fn expected_for_rewrite(&self, size: Option<u64>) -> ExpectedSize {
-        match (size, &self.seen) {
-            (Some(n), Some(seen)) if seen.size == n => ExpectedSize::unchanged(Some(seen)),
-            (Some(n), _) => ExpectedSize::Bytes(n),
-            (None, _) => ExpectedSize::Missing,
-        }
+        self.journal.known_size()
     }
 
     /// The whole-file view of this session: what a full write puts on disk.
@@ -1052,9 +776,7 @@ impl SessionManager {
     }
 
     fn close_writer(&mut self) {
-        if let Some(w) = self.writer.take() {
-            let _ = w.close();
-        }
+        self.journal.close_writer();
     }
 
     /// Writes any buffered appends and returns the first write error, if one happened.
@@ -1062,17 +784,7 @@ impl SessionManager {
     /// omp: the latched failure ([`SessionManager::persistence_error`]) is returned until
     /// a full rewrite succeeds (the next append tries one).
     pub fn flush(&mut self) -> Result<()> {
-        if let Some(w) = self.writer.as_mut()
-            && let Err(e) = w.flush()
-        {
-            let e = SessionError::Store(e);
-            self.note_failure(&e);
-            return Err(e);
-        }
-        match &self.failure {
-            Some(e) => Err(copy_error(e, self.file.as_deref())),
-            None => Ok(()),
-        }
+        self.journal.flush(self.file.as_deref())
     }
 
     /// Writes the whole session to its file now, atomically, in place of what is there
@@ -1088,32 +800,21 @@ impl SessionManager {
         self.writable()?;
         self.not_in_batch()?;
         let path = self.file.clone().ok_or_else(|| SessionError::NotFound { path: PathBuf::new() })?;
-        match &self.persistence {
-            Persistence::Omp(_) => self.rewrite_omp(),
-            &Persistence::Pi(PiState { flushed, size }) => {
-                self.close_writer();
-                let expected = match (flushed, size) {
-                    (_, Some(n)) => self.expected_for_rewrite(Some(n)),
-                    (false, None) => ExpectedSize::Missing,
-                    // A partial write that could not be removed: only the file knows its
-                    // size now.
-                    (true, None) => match self.env.storage.stat(&path)? {
-                        Some(st) => ExpectedSize::Bytes(st.size),
-                        None => ExpectedSize::Missing,
-                    },
-                };
-                let published = self.publish_current(expected);
-                self.seen = None;
-                let landed = match &published {
-                    Ok(size) => Some(*size),
-                    Err(e) => e.landed_size(),
-                };
-                if let Some(size) = landed {
-                    self.persistence = Persistence::Pi(PiState { flushed: true, size: Some(size) });
-                }
-                published.map(|_| ())
-            }
+        if self.dialect() == Dialect::Omp {
+            return self.rewrite_omp();
         }
+        self.close_writer();
+        let expected = self.journal.rewrite_precondition(&*self.env.storage, &path)?;
+        let published = self.publish_current(expected);
+        self.journal.written_since_read();
+        let landed = match &published {
+            Ok(size) => Some(*size),
+            Err(e) => e.landed_size(),
+        };
+        if let Some(size) = landed {
+            self.journal.rewritten(size);
+        }
+        published.map(|_| ())
     }
 
     /// Flushes and closes the session's writer. omp: then removes the session's file and
@@ -1121,9 +822,7 @@ impl SessionManager {
     /// [`Omp::save_draft`](crate::Omp::save_draft)).
     pub fn close(mut self) -> Result<()> {
         self.flush()?;
-        if let Some(w) = self.writer.take() {
-            w.close()?;
-        }
+        self.journal.close()?;
         self.drop_if_only_for_draft()?;
         Ok(())
     }
@@ -1248,13 +947,7 @@ impl SessionManager {
     /// Whether the next omp append goes to the end of the current file (rather than
     /// into a full rewrite, or nowhere while the file waits for its first write).
     pub(crate) fn appends_in_place(&self) -> bool {
-        let Persistence::Omp(omp) = &self.persistence else { return false };
-        self.persist
-            && self.file.is_some()
-            && omp.file_is_current
-            && !omp.rewrite_required
-            && !omp.in_batch
-            && self.failure.is_none()
+        self.persist && self.file.is_some() && self.journal.appends_in_place()
     }
 
     /// Persists a changed title slot after an append in place: the slot is written
@@ -1263,7 +956,7 @@ impl SessionManager {
     pub(crate) fn persist_title(&mut self) -> Result<()> {
         // Written in place or whole: either way no longer the file read.
         let overwritten = self.overwrite_slot();
-        self.seen = None;
+        self.journal.written_since_read();
         if matches!(overwritten, Ok(true)) {
             return Ok(());
         }
@@ -1279,10 +972,7 @@ impl SessionManager {
     /// times.
     fn overwrite_slot(&self) -> Result<bool> {
         const LOOKS: usize = 8;
-        let expected_size = match &self.persistence {
-            Persistence::Omp(omp) => omp.expected_size,
-            Persistence::Pi(_) => None,
-        };
+        let expected_size = self.journal.omp_expected_size();
         let (Some(path), Some(_), Some(slot)) = (self.file.as_deref(), expected_size, self.slot.as_ref()) else {
             return Ok(false);
         };
@@ -1315,171 +1005,6 @@ impl SessionManager {
             .filter_map(session_model::json::parse)
             .collect::<Vec<_>>();
         crate::snapshot::current_system_message(systems)
-    }
-
-    // ------------------------------------------------------------------ whole-file operations
-
-    /// Extracts the path from the root to `leaf_id` into a new session file next to
-    /// this one (`createBranchedSession`) and switches this manager to it. Returns
-    /// the new file (`None` in memory).
-    ///
-    /// To branch within the session instead, move the leaf:
-    /// [`SessionManager::branch`], and the next append becomes a sibling.
-    ///
-    /// ```
-    /// use session::{Dialect, Env, SessionManager};
-    /// # fn main() -> Result<(), session::SessionError> {
-    /// let mut m = SessionManager::create(Dialect::Omp, "/work", std::path::Path::new("/s"), Env::memory())?;
-    /// let first = m.append_message_json(serde_json::json!({"role": "user", "content": "a", "timestamp": 1}))?;
-    /// m.append_message_json(serde_json::json!({"role": "user", "content": "b", "timestamp": 2}))?;
-    /// let old = m.session_file().map(std::path::Path::to_path_buf);
-    /// let new = m.create_branched_session(&first)?.expect("persisted");
-    /// assert_ne!(Some(new), old);
-    /// assert_eq!(m.tree().entries().len(), 1, "only the path to `first`");
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn create_branched_session(&mut self, leaf_id: &str) -> Result<Option<PathBuf>> {
-        self.writable()?;
-        self.not_in_batch()?;
-        let path: Vec<Record> = self.tree.get_branch(Some(leaf_id)).into_iter().cloned().collect();
-        if path.is_empty() {
-            return Err(SessionError::EntryNotFound { id: leaf_id.to_owned() });
-        }
-        let old_file = self.file.clone();
-        let parent_file = if self.persist { old_file.as_deref() } else { None };
-        let id = self.env.new_session_id();
-        let ts = self.env.now_iso();
-        let mut kept = match self.dialect() {
-            Dialect::Pi => {
-                self.header =
-                    entries::pi::header(&id, &ts, &self.cwd, parent_file.map(|p| p.to_str().unwrap_or_default()));
-                pi_branch_entries(&path)
-            }
-            Dialect::Omp => {
-                self.header = self.omp_branch_header(&id, &ts, parent_file);
-                path.iter().filter(|r| r.entry_type() != EntryType::Label).cloned().collect()
-            }
-        };
-        let labels = self.carried_labels(&kept, &ts);
-        kept.extend(labels);
-        self.close_writer();
-        self.slot = (self.dialect() == Dialect::Omp).then(|| TitleSlot {
-            title: self.header.get_str("title").unwrap_or_default().to_owned(),
-            source: self.header.get_str("titleSource").map(str::to_owned),
-            updated_at: ts.clone(),
-        });
-        let has_conversation = kept.iter().any(|r| self.counts_as_conversation(r));
-        let new_file = self.persist.then(|| {
-            let dir = self.session_dir.clone().unwrap_or_default();
-            dir.join(session_discovery::session_file_name(&ts, &id))
-        });
-        // pi writes the new file only once it holds a conversation; omp always does.
-        let write_to = new_file.as_deref().filter(|_| self.dialect() == Dialect::Omp || has_conversation);
-        let published = self.replace_entries(kept, write_to);
-        let Some(new_file) = new_file else {
-            return Ok(None);
-        };
-        self.switch_to_new_file(new_file.clone(), published)?;
-        Ok(Some(new_file))
-    }
-
-    /// The header of an omp branch: a new id and time, the cwd, the title carried,
-    /// `parentSession` = the old file (when persisted), additional directories carried.
-    fn omp_branch_header(&self, id: &str, ts: &str, parent_file: Option<&Path>) -> Record {
-        let mut h = serde_json::Map::new();
-        h.insert("type".into(), "session".into());
-        h.insert("version".into(), 3.into());
-        h.insert("id".into(), id.into());
-        h.insert("timestamp".into(), ts.into());
-        h.insert("cwd".into(), self.cwd.clone().into());
-        for key in ["title", "titleSource"] {
-            if let Some(v) = self.header.get(key) {
-                h.insert(key.into(), v.clone());
-            }
-        }
-        if let Some(p) = parent_file {
-            h.insert("parentSession".into(), p.to_string_lossy().into_owned().into());
-        }
-        if let Some(v) = self.header.get("additionalDirectories") {
-            h.insert("additionalDirectories".into(), v.clone());
-        }
-        Record::from_value(Value::Object(h))
-    }
-
-    /// The labels in effect whose target is among `kept`, re-created as new `label`
-    /// entries chained after the last kept entry (pi keeps each label's time, omp
-    /// stamps them now).
-    fn carried_labels(&self, kept: &[Record], ts: &str) -> Vec<Record> {
-        let labels: Vec<(&str, &str, Option<&str>)> =
-            self.tree.labels().map(|(t, l)| (t, l, self.tree.label_timestamp(t))).collect();
-        if labels.is_empty() {
-            return Vec::new();
-        }
-        let kept_ids: std::collections::HashSet<&str> = kept.iter().filter_map(Record::id).collect();
-        let mut new_ids: std::collections::HashSet<String> = std::collections::HashSet::new();
-        let mut parent = kept.last().and_then(|r| r.id().map(str::to_owned));
-        let mut out = Vec::new();
-        for (target, label, label_ts) in labels {
-            if !kept_ids.contains(target) {
-                continue;
-            }
-            let new_id =
-                ids::new_entry_id(self.dialect(), &mut rand::rng(), |i| kept_ids.contains(i) || new_ids.contains(i));
-            new_ids.insert(new_id.clone());
-            let stamp = match self.dialect() {
-                Dialect::Pi => label_ts.unwrap_or(ts).to_owned(),
-                Dialect::Omp => self.env.now_iso(),
-            };
-            out.push(entries::pi::label(&Base::new(new_id.clone(), parent.as_deref(), stamp), target, Some(label)));
-            parent = Some(new_id);
-        }
-        out
-    }
-
-    /// Makes `file` this manager's session file after a branch wrote it (`published`:
-    /// what the write gave, `None` when pi waits for a conversation).
-    fn switch_to_new_file(&mut self, file: PathBuf, published: Option<Result<u64>>) -> Result<()> {
-        self.file = Some(file);
-        self.seen = None;
-        self.failure = None;
-        // What landed: the size of a whole file (synced or not), or nothing.
-        let (landed, result) = match published {
-            None => (None, Ok(())),
-            Some(Ok(size)) => (Some(size), Ok(())),
-            Some(Err(e)) => (e.landed_size(), Err(e)),
-        };
-        match self.dialect() {
-            Dialect::Pi => {
-                // Not written (no conversation yet, or the write failed): the first
-                // write after this creates the file whole.
-                self.persistence = Persistence::Pi(PiState { flushed: landed.is_some(), size: landed });
-            }
-            Dialect::Omp => {
-                let mut omp = OmpState { force_file_creation: true, file_is_current: true, ..OmpState::default() };
-                match landed {
-                    Some(size) => omp.expected_size = Some(size),
-                    None => {
-                        // Nothing whole is on disk: the next write publishes the branch
-                        // whole, never an append to a file without its header.
-                        omp.file_is_current = false;
-                        omp.rewrite_required = true;
-                    }
-                }
-                self.persistence = Persistence::Omp(omp);
-                if landed.is_some() {
-                    self.breadcrumb(false);
-                }
-            }
-        }
-        // omp latches the failure until the full rewrite heals it; pi returns it only.
-        if let Err(e) = &result
-            && landed.is_none()
-            && self.dialect() == Dialect::Omp
-        {
-            self.note_failure(e);
-        }
-        result
     }
 
     /// Makes `entries` the session's entries and, when `target` is given, writes the
@@ -1564,190 +1089,9 @@ impl Drop for SessionManager {
     }
 }
 
-/// pi's repair of a file without a final newline: appends one, but only onto the
-/// `read` bytes: a file that grew since was read in the middle of another writer's line
-/// (a torn read), which ends with its own newline. Returns whether it wrote.
-pub(crate) fn repair_final_newline(storage: &dyn session_store::Storage, path: &Path, read: u64) -> Result<bool> {
-    if storage.stat(path)?.is_some_and(|now| now.size == read) {
-        storage.append(path, b"\n")?;
-        return Ok(true);
-    }
-    Ok(false)
-}
-
-/// Folds omp's title slot into the header: a non-empty slot title replaces the
-/// header's, an empty one removes it; likewise the source.
-fn fold_slot(header: &Record, slot: Option<&TitleSlot>) -> Record {
-    let Some(slot) = slot else {
-        return header.clone();
-    };
-    let has_title = header.get("title").is_some();
-    let has_source = header.get("titleSource").is_some();
-    let same_title = header.get_str("title") == Some(slot.title.as_str()) && !slot.title.is_empty();
-    let same_source = header.get_str("titleSource") == slot.source.as_deref() && slot.source.is_some();
-    if (same_title || (slot.title.is_empty() && !has_title)) && (same_source || (slot.source.is_none() && !has_source))
-    {
-        return header.clone();
-    }
-    header.map_value(|v| {
-        if let Value::Object(m) = v {
-            if slot.title.is_empty() {
-                m.shift_remove("title");
-            } else {
-                m.insert("title".into(), slot.title.clone().into());
-            }
-            match &slot.source {
-                Some(s) => {
-                    m.insert("titleSource".into(), s.clone().into());
-                }
-                None => {
-                    m.shift_remove("titleSource");
-                }
-            }
-        }
-    })
-}
-
-/// pi's branch of `path` (root to leaf): the entries without the labels, each chained
-/// to the entry kept before it (a parent that was a dropped label is replaced), and a
-/// compaction that kept from a dropped label keeping from the entry after it.
-fn pi_branch_entries(path: &[Record]) -> Vec<Record> {
-    let mut kept: Vec<Record> = Vec::with_capacity(path.len());
-    let mut replaced_by: Vec<(String, Option<String>)> = Vec::new();
-    let mut pending: Vec<usize> = Vec::new();
-    for r in path {
-        if r.entry_type() == EntryType::Label {
-            replaced_by.push((r.id().unwrap_or_default().to_owned(), None));
-            pending.push(replaced_by.len() - 1);
-            continue;
-        }
-        for i in pending.drain(..) {
-            replaced_by[i].1 = r.id().map(str::to_owned);
-        }
-        let chained = {
-            let parent = kept.last().and_then(Record::id);
-            r.parent_id() == parent && (parent.is_some() || matches!(r.parent(), session_model::ParentRef::Null))
-        };
-        let mut rec = r.clone();
-        if !chained {
-            let parent = kept.last().and_then(|k| k.id().map(str::to_owned));
-            rec = rec.map_value(|v| {
-                if let Value::Object(m) = v {
-                    m.insert("parentId".into(), parent.clone().map_or(Value::Null, Value::from));
-                }
-            });
-        }
-        if rec.entry_type() == EntryType::Compaction
-            && let Some(fk) = rec.get_str("firstKeptEntryId").map(str::to_owned)
-            && Some(fk.as_str()) != rec.id()
-            && let Some((_, Some(to))) = replaced_by.iter().find(|(from, _)| *from == fk)
-        {
-            let to = to.clone();
-            rec = rec.map_value(|v| {
-                if let Value::Object(m) = v {
-                    m.insert("firstKeptEntryId".into(), Value::from(to));
-                }
-            });
-        }
-        kept.push(rec);
-    }
-    kept
-}
-
-/// Reads and parses the session file at `path` as `dialect`'s reference reads it,
-/// through [`Storage::open_reader`](session_store::Storage::open_reader): a large file
-/// is parsed in pieces as it is read, never held whole, and every text of it is kept.
-/// The result is what [`session_model::parse_session_bytes`] gives for the file's
-/// bytes.
-pub(crate) fn read_parsed(
-    storage: &dyn session_store::Storage,
-    path: &Path,
-    dialect: Dialect,
-    parallelism: session_model::Parallelism,
-) -> Result<session_model::ParsedFile> {
-    let (st, reader) = storage.open_reader(path)?;
-    session_model::parse_session_at_with(&*reader, st.size, dialect, parallelism)
-        .map_err(|e| SessionError::Store(StoreError::io(session_store::Op::Read, path, e)))
-}
-
-/// [`read_parsed`] leaving the text of large records in the file
-/// ([`session_model::parse_session_spans`]): they are read through the returned
-/// [`Bodies`] when first asked for. The bodies are `None` when every text is in memory
-/// (a small file). omp's records read later get their blob references resolved as
-/// [`SessionManager::open`] resolves the others.
-pub(crate) fn read_indexed(
-    env: &Env,
-    path: &Path,
-    dialect: Dialect,
-) -> Result<(session_model::ParsedFile, Option<Arc<Bodies>>, IndexUse)> {
-    let Some(policy) = env.spans else {
-        return Ok((read_parsed(&*env.storage, path, dialect, env.parallelism)?, None, IndexUse::None));
-    };
-    let read_error = |e| SessionError::Store(StoreError::io(session_store::Op::Read, path, e));
-    // The time the file is read at, for the index's racy-write rule.
-    let now_ns = env.clock.now_ms().saturating_mul(1_000_000);
-    let (st, reader) = env.storage.open_reader(path)?;
-    let mut bodies = Bodies::new(reader);
-    if dialect == Dialect::Omp
-        && let Some(blobs) = env.blobs.clone()
-    {
-        bodies = bodies.with_hook(Box::new(move |r| resolve_blob_refs(r, &blobs)));
-    }
-    let bodies = Arc::new(bodies);
-    let index = env
-        .index_dir
-        .as_ref()
-        .filter(|_| st.identity.is_some() && st.size >= policy.from_file_size)
-        .map(crate::index::IndexDir::new);
-    let keep = |parsed: session_model::ParsedFile, how| {
-        let spans = parsed.records.iter().any(|r| r.span().is_some());
-        (parsed, spans.then(|| Arc::clone(&bodies)), how)
-    };
-    if let Some(index) = &index
-        && let Some((parsed, how, tail)) = index.lookup(path, dialect, &st, &bodies, policy, env.parallelism)
-    {
-        // A few appended entries are parsed again next time rather than rewriting the
-        // whole index for them; past a file-sized tail the index is brought up to date.
-        if how == IndexUse::Grown && tail >= policy.from_file_size {
-            index.store(path, dialect, &st, &bodies, &parsed, now_ns);
-        }
-        return Ok(keep(parsed, how));
-    }
-    let parsed =
-        session_model::parse_session_spans(&bodies, st.size, dialect, env.parallelism, policy).map_err(read_error)?;
-    let Some(index) = index else { return Ok(keep(parsed, IndexUse::None)) };
-    // Only a file that did not change while it was read is indexed.
-    if env.storage.stat(path).ok().flatten().is_some_and(|now| crate::freshness::Seen::of_stat(&st).same_stat(&now)) {
-        index.store(path, dialect, &st, &bodies, &parsed, now_ns);
-    }
-    Ok(keep(parsed, IndexUse::Rebuilt))
-}
-
-/// Returns `r` with omp's blob references resolved to the images they stand for
-/// (unchanged when it holds none, or none resolves).
-pub(crate) fn resolve_blob_refs(r: Record, blobs: &session_store::blob::BlobStore) -> Record {
-    if !r.text().contains("blob:sha256:") {
-        return r;
-    }
-    match crate::persist::resolve_blob_refs_shared(r.value(), blobs).0 {
-        Some(v) => Record::from_value(v),
-        None => r,
-    }
-}
-
 /// Returns `path` made absolute against `base` and lexically normalised
-/// (`.`/`..` collapsed, as `path.resolve` does; symlinks are not followed).
+/// ([`session_discovery::resolve_path`]: `.`/`..` collapsed, as `path.resolve` does;
+/// symlinks are not followed).
 pub(crate) fn absolute(base: &Path, path: &Path) -> PathBuf {
-    let joined = if path.is_absolute() { path.to_path_buf() } else { base.join(path) };
-    let mut out = PathBuf::new();
-    for c in joined.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
+    session_discovery::resolve_path(base, path)
 }

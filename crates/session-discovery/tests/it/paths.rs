@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 use session_discovery::{
     encode_cwd_omp, encode_cwd_omp_canonical, encode_cwd_pi, hashed_bucket_name, legacy_absolute_bucket, resolve,
-    session_file_name, session_id_from_file_name,
+    resolve_path, session_file_name, session_id_from_file_name,
 };
 
 use crate::support::TempDir;
@@ -123,4 +123,31 @@ proptest! {
         prop_assert!(e.starts_with('-'));
         prop_assert!(!e.contains(['/', '\\', ':']));
     }
+}
+
+proptest! {
+    /// The path form of `path.resolve` gives what the text form gives for POSIX paths
+    /// (segments of names, `.`, `..` and empty ones; absolute or relative; any base).
+    #[test]
+    fn resolve_path_is_resolve_for_posix_paths(
+        base in proptest::collection::vec(prop_oneof!["[a-z\\\\é]{1,3}", Just(".".to_owned()), Just("..".to_owned()), Just(String::new())], 0..5),
+        p in proptest::collection::vec(prop_oneof!["[a-zé]{1,3}", Just(".".to_owned()), Just("..".to_owned()), Just(String::new())], 0..6),
+        absolute in any::<bool>(),
+    ) {
+        let base = format!("/{}", base.join("/"));
+        let p = format!("{}{}", if absolute { "/" } else { "" }, p.join("/"));
+        let text = resolve(&base, &p);
+        let path = resolve_path(std::path::Path::new(&base), std::path::Path::new(&p));
+        prop_assert_eq!(path.to_str(), Some(text.as_str()), "{:?} {:?}", base, p);
+    }
+}
+
+/// A name that is not UTF-8 keeps its bytes (the text form cannot hold it).
+#[cfg(unix)]
+#[test]
+fn resolve_path_keeps_names_that_are_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9");
+    let got = resolve_path(std::path::Path::new("/work/x"), &std::path::Path::new("..").join(name));
+    assert_eq!(got.as_os_str().as_bytes(), b"/work/caf\xe9");
 }

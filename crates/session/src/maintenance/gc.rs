@@ -1,11 +1,11 @@
 //! Deleting the blobs no session refers to, and nothing else.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use session_store::blob::{BlobRef, find_refs};
-use session_store::{FileStorage, Storage, StoreError};
+use session_store::blob::{BlobStore, StoredBlob, find_refs};
+use session_store::{FileStorage, Storage};
 
 use super::walk::Walker;
 use super::{Homes, JobError};
@@ -43,20 +43,6 @@ impl GcOptions {
     }
 }
 
-/// One blob of the store: its files (the canonical file and its typed sidecars).
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct BlobUse {
-    /// Its SHA-256.
-    pub hash: String,
-    /// Its files: the canonical `<hash>` (when present) and sidecars `<hash>.<ext>`.
-    pub files: Vec<PathBuf>,
-    /// Their bytes (a sidecar that is a hard link of the canonical file counted again).
-    pub bytes: u64,
-    /// When it last changed (the newest of its files), in ms since the epoch.
-    pub modified_ms: i64,
-}
-
 /// What [`gc`] found and did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -73,16 +59,16 @@ pub struct GcReport {
     pub referenced: usize,
     /// Blobs no file refers to, older than the grace period: deleted with
     /// [`GcOptions::delete`], else what would be.
-    pub unused: Vec<BlobUse>,
+    pub unused: Vec<StoredBlob>,
     /// Blobs no file refers to yet, younger than the grace period: kept.
-    pub recent: Vec<BlobUse>,
+    pub recent: Vec<StoredBlob>,
     /// Whether the unused blobs were deleted.
     pub deleted: bool,
 }
 
-/// Finds (and with [`GcOptions::delete`] deletes) the blobs of the store at `blob_dir` on
-/// `blob_storage` (this machine's files, where omp keeps them) that no file in any of
-/// `homes`' roots refers to.
+/// Finds (and with [`GcOptions::delete`] deletes) the blobs of `blobs` (omp's store on
+/// this machine's files, or a store on a server) that no file in any of `homes`' roots
+/// refers to.
 ///
 /// What it reads: the blob list first, then every file below every root of `homes`
 /// (sessions, backups, artifacts, subagent sessions; links to folders followed, each
@@ -102,14 +88,12 @@ pub struct GcReport {
 pub fn gc(
     storages: &[&dyn Storage],
     homes: &Homes,
-    blob_storage: &dyn Storage,
-    blob_dir: &Path,
+    blobs: &BlobStore,
     options: &GcOptions,
     now_ms: i64,
 ) -> Result<GcReport, JobError> {
-    let local = blob_storage;
     // The blobs first: one stored after this is not a candidate.
-    let stored = list_blobs(local, blob_dir)?;
+    let stored = blobs.list().map_err(|e| JobError::Unreadable { path: blobs.dir().to_path_buf(), source: e })?;
     let mut report = GcReport { blobs: stored.len(), ..GcReport::default() };
     let referenced = scan_references(storages, homes, &mut report)?;
     if !stored.is_empty() && report.sessions == 0 {
@@ -117,8 +101,8 @@ pub fn gc(
     }
     let grace_ms = i64::try_from(options.grace.as_millis()).unwrap_or(i64::MAX);
     let cutoff = now_ms.saturating_sub(grace_ms);
-    for blob in stored.into_values() {
-        if referenced.contains(&blob.hash) {
+    for blob in stored {
+        if referenced.contains(blob.blob.hash()) {
             report.referenced += 1;
         } else if blob.modified_ms < cutoff {
             report.unused.push(blob);
@@ -130,64 +114,18 @@ pub fn gc(
         let mut kept = Vec::new();
         for blob in std::mem::take(&mut report.unused) {
             // Looked at again: a blob stored again since the list is new again.
-            let now = blob_state(local, &blob.files)?;
-            if now > cutoff {
+            if blobs.modified_ms(&blob)? > cutoff {
                 kept.push(blob);
                 continue;
             }
             // Sidecars first: a crash leaves the canonical file, found by the next gc.
-            for file in blob.files.iter().rev() {
-                match local.unlink(file) {
-                    Ok(()) | Err(StoreError::NotFound { .. }) => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
+            blobs.remove(&blob)?;
             report.unused.push(blob);
         }
         report.recent.extend(kept);
         report.deleted = true;
     }
     Ok(report)
-}
-
-/// Returns the newest modification time of `files` (0 when none is left).
-fn blob_state(local: &dyn Storage, files: &[PathBuf]) -> Result<i64, JobError> {
-    let mut newest = 0;
-    for f in files {
-        if let Some(st) = local.stat(f)? {
-            newest = newest.max(st.mtime_ms);
-        }
-    }
-    Ok(newest)
-}
-
-/// Returns the blobs of the store at `dir` by hash (a missing store has none); a store
-/// that cannot be listed is an error.
-fn list_blobs(local: &dyn Storage, dir: &Path) -> Result<BTreeMap<String, BlobUse>, JobError> {
-    let entries = local.read_dir(dir).map_err(|e| JobError::Unreadable { path: dir.to_path_buf(), source: e })?;
-    let mut blobs: BTreeMap<String, BlobUse> = BTreeMap::new();
-    for e in entries {
-        let hex = e.name.split('.').next().unwrap_or_default();
-        let (Some(blob), true) = (BlobRef::from_hex(hex), e.kind == session_store::EntryKind::File) else {
-            continue;
-        };
-        let path = dir.join(&e.name);
-        let Some(st) = local.stat(&path)? else { continue };
-        let entry = blobs.entry(blob.hash().to_owned()).or_insert_with(|| BlobUse {
-            hash: blob.hash().to_owned(),
-            files: Vec::new(),
-            bytes: 0,
-            modified_ms: 0,
-        });
-        entry.bytes += st.size;
-        entry.modified_ms = entry.modified_ms.max(st.mtime_ms);
-        entry.files.push(path);
-    }
-    for blob in blobs.values_mut() {
-        // The canonical file (the shortest name) first.
-        blob.files.sort_by_key(|p| p.as_os_str().len());
-    }
-    Ok(blobs)
 }
 
 /// Reads every file below the roots of `homes` on each storage, and the sessions omp

@@ -163,5 +163,5 @@ pub(crate) fn real_location(path: &Path) -> PathBuf {
 /// (Node's `path.resolve`, as the agents name files).
 pub(crate) fn lexical(path: &Path) -> PathBuf {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    PathBuf::from(session_discovery::resolve(&cwd.to_string_lossy(), &path.to_string_lossy()))
+    session_discovery::resolve_path(&cwd, path)
 }

@@ -58,7 +58,7 @@ pub use du::{ProjectSpace, SessionSpace, by_project, session_space};
 pub use error::JobError;
 pub use export::{ExportFormat, export};
 pub use fsck::{Finding, FsckOptions, FsckReport, fsck};
-pub use gc::{BlobUse, GcOptions, GcReport, gc};
+pub use gc::{GcOptions, GcReport, gc};
 pub use homes::{Homes, Root};
 pub use marks::{MARKS_FILE, Mark, MarkStore, Marks, SessionMarks};
 pub use merge::{MergeInput, MergeLeaf, MergeReport, MergedBytes, merge, merge_bytes};

@@ -16,7 +16,7 @@ use std::time::Duration;
 use session_model::{Dialect, EntryType, Record, parse_session_bytes};
 use session_store::{LockWait, StoreError, artifacts_dir};
 
-use super::{Access, Persistence, SessionManager, wrong_dialect};
+use super::{Access, SessionManager, wrong_dialect};
 use crate::SessionError;
 
 type Result<T> = std::result::Result<T, SessionError>;
@@ -117,17 +117,13 @@ impl SessionManager {
         let storage = self.env.storage.clone();
         let lock = storage.lock(&path, LockWait::Timeout(CLEANUP_LOCK_WAIT))?;
         let on_disk = storage.stat(&path)?;
-        let Persistence::Omp(omp) = &mut self.persistence else {
+        if self.dialect() != Dialect::Omp {
             return Err(wrong_dialect("an omp append", self.dialect()));
-        };
+        }
         let written = if on_disk.is_none() {
-            self.close_writer();
-            if let Persistence::Omp(omp) = &mut self.persistence {
-                omp.file_is_current = false;
-                omp.expected_size = None;
-            }
+            self.journal.file_gone();
             self.rewrite_omp()
-        } else if !omp.file_is_current || omp.rewrite_required {
+        } else if self.journal.needs_rewrite() {
             self.rewrite_omp()
         } else {
             self.append_omp_line(line)
@@ -141,9 +137,7 @@ impl SessionManager {
     }
 
     fn arm_draft_cleanup(&mut self, armed: bool) {
-        if let Persistence::Omp(omp) = &mut self.persistence {
-            omp.draft_cleanup_armed = armed;
-        }
+        self.journal.arm_draft_cleanup(armed);
     }
 
     /// The close-time cleanup (omp's `#dropIfEmptyAndNoDraft`): deletes the session file
@@ -159,7 +153,7 @@ impl SessionManager {
     /// holds the same lock. When the lock is busy, or cannot be taken, the file stays (a
     /// leftover file loses nothing).
     pub(crate) fn drop_if_only_for_draft(&mut self) -> Result<bool> {
-        let armed = matches!(&self.persistence, Persistence::Omp(omp) if omp.draft_cleanup_armed);
+        let armed = self.journal.draft_cleanup_armed();
         let (Some(file), Some(dir)) = (self.file.clone(), self.file.as_deref().and_then(artifacts_dir)) else {
             return Ok(false);
         };
@@ -203,12 +197,7 @@ impl SessionManager {
             return disarm(self);
         }
         storage.delete_with_artifacts(&file)?;
-        if let Persistence::Omp(omp) = &mut self.persistence {
-            omp.draft_cleanup_armed = false;
-            omp.file_is_current = false;
-            omp.force_file_creation = false;
-            omp.expected_size = None;
-        }
+        self.journal.draft_file_deleted();
         Ok(true)
     }
 }

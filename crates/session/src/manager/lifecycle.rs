@@ -8,13 +8,13 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use session_model::entries::{self, Base};
 use session_model::{Dialect, Record, TitleSlot, ids};
 use session_store::{ExpectedSize, StoreError, artifacts_dir};
 use session_tree::SessionTree;
 
-use super::{Access, OmpState, OpenMode, Persistence, PiState, SessionManager, absolute, copy_error, wrong_dialect};
+use super::{Access, OpenMode, SessionManager, absolute, copy_error, wrong_dialect};
 use crate::body::Body;
 use crate::{Env, SessionError};
 
@@ -119,15 +119,11 @@ impl SessionManager {
     /// [`Omp::ensure_on_disk`](crate::Omp::ensure_on_disk) (the handle checked the dialect).
     pub(crate) fn ensure_on_disk(&mut self) -> Result<()> {
         self.writable()?;
-        let latched = self.failure.is_some();
-        let Persistence::Omp(omp) = &mut self.persistence else {
-            return Err(wrong_dialect("ensure_on_disk", Dialect::Pi));
-        };
-        omp.force_file_creation = true;
-        if !self.persist || self.file.is_none() || omp.in_batch {
+        self.journal.force_file_creation()?;
+        if !self.persist || self.file.is_none() || self.journal.in_batch() {
             return Ok(());
         }
-        if !omp.file_is_current || omp.rewrite_required || latched {
+        if self.journal.needs_rewrite() {
             return self.rewrite_omp();
         }
         Ok(())
@@ -141,22 +137,17 @@ impl SessionManager {
     /// rewritten now. Before the first-write gate opens nothing is written. Inside an
     /// atomic batch it is [`SessionError::InBatch`]. pi: [`SessionManager::flush`].
     pub fn flush_sync(&mut self) -> Result<()> {
-        let has_conversation = self.has_conversation;
-        let (current, gate) = match &self.persistence {
-            Persistence::Pi(_) => return self.flush(),
-            Persistence::Omp(omp) if omp.in_batch => return Err(SessionError::InBatch),
-            Persistence::Omp(omp) => (
-                omp.file_is_current && !omp.rewrite_required,
-                omp.force_file_creation || omp.file_is_current || has_conversation,
-            ),
-        };
-        if let Some(e) = &self.failure {
+        if self.dialect() == Dialect::Pi {
+            return self.flush();
+        }
+        self.not_in_batch()?;
+        if let Some(e) = self.journal.failure() {
             return Err(copy_error(e, self.file.as_deref()));
         }
-        if !self.persist || self.file.is_none() || !gate {
+        if !self.persist || self.file.is_none() || !self.journal.gate_open(self.has_conversation) {
             return Ok(());
         }
-        if current {
+        if !self.journal.needs_rewrite() {
             return self.flush();
         }
         self.writable()?;
@@ -197,7 +188,7 @@ impl SessionManager {
     pub fn release_retained_entries(&mut self) -> Result<()> {
         self.seal();
         let flushed = self.flush();
-        let closed = self.writer.take().map_or(Ok(()), |w| w.close().map_err(SessionError::from));
+        let closed = self.journal.close();
         self.tree = SessionTree::new(self.dialect(), Vec::new());
         self.bodies = None;
         self.has_conversation = false;
@@ -210,23 +201,13 @@ impl SessionManager {
         stage: impl FnOnce(&mut SessionManager) -> Result<T>,
     ) -> Result<T> {
         self.writable()?;
-        match &mut self.persistence {
-            Persistence::Pi(_) => return Err(wrong_dialect("append_entries_atomically", Dialect::Pi)),
-            Persistence::Omp(omp) if omp.in_batch => return Err(SessionError::InBatch),
-            Persistence::Omp(omp) => omp.in_batch = true,
-        }
+        self.journal.begin_batch()?;
         let before_len = self.tree.entries().len();
         let before_leaf = self.tree.leaf_id().map(str::to_owned);
         let before_conversation = self.has_conversation;
         let before_title = self.title_state();
         let staged = stage(self);
-        let (gate, dirty) = match &mut self.persistence {
-            Persistence::Omp(omp) => {
-                omp.in_batch = false;
-                (omp.force_file_creation || omp.file_is_current || self.has_conversation, omp.rewrite_required)
-            }
-            Persistence::Pi(_) => (false, false),
-        };
+        let (gate, dirty) = self.journal.end_batch(self.has_conversation);
         let written = match staged {
             Ok(value) if !self.persist || self.file.is_none() || !gate || !dirty => return Ok(value),
             Ok(value) => match self.rewrite_omp() {
@@ -247,9 +228,7 @@ impl SessionManager {
         }
         self.has_conversation = before_conversation;
         self.restore_title(before_title);
-        if let Persistence::Omp(omp) = &mut self.persistence {
-            omp.rewrite_required = true;
-        }
+        self.journal.require_rewrite();
         if self.persist && self.file.is_some() && gate {
             // A failed repair stays latched; the next append retries it.
             let _ = self.rewrite_omp();
@@ -285,14 +264,7 @@ impl SessionManager {
         self.not_in_batch()?;
         let path = absolute(&self.env.process_cwd, path);
         if self.file.as_deref() == Some(path.as_path()) {
-            self.close_writer();
-            match &mut self.persistence {
-                Persistence::Pi(pi) => pi.flushed = false,
-                Persistence::Omp(omp) => {
-                    omp.file_is_current = false;
-                    omp.expected_size = None;
-                }
-            }
+            self.journal.file_gone();
         }
         match self.env.storage.delete_with_artifacts(&path) {
             Ok(()) | Err(StoreError::NotFound { .. }) => Ok(()),
@@ -309,27 +281,9 @@ impl SessionManager {
         if self.dialect() != Dialect::Omp {
             return Err(wrong_dialect("fork", Dialect::Pi));
         }
-        let old_id = self.session_id().to_owned();
-        let key = self.header.get_str("providerPromptCacheKey").map_or_else(|| old_id.clone(), str::to_owned);
         let id = self.env.new_session_id();
         let ts = self.env.now_iso();
-        let mut h = Map::new();
-        h.insert("type".into(), "session".into());
-        h.insert("version".into(), 3.into());
-        h.insert("id".into(), id.clone().into());
-        for k in ["title", "titleSource"] {
-            if let Some(v) = self.header.get(k) {
-                h.insert(k.into(), v.clone());
-            }
-        }
-        h.insert("timestamp".into(), ts.clone().into());
-        h.insert("cwd".into(), self.cwd.clone().into());
-        if let Some(v) = self.header.get("additionalDirectories") {
-            h.insert("additionalDirectories".into(), v.clone());
-        }
-        h.insert("parentSession".into(), old_id.into());
-        h.insert("providerPromptCacheKey".into(), key.into());
-        let header = Record::from_value(Value::Object(h));
+        let header = entries::omp::fork_header(&id, &ts, &self.cwd, &self.header);
         let slot = TitleSlot {
             title: header.get_str("title").unwrap_or_default().to_owned(),
             source: header.get_str("titleSource").map(str::to_owned),
@@ -376,13 +330,8 @@ impl SessionManager {
         self.slot = Some(slot);
         self.file = Some(new_file.clone());
         self.session_dir = Some(dir);
-        self.failure = None;
-        self.persistence = Persistence::Omp(OmpState {
-            file_is_current: true,
-            force_file_creation: true,
-            expected_size: Some(size),
-            ..OmpState::default()
-        });
+        self.journal.reset();
+        self.journal.on_disk(size);
         self.breadcrumb(false);
         Ok(Some(new_file))
     }
@@ -583,31 +532,18 @@ impl SessionManager {
             self.cwd.clone(),
             self.session_dir.clone(),
             self.file.clone(),
-            std::mem::replace(&mut self.persistence, Persistence::Omp(OmpState::default())),
-            self.failure.take(),
+            self.journal.set_aside(),
         );
         // A rename changes the file's status time: from here on its size guards it.
-        self.seen = None;
+        self.journal.written_since_read();
         let previous = (existed && new_file != old_file).then_some(old_file.as_path());
         let previous_path = previous.map(Path::to_path_buf);
         self.header = moved_header(dialect, &self.header, &new_cwd, previous);
         self.cwd = new_cwd;
         self.session_dir = Some(new_dir);
         self.file = Some(new_file.clone());
-        self.persistence = match &saved.4 {
-            Persistence::Omp(old_state) => Persistence::Omp(OmpState {
-                file_is_current: old_state.file_is_current && existed && !across,
-                force_file_creation: true,
-                rewrite_required: true,
-                expected_size: if existed && !across { old_state.expected_size } else { None },
-                ..OmpState::default()
-            }),
-            // pi writes nothing before its first-write rule says so.
-            Persistence::Pi(old_state) => {
-                let renamed = existed && !across;
-                Persistence::Pi(PiState { flushed: renamed, size: if renamed { old_state.size } else { None } })
-            }
-        };
+        // pi writes nothing before its first-write rule says so.
+        self.journal.moved(&saved.4, existed && !across);
         let rewrite = match dialect {
             Dialect::Omp if existed || self.has_conversation => Some(Dialect::Omp),
             Dialect::Pi if existed => Some(Dialect::Pi),
@@ -651,18 +587,17 @@ impl SessionManager {
                         // The new path held no file before (checked above).
                         let _ = storage.unlink(&new_file);
                     }
-                    let (header, cwd, dir, file, persistence, failure) = saved;
+                    let (header, cwd, dir, file, journal) = saved;
                     self.header = header;
                     self.cwd = cwd;
                     self.session_dir = dir;
                     self.file = file;
-                    self.persistence = persistence;
-                    self.failure = failure;
+                    self.journal.put_back(journal);
                     return Err(e);
                 }
             }
         } else {
-            self.failure = saved.5;
+            self.journal.put_back_failure(saved.4);
         }
         let on_disk = storage.exists(&new_file).unwrap_or(false);
         self.breadcrumb(!on_disk);
@@ -693,22 +628,20 @@ impl SessionManager {
             fresh.cwd = new_cwd.to_owned();
             fresh.session_dir.clone_from(&self.session_dir);
             fresh.access = self.access;
-            let written = match &mut fresh.persistence {
-                Persistence::Omp(omp) => {
-                    omp.rewrite_required = true;
-                    omp.force_file_creation = true;
+            let written = match fresh.dialect() {
+                Dialect::Omp => {
+                    fresh.journal.require_rewrite();
+                    fresh.journal.force_file_creation()?;
                     fresh.rewrite_omp()
                 }
-                Persistence::Pi(_) => fresh.rewrite_entries(),
+                Dialect::Pi => fresh.rewrite_entries(),
             };
             match written {
                 Err(e) if super::is_conflict(&e) => last = e,
                 other => {
-                    let failure = self.failure.take();
+                    let failure = self.journal.take_failure();
                     *self = fresh;
-                    if self.failure.is_none() {
-                        self.failure = failure.filter(|_| other.is_err());
-                    }
+                    self.journal.keep_failure(failure.filter(|_| other.is_err()));
                     return other;
                 }
             }
@@ -864,39 +797,14 @@ impl SessionManager {
                 m.header = entries::pi::header(&id, &ts, &target_cwd_abs, Some(&source.to_string_lossy()));
                 m.file = Some(file.clone());
                 let size = m.replace_entries(records, Some(&file)).unwrap_or(Ok(0))?;
-                m.persistence = Persistence::Pi(PiState { flushed: true, size: Some(size) });
+                m.journal.on_disk(size);
             }
             Dialect::Omp => {
                 // Without a source header (omp forks an invalid source as an empty one)
                 // there is no parent, cache key, title or extra directory to carry.
                 let folded = src_header.as_ref().map(|h| super::fold_slot(h, parsed.title_slot.as_ref()));
-                let get = |k: &str| folded.as_ref().and_then(|f| f.get(k));
                 let get_str = |k: &str| folded.as_ref().and_then(|f| f.get_str(k));
-                let mut h = Map::new();
-                h.insert("type".into(), "session".into());
-                h.insert("version".into(), 3.into());
-                h.insert("id".into(), id.clone().into());
-                h.insert("timestamp".into(), ts.clone().into());
-                h.insert("cwd".into(), target_cwd_abs.clone().into());
-                if let Some(src) = &src_header {
-                    let src_id = src.id().unwrap_or_default().to_owned();
-                    h.insert("parentSession".into(), src_id.clone().into());
-                    let key = get_str("providerPromptCacheKey").map_or(src_id, str::to_owned);
-                    h.insert("providerPromptCacheKey".into(), key.into());
-                }
-                for k in ["title", "titleSource"] {
-                    if let Some(v) = get(k) {
-                        h.insert(k.into(), v.clone());
-                    }
-                }
-                if let Some(Value::Array(dirs)) = get("additionalDirectories") {
-                    let dirs: Vec<Value> =
-                        dirs.iter().filter(|d| d.as_str() != Some(target_cwd_abs.as_str())).cloned().collect();
-                    if !dirs.is_empty() {
-                        h.insert("additionalDirectories".into(), Value::Array(dirs));
-                    }
-                }
-                m.header = Record::from_value(Value::Object(h));
+                m.header = entries::omp::fork_from_header(&id, &ts, &target_cwd_abs, folded.as_ref());
                 m.slot = Some(TitleSlot {
                     title: get_str("title").unwrap_or_default().to_owned(),
                     source: get_str("titleSource").map(str::to_owned),
@@ -920,12 +828,7 @@ impl SessionManager {
                         return Err(e);
                     }
                 };
-                m.persistence = Persistence::Omp(OmpState {
-                    file_is_current: true,
-                    force_file_creation: true,
-                    expected_size: Some(size),
-                    ..OmpState::default()
-                });
+                m.journal.on_disk(size);
                 if !options.suppress_breadcrumb {
                     m.breadcrumb(false);
                 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use session::discovery::{AgentDirs, OmpHome, ProcessEnv};
 use session::maintenance::{self, GcOptions, Homes, RewriteOptions, TransferOptions};
+use session::store::blob::BlobStore;
 use session::store::{Durability, ExpectedSize, Storage, StoreError};
 use session::sync::{self, SyncLocal, SyncOptions, SyncOutcome, SyncRemote, SyncReport};
 use session::{Dialect, SessionManager};
@@ -877,7 +878,8 @@ fn job_gc(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut()) -> Re
     let options = GcOptions::default().grace(std::time::Duration::ZERO).delete(true);
     snapshot(rig, p, vec![blobs.clone()])?;
     arm();
-    step!(rig, maintenance::gc(&[storage], &homes, storage, &blobs, &options, i64::MAX));
+    let store = BlobStore::on(rig.storage_arc(), &blobs);
+    step!(rig, maintenance::gc(&[storage], &homes, &store, &options, i64::MAX));
     Ok(())
 }
 

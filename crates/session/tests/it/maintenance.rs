@@ -13,6 +13,7 @@ use session::maintenance::{
     self, GcOptions, Homes, JobError, MergeLeaf, RewriteOptions, TransferOptions, plan_rm, prove_session,
 };
 use session::model::Dialect;
+use session::store::blob::BlobStore;
 use session::store::{FaultStorage, Faults, FileStorage, MemoryStorage, Op, Storage};
 use session::{Env, SessionManager};
 use session_testkit::Tree;
@@ -215,11 +216,11 @@ fn gc_deletes_nothing_when_a_folder_cannot_be_listed() -> Result<()> {
     faults.fail_next(Op::List, 1);
     let storage = FaultStorage::new(FileStorage::new(), faults);
     let options = GcOptions::default().grace(std::time::Duration::ZERO).delete(true);
-    let got = maintenance::gc(&[&storage], &homes, &FileStorage::new(), &blobs, &options, i64::MAX);
+    let got = maintenance::gc(&[&storage], &homes, &BlobStore::open(&blobs), &options, i64::MAX);
     assert!(matches!(got, Err(JobError::Unreadable { .. })), "{got:?}");
     assert!(blob.exists());
     // Without the fault the same run deletes the unused blob.
-    let report = maintenance::gc(&[&FileStorage::new()], &homes, &FileStorage::new(), &blobs, &options, i64::MAX)?;
+    let report = maintenance::gc(&[&FileStorage::new()], &homes, &BlobStore::open(&blobs), &options, i64::MAX)?;
     assert_eq!(report.unused.len(), 1);
     assert!(!blob.exists());
     Ok(())
@@ -242,7 +243,7 @@ fn gc_refuses_a_compressed_archive() -> Result<()> {
     let homes = Homes::from_env(&ProcessEnv::new(&home, tmp.path(), std::env::temp_dir()));
     let options = GcOptions::default().grace(std::time::Duration::ZERO).delete(true);
     let files = FileStorage::new();
-    let got = maintenance::gc(&[&files], &homes, &files, &blobs, &options, i64::MAX);
+    let got = maintenance::gc(&[&files], &homes, &BlobStore::open(&blobs), &options, i64::MAX);
     assert!(matches!(got, Err(JobError::CompressedArchive { .. })), "{got:?}");
     assert!(blob.exists());
     Ok(())
@@ -494,7 +495,8 @@ fn run_job(root: &Path, files: &[PathBuf], job: &Job) {
         }
         Job::Gc => {
             let options = GcOptions::default().grace(std::time::Duration::ZERO).delete(true);
-            maintenance::gc(&[&storage], &homes, &storage, &home.join(".omp/agent/blobs"), &options, i64::MAX).map(drop)
+            maintenance::gc(&[&storage], &homes, &BlobStore::open(home.join(".omp/agent/blobs")), &options, i64::MAX)
+                .map(drop)
         }
         Job::Fsck { repair } => {
             let options = maintenance::FsckOptions::default().repair(*repair);
@@ -608,13 +610,13 @@ fn the_trash_keeps_a_session_until_it_is_restored_or_emptied() -> Result<()> {
     let options = GcOptions::default().grace(std::time::Duration::ZERO).delete(true);
     // gc refuses with no session at all; the session in place keeps it going.
     fs_err::write(home.join(".pi/agent/sessions/--p--/s.jsonl.keep"), b"")?;
-    let report = maintenance::gc(&[&files], &homes, &files, &blobs, &options, i64::MAX)?;
+    let report = maintenance::gc(&[&files], &homes, &BlobStore::open(&blobs), &options, i64::MAX)?;
     assert_eq!((report.referenced, report.unused.len()), (1, 0), "{report:?}");
     assert!(blobs.join(&hash).exists());
     let gone = maintenance::trash_empty(&files, std::slice::from_ref(&trashed))?;
     assert_eq!(gone, std::slice::from_ref(&trashed));
     assert!(!trashed.dir.exists() && !omp.exists());
-    let report = maintenance::gc(&[&files], &homes, &files, &blobs, &options, i64::MAX)?;
+    let report = maintenance::gc(&[&files], &homes, &BlobStore::open(&blobs), &options, i64::MAX)?;
     assert_eq!(report.unused.len(), 1);
     Ok(())
 }
