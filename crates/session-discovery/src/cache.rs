@@ -14,8 +14,10 @@
 //!   session directories (`$XDG_CACHE_HOME/session-store/` for the `session` command):
 //!   written 0600 and atomically without following a link, never synced (losing it to
 //!   a power cut only costs one full scan), read only when it is this user's private
-//!   file. A missing, unreadable, foreign or damaged cache file is ignored as a whole
-//!   and replaced; a damaged text costs only its own file a scan.
+//!   file. Both go through `session-store` ([`PrivateDir::write_file`], and
+//!   [`PrivateDir::open_reader`] to read by position), which makes every check: nothing
+//!   here opens a file. A missing, unreadable, foreign or damaged cache file is ignored
+//!   as a whole and replaced; a damaged text costs only its own file a scan.
 //! * **Checked.** A BLAKE3 hash of the header and the record section is checked when
 //!   the file is loaded, before any record is believed; each message text carries its
 //!   own hash, checked when the text is read, and must be the content of a JSON string
@@ -38,7 +40,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use session_model::Dialect;
+use session_model::{Dialect, ReadAt};
 use session_store::{PrivateDir, Storage};
 
 use crate::info::{MessagesText, SessionInfo, SessionStatus};
@@ -83,7 +85,7 @@ pub(crate) struct ListCache {
     dialect: Dialect,
     scope: String,
     /// The previous cache file (open, for its texts) and its record section.
-    old_file: Option<fs_err::File>,
+    old_file: Option<Box<dyn ReadAt + Send>>,
     records: Vec<u8>,
     written_at_ns: i64,
     old: Index,
@@ -134,8 +136,8 @@ impl ListCache {
             hits: Mutex::new(Vec::new()),
             fresh: Mutex::new(Vec::new()),
         };
-        if let Ok(Some(file)) = dir.open_file(&cache.name)
-            && let Some((records, written_at_ns, old)) = read_records(&file, dialect, scope)
+        if let Ok(Some((stat, file))) = dir.open_reader(&cache.name)
+            && let Some((records, written_at_ns, old)) = read_records(&*file, stat.size, dialect, scope)
         {
             cache.old_file = Some(file);
             cache.records = records;
@@ -182,7 +184,7 @@ impl ListCache {
             // the string's own memory and validating with std's checker.
             i.all_messages_text = BUF.with(|buf| {
                 let mut buf = buf.borrow_mut();
-                read_quoted_into(self.old_file.as_ref()?, &spans.text, &mut buf).ok()?;
+                read_quoted_into(self.old_file.as_deref()?, &spans.text, &mut buf).ok()?;
                 checked_text(&buf, &spans.text_hash, true)
             })?;
         }
@@ -221,7 +223,7 @@ impl ListCache {
         let Some(head) = seal(self.dialect, &self.scope, now_ns, &mut records, text_len) else { return };
         let pick = |n: &str| n.starts_with("list-") && n.ends_with(".bin");
         self.dir.evict_oldest(&pick, &self.name, MAX_CACHE_FILES);
-        let old_file = self.old_file.as_ref();
+        let old_file = self.old_file.as_deref();
         // A cache is no session: no append writer holds it, so no session lock is taken
         // (and no lock files are left in the cache directory).
         let _ = self.dir.write_file(&self.name, &mut |w| {
@@ -374,39 +376,24 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Reads `range` of `file`.
-fn read_at(file: &fs_err::File, range: &Range<u64>) -> std::io::Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    read_at_into(file, range, &mut buf)?;
+fn read_at(file: &dyn ReadAt, range: &Range<u64>) -> std::io::Result<Vec<u8>> {
+    let len = usize::try_from(range.end.saturating_sub(range.start)).map_err(std::io::Error::other)?;
+    let mut buf = vec![0; len];
+    read_exact_at(file, &mut buf, range.start)?;
     Ok(buf)
 }
 
-/// [`read_at`] into `buf` (its old contents are replaced).
-fn read_at_into(file: &fs_err::File, range: &Range<u64>, buf: &mut Vec<u8>) -> std::io::Result<()> {
-    let len = usize::try_from(range.end.saturating_sub(range.start)).map_err(std::io::Error::other)?;
-    buf.clear();
-    buf.resize(len, 0);
-    read_exact_at(file, buf, range.start)
-}
-
-/// Fills `buf` from `file` at `offset`.
-fn read_exact_at(file: &fs_err::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileExt;
-        file.file().read_exact_at(buf, offset)
+/// Fills `buf` from `file` at `offset`; a file that ends first is an error.
+fn read_exact_at(file: &dyn ReadAt, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    if file.read_full_at(buf, offset)? != buf.len() {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
     }
-    #[cfg(not(unix))]
-    {
-        use std::io::{Read, Seek};
-        let mut f = file.file().try_clone()?;
-        f.seek(std::io::SeekFrom::Start(offset))?;
-        f.read_exact(buf)
-    }
+    Ok(())
 }
 
 /// Reads `range` of `file` into `buf` between two quotes, as the JSON string whose
 /// content it must be (its old contents are replaced).
-fn read_quoted_into(file: &fs_err::File, range: &Range<u64>, buf: &mut Vec<u8>) -> std::io::Result<()> {
+fn read_quoted_into(file: &dyn ReadAt, range: &Range<u64>, buf: &mut Vec<u8>) -> std::io::Result<()> {
     let len = usize::try_from(range.end.saturating_sub(range.start)).map_err(std::io::Error::other)?;
     buf.clear();
     buf.resize(len + 2, b'"');
@@ -437,14 +424,11 @@ fn header_len(dialect: Dialect, scope: &str) -> usize {
     8 + 4 + 4 + dialect.name().len() + 4 + scope.len() + HEADER_TAIL
 }
 
-/// Reads a cache file's header and record section; `None` when it is not a complete,
-/// intact cache of this dialect and scope.
-fn read_records(file: &fs_err::File, dialect: Dialect, scope: &str) -> Option<(Vec<u8>, i64, Index)> {
-    use std::io::Read;
-    let size = file.metadata().ok()?.len();
+/// Reads the header and record section of a cache file of `size` bytes; `None` when it
+/// is not a complete, intact cache of this dialect and scope.
+fn read_records(file: &dyn ReadAt, size: u64, dialect: Dialect, scope: &str) -> Option<(Vec<u8>, i64, Index)> {
     let mut head = vec![0u8; header_len(dialect, scope)];
-    let mut reader: &std::fs::File = file.file();
-    reader.read_exact(&mut head).ok()?;
+    read_exact_at(file, &mut head, 0).ok()?;
     let (written_at_ns, records_end) = parse_header(&head, dialect, scope, size)?;
     let n = records_end.checked_sub(head.len() as u64)?;
     // Not what any listing writes (a few hundred bytes a session): a damaged or planted
@@ -452,11 +436,9 @@ fn read_records(file: &fs_err::File, dialect: Dialect, scope: &str) -> Option<(V
     if n > MAX_RECORDS_BYTES {
         return None;
     }
-    let mut records = Vec::with_capacity(usize::try_from(n.min(1 << 20)).ok()?);
-    reader.take(n).read_to_end(&mut records).ok()?;
-    if records.len() as u64 != n {
-        return None;
-    }
+    // No more than the file holds: `parse_header` checked `records_end` against its size.
+    let mut records = vec![0u8; usize::try_from(n).ok()?];
+    read_exact_at(file, &mut records, head.len() as u64).ok()?;
     let old = parse_records(&head, &records, size, true)?;
     Some((records, written_at_ns, old))
 }
@@ -698,11 +680,10 @@ mod tests {
     /// only when that is outside the racy window.
     #[test]
     fn racy_entries_are_rescanned_and_settled_ones_are_not() {
-        let root = std::env::temp_dir().join(format!("sd-cache-racy-{}", std::process::id()));
-        let _ = fs_err::remove_dir_all(&root);
-        fs_err::create_dir_all(&root).expect("dir");
+        let root = session_testkit::TempDir::new("sd-cache-racy");
+        let root = root.path();
         let file = root.join("a.jsonl");
-        fs_err::write(&file, "{}\n").expect("file");
+        FileStorage::new().write(&file, b"{}\n").expect("file");
         let mtime = FileKey::of(&FileStorage::new(), &file).expect("stat").mtime_ns;
         fn named(name: &'static str) -> impl Fn(&Path) -> Option<SessionInfo> {
             move |p| Some(SessionInfo { name: Some(name.into()), ..sample(p) })
@@ -720,7 +701,6 @@ mod tests {
             assert_eq!(got.as_ref().and_then(|i| i.name.as_deref()), Some(expected), "{scope}");
             assert_eq!(got.map(|i| i.all_messages_text), Some(sample(&file).all_messages_text), "{scope}");
         }
-        let _ = fs_err::remove_dir_all(&root);
     }
 
     #[test]

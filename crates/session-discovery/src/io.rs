@@ -5,8 +5,9 @@
 //! continue work on any backend (files, memory, a server) and keep typed errors.
 //! Only the local machine's own state is read here directly: the identity and real
 //! path of the process's working directory (which no backend holds), and through the
-//! file storage of this machine the terminal breadcrumbs, omp's pins and the listing
-//! cache.
+//! file storage of this machine the terminal breadcrumbs and omp's pins. The listing
+//! cache is read and written through the [`session_store::PrivateDir`] it lives in
+//! (`crate::cache`).
 
 use std::path::{Path, PathBuf};
 
@@ -55,8 +56,7 @@ pub(crate) fn read_prefix(storage: &dyn Storage, path: &Path, limit: u64) -> Res
     Ok(storage.read_slices(path, limit, 0)?.0)
 }
 
-/// The file storage of this machine, for its own state (breadcrumbs, pins, the
-/// listing cache).
+/// The file storage of this machine, for its own state (breadcrumbs, pins).
 pub(crate) fn local() -> FileStorage {
     FileStorage::new()
 }

@@ -72,6 +72,8 @@ mod others;
 pub mod parity;
 mod paths;
 mod pi_scan;
+mod recover;
+mod sort;
 
 pub use breadcrumb::{Breadcrumb, ContinueDecision, cwd_identity, read_breadcrumb, write_breadcrumb};
 pub use cache::MAX_CACHE_FILES;

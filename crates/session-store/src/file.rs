@@ -187,9 +187,10 @@ fn read_whole(path: &Path) -> std::io::Result<Vec<u8>> {
 }
 
 /// An open file (owned or borrowed) read by position, by the piecewise parse of a
-/// session (elsewhere the storage reads files whole).
+/// session (elsewhere the storage reads files whole) and by the readers of derived
+/// files ([`crate::PrivateDir::open_reader`]).
 #[cfg(any(unix, windows))]
-struct PositionalFile<F>(F);
+pub(crate) struct PositionalFile<F>(pub(crate) F);
 
 #[cfg(any(unix, windows))]
 impl<F: std::borrow::Borrow<std::fs::File> + Sync> ReadAt for PositionalFile<F> {
@@ -312,7 +313,7 @@ fn epoch_ns(t: std::io::Result<std::time::SystemTime>) -> i64 {
 }
 
 /// Returns what [`Storage::stat`] reports for a file's metadata.
-fn stat_of(meta: &std::fs::Metadata) -> FileStat {
+pub(crate) fn stat_of(meta: &std::fs::Metadata) -> FileStat {
     let mtime_ns = epoch_ns(meta.modified());
     #[cfg(unix)]
     let identity = {

@@ -20,9 +20,10 @@
 //!   exclusively (`O_EXCL`), never through a link (`O_NOFOLLOW`), mode 0600, then renamed
 //!   over the name in the same folder ([`crate::atomic`]), which replaces a link planted
 //!   there instead of writing through it. Not synced: losing a derived file costs time;
-//! * read without following a link ([`PrivateDir::open_file`]), and only when the open
-//!   file is a regular file of this user with no group or other permission bits (a file
-//!   of an older version, 0644, is refused and written again).
+//! * read without following a link ([`PrivateDir::open_file`], or by position with
+//!   [`PrivateDir::open_reader`]), and only when the open file is a regular file of this
+//!   user with no group or other permission bits (a file of an older version, 0644, is
+//!   refused and written again).
 //!
 //! Even if someone who may write the folder above renamed the private folder away and
 //! put another in its place between the check and a write, what the write creates is
@@ -34,7 +35,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use session_model::ReadAt;
+
 use crate::error::{Op, StoreError};
+use crate::storage::FileStat;
 
 /// Why a folder or file was refused as private ([`StoreError::NotPrivate`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,6 +175,40 @@ impl PrivateDir {
     /// another user's file, a file others may read), [`StoreError::Io`] when it cannot
     /// be opened.
     pub fn open_file(&self, name: &str) -> Result<Option<fs_err::File>, StoreError> {
+        Ok(self.open_checked(name)?.map(|(file, _)| file))
+    }
+
+    /// Opens the file `name` for reads by position, as [`PrivateDir::open_file`] opens
+    /// it (without following a link, only a private regular file of this user): returns
+    /// the stat of the open file and a reader of it, as [`Storage::open_reader`] does for
+    /// a session, so that a derived file (the listing cache) is read in the pieces its
+    /// reader needs, in any order, rather than whole. `None` when there is none.
+    ///
+    /// # Errors
+    ///
+    /// As [`PrivateDir::open_file`].
+    ///
+    /// [`Storage::open_reader`]: crate::Storage::open_reader
+    #[allow(clippy::type_complexity, reason = "what Storage::open_reader returns, or nothing")]
+    pub fn open_reader(&self, name: &str) -> Result<Option<(FileStat, Box<dyn ReadAt + Send>)>, StoreError> {
+        let Some((file, meta)) = self.open_checked(name)? else { return Ok(None) };
+        let stat = crate::file::stat_of(&meta);
+        #[cfg(any(unix, windows))]
+        let reader: Box<dyn ReadAt + Send> = Box::new(crate::file::PositionalFile(file.into_file()));
+        #[cfg(not(any(unix, windows)))]
+        let reader: Box<dyn ReadAt + Send> = {
+            let mut file = file;
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut file, &mut bytes)
+                .map_err(|e| StoreError::io_raw(Op::Read, &self.path.join(name), e))?;
+            Box::new(bytes)
+        };
+        Ok(Some((stat, reader)))
+    }
+
+    /// Opens the file `name` for reading and checks it (see [`PrivateDir::open_file`]);
+    /// returns it with its metadata.
+    fn open_checked(&self, name: &str) -> Result<Option<(fs_err::File, std::fs::Metadata)>, StoreError> {
         let path = self.file_path(name)?;
         let mut options = fs_err::OpenOptions::new();
         options.read(true);
@@ -185,10 +223,10 @@ impl PrivateDir {
                 });
             }
         };
+        let meta = file.metadata().map_err(|e| StoreError::io_raw(Op::Stat, &path, e))?;
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
-            let meta = file.metadata().map_err(|e| StoreError::io_raw(Op::Stat, &path, e))?;
             if let Some(uid) = self.uid
                 && meta.uid() != uid
             {
@@ -198,7 +236,7 @@ impl PrivateDir {
                 return Err(refused(&path, Exposure::Mode(meta.mode() & 0o777)));
             }
         }
-        Ok(Some(file))
+        Ok(Some((file, meta)))
     }
 
     /// Replaces the file `name` with what `fill` writes: a temporary file created
@@ -470,6 +508,44 @@ mod tests {
         fs_err::remove_dir_all(dir.path())?;
         dir.write_file("c.bin", &mut |w| w.write_all(b"again"))?;
         assert_eq!(mode(dir.path()), 0o700);
+        fs_err::remove_dir_all(&base)?;
+        Ok(())
+    }
+
+    /// A private file is read by position after the checks of `open_file`: a link, a
+    /// file others may read and a FIFO are refused as they are there.
+    #[test]
+    fn files_are_read_by_position_only_when_private() -> Result<(), Box<dyn std::error::Error>> {
+        let base = base("reader");
+        let dir = PrivateDir::open(base.join("cache"))?;
+        assert!(dir.open_reader("c.bin")?.is_none());
+        dir.write_file("c.bin", &mut |w| w.write_all(b"0123456789"))?;
+        let (stat, reader) = dir.open_reader("c.bin")?.ok_or("written")?;
+        assert_eq!(stat.size, 10);
+        let mut buf = [0; 4];
+        assert_eq!(reader.read_full_at(&mut buf, 6)?, 4);
+        assert_eq!(&buf, b"6789");
+        assert_eq!(reader.read_full_at(&mut buf, 1)?, 4);
+        assert_eq!(&buf, b"1234");
+        assert_eq!(reader.read_full_at(&mut buf, 8)?, 2, "short at the end");
+        // The reader reads the file it opened: one written over the name is not seen.
+        dir.write_file("c.bin", &mut |w| w.write_all(b"abcdefghij"))?;
+        assert_eq!(reader.read_full_at(&mut buf, 0)?, 4);
+        assert_eq!(&buf, b"0123");
+        let target = base.join("target");
+        fs_err::write(&target, b"theirs")?;
+        fs_err::remove_file(dir.path().join("c.bin"))?;
+        std::os::unix::fs::symlink(&target, dir.path().join("c.bin"))?;
+        let err = dir.open_reader("c.bin").err().ok_or("a link was read")?;
+        assert!(matches!(err, StoreError::NotPrivate { why: Exposure::Link, .. }), "{err}");
+        dir.write_file("c.bin", &mut |w| w.write_all(b"ours"))?;
+        fs_err::set_permissions(dir.path().join("c.bin"), std::fs::Permissions::from_mode(0o644))?;
+        let err = dir.open_reader("c.bin").err().ok_or("a readable file was trusted")?;
+        assert!(matches!(err, StoreError::NotPrivate { why: Exposure::Mode(0o644), .. }), "{err}");
+        let fifo = dir.path().join("f.bin");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status()?.success());
+        assert!(matches!(dir.open_reader("f.bin"), Err(StoreError::NotPrivate { why: Exposure::Kind("fifo"), .. })));
+        assert!(dir.open_reader("../target").is_err(), "names are plain");
         fs_err::remove_dir_all(&base)?;
         Ok(())
     }

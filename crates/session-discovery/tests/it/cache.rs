@@ -1,10 +1,12 @@
 //! The listing cache (`src/cache.rs`): a cached listing always equals a fresh scan.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use proptest::prelude::*;
 use session_discovery::{AgentDirs, Dialect, Discovery, OmpHome, ProcessEnv, SessionInfo};
 use session_store::PrivateDir;
+use session_store::clock::ManualClock;
 
 use crate::support::{TempDir, header, lines, load_fixture, set_mtime, user, write};
 
@@ -81,9 +83,12 @@ fn files_modified_just_now_are_not_trusted() {
     let dir = td.path().join("s");
     let f = dir.join("2026-01-01T00-00-00-000Z_a.jsonl");
     let text = lines(&[header("a", "2026-01-01T00:00:00.000Z", "/tmp"), user("u1", "first", 1000)]);
-    let now_ms = u64::try_from(session_store::clock::Clock::now_ms(&session_store::clock::SystemClock)).expect("clock");
+    // The listing's clock says the file was modified just now.
+    let now_ms = 1_767_225_600_000;
     write(&f, &text, now_ms);
-    let cached = discovery(Dialect::Pi, td.path()).with_list_cache(private(&td.path().join("cache")), 0);
+    let clock = Arc::new(ManualClock::new(now_ms as i64));
+    let cached =
+        discovery(Dialect::Pi, td.path()).with_clock(clock).with_list_cache(private(&td.path().join("cache")), 0);
     assert_eq!(list(&cached, &dir)[0].first_message, "first");
     // Same size, same mtime: only the change time moves (here; a file system with a
     // coarse clock may not show even that, which is what the racy rule is for). The
@@ -92,6 +97,45 @@ fn files_modified_just_now_are_not_trusted() {
     fs_err::write(&f, &same_size).expect("rewrite");
     set_mtime(&f, now_ms);
     assert_eq!(list(&cached, &dir)[0].first_message, "other");
+}
+
+/// Returns the time a cache file says it was written at (ns).
+fn written_at(file: &Path) -> i64 {
+    let bytes = fs_err::read(file).expect("cache");
+    let len = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize;
+    let dialect_at = 8 + 4;
+    let scope_at = dialect_at + 4 + len(dialect_at);
+    let at = scope_at + 4 + len(scope_at);
+    i64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// The cache is written at the time of the listing's clock, and the racy window is
+/// measured on it: a file modified within `RACY_NS` (2 s) of the time a cache was
+/// written is scanned again by the next listing (which writes the cache anew), one
+/// modified before is answered from the cache (which stays as it is).
+#[test]
+fn the_racy_window_is_measured_on_the_listings_clock() {
+    const MTIME_MS: i64 = 1_767_225_600_000;
+    let td = TempDir::new("cache-clock");
+    let dir = td.path().join("s");
+    let text = lines(&[header("a", "2026-01-01T00:00:00.000Z", "/tmp"), user("u1", "hi", 1000)]);
+    write(&dir.join("2026-01-01T00-00-00-000Z_a.jsonl"), &text, MTIME_MS as u64);
+    let cache_dir = td.path().join("cache");
+    let clock = Arc::new(ManualClock::new(MTIME_MS + 500));
+    let cached = discovery(Dialect::Pi, td.path()).with_clock(clock.clone()).with_list_cache(private(&cache_dir), 0);
+    let fresh = list(&discovery(Dialect::Pi, td.path()), &dir);
+    assert_eq!(list(&cached, &dir), fresh);
+    let [file] = &cache_files(&cache_dir)[..] else { panic!("one cache file") };
+    assert_eq!(written_at(file), (MTIME_MS + 500) * 1_000_000, "written at the clock's time");
+    // That cache was written half a second after the file changed: its entry is not
+    // trusted.
+    clock.set(MTIME_MS + 10_000);
+    assert_eq!(list(&cached, &dir), fresh);
+    assert_eq!(written_at(file), (MTIME_MS + 10_000) * 1_000_000, "the racy entry was scanned again");
+    // This one ten seconds after: it is.
+    clock.set(MTIME_MS + 20_000);
+    assert_eq!(list(&cached, &dir), fresh);
+    assert_eq!(written_at(file), (MTIME_MS + 10_000) * 1_000_000, "answered from the cache, not written");
 }
 
 #[test]

@@ -147,10 +147,6 @@ fn error_messages_do_not_repeat_their_source() -> Result<()> {
 #[test]
 fn file_system_access_crosses_the_storage_layer() -> Result<()> {
     let allowed: BTreeMap<&str, &str> = [
-        (
-            "session-discovery/src/cache.rs",
-            "reads by position the listing cache file that PrivateDir::open_file opened (private, no links followed)",
-        ),
         ("session-discovery/src/env.rs", "reads the link /proc/self/fd/0, the process's own standard input"),
         ("session-discovery/src/io.rs", "canonicalizes and stats the working folder, as Node's path resolution does"),
         ("session-discovery/src/lib.rs", "the crate docs' example makes a folder of sessions"),
