@@ -52,6 +52,7 @@ mod js;
 pub mod json;
 mod lenient;
 mod parse;
+pub mod pool;
 mod record;
 pub mod scan;
 pub mod span;

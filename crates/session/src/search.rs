@@ -44,7 +44,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use session_history::{Catalog, CatalogDoc, CatalogFile, CatalogHit, HistoryError};
 use session_model::typed::{Content, ContentBlock, Entry, Message};
@@ -183,29 +182,21 @@ impl SearchIndex {
             .collect();
         let known_of = |p: &Path| known.get(p.as_os_str().as_encoded_bytes());
         let mut report = UpdateReport { files_seen: files.len(), ..UpdateReport::default() };
-        let next = AtomicUsize::new(0);
-        let done = AtomicUsize::new(0);
-        let threads = self.parallelism.threads().min(files.len().max(1));
         let storage = &*self.storage;
-        let results: Vec<std::sync::OnceLock<Scanned>> = files.iter().map(|_| std::sync::OnceLock::new()).collect();
+        let mut results: Vec<Option<Scanned>> = std::iter::repeat_with(|| None).take(files.len()).collect();
         // Each thread takes the next file; this one also reports the progress.
-        let scan_next = || {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let f = files.get(i)?;
-            let _ = results[i].set(scan(storage, f, known_of(&f.path)));
-            done.fetch_add(1, Ordering::Relaxed);
-            Some(())
-        };
-        std::thread::scope(|s| {
-            for _ in 1..threads {
-                s.spawn(|| while scan_next().is_some() {});
-            }
-            while scan_next().is_some() {
-                progress(done.load(Ordering::Relaxed), files.len());
-            }
-        });
+        let mut done = 0;
+        session_model::pool::Pool::new(self.parallelism).run(
+            &files,
+            || (),
+            |_, _, f| scan(storage, f, known_of(&f.path)),
+            &mut |i, scanned| {
+                results[i] = Some(scanned);
+                done += 1;
+                progress(done, files.len());
+            },
+        );
         progress(files.len(), files.len());
-        let results: Vec<Option<Scanned>> = results.into_iter().map(std::sync::OnceLock::into_inner).collect();
         let listed: session_model::idhash::IdSet<&[u8]> =
             files.iter().map(|f| f.path.as_os_str().as_encoded_bytes()).collect();
         let w = self.catalog.writer()?;

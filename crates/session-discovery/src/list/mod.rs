@@ -12,7 +12,6 @@ mod files;
 mod lookup;
 mod notes;
 mod pins;
-mod pool;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -473,7 +472,7 @@ fn file_name(p: &Path) -> String {
 /// The most threads a listing scans files on.
 const MAX_LIST_WORKERS: usize = 16;
 
-/// Builds infos for `files` on worker threads ([`pool`]) and reports progress in
+/// Builds infos for `files` on worker threads ([`session_model::pool`]) and reports progress in
 /// completion order on the calling thread. Returns the kept infos in file order.
 fn collect(
     listed: &Listed,
@@ -501,8 +500,9 @@ fn collect(
         progress(Progress { loaded, total, partial: publish.then_some(&done[..]), skipped });
     };
     // A thread for every eight files at least: fewer are not worth starting.
-    let workers = parallelism.threads().min(MAX_LIST_WORKERS).min(total / 8 + 1);
-    pool::run(files, workers, |f| build(f), &mut on_result);
+    let parallelism = Parallelism::new(parallelism.threads().min(MAX_LIST_WORKERS));
+    let pool = session_model::pool::Pool::new(parallelism).per_thread(8).chunk(8);
+    pool.run(files, || (), |_, _, f| build(f), &mut on_result);
     // Back into file order: each info moves once.
     let mut slots: Vec<Option<SessionInfo>> = std::iter::repeat_with(|| None).take(total).collect();
     for (i, info) in done_idx.into_iter().zip(done) {
