@@ -161,32 +161,6 @@ pub fn is_uuid_v7(s: &str) -> bool {
         && matches!(b[19], b'8' | b'9' | b'a' | b'b')
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rand::SeedableRng;
-
-    #[test]
-    fn v7_shape_and_monotonic() {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
-        let mut g = SessionIdGenerator::new();
-        let mut prev = String::new();
-        for i in 0..1000u64 {
-            let id = g.next(1_700_000_000_000 + i / 10, &mut rng);
-            assert!(is_uuid_v7(&id), "{id}");
-            assert!(id > prev);
-            prev = id;
-        }
-    }
-
-    #[test]
-    fn collisions_fall_back() {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
-        assert_eq!(new_entry_id(Dialect::Pi, &mut rng, |_| true).len(), 36);
-        assert_eq!(new_entry_id(Dialect::Omp, &mut rng, |_| true).len(), 16);
-    }
-}
-
 /// The id of an entry, as an append returns it and as the tree is navigated by it.
 ///
 /// New entries get 8 lowercase hex characters ([`new_entry_id`]); an id read from a file
@@ -295,5 +269,31 @@ impl PartialEq<EntryId> for &str {
 impl PartialEq<EntryId> for String {
     fn eq(&self, other: &EntryId) -> bool {
         *self == other.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn v7_shape_and_monotonic() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let mut g = SessionIdGenerator::new();
+        let mut prev = String::new();
+        for i in 0..1000u64 {
+            let id = g.next(1_700_000_000_000 + i / 10, &mut rng);
+            assert!(is_uuid_v7(&id), "{id}");
+            assert!(id > prev);
+            prev = id;
+        }
+    }
+
+    #[test]
+    fn collisions_fall_back() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        assert_eq!(new_entry_id(Dialect::Pi, &mut rng, |_| true).len(), 36);
+        assert_eq!(new_entry_id(Dialect::Omp, &mut rng, |_| true).len(), 16);
     }
 }

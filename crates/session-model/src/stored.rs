@@ -410,3 +410,66 @@ impl Reader<'_> {
         String::from_utf8(self.bytes(n)?).ok()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::parse::fixtures::{LINES, SPAN_LINES, same_parse, skeleton};
+    use crate::{Dialect, Parallelism, SpanPolicy, parse_session_spans};
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// A parse written down and read back is the same parse; damaged bytes are
+        /// refused or read as some parse, never a panic.
+        #[test]
+        fn a_stored_parse_reads_back_the_same(
+            lines in proptest::collection::vec(proptest::sample::select([LINES, SPAN_LINES].concat()), 0..24),
+            piece in 1u64..64,
+            span_from in 0usize..160,
+            slot in proptest::bool::ANY,
+            damage in proptest::collection::vec((proptest::num::usize::ANY, proptest::num::u8::ANY), 0..3),
+            cut in proptest::option::of(proptest::num::usize::ANY),
+            dialect in proptest::sample::select(vec![Dialect::Pi, Dialect::Omp]),
+        ) {
+            let mut bytes = Vec::new();
+            if slot {
+                let slot = TitleSlot { title: "t".into(), source: Some("user".into()), updated_at: "u".into() };
+                bytes.extend_from_slice(slot.to_line().expect("slot").as_bytes());
+                bytes.push(b'\n');
+            }
+            bytes.extend_from_slice(lines.concat().as_bytes());
+            let bodies = Arc::new(Bodies::new(Box::new(bytes.clone())));
+            let policy = SpanPolicy { from_record_size: span_from, ..SpanPolicy::everything(piece) };
+            let parsed = parse_session_spans(&bodies, bytes.len() as u64, dialect, Parallelism::new(2), policy)
+                .expect("reads");
+            let stored = encode(&parsed);
+            let again = decode(&stored, &bodies).expect("reads back");
+            proptest::prop_assert_eq!(bodies.reads(), 0);
+            for (a, b) in again.records.iter().zip(&parsed.records) {
+                proptest::prop_assert_eq!(skeleton(a), skeleton(b));
+                proptest::prop_assert_eq!(a.span(), b.span());
+            }
+            proptest::prop_assert_eq!(&again.record_offsets, &parsed.record_offsets);
+            proptest::prop_assert_eq!(again.open_end, parsed.open_end);
+            same_parse(&again, &parsed)?;
+            let mut damaged = stored.clone();
+            for (at, b) in damage {
+                if !damaged.is_empty() {
+                    let at = at % damaged.len();
+                    damaged[at] ^= b;
+                }
+            }
+            if let Some(cut) = cut {
+                damaged.truncate(cut % (damaged.len() + 1));
+            }
+            if let Some(p) = decode(&damaged, &bodies) {
+                for r in &p.records {
+                    let _ = (r.text(), r.id(), r.parent(), r.timestamp(), r.message_role());
+                }
+            }
+        }
+    }
+}

@@ -6,6 +6,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::engine::ws::skip_ws;
 use crate::json;
 
 /// Size of the slot line, newline included.
@@ -48,7 +49,7 @@ impl TitleSlot {
     /// (it is then an ordinary record).
     pub fn parse(line: &str) -> Option<TitleSlot> {
         let line = line.trim_end_matches('\r');
-        if !line.as_bytes().starts_with(SLOT_START) && !line.trim_start().starts_with('{') {
+        if !line.as_bytes().starts_with(SLOT_START) && line.as_bytes().get(skip_ws(line.as_bytes(), 0)) != Some(&b'{') {
             return None;
         }
         // The model's JSON reader: a lone surrogate in the title is kept.

@@ -8,6 +8,7 @@ mod frozen;
 mod fuzzed;
 mod generated;
 mod json;
+mod module_graph;
 mod robustness;
 pub(crate) mod roundtrip;
 mod support;

@@ -72,9 +72,9 @@ fn workspace_edges_follow_architecture_md() -> Result<()> {
 #[test]
 fn pure_crates_do_not_touch_the_file_system() -> Result<()> {
     for krate in ["session-model", "session-migrate", "session-tree"] {
-        let src = root().join("crates").join(krate).join("src");
-        for entry in fs_err::read_dir(&src)? {
-            let path = entry?.path();
+        let mut files = Vec::new();
+        rust_files(&root().join("crates").join(krate).join("src"), &mut files)?;
+        for path in files {
             let text = fs_err::read_to_string(&path)?;
             for needle in ["std::fs", "fs_err", "File::open", "SystemTime"] {
                 assert!(!text.contains(needle), "{} mentions {needle}", path.display());
@@ -242,35 +242,5 @@ fn test_support_lives_in_the_testkit() -> Result<()> {
         }
     }
     assert!(found.is_empty(), "test support outside session-testkit: {found:#?}");
-    Ok(())
-}
-
-/// session-model's JSON engine reads bottom-up: `js` (JavaScript numbers and the
-/// lone-surrogate stand-ins) below `strings` (the string finder and the scan error)
-/// below `scan` (the validating scanner and decoder) below `lenient` (omp's lenient
-/// splitter) below `json` (the serializer). No module's code (its tests aside) names a
-/// module above it; a `pub use` that keeps a public path is not a use.
-#[test]
-fn the_json_engine_reads_bottom_up() -> Result<()> {
-    let order = ["js", "strings", "scan", "lenient", "json"];
-    let src = root().join("crates/session-model/src");
-    let mut upward = Vec::new();
-    for (level, module) in order.iter().enumerate() {
-        let text = fs_err::read_to_string(src.join(format!("{module}.rs")))?;
-        // The code before the test module, without comments.
-        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or_default();
-        for (n, line) in code.lines().enumerate() {
-            let line = line.split("//").next().unwrap_or_default();
-            if line.trim_start().starts_with("pub use") {
-                continue;
-            }
-            for above in &order[level + 1..] {
-                if line.contains(&format!("crate::{above}::")) || line.contains(&format!("crate::{above};")) {
-                    upward.push(format!("{module}.rs:{}: uses {above}", n + 1));
-                }
-            }
-        }
-    }
-    assert!(upward.is_empty(), "the JSON engine has an upward edge: {upward:#?}");
     Ok(())
 }

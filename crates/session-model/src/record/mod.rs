@@ -6,6 +6,12 @@
 //! above asks for it ([`Record::value`] parses lazily and caches). A record that was
 //! loaded and not changed is written back as its original text; a changed or new
 //! record is serialised by [`crate::json`], byte-compatible with the references.
+//!
+//! A record read by position ([`crate::span`]) is a row of a span table (`table.rs`)
+//! whose text stays in the file until asked for; the table keeps the records it
+//! reads, so the two are one type's two halves and live in this one module.
+
+pub(crate) mod table;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -18,9 +24,12 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 #[allow(unused_imports)] // named by the docs of the accessors that read through it
-use crate::span::Bodies;
-use crate::span::SpanTable;
-use crate::strings::Checked;
+use self::table::Bodies;
+use self::table::SpanTable;
+use crate::engine::scan::record_fields_with;
+use crate::engine::strings::Checked;
+use crate::engine::write::write_js_members_spans;
+use crate::engine::ws::is_ws;
 use crate::{json, scan};
 
 /// A JSON value as the skeleton parser saw it, without keeping nested structure.
@@ -317,7 +326,7 @@ fn without_whitespace(text: &str) -> String {
                 '"' => in_string = false,
                 _ => {}
             }
-        } else if matches!(c, ' ' | '\t' | '\n' | '\r') {
+        } else if u8::try_from(c).is_ok_and(is_ws) {
             continue;
         } else if c == '"' {
             in_string = true;
@@ -346,7 +355,7 @@ pub(crate) struct ObjectScan<'a> {
     pub(crate) role: Option<&'a str>,
     /// Where the object ends.
     pub(crate) end: usize,
-    /// Whether every number of the object is plain (`json::number_plain`), so that
+    /// Whether every number of the object is plain (`number_plain`), so that
     /// its numbers are exact ([`json::numbers_exact`]) without a second look.
     pub(crate) numbers_plain: bool,
 }
@@ -475,7 +484,7 @@ impl Record {
     /// are all plain.
     pub(crate) fn scan_object(text: &str, start: usize) -> Result<ObjectScan<'_>, RecordParseError> {
         let mut strings = Checked::new(start);
-        let (fields, role, end) = scan::record_fields_with(text, start, SKELETON_KEYS, 4, "role", &mut strings)?;
+        let (fields, role, end) = record_fields_with(text, start, SKELETON_KEYS, 4, "role", &mut strings)?;
         if scan::skip_ws(text.as_bytes(), end) != text.len() {
             return Err(scan::ScanError::Syntax.into());
         }
@@ -595,7 +604,7 @@ impl Record {
             text.clear();
             // The serializer says where the skeleton's fields landed: no second pass.
             let [ty, id, parent, ts, message] =
-                json::write_js_members_spans(&mut text, members, ["type", "id", "parentId", "timestamp", "message"]);
+                write_js_members_spans(&mut text, members, ["type", "id", "parentId", "timestamp", "message"]);
             let raw = |span: &Option<Range<usize>>| span.clone().map(|r| &text[r]);
             let message = message.filter(|r| &text[r.clone()] != "null").map(|r| r.start as u32..r.end as u32);
             let record = Record::build(

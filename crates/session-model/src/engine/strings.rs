@@ -10,13 +10,18 @@
 //! bytes that break the grammar. A string's end is then the next set bit.
 //!
 //! The index runs forward from a point outside any string and trusts that every quote
-//! it meets opens or closes a string. The grammar walker in [`crate::scan`] makes
+//! it meets opens or closes a string. The grammar walker (`scan.rs`) makes
 //! that true: it only asks for the end of a string it has just seen open, and it
 //! rejects a text at the first byte outside strings that is not JSON, so every quote
 //! before the one it asks about was, for it too, an opening or closing quote.
 //! `Sequential`, in the tests, is the one-byte-at-a-time definition [`Marks`] is held to.
+//!
+//! [`plain_run_end`] finds the end of a run of plain string content from a point
+//! known to be inside a string, for the decoder's and the serializer's copies.
 
 use wide::u8x16;
+
+use super::number::number_plain;
 
 /// Why a text is not one JSON value (the scanner's error, [`crate::scan::ScanError`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +47,56 @@ pub(crate) trait StringEnds {
         let _ = tok;
     }
 }
+
+/// Returns whether any byte of `w` is `"`, `\\` or below 0x20 (exact for every byte
+/// value: the control test only flags bytes whose high bit is clear).
+#[inline]
+fn has_special(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let quote = zero(w ^ (ONES * u64::from(b'"')));
+    let backslash = zero(w ^ (ONES * u64::from(b'\\')));
+    let control = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    (quote | backslash | control) != 0
+}
+
+/// Returns the position of the first byte at or after `from` that plain string
+/// content cannot hold (`"`, `\\` or a control character below 0x20), or `b.len()`.
+///
+/// The first 64 bytes are read eight at a time (keys, ids, values and the
+/// text between two escaped newlines end there; a SIMD search costs more to start).
+/// Past them, quotes and backslashes are found with SIMD (`memchr2`) and the run before
+/// one is proven free of control characters by one vectorised pass (they are rare).
+#[inline]
+pub(crate) fn plain_run_end(b: &[u8], from: usize) -> usize {
+    let mut pos = from;
+    let short_end = b.len().min(from.saturating_add(SHORT_RUN));
+    while pos + 8 <= short_end {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[pos..pos + 8]);
+        if has_special(u64::from_le_bytes(w)) {
+            return pos + b[pos..pos + 8].iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20).unwrap_or(8);
+        }
+        pos += 8;
+    }
+    if short_end - pos < 8 && short_end == b.len() {
+        let tail = &b[pos..];
+        return pos + tail.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20).unwrap_or(tail.len());
+    }
+    let rest = &b[pos..];
+    let stop = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+    let run = &rest[..stop];
+    let at = if run.iter().fold(u8::MAX, |m, &c| m.min(c)) >= 0x20 {
+        stop
+    } else {
+        run.iter().position(|&c| c < 0x20).unwrap_or(stop)
+    };
+    pos + at
+}
+
+/// How many bytes [`plain_run_end`] reads word by word before it searches.
+const SHORT_RUN: usize = 64;
 
 /// Bits at even positions.
 const EVEN: u64 = 0x5555_5555_5555_5555;
@@ -153,7 +208,7 @@ pub(crate) struct Marks<const CHECK: bool> {
     escaped_carry: u64,
     /// All ones if the next block starts inside a string.
     inside_carry: u64,
-    /// Whether every number token met so far was plain (`json::number_plain`).
+    /// Whether every number token met so far was plain (`number_plain`).
     numbers_plain: bool,
 }
 
@@ -170,7 +225,7 @@ impl<const CHECK: bool> Marks<CHECK> {
     }
 
     /// Returns whether every number token the walk met was plain
-    /// (`json::number_plain`): then the text's numbers are exact without looking
+    /// ([`number_plain`]): then the text's numbers are exact without looking
     /// at them again.
     pub(crate) fn numbers_plain(&self) -> bool {
         self.numbers_plain
@@ -219,7 +274,7 @@ impl<const CHECK: bool> Marks<CHECK> {
 impl<const CHECK: bool> StringEnds for Marks<CHECK> {
     #[inline]
     fn number(&mut self, tok: &[u8]) {
-        if self.numbers_plain && !crate::js::number_plain(tok) {
+        if self.numbers_plain && !number_plain(tok) {
             self.numbers_plain = false;
         }
     }

@@ -1,9 +1,10 @@
 //! omp's lenient reading of a text (`parseJsonlLenient`): the JSON values of a text one
 //! after another, a damaged stretch skipped to the next line. It stands on the
-//! validating scanner ([`crate::scan`]), which re-exports it.
+//! validating walk (`scan.rs`); the public module [`crate::scan`] re-exports it.
 
-use crate::scan::{skip_value, skip_ws};
-use crate::strings::ScanError;
+use super::scan::skip_value;
+use super::strings::ScanError;
+use super::ws::{is_ws, skip_ws};
 
 /// One step of omp's lenient reading of a text (`parseJsonlLenient`), as
 /// [`LenientValues`] yields them.
@@ -131,10 +132,10 @@ impl<'a, T, F: FnMut(&'a str) -> Option<T>> Iterator for LenientValues<'a, F> {
         match skip_value(bytes, start) {
             Ok(end) => {
                 self.pos = end;
-                // A value ends its line: after it only spaces, tabs and carriage returns
-                // may come before the `\n`. Anything else (another value too, even
-                // after a space or a lone `\r`) loses the rest of that line.
-                let after = end + bytes[end..].iter().take_while(|b| matches!(b, b' ' | b'\t' | b'\r')).count();
+                // A value ends its line: after it only whitespace may come before the
+                // `\n`. Anything else (another value too, even after a space or a lone
+                // `\r`) loses the rest of that line.
+                let after = end + bytes[end..].iter().take_while(|&&b| is_ws(b) && b != b'\n').count();
                 let glued = (after < bytes.len() && bytes[after] != b'\n').then(|| self.skip_line(after));
                 Some(Lenient::Value { start, end, parsed: None, glued })
             }
