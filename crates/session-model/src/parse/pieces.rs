@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use crate::pool::Pool;
 use crate::read_at::ReadAt;
 use crate::span::{Bodies, SPAN_FROM, SpanBuilder};
 use crate::{Dialect, Parallelism};
@@ -227,39 +228,35 @@ pub(super) fn parse_job<R: ReadAt + ?Sized>(
     if job.size < pieces_from || count < 2 {
         return job.whole();
     }
-    let next = std::sync::atomic::AtomicU64::new(0);
-    let work = || -> std::io::Result<Vec<(u64, Option<Piece>)>> {
-        let mut buf = Vec::new();
-        let mut done = Vec::new();
-        loop {
-            let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if k >= count {
-                return Ok(done);
+    // Every thread reads pieces into a buffer of its own. A piece that cannot stand
+    // alone (the whole file is read anyway) or a failed read stops the others' claims.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let pieces: Vec<u64> = (0..count).collect();
+    let mut results: Vec<Option<std::io::Result<Option<Piece>>>> = pieces.iter().map(|_| None).collect();
+    Pool::new(Parallelism::new(workers)).run(
+        &pieces,
+        Vec::new,
+        |buf, _, &k| {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return None;
             }
-            let got = read_piece(job, k, k + 1 == count, &mut buf);
+            let got = read_piece(job, k, k + 1 == count, buf);
             if !matches!(got, Ok(Some(_))) {
-                // The whole file is read anyway, or the parse fails: stop claiming pieces.
-                next.store(count, std::sync::atomic::Ordering::Relaxed);
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
             }
-            match got? {
-                Some(p) => done.push((k, Some(p))),
-                None => {
-                    done.push((k, None));
-                    return Ok(done);
-                }
-            }
+            Some(got)
+        },
+        &mut |i, got| results[i] = got,
+    );
+    let mut whole = Vec::with_capacity(results.len());
+    for got in results {
+        match got {
+            Some(Ok(Some(p))) => whole.push(p),
+            Some(Err(e)) => return Err(e),
+            Some(Ok(None)) | None => whole.clear(),
         }
-    };
-    let mut results: Vec<(u64, Option<Piece>)> = std::thread::scope(|s| {
-        let others: Vec<_> = (1..workers).map(|_| s.spawn(work)).collect();
-        let mut all = work()?;
-        for o in others {
-            all.extend(o.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))?);
-        }
-        Ok::<_, std::io::Error>(all)
-    })?;
-    results.sort_by_key(|(k, _)| *k);
-    if results.len() as u64 != count {
+    }
+    if whole.len() as u64 != count {
         return job.whole();
     }
     let mut out = ParsedFile::default();
@@ -267,8 +264,7 @@ pub(super) fn parse_job<R: ReadAt + ?Sized>(
     // file is read again for that: only damaged files have diagnostics).
     let (mut lines_before, mut counted_to) = (0, 0);
     let mut end = job.start;
-    for (_, p) in results {
-        let Some(p) = p else { return job.whole() };
+    for p in whole {
         let base = usize::try_from(p.start).unwrap_or(usize::MAX);
         if !p.parsed.diagnostics.is_empty() && counted_to < p.start {
             lines_before += count_newlines(job.file, counted_to, p.start)?;
