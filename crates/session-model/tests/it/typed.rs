@@ -272,222 +272,90 @@ mod props {
     }
     use K::*;
 
-    type Fields = &'static [(&'static str, K, bool)];
+    /// Keys as `name[:kind][!]`, blank-separated: a key is a string unless its kind is
+    /// named (`K`'s variant in lower case), and `!` marks a required key.
+    type Fields = &'static str;
 
-    const BASE: Fields = &[("id", Str, false), ("parentId", NullStr, false), ("timestamp", Str, false)];
+    /// The keys of `fields`, each with its kind and whether it is required.
+    fn keys(fields: Fields) -> Vec<(&'static str, K, bool)> {
+        let kinds =
+            [Str, Num, Bool, Any, NullStr, NullNum, Ms, Strs, Usage, Cost, Msg, Content, Blocks, Tier, NullRepl];
+        let kind = |name: &str| kinds.into_iter().find(|k| format!("{k:?}").eq_ignore_ascii_case(name));
+        let key = |spec: &'static str| {
+            let (spec, required) = spec.strip_suffix('!').map_or((spec, false), |s| (s, true));
+            let (name, k) = spec.split_once(':').unwrap_or((spec, "str"));
+            (name, kind(k).expect("a kind `K` names"), required)
+        };
+        fields.split_whitespace().map(key).collect()
+    }
 
-    /// Every entry type with its keys (besides the base keys), required or not.
+    const BASE: Fields = "id parentId:nullstr timestamp";
+
+    /// Every entry type with its keys (besides the base keys).
     const ENTRIES: &[(&str, Fields)] = &[
-        ("message", &[("message", Msg, true)]),
-        ("thinking_level_change", &[("thinkingLevel", NullStr, false), ("configured", NullStr, false)]),
-        (
-            "model_change",
-            &[
-                ("provider", Str, false),
-                ("modelId", Str, false),
-                ("model", Str, false),
-                ("role", Str, false),
-                ("resolvedModelIsFallback", Bool, false),
-            ],
-        ),
+        ("message", "message:msg!"),
+        ("thinking_level_change", "thinkingLevel:nullstr configured:nullstr"),
+        ("model_change", "provider modelId model role resolvedModelIsFallback:bool"),
         (
             "compaction",
-            &[
-                ("summary", Str, true),
-                ("shortSummary", Str, false),
-                ("firstKeptEntryId", Str, false),
-                ("firstKeptEntryIndex", Num, false),
-                ("tokensBefore", Num, true),
-                ("tokensAfter", Num, false),
-                ("method", Str, false),
-                ("providerReplayThroughEntryId", Str, false),
-                ("details", Any, false),
-                ("usage", Usage, false),
-                ("fromHook", Bool, false),
-                ("systemMessage", Msg, false),
-                ("fromExtension", Bool, false),
-                ("preserveData", Any, false),
-            ],
+            "summary! shortSummary firstKeptEntryId firstKeptEntryIndex:num tokensBefore:num! tokensAfter:num \
+            method providerReplayThroughEntryId details:any usage:usage fromHook:bool systemMessage:msg \
+            fromExtension:bool preserveData:any",
         ),
-        (
-            "branch_summary",
-            &[
-                ("fromId", Str, true),
-                ("summary", Str, true),
-                ("details", Any, false),
-                ("usage", Usage, false),
-                ("fromHook", Bool, false),
-                ("fromExtension", Bool, false),
-            ],
-        ),
-        ("custom", &[("customType", Str, true), ("data", Any, false)]),
-        (
-            "custom_message",
-            &[
-                ("customType", Str, true),
-                ("content", Content, true),
-                ("display", Bool, true),
-                ("details", Any, false),
-                ("attribution", Str, false),
-            ],
-        ),
-        ("label", &[("targetId", Str, true), ("label", Str, false)]),
-        ("session_info", &[("name", Str, true)]),
-        ("context_edit", &[("targetId", Str, true), ("replacement", NullRepl, false)]),
-        (
-            "usage",
-            &[
-                ("kind", Str, true),
-                ("provider", Str, true),
-                ("model", Str, true),
-                ("usage", Usage, true),
-                ("note", Str, false),
-            ],
-        ),
-        ("service_tier_change", &[("serviceTier", Tier, false)]),
-        (
-            "title_change",
-            &[("title", Str, true), ("source", Str, true), ("previousTitle", Str, false), ("trigger", Str, false)],
-        ),
-        (
-            "model_usage",
-            &[
-                ("purpose", Str, false),
-                ("role", Str, false),
-                ("api", Str, false),
-                ("provider", Str, false),
-                ("model", Str, false),
-                ("usage", Usage, false),
-                ("stopReason", Str, false),
-                ("errorMessage", Str, false),
-            ],
-        ),
-        ("mode_change", &[("mode", Str, true), ("data", Any, false)]),
-        ("session_init", &[("systemPrompt", Str, false), ("task", Str, false), ("tools", Any, false)]),
-        ("reset_boundary", &[]),
-        ("ttsr_injection", &[("injectedRules", Strs, true)]),
-        ("credential_pin", &[("provider", Str, true), ("hash", Str, true)]),
+        ("branch_summary", "fromId! summary! details:any usage:usage fromHook:bool fromExtension:bool"),
+        ("custom", "customType! data:any"),
+        ("custom_message", "customType! content:content! display:bool! details:any attribution"),
+        ("label", "targetId! label"),
+        ("session_info", "name!"),
+        ("context_edit", "targetId! replacement:nullrepl"),
+        ("usage", "kind! provider! model! usage:usage! note"),
+        ("service_tier_change", "serviceTier:tier"),
+        ("title_change", "title! source! previousTitle trigger"),
+        ("model_usage", "purpose role api provider model usage:usage stopReason errorMessage"),
+        ("mode_change", "mode! data:any"),
+        ("session_init", "systemPrompt task tools:any"),
+        ("reset_boundary", ""),
+        ("ttsr_injection", "injectedRules:strs!"),
+        ("credential_pin", "provider! hash!"),
     ];
 
-    const HEADER: Fields = &[
-        ("version", Num, false),
-        ("id", Str, false),
-        ("timestamp", Str, false),
-        ("cwd", Str, false),
-        ("parentSession", Str, false),
-        ("providerPromptCacheKey", Str, false),
-        ("additionalDirectories", Strs, false),
-        ("previousSessionFiles", Strs, false),
-        ("title", Str, false),
-        ("titleSource", Str, false),
-    ];
+    const HEADER: Fields = "version:num id timestamp cwd parentSession providerPromptCacheKey additionalDirectories:strs \
+        previousSessionFiles:strs title titleSource";
 
+    /// Every message role with its keys.
     const MESSAGES: &[(&str, Fields)] = &[
-        ("user", &[("content", Content, true), ("attribution", Str, false), ("timestamp", Ms, false)]),
-        (
-            "assistant",
-            &[
-                ("content", Blocks, true),
-                ("api", Str, false),
-                ("provider", Str, false),
-                ("model", Str, false),
-                ("usage", Usage, false),
-                ("stopReason", Str, false),
-                ("errorMessage", Str, false),
-                ("timestamp", Ms, false),
-            ],
-        ),
-        (
-            "toolResult",
-            &[
-                ("toolCallId", Str, true),
-                ("toolName", Str, true),
-                ("content", Content, true),
-                ("details", Any, false),
-                ("isError", Bool, true),
-                ("timestamp", Ms, false),
-            ],
-        ),
-        (
-            "system",
-            &[
-                ("content", Content, true),
-                ("sections", Any, false),
-                ("toolsAdded", Any, false),
-                ("toolsRemoved", Any, false),
-                ("timestamp", Ms, false),
-            ],
-        ),
-        ("developer", &[("content", Content, true), ("timestamp", Ms, false)]),
+        ("user", "content:content! attribution timestamp:ms"),
+        ("assistant", "content:blocks! api provider model usage:usage stopReason errorMessage timestamp:ms"),
+        ("toolResult", "toolCallId! toolName! content:content! details:any isError:bool! timestamp:ms"),
+        ("system", "content:content! sections:any toolsAdded:any toolsRemoved:any timestamp:ms"),
+        ("developer", "content:content! timestamp:ms"),
         (
             "bashExecution",
-            &[
-                ("command", Str, true),
-                ("output", Str, true),
-                ("exitCode", NullNum, false),
-                ("cancelled", Bool, true),
-                ("truncated", Bool, true),
-                ("fullOutputPath", Str, false),
-                ("excludeFromContext", Bool, false),
-                ("timestamp", Ms, false),
-            ],
+            "command! output! exitCode:nullnum cancelled:bool! truncated:bool! fullOutputPath \
+            excludeFromContext:bool timestamp:ms",
         ),
-        (
-            "custom",
-            &[
-                ("customType", Str, true),
-                ("content", Content, true),
-                ("display", Bool, true),
-                ("details", Any, false),
-                ("attribution", Str, false),
-                ("timestamp", Ms, false),
-            ],
-        ),
-        ("branchSummary", &[("summary", Str, true), ("fromId", Str, true), ("timestamp", Ms, false)]),
+        ("custom", "customType! content:content! display:bool! details:any attribution timestamp:ms"),
+        ("branchSummary", "summary! fromId! timestamp:ms"),
         (
             "compactionSummary",
-            &[
-                ("summary", Str, true),
-                ("shortSummary", Str, false),
-                ("tokensBefore", Num, true),
-                ("tokensAfter", Num, false),
-                ("method", Str, false),
-                ("providerPayload", Any, false),
-                ("blocks", Any, false),
-                ("images", Any, false),
-                ("warning", Str, false),
-                ("historyRewriteAt", Num, false),
-                ("timestamp", Ms, false),
-            ],
+            "summary! shortSummary tokensBefore:num! tokensAfter:num method providerPayload:any blocks:any \
+            images:any warning historyRewriteAt:num timestamp:ms",
         ),
     ];
 
+    /// Every content block type with its keys.
     const BLOCKS: &[(&str, Fields)] = &[
-        ("text", &[("text", Str, true)]),
-        ("image", &[("data", Str, true), ("mimeType", Str, true)]),
-        ("thinking", &[("thinking", Str, true), ("thinkingSignature", Str, false), ("redacted", Bool, false)]),
-        ("redactedThinking", &[("data", Str, true)]),
-        ("toolCall", &[("id", Str, true), ("name", Str, true), ("arguments", Any, true)]),
+        ("text", "text!"),
+        ("image", "data! mimeType!"),
+        ("thinking", "thinking! thinkingSignature redacted:bool"),
+        ("redactedThinking", "data!"),
+        ("toolCall", "id! name! arguments:any!"),
     ];
 
-    const USAGE: Fields = &[
-        ("input", Num, false),
-        ("output", Num, false),
-        ("cacheRead", Num, false),
-        ("cacheWrite", Num, false),
-        ("cacheWrite1h", Num, false),
-        ("reasoning", Num, false),
-        ("totalTokens", Num, false),
-        ("cost", Cost, false),
-    ];
+    const USAGE: Fields = "input:num output:num cacheRead:num cacheWrite:num cacheWrite1h:num reasoning:num totalTokens:num \
+        cost:cost";
 
-    const COST: Fields = &[
-        ("input", Num, false),
-        ("output", Num, false),
-        ("cacheRead", Num, false),
-        ("cacheWrite", Num, false),
-        ("total", Num, false),
-    ];
+    const COST: Fields = "input:num output:num cacheRead:num cacheWrite:num total:num";
 
     fn num() -> BoxedStrategy<Value> {
         arb::number().prop_map(Value::Number).boxed()
@@ -520,7 +388,7 @@ mod props {
                     .prop_map(|kv| Value::Object(kv.into_iter().collect())),
             ]
             .boxed(),
-            NullRepl => prop_oneof![Just(Value::Null), object(&[("content", Content, false)], None, depth),].boxed(),
+            NullRepl => prop_oneof![Just(Value::Null), object("content:content", None, depth),].boxed(),
         }
     }
 
@@ -531,15 +399,15 @@ mod props {
             || [BASE, HEADER, USAGE, COST]
                 .into_iter()
                 .chain(tables)
-                .any(|fields| fields.iter().any(|(k, _, _)| *k == key))
+                .any(|fields| keys(fields).iter().any(|(k, _, _)| *k == key))
     }
 
     /// An object with `fields` (each optional one present or not), the tag first when
     /// given, and up to two unknown keys.
     fn object(fields: Fields, tag: Option<(&'static str, &'static str)>, depth: u32) -> BoxedStrategy<Value> {
-        let members: Vec<BoxedStrategy<Option<(String, Value)>>> = fields
-            .iter()
-            .map(|&(key, kind, required)| {
+        let members: Vec<BoxedStrategy<Option<(String, Value)>>> = keys(fields)
+            .into_iter()
+            .map(|(key, kind, required)| {
                 let value = of(kind, depth.saturating_sub(1)).prop_map(move |v| Some((key.to_owned(), v)));
                 if required { value.boxed() } else { prop_oneof![Just(None), value].boxed() }
             })
