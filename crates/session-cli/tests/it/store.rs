@@ -204,17 +204,21 @@ fn follow_on_the_server(url: &str, tag: &str) -> Result<()> {
     Ok(())
 }
 
+/// [`round_trip`], [`agents_on_the_server`] and [`follow_on_the_server`] through `url`.
+fn on_the_server(url: &str, pull_url: &dyn Fn(&Path) -> String, tag: &str) -> Result<()> {
+    round_trip(url, pull_url, tag)?;
+    agents_on_the_server(url, &format!("{tag}-agents"))?;
+    follow_on_the_server(url, &format!("{tag}-follow"))
+}
+
 #[cfg(feature = "postgres")]
 #[test]
 fn push_inspect_and_pull_on_postgres() -> Result<()> {
-    let test = "push_inspect_and_pull_on_postgres";
-    let Some(db) = TestDb::create(test)? else { return Ok(()) };
+    let Some(db) = TestDb::create("push_inspect_and_pull_on_postgres")? else { return Ok(()) };
     for scheme in ["postgres", "postgresql+native"] {
         let url = format!("{scheme}:///{}?host=/var/run/postgresql", db.name());
         let pull = |file: &Path| format!("{scheme}:///{}{}?host=/var/run/postgresql", db.name(), file.display());
-        round_trip(&url, &pull, &format!("pg-{}", scheme.len()))?;
-        agents_on_the_server(&url, &format!("pg-agents-{}", scheme.len()))?;
-        follow_on_the_server(&url, &format!("pg-follow-{}", scheme.len()))?;
+        on_the_server(&url, &pull, &format!("pg-{}", scheme.len()))?;
     }
     Ok(())
 }
@@ -252,25 +256,19 @@ fn push_inspect_and_pull_on_sqlite() -> Result<()> {
 #[cfg(feature = "mysql")]
 #[test]
 fn push_inspect_and_pull_on_mariadb() -> Result<()> {
-    let test = "push_inspect_and_pull_on_mariadb";
-    let Some(db) = MysqlDb::create(test)? else { return Ok(()) };
+    let Some(db) = MysqlDb::create("push_inspect_and_pull_on_mariadb")? else { return Ok(()) };
     let url = format!("mariadb://root@127.0.0.1:3306/{}", db.name());
     let pull = |file: &Path| format!("mysql://root@127.0.0.1:3306/{}{}", db.name(), file.display());
-    round_trip(&url, &pull, "mariadb")?;
-    agents_on_the_server(&url, "mariadb-agents")?;
-    follow_on_the_server(&url, "mariadb-follow")
+    on_the_server(&url, &pull, "mariadb")
 }
 
 #[cfg(feature = "redis")]
 #[test]
 fn push_inspect_and_pull_on_redis() -> Result<()> {
-    let test = "push_inspect_and_pull_on_redis";
-    let Some(t) = TestPrefix::create(test)? else { return Ok(()) };
+    let Some(t) = TestPrefix::create("push_inspect_and_pull_on_redis")? else { return Ok(()) };
     let url = format!("redis://127.0.0.1:6379/0?prefix={}", t.prefix());
     let pull = |file: &Path| format!("redis://127.0.0.1:6379/0{}?prefix={}", file.display(), t.prefix());
-    round_trip(&url, &pull, "redis")?;
-    agents_on_the_server(&url, "redis-agents")?;
-    follow_on_the_server(&url, "redis-follow")?;
+    on_the_server(&url, &pull, "redis")?;
     // A plain path pulls from the --store storage.
     let tmp = TempDir::try_new("redis-store-pull")?;
     let missing = run(&["pull", "/nowhere/s.jsonl", "--to", ".", "--store", &url], tmp.path())?;
@@ -300,6 +298,14 @@ impl TestS3 {
         let t = TestS3 { url, bucket, prefix, endpoint };
         session::store::Storage::list(&t.storage()?, Path::new("/")).map_err(|e| e.to_string())?;
         Ok(t)
+    }
+
+    /// The prefix for `test`, or `None` (the test skipped) without a reachable S3.
+    fn for_test(test: &str) -> Result<Option<TestS3>> {
+        match Self::create() {
+            Ok(t) => Ok(Some(t)),
+            Err(e) => skip(test, &format!("S3 not reachable: {e}")).map(|()| None),
+        }
     }
 
     fn storage(&self) -> std::result::Result<session_store_s3::S3Storage, String> {
@@ -335,11 +341,7 @@ impl Drop for TestS3 {
 #[cfg(feature = "s3")]
 #[test]
 fn push_inspect_and_pull_on_s3() -> Result<()> {
-    let test = "push_inspect_and_pull_on_s3";
-    let t = match TestS3::create() {
-        Ok(t) => t,
-        Err(e) => return skip(test, &format!("S3 not reachable: {e}")),
-    };
+    let Some(t) = TestS3::for_test("push_inspect_and_pull_on_s3")? else { return Ok(()) };
     let pull = |file: &Path| {
         format!(
             "s3://{}/{}{}?endpoint={}&region=us-east-1&allow_http=true",
@@ -349,9 +351,7 @@ fn push_inspect_and_pull_on_s3() -> Result<()> {
             t.endpoint
         )
     };
-    round_trip(&t.url, &pull, "s3")?;
-    agents_on_the_server(&t.url, "s3-agents")?;
-    follow_on_the_server(&t.url, "s3-follow")?;
+    on_the_server(&t.url, &pull, "s3")?;
     // A store that is not told to send conditions is refused, unless allowed.
     let tmp = TempDir::try_new("s3-unconditional")?;
     let off = format!("{}&conditional_put=disabled", t.url);
@@ -383,8 +383,7 @@ fn a_storage_url_without_its_backend_or_scheme_is_an_error() -> Result<()> {
 #[cfg(feature = "postgres")]
 #[test]
 fn sync_through_postgres() -> Result<()> {
-    let test = "sync_through_postgres";
-    let Some(db) = TestDb::create(test)? else { return Ok(()) };
+    let Some(db) = TestDb::create("sync_through_postgres")? else { return Ok(()) };
     sync_between_two_homes(&format!("postgres:///{}?host=/var/run/postgresql", db.name()), "sync-pg")
 }
 
@@ -393,11 +392,7 @@ fn sync_through_postgres() -> Result<()> {
 #[cfg(feature = "s3")]
 #[test]
 fn sync_through_s3() -> Result<()> {
-    let test = "sync_through_s3";
-    let t = match TestS3::create() {
-        Ok(t) => t,
-        Err(e) => return skip(test, &format!("S3 not reachable: {e}")),
-    };
+    let Some(t) = TestS3::for_test("sync_through_s3")? else { return Ok(()) };
     sync_between_two_homes(&t.url, "sync-s3")
 }
 
@@ -407,11 +402,7 @@ fn sync_through_s3() -> Result<()> {
 #[test]
 fn sync_watch_through_s3() -> Result<()> {
     use session::store::Storage;
-    let test = "sync_watch_through_s3";
-    let t = match TestS3::create() {
-        Ok(t) => t,
-        Err(e) => return skip(test, &format!("S3 not reachable: {e}")),
-    };
+    let Some(t) = TestS3::for_test("sync_watch_through_s3")? else { return Ok(()) };
     let tmp = TempDir::try_new("watch-s3")?;
     let a = crate::sync::Home::new(tmp.path(), "a", "git@example.org:me/app.git")?;
     let storage = t.storage()?;
@@ -429,11 +420,7 @@ fn sync_watch_through_s3() -> Result<()> {
 #[cfg(feature = "s3")]
 #[test]
 fn a_sync_killed_with_sigkill_through_s3() -> Result<()> {
-    let test = "a_sync_killed_with_sigkill_through_s3";
-    let t = match TestS3::create() {
-        Ok(t) => t,
-        Err(e) => return skip(test, &format!("S3 not reachable: {e}")),
-    };
+    let Some(t) = TestS3::for_test("a_sync_killed_with_sigkill_through_s3")? else { return Ok(()) };
     sigkilled_syncs(&t.url, "sigkill-s3")
 }
 
@@ -442,8 +429,7 @@ fn a_sync_killed_with_sigkill_through_s3() -> Result<()> {
 #[cfg(feature = "postgres")]
 #[test]
 fn a_sync_killed_with_sigkill_through_postgres() -> Result<()> {
-    let test = "a_sync_killed_with_sigkill_through_postgres";
-    let Some(db) = TestDb::create(test)? else { return Ok(()) };
+    let Some(db) = TestDb::create("a_sync_killed_with_sigkill_through_postgres")? else { return Ok(()) };
     sigkilled_syncs(&format!("postgres:///{}?host=/var/run/postgresql", db.name()), "sigkill-pg")
 }
 
@@ -605,8 +591,7 @@ fn sync_between_two_homes(url: &str, tag: &str) -> Result<()> {
 #[cfg(feature = "postgres")]
 #[test]
 fn two_machines_at_once_through_postgres() -> Result<()> {
-    let test = "two_machines_at_once_through_postgres";
-    let Some(db) = TestDb::create(test)? else { return Ok(()) };
+    let Some(db) = TestDb::create("two_machines_at_once_through_postgres")? else { return Ok(()) };
     let conn = format!("host=/var/run/postgresql dbname={}", db.name());
     let open = || -> Result<std::sync::Arc<dyn session::store::Storage>> {
         Ok(std::sync::Arc::new(session_store_postgres::PostgresStorage::connect(&conn)?))
@@ -618,11 +603,7 @@ fn two_machines_at_once_through_postgres() -> Result<()> {
 #[cfg(feature = "s3")]
 #[test]
 fn two_machines_at_once_through_s3() -> Result<()> {
-    let test = "two_machines_at_once_through_s3";
-    let t = match TestS3::create() {
-        Ok(t) => t,
-        Err(e) => return skip(test, &format!("S3 not reachable: {e}")),
-    };
+    let Some(t) = TestS3::for_test("two_machines_at_once_through_s3")? else { return Ok(()) };
     let open = || -> Result<std::sync::Arc<dyn session::store::Storage>> { Ok(std::sync::Arc::new(t.storage()?)) };
     machines_at_once(&open, "at-once-s3")
 }
@@ -632,8 +613,7 @@ fn two_machines_at_once_through_s3() -> Result<()> {
 #[cfg(feature = "postgres")]
 #[test]
 fn a_sync_killed_at_every_remote_write_through_postgres() -> Result<()> {
-    let test = "a_sync_killed_at_every_remote_write_through_postgres";
-    let Some(db) = TestDb::create(test)? else { return Ok(()) };
+    let Some(db) = TestDb::create("a_sync_killed_at_every_remote_write_through_postgres")? else { return Ok(()) };
     let conn = format!("host=/var/run/postgresql dbname={}", db.name());
     killed_at_every_remote_write(&|| Ok(session_store_postgres::PostgresStorage::connect(&conn)?), "killed-pg")
 }
@@ -643,11 +623,7 @@ fn a_sync_killed_at_every_remote_write_through_postgres() -> Result<()> {
 #[cfg(feature = "s3")]
 #[test]
 fn a_sync_killed_at_every_remote_write_through_s3() -> Result<()> {
-    let test = "a_sync_killed_at_every_remote_write_through_s3";
-    let t = match TestS3::create() {
-        Ok(t) => t,
-        Err(e) => return skip(test, &format!("S3 not reachable: {e}")),
-    };
+    let Some(t) = TestS3::for_test("a_sync_killed_at_every_remote_write_through_s3")? else { return Ok(()) };
     killed_at_every_remote_write(&|| Ok(t.storage()?), "killed-s3")
 }
 
@@ -1074,8 +1050,7 @@ fn reading_creates_no_table_on_postgres() -> Result<()> {
 #[test]
 fn reading_creates_no_table_on_mariadb() -> Result<()> {
     use mysql::prelude::Queryable;
-    let test = "reading_creates_no_table_on_mariadb";
-    let Some(db) = MysqlDb::create(test)? else { return Ok(()) };
+    let Some(db) = MysqlDb::create("reading_creates_no_table_on_mariadb")? else { return Ok(()) };
     let tables = || -> Result<Vec<String>> {
         let opts = mysql::Opts::from_url(&format!("mysql://root@127.0.0.1:3306/{}", db.name()))?;
         let rows: Vec<String> = mysql::Conn::new(opts)?
