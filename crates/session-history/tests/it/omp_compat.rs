@@ -3,7 +3,7 @@
 //! exactly the `sqlite_master` omp 18.3.4 produces and accept omp's statements.
 
 use rusqlite::Connection;
-use session_history::{AddOutcome, HistoryScope, HistoryStore, OpenNotice};
+use session_history::{AddOutcome, HistoryScope, HistoryStore, OpenNotice, Opened};
 
 use crate::{TempDir, TestResult, fixed};
 
@@ -73,23 +73,34 @@ CREATE TRIGGER IF NOT EXISTS history_ai AFTER INSERT ON history BEGIN
 \tEND;
 ";
 
+/// The index, full-text table and trigger the older shapes create after their table.
+macro_rules! index_and_fts {
+    () => {
+        "CREATE INDEX IF NOT EXISTS idx_history_created_at ON history(created_at DESC);
+CREATE VIRTUAL TABLE IF NOT EXISTS history_fts USING fts5(prompt, content='history', content_rowid='id');
+CREATE TRIGGER IF NOT EXISTS history_ai AFTER INSERT ON history BEGIN
+\tINSERT INTO history_fts(rowid, prompt) VALUES (new.id, new.prompt);
+END;
+"
+    };
+}
+
 /// The omp 5.x shape: `unixepoch()` default, no `session_id`, duplicates allowed.
-const SHAPE_5: &str = "
+const SHAPE_5: &str = concat!(
+    "
 CREATE TABLE IF NOT EXISTS history (
 \tid INTEGER PRIMARY KEY AUTOINCREMENT,
 \tprompt TEXT NOT NULL,
 \tcreated_at INTEGER NOT NULL DEFAULT (unixepoch()),
 \tcwd TEXT
 );
-CREATE INDEX IF NOT EXISTS idx_history_created_at ON history(created_at DESC);
-CREATE VIRTUAL TABLE IF NOT EXISTS history_fts USING fts5(prompt, content='history', content_rowid='id');
-CREATE TRIGGER IF NOT EXISTS history_ai AFTER INSERT ON history BEGIN
-\tINSERT INTO history_fts(rowid, prompt) VALUES (new.id, new.prompt);
-END;
-";
+",
+    index_and_fts!()
+);
 
 /// The shape between (unique prompt, rebuilt to `user_version` 1, no `use_count`).
-const SHAPE_UNIQUE_NO_COUNT: &str = "
+const SHAPE_UNIQUE_NO_COUNT: &str = concat!(
+    "
 CREATE TABLE IF NOT EXISTS history (
 \tid INTEGER PRIMARY KEY AUTOINCREMENT,
 \tprompt TEXT NOT NULL UNIQUE,
@@ -97,13 +108,10 @@ CREATE TABLE IF NOT EXISTS history (
 \tcwd TEXT,
 \tsession_id TEXT
 );
-CREATE INDEX IF NOT EXISTS idx_history_created_at ON history(created_at DESC);
-CREATE VIRTUAL TABLE IF NOT EXISTS history_fts USING fts5(prompt, content='history', content_rowid='id');
-CREATE TRIGGER IF NOT EXISTS history_ai AFTER INSERT ON history BEGIN
-\tINSERT INTO history_fts(rowid, prompt) VALUES (new.id, new.prompt);
-END;
-PRAGMA user_version = 1;
-";
+",
+    index_and_fts!(),
+    "PRAGMA user_version = 1;\n"
+);
 
 /// Creates a file the way omp 18.3.4 does on first use: WAL, base DDL, the rebuild
 /// pass on the empty table (`user_version` 0 -> 1), FTS, FTS rebuild, session index.
@@ -140,6 +148,22 @@ fn master(db: &Connection) -> rusqlite::Result<Vec<MasterRow>> {
 
 fn user_version(db: &Connection) -> rusqlite::Result<i64> {
     db.query_row("PRAGMA user_version", [], |r| r.get(0))
+}
+
+/// An older omp's file: `shape`'s statements, then `fill`'s rows; and the store opened
+/// on it at time 1000.
+fn open_legacy(
+    tag: &str,
+    shape: &str,
+    fill: impl FnOnce(&Connection) -> rusqlite::Result<()>,
+) -> Result<(TempDir, Opened), Box<dyn std::error::Error>> {
+    let dir = TempDir::new(tag);
+    let db = Connection::open(dir.join("history.db"))?;
+    db.execute_batch(shape)?;
+    fill(&db)?;
+    drop(db);
+    let opened = HistoryStore::open(dir.join("history.db"), fixed(1000))?;
+    Ok((dir, opened))
 }
 
 #[test]
@@ -204,10 +228,7 @@ fn reads_a_file_omp_wrote_and_omp_reads_ours() -> TestResult {
 
 #[test]
 fn migrates_the_17x_shape_with_duplicates_and_padding() -> TestResult {
-    let dir = TempDir::new("shape17");
-    {
-        let db = Connection::open(dir.join("history.db"))?;
-        db.execute_batch(SHAPE_17)?;
+    let (dir, opened) = open_legacy("shape17", SHAPE_17, |db| {
         let rows: [(i64, &str, i64, &str, Option<&str>); 6] = [
             (1, "fix the build", 100, "/a", Some("s1")),
             (2, "fix the build  \r\n", 300, "/b", Some("s2")),
@@ -222,8 +243,8 @@ fn migrates_the_17x_shape_with_duplicates_and_padding() -> TestResult {
                 rusqlite::params![id, prompt, at, cwd, sid],
             )?;
         }
-    }
-    let opened = HistoryStore::open(dir.join("history.db"), fixed(1000))?;
+        Ok(())
+    })?;
     assert_eq!(opened.notices, [OpenNotice::Rebuilt { rows_before: 6, rows_after: 3 }]);
     let store = opened.store;
     let recent = store.recent(10, &HistoryScope::Global)?;
@@ -253,17 +274,13 @@ fn migrates_the_17x_shape_with_duplicates_and_padding() -> TestResult {
 
 #[test]
 fn migrates_the_5x_shape_without_session_id() -> TestResult {
-    let dir = TempDir::new("shape5");
-    {
-        let db = Connection::open(dir.join("history.db"))?;
-        db.execute_batch(SHAPE_5)?;
+    let (_dir, opened) = open_legacy("shape5", SHAPE_5, |db| {
         db.execute_batch(
             "INSERT INTO history (prompt, created_at, cwd) VALUES ('hello world', 10, '/a');
              INSERT INTO history (prompt, created_at, cwd) VALUES ('hello world', 20, '/b');
              INSERT INTO history (prompt, created_at, cwd) VALUES ('bye', 15, NULL);",
-        )?;
-    }
-    let opened = HistoryStore::open(dir.join("history.db"), fixed(1000))?;
+        )
+    })?;
     assert_eq!(opened.notices, [OpenNotice::Rebuilt { rows_before: 3, rows_after: 2 }]);
     let recent = opened.store.recent(10, &HistoryScope::Global)?;
     assert_eq!(recent.len(), 2);
@@ -278,15 +295,11 @@ fn migrates_the_5x_shape_without_session_id() -> TestResult {
 
 #[test]
 fn adds_use_count_to_a_versioned_file_without_rewriting_it() -> TestResult {
-    let dir = TempDir::new("shape-unique");
-    {
-        let db = Connection::open(dir.join("history.db"))?;
-        db.execute_batch(SHAPE_UNIQUE_NO_COUNT)?;
+    let (dir, opened) = open_legacy("shape-unique", SHAPE_UNIQUE_NO_COUNT, |db| {
         db.execute_batch(
             "INSERT INTO history (prompt, created_at, cwd, session_id) VALUES ('keep me   \n', 10, '/a', 's');",
-        )?;
-    }
-    let opened = HistoryStore::open(dir.join("history.db"), fixed(1000))?;
+        )
+    })?;
     // Already at version 1 with a unique prompt: only the column is added, rows untouched.
     assert!(opened.notices.is_empty(), "{:?}", opened.notices);
     let recent = opened.store.recent(10, &HistoryScope::Global)?;
@@ -301,16 +314,12 @@ fn adds_use_count_to_a_versioned_file_without_rewriting_it() -> TestResult {
 
 #[test]
 fn rebuilds_a_versioned_file_whose_prompts_are_not_unique() -> TestResult {
-    let dir = TempDir::new("shape-versioned-dupes");
-    {
-        let db = Connection::open(dir.join("history.db"))?;
-        db.execute_batch(SHAPE_17)?;
+    let (dir, opened) = open_legacy("shape-versioned-dupes", SHAPE_17, |db| {
         db.execute_batch(
             "INSERT INTO history (prompt, created_at) VALUES ('dup', 1), ('dup', 2);
              PRAGMA user_version = 3;",
-        )?;
-    }
-    let opened = HistoryStore::open(dir.join("history.db"), fixed(1000))?;
+        )
+    })?;
     assert_eq!(opened.notices, [OpenNotice::Rebuilt { rows_before: 2, rows_after: 1 }]);
     assert!(matches!(opened.store.add("dup", None, None)?, AddOutcome::Updated { use_count: 3, .. }));
     drop(opened);

@@ -91,6 +91,22 @@ fn started(env: &Env, cwd: &str) -> Result<SessionManager> {
     Ok(m)
 }
 
+/// `env` on the memory storage behind injected faults: the faults, the storage and the env.
+fn with_faults(env: Env) -> (Faults, Arc<FaultStorage<MemoryStorage>>, Env) {
+    let faults = Faults::new();
+    let storage = Arc::new(FaultStorage::new(MemoryStorage::new(), faults.clone()));
+    let env = env.with_storage(storage.clone());
+    (faults, storage, env)
+}
+
+/// A session of `dialect` in `/s` on `env`, holding a question and its answer.
+fn answered(dialect: Dialect, env: &Env) -> Result<SessionManager> {
+    let mut m = SessionManager::create(dialect, "/p", Path::new("/s"), env.clone())?;
+    m.append_message_json(user("q"))?;
+    m.append_message_json(assistant("a"))?;
+    Ok(m)
+}
+
 #[test]
 fn omp_new_session_writes_slot_and_header_at_once() -> Result<()> {
     for (name, tmp, env) in envs("new-session") {
@@ -254,9 +270,7 @@ fn omp_move_to_a_session_dir_and_additional_directories() -> Result<()> {
 #[test]
 fn omp_move_to_rolls_back_when_the_rewrite_fails() -> Result<()> {
     let tmp = TempDir::new("move-rollback");
-    let faults = Faults::new();
-    let storage = Arc::new(FaultStorage::new(MemoryStorage::new(), faults.clone()));
-    let env = memory_env(tmp.path()).with_storage(storage.clone());
+    let (faults, storage, env) = with_faults(memory_env(tmp.path()));
     let mut m = started(&env, "/a")?;
     let old = file_of(&m)?;
     storage.write(&old.with_extension("").join("x.log"), b"x")?;
@@ -468,9 +482,7 @@ fn atomic_batches_publish_all_or_nothing() -> Result<()> {
 #[test]
 fn a_batch_whose_rewrite_fails_is_removed_again() -> Result<()> {
     let tmp = TempDir::new("batch-fault");
-    let faults = Faults::new();
-    let storage = Arc::new(FaultStorage::new(MemoryStorage::new(), faults.clone()));
-    let env = memory_env(tmp.path()).with_storage(storage.clone());
+    let (faults, storage, env) = with_faults(memory_env(tmp.path()));
     let mut m = started(&env, "/p")?;
     let file = file_of(&m)?;
     let before = storage.read(&file)?;
@@ -490,12 +502,8 @@ fn a_batch_whose_rewrite_fails_is_removed_again() -> Result<()> {
 /// `flush`, and the next append after the fault clears rewrites the file whole.
 #[test]
 fn omp_failed_append_is_latched_and_heals() -> Result<()> {
-    let faults = Faults::new();
-    let storage = Arc::new(FaultStorage::new(MemoryStorage::new(), faults.clone()));
-    let env = Env::memory().with_storage(storage.clone());
-    let mut m = SessionManager::create(Dialect::Omp, "/p", Path::new("/s"), env.clone())?;
-    m.append_message_json(user("q"))?;
-    m.append_message_json(assistant("a"))?;
+    let (faults, storage, env) = with_faults(Env::memory());
+    let mut m = answered(Dialect::Omp, &env)?;
     let file = file_of(&m)?;
     let before = storage.read(&file)?;
     faults.fail_next(Op::Append, 1);
@@ -531,12 +539,8 @@ fn omp_failed_append_is_latched_and_heals() -> Result<()> {
 /// is undone and reported, every retry too.
 #[test]
 fn omp_write_conflicts_fail_closed() -> Result<()> {
-    let faults = Faults::new();
-    let storage = Arc::new(FaultStorage::new(MemoryStorage::new(), faults.clone()));
-    let env = Env::memory().with_storage(storage.clone());
-    let mut m = SessionManager::create(Dialect::Omp, "/p", Path::new("/s"), env.clone())?;
-    m.append_message_json(user("q"))?;
-    m.append_message_json(assistant("a"))?;
+    let (faults, storage, env) = with_faults(Env::memory());
+    let mut m = answered(Dialect::Omp, &env)?;
     let file = file_of(&m)?;
     faults.fail_next(Op::Append, 1);
     m.append_custom_entry("latched", None)?;
@@ -556,9 +560,7 @@ fn omp_write_conflicts_fail_closed() -> Result<()> {
 
 #[test]
 fn pi_append_failures_still_roll_back() -> Result<()> {
-    let faults = Faults::new();
-    let storage = Arc::new(FaultStorage::new(MemoryStorage::new(), faults.clone()));
-    let env = Env::memory().with_storage(storage.clone());
+    let (faults, _, env) = with_faults(Env::memory());
     let mut m = SessionManager::create(Dialect::Pi, "/p", Path::new("/s"), env)?;
     m.append_message_json(user("q"))?;
     faults.fail_next(Op::Append, 1);
@@ -728,18 +730,18 @@ fn fork_from_options() -> Result<()> {
 #[test]
 fn forks_into_an_existing_file_change_nothing() -> Result<()> {
     for (name, tmp, env) in envs("fork-exists") {
-        let mut src = started(&env, "/p")?;
-        src.append_message_json(assistant("a"))?;
-        let source = file_of(&src)?;
-        drop(src);
-        let src_art = source.with_extension("").join("1.log");
-        env.storage().write(&src_art, b"source artifact")?;
-        let mut other = started(&env, "/p")?;
-        other.append_message_json(assistant("b"))?;
-        let existing = file_of(&other)?;
-        drop(other);
-        let other_art = existing.with_extension("").join("1.log");
-        env.storage().write(&other_art, b"other artifact")?;
+        // A session with one more answer and an artifact: its file and the artifact's.
+        let made = |reply: &str, artifact: &[u8]| -> Result<(PathBuf, PathBuf)> {
+            let mut m = started(&env, "/p")?;
+            m.append_message_json(assistant(reply))?;
+            let file = file_of(&m)?;
+            drop(m);
+            let art = file.with_extension("").join("1.log");
+            env.storage().write(&art, artifact)?;
+            Ok((file, art))
+        };
+        let (source, src_art) = made("a", b"source artifact")?;
+        let (existing, other_art) = made("b", b"other artifact")?;
         let before = (env.storage().read(&source)?, env.storage().read(&existing)?);
         for target in [&existing, &source] {
             let opts = ForkOptions::default().session_file(target);
@@ -758,10 +760,8 @@ fn forks_into_an_existing_file_change_nothing() -> Result<()> {
 /// publishes the branch whole, and it opens with every entry.
 #[test]
 fn a_failed_omp_branch_is_written_whole_by_the_next_append() -> Result<()> {
-    let faults = Faults::new();
-    let storage = Arc::new(FaultStorage::new(MemoryStorage::new(), faults.clone()));
-    let env = Env::memory().with_storage(storage.clone());
-    let mut m = SessionManager::create(Dialect::Omp, "/p", Path::new("/s"), env.clone())?;
+    let (faults, storage, env) = with_faults(Env::memory());
+    let mut m = SessionManager::create(Dialect::Omp, "/p", Path::new("/s"), env)?;
     let first = m.append_message_json(user("q"))?;
     m.append_message_json(assistant("a"))?;
     faults.fail_renames(u32::MAX);
