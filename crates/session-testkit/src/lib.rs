@@ -8,13 +8,17 @@
 //! - `postgres`, `mysql` and `redis` (features of the same names): a database or
 //!   key prefix of the test's own on the machine's server, removed on drop;
 //! - [`generate`]: the deterministic generator of realistic pi and omp session files that
-//!   `cargo xtask` and the benches use.
+//!   `cargo xtask` and the benches use;
+//! - [`assert_read_only_and_empty!`], [`assert_read_only_reads_what_was_written!`] and
+//!   [`assert_reads_the_older_table!`]: what the SQL storages' tests check of a read-only
+//!   storage.
 
 pub mod generate;
 #[cfg(feature = "mysql")]
 pub mod mysql;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+mod read_only;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod servers;

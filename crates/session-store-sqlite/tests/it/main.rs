@@ -174,24 +174,8 @@ fn refused(err: &StoreError) -> bool {
 fn a_read_only_storage_creates_no_file_and_no_table() -> TestResult {
     let tmp = TempDir::new("ro-missing");
     let s = SqliteStorage::open_with(&tmp.join("sessions.db"), SqliteOptions::default().read_only(true))?;
+    session_testkit::assert_read_only_and_empty!(s, refused);
     let p = Path::new("/sessions/--w--/s.jsonl");
-    assert!(s.list(Path::new("/sessions/--w--"))?.is_empty());
-    assert!(s.read_dir(Path::new("/"))?.is_empty());
-    assert!(s.list_stats(Path::new("/sessions"))?.is_empty());
-    assert_eq!(s.stat(p)?, None);
-    assert!(matches!(s.read(p), Err(StoreError::NotFound { .. })));
-    assert!(matches!(s.read_slices(p, 16, 16), Err(StoreError::NotFound { .. })));
-    let written = [
-        s.append(p, b"{}\n"),
-        s.write_atomic(p, b"{}\n", ExpectedSize::Missing),
-        s.open_writer(p, session_store::Durability::None).map(drop),
-        s.update_title(p, Some("t"), None, "2026-01-01T00:00:00.000Z"),
-        s.append_expected(p, b"{}\n", ExpectedSize::Missing),
-    ];
-    for w in written {
-        let err = w.err().ok_or("a read-only storage refuses writes")?;
-        assert!(refused(&err), "{err:?}");
-    }
     drop(s);
     assert!(fs_err::read_dir(tmp.path())?.next().is_none(), "no database file, no lock directory");
     // A database without the table: still no table, and not one byte changed.
@@ -209,15 +193,9 @@ fn a_read_only_storage_creates_no_file_and_no_table() -> TestResult {
 #[test]
 fn a_read_only_storage_reads_the_table_and_an_older_one_as_it_is() -> TestResult {
     let tmp = TempDir::new("ro-existing");
-    let p = Path::new("/s/a.jsonl");
     let w = SqliteStorage::open(&tmp.join("sessions.db"))?;
-    w.write_atomic(p, b"{\"type\":\"session\"}\n", ExpectedSize::Missing)?;
-    let r = SqliteStorage::open_with(&tmp.join("sessions.db"), SqliteOptions::default().read_only(true))?;
-    assert_eq!(r.read(p)?, b"{\"type\":\"session\"}\n");
-    assert_eq!(r.list(Path::new("/s"))?, ["a.jsonl"]);
-    assert_eq!(r.stat(p)?.map(|s| s.size), Some(19));
-    assert!(refused(&r.unlink(p).err().ok_or("refused")?));
-    assert_eq!(w.read(p)?, b"{\"type\":\"session\"}\n", "the refused unlink left the row");
+    let r = || SqliteStorage::open_with(&tmp.join("sessions.db"), SqliteOptions::default().read_only(true));
+    session_testkit::assert_read_only_reads_what_was_written!(w, r()?, refused);
     // omp before the title columns: read as it is, no column added.
     let c = rusqlite::Connection::open(tmp.join("sessions.db"))?;
     c.execute_batch(
@@ -226,8 +204,7 @@ fn a_read_only_storage_reads_the_table_and_an_older_one_as_it_is() -> TestResult
     )?;
     let old =
         SqliteStorage::open_with(&tmp.join("sessions.db"), SqliteOptions::default().table("t_old").read_only(true))?;
-    assert_eq!(old.read(Path::new("/s/old.jsonl"))?, b"x\n");
-    assert_eq!(old.read_slices(Path::new("/s/old.jsonl"), 1, 1)?, (b"x".to_vec(), b"\n".to_vec()));
+    session_testkit::assert_reads_the_older_table!(old);
     let n: i64 = c.query_row("SELECT count(*) FROM pragma_table_info('t_old')", [], |r| r.get(0))?;
     assert_eq!(n, 3, "no title column was added");
     assert_eq!(tables(&tmp.join("sessions.db"))?, ["omp_session_files", "t_old"]);
