@@ -9,6 +9,7 @@
 //!   key prefix of the test's own on the machine's server, removed on drop;
 //! - [`generate`]: the deterministic generator of realistic pi and omp session files that
 //!   `cargo xtask` and the benches use;
+//! - [`testdata_files`]: every session file of the workspace's `testdata/`;
 //! - [`assert_read_only_and_empty!`], [`assert_read_only_reads_what_was_written!`] and
 //!   [`assert_reads_the_older_table!`]: what the SQL storages' tests check of a read-only
 //!   storage.
@@ -23,9 +24,11 @@ mod read_only;
 pub mod redis;
 pub mod servers;
 mod temp;
+mod testdata;
 mod tree;
 
 pub use temp::TempDir;
+pub use testdata::{testdata, testdata_files};
 pub use tree::Tree;
 
 /// The error type of the tests that use the kit: any error, across threads.

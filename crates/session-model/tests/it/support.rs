@@ -1,14 +1,9 @@
 //! Helpers shared by the test modules: fixture paths, writing a parsed file back,
 //! naming diagnostic kinds.
 
-use std::path::PathBuf;
-
 use session_model::{DiagnosticKind, Dialect, ParsedFile};
 
-/// Returns the workspace's `testdata/` directory.
-pub(crate) fn testdata() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
-}
+pub(crate) use session_testkit::testdata;
 
 /// Reads a file below `testdata/`.
 pub(crate) fn read(rel: &str) -> Vec<u8> {

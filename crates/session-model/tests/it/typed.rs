@@ -4,33 +4,14 @@
 //! into its own variant from a line the agents wrote.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use session_model::typed::{Content, ContentBlock, Entry, Message, TypedError};
 use session_model::{Dialect, EntryType, Record, json, parse_session_bytes};
 
+use session_testkit::testdata_files;
+
 use crate::support::{DIALECTS, testdata};
-
-/// Every `.jsonl` file below `dir`.
-fn jsonl_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for e in entries.flatten() {
-        let path = e.path();
-        if path.is_dir() {
-            jsonl_files(&path, out);
-        } else if path.extension().is_some_and(|x| x == "jsonl") {
-            out.push(path);
-        }
-    }
-}
-
-pub(crate) fn all_files() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    jsonl_files(&testdata(), &mut out);
-    out.sort();
-    out
-}
 
 /// The JSON value JavaScript sees (numbers as `JSON.stringify` writes them; maps
 /// compare without their key order).
@@ -51,7 +32,7 @@ pub(crate) fn round_trip(record: &Record) -> Result<Entry, TypedError> {
 
 #[test]
 fn every_testdata_record_reads_as_an_entry_and_writes_back_the_same_value() -> Result<(), TypedError> {
-    let files = all_files();
+    let files = testdata_files();
     assert!(files.len() > 100, "{} files", files.len());
     let mut records = 0usize;
     let mut other_text: BTreeMap<&'static str, usize> = BTreeMap::new();
@@ -126,7 +107,7 @@ fn every_testdata_record_reads_as_an_entry_and_writes_back_the_same_value() -> R
 /// Returns the first line of the first testdata file under `dir` whose record has
 /// `type`, read in `dialect`.
 fn fixture_line(dialect: Dialect, ty: &str) -> Option<Record> {
-    all_files().iter().find_map(|path| {
+    testdata_files().iter().find_map(|path| {
         let bytes = std::fs::read(path).ok()?;
         parse_session_bytes(&bytes, dialect).records.into_iter().find(|r| r.type_str() == Some(ty))
     })
@@ -202,7 +183,7 @@ fn each_entry_type_reads_into_its_variant() -> Result<(), TypedError> {
 fn each_message_role_and_block_type_reads_into_its_variant() -> Result<(), TypedError> {
     let mut roles: BTreeMap<String, usize> = BTreeMap::new();
     let mut blocks: BTreeMap<String, usize> = BTreeMap::new();
-    for path in all_files() {
+    for path in testdata_files() {
         let bytes = std::fs::read(&path).expect("a testdata file");
         for record in parse_session_bytes(&bytes, Dialect::Pi).records {
             let Ok(Entry::Message(m)) = record.entry() else { continue };

@@ -3,36 +3,13 @@
 //! `SessionManager::context` and `context_at` read the same context as the JSON
 //! projection of `session-tree`, at the current leaf and at other entries, and
 //! `Context::to_json` writes it back byte for byte.
-
-use std::path::{Path, PathBuf};
-
 use serde_json::Value;
 use session::tree::{omp, pi};
 use session::{Context, ContextSettings, Dialect, Env, Leaf, SessionManager};
 
-use session_testkit::TempDir;
+use session_testkit::{TempDir, testdata_files};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
-
-/// Every `.jsonl` file below `dir`, sorted.
-fn jsonl_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = fs_err::read_dir(dir) else { return };
-    for e in entries.flatten() {
-        let path = e.path();
-        if path.is_dir() {
-            jsonl_files(&path, out);
-        } else if path.extension().is_some_and(|x| x == "jsonl") {
-            out.push(path);
-        }
-    }
-}
-
-pub(crate) fn testdata_files() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    jsonl_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata"), &mut out);
-    out.sort();
-    out
-}
 
 /// A JSON text as the value JavaScript reads (key order aside: maps compare as sets).
 /// Read with the model's JSON reader, which reads what `JSON.parse` reads (numbers beyond

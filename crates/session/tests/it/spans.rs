@@ -12,8 +12,8 @@ use session::store::FileStorage;
 use session::tree::tree_to_json;
 use session::{Dialect, Env, Leaf, OpenMode, SessionManager};
 
-use crate::context::testdata_files;
 use session_testkit::TempDir;
+use session_testkit::testdata_files;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
