@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 use session::{Dialect, Env, Leaf, SessionManager};
 
 use super::{
-    Result, V1, assistant, branch_ids, chain, compaction, ctx, ids, labelled, mem, msg, restored, siblings, texts, user,
+    Result, V1, assistant, branch_ids, chain, compaction, ctx, exchange, ids, labelled, mem, msg, restored, siblings,
+    texts, user,
 };
 use session_testkit::TempDir;
 
@@ -243,9 +244,7 @@ fn pi_46_omp_27_custom_entry_joins_the_chain_not_the_context() -> Result<()> {
 #[test]
 fn pi_47_omp_28_appends_chain_parent_ids() -> Result<()> {
     each_dialect(|d| {
-        let mut m = mem(d);
-        let a = m.append_message_json(user("1"))?;
-        let b = m.append_message_json(assistant("2"))?;
+        let (mut m, a, b) = exchange(d)?;
         let c = m.append_message_json(user("3"))?;
         assert_eq!(ids(&m), [a.clone(), b.clone(), c]);
         let es = m.tree().entries();
@@ -312,9 +311,7 @@ fn pi_57_to_60_omp_32_tree_shapes() -> Result<()> {
 #[test]
 fn pi_62_64_omp_33_branch_moves_the_leaf_and_parents_the_next_append() -> Result<()> {
     each_dialect(|d| {
-        let mut m = mem(d);
-        let a = m.append_message_json(user("1"))?;
-        m.append_message_json(assistant("2"))?;
+        let (mut m, a, _) = exchange(d)?;
         m.branch(&a)?;
         assert_eq!(m.tree().leaf_id(), Some(a.as_str()));
         let c = m.append_message_json(user("3"))?;
@@ -328,9 +325,7 @@ fn pi_62_64_omp_33_branch_moves_the_leaf_and_parents_the_next_append() -> Result
 #[test]
 fn pi_65_66_omp_34_branch_with_summary() -> Result<()> {
     each_dialect(|d| {
-        let mut m = mem(d);
-        let a = m.append_message_json(user("1"))?;
-        m.append_message_json(assistant("2"))?;
+        let (mut m, a, _) = exchange(d)?;
         let s = m.branch_with_summary(Some(&a), "Summary of abandoned work", None, None, None)?;
         assert_eq!(m.tree().leaf_id(), Some(s.as_str()));
         let e = m.tree().get(&s).ok_or("summary entry")?;

@@ -11,7 +11,7 @@ mod omp;
 mod pi;
 
 use serde_json::{Value, json};
-use session::{Dialect, Env, Leaf, NewSessionOptions, Record, SessionManager};
+use session::{Dialect, EntryId, Env, Leaf, NewSessionOptions, Record, SessionManager};
 
 pub(crate) type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -132,11 +132,17 @@ pub(crate) fn siblings(d: Dialect) -> Result<SessionManager> {
     )
 }
 
-/// msg1, msg2, msg3 each labelled (`l1`, `l2`, `l3`).
-pub(crate) fn labelled(d: Dialect) -> Result<(SessionManager, [String; 3])> {
+/// An in-memory session of `d` holding `user("1")` and `assistant("2")`, and their ids.
+pub(crate) fn exchange(d: Dialect) -> Result<(SessionManager, EntryId, EntryId)> {
     let mut m = mem(d);
     let a = m.append_message_json(user("1"))?;
     let b = m.append_message_json(assistant("2"))?;
+    Ok((m, a, b))
+}
+
+/// msg1, msg2, msg3 each labelled (`l1`, `l2`, `l3`).
+pub(crate) fn labelled(d: Dialect) -> Result<(SessionManager, [String; 3])> {
+    let (mut m, a, b) = exchange(d)?;
     let c = m.append_message_json(user("3"))?;
     for (id, l) in [(&a, "l1"), (&b, "l2"), (&c, "l3")] {
         m.append_label_change(id, Some(l))?;

@@ -25,8 +25,8 @@ use serde_json::{Value, json};
 use session::{CompactionOptions, Dialect, EntryId, Env, Leaf, NewSessionOptions, SessionError, SessionManager};
 
 use super::{
-    Result, assistant, branch_ids, chain, compacted, compaction, complex_tree, ctx, entry, ids, mem, msg, restored,
-    texts, user,
+    Result, assistant, branch_ids, chain, compacted, compaction, complex_tree, ctx, entry, exchange, ids, mem, msg,
+    restored, texts, user,
 };
 use session_testkit::TempDir;
 
@@ -208,9 +208,7 @@ fn item_49_model_change_is_stored_and_chained() -> Result<()> {
 
 #[test]
 fn item_50_compaction_is_stored_and_chained() -> Result<()> {
-    let mut m = mem(PI);
-    let a = m.append_message_json(user("1"))?;
-    let b = m.append_message_json(assistant("2"))?;
+    let (mut m, a, b) = exchange(PI)?;
     let c = m.append_compaction("summary", Some(&a), json!(1000), CompactionOptions::default())?;
     let e = m.tree().get(&c).ok_or("compaction")?;
     assert_eq!(e.parent_id(), Some(b.as_str()));
@@ -229,9 +227,7 @@ fn item_51_custom_entry_is_chained() -> Result<()> {
 
 #[test]
 fn item_61_deep_branching() -> Result<()> {
-    let mut m = mem(PI);
-    m.append_message_json(user("1"))?;
-    let two = m.append_message_json(assistant("2"))?;
+    let (mut m, _, two) = exchange(PI)?;
     let three = m.append_message_json(user("3"))?;
     m.append_message_json(assistant("4"))?;
     m.branch(&two)?;
@@ -254,9 +250,7 @@ fn item_63_branch_to_an_unknown_id_fails() -> Result<()> {
 
 #[test]
 fn item_74_branched_session_of_a_branch_leaf() -> Result<()> {
-    let mut m = mem(PI);
-    let a = m.append_message_json(user("1"))?;
-    let b = m.append_message_json(assistant("2"))?;
+    let (mut m, a, b) = exchange(PI)?;
     m.append_message_json(user("3"))?;
     m.branch(&b)?;
     let d = m.append_message_json(user("4"))?;
