@@ -187,7 +187,7 @@ impl SearchIndex {
         // Each thread takes the next file; this one also reports the progress.
         let mut done = 0;
         session_model::pool::Pool::new(self.parallelism).run(
-            &files,
+            files,
             || (),
             |_, _, f| scan(storage, f, known_of(&f.path)),
             &mut |i, scanned| {
