@@ -675,15 +675,7 @@ impl SessionManager {
                 // pi creates the file exclusively (`wx`); we publish it atomically with
                 // the same must-not-exist check, so a crash or a full disk never
                 // leaves a partial file that would block every later first write.
-                let published = self.publish_current(ExpectedSize::Missing);
-                let landed = match &published {
-                    Ok(size) => Some(*size),
-                    Err(e) => e.landed_size(),
-                };
-                if let Some(size) = landed {
-                    self.journal.rewritten(size);
-                }
-                published.map(|_| ())
+                self.publish_whole(ExpectedSize::Missing).0
             }
             NextWrite::Append if self.dialect() == Dialect::Pi => self.append_line(line),
             NextWrite::Append => self.append_omp_line(line),
@@ -715,28 +707,20 @@ impl SessionManager {
         let fresh_file = self.journal.omp_expected_size().is_none();
         let path = self.file.clone().unwrap_or_default();
         let expected = self.journal.rewrite_precondition(&*self.env.storage, &path)?;
-        let published = self.publish_current(expected);
-        self.journal.written_since_read();
-        let landed = match &published {
-            Ok(size) => Some(*size),
-            Err(SessionError::Store(e)) => e.landed(),
-            Err(_) => None,
-        };
-        match landed {
-            Some(size) => {
-                // The file is ours now, synced or not: the next write builds on it.
-                self.journal.rewritten(size);
-                self.journal.clear_failure();
-                if fresh_file {
-                    // The session has materialised: its breadcrumb is no longer `fresh`.
-                    self.breadcrumb(false);
-                }
+        let (published, landed) = self.publish_whole(expected);
+        if landed {
+            // The file is ours now, synced or not: the next write builds on it.
+            self.journal.clear_failure();
+            if fresh_file {
+                // The session has materialised: its breadcrumb is no longer `fresh`.
+                self.breadcrumb(false);
             }
-            None => self.journal.stale(),
+        } else {
+            self.journal.stale();
         }
         match published {
-            Ok(_) => Ok(()),
-            Err(e) if landed.is_some() => Err(e),
+            Ok(()) => Ok(()),
+            Err(e) if landed => Err(e),
             Err(e) => {
                 self.note_failure(&e);
                 Err(e)
@@ -765,6 +749,22 @@ impl SessionManager {
     /// Publishes the whole session at `path` (see [`Body::publish`]).
     fn publish(&self, path: &Path, expected: ExpectedSize) -> Result<u64> {
         self.body().publish(path, expected)
+    }
+
+    /// Publishes the whole session over its own file under `expected` and records in
+    /// the journal what landed (a whole file of that size, synced or not: the next
+    /// write builds on it). Returns the write's result and whether it landed.
+    fn publish_whole(&mut self, expected: ExpectedSize) -> (Result<()>, bool) {
+        let published = self.publish_current(expected);
+        self.journal.written_since_read();
+        let landed = match &published {
+            Ok(size) => Some(*size),
+            Err(e) => e.landed_size(),
+        };
+        if let Some(size) = landed {
+            self.journal.rewritten(size);
+        }
+        (published.map(drop), landed.is_some())
     }
 
     /// [`SessionManager::publish`] to the session's own file (none: nothing to do).
@@ -805,16 +805,7 @@ impl SessionManager {
         }
         self.close_writer();
         let expected = self.journal.rewrite_precondition(&*self.env.storage, &path)?;
-        let published = self.publish_current(expected);
-        self.journal.written_since_read();
-        let landed = match &published {
-            Ok(size) => Some(*size),
-            Err(e) => e.landed_size(),
-        };
-        if let Some(size) = landed {
-            self.journal.rewritten(size);
-        }
-        published.map(|_| ())
+        self.publish_whole(expected).0
     }
 
     /// Flushes and closes the session's writer. omp: then removes the session's file and

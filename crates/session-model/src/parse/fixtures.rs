@@ -21,6 +21,23 @@ pub(crate) const LINES: &[&str] = &[
     "\"str\"\n",
 ];
 
+/// A file of the parse tests: an omp title slot first when `slot`, then `body`, with
+/// the byte at `invalid_at` (modulo the length) replaced by an invalid UTF-8 byte.
+pub(crate) fn file_bytes(slot: bool, body: &str, invalid_at: Option<usize>) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    if slot {
+        let slot = crate::TitleSlot { title: "t".into(), source: None, updated_at: "u".into() };
+        bytes.extend_from_slice(slot.to_line().expect("slot").as_bytes());
+        bytes.push(b'\n');
+    }
+    bytes.extend_from_slice(body.as_bytes());
+    if let Some(at) = invalid_at.filter(|_| !bytes.is_empty()) {
+        let at = at % bytes.len();
+        bytes[at] = 0xff;
+    }
+    bytes
+}
+
 /// A file read with short reads, as a real file may give.
 pub(crate) struct ShortReads<'a> {
     pub(crate) bytes: &'a [u8],

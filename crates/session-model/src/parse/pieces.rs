@@ -432,10 +432,9 @@ fn read_piece<R: ReadAt + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::fixtures::{LINES, SPAN_LINES, ShortReads, same_parse, skeleton};
+    use crate::parse::fixtures::{LINES, SPAN_LINES, ShortReads, file_bytes, same_parse, skeleton};
     use crate::parse::{DiagnosticKind, parse_session_bytes};
     use crate::span;
-    use crate::title::TitleSlot;
 
     /// Record-level notes (a value that is not an object, a second header, a duplicate
     /// id) carry the line and byte offset of their record, whole and in pieces.
@@ -493,17 +492,7 @@ mod tests {
             delta in -8i64..8,
             dialect in proptest::sample::select(vec![Dialect::Pi, Dialect::Omp]),
         ) {
-            let mut bytes = Vec::new();
-            if slot {
-                let slot = TitleSlot { title: "t".into(), source: None, updated_at: "u".into() };
-                bytes.extend_from_slice(slot.to_line().expect("slot").as_bytes());
-                bytes.push(b'\n');
-            }
-            bytes.extend_from_slice(pieces.concat().as_bytes());
-            if let Some(at) = invalid_at.filter(|_| !bytes.is_empty()) {
-                let at = at % bytes.len();
-                bytes[at] = 0xff;
-            }
+            let bytes = file_bytes(slot, &pieces.concat(), invalid_at);
             let whole = parse_session_bytes(&bytes, dialect);
             let stated = (bytes.len() as i64 - delta).max(0) as u64;
             let got = parse_in_pieces(&ShortReads { bytes: &bytes }, stated, dialect, piece, 0, MAX_PIECE_WORKERS, None)

@@ -66,10 +66,9 @@ pub fn parse_session_tail(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::fixtures::{LINES, SPAN_LINES, same_parse};
+    use crate::parse::fixtures::{LINES, SPAN_LINES, file_bytes, same_parse};
     use crate::parse::parse_session_bytes;
     use crate::read_at::ReadAt;
-    use crate::title::TitleSlot;
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
@@ -86,17 +85,7 @@ mod tests {
             invalid_at in proptest::option::of(proptest::num::usize::ANY),
             dialect in proptest::sample::select(vec![Dialect::Pi, Dialect::Omp]),
         ) {
-            let mut bytes = Vec::new();
-            if slot {
-                let slot = TitleSlot { title: "t".into(), source: None, updated_at: "u".into() };
-                bytes.extend_from_slice(slot.to_line().expect("slot").as_bytes());
-                bytes.push(b'\n');
-            }
-            bytes.extend_from_slice(lines.concat().as_bytes());
-            if let Some(at) = invalid_at.filter(|_| !bytes.is_empty()) {
-                let at = at % bytes.len();
-                bytes[at] = 0xff;
-            }
+            let bytes = file_bytes(slot, &lines.concat(), invalid_at);
             // The prefix ends at a line's end (or anywhere: then the whole file is parsed).
             let ends: Vec<usize> = memchr::memchr_iter(b'\n', &bytes).map(|i| i + 1).collect();
             let prefix = match ends.len() {

@@ -655,6 +655,30 @@ mod tests {
         }
     }
 
+    /// The stat of the file read guards a rewrite of that file only: a new session
+    /// (`reset`, as `new_session` and omp's `fork` do) or a branch forgets it, so a new
+    /// file that happens to have the old one's size is guarded by its size, not by the
+    /// identity of a file it is not.
+    #[test]
+    fn a_new_session_forgets_the_file_read_before() -> Result<(), StoreError> {
+        let storage = session_store::MemoryStorage::new();
+        let path = Path::new("/s/a.jsonl");
+        for dialect in [Dialect::Pi, Dialect::Omp] {
+            let read = FileStat::new(40, 1, true);
+            let mut j = Journal::new(dialect);
+            j.on_disk(40);
+            j.read_as(Some(read));
+            assert!(matches!(j.rewrite_precondition(&storage, path)?, ExpectedSize::Unchanged { size: 40, .. }));
+            j.reset();
+            j.on_disk(40);
+            assert_eq!(j.rewrite_precondition(&storage, path)?, ExpectedSize::Bytes(40), "{dialect:?}");
+            j.read_as(Some(read));
+            j.branched(Some(40));
+            assert_eq!(j.rewrite_precondition(&storage, path)?, ExpectedSize::Bytes(40), "{dialect:?}");
+        }
+        Ok(())
+    }
+
     impl Journal {
         /// A copy of the state and the failure (no writer), to ask it without changing it.
         fn clone_state(&self) -> Journal {
