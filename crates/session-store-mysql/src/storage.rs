@@ -5,9 +5,8 @@ use std::sync::Arc;
 
 use mysql::prelude::Queryable;
 use mysql::{Opts, OptsBuilder, Pool, PooledConn, TxOpts, params};
-use session_store::clock::SystemClock;
 use session_store::keyed::{
-    self, At, Body, Cas, Cut, Doomed, KeyedBackend, LocalDirs, Mtimes, Put, Row, TableOptions, TitleMeta, Windows,
+    self, At, Body, Cas, Cut, Doomed, Keeps, KeyedBackend, KeyedState, Put, Row, TableOptions, TitleMeta, Windows,
     cut_text, poll_lock, read_relation, valid_table_name,
 };
 use session_store::{LockWait, Op, SessionLock, StoreError};
@@ -142,14 +141,9 @@ struct Inner {
     pool: Pool,
     table: String,
     q: Queries,
-    /// The server's `max_allowed_packet`: no statement or value may be larger.
-    max_packet: u64,
-    /// Directories made by `ensure_dir` that hold no key yet (omp's `ensureDirSync` is a
-    /// no-op; ours is remembered by this storage only).
-    dirs: LocalDirs,
-    times: Mtimes,
-    /// Opened read-only: every write is refused.
-    read_only: bool,
+    /// Text, at most the server's `max_allowed_packet` less room for the rest of the
+    /// statement.
+    state: KeyedState,
 }
 
 /// Session files as rows of omp 18.3.4's `omp_session_files` table on a MySQL or MariaDB
@@ -209,15 +203,10 @@ impl MysqlStorage {
         let max_packet: Option<u64> = c.query_first("SELECT @@max_allowed_packet").map_err(ConnectError::Connect)?;
         drop(c);
         let q = Queries::new(table, &from);
-        let inner = Inner {
-            pool,
-            table: options.table_name().to_owned(),
-            q,
-            max_packet: max_packet.unwrap_or(16 << 20),
-            dirs: LocalDirs::new(),
-            times: Mtimes::new(Arc::new(SystemClock)),
-            read_only: options.is_read_only(),
-        };
+        let limit = max_packet.unwrap_or(16 << 20).saturating_sub(STATEMENT_ROOM);
+        let state =
+            KeyedState::new(Keeps::Text, limit, LIMIT).read_only(options.is_read_only().then(|| table.to_owned()));
+        let inner = Inner { pool, table: table.to_owned(), q, state };
         Ok(MysqlStorage { inner: Arc::new(inner) })
     }
 
@@ -229,7 +218,7 @@ impl MysqlStorage {
     /// Returns the largest session this storage can write whole: the server's
     /// `max_allowed_packet` less room for the rest of the statement.
     pub fn max_content_bytes(&self) -> u64 {
-        self.inner.max_packet.saturating_sub(STATEMENT_ROOM)
+        self.inner.state.limit()
     }
 
     /// Sets the title metadata of `path` and its mtime, leaving the body alone (omp's
@@ -323,27 +312,10 @@ fn meta_at(row: &mysql::Row, at: usize) -> Result<TitleMeta, MysqlError> {
 }
 
 impl KeyedBackend for MysqlStorage {
-    type Cause = MysqlError;
+    type Driver = mysql::Error;
 
-    fn dirs(&self) -> &LocalDirs {
-        &self.inner.dirs
-    }
-
-    fn times(&self) -> &Mtimes {
-        &self.inner.times
-    }
-
-    fn writable(&self, at: At<'_>) -> Result<(), StoreError> {
-        MysqlError::writable(at, self.inner.read_only.then_some(self.inner.table.as_str()))
-    }
-
-    fn content<'b>(&self, at: At<'_>, bytes: &'b [u8]) -> Result<Body<'b>, StoreError> {
-        MysqlError::text_body(at, bytes)
-    }
-
-    /// Refuses content the server would refuse to take in one statement.
-    fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError> {
-        MysqlError::check_size(at, size, self.max_content_bytes(), LIMIT)
+    fn state(&self) -> &KeyedState {
+        &self.inner.state
     }
 
     /// At most omp's `VARCHAR(512)` characters, and no trailing space (`utf8mb4_bin` pads:

@@ -1,15 +1,13 @@
-//! What the two layouts share: the pool, the directories `ensure_dir` made, the
-//! modification times, and the primitives that need only the metadata of "which files are
+//! What the two layouts share: the pool, the storage's [`KeyedState`], and the primitives that need only the metadata of "which files are
 //! there": a file's stat, the keys and stats under a prefix, the title columns and the
 //! advisory session lock.
 
 use std::sync::Arc;
 
-use session_store::clock::SystemClock;
-use session_store::keyed::{At, LocalDirs, Mtimes, TitleMeta, poll_lock};
+use session_store::keyed::{At, KeyedState, TitleMeta, poll_lock};
 use session_store::{LockWait, Op, SessionLock, StoreError, Watch};
 
-use crate::error::{ServerError, db};
+use crate::error::db;
 use crate::pool::{Pool, Pooled};
 
 /// The statements of a layout the shared operations run, with its table names inlined.
@@ -43,7 +41,7 @@ pub(crate) fn columns_of(c: &mut Pooled, table: &str) -> Result<Option<Vec<Strin
     Ok(Some(rows.iter().map(|r| r.try_get::<_, String>(0)).collect::<Result<_, _>>()?))
 }
 
-/// The pool, the local directories and the clock of one storage, and the
+/// The pool and the [`KeyedState`] of one storage, and the
 /// [`KeyedBackend`](session_store::keyed::KeyedBackend) primitives both layouts answer the
 /// same way: the file's stat, the keys and stats under a prefix, the title columns and the
 /// advisory lock.
@@ -51,28 +49,12 @@ pub(crate) fn columns_of(c: &mut Pooled, table: &str) -> Result<Option<Vec<Strin
 pub(crate) struct Base {
     pool: Arc<Pool>,
     files: FileQueries,
-    /// Directories made by `ensure_dir` that hold no key yet (omp's `ensureDirSync` is a
-    /// no-op; ours is remembered by this storage only).
-    pub(crate) dirs: LocalDirs,
-    pub(crate) times: Mtimes,
-    /// The table named in the error of a refused write, when opened read-only.
-    read_only: Option<String>,
+    pub(crate) state: KeyedState,
 }
 
 impl Base {
-    /// `read_only` names the table when the storage was opened read-only.
-    pub(crate) fn new(pool: Arc<Pool>, files: FileQueries, read_only: Option<String>) -> Base {
-        Base { pool, files, dirs: LocalDirs::new(), times: Mtimes::new(Arc::new(SystemClock)), read_only }
-    }
-
-    /// Refuses a write when the storage was opened read-only.
-    pub(crate) fn writable(&self, at: At<'_>) -> Result<(), StoreError> {
-        ServerError::writable(at, self.read_only.as_deref())
-    }
-
-    /// Returns whether the storage was opened read-only.
-    pub(crate) fn is_read_only(&self) -> bool {
-        self.read_only.is_some()
+    pub(crate) fn new(pool: Arc<Pool>, files: FileQueries, state: KeyedState) -> Base {
+        Base { pool, files, state }
     }
 
     pub(crate) fn client(&self, at: At<'_>) -> Result<Pooled, StoreError> {

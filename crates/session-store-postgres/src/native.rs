@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use postgres::{Config, IsolationLevel, Transaction};
 use session_store::keyed::{
-    self, At, Body, Cas, Cause, Doomed, KeyedBackend, LocalDirs, Mtimes, Put, Row, TitleMeta, Windows, read_relation,
+    self, At, Body, Cas, Cause, Doomed, Keeps, KeyedBackend, KeyedState, Put, Row, TitleMeta, Windows, read_relation,
 };
 use session_store::{LockWait, Note, Op, SessionLock, StoreError, Watch};
 
@@ -277,8 +277,9 @@ impl NativePostgresStorage {
         Ok(NativePostgresStorage::with(pool, q, stem, None))
     }
 
-    /// The storage on `pool` with the statements `q`; `read_only` names the metadata
-    /// table when it was opened read-only.
+    /// The storage on `pool` with the statements `q`: any bytes (lines are `bytea`), sizes
+    /// that are `bigint`s; `read_only` names the metadata table when it was opened
+    /// read-only.
     fn with(pool: Arc<Pool>, q: Queries, stem: &str, read_only: Option<String>) -> NativePostgresStorage {
         let files = FileQueries {
             stat: q.stat.clone(),
@@ -287,7 +288,8 @@ impl NativePostgresStorage {
             stats_with_prefix: q.stats_with_prefix.clone(),
             title: q.title.clone(),
         };
-        let inner = Inner { base: Base::new(pool, files, read_only), stem: stem.to_owned(), q };
+        let state = KeyedState::new(Keeps::Bytes, i64::MAX as u64, BIGINT).read_only(read_only);
+        let inner = Inner { base: Base::new(pool, files, state), stem: stem.to_owned(), q };
         NativePostgresStorage { inner: Arc::new(inner) }
     }
 
@@ -313,10 +315,12 @@ impl NativePostgresStorage {
     }
 }
 
+/// The limit a length past the tables' `bigint` names.
+const BIGINT: &str = "a bigint size";
+
 /// A length as the tables' `bigint`.
 fn len_i64(at: At<'_>, n: u64) -> Result<i64, StoreError> {
-    i64::try_from(n)
-        .map_err(|_| at.wrap(ServerError::TooLarge { size: n, limit: i64::MAX as u64, what: "a bigint size" }))
+    i64::try_from(n).map_err(|_| at.wrap(ServerError::TooLarge { size: n, limit: i64::MAX as u64, what: BIGINT }))
 }
 
 /// Splits `bytes` into lines (each with its `\n`) and inserts them from offset `from`.
@@ -354,28 +358,10 @@ fn insert_lines(
 }
 
 impl KeyedBackend for NativePostgresStorage {
-    type Cause = ServerError;
+    type Driver = postgres::Error;
 
-    fn dirs(&self) -> &LocalDirs {
-        &self.inner.base.dirs
-    }
-
-    fn times(&self) -> &Mtimes {
-        &self.inner.base.times
-    }
-
-    fn writable(&self, at: At<'_>) -> Result<(), StoreError> {
-        self.inner.base.writable(at)
-    }
-
-    /// Any bytes: lines are `bytea`.
-    fn content<'b>(&self, _at: At<'_>, bytes: &'b [u8]) -> Result<Body<'b>, StoreError> {
-        Ok(Body::bytes(bytes))
-    }
-
-    /// Sizes are `bigint`.
-    fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError> {
-        len_i64(at, size).map(drop)
+    fn state(&self) -> &KeyedState {
+        &self.inner.base.state
     }
 
     fn stat_key(&self, at: At<'_>, k: &str) -> Result<Option<(u64, i64)>, StoreError> {
@@ -594,7 +580,7 @@ impl KeyedBackend for NativePostgresStorage {
 
     /// Notes kept in the metadata row, against its `xmin`.
     fn read_notes(&self, paths: &[PathBuf], kind: &str) -> Result<Option<Vec<Option<Note>>>, StoreError> {
-        if self.inner.base.is_read_only() {
+        if self.inner.base.state.is_read_only() {
             // The note columns may be missing, and no note could be kept: none are read.
             return Ok(None);
         }
@@ -618,7 +604,7 @@ impl KeyedBackend for NativePostgresStorage {
     }
 
     fn write_notes(&self, kind: &str, notes: &[(PathBuf, u64, Vec<u8>)]) -> Result<(), StoreError> {
-        if self.inner.base.is_read_only() {
+        if self.inner.base.state.is_read_only() {
             // Notes are derived data, and a read-only storage keeps none (as a storage
             // without notes, it ignores the call).
             return Ok(());

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use postgres::Config;
 use session_store::keyed::{
-    self, At, Body, Cas, Doomed, KeyedBackend, LocalDirs, Mtimes, Put, Row, TitleMeta, Windows, read_relation,
+    self, At, Body, Cas, Doomed, Keeps, KeyedBackend, KeyedState, Put, Row, TitleMeta, Windows, read_relation,
     valid_table_name,
 };
 use session_store::{LockWait, Op, SessionLock, StoreError, Watch};
@@ -217,7 +217,8 @@ impl PostgresStorage {
             title: q.title.clone(),
         };
         let read_only = options.read_only.then(|| options.table.clone());
-        let inner = Inner { base: Base::new(pool, files, read_only), q, table: options.table };
+        let state = KeyedState::new(Keeps::Text, MAX_CONTENT_BYTES, crate::error::LIMIT).read_only(read_only);
+        let inner = Inner { base: Base::new(pool, files, state), q, table: options.table };
         Ok(PostgresStorage { inner: Arc::new(inner) })
     }
 
@@ -289,26 +290,10 @@ fn clamp_i32(n: u64) -> i32 {
 }
 
 impl KeyedBackend for PostgresStorage {
-    type Cause = ServerError;
+    type Driver = postgres::Error;
 
-    fn dirs(&self) -> &LocalDirs {
-        &self.inner.base.dirs
-    }
-
-    fn times(&self) -> &Mtimes {
-        &self.inner.base.times
-    }
-
-    fn writable(&self, at: At<'_>) -> Result<(), StoreError> {
-        self.inner.base.writable(at)
-    }
-
-    fn content<'b>(&self, at: At<'_>, bytes: &'b [u8]) -> Result<Body<'b>, StoreError> {
-        ServerError::text_body(at, bytes)
-    }
-
-    fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError> {
-        ServerError::check_size(at, size, MAX_CONTENT_BYTES, crate::error::LIMIT)
+    fn state(&self) -> &KeyedState {
+        &self.inner.base.state
     }
 
     fn stat_key(&self, at: At<'_>, k: &str) -> Result<Option<(u64, i64)>, StoreError> {

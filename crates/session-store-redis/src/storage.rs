@@ -7,9 +7,8 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 use redis::{Connection, Script};
-use session_store::clock::SystemClock;
 use session_store::keyed::{
-    self, At, Body, Cas, Cause, Doomed, KeyedBackend, LocalDirs, Mtimes, Put, Row, TitleMeta, Windows, poll_lock,
+    self, At, Body, Cas, Cause, Doomed, Keeps, KeyedBackend, KeyedState, Put, Row, TitleMeta, Windows, poll_lock,
 };
 use session_store::{LockWait, Op, SessionLock, StoreError, Watch};
 
@@ -46,10 +45,9 @@ struct Inner {
     max_idle: usize,
     prefix: String,
     scripts: Arc<Scripts>,
-    /// Directories made by `ensure_dir` that hold no key yet (omp's
-    /// `ensureDirSync` is a no-op; ours is remembered by this storage only).
-    dirs: LocalDirs,
-    times: Mtimes,
+    /// Any bytes (Redis strings are binary), at most [`MAX_CONTENT_BYTES`]; always
+    /// writable.
+    state: KeyedState,
 }
 
 /// Session files in Redis under omp 18.3.4's keys: the body at `<prefix>file:<path>`, its
@@ -123,8 +121,7 @@ impl RedisStorage {
             max_idle: 8,
             prefix: prefix.to_owned(),
             scripts: Arc::new(scripts),
-            dirs: LocalDirs::new(),
-            times: Mtimes::new(Arc::new(SystemClock)),
+            state: KeyedState::new(Keeps::Bytes, MAX_CONTENT_BYTES, LIMIT),
         };
         Ok(RedisStorage { inner: Arc::new(inner) })
     }
@@ -301,28 +298,10 @@ fn mtime_of(raw: Option<String>, fallback: i64) -> i64 {
 }
 
 impl KeyedBackend for RedisStorage {
-    type Cause = ServerError;
+    type Driver = redis::RedisError;
 
-    fn dirs(&self) -> &LocalDirs {
-        &self.inner.dirs
-    }
-
-    fn times(&self) -> &Mtimes {
-        &self.inner.times
-    }
-
-    /// Always writable: this storage has no read-only mode.
-    fn writable(&self, _at: At<'_>) -> Result<(), StoreError> {
-        Ok(())
-    }
-
-    /// Any bytes: Redis strings are binary.
-    fn content<'b>(&self, _at: At<'_>, bytes: &'b [u8]) -> Result<Body<'b>, StoreError> {
-        Ok(Body::bytes(bytes))
-    }
-
-    fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError> {
-        ServerError::check_size(at, size, MAX_CONTENT_BYTES, LIMIT)
+    fn state(&self) -> &KeyedState {
+        &self.inner.state
     }
 
     /// One atomic pipeline: `EXISTS`, `STRLEN` and the mtime.
@@ -335,7 +314,7 @@ impl KeyedBackend for RedisStorage {
             .hget(self.meta(), k)
             .query(c.get())
             .map_err(rd(at))?;
-        Ok(there.then(|| (size, mtime_of(mtime, self.inner.times.now()))))
+        Ok(there.then(|| (size, mtime_of(mtime, self.inner.state.times().now()))))
     }
 
     /// A `SCAN` for the bodies, then one `HMGET` of their mtimes.
@@ -347,7 +326,7 @@ impl KeyedBackend for RedisStorage {
         }
         let times: Vec<Option<String>> =
             redis::cmd("HMGET").arg(self.meta()).arg(&inside).query(c.get()).map_err(rd(at))?;
-        let now = self.inner.times.now();
+        let now = self.inner.state.times().now();
         Ok(times.into_iter().map(|t| mtime_of(t, now)).max())
     }
 
@@ -369,7 +348,7 @@ impl KeyedBackend for RedisStorage {
         Ok(body.map(|content| Row {
             content,
             meta: title.map(|t| TitleMeta::from_json(&t)).unwrap_or_default(),
-            mtime_ms: mtime_of(mtime, self.inner.times.now()),
+            mtime_ms: mtime_of(mtime, self.inner.state.times().now()),
         }))
     }
 
@@ -390,7 +369,7 @@ impl KeyedBackend for RedisStorage {
                 size,
                 meta: if title.is_empty() { TitleMeta::default() } else { TitleMeta::from_json(&title) },
                 first: (!title.is_empty()).then_some(first),
-                mtime_ms: mtime_of(mtime, self.inner.times.now()),
+                mtime_ms: mtime_of(mtime, self.inner.state.times().now()),
             }
         }))
     }
@@ -427,7 +406,7 @@ impl KeyedBackend for RedisStorage {
 
     /// One script (`SETRANGE` of zeros to extend, `GETRANGE` and `SET` to cut).
     fn truncate_key(&self, at: At<'_>, k: &str, len: u64, now: i64) -> Result<bool, StoreError> {
-        self.check_len(at, len)?;
+        self.inner.state.check_len::<redis::RedisError>(at, len)?;
         let mut c = self.conn(at)?;
         let done: i64 =
             self.on_file(&self.inner.scripts.truncate, k).arg(len).arg(now).invoke(c.get()).map_err(rd(at))?;

@@ -5,9 +5,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
-use session_store::clock::SystemClock;
 use session_store::keyed::{
-    self, At, Body, Cas, Cut, Doomed, KeyedBackend, LocalDirs, Mtimes, Put, Row, TableOptions, TitleMeta, Windows,
+    self, At, Body, Cas, Cut, Doomed, Keeps, KeyedBackend, KeyedState, Put, Row, TableOptions, TitleMeta, Windows,
     cut_text, read_relation, valid_table_name,
 };
 use session_store::{FileStorage, LockWait, Op, SessionLock, Storage, StoreError};
@@ -126,15 +125,11 @@ struct Inner {
     db_path: PathBuf,
     table: String,
     q: Queries,
-    /// Directories made by `ensure_dir` that hold no key yet (omp's `ensureDirSync` is a
-    /// no-op; ours is remembered by this storage only).
-    dirs: LocalDirs,
-    times: Mtimes,
+    /// Text, at most [`MAX_CONTENT_BYTES`]; when opened read-only, the lock directory is
+    /// made only when a lock is taken.
+    state: KeyedState,
     /// `<database>.locks/`: one lock file per locked session (see [`Storage::lock`]).
     locks_dir: PathBuf,
-    /// Opened read-only: every write is refused, and the lock directory is made only
-    /// when a lock is taken.
-    read_only: bool,
 }
 
 /// Session files as rows of omp 18.3.4's `omp_session_files` table in a SQLite database.
@@ -204,16 +199,10 @@ impl SqliteStorage {
             make_private_dir(&locks_dir).map_err(|source| ConnectError::LockDir { path: locks_dir.clone(), source })?;
         }
         let q = Queries::new(table, &from);
-        let inner = Inner {
-            conn: Mutex::new(conn),
-            db_path: db.to_path_buf(),
-            table: options.table_name().to_owned(),
-            q,
-            dirs: LocalDirs::new(),
-            times: Mtimes::new(Arc::new(SystemClock)),
-            locks_dir,
-            read_only,
-        };
+        let state =
+            KeyedState::new(Keeps::Text, MAX_CONTENT_BYTES, LIMIT).read_only(read_only.then(|| table.to_owned()));
+        let inner =
+            Inner { conn: Mutex::new(conn), db_path: db.to_path_buf(), table: table.to_owned(), q, state, locks_dir };
         Ok(SqliteStorage { inner: Arc::new(inner) })
     }
 
@@ -312,26 +301,10 @@ fn clamp_i64(n: u64) -> i64 {
 }
 
 impl KeyedBackend for SqliteStorage {
-    type Cause = SqliteError;
+    type Driver = rusqlite::Error;
 
-    fn dirs(&self) -> &LocalDirs {
-        &self.inner.dirs
-    }
-
-    fn times(&self) -> &Mtimes {
-        &self.inner.times
-    }
-
-    fn writable(&self, at: At<'_>) -> Result<(), StoreError> {
-        SqliteError::writable(at, self.inner.read_only.then_some(self.inner.table.as_str()))
-    }
-
-    fn content<'b>(&self, at: At<'_>, bytes: &'b [u8]) -> Result<Body<'b>, StoreError> {
-        SqliteError::text_body(at, bytes)
-    }
-
-    fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError> {
-        SqliteError::check_size(at, size, MAX_CONTENT_BYTES, LIMIT)
+    fn state(&self) -> &KeyedState {
+        &self.inner.state
     }
 
     fn stat_key(&self, at: At<'_>, k: &str) -> Result<Option<(u64, i64)>, StoreError> {
@@ -510,7 +483,7 @@ impl KeyedBackend for SqliteStorage {
     /// a hash of the table and the session's key: it excludes every holder on this
     /// machine (a SQLite database is a local file) and is dropped with its holder.
     fn lock_key(&self, at: At<'_>, k: &str, wait: LockWait) -> Result<SessionLock, StoreError> {
-        if self.inner.read_only {
+        if self.inner.state.is_read_only() {
             make_private_dir(&self.inner.locks_dir).map_err(|e| StoreError::io_raw(at.op, &self.inner.locks_dir, e))?;
         }
         let held = FileStorage::new().lock(&self.lock_file(k), wait).map_err(|e| match e {

@@ -93,6 +93,59 @@ pub fn run_byte_contract<R: AsRef<Path>>(
     run_cases(BYTE_CASES, make, root_for_case)
 }
 
+/// Two writers on two storages made by `make` (two connections, for a server) append 40
+/// lines each to two sessions under `root`: blind appends ([`Storage::append`]) never
+/// interleave inside a line, and checked appends ([`Storage::append_expected`], reloading
+/// the size after a conflict) lose no line and duplicate none.
+pub fn racing_writers(
+    make: &dyn Fn() -> Result<Box<dyn Storage>, Box<dyn std::error::Error + Send + Sync>>,
+    root: &Path,
+) -> CaseResult {
+    let (blind, checked) = (root.join("blind.jsonl"), root.join("checked.jsonl"));
+    let writers = [make()?, make()?];
+    std::thread::scope(|scope| -> CaseResult {
+        let handles: Vec<_> = writers
+            .iter()
+            .enumerate()
+            .map(|(w, s)| {
+                let (blind, checked) = (&blind, &checked);
+                scope.spawn(move || -> Result<(), StoreError> {
+                    for i in 0..40 {
+                        let line = format!("{{\"w\":{w},\"i\":{i},\"pad\":\"{}\"}}\n", "x".repeat(100 + i));
+                        s.append(blind, line.as_bytes())?;
+                        loop {
+                            let size = s.stat(checked)?.map(|st| st.size);
+                            let expected = size.map_or(ExpectedSize::Missing, ExpectedSize::Bytes);
+                            match s.append_expected(checked, line.as_bytes(), expected) {
+                                Ok(()) => break,
+                                Err(StoreError::Conflict { .. }) => continue,
+                                Err(e) => return Err(e),
+                            }
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().map_err(|_| "writer panicked")??;
+        }
+        Ok(())
+    })?;
+    let want: Vec<(u64, u64)> = (0..2).flat_map(|w| (0..40).map(move |i| (w, i))).collect();
+    for p in [&blind, &checked] {
+        let text = String::from_utf8(writers[0].read(p)?)?;
+        let mut seen = Vec::new();
+        for line in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(line)?;
+            seen.push((v["w"].as_u64().ok_or("w")?, v["i"].as_u64().ok_or("i")?));
+        }
+        seen.sort_unstable();
+        check(seen == want, &format!("{}: every line once, whole: {seen:?}", p.display()))?;
+    }
+    Ok(())
+}
+
 fn run_cases<R: AsRef<Path>>(
     cases: &[(&str, Case)],
     make: &dyn Fn() -> Box<dyn Storage>,

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use mysql::prelude::Queryable;
-use session_store::contract::run_contract;
+use session_store::contract::{racing_writers, run_contract};
 use session_store::{ExpectedSize, LockWait, Storage, StoreError};
 use session_store_mysql::{ConnectError, MysqlError, MysqlOptions, MysqlStorage};
 
@@ -114,44 +114,11 @@ fn limits_are_typed_errors() -> TestResult {
     Ok(())
 }
 
-/// Two storages on two connections append to one session with a size check: no entry
-/// is lost, duplicated or interleaved.
+/// Two storages on two connections append to one session ([`racing_writers`]).
 #[test]
 fn two_writers_never_interleave() -> TestResult {
     let Some(db) = TestDb::create("two_writers_never_interleave")? else { return Ok(()) };
-    let url = db.url();
-    MysqlStorage::connect(&url)?.write(Path::new("/w/s.jsonl"), b"{\"type\":\"session\"}\n")?;
-    let writers: Vec<_> = (0..2)
-        .map(|w| {
-            let url = url.clone();
-            std::thread::spawn(move || -> Result<(), String> {
-                let s = MysqlStorage::connect(&url).map_err(|e| e.to_string())?;
-                let path = Path::new("/w/s.jsonl");
-                for i in 0..40 {
-                    let line = format!("{{\"w\":{w},\"i\":{i}}}\n");
-                    loop {
-                        let size = s.stat(path).map_err(|e| e.to_string())?.map_or(0, |st| st.size);
-                        match s.append_expected(path, line.as_bytes(), ExpectedSize::Bytes(size)) {
-                            Ok(()) => break,
-                            Err(StoreError::Conflict { .. }) => {}
-                            Err(e) => return Err(e.to_string()),
-                        }
-                    }
-                }
-                Ok(())
-            })
-        })
-        .collect();
-    for w in writers {
-        w.join().map_err(|_| "a writer panicked")??;
-    }
-    let text = String::from_utf8(MysqlStorage::connect(&url)?.read(Path::new("/w/s.jsonl"))?)?;
-    let mut lines: Vec<&str> = text.lines().skip(1).collect();
-    assert_eq!(lines.len(), 80, "every append landed once");
-    lines.sort_unstable();
-    lines.dedup();
-    assert_eq!(lines.len(), 80, "no duplicate");
-    Ok(())
+    racing_writers(&|| Ok(Box::new(MysqlStorage::connect(&db.url())?)), Path::new("/race"))
 }
 
 /// A lock excludes a second holder on another storage, and is free once dropped.

@@ -10,6 +10,7 @@ mod own_cluster;
 
 use std::path::Path;
 
+use session_store::contract::racing_writers;
 use session_store::{ExpectedSize, Storage, StoreError};
 use session_store_postgres::{NativePostgresStorage, PostgresStorage};
 
@@ -65,68 +66,18 @@ fn killed_connections_native_layout() -> TestResult {
     killed_connection_is_typed_then_healed(&NativePostgresStorage::connect(&db.conn())?, &db)
 }
 
-/// Two writers on two storages (two connections each) append to one session: blind
-/// appends never interleave inside a line; checked appends lose no line and duplicate none.
-fn racing_writers(make: &dyn Fn() -> Result<Box<dyn Storage>, Box<dyn std::error::Error + Send + Sync>>) -> TestResult {
-    let blind = Path::new("/race/blind.jsonl");
-    let checked = Path::new("/race/checked.jsonl");
-    let writers: Vec<Box<dyn Storage>> = vec![make()?, make()?];
-    std::thread::scope(|scope| -> TestResult {
-        let handles: Vec<_> = writers
-            .iter()
-            .enumerate()
-            .map(|(w, s)| {
-                scope.spawn(move || -> Result<(), StoreError> {
-                    for i in 0..40 {
-                        let line = format!("{{\"w\":{w},\"i\":{i},\"pad\":\"{}\"}}\n", "x".repeat(100 + i));
-                        s.append(blind, line.as_bytes())?;
-                        // Check-then-append: on a conflict, reload the size and try again.
-                        loop {
-                            let size = s.stat(checked)?.map(|st| st.size);
-                            let expected = size.map_or(ExpectedSize::Missing, ExpectedSize::Bytes);
-                            match s.append_expected(checked, line.as_bytes(), expected) {
-                                Ok(()) => break,
-                                Err(StoreError::Conflict { .. }) => continue,
-                                Err(e) => return Err(e),
-                            }
-                        }
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        for h in handles {
-            h.join().map_err(|_| "writer panicked")??;
-        }
-        Ok(())
-    })?;
-    let reader = make()?;
-    for p in [blind, checked] {
-        let text = String::from_utf8(reader.read(p)?)?;
-        let mut seen: Vec<(u64, u64)> = Vec::new();
-        for line in text.lines() {
-            let v: serde_json::Value = serde_json::from_str(line)?;
-            seen.push((v["w"].as_u64().ok_or("w")?, v["i"].as_u64().ok_or("i")?));
-        }
-        seen.sort_unstable();
-        let want: Vec<(u64, u64)> = (0..2).flat_map(|w| (0..40).map(move |i| (w, i))).collect();
-        assert_eq!(seen, want, "{}: every line once, whole", p.display());
-    }
-    Ok(())
-}
-
 #[test]
 fn racing_writers_omp_layout() -> TestResult {
     let Some(db) = TestDb::create("racing_writers_omp_layout")? else { return Ok(()) };
-    let conn = db.conn();
-    racing_writers(&|| Ok(Box::new(PostgresStorage::connect(&conn)?)))
+    let make = || Ok(Box::new(PostgresStorage::connect(&db.conn())?) as Box<dyn Storage>);
+    racing_writers(&make, Path::new("/race"))
 }
 
 #[test]
 fn racing_writers_native_layout() -> TestResult {
     let Some(db) = TestDb::create("racing_writers_native_layout")? else { return Ok(()) };
-    let conn = db.conn();
-    racing_writers(&|| Ok(Box::new(NativePostgresStorage::connect(&conn)?)))
+    let make = || Ok(Box::new(NativePostgresStorage::connect(&db.conn())?) as Box<dyn Storage>);
+    racing_writers(&make, Path::new("/race"))
 }
 
 /// Connections that died while idle in the pool (a server restart, an idle timeout) are

@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use session_store::contract::run_contract;
-use session_store::{ExpectedSize, Storage, StoreError};
+use session_store::contract::{racing_writers, run_contract};
+use session_store::{Storage, StoreError};
 use session_store_sqlite::{ConnectError, SqliteError, SqliteOptions, SqliteStorage};
 pub(crate) use session_testkit::TempDir;
 
@@ -99,46 +99,12 @@ fn text_cannot_hold_nul_or_invalid_utf8() -> TestResult {
     Ok(())
 }
 
-/// Two storages on two connections append to one session with a size check: no entry
-/// is lost, duplicated or interleaved, and each refused append is a conflict the writer
-/// can retry.
+/// Two storages on two connections append to one session ([`racing_writers`]).
 #[test]
 fn two_writers_never_interleave() -> TestResult {
     let tmp = TempDir::new("writers");
     let db = tmp.join("sessions.db");
-    SqliteStorage::open(&db)?.write(Path::new("/w/s.jsonl"), b"{\"type\":\"session\"}\n")?;
-    let writers: Vec<_> = (0..2)
-        .map(|w| {
-            let db = db.clone();
-            std::thread::spawn(move || -> Result<u32, String> {
-                let s = SqliteStorage::open(&db).map_err(|e| e.to_string())?;
-                let path = Path::new("/w/s.jsonl");
-                let mut conflicts = 0;
-                for i in 0..50 {
-                    let line = format!("{{\"w\":{w},\"i\":{i}}}\n");
-                    loop {
-                        let size = s.stat(path).map_err(|e| e.to_string())?.map_or(0, |st| st.size);
-                        match s.append_expected(path, line.as_bytes(), ExpectedSize::Bytes(size)) {
-                            Ok(()) => break,
-                            Err(StoreError::Conflict { .. }) => conflicts += 1,
-                            Err(e) => return Err(e.to_string()),
-                        }
-                    }
-                }
-                Ok(conflicts)
-            })
-        })
-        .collect();
-    for w in writers {
-        w.join().map_err(|_| "a writer panicked")??;
-    }
-    let text = String::from_utf8(SqliteStorage::open(&db)?.read(Path::new("/w/s.jsonl"))?)?;
-    let mut lines: Vec<&str> = text.lines().skip(1).collect();
-    assert_eq!(lines.len(), 100, "every append landed once");
-    lines.sort_unstable();
-    lines.dedup();
-    assert_eq!(lines.len(), 100, "no duplicate");
-    Ok(())
+    racing_writers(&|| Ok(Box::new(SqliteStorage::open(&db)?)), Path::new("/race"))
 }
 
 /// A lock excludes a second holder, also through another storage of the same database,

@@ -55,7 +55,7 @@ impl<'a> At<'a> {
 }
 
 /// Content on its way to a driver's write, checked against the driver's rule
-/// ([`KeyedBackend::content`]): bytes, and the same bytes as text when the driver keeps
+/// ([`KeyedState::body`]): bytes, and the same bytes as text when the storage keeps
 /// text.
 #[derive(Clone, Copy, Debug)]
 pub struct Body<'a> {
@@ -250,35 +250,11 @@ impl<D: std::error::Error + Send + Sync + 'static> BackendError<D> {
         super::find(err)
     }
 
-    /// [`KeyedBackend::writable`] of a storage whose read-only mode names `table` (`None`:
-    /// opened for writing): [`BackendError::ReadOnly`].
-    pub fn writable(at: At<'_>, read_only: Option<&str>) -> Result<(), StoreError> {
-        match read_only {
-            Some(table) => Err(at.wrap(BackendError::<D>::ReadOnly { table: table.to_owned() })),
-            None => Ok(()),
-        }
-    }
-
-    /// [`KeyedBackend::content`] of a text column ([`Body::text`]):
-    /// [`BackendError::InvalidContent`] saying why not.
-    pub fn text_body<'b>(at: At<'_>, bytes: &'b [u8]) -> Result<Body<'b>, StoreError> {
-        Body::text(bytes).map_err(|reason| at.wrap(BackendError::<D>::InvalidContent { reason }))
-    }
-
-    /// The text of a body [`BackendError::text_body`] made; a body made otherwise is
+    /// The text of a body a text storage made ([`Keeps::Text`]); a body made otherwise is
     /// [`BackendError::InvalidContent`].
     pub fn text_of<'b>(at: At<'_>, body: Body<'b>) -> Result<&'b str, StoreError> {
         body.as_text()
             .ok_or_else(|| at.wrap(BackendError::<D>::InvalidContent { reason: "not checked as text".to_owned() }))
-    }
-
-    /// [`KeyedBackend::check_len`] against `limit`: [`BackendError::TooLarge`] naming
-    /// `what` past it.
-    pub fn check_size(at: At<'_>, size: u64, limit: u64, what: &'static str) -> Result<(), StoreError> {
-        if size > limit {
-            return Err(at.wrap(BackendError::<D>::TooLarge { size, limit, what }));
-        }
-        Ok(())
     }
 }
 
@@ -292,36 +268,115 @@ impl<D: std::error::Error + Send + Sync + 'static> Cause for BackendError<D> {
     }
 }
 
+/// What a key-prefix storage holds as content ([`KeyedState::new`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keeps {
+    /// Text: UTF-8 without NUL bytes ([`Body::text`]), as a text column holds.
+    Text,
+    /// Any bytes ([`Body::bytes`]): Redis strings, `bytea`.
+    Bytes,
+}
+
+/// What a key-prefix storage keeps beside its driver ([`KeyedBackend::state`]): the
+/// directories [`Storage::ensure_dir`] made that hold no key yet, the modification times,
+/// and the rules every write passes (the read-only mode, what content the server keeps,
+/// how large a file may grow).
+#[derive(Debug)]
+pub struct KeyedState {
+    dirs: LocalDirs,
+    times: Mtimes,
+    read_only: Option<String>,
+    keeps: Keeps,
+    limit: u64,
+    what: &'static str,
+}
+
+impl KeyedState {
+    /// Returns the state of a writable storage on the system clock that keeps `keeps` and
+    /// files of at most `limit` bytes; `what` names the limit in [`BackendError::TooLarge`].
+    pub fn new(keeps: Keeps, limit: u64, what: &'static str) -> KeyedState {
+        let times = Mtimes::new(std::sync::Arc::new(crate::clock::SystemClock));
+        KeyedState { dirs: LocalDirs::new(), times, read_only: None, keeps, limit, what }
+    }
+
+    /// Opens the storage read-only when `table` names the table (for PostgreSQL's native
+    /// layout, the metadata table): every write is then refused with
+    /// [`BackendError::ReadOnly`].
+    pub fn read_only(self, table: Option<String>) -> KeyedState {
+        KeyedState { read_only: table, ..self }
+    }
+
+    /// Returns the storage's modification times.
+    pub fn times(&self) -> &Mtimes {
+        &self.times
+    }
+
+    /// Returns whether the storage was opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only.is_some()
+    }
+
+    /// Returns the largest file the storage writes, in bytes.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// Refuses a write on a read-only storage with [`BackendError::ReadOnly`].
+    pub fn writable<D: std::error::Error + Send + Sync + 'static>(&self, at: At<'_>) -> Result<(), StoreError> {
+        match &self.read_only {
+            Some(table) => Err(at.wrap(BackendError::<D>::ReadOnly { table: table.clone() })),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks a write of `bytes`: refused on a read-only storage, and as
+    /// [`BackendError::InvalidContent`] when the storage keeps text and they are not.
+    pub fn body<'b, D: std::error::Error + Send + Sync + 'static>(
+        &self,
+        at: At<'_>,
+        bytes: &'b [u8],
+    ) -> Result<Body<'b>, StoreError> {
+        self.writable::<D>(at)?;
+        match self.keeps {
+            Keeps::Bytes => Ok(Body::bytes(bytes)),
+            Keeps::Text => Body::text(bytes).map_err(|reason| at.wrap(BackendError::<D>::InvalidContent { reason })),
+        }
+    }
+
+    /// Refuses a file that would grow to `size` bytes, past the limit, with
+    /// [`BackendError::TooLarge`].
+    pub fn check_len<D: std::error::Error + Send + Sync + 'static>(
+        &self,
+        at: At<'_>,
+        size: u64,
+    ) -> Result<(), StoreError> {
+        if size > self.limit {
+            return Err(at.wrap(BackendError::<D>::TooLarge { size, limit: self.limit, what: self.what }));
+        }
+        Ok(())
+    }
+}
+
+/// The cause of a driver's errors.
+type CauseOf<B> = BackendError<<B as KeyedBackend>::Driver>;
+
 /// The primitives of a key-prefix storage's driver. Every type that implements it is a
 /// [`Storage`], whose operations hold the shared meaning (see the module docs): paths
 /// become keys, writes are refused on a read-only storage and checked against the
-/// driver's content rule and size limit, directories are prefixes (and the empty ones
-/// [`Storage::ensure_dir`] made are remembered in [`KeyedBackend::dirs`]), modification
-/// times come from [`KeyedBackend::times`], size checks fail as [`StoreError::Conflict`]
-/// with the size found, and a file's deletion takes its backups and artifacts.
+/// storage's content rule and size limit, directories are prefixes (and the empty ones
+/// [`Storage::ensure_dir`] made are remembered), modification times come from the
+/// storage's [`KeyedState`], size checks fail as [`StoreError::Conflict`] with the size
+/// found, and a file's deletion takes its backups and artifacts.
 ///
 /// Each primitive gets the place of the call ([`At`]) for its errors, and keys already
 /// checked; a primitive that finds no file says so by its return value, not by an error.
 pub trait KeyedBackend: Clone + Send + Sync + 'static {
-    /// The driver's typed failure cause.
-    type Cause: Cause;
+    /// The driver's own error, the source of a [`BackendError::Server`].
+    type Driver: std::error::Error + Send + Sync + 'static;
 
-    /// The directories [`Storage::ensure_dir`] made that hold no key yet.
-    fn dirs(&self) -> &LocalDirs;
-
-    /// The storage's modification times.
-    fn times(&self) -> &Mtimes;
-
-    /// Refuses a write when the storage was opened read-only (with the driver's error).
-    fn writable(&self, at: At<'_>) -> Result<(), StoreError>;
-
-    /// Checks content against what the driver can keep ([`Body::text`] or
-    /// [`Body::bytes`]), with the driver's "invalid content" error.
-    fn content<'b>(&self, at: At<'_>, bytes: &'b [u8]) -> Result<Body<'b>, StoreError>;
-
-    /// Refuses a file that would grow to `size` bytes, past what the server takes, with the
-    /// driver's "too large" error.
-    fn check_len(&self, at: At<'_>, size: u64) -> Result<(), StoreError>;
+    /// What the storage keeps beside its driver: its local directories, its modification
+    /// times and the rules every write passes.
+    fn state(&self) -> &KeyedState;
 
     /// Refuses a key the server cannot keep beyond [`Cause::key`]'s rule (MySQL's
     /// `VARCHAR(512)`); none by default. A stat of such a key finds no file.
@@ -475,7 +530,7 @@ pub fn cut_text(content: &str, len: u64) -> Result<Cut<'_>, String> {
 
 /// Returns the key of the file `at.path`: [`Cause::file_key`] and the driver's own rule.
 fn file_key<B: KeyedBackend>(b: &B, at: At<'_>) -> Result<String, StoreError> {
-    let k = B::Cause::file_key(at.op, at.path)?;
+    let k = <CauseOf<B>>::file_key(at.op, at.path)?;
     b.check_key(at, &k)?;
     Ok(k)
 }
@@ -534,11 +589,10 @@ fn replace<B: KeyedBackend>(
 ) -> Result<(), StoreError> {
     let at = At::new(op, path);
     let k = file_key(b, at)?;
-    b.writable(at)?;
-    let body = b.content(at, bytes)?;
-    b.check_len(at, body.len())?;
+    let body = b.state().body::<B::Driver>(at, bytes)?;
+    b.state().check_len::<B::Driver>(at, body.len())?;
     let meta = TitleMeta::of_body(bytes);
-    let now = b.times().next();
+    let now = b.state().times.next();
     match b.put(at, &k, body, &meta, now, Put::of(expected))? {
         Cas::Done => Ok(()),
         _ if op == Op::WriteNew => Err(StoreError::AlreadyExists { path: path.to_path_buf() }),
@@ -558,13 +612,13 @@ pub fn update_title<B: KeyedBackend>(
 ) -> Result<(), StoreError> {
     let at = At::new(Op::Overwrite, path);
     let k = file_key(b, at)?;
-    b.writable(at)?;
+    b.state().writable::<B::Driver>(at)?;
     let meta = TitleMeta {
         title: title.map(str::to_owned),
         source: source.map(str::to_owned),
         updated_at: Some(updated_at.to_owned()),
     };
-    let now = b.times().next();
+    let now = b.state().times.next();
     if !b.set_title(at, &k, &meta, now)? {
         return Err(at.not_found());
     }
@@ -574,13 +628,13 @@ pub fn update_title<B: KeyedBackend>(
 impl<B: KeyedBackend> Storage for B {
     fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
         let at = At::new(Op::EnsureDir, dir);
-        let k = B::Cause::key(at.op, dir)?;
+        let k = <CauseOf<B>>::key(at.op, dir)?;
         self.check_key(at, &k)?;
         if self.stat_key(at, &k)?.is_some() {
             let err = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "a file is in the way");
             return Err(StoreError::io_raw(at.op, dir, err));
         }
-        self.dirs().remember(k, self.times().next());
+        self.state().dirs.remember(k, self.state().times.next());
         Ok(())
     }
 
@@ -590,8 +644,8 @@ impl<B: KeyedBackend> Storage for B {
 
     fn stat(&self, path: &Path) -> Result<Option<FileStat>, StoreError> {
         let at = At::new(Op::Stat, path);
-        let k = B::Cause::key(at.op, path)?;
-        let prefix = B::Cause::dir_prefix(at.op, path)?;
+        let k = <CauseOf<B>>::key(at.op, path)?;
+        let prefix = <CauseOf<B>>::dir_prefix(at.op, path)?;
         // A key no file can have (past the driver's own rule) is no file.
         if self.check_key(at, &k).is_ok()
             && let Some((size, mtime_ms)) = self.stat_key(at, &k)?
@@ -600,20 +654,20 @@ impl<B: KeyedBackend> Storage for B {
         }
         let mtime = match self.newest_under(at, &prefix)? {
             Some(newest) => Some(newest),
-            None => self.dirs().mtime(&k, &prefix),
+            None => self.state().dirs.mtime(&k, &prefix),
         };
         Ok(mtime.map(|mtime_ms| FileStat::new(0, mtime_ms, false)))
     }
 
     fn list(&self, dir: &Path) -> Result<Vec<String>, StoreError> {
         let at = At::new(Op::List, dir);
-        let prefix = B::Cause::dir_prefix(at.op, dir)?;
+        let prefix = <CauseOf<B>>::dir_prefix(at.op, dir)?;
         Ok(children(&prefix, self.keys_under(at, &prefix)?))
     }
 
     fn list_stats(&self, dir: &Path) -> Result<Vec<(String, FileStat)>, StoreError> {
         let at = At::new(Op::List, dir);
-        let prefix = B::Cause::dir_prefix(at.op, dir)?;
+        let prefix = <CauseOf<B>>::dir_prefix(at.op, dir)?;
         // Only files directly in `dir`, dot-files left out, as `list` gives them.
         let mut out: Vec<(String, FileStat)> = self
             .stats_under(at, &prefix)?
@@ -630,9 +684,9 @@ impl<B: KeyedBackend> Storage for B {
 
     fn read_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StoreError> {
         let at = At::new(Op::List, dir);
-        let prefix = B::Cause::dir_prefix(at.op, dir)?;
+        let prefix = <CauseOf<B>>::dir_prefix(at.op, dir)?;
         let keys = self.keys_under(at, &prefix)?;
-        Ok(child_entries(&prefix, keys, self.dirs().under(&prefix)))
+        Ok(child_entries(&prefix, keys, self.state().dirs.under(&prefix)))
     }
 
     fn read(&self, path: &Path) -> Result<Vec<u8>, StoreError> {
@@ -674,10 +728,9 @@ impl<B: KeyedBackend> Storage for B {
     fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         let at = At::new(Op::Append, path);
         let k = file_key(self, at)?;
-        self.writable(at)?;
-        let body = self.content(at, bytes)?;
-        self.check_len(at, body.len())?;
-        let now = self.times().next();
+        let body = self.state().body::<B::Driver>(at, bytes)?;
+        self.state().check_len::<B::Driver>(at, body.len())?;
+        let now = self.state().times.next();
         self.append_key(at, &k, body, now)
     }
 
@@ -685,18 +738,17 @@ impl<B: KeyedBackend> Storage for B {
     fn append_expected(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> Result<(), StoreError> {
         let at = At::new(Op::Append, path);
         let k = file_key(self, at)?;
-        self.writable(at)?;
-        let body = self.content(at, bytes)?;
+        let body = self.state().body::<B::Driver>(at, bytes)?;
         let cas = match expected {
             ExpectedSize::Any => return self.append(path, bytes),
             ExpectedSize::Missing => {
-                self.check_len(at, body.len())?;
-                let now = self.times().next();
+                self.state().check_len::<B::Driver>(at, body.len())?;
+                let now = self.state().times.next();
                 self.put(at, &k, body, &TitleMeta::default(), now, Put::Create)?
             }
             ExpectedSize::Bytes(n) | ExpectedSize::Unchanged { size: n, .. } => {
-                self.check_len(at, n.saturating_add(body.len()))?;
-                let now = self.times().next();
+                self.state().check_len::<B::Driver>(at, n.saturating_add(body.len()))?;
+                let now = self.state().times.next();
                 self.append_at(at, &k, body, now, n)?
             }
         };
@@ -709,8 +761,8 @@ impl<B: KeyedBackend> Storage for B {
     fn truncate(&self, path: &Path, len: u64) -> Result<(), StoreError> {
         let at = At::new(Op::Truncate, path);
         let k = file_key(self, at)?;
-        self.writable(at)?;
-        let now = self.times().next();
+        self.state().writable::<B::Driver>(at)?;
+        let now = self.state().times.next();
         if !self.truncate_key(at, &k, len, now)? {
             return Err(at.not_found());
         }
@@ -721,11 +773,11 @@ impl<B: KeyedBackend> Storage for B {
         let at = At::new(Op::Rename, from);
         let src = file_key(self, at)?;
         let dst = file_key(self, at.on(to))?;
-        self.writable(at)?;
+        self.state().writable::<B::Driver>(at)?;
         let moved = if src == dst {
             self.stat_key(at, &src)?.is_some()
         } else {
-            let now = self.times().next();
+            let now = self.state().times.next();
             self.rename_key(at, &src, &dst, now)?
         };
         if !moved {
@@ -737,7 +789,7 @@ impl<B: KeyedBackend> Storage for B {
     fn unlink(&self, path: &Path) -> Result<(), StoreError> {
         let at = At::new(Op::Unlink, path);
         let k = file_key(self, at)?;
-        self.writable(at)?;
+        self.state().writable::<B::Driver>(at)?;
         if !self.delete_key(at, &k)? {
             return Err(at.not_found());
         }
@@ -745,21 +797,21 @@ impl<B: KeyedBackend> Storage for B {
     }
 
     fn remove_empty_dir(&self, dir: &Path) -> Result<(), StoreError> {
-        let k = B::Cause::key(Op::RemoveDir, dir)?;
-        self.dirs().forget_if_empty(&k);
+        let k = <CauseOf<B>>::key(Op::RemoveDir, dir)?;
+        self.state().dirs.forget_if_empty(&k);
         Ok(())
     }
 
     fn delete_with_artifacts(&self, path: &Path) -> Result<(), StoreError> {
         let at = At::new(Op::Unlink, path);
         let k = file_key(self, at)?;
-        self.writable(at)?;
-        let artifacts = artifacts_dir(path).map(|d| B::Cause::dir_prefix(Op::RemoveDir, &d)).transpose()?;
+        self.state().writable::<B::Driver>(at)?;
+        let artifacts = artifacts_dir(path).map(|d| <CauseOf<B>>::dir_prefix(Op::RemoveDir, &d)).transpose()?;
         // `<name>.<anything>.bak` siblings: keys that start with `<key>.`, then filtered.
         let backups = backups(&k, self.keys_under(at, &format!("{k}."))?);
         self.delete_doomed(at, Doomed { key: &k, backups: &backups, artifacts: artifacts.as_deref() })?;
         if let Some(prefix) = artifacts {
-            self.dirs().forget_under(&prefix);
+            self.state().dirs.forget_under(&prefix);
         }
         Ok(())
     }
@@ -770,8 +822,8 @@ impl<B: KeyedBackend> Storage for B {
         let _ = durability;
         let at = At::new(Op::Open, path);
         let k = file_key(self, at)?;
-        self.writable(at)?;
-        let now = self.times().next();
+        self.state().writable::<B::Driver>(at)?;
+        let now = self.state().times.next();
         self.touch_empty(at, &k, now)?;
         Ok(Box::new(AppendingWriter::new(self.clone(), path)))
     }
@@ -792,7 +844,7 @@ impl<B: KeyedBackend> Storage for B {
 
     fn watch(&self, path: &Path) -> Result<Option<Box<dyn Watch>>, StoreError> {
         let at = At::new(Op::Stat, path);
-        let k = B::Cause::file_key(at.op, path)?;
+        let k = <CauseOf<B>>::file_key(at.op, path)?;
         self.watch_key(at, &k)
     }
 }

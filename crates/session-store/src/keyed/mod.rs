@@ -39,8 +39,8 @@ use crate::{AppendWriter, DirEntry, EntryKind, FileStat, Op, Storage, StoreError
 
 mod backend;
 pub use backend::{
-    At, BackendError, Body, Cas, Cut, Doomed, KeyedBackend, LOCK_POLL, Put, Row, Windows, cut_text, poll_lock,
-    update_title,
+    At, BackendError, Body, Cas, Cut, Doomed, Keeps, KeyedBackend, KeyedState, LOCK_POLL, Put, Row, Windows, cut_text,
+    poll_lock, update_title,
 };
 
 /// The longest key accepted, in bytes: a PostgreSQL B-tree index entry must fit in a third
