@@ -7,10 +7,13 @@ use std::path::{Path, PathBuf};
 use expect_test::expect;
 use serde_json::Value;
 
-use super::{Result, TempDir, in_home};
+use session_testkit::Tree;
 
-fn fixture(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/import").join(rel)
+use super::{Result, TempDir, in_home, outcome};
+
+/// `testdata/import/REL`.
+pub(crate) fn fixture(rel: &str) -> PathBuf {
+    session_testkit::testdata().join("import").join(rel)
 }
 
 const CODEX: &str = "codex/rollout-2026-03-03T08-00-00-019a1b2c-3d4e-7f60-8a9b-0c1d2e3f4a5b.jsonl";
@@ -29,12 +32,9 @@ impl Home {
     }
 
     fn run(&self, args: &[&str]) -> Result<(i32, String, String)> {
-        let out = in_home(&self.home, self.tmp.path()).args(args).output()?;
-        Ok((
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).replace(&*self.tmp.path().to_string_lossy(), "{tmp}"),
-            String::from_utf8_lossy(&out.stderr).replace(&*self.tmp.path().to_string_lossy(), "{tmp}"),
-        ))
+        let (code, out, err) = outcome(in_home(&self.home, self.tmp.path()).args(args))?;
+        let tmp = self.tmp.path().to_string_lossy();
+        Ok((code, out.replace(&*tmp, "{tmp}"), err.replace(&*tmp, "{tmp}")))
     }
 
     fn json(&self, args: &[&str]) -> Result<Value> {
@@ -123,7 +123,7 @@ fn other_agents_sessions_read_as_their_import() -> Result<()> {
     let imported = h.tmp.path().join("imported");
     let report = h.json(&["import", s(&src)?, "--to", "pi", "--session-dir", s(&imported)?, "--json"])?;
     let file = h.path(&report["path"])?;
-    let before = session_testkit::Tree::read(h.tmp.path())?;
+    let before = Tree::read(h.tmp.path())?;
     let (src_dir, imported_dir) = (src.parent().ok_or("a folder")?.to_string_lossy().into_owned(), "{tmp}/imported");
     for args in [&["info", "--json"][..], &["context", "--text"], &["tree", "--json"]] {
         let (code, direct, err) = h.run(&[args[0], s(&src)?, args[1]])?;
@@ -147,7 +147,7 @@ fn other_agents_sessions_read_as_their_import() -> Result<()> {
     }
     let codex = h.json(&["info", s(&fixture(CODEX))?, "--json"])?;
     assert_eq!(codex["name"], "List files and patch add");
-    assert!(before.changed(&session_testkit::Tree::read(h.tmp.path())?).is_empty(), "reading wrote nothing");
+    assert!(before.changed(&Tree::read(h.tmp.path())?).is_empty(), "reading wrote nothing");
     // A pi session whose entries carry Claude Code's keys is read as the pi session it is.
     let pi = h.tmp.path().join("pi.jsonl");
     fs_err::write(
@@ -159,10 +159,10 @@ fn other_agents_sessions_read_as_their_import() -> Result<()> {
             "\n"
         ),
     )?;
-    let before = session_testkit::Tree::read(h.tmp.path())?;
+    let before = Tree::read(h.tmp.path())?;
     let info = h.json(&["info", s(&pi)?, "--json"])?;
     assert_eq!(info["header"]["id"], "0195f3a2-0000-7000-8000-000000000001", "{info}");
-    assert!(before.changed(&session_testkit::Tree::read(h.tmp.path())?).is_empty(), "reading wrote nothing");
+    assert!(before.changed(&Tree::read(h.tmp.path())?).is_empty(), "reading wrote nothing");
     Ok(())
 }
 
@@ -180,14 +180,7 @@ fn import_by_id_finds_the_session_in_its_agents_home() -> Result<()> {
     let codex = h.home.join(".codex/sessions/2026/03/03").join(Path::new(CODEX).file_name().ok_or("a name")?);
     fs_err::create_dir_all(codex.parent().ok_or("a folder")?)?;
     fs_err::copy(fixture(CODEX), &codex)?;
-    let run = |args: &[&str]| -> Result<(i32, String, String)> {
-        let out = in_home(&h.home, h.tmp.path()).env("CLAUDE_CONFIG_DIR", &claude_home).args(args).output()?;
-        Ok((
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        ))
-    };
+    let run = |args: &[&str]| outcome(in_home(&h.home, h.tmp.path()).env("CLAUDE_CONFIG_DIR", &claude_home).args(args));
     let (code, out, err) = run(&["import", "7F3C2A", "--to", "pi", "--json"])?;
     assert_eq!(code, 0, "{err}");
     let report: Value = serde_json::from_str(&out)?;
@@ -359,19 +352,7 @@ fn listed_and_searched_beside_pi_and_omp() -> Result<()> {
     // A pi session of the same project, written by the import.
     let (code, _, err) = h.run(&["import", s(&elsewhere)?, "--to", "pi", "--cwd", "/home/me/proj"])?;
     assert_eq!(code, 0, "{err}");
-    let snapshot = |root: &Path| -> Result<Vec<(PathBuf, Vec<u8>)>> {
-        let mut out = Vec::new();
-        let mut stack = vec![root.to_path_buf()];
-        while let Some(dir) = stack.pop() {
-            for e in fs_err::read_dir(&dir)? {
-                let p = e?.path();
-                if p.is_dir() { stack.push(p) } else { out.push((p.clone(), fs_err::read(&p)?)) }
-            }
-        }
-        out.sort();
-        Ok(out)
-    };
-    let before = (snapshot(&h.home.join(".claude"))?, snapshot(&h.home.join(".codex"))?);
+    let before = (Tree::read(&h.home.join(".claude"))?, Tree::read(&h.home.join(".codex"))?);
     let rows = |v: &Value| -> Vec<(String, String)> {
         v.as_array()
             .map(|a| {
@@ -419,7 +400,7 @@ fn listed_and_searched_beside_pi_and_omp() -> Result<()> {
     // A cwd's search leaves other projects' transcripts out.
     let hits = h.json(&["search", "compact", "--cwd", "/home/me/elsewhere", "--agent", "claude", "--json"])?;
     assert_eq!(hits["hits"].as_array().map(Vec::len), Some(0), "{hits}");
-    assert_eq!((snapshot(&h.home.join(".claude"))?, snapshot(&h.home.join(".codex"))?), before);
+    assert_eq!((Tree::read(&h.home.join(".claude"))?, Tree::read(&h.home.join(".codex"))?), before);
     Ok(())
 }
 
