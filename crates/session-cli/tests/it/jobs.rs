@@ -878,13 +878,13 @@ fn marks_follow_moved_sessions_and_steer_ls_and_prune() -> Result<()> {
     fs_err::write(&omp_c, with("omp", "/w/old", "0000000c-0000-7000-8000-000000000000", "omp c"))?;
     let pi_d = h.bucket("pi", "--w-old--")?.join("d.jsonl");
     fs_err::write(&pi_d, with("pi", "/w/old", "0000000d-0000-7000-8000-000000000000", "pi d"))?;
-    let files: Vec<Vec<u8>> = [&pi_a, &pi_b, &omp_c].iter().map(fs_err::read).collect::<std::io::Result<_>>()?;
+    let read = || [&pi_a, &pi_b, &omp_c].iter().map(fs_err::read).collect::<std::io::Result<Vec<_>>>();
+    let files = read()?;
     h.ok(&["pin", s(&pi_a)?])?;
     h.ok(&["archive", "0000000b"])?;
     let pinned = h.json(&["--json", "pin", s(&omp_c)?])?;
     assert_eq!((pinned["agent"].as_str(), pinned["pinned"].as_bool()), (Some("omp"), Some(true)), "{pinned}");
-    let after: Vec<Vec<u8>> = [&pi_a, &pi_b, &omp_c].iter().map(fs_err::read).collect::<std::io::Result<_>>()?;
-    assert_eq!(after, files, "marks never write a session file");
+    assert_eq!(read()?, files, "marks never write a session file");
     assert_eq!(
         fs_err::read_to_string(h.home.join(".omp/agent/session-pins.json"))?,
         "[\n\t\"0000000c-0000-7000-8000-000000000000\"\n]",

@@ -60,14 +60,10 @@ fn round_trip(url: &str, pull_url: Option<&dyn Fn(&Path) -> String>, tag: &str) 
         let pushed: serde_json::Value = serde_json::from_str(&ok(&["push", f, "--to", url], tmp.path())?)?;
         assert_eq!(pushed["artifacts"], 2, "{name}: {pushed}");
         assert_eq!(pushed["bytes"], fs_err::metadata(&file)?.len(), "{name}: {pushed}");
-        for cmd in ["info", "context", "entries", "tree"] {
-            let there = ok(&[cmd, f, "--json", "--store", url], tmp.path())?;
-            assert_eq!(there, ok(&[cmd, f, "--json"], tmp.path())?, "{name}: {cmd} on the server and on files");
-        }
         let dir = src.to_str().ok_or("utf-8 path")?;
-        for cmd in ["stats", "fsck"] {
-            let there = ok(&[cmd, dir, "--json", "--store", url], tmp.path())?;
-            assert_eq!(there, ok(&[cmd, dir, "--json"], tmp.path())?, "{name}: {cmd} on the server and on files");
+        for (cmd, at) in [("info", f), ("context", f), ("entries", f), ("tree", f), ("stats", dir), ("fsck", dir)] {
+            let there = ok(&[cmd, at, "--json", "--store", url], tmp.path())?;
+            assert_eq!(there, ok(&[cmd, at, "--json"], tmp.path())?, "{name}: {cmd} on the server and on files");
         }
         let (source, to) = (pull_url.map(|u| u(&file)), back.to_str().ok_or("utf-8 path")?);
         let pull = match &source {

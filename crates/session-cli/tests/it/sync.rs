@@ -122,9 +122,7 @@ fn sync_goes_both_ways_through_a_folder() -> Result<()> {
     }
 
     // The text summary, and a second sync that finds everything up to date.
-    let out = in_home(&a.home, &a.home).args(["sync", "--to", remote_arg, "--text"]).output()?;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8(out.stdout)?;
+    let text = stdout(in_home(&a.home, &a.home).args(["sync", "--to", remote_arg, "--text"]))?;
     assert!(text.contains("1 up to date, 0 pushed, 0 pulled, 0 merged, 0 conflict(s)"), "{text}");
 
     // --project leaves other projects alone.
@@ -170,8 +168,7 @@ fn sync_reads_the_map_from_its_config_file() -> Result<()> {
 #[test]
 fn sync_help_has_an_example() -> Result<()> {
     let tmp = TempDir::try_new("sync-help")?;
-    let out = in_home(tmp.path(), tmp.path()).args(["sync", "--help"]).output()?;
-    let text = String::from_utf8(out.stdout)?;
+    let text = stdout(in_home(tmp.path(), tmp.path()).args(["sync", "--help"]))?;
     assert!(text.contains("Example: session sync --to"), "{text}");
     assert!(text.contains("--watch --interval 60"), "{text}");
     Ok(())
