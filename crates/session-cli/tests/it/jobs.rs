@@ -9,7 +9,8 @@ use std::process::Stdio;
 
 use session_testkit::Tree;
 
-use super::{HEADER, Result, TempDir, in_home, outcome, slot};
+use super::sync::append;
+use super::{HEADER, Result, TempDir, in_home, outcome, slot, stdout};
 
 /// A home of its own for one test: `home` is `$HOME`, `work` the working directory.
 struct Home {
@@ -357,7 +358,7 @@ fn rewrites_keep_lines_appended_meanwhile() -> Result<()> {
                 fs_err::write(&file, &text)?;
                 let stop = std::sync::atomic::AtomicBool::new(false);
                 let appended = std::thread::scope(|scope| -> Result<Vec<String>> {
-                    let appender = scope.spawn(|| -> std::io::Result<Vec<String>> {
+                    let appender = scope.spawn(|| -> Result<Vec<String>> {
                         let mut marks = Vec::new();
                         let mut i = 0;
                         while !stop.load(std::sync::atomic::Ordering::SeqCst) && i < 400 {
@@ -365,10 +366,7 @@ fn rewrites_keep_lines_appended_meanwhile() -> Result<()> {
                             let line = format!(
                                 r#"{{"type":"custom","customType":"{mark}","id":"c{i:07x}","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z"}}"#
                             );
-                            fs_err::OpenOptions::new()
-                                .append(true)
-                                .open(&file)?
-                                .write_all(format!("{line}\n").as_bytes())?;
+                            append(&file, &format!("{line}\n"))?;
                             marks.push(mark);
                             i += 1;
                             std::thread::sleep(std::time::Duration::from_micros(u64::from(rand::random::<u8>()) * 4));
@@ -476,17 +474,23 @@ fn repair_of_a_link_writes_nothing() -> Result<()> {
     Ok(())
 }
 
+/// Runs `session ARGS`, which must succeed, where a pi and an omp session share the folder
+/// `PI_CODING_AGENT_DIR` names: its JSON, and the two files' bytes together.
+fn in_a_shared_agent_dir(tag: &str, args: &[&str]) -> Result<(serde_json::Value, u64)> {
+    let h = Home::new(tag)?;
+    let agent = h.tmp.path().join("agent");
+    let (pi, omp) = (agent.join("sessions/--p--/pi.jsonl"), agent.join("sessions/-p/omp.jsonl"));
+    write_session(&pi, "pi", "pi's")?;
+    write_session(&omp, "omp", "omp's")?;
+    let out = stdout(in_home(&h.home, &h.work).env("PI_CODING_AGENT_DIR", &agent).args(args))?;
+    Ok((serde_json::from_str(&out)?, fs_err::metadata(&pi)?.len() + fs_err::metadata(&omp)?.len()))
+}
+
 /// pi and omp sharing `PI_CODING_AGENT_DIR`: `fsck` checks each file once, each by its
 /// own first line, and finds nothing wrong.
 #[test]
 fn fsck_with_a_shared_agent_dir_checks_each_file_once() -> Result<()> {
-    let h = Home::new("jobs-fsck-shared")?;
-    let agent = h.tmp.path().join("agent");
-    write_session(&agent.join("sessions/--p--/pi.jsonl"), "pi", "pi's")?;
-    write_session(&agent.join("sessions/-p/omp.jsonl"), "omp", "omp's")?;
-    let out = in_home(&h.home, &h.work).env("PI_CODING_AGENT_DIR", &agent).args(["--json", "fsck"]).output()?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    assert!(out.status.success(), "{v} {}", String::from_utf8_lossy(&out.stderr));
+    let (v, _) = in_a_shared_agent_dir("jobs-fsck-shared", &["--json", "fsck"])?;
     assert_eq!(v["sessions"], 2, "{v}");
     Ok(())
 }
@@ -843,15 +847,7 @@ fn merge_unites_a_conflict_copy() -> Result<()> {
 /// still count each file once, as whose its first bytes say.
 #[test]
 fn a_shared_agent_dir_counts_each_session_once() -> Result<()> {
-    let h = Home::new("jobs-shared-count")?;
-    let agent = h.tmp.path().join("agent");
-    write_session(&agent.join("sessions/--p--/pi.jsonl"), "pi", "pi's")?;
-    write_session(&agent.join("sessions/-p/omp.jsonl"), "omp", "omp's")?;
-    let bytes = fs_err::metadata(agent.join("sessions/--p--/pi.jsonl"))?.len()
-        + fs_err::metadata(agent.join("sessions/-p/omp.jsonl"))?.len();
-    let out = in_home(&h.home, &h.work).env("PI_CODING_AGENT_DIR", &agent).args(["--json", "du", "--all"]).output()?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (v, bytes) = in_a_shared_agent_dir("jobs-shared-count", &["--json", "du", "--all"])?;
     assert_eq!((v["sessions"].as_u64(), v["bytes"].as_u64()), (Some(2), Some(bytes)), "{v}");
     let agents: Vec<&str> =
         v["largest"].as_array().ok_or("largest")?.iter().filter_map(|s| s["agent"].as_str()).collect();
@@ -1017,10 +1013,7 @@ fn usage_reads_only_changed_files_the_second_time() -> Result<()> {
         (&first["total"], &first["rows"], &first["repeated"])
     );
     // Appended to: read again, the new entry counted.
-    fs_err::OpenOptions::new()
-        .append(true)
-        .open(&b)?
-        .write_all(format!("{}\n", assistant("c3c3c3c3", "b2b2b2b2", 1000)).as_bytes())?;
+    append(&b, &format!("{}\n", assistant("c3c3c3c3", "b2b2b2b2", 1000)))?;
     settle(&b)?;
     std::thread::sleep(racy);
     let third = run()?;

@@ -442,8 +442,7 @@ fn follow_a_version_1_file(dir: &Path) -> Result<()> {
     )?;
     next_line(&lines, "the last entry")?;
     let added = r#"{"type":"message","timestamp":"2025-06-01T10:00:11.000Z","message":{"role":"user","content":"one more","timestamp":1}}"#;
-    let mut w = fs_err::OpenOptions::new().append(true).open(&file)?;
-    std::io::Write::write_all(&mut w, format!("{added}\n").as_bytes())?;
+    sync::append(&file, &format!("{added}\n"))?;
     let line = next_line(&lines, "the appended entry")?;
     assert!(line.contains("one more"), "{line}");
     assert!(lines.recv_timeout(Duration::from_millis(1500)).is_err(), "nothing else is printed");

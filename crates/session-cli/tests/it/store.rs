@@ -355,9 +355,7 @@ fn sync_watch_through_s3() -> Result<()> {
     let tmp = TempDir::try_new("watch-s3")?;
     let a = crate::sync::Home::new(tmp.path(), "a", "git@example.org:me/app.git")?;
     let storage = t.storage()?;
-    let at = Path::new("/session-sync/pi/sessions")
-        .join(session::sync::project_slug("example.org/me/app"))
-        .join("2026-01-01T00-00-00-000Z_s1.jsonl");
+    let at = crate::sync::on_remote(Path::new("/session-sync"), "s1");
     crate::sync::watch_pushes(&a, &t.url, &|| match storage.read(&at) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e) if e.is_not_found() => Ok(None),

@@ -175,7 +175,7 @@ fn sync_help_has_an_example() -> Result<()> {
 }
 
 /// The remote copy of pi's session `sid` of the project `example.org/me/app`.
-fn on_remote(remote: &Path, sid: &str) -> PathBuf {
+pub(crate) fn on_remote(remote: &Path, sid: &str) -> PathBuf {
     remote
         .join("pi/sessions")
         .join(session::sync::project_slug("example.org/me/app"))
