@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use session_testkit::Tree;
 
-use super::{Result, TempDir, in_home, outcome};
+use super::{Result, TempDir, in_home, outcome, s};
 
 /// `testdata/import/REL`.
 pub(crate) fn fixture(rel: &str) -> PathBuf {
@@ -61,10 +61,6 @@ impl Home {
 /// Where Codex keeps the rollout `rel` below its home.
 fn codex_place(rel: &str) -> String {
     format!(".codex/sessions/2026/03/03/{}", rel.rsplit('/').next().unwrap_or(rel))
-}
-
-fn s(p: &Path) -> Result<&str> {
-    p.to_str().ok_or_else(|| "utf-8 path".into())
 }
 
 /// A Claude Code transcript becomes a pi session in pi's bucket of its cwd, which our

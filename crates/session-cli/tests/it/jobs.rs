@@ -10,7 +10,7 @@ use std::process::Stdio;
 use session_testkit::Tree;
 
 use super::sync::append;
-use super::{HEADER, Result, TempDir, in_home, outcome, slot, stdout};
+use super::{HEADER, Result, TempDir, in_home, outcome, s, slot, stdout};
 
 /// A home of its own for one test: `home` is `$HOME`, `work` the working directory.
 struct Home {
@@ -75,10 +75,6 @@ fn write_session(path: &Path, dialect: &str, text: &str) -> Result<()> {
     }
     fs_err::write(path, session_text(dialect, text))?;
     Ok(())
-}
-
-fn s(p: &Path) -> Result<&str> {
-    p.to_str().ok_or_else(|| "utf-8 path".into())
 }
 
 /// `rm`, `move` and `fork` of sessions named `...jsonl` and `..jsonl` act on that file

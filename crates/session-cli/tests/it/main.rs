@@ -138,6 +138,11 @@ fn rename_writes_an_omp_title_slot_in_place() -> Result<()> {
     Ok(())
 }
 
+/// `p` as UTF-8 text.
+fn s(p: &Path) -> Result<&str> {
+    p.to_str().ok_or_else(|| "utf-8 path".into())
+}
+
 /// Makes the folder `work` and puts pi's and omp's sample sessions into its buckets in
 /// their agents' homes below `home`: those two files.
 fn samples_in_homes(home: &Path, work: &Path) -> Result<[PathBuf; 2]> {
