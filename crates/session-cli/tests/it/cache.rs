@@ -7,7 +7,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{Result, TempDir};
+use crate::{Result, TempDir, in_home, outcome};
 
 /// Sessions for `ls` to list through its cache (it keeps none for fewer than 64).
 const SESSIONS: usize = 70;
@@ -72,22 +72,9 @@ impl Setup {
     /// Runs `session ARGS` with this home and cache home, caches on; returns (exit
     /// code, stdout, stderr).
     fn run(&self, args: &[&str]) -> Result<(i32, String, String)> {
-        let out = Command::new(env!("CARGO_BIN_EXE_session"))
-            .args(args)
-            .current_dir(self.tmp.path())
-            .env("HOME", self.home())
-            .env("XDG_CACHE_HOME", self.cache_home())
-            .env_remove("SESSION_NO_CACHE")
-            .env_remove("PI_CODING_AGENT_DIR")
-            .env_remove("PI_CONFIG_DIR")
-            .env_remove("XDG_DATA_HOME")
-            .env_remove("XDG_RUNTIME_DIR")
-            .output()?;
-        Ok((
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        ))
+        let mut c = in_home(&self.home(), self.tmp.path());
+        c.env("XDG_CACHE_HOME", self.cache_home()).env_remove("SESSION_NO_CACHE").env_remove("XDG_RUNTIME_DIR");
+        outcome(c.args(args))
     }
 
     /// Runs a command that must succeed; returns its stdout and stderr.

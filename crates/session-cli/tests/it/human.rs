@@ -3,11 +3,10 @@
 //! `UPDATE_EXPECT=1 cargo test -p session-cli --test it human`, then read the diff.
 
 use std::path::Path;
-use std::process::Command;
 
-use expect_test::{Expect, expect};
+use expect_test::expect;
 
-use crate::{Result, TempDir};
+use crate::{Result, TempDir, bin};
 
 /// The sample session of `agent`, copied into `dir` (so that printed paths are the
 /// copy's, made stable below).
@@ -15,7 +14,7 @@ fn sample(dir: &Path, agent: &str) -> Result<std::path::PathBuf> {
     let bucket = dir.join("sessions").join("--home-user-project--");
     fs_err::create_dir_all(&bucket)?;
     let file = bucket.join(format!("2026-01-01T00-00-00-000Z_{agent}.jsonl"));
-    fs_err::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../testdata/sample/{agent}.jsonl")), &file)?;
+    fs_err::copy(session_testkit::testdata().join(format!("sample/{agent}.jsonl")), &file)?;
     // A fixed modification time: omp lists by it.
     let f = fs_err::OpenOptions::new().append(true).open(&file)?;
     f.file().set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_767_225_600_000))?;
@@ -25,13 +24,11 @@ fn sample(dir: &Path, agent: &str) -> Result<std::path::PathBuf> {
 /// Runs `session --text ARGS` at 80 columns and returns its output, the temporary
 /// directory written as `<tmp>`.
 fn text(dir: &Path, args: &[&str]) -> Result<String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_session"))
+    let out = bin(dir)
         .arg("--text")
         .args(args)
-        .current_dir(dir)
         .env("COLUMNS", "80")
         .env("NO_COLOR", "1")
-        .env("SESSION_NO_CACHE", "1")
         .env("HOME", dir.join("home"))
         .env_remove("PI_CODING_AGENT_DIR")
         .env_remove("XDG_STATE_HOME")
@@ -43,20 +40,12 @@ fn text(dir: &Path, args: &[&str]) -> Result<String> {
     Ok(s.replace(&dir.to_string_lossy().into_owned(), "<tmp>"))
 }
 
-fn check(dir: &Path, args: &[&str], want: Expect) -> Result<()> {
-    want.assert_eq(&text(dir, args)?);
-    Ok(())
-}
-
 #[test]
 fn info_prints_aligned_fields() -> Result<()> {
     let tmp = TempDir::try_new("human-info")?;
     let pi = sample(tmp.path(), "pi")?;
     let omp = sample(tmp.path(), "omp")?;
-    check(
-        tmp.path(),
-        &["info", &pi.to_string_lossy()],
-        expect![[r#"
+    expect![[r#"
         file           <tmp>/sessions/--home-user-project--/2026-01-01T00-00-00-000Z_pi.jsonl
         agent          pi
         id             019b76da-a800-7dc3-a765-d6cba1d4622c
@@ -67,12 +56,9 @@ fn info_prints_aligned_fields() -> Result<()> {
         entries        40
         branch         16 entries to the leaf
         leaf           7e9d34fd
-    "#]],
-    )?;
-    check(
-        tmp.path(),
-        &["--dialect", "omp", "info", &omp.to_string_lossy()],
-        expect![[r#"
+    "#]]
+    .assert_eq(&text(tmp.path(), &["info", &pi.to_string_lossy()])?);
+    expect![[r#"
         file           <tmp>/sessions/--home-user-project--/2026-01-01T00-00-00-000Z_omp.jsonl
         agent          omp
         id             019b76da-a800-7d68-8bd3-b97860841230
@@ -83,8 +69,8 @@ fn info_prints_aligned_fields() -> Result<()> {
         entries        40
         branch         20 entries to the leaf
         leaf           150b13ed
-    "#]],
-    )?;
+    "#]]
+    .assert_eq(&text(tmp.path(), &["--dialect", "omp", "info", &omp.to_string_lossy()])?);
     Ok(())
 }
 
@@ -92,10 +78,7 @@ fn info_prints_aligned_fields() -> Result<()> {
 fn tree_marks_the_active_branch_and_shows_labels() -> Result<()> {
     let tmp = TempDir::try_new("human-tree")?;
     let pi = sample(tmp.path(), "pi")?;
-    check(
-        tmp.path(),
-        &["tree", &pi.to_string_lossy()],
-        expect![[r#"
+    expect![[r#"
         * 0f5597c4 user: value tab quote" bash root root array the entry assistant entr…
         * aa26d799 user: label naïve session find append module cache number user entry…
         * 4b07a5d9 user: write function café path number the fork result cache number t…
@@ -136,8 +119,8 @@ fn tree_marks_the_active_branch_and_shows_labels() -> Result<()> {
            * 9a1813b2 assistant: grep fix string summary emoji test tab quote" the unic…
            * 033f88f5 user: context parent leaf tree tool file label tool result naïve …
            * 7e9d34fd assistant: assistant bash newline tab quote" compaction the fork …
-    "#]],
-    )?;
+    "#]]
+    .assert_eq(&text(tmp.path(), &["tree", &pi.to_string_lossy()])?);
     Ok(())
 }
 
@@ -145,10 +128,7 @@ fn tree_marks_the_active_branch_and_shows_labels() -> Result<()> {
 fn entries_print_one_line_each() -> Result<()> {
     let tmp = TempDir::try_new("human-entries")?;
     let omp = sample(tmp.path(), "omp")?;
-    check(
-        tmp.path(),
-        &["--dialect", "omp", "entries", &omp.to_string_lossy()],
-        expect![[r#"
+    expect![[r#"
         576d228b   user: append emoji number branch 日本語 tool bash test child append …
         7feae32a   assistant: grep assistant cache 🚀 café prompt café array refactor b…
         4d2a0a05   toolResult: grep value array assistant parent tree model model refac…
@@ -190,8 +170,8 @@ fn entries_print_one_line_each() -> Result<()> {
         e5650358   user: café compaction module thinking thinking cache module naïve ca…
         150b13ed   user: compaction root build cache compaction token model root 🚀 rea…
         40 entries
-    "#]],
-    )?;
+    "#]]
+    .assert_eq(&text(tmp.path(), &["--dialect", "omp", "entries", &omp.to_string_lossy()])?);
     Ok(())
 }
 
@@ -200,10 +180,7 @@ fn context_and_branch_read_as_a_transcript() -> Result<()> {
     let tmp = TempDir::try_new("human-context")?;
     let pi = sample(tmp.path(), "pi")?;
     let omp = sample(tmp.path(), "omp")?;
-    check(
-        tmp.path(),
-        &["context", &pi.to_string_lossy()],
-        expect![[r#"
+    expect![[r#"
         ── user ──
         value tab	quote" bash root root array the entry assistant entry unicode read array cache number prompt tree cache naïve grep emoji function summary branch read branch 🚀
          number function parent root tes
@@ -265,12 +242,9 @@ fn context_and_branch_read_as_a_transcript() -> Result<()> {
         🚀 fork summary compaction 
         → bash {"path":"/tmp/src/file.ts","command":"🚀 branch label value"}
         16 message(s)
-    "#]],
-    )?;
-    check(
-        tmp.path(),
-        &["--dialect", "omp", "context", &omp.to_string_lossy()],
-        expect![[r#"
+    "#]]
+    .assert_eq(&text(tmp.path(), &["context", &pi.to_string_lossy()])?);
+    expect![[r#"
         ── user ──
         append emoji number branch 日本語 tool bash test child append write context token array summary compactio
         ── assistant ──
@@ -330,12 +304,9 @@ fn context_and_branch_read_as_a_transcript() -> Result<()> {
         ── user ──
         compaction root build cache compaction token model root 🚀 read result compaction naïve root value branch the
         20 message(s)
-    "#]],
-    )?;
-    check(
-        tmp.path(),
-        &["branch", &pi.to_string_lossy()],
-        expect![[r#"
+    "#]]
+    .assert_eq(&text(tmp.path(), &["--dialect", "omp", "context", &omp.to_string_lossy()])?);
+    expect![[r#"
         0f5597c4   user: value tab quote" bash root root array the entry assistant entr…
         aa26d799   user: label naïve session find append module cache number user entry…
         4b07a5d9   user: write function café path number the fork result cache number t…
@@ -353,8 +324,8 @@ fn context_and_branch_read_as_a_transcript() -> Result<()> {
         033f88f5   user: context parent leaf tree tool file label tool result naïve thi…
         7e9d34fd   assistant: assistant bash newline tab quote" compaction the fork 日…
         16 entries
-    "#]],
-    )?;
+    "#]]
+    .assert_eq(&text(tmp.path(), &["branch", &pi.to_string_lossy()])?);
     Ok(())
 }
 
@@ -362,26 +333,20 @@ fn context_and_branch_read_as_a_transcript() -> Result<()> {
 fn check_names_what_the_loader_repaired() -> Result<()> {
     let tmp = TempDir::try_new("human-check")?;
     let pi = sample(tmp.path(), "pi")?;
-    check(
-        tmp.path(),
-        &["check", &pi.to_string_lossy()],
-        expect![[r#"
+    expect![[r#"
         <tmp>/sessions/--home-user-project--/2026-01-01T00-00-00-000Z_pi.jsonl: no damage found
-    "#]],
-    )?;
+    "#]]
+    .assert_eq(&text(tmp.path(), &["check", &pi.to_string_lossy()])?);
     let mut damaged = fs_err::read_to_string(&pi)?;
     damaged.push_str("not json\n{\"type\":\"message\",\"id\":\"torn");
     let torn = tmp.path().join("torn.jsonl");
     fs_err::write(&torn, damaged)?;
-    check(
-        tmp.path(),
-        &["check", &torn.to_string_lossy()],
-        expect![[r#"
+    expect![[r#"
         <tmp>/torn.jsonl: line 42 (byte 25609): not JSON, skipped: invalid JSON: unexpected text
         <tmp>/torn.jsonl: line 43 (byte 25618): torn last line skipped (an interrupted write)
         2 finding(s)
-        [exit 1] "#]],
-    )?;
+        [exit 1] "#]]
+    .assert_eq(&text(tmp.path(), &["check", &torn.to_string_lossy()])?);
     Ok(())
 }
 
@@ -390,15 +355,12 @@ fn ls_prints_a_table_that_fits_the_width() -> Result<()> {
     let tmp = TempDir::try_new("human-ls")?;
     sample(tmp.path(), "pi")?;
     let dir = tmp.path().join("sessions").join("--home-user-project--");
-    check(
-        tmp.path(),
-        &["--dialect", "pi", "ls", &dir.to_string_lossy(), "--cwd", "/home/user/project"],
-        expect![[r#"
+    expect![[r#"
             PIN  MODIFIED    AGENT  MSGS  ID        NAME / FIRST MESSAGE     CWD
                  2026-01-01  pi       32  019b76da  value write append fil…  /home/user/pro…
             1 session(s)
-        "#]],
-    )?;
+        "#]]
+    .assert_eq(&text(tmp.path(), &["--dialect", "pi", "ls", &dir.to_string_lossy(), "--cwd", "/home/user/project"])?);
     Ok(())
 }
 
@@ -420,33 +382,24 @@ fn pins_and_the_archive_show_in_ls() -> Result<()> {
         args.extend_from_slice(extra);
         text(tmp.path(), &args)
     };
-    check(
-        tmp.path(),
-        &["pin", &pi.to_string_lossy()],
-        expect![[r#"
+    expect![[r#"
             pinned: pi session 019b76da-a800-7dc3-a765-d6cba1d4622c (<tmp>/home/.pi/agent/sessions/--home-user-project--/s.jsonl)
-        "#]],
-    )?;
-    check(
-        tmp.path(),
-        &["pin", "019b76da"],
-        expect![[r#"
+        "#]]
+    .assert_eq(&text(tmp.path(), &["pin", &pi.to_string_lossy()])?);
+    expect![[r#"
             already pinned: pi session 019b76da-a800-7dc3-a765-d6cba1d4622c (<tmp>/home/.pi/agent/sessions/--home-user-project--/s.jsonl)
-        "#]],
-    )?;
+        "#]]
+    .assert_eq(&text(tmp.path(), &["pin", "019b76da"])?);
     expect![[r#"
         PIN  MODIFIED    AGENT  MSGS  ID        NAME / FIRST MESSAGE     CWD
         *    2026-01-01  pi       32  019b76da  value write append fil…  /home/user/pro…
         1 session(s)
     "#]]
     .assert_eq(&ls(&[])?);
-    check(
-        tmp.path(),
-        &["archive", &pi.to_string_lossy()],
-        expect![[r#"
+    expect![[r#"
             archived: pi session 019b76da-a800-7dc3-a765-d6cba1d4622c (<tmp>/home/.pi/agent/sessions/--home-user-project--/s.jsonl)
-        "#]],
-    )?;
+        "#]]
+    .assert_eq(&text(tmp.path(), &["archive", &pi.to_string_lossy()])?);
     expect![[r#"
         no sessions
     "#]]
@@ -457,20 +410,14 @@ fn pins_and_the_archive_show_in_ls() -> Result<()> {
         1 archived session(s)
     "#]]
     .assert_eq(&ls(&["--archived"])?);
-    check(
-        tmp.path(),
-        &["unarchive", "019b76da"],
-        expect![[r#"
+    expect![[r#"
             taken out of the archive: pi session 019b76da-a800-7dc3-a765-d6cba1d4622c (<tmp>/home/.pi/agent/sessions/--home-user-project--/s.jsonl)
-        "#]],
-    )?;
-    check(
-        tmp.path(),
-        &["unpin", "019b76da"],
-        expect![[r#"
+        "#]]
+    .assert_eq(&text(tmp.path(), &["unarchive", "019b76da"])?);
+    expect![[r#"
             unpinned: pi session 019b76da-a800-7dc3-a765-d6cba1d4622c (<tmp>/home/.pi/agent/sessions/--home-user-project--/s.jsonl)
-        "#]],
-    )?;
+        "#]]
+    .assert_eq(&text(tmp.path(), &["unpin", "019b76da"])?);
     expect![[r#"
         PIN  MODIFIED    AGENT  MSGS  ID        NAME / FIRST MESSAGE     CWD
              2026-01-01  pi       32  019b76da  value write append fil…  /home/user/pro…

@@ -4,13 +4,16 @@
 
 use std::path::{Path, PathBuf};
 
-use expect_test::expect;
+use expect_test::{expect, expect_file};
 use serde_json::Value;
 
-use super::{Result, TempDir, in_home};
+use session_testkit::Tree;
 
-fn fixture(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/import").join(rel)
+use super::{Result, TempDir, in_home, outcome, s};
+
+/// `testdata/import/REL`.
+pub(crate) fn fixture(rel: &str) -> PathBuf {
+    session_testkit::testdata().join("import").join(rel)
 }
 
 const CODEX: &str = "codex/rollout-2026-03-03T08-00-00-019a1b2c-3d4e-7f60-8a9b-0c1d2e3f4a5b.jsonl";
@@ -29,12 +32,9 @@ impl Home {
     }
 
     fn run(&self, args: &[&str]) -> Result<(i32, String, String)> {
-        let out = in_home(&self.home, self.tmp.path()).args(args).output()?;
-        Ok((
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).replace(&*self.tmp.path().to_string_lossy(), "{tmp}"),
-            String::from_utf8_lossy(&out.stderr).replace(&*self.tmp.path().to_string_lossy(), "{tmp}"),
-        ))
+        let (code, out, err) = outcome(in_home(&self.home, self.tmp.path()).args(args))?;
+        let tmp = self.tmp.path().to_string_lossy();
+        Ok((code, out.replace(&*tmp, "{tmp}"), err.replace(&*tmp, "{tmp}")))
     }
 
     fn json(&self, args: &[&str]) -> Result<Value> {
@@ -45,13 +45,22 @@ impl Home {
         Ok(serde_json::from_str(&out)?)
     }
 
+    /// Copies the fixture `rel` to `place` below this home; returns the copy.
+    fn put(&self, rel: &str, place: &str) -> Result<PathBuf> {
+        let to = self.home.join(place);
+        fs_err::create_dir_all(to.parent().ok_or("a folder")?)?;
+        fs_err::copy(fixture(rel), &to)?;
+        Ok(to)
+    }
+
     fn path(&self, p: &Value) -> Result<PathBuf> {
         Ok(PathBuf::from(p.as_str().ok_or("a path")?.replace("{tmp}", &self.tmp.path().to_string_lossy())))
     }
 }
 
-fn s(p: &Path) -> Result<&str> {
-    p.to_str().ok_or_else(|| "utf-8 path".into())
+/// Where Codex keeps the rollout `rel` below its home.
+fn codex_place(rel: &str) -> String {
+    format!(".codex/sessions/2026/03/03/{}", rel.rsplit('/').next().unwrap_or(rel))
 }
 
 /// A Claude Code transcript becomes a pi session in pi's bucket of its cwd, which our
@@ -123,7 +132,7 @@ fn other_agents_sessions_read_as_their_import() -> Result<()> {
     let imported = h.tmp.path().join("imported");
     let report = h.json(&["import", s(&src)?, "--to", "pi", "--session-dir", s(&imported)?, "--json"])?;
     let file = h.path(&report["path"])?;
-    let before = session_testkit::Tree::read(h.tmp.path())?;
+    let before = Tree::read(h.tmp.path())?;
     let (src_dir, imported_dir) = (src.parent().ok_or("a folder")?.to_string_lossy().into_owned(), "{tmp}/imported");
     for args in [&["info", "--json"][..], &["context", "--text"], &["tree", "--json"]] {
         let (code, direct, err) = h.run(&[args[0], s(&src)?, args[1]])?;
@@ -147,7 +156,7 @@ fn other_agents_sessions_read_as_their_import() -> Result<()> {
     }
     let codex = h.json(&["info", s(&fixture(CODEX))?, "--json"])?;
     assert_eq!(codex["name"], "List files and patch add");
-    assert!(before.changed(&session_testkit::Tree::read(h.tmp.path())?).is_empty(), "reading wrote nothing");
+    assert!(before.changed(&Tree::read(h.tmp.path())?).is_empty(), "reading wrote nothing");
     // A pi session whose entries carry Claude Code's keys is read as the pi session it is.
     let pi = h.tmp.path().join("pi.jsonl");
     fs_err::write(
@@ -159,10 +168,10 @@ fn other_agents_sessions_read_as_their_import() -> Result<()> {
             "\n"
         ),
     )?;
-    let before = session_testkit::Tree::read(h.tmp.path())?;
+    let before = Tree::read(h.tmp.path())?;
     let info = h.json(&["info", s(&pi)?, "--json"])?;
     assert_eq!(info["header"]["id"], "0195f3a2-0000-7000-8000-000000000001", "{info}");
-    assert!(before.changed(&session_testkit::Tree::read(h.tmp.path())?).is_empty(), "reading wrote nothing");
+    assert!(before.changed(&Tree::read(h.tmp.path())?).is_empty(), "reading wrote nothing");
     Ok(())
 }
 
@@ -177,17 +186,8 @@ fn import_by_id_finds_the_session_in_its_agents_home() -> Result<()> {
     let claude = claude_home.join("projects/-home-me-proj").join(format!("{claude_id}.jsonl"));
     fs_err::create_dir_all(claude.parent().ok_or("a folder")?)?;
     fs_err::copy(fixture("claude/branched.jsonl"), &claude)?;
-    let codex = h.home.join(".codex/sessions/2026/03/03").join(Path::new(CODEX).file_name().ok_or("a name")?);
-    fs_err::create_dir_all(codex.parent().ok_or("a folder")?)?;
-    fs_err::copy(fixture(CODEX), &codex)?;
-    let run = |args: &[&str]| -> Result<(i32, String, String)> {
-        let out = in_home(&h.home, h.tmp.path()).env("CLAUDE_CONFIG_DIR", &claude_home).args(args).output()?;
-        Ok((
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        ))
-    };
+    h.put(CODEX, &codex_place(CODEX))?;
+    let run = |args: &[&str]| outcome(in_home(&h.home, h.tmp.path()).env("CLAUDE_CONFIG_DIR", &claude_home).args(args));
     let (code, out, err) = run(&["import", "7F3C2A", "--to", "pi", "--json"])?;
     assert_eq!(code, 0, "{err}");
     let report: Value = serde_json::from_str(&out)?;
@@ -349,29 +349,14 @@ fn a_compressed_rollout_imports_as_the_plain_one() -> Result<()> {
 fn listed_and_searched_beside_pi_and_omp() -> Result<()> {
     let h = Home::new("others-ls-search")?;
     let claude_id = "7f3c2a10-5b6e-4d8f-9a21-0c4e8b7d6f51";
-    let claude = h.home.join(".claude/projects/-home-me-proj").join(format!("{claude_id}.jsonl"));
-    let elsewhere = h.home.join(".claude/projects/-home-me-other/0b9d7e21-3c4a-4f5b-8e6d-a1b2c3d4e5f6.jsonl");
-    let codex = h.home.join(".codex/sessions/2026/03/03").join(Path::new(CODEX).file_name().ok_or("a name")?);
-    for (from, to) in [("claude/branched.jsonl", &claude), ("claude/compacted.jsonl", &elsewhere), (CODEX, &codex)] {
-        fs_err::create_dir_all(to.parent().ok_or("a folder")?)?;
-        fs_err::copy(fixture(from), to)?;
-    }
+    let claude = h.put("claude/branched.jsonl", &format!(".claude/projects/-home-me-proj/{claude_id}.jsonl"))?;
+    let other = ".claude/projects/-home-me-other/0b9d7e21-3c4a-4f5b-8e6d-a1b2c3d4e5f6.jsonl";
+    let elsewhere = h.put("claude/compacted.jsonl", other)?;
+    h.put(CODEX, &codex_place(CODEX))?;
     // A pi session of the same project, written by the import.
     let (code, _, err) = h.run(&["import", s(&elsewhere)?, "--to", "pi", "--cwd", "/home/me/proj"])?;
     assert_eq!(code, 0, "{err}");
-    let snapshot = |root: &Path| -> Result<Vec<(PathBuf, Vec<u8>)>> {
-        let mut out = Vec::new();
-        let mut stack = vec![root.to_path_buf()];
-        while let Some(dir) = stack.pop() {
-            for e in fs_err::read_dir(&dir)? {
-                let p = e?.path();
-                if p.is_dir() { stack.push(p) } else { out.push((p.clone(), fs_err::read(&p)?)) }
-            }
-        }
-        out.sort();
-        Ok(out)
-    };
-    let before = (snapshot(&h.home.join(".claude"))?, snapshot(&h.home.join(".codex"))?);
+    let before = (Tree::read(&h.home.join(".claude"))?, Tree::read(&h.home.join(".codex"))?);
     let rows = |v: &Value| -> Vec<(String, String)> {
         v.as_array()
             .map(|a| {
@@ -419,7 +404,7 @@ fn listed_and_searched_beside_pi_and_omp() -> Result<()> {
     // A cwd's search leaves other projects' transcripts out.
     let hits = h.json(&["search", "compact", "--cwd", "/home/me/elsewhere", "--agent", "claude", "--json"])?;
     assert_eq!(hits["hits"].as_array().map(Vec::len), Some(0), "{hits}");
-    assert_eq!((snapshot(&h.home.join(".claude"))?, snapshot(&h.home.join(".codex"))?), before);
+    assert_eq!((Tree::read(&h.home.join(".claude"))?, Tree::read(&h.home.join(".codex"))?), before);
     Ok(())
 }
 
@@ -429,12 +414,9 @@ fn listed_and_searched_beside_pi_and_omp() -> Result<()> {
 #[test]
 fn usage_and_stats_over_other_agents() -> Result<()> {
     let h = Home::new("others-usage")?;
-    let claude = h.home.join(".claude/projects/-home-me-proj/7f3c2a10-5b6e-4d8f-9a21-0c4e8b7d6f51.jsonl");
-    let codex = h.home.join(".codex/sessions/2026/03/03").join(Path::new(CODEX).file_name().ok_or("a name")?);
-    for (from, to) in [("claude/branched.jsonl", &claude), (CODEX, &codex)] {
-        fs_err::create_dir_all(to.parent().ok_or("a folder")?)?;
-        fs_err::copy(fixture(from), to)?;
-    }
+    let claude =
+        h.put("claude/branched.jsonl", ".claude/projects/-home-me-proj/7f3c2a10-5b6e-4d8f-9a21-0c4e8b7d6f51.jsonl")?;
+    let codex = h.put(CODEX, &codex_place(CODEX))?;
     let before = (fs_err::read(&claude)?, fs_err::read(&codex)?);
     let totals = |v: &Value| -> Vec<f64> {
         ["input", "output", "cacheRead", "cacheWrite", "records"]
@@ -487,50 +469,37 @@ fn usage_and_stats_over_other_agents() -> Result<()> {
 #[test]
 fn every_reader_on_each_fixture() -> Result<()> {
     let claude = |id: &str| format!(".claude/projects/-home-me-proj/{id}.jsonl");
-    let codex = |rel: &str| format!(".codex/sessions/2026/03/03/{}", rel.rsplit('/').next().unwrap_or(rel));
     let fork = "codex/rollout-2026-03-04T08-00-00-019a1b2c-9999-7f60-8a9b-0c1d2e3f4a5c.jsonl";
     let zst = format!("{CODEX}.zst");
-    // The file read, the files in the home (fixture, place), the snapshot.
-    type Case<'a> = (&'a str, Vec<(&'a str, String)>, expect_test::ExpectFile);
+    // The files in the home (fixture, place; the last one is read), the snapshot.
+    type Case<'a> = (Vec<(&'a str, String)>, expect_test::ExpectFile);
     let cases: [Case; 6] = [
         (
-            "claude/branched.jsonl",
             vec![("claude/branched.jsonl", claude("7f3c2a10-5b6e-4d8f-9a21-0c4e8b7d6f51"))],
-            expect_test::expect_file!["../../../../testdata/import/cli/claude-branched.txt"],
+            expect_file!["../../../../testdata/import/cli/claude-branched.txt"],
         ),
         (
-            "claude/compacted.jsonl",
             vec![("claude/compacted.jsonl", claude("0b9d7e21-3c4a-4f5b-8e6d-a1b2c3d4e5f6"))],
-            expect_test::expect_file!["../../../../testdata/import/cli/claude-compacted.txt"],
+            expect_file!["../../../../testdata/import/cli/claude-compacted.txt"],
         ),
         (
-            "claude/parallel.jsonl",
             vec![("claude/parallel.jsonl", claude("5d1e9c42-7a3b-4e2f-b6c8-90d1e2f3a4b5"))],
-            expect_test::expect_file!["../../../../testdata/import/cli/claude-parallel.txt"],
+            expect_file!["../../../../testdata/import/cli/claude-parallel.txt"],
         ),
+        (vec![(CODEX, codex_place(CODEX))], expect_file!["../../../../testdata/import/cli/codex-rollout.txt"]),
         (
-            CODEX,
-            vec![(CODEX, codex(CODEX))],
-            expect_test::expect_file!["../../../../testdata/import/cli/codex-rollout.txt"],
+            vec![(CODEX, codex_place(CODEX)), (fork, codex_place(fork))],
+            expect_file!["../../../../testdata/import/cli/codex-fork.txt"],
         ),
-        (
-            fork,
-            vec![(CODEX, codex(CODEX)), (fork, codex(fork))],
-            expect_test::expect_file!["../../../../testdata/import/cli/codex-fork.txt"],
-        ),
-        (&zst, vec![(&zst, codex(&zst))], expect_test::expect_file!["../../../../testdata/import/cli/codex-zst.txt"]),
+        (vec![(&zst, codex_place(&zst))], expect_file!["../../../../testdata/import/cli/codex-zst.txt"]),
     ];
-    for (name, files, expect) in cases {
+    for (files, expect) in cases {
         let h = Home::new("others-readers")?;
         let mut target = PathBuf::new();
         for (from, to) in &files {
-            let to = h.home.join(to);
-            fs_err::create_dir_all(to.parent().ok_or("a folder")?)?;
-            fs_err::copy(fixture(from), &to)?;
-            if *from == name {
-                target = to;
-            }
+            target = h.put(from, to)?;
         }
+        let (name, _) = files.last().ok_or("a file")?;
         let before = fs_err::read(&target)?;
         let f = s(&target)?;
         let mut out = String::new();

@@ -3,12 +3,14 @@
 //! reproduces a loss seen before and shows that nothing is lost now.
 
 use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use session_testkit::Tree;
 
-use super::{HEADER, Result, TempDir, in_home, slot};
+use super::sync::append;
+use super::{HEADER, Result, TempDir, in_home, outcome, s, slot, stdout};
 
 /// A home of its own for one test: `home` is `$HOME`, `work` the working directory.
 struct Home {
@@ -41,12 +43,19 @@ impl Home {
     }
 
     fn run(&self, args: &[&str]) -> Result<(i32, String, String)> {
-        let out = in_home(&self.home, &self.work).args(args).output()?;
-        Ok((
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        ))
+        outcome(in_home(&self.home, &self.work).args(args))
+    }
+
+    /// Runs a command that must exit 0; returns its stdout.
+    fn ok(&self, args: &[&str]) -> Result<String> {
+        let (code, out, err) = self.run(args)?;
+        assert_eq!(code, 0, "{args:?}: {err}");
+        Ok(out)
+    }
+
+    /// Runs a command that must exit 0; returns its stdout as JSON.
+    fn json(&self, args: &[&str]) -> Result<serde_json::Value> {
+        Ok(serde_json::from_str(&self.ok(args)?)?)
     }
 }
 
@@ -66,10 +75,6 @@ fn write_session(path: &Path, dialect: &str, text: &str) -> Result<()> {
     }
     fs_err::write(path, session_text(dialect, text))?;
     Ok(())
-}
-
-fn s(p: &Path) -> Result<&str> {
-    p.to_str().ok_or_else(|| "utf-8 path".into())
 }
 
 /// `rm`, `move` and `fork` of sessions named `...jsonl` and `..jsonl` act on that file
@@ -97,9 +102,8 @@ fn dot_named_sessions_never_take_their_folder_with_them() -> Result<()> {
     let file = bucket.join("...jsonl");
     write_session(&file, "pi", "dots")?;
     let target = h.work.join("elsewhere");
-    let (code, out, err) = h.run(&["--json", "move", s(&file)?, "--cwd", s(&target)?])?;
-    assert_eq!(code, 0, "{err}");
-    let moved = PathBuf::from(serde_json::from_str::<serde_json::Value>(&out)?["path"].as_str().ok_or("path")?);
+    let moved =
+        PathBuf::from(h.json(&["--json", "move", s(&file)?, "--cwd", s(&target)?])?["path"].as_str().ok_or("path")?);
     let new_bucket = moved.parent().ok_or("bucket")?;
     assert_eq!(fs_err::read_dir(new_bucket)?.count(), 1, "only the session moved");
     assert!(bucket.join("keep.jsonl").exists() && bucket.join("keep/artifact.txt").exists());
@@ -110,9 +114,7 @@ fn dot_named_sessions_never_take_their_folder_with_them() -> Result<()> {
     write_session(&ofile, "omp", "omp dots")?;
     write_session(&obucket.join("sibling.jsonl"), "omp", "sibling")?;
     let forks = h.tmp.path().join("forks");
-    let (code, out, err) =
-        h.run(&["--json", "--dialect", "omp", "fork", s(&ofile)?, "--cwd", "/w", "--session-dir", s(&forks)?])?;
-    assert_eq!(code, 0, "{err}");
+    let out = h.ok(&["--json", "--dialect", "omp", "fork", s(&ofile)?, "--cwd", "/w", "--session-dir", s(&forks)?])?;
     assert!(out.contains(".jsonl"), "{out}");
     let copies: Vec<_> = fs_err::read_dir(&forks)?.collect();
     assert_eq!(copies.len(), 1, "one new session file and nothing else");
@@ -205,14 +207,11 @@ fn gc_keeps_every_referenced_blob() -> Result<()> {
     fs_err::write(registry.join("abc1234"), format!("{}\n", custom.display()))?;
     // One project named, a folder that does not exist: neither narrows what is read.
     for dir in [s(&h.bucket("pi", "--a--")?)?, "/nonexistent/folder"] {
-        let (code, out, err) = h.run(&["--json", "gc", dir])?;
-        assert_eq!(code, 0, "{err}");
-        let v: serde_json::Value = serde_json::from_str(&out)?;
+        let v = h.json(&["--json", "gc", dir])?;
         assert_eq!(v["unused"].as_array().map(Vec::len), Some(1), "{dir}: {v}");
         assert_eq!(v["referenced"], 7, "{dir}: {v}");
     }
-    let (code, _, err) = h.run(&["gc", "/nonexistent/folder", "--yes"])?;
-    assert_eq!(code, 0, "{err}");
+    h.ok(&["gc", "/nonexistent/folder", "--yes"])?;
     for r in &referenced {
         assert!(blobs.join(r).exists(), "referenced blob {r} kept");
     }
@@ -266,15 +265,15 @@ fn gc_refuses_when_it_cannot_see_every_session() -> Result<()> {
         assert!(status.success());
     }
     let mut perms = fs_err::metadata(&hidden)?.permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o700);
+    perms.set_mode(0o700);
     fs_err::set_permissions(&hidden, perms.clone())?;
     if !root {
-        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o000);
+        perms.set_mode(0o000);
         fs_err::set_permissions(&hidden, perms.clone())?;
     }
     let (code, err) = run_unprivileged(&["gc", "--yes", "--grace", "0"])?;
     let (fsck_code, fsck_err) = run_unprivileged(&["--text", "fsck"])?;
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    perms.set_mode(0o755);
     fs_err::set_permissions(&hidden, perms)?;
     assert!(code == 1 && err.contains("cannot read") && err.contains("--hidden--"), "{err}");
     assert!(blob.exists(), "nothing deleted");
@@ -314,8 +313,7 @@ fn gc_racing_a_writer_deletes_no_referenced_blob() -> Result<()> {
         });
         let mut runs = 0;
         while !done.load(std::sync::atomic::Ordering::SeqCst) || runs < 3 {
-            let (code, _, err) = h.run(&["gc", "--yes"])?;
-            assert_eq!(code, 0, "{err}");
+            h.ok(&["gc", "--yes"])?;
             runs += 1;
         }
         Ok(writer.join().map_err(|_| "the writer panicked")??)
@@ -356,7 +354,7 @@ fn rewrites_keep_lines_appended_meanwhile() -> Result<()> {
                 fs_err::write(&file, &text)?;
                 let stop = std::sync::atomic::AtomicBool::new(false);
                 let appended = std::thread::scope(|scope| -> Result<Vec<String>> {
-                    let appender = scope.spawn(|| -> std::io::Result<Vec<String>> {
+                    let appender = scope.spawn(|| -> Result<Vec<String>> {
                         let mut marks = Vec::new();
                         let mut i = 0;
                         while !stop.load(std::sync::atomic::Ordering::SeqCst) && i < 400 {
@@ -364,10 +362,7 @@ fn rewrites_keep_lines_appended_meanwhile() -> Result<()> {
                             let line = format!(
                                 r#"{{"type":"custom","customType":"{mark}","id":"c{i:07x}","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z"}}"#
                             );
-                            fs_err::OpenOptions::new()
-                                .append(true)
-                                .open(&file)?
-                                .write_all(format!("{line}\n").as_bytes())?;
+                            append(&file, &format!("{line}\n"))?;
                             marks.push(mark);
                             i += 1;
                             std::thread::sleep(std::time::Duration::from_micros(u64::from(rand::random::<u8>()) * 4));
@@ -469,24 +464,29 @@ fn repair_of_a_link_writes_nothing() -> Result<()> {
     let (code, _, err) = h.run(&["repair", s(&link)?])?;
     assert!(code == 1 && err.contains("symbolic link"), "{err}");
     assert_eq!(before.changed(&Tree::read(h.tmp.path())?), Vec::<PathBuf>::new());
-    let (code, _, err) = h.run(&["repair", s(&real)?])?;
-    assert_eq!(code, 0, "{err}");
+    h.ok(&["repair", s(&real)?])?;
     assert!(fs_err::symlink_metadata(&link)?.file_type().is_symlink());
     assert!(!fs_err::read_to_string(&link)?.contains("garbage"));
     Ok(())
+}
+
+/// Runs `session ARGS`, which must succeed, where a pi and an omp session share the folder
+/// `PI_CODING_AGENT_DIR` names: its JSON, and the two files' bytes together.
+fn in_a_shared_agent_dir(tag: &str, args: &[&str]) -> Result<(serde_json::Value, u64)> {
+    let h = Home::new(tag)?;
+    let agent = h.tmp.path().join("agent");
+    let (pi, omp) = (agent.join("sessions/--p--/pi.jsonl"), agent.join("sessions/-p/omp.jsonl"));
+    write_session(&pi, "pi", "pi's")?;
+    write_session(&omp, "omp", "omp's")?;
+    let out = stdout(in_home(&h.home, &h.work).env("PI_CODING_AGENT_DIR", &agent).args(args))?;
+    Ok((serde_json::from_str(&out)?, fs_err::metadata(&pi)?.len() + fs_err::metadata(&omp)?.len()))
 }
 
 /// pi and omp sharing `PI_CODING_AGENT_DIR`: `fsck` checks each file once, each by its
 /// own first line, and finds nothing wrong.
 #[test]
 fn fsck_with_a_shared_agent_dir_checks_each_file_once() -> Result<()> {
-    let h = Home::new("jobs-fsck-shared")?;
-    let agent = h.tmp.path().join("agent");
-    write_session(&agent.join("sessions/--p--/pi.jsonl"), "pi", "pi's")?;
-    write_session(&agent.join("sessions/-p/omp.jsonl"), "omp", "omp's")?;
-    let out = in_home(&h.home, &h.work).env("PI_CODING_AGENT_DIR", &agent).args(["--json", "fsck"]).output()?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    assert!(out.status.success(), "{v} {}", String::from_utf8_lossy(&out.stderr));
+    let (v, _) = in_a_shared_agent_dir("jobs-fsck-shared", &["--json", "fsck"])?;
     assert_eq!(v["sessions"], 2, "{v}");
     Ok(())
 }
@@ -500,8 +500,7 @@ fn export_shows_command_runs_and_carries_no_html() -> Result<()> {
     let bash = r#"{"type":"message","id":"bbbbbbbb","parentId":"aaaaaaaa","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"bashExecution","command":"ls -la /srv","output":"total 42","exitCode":0,"cancelled":false,"truncated":false,"timestamp":2}}"#;
     for dialect in ["omp", "pi"] {
         fs_err::write(&file, format!("{}{bash}\n", session_text(dialect, "<script>alert(1)</script>")))?;
-        let (code, md, err) = h.run(&["--dialect", dialect, "export", s(&file)?])?;
-        assert_eq!(code, 0, "{err}");
+        let md = h.ok(&["--dialect", dialect, "export", s(&file)?])?;
         assert!(md.contains("ls -la /srv") && md.contains("total 42"), "{dialect}: {md}");
         assert!(!md.contains("<script>") && md.contains("&lt;script&gt;"), "{dialect}: {md}");
     }
@@ -577,18 +576,14 @@ fn rm_goes_to_the_trash_and_comes_back() -> Result<()> {
     fs_err::create_dir_all(bucket.join("s"))?;
     fs_err::write(bucket.join("s/out.txt"), "artifact")?;
     let before = Tree::read(&bucket)?;
-    let (code, out, err) = h.run(&["--json", "rm", s(&file)?, "--yes"])?;
-    assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out)?;
+    let v = h.json(&["--json", "rm", s(&file)?, "--yes"])?;
     let dir = PathBuf::from(v["trash"].as_str().ok_or("the trash folder")?);
     assert!(dir.starts_with(h.home.join(".pi/agent/session-trash")), "{v}");
     assert_eq!(Tree::read(&bucket)?, Tree::default());
     let (_, ls, _) = h.run(&["--json", "ls", "--all"])?;
     assert!(!ls.contains("s.jsonl"), "{ls}");
 
-    let (code, list, err) = h.run(&["--json", "trash", "list"])?;
-    assert_eq!(code, 0, "{err}");
-    let list: serde_json::Value = serde_json::from_str(&list)?;
+    let list = h.json(&["--json", "trash", "list"])?;
     assert_eq!(list["sessions"][0]["path"], s(&file)?, "{list}");
 
     write_session(&file, "pi", "a new session at the same place")?;
@@ -596,18 +591,13 @@ fn rm_goes_to_the_trash_and_comes_back() -> Result<()> {
     let (code, _, err) = h.run(&["trash", "restore", &name])?;
     assert!(code == 1 && err.contains("already exists"), "{err}");
     fs_err::remove_file(&file)?;
-    let (code, out, err) = h.run(&["trash", "restore", &name])?;
-    assert_eq!(code, 0, "{err}");
+    let out = h.ok(&["trash", "restore", &name])?;
     assert!(out.contains("\"restored\""), "{out}");
     assert_eq!(Tree::read(&bucket)?, before, "back byte for byte");
 
     // Emptying: a dry run first, then for good.
     h.run(&["rm", s(&file)?, "--yes"])?;
-    let empty = |args: &[&str]| -> Result<serde_json::Value> {
-        let (code, out, err) = h.run(&[&["--json", "trash", "empty"], args].concat())?;
-        assert_eq!(code, 0, "{err}");
-        Ok(serde_json::from_str(&out)?)
-    };
+    let empty = |args: &[&str]| h.json(&[&["--json", "trash", "empty"], args].concat());
     let dry = empty(&[])?;
     assert!(dry["deleted"] == false && dry["sessions"].as_array().map(Vec::len) == Some(1), "{dry}");
     assert_eq!(h.run(&["--json", "trash", "list"])?.1.matches("\"path\"").count(), 1);
@@ -665,10 +655,7 @@ fn prune_moves_what_its_dry_run_listed() -> Result<()> {
         if yes {
             args.push("--yes");
         }
-        let (code, out, err) = h.run(&args)?;
-        assert_eq!(code, 0, "{err}");
-        let v: serde_json::Value = serde_json::from_str(&out)?;
-        Ok(v["sessions"]
+        Ok(h.json(&args)?["sessions"]
             .as_array()
             .ok_or("sessions")?
             .iter()
@@ -701,9 +688,7 @@ fn du_adds_up_to_the_bytes_on_disk() -> Result<()> {
     fs_err::write(&omp, format!("{}{tool}\ngarbage\n", session_text("omp", "look")))?;
     fs_err::create_dir_all(omp.with_extension(""))?;
     fs_err::write(omp.with_extension("").join("art.txt"), "12345")?;
-    let (code, out, err) = h.run(&["--json", "du", "--all"])?;
-    assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out)?;
+    let v = h.json(&["--json", "du", "--all"])?;
     let on_disk = fs_err::metadata(&pi)?.len() + fs_err::metadata(&omp)?.len();
     assert_eq!(v["bytes"], on_disk, "{v}");
     assert_eq!(v["sessions"], 2, "{v}");
@@ -752,13 +737,7 @@ fn usage_counts_each_entry_once() -> Result<()> {
     // A fork: the same entries, then one of its own.
     let a3 = assistant("a3a3a3a3", "a1a1a1a1", "2026-03-03", "m1", &usage(1000, 100, 2.0));
     fs_err::write(bucket.join("b.jsonl"), format!("{}\n{user}\n{a1}\n{a3}\n", header("s-b")))?;
-    let run = |args: &[&str]| -> Result<String> {
-        let (code, out, err) = h.run(args)?;
-        assert_eq!(code, 0, "{err}");
-        Ok(out)
-    };
-    let by_model: serde_json::Value =
-        serde_json::from_str(&run(&["--json", "--dialect", "pi", "usage", "--by", "model"])?)?;
+    let by_model = h.json(&["--json", "--dialect", "pi", "usage", "--by", "model"])?;
     let total = &by_model["total"];
     assert_eq!((total["input"].as_f64(), total["output"].as_f64()), (Some(1301.0), Some(130.0)), "{by_model}");
     assert_eq!((total["cost"].as_f64(), total["records"].as_u64()), (Some(3.75), Some(4)), "{by_model}");
@@ -767,8 +746,7 @@ fn usage_counts_each_entry_once() -> Result<()> {
     let keys: Vec<&str> = rows.iter().filter_map(|r| r["key"].as_str()).collect();
     assert_eq!(keys, ["p/m1", "p/m2"]);
     assert_eq!(rows[0]["input"].as_f64(), Some(1101.0));
-    let by_day: serde_json::Value =
-        serde_json::from_str(&run(&["--json", "--dialect", "pi", "usage", "--since", "2026-03-02"])?)?;
+    let by_day = h.json(&["--json", "--dialect", "pi", "usage", "--since", "2026-03-02"])?;
     assert_eq!(by_day["total"]["input"].as_f64(), Some(1201.0), "{by_day}");
     assert_eq!(by_day["rows"].as_array().map(Vec::len), Some(2));
     let (code, _, err) = h.run(&["usage", "--since", "March"])?;
@@ -799,9 +777,7 @@ fn relocate_takes_a_project_to_its_new_folder() -> Result<()> {
         if yes {
             args.push("--yes");
         }
-        let (code, out, err) = h.run(&args)?;
-        assert_eq!(code, 0, "{err}");
-        Ok(serde_json::from_str(&out)?)
+        h.json(&args)
     };
     let dry = run(false)?;
     let planned: Vec<(String, String)> = dry["sessions"]
@@ -820,8 +796,7 @@ fn relocate_takes_a_project_to_its_new_folder() -> Result<()> {
     for (dialect, cwd, text) in
         [("pi", "/w/new", "pi old"), ("pi", "/w/new/sub", "pi sub"), ("omp", "/w/new", "omp old")]
     {
-        let (code, out, err) = h.run(&["--json", "--dialect", dialect, "ls", "--cwd", cwd])?;
-        assert_eq!(code, 0, "{err}");
+        let out = h.ok(&["--json", "--dialect", dialect, "ls", "--cwd", cwd])?;
         assert!(out.contains(text), "{dialect} {cwd}: {out}");
     }
     assert_eq!(run(true)?["sessions"].as_array().map(Vec::len), Some(0), "nothing left to move");
@@ -845,9 +820,7 @@ fn merge_unites_a_conflict_copy() -> Result<()> {
     let base = session_text("pi", "start");
     fs_err::write(&file, format!("{base}{}", next("cccccccc", "on the laptop")))?;
     fs_err::write(&conflict, format!("{base}{}", next("dddddddd", "on the server")))?;
-    let (code, out, err) = h.run(&["--json", "merge", s(&file)?, s(&conflict)?])?;
-    assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out)?;
+    let v = h.json(&["--json", "merge", s(&file)?, s(&conflict)?])?;
     assert_eq!((v["written"].as_bool(), v["leaf"].as_str()), (Some(true), Some("cccccccc")), "{v}");
     let text = fs_err::read_to_string(&file)?;
     assert!(
@@ -870,15 +843,7 @@ fn merge_unites_a_conflict_copy() -> Result<()> {
 /// still count each file once, as whose its first bytes say.
 #[test]
 fn a_shared_agent_dir_counts_each_session_once() -> Result<()> {
-    let h = Home::new("jobs-shared-count")?;
-    let agent = h.tmp.path().join("agent");
-    write_session(&agent.join("sessions/--p--/pi.jsonl"), "pi", "pi's")?;
-    write_session(&agent.join("sessions/-p/omp.jsonl"), "omp", "omp's")?;
-    let bytes = fs_err::metadata(agent.join("sessions/--p--/pi.jsonl"))?.len()
-        + fs_err::metadata(agent.join("sessions/-p/omp.jsonl"))?.len();
-    let out = in_home(&h.home, &h.work).env("PI_CODING_AGENT_DIR", &agent).args(["--json", "du", "--all"]).output()?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (v, bytes) = in_a_shared_agent_dir("jobs-shared-count", &["--json", "du", "--all"])?;
     assert_eq!((v["sessions"].as_u64(), v["bytes"].as_u64()), (Some(2), Some(bytes)), "{v}");
     let agents: Vec<&str> =
         v["largest"].as_array().ok_or("largest")?.iter().filter_map(|s| s["agent"].as_str()).collect();
@@ -905,18 +870,13 @@ fn marks_follow_moved_sessions_and_steer_ls_and_prune() -> Result<()> {
     fs_err::write(&omp_c, with("omp", "/w/old", "0000000c-0000-7000-8000-000000000000", "omp c"))?;
     let pi_d = h.bucket("pi", "--w-old--")?.join("d.jsonl");
     fs_err::write(&pi_d, with("pi", "/w/old", "0000000d-0000-7000-8000-000000000000", "pi d"))?;
-    let files: Vec<Vec<u8>> = [&pi_a, &pi_b, &omp_c].iter().map(fs_err::read).collect::<std::io::Result<_>>()?;
-    let ok = |args: &[&str]| -> Result<String> {
-        let (code, out, err) = h.run(args)?;
-        assert_eq!(code, 0, "{args:?}: {err}");
-        Ok(out)
-    };
-    ok(&["pin", s(&pi_a)?])?;
-    ok(&["archive", "0000000b"])?;
-    let pinned: serde_json::Value = serde_json::from_str(&ok(&["--json", "pin", s(&omp_c)?])?)?;
+    let read = || [&pi_a, &pi_b, &omp_c].iter().map(fs_err::read).collect::<std::io::Result<Vec<_>>>();
+    let files = read()?;
+    h.ok(&["pin", s(&pi_a)?])?;
+    h.ok(&["archive", "0000000b"])?;
+    let pinned = h.json(&["--json", "pin", s(&omp_c)?])?;
     assert_eq!((pinned["agent"].as_str(), pinned["pinned"].as_bool()), (Some("omp"), Some(true)), "{pinned}");
-    let after: Vec<Vec<u8>> = [&pi_a, &pi_b, &omp_c].iter().map(fs_err::read).collect::<std::io::Result<_>>()?;
-    assert_eq!(after, files, "marks never write a session file");
+    assert_eq!(read()?, files, "marks never write a session file");
     assert_eq!(
         fs_err::read_to_string(h.home.join(".omp/agent/session-pins.json"))?,
         "[\n\t\"0000000c-0000-7000-8000-000000000000\"\n]",
@@ -925,7 +885,7 @@ fn marks_follow_moved_sessions_and_steer_ls_and_prune() -> Result<()> {
     let listed = |cwd: &str, extra: &[&str]| -> Result<Vec<(String, bool, bool)>> {
         let mut args = vec!["--json", "ls", "--cwd", cwd];
         args.extend_from_slice(extra);
-        let v: serde_json::Value = serde_json::from_str(&ok(&args)?)?;
+        let v = h.json(&args)?;
         Ok(v.as_array()
             .ok_or("an array")?
             .iter()
@@ -942,9 +902,9 @@ fn marks_follow_moved_sessions_and_steer_ls_and_prune() -> Result<()> {
     assert_eq!(listed("/w/old", &["--pinned"])?.len(), 2);
     assert_eq!(listed("/w/old", &["--archived"])?, [("pi b".to_owned(), false, true)]);
     // Moved one by one and as a project: the marks go along.
-    ok(&["move", s(&pi_a)?, "--cwd", "/w/elsewhere"])?;
+    h.ok(&["move", s(&pi_a)?, "--cwd", "/w/elsewhere"])?;
     assert_eq!(listed("/w/elsewhere", &[])?, [("pi a".to_owned(), true, false)]);
-    ok(&["relocate", "/w/old", "/w/new", "--yes"])?;
+    h.ok(&["relocate", "/w/old", "/w/new", "--yes"])?;
     let moved = listed("/w/new", &[])?;
     assert_eq!(moved, [("omp c".to_owned(), true, false), ("pi d".to_owned(), false, false)], "omp's pin went along");
     assert_eq!(listed("/w/new", &["--pinned"])?, [("omp c".to_owned(), true, false)]);
@@ -963,9 +923,7 @@ fn marks_follow_moved_sessions_and_steer_ls_and_prune() -> Result<()> {
             }
         }
     }
-    let (code, out, err) = h.run(&["--json", "prune", "--older-than", "1d", "--keep-pinned"])?;
-    assert_eq!(code, 0, "{err}");
-    let chosen: serde_json::Value = serde_json::from_str(&out)?;
+    let chosen = h.json(&["--json", "prune", "--older-than", "1d", "--keep-pinned"])?;
     let names: Vec<&str> =
         chosen["sessions"].as_array().ok_or("sessions")?.iter().filter_map(|s| s["path"].as_str()).collect();
     assert_eq!(names.len(), 2, "only the unpinned ones: {chosen}");
@@ -986,18 +944,10 @@ fn a_damaged_marks_file_is_refused_and_kept() -> Result<()> {
     write_session(&pi, "pi", "hello")?;
     let state = h.home.join(".local/state/session-store");
     fs_err::create_dir_all(&state)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs_err::set_permissions(&state, std::fs::Permissions::from_mode(0o700))?;
-    }
+    fs_err::set_permissions(&state, std::fs::Permissions::from_mode(0o700))?;
     let marks = state.join("marks.json");
     fs_err::write(&marks, "{\"version\": 1, \"pinned\": 7}")?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs_err::set_permissions(&marks, std::fs::Permissions::from_mode(0o600))?;
-    }
+    fs_err::set_permissions(&marks, std::fs::Permissions::from_mode(0o600))?;
     let (code, _, err) = h.run(&["pin", s(&pi)?])?;
     assert!(code == 1 && err.contains("marks.json") && err.contains("not a list of session marks"), "{err}");
     let (code, _, err) = h.run(&["prune", "--older-than", "1d", "--keep-pinned"])?;
@@ -1059,10 +1009,7 @@ fn usage_reads_only_changed_files_the_second_time() -> Result<()> {
         (&first["total"], &first["rows"], &first["repeated"])
     );
     // Appended to: read again, the new entry counted.
-    fs_err::OpenOptions::new()
-        .append(true)
-        .open(&b)?
-        .write_all(format!("{}\n", assistant("c3c3c3c3", "b2b2b2b2", 1000)).as_bytes())?;
+    append(&b, &format!("{}\n", assistant("c3c3c3c3", "b2b2b2b2", 1000)))?;
     settle(&b)?;
     std::thread::sleep(racy);
     let third = run()?;

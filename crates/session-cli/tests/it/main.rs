@@ -2,7 +2,11 @@
 
 pub(crate) use session_testkit::TempDir;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+use session_testkit::testdata;
 
 #[cfg(unix)]
 mod cache;
@@ -16,31 +20,75 @@ mod sync;
 
 type Result<T> = std::result::Result<T, session_testkit::BoxError>;
 
-/// Runs `session ARGS` and returns its standard output as JSON.
-fn session(args: &[&str], cwd: &Path) -> Result<serde_json::Value> {
-    let out = Command::new(env!("CARGO_BIN_EXE_session"))
-        .args(args)
-        .current_dir(cwd)
-        .env("SESSION_NO_CACHE", "1")
-        .output()?;
+/// `session` to run in `cwd`, the caches off.
+fn bin(cwd: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_session"));
+    c.current_dir(cwd).env("SESSION_NO_CACHE", "1");
+    c
+}
+
+/// Runs `c` and returns (exit code, stdout, stderr).
+fn outcome(c: &mut Command) -> Result<(i32, String, String)> {
+    let out = c.output()?;
+    Ok((
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+/// Runs `c`, which must succeed, and returns its standard output.
+fn stdout(c: &mut Command) -> Result<String> {
+    let out = c.output()?;
     if !out.status.success() {
+        let args: Vec<_> = c.get_args().collect();
         return Err(format!("session {args:?}: {}", String::from_utf8_lossy(&out.stderr)).into());
     }
-    Ok(serde_json::from_slice(&out.stdout)?)
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+/// Runs `session ARGS` and returns its standard output as JSON.
+fn session(args: &[&str], cwd: &Path) -> Result<serde_json::Value> {
+    Ok(serde_json::from_str(&stdout(bin(cwd).args(args))?)?)
+}
+
+/// Runs `session ARGS` and returns (exit code, stdout, stderr).
+fn run(args: &[&str], cwd: &Path) -> Result<(i32, String, String)> {
+    outcome(bin(cwd).args(args))
 }
 
 /// Returns `session` to run in `work` with `home` as the home directory and neither
 /// agent's directory moved by the environment.
 fn in_home(home: &Path, work: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_session"));
-    c.current_dir(work)
-        .env("HOME", home)
+    let mut c = bin(work);
+    c.env("HOME", home)
         .env_remove("PI_CODING_AGENT_DIR")
         .env_remove("PI_CONFIG_DIR")
         .env_remove("XDG_DATA_HOME")
-        .env_remove("XDG_STATE_HOME")
-        .env("SESSION_NO_CACHE", "1");
+        .env_remove("XDG_STATE_HOME");
     c
+}
+
+/// Starts `c` with its stdout piped: the child, and the lines it prints as they come
+/// (read on a thread of their own, so a test can wait for one with a deadline).
+fn spawn_lines(c: &mut Command) -> Result<(Child, Receiver<std::io::Result<String>>)> {
+    use std::io::BufRead;
+    let mut child = c.stdout(Stdio::piped()).spawn()?;
+    let stdout = child.stdout.take().ok_or("piped stdout")?;
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Ok((child, lines))
+}
+
+/// The next line of `lines`, within 20 s; `what` names it in the error.
+fn next_line(lines: &Receiver<std::io::Result<String>>, what: &str) -> Result<String> {
+    Ok(lines.recv_timeout(Duration::from_secs(20)).map_err(|_| format!("no line for {what}"))??)
 }
 
 const HEADER: &str = r#"{"type":"session","version":3,"id":"01a228d5-0000-7000-8000-000000000001","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#;
@@ -90,18 +138,23 @@ fn rename_writes_an_omp_title_slot_in_place() -> Result<()> {
     Ok(())
 }
 
-/// Runs `session ARGS` and returns (exit code, stdout, stderr).
-fn run(args: &[&str], cwd: &Path) -> Result<(i32, String, String)> {
-    let out = Command::new(env!("CARGO_BIN_EXE_session"))
-        .args(args)
-        .current_dir(cwd)
-        .env("SESSION_NO_CACHE", "1")
-        .output()?;
-    Ok((
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    ))
+/// `p` as UTF-8 text.
+fn s(p: &Path) -> Result<&str> {
+    p.to_str().ok_or_else(|| "utf-8 path".into())
+}
+
+/// Makes the folder `work` and puts pi's and omp's sample sessions into its buckets in
+/// their agents' homes below `home`: those two files.
+fn samples_in_homes(home: &Path, work: &Path) -> Result<[PathBuf; 2]> {
+    fs_err::create_dir_all(work)?;
+    let bucket = work.to_string_lossy().trim_start_matches('/').replace('/', "-");
+    let pi = home.join(".pi/agent/sessions").join(format!("--{bucket}--")).join("2026-01-01T00-00-00-000Z_a.jsonl");
+    let omp = home.join(".omp/agent/sessions").join(format!("-{bucket}")).join("2026-01-02T00-00-00-000Z_b.jsonl");
+    for (file, agent) in [(&pi, "pi"), (&omp, "omp")] {
+        fs_err::create_dir_all(file.parent().ok_or("a bucket")?)?;
+        fs_err::copy(testdata().join(format!("sample/{agent}.jsonl")), file)?;
+    }
+    Ok([pi, omp])
 }
 
 /// One file as a read must leave it: name, bytes, mode, mtime (seconds, nanoseconds).
@@ -127,11 +180,10 @@ fn state(dir: &Path) -> Result<Vec<FileState>> {
 #[test]
 fn inspecting_commands_never_write() -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
     let tmp = TempDir::try_new("read-only")?;
     let mut files = Vec::new();
     for sub in ["v1", "v2", "v3", "corrupt", "sample", "generated"] {
-        for e in fs_err::read_dir(testdata.join(sub))? {
+        for e in fs_err::read_dir(testdata().join(sub))? {
             let p = e?.path();
             if p.extension().is_some_and(|x| x == "jsonl") {
                 let copy = tmp.path().join(format!("{sub}-{}", p.file_name().and_then(|n| n.to_str()).unwrap_or("x")));
@@ -196,9 +248,8 @@ fn usage_errors_exit_2_and_check_reports_damage() -> Result<()> {
     let (code, out, _) = run(&["completions", "bash"], tmp.path())?;
     assert!(code == 0 && out.contains("session"), "completions");
 
-    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
-    let clean = testdata.join("sample/pi.jsonl");
-    let torn = testdata.join("corrupt/torn-last-line.jsonl");
+    let clean = testdata().join("sample/pi.jsonl");
+    let torn = testdata().join("corrupt/torn-last-line.jsonl");
     let (code, out, _) = run(&["--json", "check", clean.to_str().ok_or("path")?], tmp.path())?;
     assert_eq!(code, 0, "{out}");
     let (code, out, _) = run(&["--json", "check", torn.to_str().ok_or("path")?], tmp.path())?;
@@ -214,11 +265,10 @@ fn usage_errors_exit_2_and_check_reports_damage() -> Result<()> {
 #[test]
 fn migrate_keeps_a_backup_and_label_labels() -> Result<()> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
     for dialect in ["pi", "omp"] {
         let tmp = TempDir::try_new(&format!("migrate-{dialect}"))?;
         let file = tmp.path().join("s.jsonl");
-        fs_err::copy(testdata.join(format!("v1/{dialect}.jsonl")), &file)?;
+        fs_err::copy(testdata().join(format!("v1/{dialect}.jsonl")), &file)?;
         fs_err::set_permissions(&file, std::fs::Permissions::from_mode(0o600))?;
         let original = fs_err::read(&file)?;
         let f = file.to_str().ok_or("path")?;
@@ -250,30 +300,12 @@ fn migrate_keeps_a_backup_and_label_labels() -> Result<()> {
 #[cfg(unix)]
 #[test]
 fn sessions_are_found_in_both_agents_homes() -> Result<()> {
-    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
     let tmp = TempDir::try_new("homes")?;
-    let home = tmp.path().join("home");
-    let work = tmp.path().join("work");
-    fs_err::create_dir_all(&work)?;
-    let pi_dir = home
-        .join(".pi/agent/sessions")
-        .join(format!("--{}--", work.to_string_lossy().trim_start_matches('/').replace('/', "-")));
-    let omp_dir = home
-        .join(".omp/agent/sessions")
-        .join(format!("-{}", work.to_string_lossy().trim_start_matches('/').replace('/', "-")));
-    fs_err::create_dir_all(&pi_dir)?;
-    fs_err::create_dir_all(&omp_dir)?;
-    fs_err::copy(testdata.join("sample/pi.jsonl"), pi_dir.join("2026-01-01T00-00-00-000Z_a.jsonl"))?;
-    fs_err::copy(testdata.join("sample/omp.jsonl"), omp_dir.join("2026-01-02T00-00-00-000Z_b.jsonl"))?;
-    let before = state(&pi_dir)?;
-    let run_home = |args: &[&str]| -> Result<(i32, String, String)> {
-        let out = in_home(&home, &work).args(args).output()?;
-        Ok((
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into(),
-            String::from_utf8_lossy(&out.stderr).into(),
-        ))
-    };
+    let (home, work) = (tmp.path().join("home"), tmp.path().join("work"));
+    let [pi, _] = samples_in_homes(&home, &work)?;
+    let pi_dir = pi.parent().ok_or("a bucket")?;
+    let before = state(pi_dir)?;
+    let run_home = |args: &[&str]| outcome(in_home(&home, &work).args(args));
     let (code, out, err) = run_home(&["ls", "--json"])?;
     assert_eq!(code, 0, "{err}");
     let listed: serde_json::Value = serde_json::from_str(&out)?;
@@ -292,7 +324,7 @@ fn sessions_are_found_in_both_agents_homes() -> Result<()> {
     let (code, out, err) = run_home(&["continue", "--json", "--dialect", "pi"])?;
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("_a.jsonl"), "{out}");
-    assert_eq!(state(&pi_dir)?, before, "finding wrote to the sessions folder");
+    assert_eq!(state(pi_dir)?, before, "finding wrote to the sessions folder");
     // A directory with no sessions: nothing is created for it.
     let other = tmp.path().join("elsewhere");
     fs_err::create_dir_all(&other)?;
@@ -308,7 +340,6 @@ fn sessions_are_found_in_both_agents_homes() -> Result<()> {
 /// document; `rm` asks for `--yes` when nobody can answer.
 #[test]
 fn fsck_repair_gc_export_and_rm() -> Result<()> {
-    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
     let tmp = TempDir::try_new("fsck")?;
     let home = tmp.path().join("home");
     let s = home.join(".pi/agent/sessions/--work--");
@@ -316,20 +347,13 @@ fn fsck_repair_gc_export_and_rm() -> Result<()> {
     fs_err::create_dir_all(&s)?;
     fs_err::create_dir_all(&blobs)?;
     for f in ["corrupt/garbage-lines.jsonl", "corrupt/bad-header-missing.jsonl", "sample/pi.jsonl"] {
-        fs_err::copy(testdata.join(f), s.join(Path::new(f).file_name().ok_or("name")?))?;
+        fs_err::copy(testdata().join(f), s.join(Path::new(f).file_name().ok_or("name")?))?;
     }
     let blob = blobs.join("a".repeat(64));
     fs_err::write(&blob, b"x")?;
     let unloadable = fs_err::read(s.join("bad-header-missing.jsonl"))?;
     let sd = s.to_str().ok_or("path")?;
-    let run = |args: &[&str]| -> Result<(i32, String, String)> {
-        let out = in_home(&home, tmp.path()).args(args).output()?;
-        Ok((
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        ))
-    };
+    let run = |args: &[&str]| outcome(in_home(&home, tmp.path()).args(args));
     let (code, out, _) = run(&["--json", "fsck", sd])?;
     assert_eq!(code, 1, "{out}");
     let v: serde_json::Value = serde_json::from_str(&out)?;
@@ -390,14 +414,9 @@ fn move_puts_a_session_into_the_bucket_of_its_new_project() -> Result<()> {
         fs_err::create_dir_all(file.with_extension(""))?;
         fs_err::write(file.with_extension("").join("0.log"), "artifact")?;
         let target_cwd = tmp.path().join("projects").join("renamed");
-        let out = in_home(&home, &work)
-            .args(["--dialect", dialect, "--json", "move"])
-            .arg(&file)
-            .arg("--cwd")
-            .arg(&target_cwd)
-            .output()?;
-        assert!(out.status.success(), "{dialect}: {}", String::from_utf8_lossy(&out.stderr));
-        let moved: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        let mut mv = in_home(&home, &work);
+        mv.args(["--dialect", dialect, "--json", "move"]).arg(&file).arg("--cwd").arg(&target_cwd);
+        let moved: serde_json::Value = serde_json::from_str(&stdout(&mut mv)?)?;
         let new = PathBuf::from(moved["path"].as_str().ok_or("a path")?);
         assert!(!file.exists(), "{dialect}: the old file is gone");
         let bucket = new.parent().ok_or("a bucket")?;
@@ -410,52 +429,28 @@ fn move_puts_a_session_into_the_bucket_of_its_new_project() -> Result<()> {
         assert_eq!(fs_err::read_to_string(new.with_extension("").join("0.log"))?, "artifact", "{dialect}: artifacts");
         let text = fs_err::read_to_string(&new)?;
         assert!(text.ends_with(&format!("{USER}\n")), "{dialect}: the entries keep their bytes");
-        let info = in_home(&home, &work).args(["--dialect", dialect, "--json", "info"]).arg(&new).output()?;
-        let info: serde_json::Value = serde_json::from_slice(&info.stdout)?;
+        let info = stdout(in_home(&home, &work).args(["--dialect", dialect, "--json", "info"]).arg(&new))?;
+        let info: serde_json::Value = serde_json::from_str(&info)?;
         assert_eq!(info["header"]["cwd"], target_cwd.to_string_lossy().as_ref(), "{dialect}");
     }
     Ok(())
 }
 
-/// The lines `child` prints on its piped stdout, as they come (read on a thread of
-/// their own, so a test can wait for one with a deadline).
-fn stdout_lines(child: &mut std::process::Child) -> Result<std::sync::mpsc::Receiver<std::io::Result<String>>> {
-    use std::io::BufRead;
-    let stdout = child.stdout.take().ok_or("piped stdout")?;
-    let (tx, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    Ok(lines)
-}
-
 /// A version 1 file has no ids: each read-only open gives its entries new ones. What
 /// it appends is still printed once, and nothing before it again.
 fn follow_a_version_1_file(dir: &Path) -> Result<()> {
-    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/v1/pi.jsonl");
     let file = dir.join("v1.jsonl");
-    fs_err::copy(&testdata, &file)?;
+    fs_err::copy(testdata().join("v1/pi.jsonl"), &file)?;
     let f = file.to_str().ok_or("utf-8 path")?;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_session"))
-        .args(["--dialect", "pi", "--json", "tail", f, "-n", "1", "--follow"])
-        .current_dir(dir)
-        .env("SESSION_NO_CACHE", "1")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()?;
-    let lines = stdout_lines(&mut child)?;
-    let wait = || lines.recv_timeout(std::time::Duration::from_secs(20));
-    wait().map_err(|_| "no last entry")??;
+    let (mut child, lines) = spawn_lines(
+        bin(dir).args(["--dialect", "pi", "--json", "tail", f, "-n", "1", "--follow"]).stderr(Stdio::null()),
+    )?;
+    next_line(&lines, "the last entry")?;
     let added = r#"{"type":"message","timestamp":"2025-06-01T10:00:11.000Z","message":{"role":"user","content":"one more","timestamp":1}}"#;
-    let mut w = fs_err::OpenOptions::new().append(true).open(&file)?;
-    std::io::Write::write_all(&mut w, format!("{added}\n").as_bytes())?;
-    let line = wait().map_err(|_| "no line for the appended entry")??;
+    sync::append(&file, &format!("{added}\n"))?;
+    let line = next_line(&lines, "the appended entry")?;
     assert!(line.contains("one more"), "{line}");
-    assert!(lines.recv_timeout(std::time::Duration::from_millis(1500)).is_err(), "nothing else is printed");
+    assert!(lines.recv_timeout(Duration::from_millis(1500)).is_err(), "nothing else is printed");
     child.kill()?;
     child.wait()?;
     Ok(())
@@ -473,17 +468,9 @@ fn tail_follows_a_session_as_it_grows() -> Result<()> {
     let (code, out, _) = run(&["--json", "tail", f, "-n", "1"], tmp.path())?;
     assert_eq!((code, out.as_str()), (0, format!("{second}\n").as_str()), "the last entry, as its line");
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_session"))
-        .args(["--json", "tail", f, "-n", "1", "--follow"])
-        .current_dir(tmp.path())
-        .env("SESSION_NO_CACHE", "1")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()?;
-    let lines = stdout_lines(&mut child)?;
-    let next = |what: &str| -> Result<String> {
-        Ok(lines.recv_timeout(std::time::Duration::from_secs(20)).map_err(|_| format!("no line for {what}"))??)
-    };
+    let (mut child, lines) =
+        spawn_lines(bin(tmp.path()).args(["--json", "tail", f, "-n", "1", "--follow"]).stderr(Stdio::piped()))?;
+    let next = |what: &str| next_line(&lines, what);
     assert_eq!(next("the last entry")?, second);
     let third = second.replace("bbbbbbbb", "cccccccc").replace(r#""parentId":"aaaaaaaa""#, r#""parentId":"bbbbbbbb""#);
     let fourth = third.replace("cccccccc", "dddddddd").replace(r#""parentId":"bbbbbbbb""#, r#""parentId":"cccccccc""#);
@@ -525,18 +512,14 @@ fn a_large_session_is_opened_with_huge_pages() -> Result<()> {
     fs_err::write(&file, format!("{HEADER}\n{USER}\n"))?;
     let f = file.to_str().ok_or("utf-8 path")?;
     let environment = |from: &str, tunables: Option<&str>| -> Result<Vec<String>> {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_session"));
+        let mut c = bin(tmp.path());
         huge_pages_env(&mut c, tunables)
             .args(["--json", "tail", f, "-n", "1", "--follow"])
-            .current_dir(tmp.path())
-            .env("SESSION_NO_CACHE", "1")
             .env("SESSION_HUGE_PAGES_FROM", from)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null());
-        let mut child = c.spawn()?;
-        let lines = stdout_lines(&mut child)?;
+            .stderr(Stdio::null());
+        let (mut child, lines) = spawn_lines(&mut c)?;
         // The entry is printed: the command (started again or not) is running.
-        let line = lines.recv_timeout(std::time::Duration::from_secs(20)).map_err(|_| "no entry printed")?;
+        let line = lines.recv_timeout(Duration::from_secs(20)).map_err(|_| "no entry printed")?;
         let environ = fs_err::read(format!("/proc/{}/environ", child.id()));
         child.kill()?;
         child.wait()?;
@@ -589,7 +572,7 @@ fn pick_without_a_terminal_exits_2() -> Result<()> {
             .args(args)
             .current_dir(tmp.path())
             .env("HOME", tmp.path())
-            .stdin(std::process::Stdio::null())
+            .stdin(Stdio::null())
             .output()?;
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(out.stdout.is_empty(), "{args:?}");

@@ -3,37 +3,15 @@
 //! pi, Claude Code and Codex. Bad arguments are MCP errors (`-32602`); a tool that ran and
 //! failed answers with an error result; no home changes.
 
-use std::path::{Path, PathBuf};
-
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ErrorCode};
 use rmcp::service::ServiceError;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
+use session_testkit::Tree;
 
+use super::import::fixture;
 use super::{HEADER, Result, TempDir, USER, in_home};
-
-fn fixture(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/import").join(rel)
-}
-
-/// Every file below `root` with its bytes.
-fn snapshot(root: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in fs_err::read_dir(&dir)? {
-            let p = e?.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((p.clone(), fs_err::read(&p)?));
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
-}
 
 /// Calls `tool` with `args`: the structured answer, or the error result's text as `Err`.
 async fn call(
@@ -87,7 +65,7 @@ fn an_agent_lists_searches_and_reads_sessions() -> Result<()> {
     // A file outside every agent's folders, which no call may read.
     let outside = tmp.path().join("secret.jsonl");
     fs_err::write(&outside, format!("{HEADER}\n{USER}\n"))?;
-    let before = snapshot(&home)?;
+    let before = Tree::read(&home)?;
     let mut command = in_home(&home, tmp.path());
     command.arg("mcp").env("XDG_CACHE_HOME", tmp.path().join("cache"));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -183,6 +161,6 @@ fn an_agent_lists_searches_and_reads_sessions() -> Result<()> {
         client.cancel().await?;
         Ok::<(), session_testkit::BoxError>(())
     })?;
-    assert_eq!(snapshot(&home)?, before, "no home changed");
+    assert_eq!(Tree::read(&home)?, before, "no home changed");
     Ok(())
 }

@@ -10,27 +10,23 @@
 )]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use rand::Rng;
 use session_testkit::mysql::TestDb as MysqlDb;
 use session_testkit::postgres::TestDb;
 use session_testkit::redis::TestPrefix;
 
-use crate::{Result, TempDir};
+use crate::{Result, TempDir, bin, next_line, spawn_lines, stdout};
 
 /// Runs `session ARGS` and returns its output, whatever the status.
 fn run(args: &[&str], cwd: &Path) -> Result<Output> {
-    Ok(Command::new(env!("CARGO_BIN_EXE_session")).args(args).current_dir(cwd).env("SESSION_NO_CACHE", "1").output()?)
+    Ok(bin(cwd).args(args).output()?)
 }
 
 /// Runs `session ARGS`, which must succeed, and returns its standard output.
 fn ok(args: &[&str], cwd: &Path) -> Result<String> {
-    let out = run(args, cwd)?;
-    if !out.status.success() {
-        return Err(format!("session {args:?}: {}", String::from_utf8_lossy(&out.stderr)).into());
-    }
-    Ok(String::from_utf8(out.stdout)?)
+    stdout(bin(cwd).args(args))
 }
 
 /// Reports a skipped test; an error when the servers are required.
@@ -41,9 +37,8 @@ fn skip(test: &str, reason: &str) -> Result<()> {
 
 /// Copies a testdata session and gives it an artifacts directory with a nested file.
 fn sample(dir: &Path, name: &str) -> Result<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/sample");
     let file = dir.join(format!("{name}.jsonl"));
-    fs_err::copy(root.join(format!("{name}.jsonl")), &file)?;
+    fs_err::copy(session_testkit::testdata().join(format!("sample/{name}.jsonl")), &file)?;
     let artifacts = dir.join(name);
     fs_err::create_dir_all(artifacts.join("sub"))?;
     fs_err::write(artifacts.join("0.log"), "tool output\n")?;
@@ -52,8 +47,9 @@ fn sample(dir: &Path, name: &str) -> Result<PathBuf> {
 }
 
 /// Pushes both samples to `url`, inspects them there as on files, pulls them back and
-/// compares every byte; then checks the overwrite rules.
-fn round_trip(url: &str, pull_url: &dyn Fn(&Path) -> String, tag: &str) -> Result<()> {
+/// compares every byte; then checks the overwrite rules. A pull names the session by
+/// the URL `pull_url` gives, or (`None`) by its path with `--store url`.
+fn round_trip(url: &str, pull_url: Option<&dyn Fn(&Path) -> String>, tag: &str) -> Result<()> {
     let tmp = TempDir::try_new(tag)?;
     let (src, back) = (tmp.path().join("src"), tmp.path().join("back"));
     fs_err::create_dir_all(&src)?;
@@ -64,16 +60,17 @@ fn round_trip(url: &str, pull_url: &dyn Fn(&Path) -> String, tag: &str) -> Resul
         let pushed: serde_json::Value = serde_json::from_str(&ok(&["push", f, "--to", url], tmp.path())?)?;
         assert_eq!(pushed["artifacts"], 2, "{name}: {pushed}");
         assert_eq!(pushed["bytes"], fs_err::metadata(&file)?.len(), "{name}: {pushed}");
-        for cmd in ["info", "context", "entries", "tree"] {
-            let there = ok(&[cmd, f, "--json", "--store", url], tmp.path())?;
-            assert_eq!(there, ok(&[cmd, f, "--json"], tmp.path())?, "{name}: {cmd} on the server and on files");
-        }
         let dir = src.to_str().ok_or("utf-8 path")?;
-        for cmd in ["stats", "fsck"] {
-            let there = ok(&[cmd, dir, "--json", "--store", url], tmp.path())?;
-            assert_eq!(there, ok(&[cmd, dir, "--json"], tmp.path())?, "{name}: {cmd} on the server and on files");
+        for (cmd, at) in [("info", f), ("context", f), ("entries", f), ("tree", f), ("stats", dir), ("fsck", dir)] {
+            let there = ok(&[cmd, at, "--json", "--store", url], tmp.path())?;
+            assert_eq!(there, ok(&[cmd, at, "--json"], tmp.path())?, "{name}: {cmd} on the server and on files");
         }
-        let pulled = ok(&["pull", &pull_url(&file), "--to", back.to_str().ok_or("utf-8 path")?], tmp.path())?;
+        let (source, to) = (pull_url.map(|u| u(&file)), back.to_str().ok_or("utf-8 path")?);
+        let pull = match &source {
+            Some(u) => vec!["pull", u, "--to", to],
+            None => vec!["--store", url, "pull", f, "--to", to],
+        };
+        let pulled = ok(&pull, tmp.path())?;
         assert!(pulled.contains("\"artifacts\":2"), "{name}: {pulled}");
         assert_eq!(fs_err::read(back.join(format!("{name}.jsonl")))?, fs_err::read(&file)?, "{name}: the session");
         for rel in ["0.log", "sub/.1.log"] {
@@ -89,7 +86,7 @@ fn round_trip(url: &str, pull_url: &dyn Fn(&Path) -> String, tag: &str) -> Resul
         assert!(!refused.status.success(), "{name}: a different session is not overwritten");
         assert!(String::from_utf8_lossy(&refused.stderr).contains("--force"), "{name}: the error says what to do");
         ok(&["push", f, "--to", url, "--force"], tmp.path())?;
-        ok(&["pull", &pull_url(&file), "--to", back.to_str().ok_or("utf-8 path")?, "--force"], tmp.path())?;
+        ok(&[&pull[..], &["--force"]].concat(), tmp.path())?;
         assert_eq!(fs_err::read(back.join(format!("{name}.jsonl")))?, other, "{name}: the forced copy");
     }
     Ok(())
@@ -99,24 +96,11 @@ fn round_trip(url: &str, pull_url: &dyn Fn(&Path) -> String, tag: &str) -> Resul
 /// `ls`, `resume` and `continue` answer there as on files, and the write commands work
 /// through `--store`.
 fn agents_on_the_server(url: &str, tag: &str) -> Result<()> {
-    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/sample");
     let tmp = TempDir::try_new(tag)?;
     let (home, work) = (tmp.path().join("home"), tmp.path().join("work"));
-    fs_err::create_dir_all(&work)?;
-    let bucket = work.to_string_lossy().trim_start_matches('/').replace('/', "-");
-    let pi = home.join(".pi/agent/sessions").join(format!("--{bucket}--")).join("2026-01-01T00-00-00-000Z_a.jsonl");
-    let omp = home.join(".omp/agent/sessions").join(format!("-{bucket}")).join("2026-01-02T00-00-00-000Z_b.jsonl");
-    for (file, sample) in [(&pi, "pi.jsonl"), (&omp, "omp.jsonl")] {
-        fs_err::create_dir_all(file.parent().ok_or("a parent")?)?;
-        fs_err::copy(testdata.join(sample), file)?;
-    }
-    let run_home = |args: &[&str]| -> Result<String> {
-        let out = crate::in_home(&home, &work).args(args).output()?;
-        if !out.status.success() {
-            return Err(format!("session {args:?}: {}", String::from_utf8_lossy(&out.stderr)).into());
-        }
-        Ok(String::from_utf8(out.stdout)?)
-    };
+    let [pi, omp] = crate::samples_in_homes(&home, &work)?;
+    let run_home = |args: &[&str]| stdout(crate::in_home(&home, &work).args(args));
+    let json = |args: &[&str]| -> Result<serde_json::Value> { Ok(serde_json::from_str(&run_home(args)?)?) };
     for file in [&pi, &omp] {
         run_home(&["push", file.to_str().ok_or("utf-8 path")?, "--to", url])?;
     }
@@ -127,43 +111,33 @@ fn agents_on_the_server(url: &str, tag: &str) -> Result<()> {
         assert_eq!(run_home(&[args, &["--store", url]].concat())?, on_files, "{args:?}");
     }
     // Both agents: the same sessions (omp's `modified` is the server's mtime).
-    let listed: serde_json::Value = serde_json::from_str(&run_home(&["ls", "--all", "--json", "--store", url])?)?;
+    let listed = json(&["ls", "--all", "--json", "--store", url])?;
     let mut agents: Vec<&str> =
         listed.as_array().ok_or("an array")?.iter().filter_map(|s| s["agent"].as_str()).collect();
     agents.sort_unstable();
     assert_eq!(agents, ["omp", "pi"], "{listed}");
     for query in ["019b76da-a800-7dc3", "019b76da-a800-7d68"] {
-        let on_files: serde_json::Value = serde_json::from_str(&run_home(&["resume", query, "--json"])?)?;
-        let there: serde_json::Value = serde_json::from_str(&run_home(&["resume", query, "--json", "--store", url])?)?;
+        let on_files = json(&["resume", query, "--json"])?;
+        let there = json(&["resume", query, "--json", "--store", url])?;
         assert_eq!(there["path"], on_files["path"], "resume {query}");
     }
-    let cont: serde_json::Value =
-        serde_json::from_str(&run_home(&["continue", "--dialect", "pi", "--json", "--store", url])?)?;
+    let cont = json(&["continue", "--dialect", "pi", "--json", "--store", url])?;
     assert_eq!(cont["path"], pi.to_string_lossy().as_ref(), "{cont}");
     // Writes go to the server only.
     let p = pi.to_str().ok_or("utf-8 path")?;
     let before = fs_err::read(&pi)?;
-    let added: serde_json::Value = serde_json::from_str(&run_home(&[
-        "append",
-        p,
-        "--custom-type",
-        "note",
-        "--data",
-        "{\"text\":\"hi\"}",
-        "--store",
-        url,
-    ])?)?;
+    let added = json(&["append", p, "--custom-type", "note", "--data", "{\"text\":\"hi\"}", "--store", url])?;
     let id = added["id"].as_str().ok_or("an id")?;
     let entries = run_home(&["entries", p, "--json", "--store", url])?;
     assert!(entries.contains(id), "{entries}");
     assert!(!run_home(&["entries", p, "--json"])?.contains(id), "the file is untouched");
     assert_eq!(fs_err::read(&pi)?, before);
     run_home(&["rename", p, "On the server", "--store", url])?;
-    let info: serde_json::Value = serde_json::from_str(&run_home(&["info", p, "--json", "--store", url])?)?;
+    let info = json(&["info", p, "--json", "--store", url])?;
     assert_eq!(info["name"], "On the server");
     let o = omp.to_str().ok_or("utf-8 path")?;
     run_home(&["rename", o, "Omp on the server", "--store", url])?;
-    let info: serde_json::Value = serde_json::from_str(&run_home(&["info", o, "--json", "--store", url])?)?;
+    let info = json(&["info", o, "--json", "--store", url])?;
     assert_eq!(info["name"], "Omp on the server");
     run_home(&["rm", p, "--yes", "--force", "--store", url])?;
     assert!(run_home(&["info", p, "--json", "--store", url]).is_err(), "deleted on the server");
@@ -178,24 +152,16 @@ fn follow_on_the_server(url: &str, tag: &str) -> Result<()> {
     let file = sample(tmp.path(), "pi")?;
     let f = file.to_str().ok_or("utf-8 path")?;
     ok(&["push", f, "--to", url], tmp.path())?;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_session"))
-        .args(["--dialect", "pi", "--json", "--store", url, "tail", f, "-n", "1", "--follow"])
-        .current_dir(tmp.path())
-        .env("SESSION_NO_CACHE", "1")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()?;
-    let lines = crate::stdout_lines(&mut child)?;
+    let mut tail = bin(tmp.path());
+    tail.args(["--dialect", "pi", "--json", "--store", url, "tail", f, "-n", "1", "--follow"]);
+    let (mut child, lines) = spawn_lines(tail.stderr(std::process::Stdio::piped()))?;
     // The child is watching once it printed the last entry.
-    let first =
-        lines.recv_timeout(std::time::Duration::from_secs(20)).map_err(|_| format!("{tag}: no last entry"))??;
+    let first = next_line(&lines, &format!("{tag}: the last entry"))?;
     assert!(first.starts_with('{'), "{tag}: {first}");
     for n in 0..2 {
         let custom = format!("followed-{n}");
         ok(&["--dialect", "pi", "--store", url, "append", f, "--custom-type", &custom], tmp.path())?;
-        let line = lines
-            .recv_timeout(std::time::Duration::from_secs(20))
-            .map_err(|_| format!("{tag}: no line for {custom}"))??;
+        let line = next_line(&lines, &format!("{tag}: {custom}"))?;
         assert!(line.contains(&format!(r#""customType":"{custom}""#)), "{tag}: {line}");
     }
     ok(&["--store", url, "rm", f, "--yes", "--force"], tmp.path())?;
@@ -205,7 +171,7 @@ fn follow_on_the_server(url: &str, tag: &str) -> Result<()> {
 }
 
 /// [`round_trip`], [`agents_on_the_server`] and [`follow_on_the_server`] through `url`.
-fn on_the_server(url: &str, pull_url: &dyn Fn(&Path) -> String, tag: &str) -> Result<()> {
+fn on_the_server(url: &str, pull_url: Option<&dyn Fn(&Path) -> String>, tag: &str) -> Result<()> {
     round_trip(url, pull_url, tag)?;
     agents_on_the_server(url, &format!("{tag}-agents"))?;
     follow_on_the_server(url, &format!("{tag}-follow"))
@@ -218,7 +184,7 @@ fn push_inspect_and_pull_on_postgres() -> Result<()> {
     for scheme in ["postgres", "postgresql+native"] {
         let url = format!("{scheme}:///{}?host=/var/run/postgresql", db.name());
         let pull = |file: &Path| format!("{scheme}:///{}{}?host=/var/run/postgresql", db.name(), file.display());
-        on_the_server(&url, &pull, &format!("pg-{}", scheme.len()))?;
+        on_the_server(&url, Some(&pull), &format!("pg-{}", scheme.len()))?;
     }
     Ok(())
 }
@@ -229,28 +195,11 @@ fn push_inspect_and_pull_on_postgres() -> Result<()> {
 #[test]
 fn push_inspect_and_pull_on_sqlite() -> Result<()> {
     let tmp = TempDir::try_new("sqlite-store")?;
-    let db = tmp.path().join("sessions.db");
-    let url = format!("sqlite://{}", db.display());
-    let (src, back) = (tmp.path().join("src"), tmp.path().join("back"));
-    fs_err::create_dir_all(&src)?;
-    fs_err::create_dir_all(&back)?;
-    for name in ["pi", "omp"] {
-        let file = sample(&src, name)?;
-        let f = file.to_str().ok_or("utf-8 path")?;
-        let pushed: serde_json::Value = serde_json::from_str(&ok(&["push", f, "--to", &url], tmp.path())?)?;
-        assert_eq!(pushed["artifacts"], 2, "{name}: {pushed}");
-        for cmd in ["info", "context", "entries", "tree"] {
-            let there = ok(&[cmd, f, "--json", "--store", &url], tmp.path())?;
-            assert_eq!(there, ok(&[cmd, f, "--json"], tmp.path())?, "{name}: {cmd} in SQLite and on files");
-        }
-        ok(&["--store", &url, "pull", f, "--to", back.to_str().ok_or("utf-8 path")?], tmp.path())?;
-        assert_eq!(fs_err::read(back.join(format!("{name}.jsonl")))?, fs_err::read(&file)?, "{name}: the session");
-        assert_eq!(fs_err::read(back.join(name).join("sub/.1.log"))?, fs_err::read(src.join(name).join("sub/.1.log"))?);
-    }
+    let url = format!("sqlite://{}", tmp.path().join("sessions.db").display());
+    on_the_server(&url, None, "sqlite")?;
     let refused = run(&["pull", &format!("{url}/x.jsonl"), "--to", "."], tmp.path())?;
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--store sqlite:///"), "{refused:?}");
-    agents_on_the_server(&url, "sqlite-agents")?;
-    follow_on_the_server(&url, "sqlite-follow")
+    Ok(())
 }
 
 #[cfg(feature = "mysql")]
@@ -259,7 +208,7 @@ fn push_inspect_and_pull_on_mariadb() -> Result<()> {
     let Some(db) = MysqlDb::create("push_inspect_and_pull_on_mariadb")? else { return Ok(()) };
     let url = format!("mariadb://root@127.0.0.1:3306/{}", db.name());
     let pull = |file: &Path| format!("mysql://root@127.0.0.1:3306/{}{}", db.name(), file.display());
-    on_the_server(&url, &pull, "mariadb")
+    on_the_server(&url, Some(&pull), "mariadb")
 }
 
 #[cfg(feature = "redis")]
@@ -268,7 +217,7 @@ fn push_inspect_and_pull_on_redis() -> Result<()> {
     let Some(t) = TestPrefix::create("push_inspect_and_pull_on_redis")? else { return Ok(()) };
     let url = format!("redis://127.0.0.1:6379/0?prefix={}", t.prefix());
     let pull = |file: &Path| format!("redis://127.0.0.1:6379/0{}?prefix={}", file.display(), t.prefix());
-    on_the_server(&url, &pull, "redis")?;
+    on_the_server(&url, Some(&pull), "redis")?;
     // A plain path pulls from the --store storage.
     let tmp = TempDir::try_new("redis-store-pull")?;
     let missing = run(&["pull", "/nowhere/s.jsonl", "--to", ".", "--store", &url], tmp.path())?;
@@ -351,7 +300,7 @@ fn push_inspect_and_pull_on_s3() -> Result<()> {
             t.endpoint
         )
     };
-    on_the_server(&t.url, &pull, "s3")?;
+    on_the_server(&t.url, Some(&pull), "s3")?;
     // A store that is not told to send conditions is refused, unless allowed.
     let tmp = TempDir::try_new("s3-unconditional")?;
     let off = format!("{}&conditional_put=disabled", t.url);
@@ -406,9 +355,7 @@ fn sync_watch_through_s3() -> Result<()> {
     let tmp = TempDir::try_new("watch-s3")?;
     let a = crate::sync::Home::new(tmp.path(), "a", "git@example.org:me/app.git")?;
     let storage = t.storage()?;
-    let at = Path::new("/session-sync/pi/sessions")
-        .join(session::sync::project_slug("example.org/me/app"))
-        .join("2026-01-01T00-00-00-000Z_s1.jsonl");
+    let at = crate::sync::on_remote(Path::new("/session-sync"), "s1");
     crate::sync::watch_pushes(&a, &t.url, &|| match storage.read(&at) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e) if e.is_not_found() => Ok(None),
@@ -445,7 +392,7 @@ fn sigkilled_syncs(url: &str, tag: &str) -> Result<()> {
     use std::collections::BTreeMap;
     use std::time::{Duration, Instant};
 
-    use crate::sync::{Home, append, line};
+    use crate::sync::{Home, append, line, two_homes};
 
     const KILLS: u32 = 10;
     const SIDS: [&str; 5] = ["s1", "s2", "s3", "s4", "s5"];
@@ -457,10 +404,7 @@ fn sigkilled_syncs(url: &str, tag: &str) -> Result<()> {
     let (mut running, mut midway) = (0, 0);
     for k in (0..TIMED).map(|_| 0).chain(1..=KILLS) {
         let tmp = TempDir::try_new(&format!("{tag}-{k}-{:08x}", rand::rng().next_u32()))?;
-        let homes = [
-            Home::new(tmp.path(), "a", "git@example.org:me/app.git")?,
-            Home::new(tmp.path(), "b", "https://example.org/me/app")?,
-        ];
+        let homes = two_homes(tmp.path())?;
         let prefix = format!("/{}", tmp.path().file_name().and_then(|n| n.to_str()).ok_or("a name")?);
         let args = |h: &Home| -> Vec<String> {
             let map = format!("example.org/me/app={}", h.project.display());
@@ -549,12 +493,9 @@ fn sigkilled_syncs(url: &str, tag: &str) -> Result<()> {
 /// both machines end with every entry once.
 #[cfg(any(feature = "postgres", feature = "s3"))]
 fn sync_between_two_homes(url: &str, tag: &str) -> Result<()> {
-    use crate::sync::{Home, append, line, with_cwd};
+    use crate::sync::{append, line, two_homes, with_cwd};
     let tmp = TempDir::try_new(tag)?;
-    let (a, b) = (
-        Home::new(tmp.path(), "a", "git@example.org:me/app.git")?,
-        Home::new(tmp.path(), "b", "https://example.org/me/app")?,
-    );
+    let [a, b] = two_homes(tmp.path())?;
     let file_a = a.put_pi("s1", &[line("aaaaaaaa", None)])?;
     let out = a.sync(&["--to", url])?;
     assert_eq!(out["summary"]["pushed"], 1, "{out}");
@@ -644,11 +585,10 @@ fn killed_at_every_remote_write<S: session::store::Storage + 'static>(
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
-    use session::discovery::{AgentDirs, ProcessEnv};
-    use session::store::{Boundary, CrashKind, EntryKind, FaultStorage, Faults, FileStorage, Storage};
-    use session::sync::{ProjectMap, SyncLocal, SyncOptions, SyncOutcome, SyncRemote, sync};
+    use session::store::{Boundary, CrashKind, EntryKind, FaultStorage, Faults, Storage};
+    use session::sync::{SyncOutcome, sync};
 
-    use crate::sync::{Home, append, line};
+    use crate::sync::{Home, append, line, two_homes};
 
     const SIDS: [&str; 5] = ["s1both", "s2here", "s3there", "s4new-here", "s5new-there"];
     /// Every file below `dir` of `storage` named `name`.
@@ -675,24 +615,12 @@ fn killed_at_every_remote_write<S: session::store::Storage + 'static>(
     let one_run = |k: Option<usize>| -> Result<Vec<Boundary>> {
         let name = k.map_or_else(|| "count".to_owned(), |k| k.to_string());
         let tmp = TempDir::try_new(&format!("{tag}-{name}"))?;
-        let homes = [
-            Home::new(tmp.path(), "a", "git@example.org:me/app.git")?,
-            Home::new(tmp.path(), "b", "https://example.org/me/app")?,
-        ];
+        let homes = two_homes(tmp.path())?;
         let faults = Faults::new();
         let faulty: Arc<dyn Storage> = Arc::new(FaultStorage::new(open()?, faults.clone()));
         let clean: Arc<dyn Storage> = Arc::new(open()?);
         let prefix = PathBuf::from(format!("/killed-{name}"));
-        let machine = |h: &Home, remote: &Arc<dyn Storage>| -> Result<(SyncLocal, SyncRemote, SyncOptions)> {
-            let tmpdir = h.home.join("tmp");
-            fs_err::create_dir_all(&tmpdir)?;
-            let env = ProcessEnv::new(&h.home, &h.project, &tmpdir);
-            let local = SyncLocal::new(Arc::new(FileStorage::new()), vec![AgentDirs::pi(&env)], h.home.join(".state"));
-            let remote = SyncRemote::new(remote.clone(), &format!("test://{tag}"), &prefix);
-            let mut map = ProjectMap::new();
-            map.insert("example.org/me/app", &h.project);
-            Ok((local, remote, SyncOptions::default().map(map)))
-        };
+        let machine = |h: &Home, remote: &Arc<dyn Storage>| sync_sides(h, remote.clone(), tag, &prefix);
         let sync_clean = |h: &Home| -> Result<session::sync::SyncReport> {
             let m = machine(h, &clean)?;
             let report = sync(&m.0, &m.1, &m.2, &mut |_| {})?;
@@ -748,16 +676,19 @@ fn killed_at_every_remote_write<S: session::store::Storage + 'static>(
                 more => Err(format!("{sid}: {more:?}").into()),
             }
         };
-        let mut held: Vec<(String, Vec<String>)> = Vec::new();
-        for sid in SIDS {
+        // A's copy and the remote's of `sid`, each named with the ids it holds.
+        let copies = |sid: &str| -> Result<Vec<(String, Vec<String>)>> {
+            let mut copies = Vec::new();
             let local = homes[0].pi_file(sid);
             if local.exists() {
-                held.push((local.display().to_string(), ids_in(&fs_err::read(&local)?)));
+                copies.push((local.display().to_string(), ids_in(&fs_err::read(&local)?)));
             }
             if let Some(r) = remote_copy(sid)? {
-                held.push((format!("remote {}", r.display()), ids_in(&clean.read(&r)?)));
+                copies.push((format!("remote {}", r.display()), ids_in(&clean.read(&r)?)));
             }
-        }
+            Ok(copies)
+        };
+        let held: Vec<(String, Vec<String>)> = SIDS.iter().map(|sid| copies(sid)).collect::<Result<Vec<_>>>()?.concat();
         let a = machine(&homes[0], &faulty)?;
         match k {
             None => faults.record_boundaries(),
@@ -792,14 +723,7 @@ fn killed_at_every_remote_write<S: session::store::Storage + 'static>(
         }
         // Every copy holds what it held.
         for sid in SIDS {
-            let mut copies = Vec::new();
-            let local = homes[0].pi_file(sid);
-            if local.exists() {
-                copies.push((local.display().to_string(), ids_in(&fs_err::read(&local)?)));
-            }
-            if let Some(r) = remote_copy(sid)? {
-                copies.push((format!("remote {}", r.display()), ids_in(&clean.read(&r)?)));
-            }
+            let copies = copies(sid)?;
             for (place, before) in held.iter().filter(|(p, _)| p.contains(sid)) {
                 let now = copies.iter().find(|(p, _)| p == place).ok_or_else(|| format!("{place} is gone"))?;
                 if let Some(id) = before.iter().find(|id| !now.1.contains(id)) {
@@ -844,6 +768,28 @@ fn killed_at_every_remote_write<S: session::store::Storage + 'static>(
     Ok(())
 }
 
+/// Machine `h`'s side of a sync through `remote` (named `test://TAG`) below `prefix`, with
+/// its project mapped: what `sync` takes.
+#[cfg(any(feature = "postgres", feature = "s3"))]
+fn sync_sides(
+    h: &crate::sync::Home,
+    remote: std::sync::Arc<dyn session::store::Storage>,
+    tag: &str,
+    prefix: &Path,
+) -> Result<(session::sync::SyncLocal, session::sync::SyncRemote, session::sync::SyncOptions)> {
+    use session::discovery::{AgentDirs, ProcessEnv};
+    use session::sync::{ProjectMap, SyncLocal, SyncOptions, SyncRemote};
+    let tmpdir = h.home.join("tmp");
+    fs_err::create_dir_all(&tmpdir)?;
+    let env = ProcessEnv::new(&h.home, &h.project, &tmpdir);
+    let files = std::sync::Arc::new(session::store::FileStorage::new());
+    let local = SyncLocal::new(files, vec![AgentDirs::pi(&env)], h.home.join(".state"));
+    let remote = SyncRemote::new(remote, &format!("test://{tag}"), prefix);
+    let mut map = ProjectMap::new();
+    map.insert("example.org/me/app", &h.project);
+    Ok((local, remote, SyncOptions::default().map(map)))
+}
+
 /// Two machines (their clones of one project at different paths) each run an agent loop
 /// that appends turns to the sessions it has, and sync with the remote `open` gives at
 /// random moments, both at once. After a last round of syncs both hold the same sessions
@@ -851,20 +797,16 @@ fn killed_at_every_remote_write<S: session::store::Storage + 'static>(
 #[cfg(any(feature = "postgres", feature = "s3"))]
 fn machines_at_once(open: &dyn Fn() -> Result<std::sync::Arc<dyn session::store::Storage>>, tag: &str) -> Result<()> {
     use std::collections::BTreeMap;
-    use std::sync::{Arc, Mutex};
+    use std::sync::Mutex;
 
-    use session::discovery::{AgentDirs, ProcessEnv};
     use session::store::{FileStorage, Storage};
-    use session::sync::{ProjectMap, SyncLocal, SyncOptions, SyncRemote, sync};
+    use session::sync::{SyncLocal, SyncOptions, SyncRemote, sync};
 
-    use crate::sync::{Home, line, with_cwd};
+    use crate::sync::{Home, line, two_homes, with_cwd};
 
     const TURNS: usize = 60;
     let tmp = TempDir::try_new(tag)?;
-    let homes = [
-        Home::new(tmp.path(), "a", "git@example.org:me/app.git")?,
-        Home::new(tmp.path(), "b", "https://example.org/me/app")?,
-    ];
+    let homes = two_homes(tmp.path())?;
     homes[0].put_pi("s1", &[line("i0000001", None)])?;
     homes[0].put_pi("s2", &[line("i0000002", None)])?;
     homes[1].put_pi("s3", &[line("i0000003", None)])?;
@@ -873,16 +815,7 @@ fn machines_at_once(open: &dyn Fn() -> Result<std::sync::Arc<dyn session::store:
         ("s2".to_owned(), vec!["i0000002".to_owned()]),
         ("s3".to_owned(), vec!["i0000003".to_owned()]),
     ]));
-    let machine = |h: &Home| -> Result<(SyncLocal, SyncRemote, SyncOptions)> {
-        let tmpdir = h.home.join("tmp");
-        fs_err::create_dir_all(&tmpdir)?;
-        let env = ProcessEnv::new(&h.home, &h.project, &tmpdir);
-        let local = SyncLocal::new(Arc::new(FileStorage::new()), vec![AgentDirs::pi(&env)], h.home.join(".state"));
-        let remote = SyncRemote::new(open()?, &format!("test://{tag}"), "/session-sync");
-        let mut map = ProjectMap::new();
-        map.insert("example.org/me/app", &h.project);
-        Ok((local, remote, SyncOptions::default().map(map)))
-    };
+    let machine = |h: &Home| sync_sides(h, open()?, tag, Path::new("/session-sync"));
     let sync_once = |m: &(SyncLocal, SyncRemote, SyncOptions)| -> Result<session::sync::SyncReport> {
         Ok(sync(&m.0, &m.1, &m.2, &mut |_| {})?)
     };

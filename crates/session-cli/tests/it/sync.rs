@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{Result, TempDir, in_home};
+use session_testkit::Tree;
+
+use crate::{Result, TempDir, in_home, next_line, spawn_lines, stdout};
 
 /// One machine: a home and a clone of the project.
 pub(crate) struct Home {
@@ -41,17 +43,21 @@ impl Home {
 
     /// Runs `session sync ARGS --json` here and returns its output.
     pub(crate) fn sync(&self, args: &[&str]) -> Result<serde_json::Value> {
-        let out = in_home(&self.home, &self.home)
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .arg("sync")
-            .args(args)
-            .arg("--json")
-            .output()?;
-        if !out.status.success() {
-            return Err(format!("session sync {args:?}: {}", String::from_utf8_lossy(&out.stderr)).into());
-        }
-        Ok(serde_json::from_slice(&out.stdout)?)
+        Ok(serde_json::from_str(&stdout(self.command().arg("sync").args(args).arg("--json"))?)?)
     }
+
+    /// `session` to run here, with this home's config folder.
+    pub(crate) fn command(&self) -> std::process::Command {
+        let mut c = in_home(&self.home, &self.home);
+        c.env("XDG_CONFIG_HOME", self.home.join(".config"));
+        c
+    }
+}
+
+/// Two machines of the project `example.org/me/app`, its origin over SSH on `a` and over
+/// HTTPS on `b`.
+pub(crate) fn two_homes(root: &Path) -> Result<[Home; 2]> {
+    Ok([Home::new(root, "a", "git@example.org:me/app.git")?, Home::new(root, "b", "https://example.org/me/app")?])
 }
 
 /// An entry line.
@@ -75,24 +81,6 @@ pub(crate) fn with_cwd(bytes: &[u8], from: &Path, to: &Path) -> Vec<u8> {
         .into_bytes()
 }
 
-/// Every file below `dir` with its bytes.
-fn files(dir: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs_err::read_dir(&d)? {
-            let p = e?.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((p.clone(), fs_err::read(&p)?));
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
 #[test]
 fn sync_goes_both_ways_through_a_folder() -> Result<()> {
     let tmp = TempDir::try_new("sync-folder")?;
@@ -108,12 +96,12 @@ fn sync_goes_both_ways_through_a_folder() -> Result<()> {
 
     // A dry run on the other machine says it would download and writes nothing.
     let map = format!("example.org/me/app={}", b.project.display());
-    let before = files(tmp.path())?;
+    let before = Tree::read(tmp.path())?;
     let out = b.sync(&["--to", remote_arg, "--map", &map, "--dry-run"])?;
     assert_eq!(out["dryRun"], true, "{out}");
     assert_eq!(out["sessions"][0]["outcome"], "downloaded", "{out}");
     assert!(out["stateFile"].is_null(), "{out}");
-    assert_eq!(before, files(tmp.path())?, "a dry run wrote");
+    assert_eq!(before, Tree::read(tmp.path())?, "a dry run wrote");
 
     let out = b.sync(&["--to", remote_arg, "--map", &map])?;
     assert_eq!(out["summary"]["pulled"], 1, "{out}");
@@ -134,9 +122,7 @@ fn sync_goes_both_ways_through_a_folder() -> Result<()> {
     }
 
     // The text summary, and a second sync that finds everything up to date.
-    let out = in_home(&a.home, &a.home).args(["sync", "--to", remote_arg, "--text"]).output()?;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8(out.stdout)?;
+    let text = stdout(in_home(&a.home, &a.home).args(["sync", "--to", remote_arg, "--text"]))?;
     assert!(text.contains("1 up to date, 0 pushed, 0 pulled, 0 merged, 0 conflict(s)"), "{text}");
 
     // --project leaves other projects alone.
@@ -152,8 +138,7 @@ fn sync_goes_both_ways_through_a_folder() -> Result<()> {
 #[test]
 fn sync_reads_the_map_from_its_config_file() -> Result<()> {
     let tmp = TempDir::try_new("sync-config")?;
-    let a = Home::new(tmp.path(), "a", "git@example.org:me/app.git")?;
-    let b = Home::new(tmp.path(), "b", "https://example.org/me/app")?;
+    let [a, b] = two_homes(tmp.path())?;
     let remote = tmp.path().join("remote");
     let remote_arg = remote.to_str().ok_or("a UTF-8 path")?;
     a.put_pi("s1", &[line("aaaaaaaa", None)])?;
@@ -174,10 +159,7 @@ fn sync_reads_the_map_from_its_config_file() -> Result<()> {
     assert_eq!(out["sessions"][0]["outcome"], "downloaded", "{out}");
     assert!(b.pi_file("s1").is_file());
     fs_err::write(config.join("sync.json"), r#"{"map": {"x": "relative"}}"#)?;
-    let out = in_home(&b.home, &b.home)
-        .env("XDG_CONFIG_HOME", b.home.join(".config"))
-        .args(["sync", "--to", remote_arg])
-        .output()?;
+    let out = b.command().args(["sync", "--to", remote_arg]).output()?;
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("sync.json"), "{}", String::from_utf8_lossy(&out.stderr));
     Ok(())
@@ -186,15 +168,14 @@ fn sync_reads_the_map_from_its_config_file() -> Result<()> {
 #[test]
 fn sync_help_has_an_example() -> Result<()> {
     let tmp = TempDir::try_new("sync-help")?;
-    let out = in_home(tmp.path(), tmp.path()).args(["sync", "--help"]).output()?;
-    let text = String::from_utf8(out.stdout)?;
+    let text = stdout(in_home(tmp.path(), tmp.path()).args(["sync", "--help"]))?;
     assert!(text.contains("Example: session sync --to"), "{text}");
     assert!(text.contains("--watch --interval 60"), "{text}");
     Ok(())
 }
 
 /// The remote copy of pi's session `sid` of the project `example.org/me/app`.
-fn on_remote(remote: &Path, sid: &str) -> PathBuf {
+pub(crate) fn on_remote(remote: &Path, sid: &str) -> PathBuf {
     remote
         .join("pi/sessions")
         .join(session::sync::project_slug("example.org/me/app"))
@@ -218,18 +199,9 @@ fn sync_watch_pushes_a_line_as_it_lands() -> Result<()> {
 /// holds it; then ends it with SIGTERM.
 pub(crate) fn watch_pushes(a: &Home, to: &str, remote: &dyn Fn() -> Result<Option<Vec<u8>>>) -> Result<()> {
     let file = a.put_pi("s1", &[line("aaaaaaaa", None)])?;
-    let mut child = in_home(&a.home, &a.home)
-        .env("XDG_CONFIG_HOME", a.home.join(".config"))
-        .args(["sync", "--to", to, "--watch", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()?;
-    let lines = crate::stdout_lines(&mut child)?;
-    let next = |what: &str| -> Result<serde_json::Value> {
-        let line =
-            lines.recv_timeout(std::time::Duration::from_secs(20)).map_err(|_| format!("no line for {what}"))??;
-        Ok(serde_json::from_str(&line)?)
-    };
+    let (mut child, lines) =
+        spawn_lines(a.command().args(["sync", "--to", to, "--watch", "--json"]).stderr(std::process::Stdio::piped()))?;
+    let next = |what: &str| -> Result<serde_json::Value> { Ok(serde_json::from_str(&next_line(&lines, what)?)?) };
     let steps = || -> Result<()> {
         let first = next("the first sync")?;
         assert_eq!(first["sessions"][0]["outcome"], "uploaded", "{first}");
