@@ -219,20 +219,9 @@ fn context_entries<'a>(path: &[&'a Record]) -> Vec<&'a Record> {
         return path.to_vec();
     };
     let compaction = path[compaction_idx];
-    let first_kept = RawFields::parse(compaction.text()).raw("firstKeptEntryId").map(raw::as_string);
+    let kept = RawFields::parse(compaction.text()).kept(&path[..compaction_idx]);
     let mut out = vec![compaction];
-    let mut found = false;
-    for entry in &path[..compaction_idx] {
-        let matches = match &first_kept {
-            None => entry.id().is_none(),
-            Some(Some(s)) => entry.id() == Some(s.as_str()),
-            Some(None) => false,
-        };
-        found |= matches;
-        if found && entry.message_role() != Some("system") {
-            out.push(entry);
-        }
-    }
+    out.extend(kept.iter().filter(|entry| entry.message_role() != Some("system")));
     out.extend_from_slice(&path[compaction_idx + 1..]);
     out
 }
