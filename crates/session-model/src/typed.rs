@@ -262,28 +262,11 @@ macro_rules! typed_struct {
 // ---------------------------------------------------------------------------------
 // Tagged enums
 
-/// Writes `tag` first, then the fields of `inner`.
-#[derive(Serialize)]
-struct TypeTagged<'a, T> {
-    #[serde(rename = "type")]
-    tag: &'a str,
-    #[serde(flatten)]
-    inner: &'a T,
-}
-
-#[derive(Serialize)]
-struct RoleTagged<'a, T> {
-    #[serde(rename = "role")]
-    tag: &'a str,
-    #[serde(flatten)]
-    inner: &'a T,
-}
-
 /// Declares a tagged enum with an `Unknown(Value)` variant and its serde impls.
 macro_rules! tagged_enum {
     (
         $(#[$meta:meta])*
-        pub enum $name:ident by $tag:literal via $wrapper:ident {
+        pub enum $name:ident by $tag:literal {
             $( $(#[$vmeta:meta])* $variant:ident($ty:ty) = $wire:literal, )*
         }
     ) => {
@@ -331,8 +314,16 @@ macro_rules! tagged_enum {
 
         impl Serialize for $name {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                /// Writes the tag first, then the fields of `inner`.
+                #[derive(Serialize)]
+                struct Tagged<'a, T> {
+                    #[serde(rename = $tag)]
+                    tag: &'a str,
+                    #[serde(flatten)]
+                    inner: &'a T,
+                }
                 match self {
-                    $( $name::$variant(inner) => $wrapper { tag: $wire, inner }.serialize(s), )*
+                    $( $name::$variant(inner) => Tagged { tag: $wire, inner }.serialize(s), )*
                     $name::Unknown(v) => v.serialize(s),
                 }
             }
@@ -349,7 +340,7 @@ macro_rules! tagged_enum {
 tagged_enum! {
     /// One record of a session file, by its `type`: the header and every entry type
     /// of pi and omp.
-    pub enum Entry by "type" via TypeTagged {
+    pub enum Entry by "type" {
         /// `session`: the header.
         Session(Header) = "session",
         /// `message`.
@@ -432,7 +423,7 @@ impl Entry {
 
 tagged_enum! {
     /// An agent message, by its `role`.
-    pub enum Message by "role" via RoleTagged {
+    pub enum Message by "role" {
         /// `user`.
         User(UserMessage) = "user",
         /// `assistant`.
@@ -605,7 +596,7 @@ impl ToolResultMessage {
 
 tagged_enum! {
     /// One block of a message's `content` array, by its `type`.
-    pub enum ContentBlock by "type" via TypeTagged {
+    pub enum ContentBlock by "type" {
         /// `text`.
         Text(TextBlock) = "text",
         /// `image`.
