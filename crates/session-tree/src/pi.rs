@@ -123,10 +123,7 @@ pub fn build_context<'a>(tree: &'a SessionTree, leaf: Leaf<'_>) -> PiContext<'a>
 
 /// Builds the projection at `leaf` (`buildSessionProjection`).
 pub fn build_projection<'a>(tree: &'a SessionTree, leaf: Leaf<'_>) -> PiProjection<'a> {
-    let path: Vec<&'a Record> = match tree.resolve_leaf(leaf) {
-        Some(pos) => tree.walk(pos).into_iter().map(|p| tree.at(p)).collect(),
-        None => Vec::new(),
-    };
+    let path = tree.path(leaf);
     let (thinking_level, model) = settings(&path);
     let selected = context_entries(&path);
     let mut edits: HashMap<String, &'a Record> = HashMap::new();
