@@ -145,10 +145,7 @@ impl Discovery {
     ) -> Result<ContinueDecision, DiscoveryError> {
         let env = &self.dirs().env;
         let resolved_cwd = env.resolve(cwd);
-        let inside = |p: &Path| match dir {
-            None => true,
-            Some(d) => p.starts_with(env.resolve(&d.to_string_lossy())),
-        };
+        let inside = |p: &Path| dir.is_none_or(|d| p.starts_with(env.resolve(&d.to_string_lossy())));
         if let Some(bc) = terminal_id.and_then(|t| self.read_breadcrumb(t)) {
             if bc.fresh && !bc.exists && inside(&bc.session_file) {
                 return Ok(ContinueDecision::New);
@@ -192,10 +189,8 @@ impl Discovery {
                 return Ok(candidate.map_or(ContinueDecision::New, |s| ContinueDecision::Open(Box::new(s.clone()))));
             }
         }
-        let d = match dir {
-            Some(d) => PathBuf::from(env.resolve(&d.to_string_lossy())),
-            None => self.session_dir_of(cwd)?,
-        };
+        let d =
+            dir.map_or_else(|| self.session_dir_of(cwd), |d| Ok(PathBuf::from(env.resolve(&d.to_string_lossy()))))?;
         Ok(self.find_most_recent_non_empty(&d).map_or(ContinueDecision::New, |s| ContinueDecision::Open(Box::new(s))))
     }
 }

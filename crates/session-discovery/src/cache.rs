@@ -530,19 +530,16 @@ impl<'a> Reader<'a> {
         let n = usize::try_from(self.u32()?).ok()?;
         simdutf8::basic::from_utf8(self.take(n)?).ok()
     }
-    fn opt_str(&mut self) -> Option<Option<String>> {
+    /// A flag byte (`0`: none, `1`: some), then the value `read` reads.
+    fn opt<T>(&mut self, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<Option<T>> {
         match self.u8()? {
             0 => Some(None),
-            1 => Some(Some(self.str()?.to_owned())),
+            1 => Some(Some(read(self)?)),
             _ => None,
         }
     }
-    fn opt_u64(&mut self) -> Option<Option<u64>> {
-        match self.u8()? {
-            0 => Some(None),
-            1 => Some(Some(self.u64()?)),
-            _ => None,
-        }
+    fn opt_str(&mut self) -> Option<Option<String>> {
+        self.opt(|r| r.str().map(str::to_owned))
     }
 }
 
@@ -557,22 +554,13 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&s.as_bytes()[..n]);
 }
 
-fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
-    match s {
-        None => out.push(0),
-        Some(s) => {
-            out.push(1);
-            put_str(out, s);
-        }
-    }
-}
-
-fn put_opt_u64(out: &mut Vec<u8>, v: Option<u64>) {
+/// Writes what [`Reader::opt`] reads: a flag byte, then `v` as `put` writes it.
+fn put_opt<T>(out: &mut Vec<u8>, v: Option<T>, put: impl FnOnce(&mut Vec<u8>, T)) {
     match v {
         None => out.push(0),
         Some(v) => {
             out.push(1);
-            out.extend_from_slice(&v.to_le_bytes());
+            put(out, v);
         }
     }
 }
@@ -595,17 +583,17 @@ pub(crate) fn encode_info(out: &mut Vec<u8>, info: Option<&SessionInfo>) {
     };
     out.push(1);
     put_str(out, &i.id);
-    put_opt_str(out, i.id_raw.as_deref());
+    put_opt(out, i.id_raw.as_deref(), put_str);
     out.push(u8::from(i.has_id));
     put_str(out, &i.cwd);
-    put_opt_str(out, i.name.as_deref());
-    put_opt_str(out, i.title.as_deref());
-    put_opt_str(out, i.parent_session_path.as_deref());
-    put_opt_u64(out, i.created.map(|c| c as u64));
-    put_opt_u64(out, i.modified.map(|m| m as u64));
+    put_opt(out, i.name.as_deref(), put_str);
+    put_opt(out, i.title.as_deref(), put_str);
+    put_opt(out, i.parent_session_path.as_deref(), put_str);
+    put_opt(out, i.created.map(|c| c as u64), put_u64);
+    put_opt(out, i.modified.map(|m| m as u64), put_u64);
     out.extend_from_slice(&i.message_count.to_le_bytes());
-    put_opt_u64(out, i.assistant_turns);
-    put_opt_u64(out, i.size);
+    put_opt(out, i.assistant_turns, put_u64);
+    put_opt(out, i.size, put_u64);
     put_str(out, &i.first_message);
     match i.status {
         None => out.push(0),
@@ -634,11 +622,11 @@ pub(crate) fn decode_info(bytes: &[u8], path: &Path) -> Option<Option<SessionInf
         name: r.opt_str()?,
         title: r.opt_str()?,
         parent_session_path: r.opt_str()?,
-        created: r.opt_u64()?.map(|c| c as i64),
-        modified: r.opt_u64()?.map(|m| m as i64),
+        created: r.opt(Reader::u64)?.map(|c| c as i64),
+        modified: r.opt(Reader::u64)?.map(|m| m as i64),
         message_count: r.u64()?,
-        assistant_turns: r.opt_u64()?,
-        size: r.opt_u64()?,
+        assistant_turns: r.opt(Reader::u64)?,
+        size: r.opt(Reader::u64)?,
         first_message: r.str()?.to_owned(),
         // Stored apart (see the module docs).
         all_messages_text: MessagesText::default(),

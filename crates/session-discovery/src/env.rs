@@ -167,10 +167,9 @@ impl AgentDirs {
     /// Returns pi's directories: `$PI_CODING_AGENT_DIR` (tilde-expanded) or
     /// `~/.pi/agent`.
     pub fn pi(env: &ProcessEnv) -> AgentDirs {
-        let agent_dir = match env.var("PI_CODING_AGENT_DIR") {
-            Some(d) => PathBuf::from(env.resolve(d)),
-            None => env.home.join(".pi").join("agent"),
-        };
+        let agent_dir = env
+            .var("PI_CODING_AGENT_DIR")
+            .map_or_else(|| env.home.join(".pi").join("agent"), |d| PathBuf::from(env.resolve(d)));
         AgentDirs {
             dialect: Dialect::Pi,
             sessions_root: agent_dir.join("sessions"),
@@ -186,10 +185,7 @@ impl AgentDirs {
     /// sessions (flattened: `<xdg>/sessions`) and an existing
     /// `$XDG_STATE_HOME/<name>` the state (breadcrumbs).
     pub fn omp(env: &ProcessEnv, home: OmpHome) -> AgentDirs {
-        let root = match env.var("PI_CONFIG_DIR") {
-            Some(d) => env.home.join(d),
-            None => env.home.join(home.dir_name()),
-        };
+        let root = env.home.join(env.var("PI_CONFIG_DIR").unwrap_or(home.dir_name()));
         let explicit = env.var("PI_CODING_AGENT_DIR").map(|d| PathBuf::from(env.resolve(d)));
         let agent_dir = explicit.clone().unwrap_or_else(|| root.join("agent"));
         let mut sessions_root = agent_dir.join("sessions");

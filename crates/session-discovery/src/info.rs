@@ -127,10 +127,7 @@ impl MessagesText {
 
     /// Returns about how long the text is as JSON (exactly, when it came as JSON).
     fn json_len(&self) -> usize {
-        match &self.json {
-            Some(j) => j.len(),
-            None => self.as_str().len() + self.as_str().len() / 8,
-        }
+        self.json.as_ref().map_or_else(|| self.as_str().len() + self.as_str().len() / 8, |j| j.len())
     }
 
     /// Appends the text as a JSON string.
@@ -314,15 +311,12 @@ fn write_session(out: &mut String, dialect: Dialect, s: &SessionInfo) {
         key(out, "parentSessionPath");
         write_js_str(out, p);
     }
-    key(out, "created");
-    match s.created {
-        Some(ms) => write_js_str(out, &format_iso_millis(ms)),
-        None => out.push_str("null"),
-    }
-    key(out, "modified");
-    match s.modified {
-        Some(ms) => write_js_str(out, &format_iso_millis(ms)),
-        None => out.push_str("null"),
+    for (name, ms) in [("created", s.created), ("modified", s.modified)] {
+        key(out, name);
+        match ms {
+            Some(ms) => write_js_str(out, &format_iso_millis(ms)),
+            None => out.push_str("null"),
+        }
     }
     key(out, "messageCount");
     write_js_number(out, s.message_count as f64);

@@ -110,18 +110,14 @@ pub fn claude_folder_may_be(folder: &str, cwd: &str) -> bool {
 /// Returns Claude Code's folder of project folders: `$CLAUDE_CONFIG_DIR/projects`, else
 /// `~/.claude/projects`.
 pub fn claude_projects_dir(env: &ProcessEnv) -> PathBuf {
-    match env.var("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
-        Some(dir) => PathBuf::from(env.resolve(dir)).join("projects"),
-        None => env.home.join(".claude").join("projects"),
-    }
+    let config = env.var("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty());
+    config.map_or_else(|| env.home.join(".claude"), |dir| PathBuf::from(env.resolve(dir))).join("projects")
 }
 
 /// Returns Codex's home: `$CODEX_HOME`, else `~/.codex`.
 pub fn codex_home(env: &ProcessEnv) -> PathBuf {
-    match env.var("CODEX_HOME").filter(|v| !v.is_empty()) {
-        Some(dir) => PathBuf::from(env.resolve(dir)),
-        None => env.home.join(".codex"),
-    }
+    let home = env.var("CODEX_HOME").filter(|v| !v.is_empty());
+    home.map_or_else(|| env.home.join(".codex"), |dir| PathBuf::from(env.resolve(dir)))
 }
 
 /// Returns every session file of `agent` (both agents when `None`), the most recently

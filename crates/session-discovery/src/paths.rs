@@ -61,17 +61,7 @@ pub fn resolve(base: &str, p: &str) -> String {
         return resolve_windows(base, p);
     }
     let joined = if p.starts_with('/') { p.to_string() } else { format!("{base}/{p}") };
-    let mut parts: Vec<&str> = Vec::new();
-    for seg in joined.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            s => parts.push(s),
-        }
-    }
-    format!("/{}", parts.join("/"))
+    format!("/{}", segments(joined.split('/')).join("/"))
 }
 
 /// [`resolve`] for paths, the one form the library resolves file paths with: `p`
@@ -116,8 +106,14 @@ fn resolve_windows(base: &str, p: &str) -> String {
     } else {
         (format!("{}\\", &full[..2]), &full[2..])
     };
-    let mut parts: Vec<&str> = Vec::new();
-    for seg in rest.split(['/', '\\']) {
+    format!("{root}{}", segments(rest.split(['/', '\\'])).join("\\"))
+}
+
+/// The segments of a path left once `.` and empty ones are dropped and each `..`
+/// takes away the one before it.
+fn segments<'a>(segs: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut parts = Vec::new();
+    for seg in segs {
         match seg {
             "" | "." => {}
             ".." => {
@@ -126,7 +122,7 @@ fn resolve_windows(base: &str, p: &str) -> String {
             s => parts.push(s),
         }
     }
-    format!("{root}{}", parts.join("\\"))
+    parts
 }
 
 /// Replaces every `/`, `\` and `:` with `-` after removing one leading separator.

@@ -303,10 +303,9 @@ pub(crate) fn info_of_bytes(path: &Path, mtime_ms: i64, bytes: &[u8], all: &mut 
                 if role != "user" && role != "assistant" {
                     continue;
                 }
-                let activity = match get(m, "timestamp").and_then(jsonscan::number) {
-                    Some(n) => Some(n),
-                    None => js_date(get(0, "timestamp")).map(|t| t as f64),
-                };
+                let activity = get(m, "timestamp")
+                    .and_then(jsonscan::number)
+                    .or_else(|| js_date(get(0, "timestamp")).map(|t| t as f64));
                 if let Some(t) = activity {
                     last_activity = Some(last_activity.unwrap_or(0.0).max(t));
                 }
@@ -319,10 +318,7 @@ pub(crate) fn info_of_bytes(path: &Path, mtime_ms: i64, bytes: &[u8], all: &mut 
     let header_time = ts.as_deref().filter(|t| jsonscan::kind(t) == Kind::String).and_then(|t| js_date(Some(t)));
     // `lastActivityTime > 0 ? new Date(lastActivityTime) : ...`: an activity beyond
     // JavaScript's dates (`Infinity` from `1e400`) is an Invalid Date, not a fallback.
-    let modified = match last_activity.filter(|t| *t > 0.0) {
-        Some(t) => time_clip(t),
-        None => Some(header_time.unwrap_or(mtime_ms)),
-    };
+    let modified = last_activity.filter(|t| *t > 0.0).map_or(Some(header_time.unwrap_or(mtime_ms)), time_clip);
     Some(SessionInfo {
         path: path.to_path_buf(),
         id,

@@ -185,11 +185,9 @@ struct OpenFailure {
 
 /// Opens a connection, sets the busy timeout first, then runs the open sequence.
 fn try_open(path: Option<&Path>, options: &HistoryOptions) -> Result<(Connection, Vec<OpenNotice>), Box<OpenFailure>> {
-    let conn = match path {
-        Some(path) => Connection::open(path),
-        None => Connection::open_in_memory(),
-    }
-    .map_err(|error| Box::new(OpenFailure { op: "open", error, conn: None }))?;
+    let conn = path
+        .map_or_else(Connection::open_in_memory, Connection::open)
+        .map_err(|error| Box::new(OpenFailure { op: "open", error, conn: None }))?;
     // Before any statement that takes a lock, so the migration waits for a busy
     // writer instead of failing at once.
     if let Err(error) = conn.busy_timeout(options.busy_timeout) {

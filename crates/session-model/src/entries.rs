@@ -48,6 +48,10 @@ impl Obj {
         o.0.push(("type".into(), ty.into()));
         o
     }
+    /// A version 3 header with its id.
+    fn header(id: &str) -> Obj {
+        Obj::ty("session").set("version", 3).set("id", id)
+    }
     fn put(&mut self, k: Cow<'static, str>, v: Value) {
         match self.0.iter_mut().find(|(key, _)| *key == k) {
             Some(slot) => slot.1 = v,
@@ -82,15 +86,28 @@ impl Obj {
     }
 }
 
+/// Writes `chars` with each run of characters `in_run` picks as one space, trimmed of
+/// JavaScript whitespace (the agents' name and title cleaning).
+fn collapse_runs(chars: impl Iterator<Item = char>, in_run: impl Fn(char) -> bool) -> String {
+    let mut out = String::new();
+    let mut prev = false;
+    for c in chars {
+        let run = in_run(c);
+        if !(run && prev) {
+            out.push(if run { ' ' } else { c });
+        }
+        prev = run;
+    }
+    out.trim_matches(crate::js_whitespace).to_owned()
+}
+
 /// Header and entry builders with pi 1.6's key orders (pi spec §1.3, §1.4).
 pub mod pi {
     use super::*;
 
     /// `{type, version:3, id, timestamp, cwd, parentSession?}`.
     pub fn header(id: &str, timestamp: &str, cwd: &str, parent_session: Option<&str>) -> Record {
-        Obj::ty("session")
-            .set("version", 3)
-            .set("id", id)
+        Obj::header(id)
             .set("timestamp", timestamp)
             .set("cwd", cwd)
             .opt("parentSession", parent_session.map(Value::from))
@@ -214,20 +231,7 @@ pub mod pi {
     /// assert_eq!(session_model::entries::pi::sanitize_session_name("  My\nname\r\n x "), "My name  x");
     /// ```
     pub fn sanitize_session_name(name: &str) -> String {
-        let mut out = String::with_capacity(name.len());
-        let mut in_run = false;
-        for c in name.chars() {
-            if c == '\r' || c == '\n' {
-                if !in_run {
-                    out.push(' ');
-                }
-                in_run = true;
-            } else {
-                out.push(c);
-                in_run = false;
-            }
-        }
-        out.trim_matches(crate::js_whitespace).to_owned()
+        super::collapse_runs(name.chars(), |c| c == '\r' || c == '\n')
     }
 }
 
@@ -250,9 +254,7 @@ pub mod omp {
     /// providerPromptCacheKey?, additionalDirectories?`.
     pub fn header(id: &str, timestamp: &str, cwd: &str, x: HeaderExtra) -> Record {
         let dirs = (!x.additional_directories.is_empty()).then(|| Value::from(x.additional_directories));
-        Obj::ty("session")
-            .set("version", 3)
-            .set("id", id)
+        Obj::header(id)
             .set("timestamp", timestamp)
             .set("cwd", cwd)
             .opt("parentSession", x.parent_session.map(Value::from))
@@ -266,9 +268,7 @@ pub mod omp {
     /// additionalDirectories?`, the title and the extra directories carried from
     /// `from` as they are; `parent_session` is the old file when it was persisted.
     pub fn branch_header(id: &str, timestamp: &str, cwd: &str, from: &Record, parent_session: Option<&str>) -> Record {
-        Obj::ty("session")
-            .set("version", 3)
-            .set("id", id)
+        Obj::header(id)
             .set("timestamp", timestamp)
             .set("cwd", cwd)
             .opt("title", from.get("title").cloned())
@@ -285,9 +285,7 @@ pub mod omp {
     pub fn fork_header(id: &str, timestamp: &str, cwd: &str, from: &Record) -> Record {
         let old_id = from.id().unwrap_or_default();
         let key = from.get_str("providerPromptCacheKey").unwrap_or(old_id);
-        Obj::ty("session")
-            .set("version", 3)
-            .set("id", id)
+        Obj::header(id)
             .opt("title", from.get("title").cloned())
             .opt("titleSource", from.get("titleSource").cloned())
             .set("timestamp", timestamp)
@@ -315,9 +313,7 @@ pub mod omp {
             }
             _ => None,
         };
-        Obj::ty("session")
-            .set("version", 3)
-            .set("id", id)
+        Obj::header(id)
             .set("timestamp", timestamp)
             .set("cwd", cwd)
             .opt("parentSession", parent.map(Value::from))
@@ -501,21 +497,7 @@ pub mod omp {
     /// Cleans a title as omp's `setSessionName` does: C0/C1 controls become spaces,
     /// runs of spaces collapse, and the result is trimmed.
     pub fn sanitize_title(name: &str) -> String {
-        let replaced: String = name.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-        let mut out = String::with_capacity(replaced.len());
-        let mut prev_space = false;
-        for c in replaced.chars() {
-            if c == ' ' {
-                if !prev_space {
-                    out.push(c);
-                }
-                prev_space = true;
-            } else {
-                out.push(c);
-                prev_space = false;
-            }
-        }
-        out.trim_matches(crate::js_whitespace).to_owned()
+        super::collapse_runs(name.chars().map(|c| if c.is_control() { ' ' } else { c }), |c| c == ' ')
     }
 }
 

@@ -94,10 +94,7 @@ impl SessionIdGenerator {
     pub fn next<R: Rng + ?Sized>(&mut self, now_ms: u64, rng: &mut R) -> String {
         const COUNTER_BITS: u32 = 41;
         let mask = (1u64 << COUNTER_BITS) - 1;
-        let mut counter = match self.counter {
-            None => rng.next_u64() & ((1u64 << 40) - 1),
-            Some(c) => c + 1,
-        };
+        let mut counter = self.counter.map_or_else(|| rng.next_u64() & ((1u64 << 40) - 1), |c| c + 1);
         let ms = now_ms.max(self.last_ms);
         if counter > mask {
             // Counter overflow: borrow a millisecond rather than break monotonicity.

@@ -228,31 +228,45 @@ fn js_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     Option::<f64>::deserialize(d).map(|n| Some(n.unwrap_or(f64::NAN)))
 }
 
+/// Declares a struct of the model with camelCase keys, in which every `Option` field
+/// is a key that may be absent (`None`, left out on output), read by its type:
+/// `Option<f64>` with [`js_number`], `Option<Option<T>>` with [`nullable`], any other
+/// with [`present`].
+macro_rules! typed_struct {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident { $($body:tt)* }
+    ) => {
+        typed_struct!(@field [$(#[$meta])* $name] [] $($body)*);
+    };
+    (@field $head:tt [$($done:tt)*] $(#[$f:meta])* pub $field:ident: Option<f64>, $($rest:tt)*) => {
+        typed_struct!(@field $head [$($done)* $(#[$f])* #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")] pub $field: Option<f64>,] $($rest)*);
+    };
+    (@field $head:tt [$($done:tt)*] $(#[$f:meta])* pub $field:ident: Option<Option<$ty:ty>>, $($rest:tt)*) => {
+        typed_struct!(@field $head [$($done)* $(#[$f])* #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")] pub $field: Option<Option<$ty>>,] $($rest)*);
+    };
+    (@field $head:tt [$($done:tt)*] $(#[$f:meta])* pub $field:ident: Option<$ty:ty>, $($rest:tt)*) => {
+        typed_struct!(@field $head [$($done)* $(#[$f])* #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")] pub $field: Option<$ty>,] $($rest)*);
+    };
+    (@field $head:tt [$($done:tt)*] $(#[$f:meta])* pub $field:ident: $ty:ty, $($rest:tt)*) => {
+        typed_struct!(@field $head [$($done)* $(#[$f])* pub $field: $ty,] $($rest)*);
+    };
+    (@field [$(#[$meta:meta])* $name:ident] [$($done:tt)*]) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name { $($done)* }
+    };
+}
+
 // ---------------------------------------------------------------------------------
 // Tagged enums
-
-/// Writes `tag` first, then the fields of `inner`.
-#[derive(Serialize)]
-struct TypeTagged<'a, T> {
-    #[serde(rename = "type")]
-    tag: &'a str,
-    #[serde(flatten)]
-    inner: &'a T,
-}
-
-#[derive(Serialize)]
-struct RoleTagged<'a, T> {
-    #[serde(rename = "role")]
-    tag: &'a str,
-    #[serde(flatten)]
-    inner: &'a T,
-}
 
 /// Declares a tagged enum with an `Unknown(Value)` variant and its serde impls.
 macro_rules! tagged_enum {
     (
         $(#[$meta:meta])*
-        pub enum $name:ident by $tag:literal via $wrapper:ident {
+        pub enum $name:ident by $tag:literal {
             $( $(#[$vmeta:meta])* $variant:ident($ty:ty) = $wire:literal, )*
         }
     ) => {
@@ -300,8 +314,16 @@ macro_rules! tagged_enum {
 
         impl Serialize for $name {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                /// Writes the tag first, then the fields of `inner`.
+                #[derive(Serialize)]
+                struct Tagged<'a, T> {
+                    #[serde(rename = $tag)]
+                    tag: &'a str,
+                    #[serde(flatten)]
+                    inner: &'a T,
+                }
                 match self {
-                    $( $name::$variant(inner) => $wrapper { tag: $wire, inner }.serialize(s), )*
+                    $( $name::$variant(inner) => Tagged { tag: $wire, inner }.serialize(s), )*
                     $name::Unknown(v) => v.serialize(s),
                 }
             }
@@ -318,7 +340,7 @@ macro_rules! tagged_enum {
 tagged_enum! {
     /// One record of a session file, by its `type`: the header and every entry type
     /// of pi and omp.
-    pub enum Entry by "type" via TypeTagged {
+    pub enum Entry by "type" {
         /// `session`: the header.
         Session(Header) = "session",
         /// `message`.
@@ -401,7 +423,7 @@ impl Entry {
 
 tagged_enum! {
     /// An agent message, by its `role`.
-    pub enum Message by "role" via RoleTagged {
+    pub enum Message by "role" {
         /// `user`.
         User(UserMessage) = "user",
         /// `assistant`.
@@ -574,7 +596,7 @@ impl ToolResultMessage {
 
 tagged_enum! {
     /// One block of a message's `content` array, by its `type`.
-    pub enum ContentBlock by "type" via TypeTagged {
+    pub enum ContentBlock by "type" {
         /// `text`.
         Text(TextBlock) = "text",
         /// `image`.
@@ -608,46 +630,35 @@ impl Default for Content {
 // ---------------------------------------------------------------------------------
 // Header
 
-/// The `session` header of both dialects (`type` is added by [`Entry::Session`]).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Header {
-    /// `version` (absent: v1).
-    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
-    pub version: Option<f64>,
-    /// The session id (a header without a string id is not valid).
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
-    /// Creation time, ISO.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    pub timestamp: Option<String>,
-    /// Working directory.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
-    /// The session this one was forked or branched from (a path, or an id in omp).
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    pub parent_session: Option<String>,
-    /// omp: the inherited provider prompt-cache identity.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    pub provider_prompt_cache_key: Option<String>,
-    /// omp: extra workspace roots.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    pub additional_directories: Option<Vec<String>>,
-    /// omp: the paths this journal lived at before moves.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    pub previous_session_files: Option<Vec<String>>,
-    /// omp: the display title (the title slot overrides it).
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// omp: `auto` or `user`.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    pub title_source: Option<String>,
-    /// The MusePi fork's mode id.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    pub mode_id: Option<String>,
-    /// Other keys (v1's `provider`, `modelId`, `thinkingLevel`, …).
-    #[serde(flatten)]
-    pub extra: Extra,
+typed_struct! {
+    /// The `session` header of both dialects (`type` is added by [`Entry::Session`]).
+    pub struct Header {
+        /// `version` (absent: v1).
+        pub version: Option<f64>,
+        /// The session id (a header without a string id is not valid).
+        pub id: Option<String>,
+        /// Creation time, ISO.
+        pub timestamp: Option<String>,
+        /// Working directory.
+        pub cwd: Option<String>,
+        /// The session this one was forked or branched from (a path, or an id in omp).
+        pub parent_session: Option<String>,
+        /// omp: the inherited provider prompt-cache identity.
+        pub provider_prompt_cache_key: Option<String>,
+        /// omp: extra workspace roots.
+        pub additional_directories: Option<Vec<String>>,
+        /// omp: the paths this journal lived at before moves.
+        pub previous_session_files: Option<Vec<String>>,
+        /// omp: the display title (the title slot overrides it).
+        pub title: Option<String>,
+        /// omp: `auto` or `user`.
+        pub title_source: Option<String>,
+        /// The MusePi fork's mode id.
+        pub mode_id: Option<String>,
+        /// Other keys (v1's `provider`, `modelId`, `thinkingLevel`, …).
+        #[serde(flatten)]
+        pub extra: Extra,
+    }
 }
 
 // ---------------------------------------------------------------------------------
@@ -660,52 +671,29 @@ macro_rules! entry_struct {
         $(#[$meta:meta])*
         pub struct $name:ident { $($body:tt)* }
     ) => {
-        entry_struct!(@build $(#[$meta])* $name [] [$($body)*]);
+        entry_struct!(@base [$(#[$meta])* pub struct $name] [] [$($body)*]);
     };
     (
         $(#[$meta:meta])*
         pub struct $name:ident base_last { $($body:tt)* }
     ) => {
-        entry_struct!(@build_last $(#[$meta])* $name [$($body)*]);
+        entry_struct!(@base [$(#[$meta])* pub struct $name] [$($body)*] []);
     };
-    (@build $(#[$meta:meta])* $name:ident [] [$($body:tt)*]) => {
-        $(#[$meta])*
-        #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        pub struct $name {
-            /// The entry id (absent in v1 files).
-            #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-            pub id: Option<String>,
-            /// The parent: `Some(None)` is `null` (a root), `None` absent (v1).
-            #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
-            pub parent_id: Option<Option<String>>,
-            /// When the entry was appended, ISO.
-            #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-            pub timestamp: Option<String>,
-            $($body)*
-            /// Keys this model does not know, in their order.
-            #[serde(flatten)]
-            pub extra: Extra,
-        }
-    };
-    (@build_last $(#[$meta:meta])* $name:ident [$($body:tt)*]) => {
-        $(#[$meta])*
-        #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        pub struct $name {
-            $($body)*
-            /// The entry id (absent in v1 files).
-            #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-            pub id: Option<String>,
-            /// The parent: `Some(None)` is `null` (a root), `None` absent (v1).
-            #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
-            pub parent_id: Option<Option<String>>,
-            /// When the entry was appended, ISO.
-            #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-            pub timestamp: Option<String>,
-            /// Keys this model does not know, in their order.
-            #[serde(flatten)]
-            pub extra: Extra,
+    (@base [$($head:tt)*] [$($before:tt)*] [$($after:tt)*]) => {
+        typed_struct! {
+            $($head)* {
+                $($before)*
+                /// The entry id (absent in v1 files).
+                pub id: Option<String>,
+                /// The parent: `Some(None)` is `null` (a root), `None` absent (v1).
+                pub parent_id: Option<Option<String>>,
+                /// When the entry was appended, ISO.
+                pub timestamp: Option<String>,
+                $($after)*
+                /// Keys this model does not know, in their order.
+                #[serde(flatten)]
+                pub extra: Extra,
+            }
         }
     };
 }
@@ -723,10 +711,8 @@ entry_struct! {
     /// plus `configured`.
     pub struct ThinkingLevelChangeEntry {
         /// `thinkingLevel` (`off`, `minimal`, `low`, `medium`, `high`, `xhigh`, …).
-        #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
         pub thinking_level: Option<Option<String>>,
         /// omp: `configured`, the user's selector (`auto` or a level).
-        #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
         pub configured: Option<Option<String>>,
     }
 }
@@ -735,19 +721,14 @@ entry_struct! {
     /// `model_change`: pi's `provider`/`modelId`, omp's `model`/`role`/`resolvedModelIsFallback`.
     pub struct ModelChangeEntry {
         /// pi: the provider.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub provider: Option<String>,
         /// pi: the model id.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub model_id: Option<String>,
         /// omp: `provider/modelId`.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub model: Option<String>,
         /// omp: the model role (absent: `default`).
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub role: Option<String>,
         /// omp: whether the resolved model is a fallback.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub resolved_model_is_fallback: Option<bool>,
     }
 }
@@ -758,42 +739,30 @@ entry_struct! {
         /// The summary text.
         pub summary: String,
         /// omp: a short summary.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub short_summary: Option<String>,
         /// The first entry kept after the summary.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub first_kept_entry_id: Option<String>,
         /// v1: the index of the first kept entry (migrated to `firstKeptEntryId`).
-        #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
         pub first_kept_entry_index: Option<f64>,
         /// Tokens before compacting.
         pub tokens_before: f64,
         /// omp: tokens after compacting.
-        #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
         pub tokens_after: Option<f64>,
         /// omp: `snapcompact`, `handoff`, ….
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub method: Option<String>,
         /// omp: the last entry a provider's remote history replays.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub provider_replay_through_entry_id: Option<String>,
         /// Opaque details (pi: `{readFiles, modifiedFiles}`).
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub details: Option<Value>,
         /// pi: the usage of the summarising call.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub usage: Option<Usage>,
         /// pi: whether an extension made it.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub from_hook: Option<bool>,
         /// pi: the system-message snapshot put before the summary.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub system_message: Option<Message>,
         /// omp: whether an extension made it.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub from_extension: Option<bool>,
         /// omp: provider payloads (`snapcompact`, `openaiRemoteCompaction`, …).
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub preserve_data: Option<Value>,
     }
 }
@@ -806,16 +775,12 @@ entry_struct! {
         /// The summary text.
         pub summary: String,
         /// Opaque details.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub details: Option<Value>,
         /// pi: the usage of the summarising call.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub usage: Option<Usage>,
         /// pi: whether an extension made it.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub from_hook: Option<bool>,
         /// omp: whether an extension made it.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub from_extension: Option<bool>,
     }
 }
@@ -826,7 +791,6 @@ entry_struct! {
         /// The extension's type name.
         pub custom_type: String,
         /// The extension's data.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub data: Option<Value>,
     }
 }
@@ -841,10 +805,8 @@ entry_struct! {
         /// Whether the UI shows it.
         pub display: bool,
         /// Opaque details.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub details: Option<Value>,
         /// omp: `user` or `agent`.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub attribution: Option<String>,
     }
 }
@@ -855,7 +817,6 @@ entry_struct! {
         /// The labelled entry.
         pub target_id: String,
         /// The label.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub label: Option<String>,
     }
 }
@@ -874,20 +835,19 @@ entry_struct! {
         /// The edited entry.
         pub target_id: String,
         /// `Some(None)`: `null`, the target is omitted.
-        #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
         pub replacement: Option<Option<Replacement>>,
     }
 }
 
-/// A context edit's replacement: `{content}`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Replacement {
-    /// The new content.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    pub content: Option<Content>,
-    /// Other keys.
-    #[serde(flatten)]
-    pub extra: Extra,
+typed_struct! {
+    /// A context edit's replacement: `{content}`.
+    pub struct Replacement {
+        /// The new content.
+        pub content: Option<Content>,
+        /// Other keys.
+        #[serde(flatten)]
+        pub extra: Extra,
+    }
 }
 
 entry_struct! {
@@ -902,7 +862,6 @@ entry_struct! {
         /// The usage.
         pub usage: Usage,
         /// A note (written only when non-empty).
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub note: Option<String>,
     }
 }
@@ -911,7 +870,6 @@ entry_struct! {
     /// `service_tier_change` (omp).
     pub struct ServiceTierChangeEntry {
         /// The tier; `Some(None)` (`null`) clears it.
-        #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
         pub service_tier: Option<Option<ServiceTier>>,
     }
 }
@@ -934,10 +892,8 @@ entry_struct! {
         /// `auto` or `user`.
         pub source: String,
         /// The title before.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub previous_title: Option<String>,
         /// What triggered it.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub trigger: Option<String>,
     }
 }
@@ -946,28 +902,20 @@ entry_struct! {
     /// `model_usage` (omp): the usage of a side call (titles, …).
     pub struct ModelUsageEntry {
         /// What the call was for.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub purpose: Option<String>,
         /// The model role.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub role: Option<String>,
         /// The API.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub api: Option<String>,
         /// The provider.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub provider: Option<String>,
         /// The model.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub model: Option<String>,
         /// The usage.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub usage: Option<Usage>,
         /// The stop reason.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub stop_reason: Option<String>,
         /// The error, if any.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub error_message: Option<String>,
     }
 }
@@ -978,7 +926,6 @@ entry_struct! {
         /// The mode (`none` when leaving one).
         pub mode: String,
         /// The mode's data.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub data: Option<Value>,
     }
 }
@@ -989,13 +936,10 @@ entry_struct! {
     /// `extra`.
     pub struct SessionInitEntry {
         /// The system prompt.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub system_prompt: Option<String>,
         /// The task.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub task: Option<String>,
         /// The tools.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub tools: Option<Value>,
     }
 }
@@ -1026,45 +970,38 @@ entry_struct! {
 // ---------------------------------------------------------------------------------
 // Usage
 
-/// Token usage and cost of a model call.
-///
-/// ```
-/// use session_model::typed::Usage;
-///
-/// let usage = Usage { input: Some(12.0), output: Some(3.0), ..Usage::default() };
-/// assert_eq!(usage.to_value()?, serde_json::json!({"input": 12.0, "output": 3.0}));
-/// # Ok::<(), session_model::typed::TypedError>(())
-/// ```
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Usage {
-    /// Input tokens.
-    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
-    pub input: Option<f64>,
-    /// Output tokens.
-    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
-    pub output: Option<f64>,
-    /// Cache-read tokens.
-    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
-    pub cache_read: Option<f64>,
-    /// Cache-write tokens.
-    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
-    pub cache_write: Option<f64>,
-    /// One-hour cache-write tokens.
-    #[serde(rename = "cacheWrite1h", default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
-    pub cache_write_1h: Option<f64>,
-    /// Reasoning tokens.
-    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
-    pub reasoning: Option<f64>,
-    /// All tokens.
-    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
-    pub total_tokens: Option<f64>,
-    /// Cost.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    pub cost: Option<Cost>,
-    /// Other keys.
-    #[serde(flatten)]
-    pub extra: Extra,
+typed_struct! {
+    /// Token usage and cost of a model call.
+    ///
+    /// ```
+    /// use session_model::typed::Usage;
+    ///
+    /// let usage = Usage { input: Some(12.0), output: Some(3.0), ..Usage::default() };
+    /// assert_eq!(usage.to_value()?, serde_json::json!({"input": 12.0, "output": 3.0}));
+    /// # Ok::<(), session_model::typed::TypedError>(())
+    /// ```
+    pub struct Usage {
+        /// Input tokens.
+        pub input: Option<f64>,
+        /// Output tokens.
+        pub output: Option<f64>,
+        /// Cache-read tokens.
+        pub cache_read: Option<f64>,
+        /// Cache-write tokens.
+        pub cache_write: Option<f64>,
+        /// One-hour cache-write tokens.
+        #[serde(rename = "cacheWrite1h")]
+        pub cache_write_1h: Option<f64>,
+        /// Reasoning tokens.
+        pub reasoning: Option<f64>,
+        /// All tokens.
+        pub total_tokens: Option<f64>,
+        /// Cost.
+        pub cost: Option<Cost>,
+        /// Other keys.
+        #[serde(flatten)]
+        pub extra: Extra,
+    }
 }
 
 impl Usage {
@@ -1078,28 +1015,23 @@ impl Usage {
     }
 }
 
-/// The cost of a model call, per kind of token.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Cost {
-    /// Input.
-    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
-    pub input: Option<f64>,
-    /// Output.
-    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
-    pub output: Option<f64>,
-    /// Cache reads.
-    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
-    pub cache_read: Option<f64>,
-    /// Cache writes.
-    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
-    pub cache_write: Option<f64>,
-    /// Total.
-    #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
-    pub total: Option<f64>,
-    /// Other keys.
-    #[serde(flatten)]
-    pub extra: Extra,
+typed_struct! {
+    /// The cost of a model call, per kind of token.
+    pub struct Cost {
+        /// Input.
+        pub input: Option<f64>,
+        /// Output.
+        pub output: Option<f64>,
+        /// Cache reads.
+        pub cache_read: Option<f64>,
+        /// Cache writes.
+        pub cache_write: Option<f64>,
+        /// Total.
+        pub total: Option<f64>,
+        /// Other keys.
+        #[serde(flatten)]
+        pub extra: Extra,
+    }
 }
 
 // ---------------------------------------------------------------------------------
@@ -1113,18 +1045,17 @@ macro_rules! message_struct {
         $(#[$meta:meta])*
         pub struct $name:ident { $($body:tt)* } $(then { $($after:tt)* })?
     ) => {
-        $(#[$meta])*
-        #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        pub struct $name {
-            $($body)*
-            /// Epoch milliseconds (`NaN`, written `null`, when made from a bad ISO time).
-            #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
-            pub timestamp: Option<f64>,
-            $($($after)*)?
-            /// Keys this model does not know, in their order.
-            #[serde(flatten)]
-            pub extra: Extra,
+        typed_struct! {
+            $(#[$meta])*
+            pub struct $name {
+                $($body)*
+                /// Epoch milliseconds (`NaN`, written `null`, when made from a bad ISO time).
+                pub timestamp: Option<f64>,
+                $($($after)*)?
+                /// Keys this model does not know, in their order.
+                #[serde(flatten)]
+                pub extra: Extra,
+            }
         }
     };
 }
@@ -1136,7 +1067,6 @@ message_struct! {
         pub content: Content,
     } then {
         /// omp: `user` or `agent`.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub attribution: Option<String>,
     }
 }
@@ -1147,23 +1077,17 @@ message_struct! {
         /// The content blocks.
         pub content: Vec<ContentBlock>,
         /// The API.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub api: Option<String>,
         /// The provider.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub provider: Option<String>,
         /// The model.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub model: Option<String>,
         /// The usage.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub usage: Option<Usage>,
         /// `stop`, `length`, `toolUse`, `error`, `aborted`.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub stop_reason: Option<String>,
     } then {
         /// The error, if any.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub error_message: Option<String>,
     }
 }
@@ -1181,7 +1105,6 @@ message_struct! {
         pub is_error: bool,
     } then {
         /// Opaque details.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub details: Option<Value>,
     }
 }
@@ -1192,13 +1115,10 @@ message_struct! {
         /// The content.
         pub content: Content,
         /// The named sections.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub sections: Option<Value>,
         /// Tools added.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub tools_added: Option<Value>,
         /// Tools removed.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub tools_removed: Option<Value>,
     }
 }
@@ -1219,7 +1139,6 @@ message_struct! {
         /// Its output.
         pub output: String,
         /// The exit code (`Some(None)`: `null`).
-        #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
         pub exit_code: Option<Option<f64>>,
         /// Whether it was cancelled.
         pub cancelled: bool,
@@ -1227,10 +1146,8 @@ message_struct! {
         pub truncated: bool,
     } then {
         /// Where the full output is.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub full_output_path: Option<String>,
         /// Whether it stays out of the context.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub exclude_from_context: Option<bool>,
     }
 }
@@ -1245,10 +1162,8 @@ message_struct! {
         /// Whether the UI shows it.
         pub display: bool,
         /// Opaque details.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub details: Option<Value>,
         /// omp: `user` or `agent`.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub attribution: Option<String>,
     }
 }
@@ -1269,30 +1184,22 @@ message_struct! {
         /// The summary.
         pub summary: String,
         /// omp: a short summary.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub short_summary: Option<String>,
         /// Tokens before compacting.
         pub tokens_before: f64,
         /// omp: tokens after compacting.
-        #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
         pub tokens_after: Option<f64>,
         /// omp: the compaction method.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub method: Option<String>,
         /// omp: a provider's native payload.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub provider_payload: Option<Value>,
         /// omp: snapcompact blocks.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub blocks: Option<Value>,
         /// omp: images.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub images: Option<Value>,
         /// omp: a warning.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub warning: Option<String>,
         /// omp: when the history was rewritten (epoch ms).
-        #[serde(default, deserialize_with = "js_number", skip_serializing_if = "Option::is_none")]
         pub history_rewrite_at: Option<f64>,
     }
 }
@@ -1306,14 +1213,14 @@ macro_rules! block_struct {
         $(#[$meta:meta])*
         pub struct $name:ident { $($body:tt)* }
     ) => {
-        $(#[$meta])*
-        #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        pub struct $name {
-            $($body)*
-            /// Keys this model does not know, in their order.
-            #[serde(flatten)]
-            pub extra: Extra,
+        typed_struct! {
+            $(#[$meta])*
+            pub struct $name {
+                $($body)*
+                /// Keys this model does not know, in their order.
+                #[serde(flatten)]
+                pub extra: Extra,
+            }
         }
     };
 }
@@ -1342,10 +1249,8 @@ block_struct! {
         /// The reasoning text.
         pub thinking: String,
         /// The provider's signature.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub thinking_signature: Option<String>,
         /// Whether the provider redacted it.
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
         pub redacted: Option<bool>,
     }
 }

@@ -200,17 +200,8 @@ pub fn build_context<'a>(tree: &'a SessionTree, leaf: Leaf<'_>, opts: ContextOpt
         let payload = openai_remote_payload(&fields);
         b.push(compaction_message(compaction, false, payload.as_deref()));
         if payload.is_none() {
-            let first_kept = fields.raw("firstKeptEntryId").map(raw::as_string);
-            let mut found = false;
-            for entry in &path[..c_idx] {
-                found |= match &first_kept {
-                    None => entry.id().is_none(),
-                    Some(Some(s)) => entry.id() == Some(s.as_str()),
-                    Some(None) => false,
-                };
-                if found {
-                    b.append_entry(entry);
-                }
+            for entry in fields.kept(&path[..c_idx]) {
+                b.append_entry(entry);
             }
         } else if let Some(through) = fields.string("providerReplayThroughEntryId")
             && let Some(t_idx) = path.iter().position(|e| e.id() == Some(through.as_str()))

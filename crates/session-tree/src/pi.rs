@@ -123,10 +123,7 @@ pub fn build_context<'a>(tree: &'a SessionTree, leaf: Leaf<'_>) -> PiContext<'a>
 
 /// Builds the projection at `leaf` (`buildSessionProjection`).
 pub fn build_projection<'a>(tree: &'a SessionTree, leaf: Leaf<'_>) -> PiProjection<'a> {
-    let path: Vec<&'a Record> = match tree.resolve_leaf(leaf) {
-        Some(pos) => tree.walk(pos).into_iter().map(|p| tree.at(p)).collect(),
-        None => Vec::new(),
-    };
+    let path = tree.path(leaf);
     let (thinking_level, model) = settings(&path);
     let selected = context_entries(&path);
     let mut edits: HashMap<String, &'a Record> = HashMap::new();
@@ -219,20 +216,9 @@ fn context_entries<'a>(path: &[&'a Record]) -> Vec<&'a Record> {
         return path.to_vec();
     };
     let compaction = path[compaction_idx];
-    let first_kept = RawFields::parse(compaction.text()).raw("firstKeptEntryId").map(raw::as_string);
+    let kept = RawFields::parse(compaction.text()).kept(&path[..compaction_idx]);
     let mut out = vec![compaction];
-    let mut found = false;
-    for entry in &path[..compaction_idx] {
-        let matches = match &first_kept {
-            None => entry.id().is_none(),
-            Some(Some(s)) => entry.id() == Some(s.as_str()),
-            Some(None) => false,
-        };
-        found |= matches;
-        if found && entry.message_role() != Some("system") {
-            out.push(entry);
-        }
-    }
+    out.extend(kept.iter().filter(|entry| entry.message_role() != Some("system")));
     out.extend_from_slice(&path[compaction_idx + 1..]);
     out
 }

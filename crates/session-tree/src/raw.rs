@@ -5,8 +5,8 @@
 use std::borrow::Cow;
 
 use serde_json::Value;
-use session_model::json;
 use session_model::scan::{self, Obj};
+use session_model::{Record, json};
 
 /// The top-level fields of one JSON object, each as its raw JSON text.
 ///
@@ -41,6 +41,19 @@ impl<'a> RawFields<'a> {
     /// Returns `key` unless it is absent or `null` (the `??` operator).
     pub(crate) fn non_nullish(&self, key: &str) -> Option<&'a str> {
         self.raw(key).filter(|r| *r != "null")
+    }
+
+    /// For a compaction's fields, the entries of `before` (the path before it) from the
+    /// one its `firstKeptEntryId` names on: without the key, from the first entry
+    /// without an id; with a key that is no string, none.
+    pub(crate) fn kept<'p, 'r>(&self, before: &'p [&'r Record]) -> &'p [&'r Record] {
+        let first_kept = self.raw("firstKeptEntryId").map(as_string);
+        let at = before.iter().position(|entry| match &first_kept {
+            None => entry.id().is_none(),
+            Some(Some(s)) => entry.id() == Some(s.as_str()),
+            Some(None) => false,
+        });
+        at.map_or(&[], |at| &before[at..])
     }
 }
 

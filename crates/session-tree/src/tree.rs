@@ -139,10 +139,7 @@ impl LeafState {
     }
 
     fn after(record: &Record) -> LeafState {
-        match record.id_key() {
-            Some(id) => LeafState::Id(id.into()),
-            None => LeafState::Undefined,
-        }
+        record.id_key().map_or(LeafState::Undefined, |id| LeafState::Id(id.into()))
     }
 }
 
@@ -589,10 +586,7 @@ impl SessionTree {
     /// Returns the root..leaf path from `from` (default: the current leaf), as
     /// `getBranch` does: an unknown or empty start gives an empty path (no fallback).
     pub fn get_branch(&self, from: Option<&str>) -> Vec<&Record> {
-        let start = match from {
-            Some(id) => Some(id),
-            None => self.leaf.id(),
-        };
+        let start = from.or_else(|| self.leaf.id());
         match start.and_then(|id| self.lookup(id)) {
             Some(pos) => self.walk(pos).into_iter().map(|p| &self.entries[p]).collect(),
             None => Vec::new(),

@@ -72,9 +72,8 @@ impl Discovery {
                 }
                 files.sort_by_key(|f| std::cmp::Reverse(f.1));
                 files.into_iter().map(|f| f.0).find(|p| {
-                    pi_scan::read_header(self.storage(), p).is_some_and(|h| match &resolved_cwd {
-                        None => true,
-                        Some(rc) => h.cwd.as_deref().is_some_and(|c| self.cwd_matches(c, rc)),
+                    pi_scan::read_header(self.storage(), p).is_some_and(|h| {
+                        resolved_cwd.as_ref().is_none_or(|rc| h.cwd.as_deref().is_some_and(|c| self.cwd_matches(c, rc)))
                     })
                 })
             }
@@ -107,10 +106,7 @@ impl Discovery {
                 }))
             }
             Dialect::Omp => {
-                let d = match dir {
-                    Some(d) => self.resolve_dir(d),
-                    None => self.session_dir_of(cwd)?,
-                };
+                let d = dir.map_or_else(|| self.session_dir_of(cwd), |d| Ok(self.resolve_dir(d)))?;
                 Ok(self.omp_scan_dir(&d, true, true, &mut noop)?.into_iter().find(|s| s.id == id).map(|s| s.path))
             }
         }
@@ -133,10 +129,7 @@ impl Discovery {
         let found = |s: SessionInfo, scope| ResumeTarget::Session { session: Box::new(s), scope };
         match self.dialect() {
             Dialect::Omp => {
-                let local_dir = match dir {
-                    Some(d) => self.resolve_dir(d),
-                    None => self.session_dir_of(cwd)?,
-                };
+                let local_dir = dir.map_or_else(|| self.session_dir_of(cwd), |d| Ok(self.resolve_dir(d)))?;
                 let local = self.omp_scan_dir(&local_dir, true, true, &mut noop)?;
                 if let Some(s) = local.into_iter().find(|s| omp_matches(s, arg)) {
                     return Ok(found(s, Scope::Local));

@@ -181,10 +181,9 @@ impl Discovery {
     /// session indexes, the search catalog): `$XDG_CACHE_HOME/session-store`, else
     /// `~/.cache/session-store`. Open it with [`PrivateDir::open`].
     pub fn default_cache_dir(env: &ProcessEnv) -> PathBuf {
-        match env.var("XDG_CACHE_HOME") {
-            Some(d) => PathBuf::from(env.resolve(d)).join("session-store"),
-            None => env.home.join(".cache").join("session-store"),
-        }
+        let cache =
+            env.var("XDG_CACHE_HOME").map_or_else(|| env.home.join(".cache"), |d| PathBuf::from(env.resolve(d)));
+        cache.join("session-store")
     }
 
     /// [`collect`] over the files `list_files` finds, through the listing cache of
@@ -246,10 +245,7 @@ impl Discovery {
     /// Returns the directory [`Discovery::session_files`] lists: `cwd`'s session
     /// directory, or with no `cwd` the sessions root.
     pub fn session_scope(&self, cwd: Option<&str>) -> PathBuf {
-        match cwd {
-            Some(cwd) => self.dirs.default_session_dir(cwd),
-            None => self.dirs.sessions_root.clone(),
-        }
+        cwd.map_or_else(|| self.dirs.sessions_root.clone(), |cwd| self.dirs.default_session_dir(cwd))
     }
 
     /// Returns the directories.

@@ -50,22 +50,21 @@ fn continue_uses_breadcrumb_then_bucket() {
     let bucket = d.ensure_default_session_dir(&session_store::FileStorage::new(), &cwd_s).unwrap();
     let older = bucket.join("1_old.jsonl");
     let newer = bucket.join("2_new.jsonl");
-    let body = |id: &str| {
-        lines(&[header(id, "2026-01-01T00:00:00.000Z", &cwd_s), user("u", "q", 1), assistant("a", "r", 2, "stop")])
+    let body = |id: &str, cwd: &str| {
+        lines(&[header(id, "2026-01-01T00:00:00.000Z", cwd), user("u", "q", 1), assistant("a", "r", 2, "stop")])
     };
-    write(&older, &body("old"), 1_000);
-    write(&newer, &body("new"), 2_000);
-    // No breadcrumb: newest non-empty.
-    match disc.continue_recent(&cwd_s, None, None).unwrap() {
-        ContinueDecision::Open(s) => assert_eq!(s.id, "new"),
+    // The id of the session `--continue` opens in the terminal `tty`.
+    let opened = |tty: Option<&str>| match disc.continue_recent(&cwd_s, None, tty).unwrap() {
+        ContinueDecision::Open(s) => s.id,
         other => panic!("{other:?}"),
-    }
+    };
+    write(&older, &body("old", &cwd_s), 1_000);
+    write(&newer, &body("new", &cwd_s), 2_000);
+    // No breadcrumb: newest non-empty.
+    assert_eq!(opened(None), "new");
     // Breadcrumb for this cwd: that file.
     write_breadcrumb(&d, "t1", &cwd_s, &older, false, cwd_identity(&cwd)).unwrap();
-    match disc.continue_recent(&cwd_s, None, Some("t1")).unwrap() {
-        ContinueDecision::Open(s) => assert_eq!(s.id, "old"),
-        other => panic!("{other:?}"),
-    }
+    assert_eq!(opened(Some("t1")), "old");
     // Fresh breadcrumb whose file does not exist: a new session.
     write_breadcrumb(&d, "t2", &cwd_s, &bucket.join("3_fresh.jsonl"), true, None).unwrap();
     assert_eq!(disc.continue_recent(&cwd_s, None, Some("t2")).unwrap(), ContinueDecision::New);
@@ -73,11 +72,7 @@ fn continue_uses_breadcrumb_then_bucket() {
     let gone = td.path().join("gone").to_string_lossy().into_owned();
     let moved_bucket = d.sessions_root.join("-gone");
     let moved = moved_bucket.join("1_m.jsonl");
-    write(
-        &moved,
-        &lines(&[header("m", "2026-01-01T00:00:00.000Z", &gone), user("u", "q", 1), assistant("a", "r", 2, "stop")]),
-        1,
-    );
+    write(&moved, &body("m", &gone), 1);
     write_breadcrumb(&d, "t3", &gone, &moved, false, cwd_identity(&cwd)).unwrap();
     assert_eq!(
         disc.continue_recent(&cwd_s, None, Some("t3")).unwrap(),
@@ -85,8 +80,5 @@ fn continue_uses_breadcrumb_then_bucket() {
     );
     // Without matching identity evidence it is not re-rooted.
     write_breadcrumb(&d, "t4", &gone, &moved, false, Some((1, 1))).unwrap();
-    match disc.continue_recent(&cwd_s, None, Some("t4")).unwrap() {
-        ContinueDecision::Open(s) => assert_eq!(s.id, "m"),
-        other => panic!("{other:?}"),
-    }
+    assert_eq!(opened(Some("t4")), "m");
 }

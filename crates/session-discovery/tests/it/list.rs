@@ -20,21 +20,15 @@ fn json_of(d: Dialect, s: &[session_discovery::SessionInfo], dir: &Path) -> serd
 }
 
 #[test]
-fn pi_fixture_matches_reference() {
-    let td = TempDir::new("pi-fixture");
-    let expected = load_fixture("pi-branchy", td.path());
-    let d = disc(Dialect::Pi, td.path());
-    let got = d.list("/tmp", Some(td.path()), &mut |_| {}).unwrap();
-    assert_eq!(json_of(Dialect::Pi, &got, td.path()), expected);
-}
-
-#[test]
-fn omp_fixture_matches_reference() {
-    let td = TempDir::new("omp-fixture");
-    let expected = load_fixture("omp-fork", td.path());
-    let d = disc(Dialect::Omp, td.path());
-    let got = d.list("/tmp", Some(td.path()), &mut |_| {}).unwrap();
-    assert_eq!(json_of(Dialect::Omp, &got, td.path()), expected);
+fn fixtures_match_reference() {
+    for (dialect, temp, fixture) in
+        [(Dialect::Pi, "pi-fixture", "pi-branchy"), (Dialect::Omp, "omp-fixture", "omp-fork")]
+    {
+        let td = TempDir::new(temp);
+        let expected = load_fixture(fixture, td.path());
+        let got = disc(dialect, td.path()).list("/tmp", Some(td.path()), &mut |_| {}).unwrap();
+        assert_eq!(json_of(dialect, &got, td.path()), expected, "{fixture}");
+    }
 }
 
 #[test]

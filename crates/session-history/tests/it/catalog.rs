@@ -91,9 +91,7 @@ fn a_link_at_the_catalog_path_is_not_followed() -> Result<()> {
     assert_eq!(refused(&link)?, NotACatalog::Link);
     assert!(!dangling.exists(), "no database made where the link points");
     let theirs = tmp.path().join("theirs.db");
-    let conn = Connection::open(&theirs)?;
-    conn.execute_batch("CREATE TABLE notes(x); PRAGMA user_version = 7;")?;
-    drop(conn);
+    Connection::open(&theirs)?.execute_batch("CREATE TABLE notes(x); PRAGMA user_version = 7;")?;
     let before = fs_err::read(&theirs)?;
     fs_err::remove_file(&link)?;
     std::os::unix::fs::symlink(&theirs, &link)?;
@@ -115,9 +113,7 @@ fn another_programs_database_is_refused_and_unchanged() -> Result<()> {
     ];
     for (name, sql) in cases {
         let path = tmp.path().join(name);
-        let conn = Connection::open(&path)?;
-        conn.execute_batch(sql)?;
-        drop(conn);
+        Connection::open(&path)?.execute_batch(sql)?;
         let before = fs_err::read(&path)?;
         let found = refused(&path)?;
         match name {
@@ -152,9 +148,7 @@ fn older_and_damaged_catalogs_are_taken_and_repaired() -> Result<()> {
     let mut catalog = Catalog::open(&path)?;
     use_it(&mut catalog)?;
     drop(catalog);
-    let conn = Connection::open(&path)?;
-    conn.execute_batch("PRAGMA application_id = 0;")?;
-    drop(conn);
+    Connection::open(&path)?.execute_batch("PRAGMA application_id = 0;")?;
     fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
     let catalog = Catalog::open(&path)?;
     assert_eq!(catalog.search("parser", 10, &[])?.len(), 1, "its content is kept");

@@ -109,10 +109,7 @@ pub(crate) fn number_exact(tok: &str) -> bool {
 /// The digits of a JSON number without leading or trailing zeros, and the power of
 /// ten `p` with value = 0.d1d2.. × 10^p (`None` for a text that is not a number).
 fn decimal(tok: &str) -> Option<(bool, Vec<u8>, i64)> {
-    let (neg, rest) = match tok.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, tok),
-    };
+    let (neg, rest) = tok.strip_prefix('-').map_or((false, tok), |r| (true, r));
     let (mantissa, exp) = match rest.find(['e', 'E']) {
         Some(at) => (&rest[..at], rest[at + 1..].parse::<i64>().ok()?),
         None => (rest, 0),

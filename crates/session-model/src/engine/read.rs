@@ -81,10 +81,7 @@ pub fn js_exact(text: &str) -> std::borrow::Cow<'_, str> {
     if numbers_exact(text) {
         return std::borrow::Cow::Borrowed(text);
     }
-    match parse(text) {
-        Some(v) => std::borrow::Cow::Owned(to_js_string(&v)),
-        None => std::borrow::Cow::Borrowed(text),
-    }
+    parse(text).map_or(std::borrow::Cow::Borrowed(text), |v| std::borrow::Cow::Owned(to_js_string(&v)))
 }
 
 /// Parses JSON text into a value: the one JSON reader of the workspace for session

@@ -937,10 +937,7 @@ impl Inner {
     }
 
     fn canonical_line(&self) -> String {
-        match self.try_value() {
-            Some(v) => json::to_js_string(v),
-            None => without_whitespace(&self.text),
-        }
+        self.try_value().map_or_else(|| without_whitespace(&self.text), json::to_js_string)
     }
 
     fn id(&self) -> Option<&str> {
@@ -993,10 +990,7 @@ impl Inner {
 
     fn message_info(&self) -> &MessageInfo {
         self.message_info.get_or_init(|| {
-            let raw = match self.message_raw() {
-                Some(r) => r,
-                None => return MessageInfo::default(),
-            };
+            let Some(raw) = self.message_raw() else { return MessageInfo::default() };
             let Some(m) = scan::Obj::parse(&raw) else {
                 return MessageInfo::default();
             };

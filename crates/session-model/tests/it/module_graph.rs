@@ -11,102 +11,72 @@
 //! under `#[cfg(test)]` are test code and left out.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A module's path below the crate root (`["engine", "scan"]`; the root is empty).
 type ModPath = Vec<String>;
 
-/// One source file, read as the module it is.
-struct Module {
-    path: ModPath,
-    /// The file, relative to `src/`, for messages.
-    file: String,
-    /// The code before the test module, without comments, as tokens with their lines.
-    tokens: Vec<(String, usize)>,
-}
+/// Code as tokens, each with its 1-based line.
+type Tokens = Vec<(String, usize)>;
+
+/// The leaves of a use tree or a path: each a path as written and the name it binds.
+type Leaves = Vec<(Vec<String>, String)>;
 
 /// Where an edge was seen: the file, the line and the path as written.
 type Seen = (String, usize, String);
 
 /// The modules of a crate and what each one names.
 struct Graph {
-    modules: Vec<Module>,
+    /// Each module's path, its file (relative to `src/`, for messages) and its tokens.
+    modules: Vec<(ModPath, String, Tokens)>,
     /// Every known module path.
     known: BTreeSet<ModPath>,
     /// For each module, the names its `use` declarations bring in: name → full path.
     imports: BTreeMap<ModPath, BTreeMap<String, ModPath>>,
 }
 
-/// Returns the code of a file before its test module (`#[cfg(test)] mod tests`, the
-/// end of every file, see `tests_go_last`), with comments and doc comments blanked out.
-fn code_of(text: &str) -> String {
-    let text = text.find("\n#[cfg(test)]\nmod tests").map_or(text, |at| &text[..at]);
-    let mut out = String::with_capacity(text.len());
-    let b = text.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i..].starts_with(b"//") {
-            while i < b.len() && b[i] != b'\n' {
-                i += 1;
-            }
-        } else if b[i..].starts_with(b"/*") {
-            let end = text[i + 2..].find("*/").map_or(b.len(), |k| i + 2 + k + 2);
-            // Keep the line breaks, so that lines still count.
-            out.extend(text[i..end].chars().filter(|&c| c == '\n'));
-            i = end;
-        } else if b[i] == b'"' {
-            // A string literal: its contents are no code.
-            out.push('"');
-            i += 1;
-            while i < b.len() && b[i] != b'"' {
-                if b[i] == b'\\' {
-                    i += 1;
-                } else if b[i] == b'\n' {
-                    out.push('\n');
-                }
-                i += 1;
-            }
-            out.push('"');
-            i += 1;
-        } else {
-            let c = text[i..].chars().next().unwrap_or(' ');
-            out.push(c);
-            i += c.len_utf8();
-        }
-    }
-    out
-}
-
-/// Splits code into identifiers, `::` and single punctuation characters, each with
-/// its 1-based line.
-fn tokens(code: &str) -> Vec<(String, usize)> {
-    let mut out = Vec::new();
-    let mut line = 1;
-    let mut chars = code.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        if c == '\n' {
-            line += 1;
-        } else if c.is_alphanumeric() || c == '_' {
-            let mut end = i + c.len_utf8();
-            while let Some(&(j, d)) = chars.peek().filter(|(_, d)| d.is_alphanumeric() || *d == '_') {
-                end = j + d.len_utf8();
-                chars.next();
-            }
-            out.push((code[i..end].to_owned(), line));
-        } else if c == ':' && chars.peek().is_some_and(|&(_, d)| d == ':') {
-            chars.next();
+/// Splits the code of a file before its test module (`#[cfg(test)] mod tests`, the end
+/// of every file, see `tests_go_last`) into identifiers, `::` and single punctuation
+/// characters; comments, doc comments and the contents of string literals are left out.
+fn tokens(text: &str) -> Tokens {
+    let mut rest = text.find("\n#[cfg(test)]\nmod tests").map_or(text, |at| &text[..at]);
+    let (mut out, mut line) = (Vec::new(), 1);
+    while let Some(c) = rest.chars().next() {
+        let word = rest.find(|d: char| !d.is_alphanumeric() && d != '_').unwrap_or(rest.len());
+        let len = if rest.starts_with("//") {
+            rest.find('\n').unwrap_or(rest.len())
+        } else if let Some(comment) = rest.strip_prefix("/*") {
+            comment.find("*/").map_or(rest.len(), |k| k + 4)
+        } else if c == '"' {
+            // A string literal, up to the first quote that no backslash escapes.
+            let mut escaped = false;
+            let end = rest[1..].find(|d| {
+                let end = d == '"' && !escaped;
+                escaped = d == '\\' && !escaped;
+                end
+            });
+            end.map_or(rest.len(), |k| k + 2)
+        } else if word > 0 {
+            out.push((rest[..word].to_owned(), line));
+            word
+        } else if rest.starts_with("::") {
             out.push(("::".to_owned(), line));
-        } else if !c.is_whitespace() {
-            out.push((c.to_string(), line));
-        }
+            2
+        } else {
+            if !c.is_whitespace() {
+                out.push((c.to_string(), line));
+            }
+            c.len_utf8()
+        };
+        line += rest[..len].matches('\n').count();
+        rest = &rest[len..];
     }
     out
 }
 
 /// Reads a use tree or a path at `tokens[at..]` (after `use`, or at `crate`, `super`
-/// or `self`) into its leaves: each a path as written and the name it binds. Returns
-/// the leaves and the index after the tree.
-fn path_tree(tokens: &[(String, usize)], mut at: usize, prefix: &[String]) -> (Vec<(Vec<String>, String)>, usize) {
+/// or `self`) into its leaves. Returns the leaves and the index after the tree.
+fn path_tree(tokens: &Tokens, mut at: usize, prefix: &[String]) -> (Leaves, usize) {
     let tok = |k: usize| tokens.get(k).map_or("", |(t, _)| t.as_str());
     let mut path = prefix.to_vec();
     let mut leaves = Vec::new();
@@ -117,10 +87,7 @@ fn path_tree(tokens: &[(String, usize)], mut at: usize, prefix: &[String]) -> (V
                 while tok(at) != "}" && at < tokens.len() {
                     let (inner, next) = path_tree(tokens, at, &path);
                     leaves.extend(inner);
-                    at = next;
-                    if tok(at) == "," {
-                        at += 1;
-                    }
+                    at = next + usize::from(tok(next) == ",");
                 }
                 return (leaves, at + 1);
             }
@@ -137,95 +104,84 @@ fn path_tree(tokens: &[(String, usize)], mut at: usize, prefix: &[String]) -> (V
                     at += 1;
                     continue;
                 }
-                let name = if tok(at) == "as" {
-                    at += 2;
-                    tok(at - 1).to_owned()
-                } else {
-                    t.to_owned()
-                };
-                leaves.push((path, name));
-                return (leaves, at);
+                let renamed = tok(at) == "as";
+                leaves.push((path, if renamed { tok(at + 1) } else { t }.to_owned()));
+                return (leaves, at + 2 * usize::from(renamed));
             }
             _ => return (leaves, at),
         }
     }
 }
 
+/// The use trees and paths of some code: for each `use` declaration and each path
+/// through `crate::`, `super::` or `self::`, whether it is a `use`, its first token and
+/// its leaves.
+fn trees(toks: &Tokens) -> Vec<(bool, usize, Leaves)> {
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < toks.len() {
+        let t = toks[k].0.as_str();
+        let is_use = t == "use";
+        let is_path_start = matches!(t, "crate" | "super" | "self")
+            && toks.get(k + 1).is_some_and(|(n, _)| n == "::")
+            && (k == 0 || toks[k - 1].0 != "::");
+        if !is_path_start && !is_use {
+            k += 1;
+            continue;
+        }
+        let (leaves, next) = path_tree(toks, k + usize::from(is_use), &[]);
+        out.push((is_use, k, leaves));
+        k = next.max(k + 1);
+    }
+    out
+}
+
 impl Graph {
     /// Reads the crate whose files are `files` (paths relative to `src/`, with their
     /// text).
     fn new(files: &[(String, String)]) -> Graph {
-        let mut modules: Vec<Module> = files
+        let mut modules: Vec<(ModPath, String, Tokens)> = files
             .iter()
             .map(|(file, text)| {
                 let mut path: ModPath = file.trim_end_matches(".rs").split('/').map(str::to_owned).collect();
                 if path.last().is_some_and(|l| l == "mod" || l == "lib") {
                     path.pop();
                 }
-                Module { path, file: file.clone(), tokens: tokens(&code_of(text)) }
+                (path, file.clone(), tokens(text))
             })
             .collect();
         // Modules declared under `#[cfg(test)]`, and everything below them, are tests.
         let mut test_only = BTreeSet::new();
-        for m in &modules {
-            let t: Vec<&str> = m.tokens.iter().map(|(t, _)| t.as_str()).collect();
-            for k in 0..t.len() {
-                if t[k..].starts_with(&["#", "[", "cfg", "(", "test", ")", "]"]) {
-                    // `#[cfg(test)] mod name;`, a visibility such as `pub(crate)` skipped.
-                    let mut j = k + 7;
-                    while j < t.len() && t[j] != "mod" && t[j] != ";" && t[j] != "{" && j < k + 13 {
-                        j += 1;
-                    }
-                    if t.get(j) == Some(&"mod") {
-                        let mut child = m.path.clone();
-                        child.push(t.get(j + 1).copied().unwrap_or_default().to_owned());
-                        test_only.insert(child);
-                    }
+        for (path, _, toks) in &modules {
+            let t: Vec<&str> = toks.iter().map(|(t, _)| t.as_str()).collect();
+            for k in (0..t.len()).filter(|&k| t[k..].starts_with(&["#", "[", "cfg", "(", "test", ")", "]"])) {
+                // `#[cfg(test)] mod name;`, a visibility such as `pub(crate)` skipped.
+                let end = (k + 7..t.len().min(k + 14)).find(|&j| matches!(t[j], "mod" | ";" | "{"));
+                if let Some(j) = end.filter(|&j| t[j] == "mod") {
+                    test_only.insert([&path[..], &[t.get(j + 1).copied().unwrap_or_default().to_owned()]].concat());
                 }
             }
         }
-        modules.retain(|m| !test_only.iter().any(|t| m.path.starts_with(t)));
-        let known: BTreeSet<ModPath> = modules.iter().map(|m| m.path.clone()).collect();
+        modules.retain(|(path, ..)| !test_only.iter().any(|t| path.starts_with(t)));
+        let known = modules.iter().map(|(path, ..)| path.clone()).collect();
         let mut graph = Graph { modules, known, imports: BTreeMap::new() };
-        let mut imports = BTreeMap::new();
-        for m in &graph.modules {
-            let mut names = BTreeMap::new();
-            let mut k = 0;
-            while k < m.tokens.len() {
-                if m.tokens[k].0 == "use" {
-                    let (leaves, next) = path_tree(&m.tokens, k + 1, &[]);
-                    for (path, name) in leaves {
-                        if let Some(full) = graph.absolute(&m.path, &path) {
-                            names.insert(name, full);
-                        }
-                    }
-                    k = next;
-                } else {
-                    k += 1;
-                }
-            }
-            imports.insert(m.path.clone(), names);
+        for (path, _, toks) in &graph.modules {
+            let leaves = trees(toks).into_iter().filter(|(is_use, ..)| *is_use).flat_map(|(.., leaves)| leaves);
+            let names = leaves.filter_map(|(p, name)| Some((name, graph.absolute(path, &p)?))).collect();
+            graph.imports.insert(path.clone(), names);
         }
-        graph.imports = imports;
         graph
     }
 
     /// Returns `path` as written in module `at` as a path from the crate root, or
     /// `None` for a path into another crate.
     fn absolute(&self, at: &ModPath, path: &[String]) -> Option<ModPath> {
-        let first = path.first()?;
-        let (mut base, mut rest) = match first.as_str() {
+        let (mut base, mut rest) = match path.first()?.as_str() {
             "crate" => (Vec::new(), &path[1..]),
             "self" => (at.clone(), &path[1..]),
             "super" => (at[..at.len().saturating_sub(1)].to_vec(), &path[1..]),
-            child => {
-                let mut p = at.clone();
-                p.push(child.to_owned());
-                if !self.known.contains(&p) {
-                    return None;
-                }
-                (at.clone(), path)
-            }
+            child if self.known.contains(&[&at[..], &[child.to_owned()]].concat()) => (at.clone(), path),
+            _ => return None,
         };
         while rest.first().is_some_and(|s| s == "super") {
             base.pop();
@@ -245,9 +201,7 @@ impl Graph {
             let Some(name) = path.get(module.len()) else { return module };
             match self.imports.get(&module).and_then(|names| names.get(name)) {
                 Some(target) if *target != path[..=module.len()] => {
-                    let mut next = target.clone();
-                    next.extend(path[module.len() + 1..].iter().cloned());
-                    path = next;
+                    path = [&target[..], &path[module.len() + 1..]].concat();
                 }
                 _ => return module,
             }
@@ -258,30 +212,14 @@ impl Graph {
     /// Every reference of each module to another: (from, to, where).
     fn references(&self) -> Vec<(ModPath, ModPath, Seen)> {
         let mut out = Vec::new();
-        for m in &self.modules {
-            let toks = &m.tokens;
-            let mut k = 0;
-            while k < toks.len() {
-                let t = toks[k].0.as_str();
-                let is_path_start = matches!(t, "crate" | "super" | "self")
-                    && toks.get(k + 1).is_some_and(|(n, _)| n == "::")
-                    && (k == 0 || toks[k - 1].0 != "::");
-                let is_use = t == "use";
-                if !is_path_start && !is_use {
-                    k += 1;
-                    continue;
-                }
-                let start = if is_use { k + 1 } else { k };
-                let (leaves, next) = path_tree(toks, start, &[]);
+        for (from, file, toks) in &self.modules {
+            for (_, k, leaves) in trees(toks) {
                 for (path, _) in leaves {
-                    if let Some(full) = self.absolute(&m.path, &path) {
-                        let to = self.home(&full);
-                        if !to.is_empty() {
-                            out.push((m.path.clone(), to, (m.file.clone(), toks[k].1, path.join("::"))));
-                        }
+                    let Some(to) = self.absolute(from, &path).map(|full| self.home(&full)) else { continue };
+                    if !to.is_empty() {
+                        out.push((from.clone(), to, (file.clone(), toks[k].1, path.join("::"))));
                     }
                 }
-                k = next.max(k + 1);
             }
         }
         out
@@ -360,27 +298,25 @@ impl Graph {
     }
 }
 
-/// Reads every `.rs` file below `dir` as (path relative to `root`, text).
-fn read_tree(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) -> Result<(), String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for entry in entries {
-        let path = entry.map_err(|e| e.to_string())?.path();
-        if path.is_dir() {
-            read_tree(root, &path, out)?;
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let rel = path.strip_prefix(root).map_err(|e| e.to_string())?.to_string_lossy().replace('\\', "/");
-            out.push((rel, text));
-        }
-    }
-    Ok(())
-}
-
-/// Returns session-model's source files (path below `src/`, text).
+/// Returns session-model's source files (path below `src/`, text), in the order of
+/// their paths.
 fn sources() -> Result<Vec<(String, String)>, String> {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    fn read_tree(dir: &Path, out: &mut Vec<(String, String)>) -> Result<(), String> {
+        for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+            let path = entry.map_err(|e| e.to_string())?.path();
+            if path.is_dir() {
+                read_tree(&path, out)?;
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                let rel = path.strip_prefix(SRC).map_err(|e| e.to_string())?.to_string_lossy().replace('\\', "/");
+                out.push((rel, text));
+            }
+        }
+        Ok(())
+    }
+    const SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
     let mut files = Vec::new();
-    read_tree(&src, &src, &mut files)?;
+    read_tree(Path::new(SRC), &mut files)?;
     files.sort();
     Ok(files)
 }

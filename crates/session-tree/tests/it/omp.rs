@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use session_model::{Dialect, Record};
 use session_tree::{Leaf, SessionTree, omp};
 
-use crate::support::{render_message, tree_of, value};
+use crate::support::{texts, tree_of, value};
 
 fn ctx(t: &SessionTree, leaf: Leaf<'_>) -> Value {
     value(&omp::build_context(t, leaf, omp::ContextOptions::default()).to_json_string())
@@ -13,10 +13,6 @@ fn ctx(t: &SessionTree, leaf: Leaf<'_>) -> Value {
 
 fn transcript(t: &SessionTree, leaf: Leaf<'_>) -> Value {
     value(&omp::build_context(t, leaf, omp::ContextOptions { transcript: true }).to_json_string())
-}
-
-fn texts(v: &Value) -> Vec<String> {
-    v["messages"].as_array().into_iter().flatten().map(render_message).collect()
 }
 
 #[test]

@@ -5,14 +5,10 @@ use serde_json::{Value, json};
 use session_model::{Dialect, Record};
 use session_tree::{Leaf, SessionTree, pi};
 
-use crate::support::{render_message, tree_of, value};
+use crate::support::{texts, tree_of, value};
 
 fn ctx(t: &SessionTree, leaf: Leaf<'_>) -> Value {
     value(&pi::build_context(t, leaf).to_json_string())
-}
-
-fn texts(v: &Value) -> Vec<String> {
-    v["messages"].as_array().into_iter().flatten().map(render_message).collect()
 }
 
 #[test]

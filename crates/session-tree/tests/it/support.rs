@@ -157,6 +157,11 @@ pub(crate) fn render_message(m: &Value) -> String {
     format!("{role}: {text}")
 }
 
+/// Renders the messages of a context value, each as `role: text`.
+pub(crate) fn texts(v: &Value) -> Vec<String> {
+    v["messages"].as_array().into_iter().flatten().map(render_message).collect()
+}
+
 /// Renders a context JSON (pi or omp) as one line per message plus the settings.
 pub(crate) fn render_context(json: &str) -> String {
     let v: Value = serde_json::from_str(json).expect("context output is JSON");
