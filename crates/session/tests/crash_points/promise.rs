@@ -320,6 +320,15 @@ fn damage(parsed: &ParsedFile, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// The bytes of `path` in the view, `None` when there is no such file.
+fn read_if_there(view: &View, path: &Path) -> Result<Option<Vec<u8>>> {
+    match view.storage.read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 fn record_ids(parsed: &ParsedFile) -> HashSet<&str> {
     parsed.records.iter().filter_map(|r| r.id()).collect()
 }
@@ -327,15 +336,11 @@ fn record_ids(parsed: &ParsedFile) -> HashSet<&str> {
 fn check_session(view: &View, p: &SessionPromise, phase: Phase) -> Result<()> {
     let path = view.path(&p.path);
     let required = if phase == Phase::PowerLoss { &p.durable } else { &p.acked };
-    let bytes = match view.storage.read(&path) {
-        Ok(b) => b,
-        Err(e) if e.is_not_found() => {
-            if required.is_empty() {
-                return Ok(());
-            }
-            return Err(format!("missing, with {} acknowledged entries", required.len()).into());
+    let Some(bytes) = read_if_there(view, &path)? else {
+        if required.is_empty() {
+            return Ok(());
         }
-        Err(e) => return Err(e.into()),
+        return Err(format!("missing, with {} acknowledged entries", required.len()).into());
     };
     // Through the parser, without side effects.
     let parsed = parse_session_bytes(&bytes, p.dialect);
@@ -387,11 +392,7 @@ fn check_job(view: &View, j: &JobPromise) -> Result<()> {
     let mut found = Vec::new();
     for p in &j.paths {
         let path = view.path(p);
-        let bytes = match view.storage.read(&path) {
-            Ok(b) => b,
-            Err(e) if e.is_not_found() => continue,
-            Err(e) => return Err(e.into()),
-        };
+        let Some(bytes) = read_if_there(view, &path)? else { continue };
         let parsed = parse_session_bytes(&bytes, j.dialect);
         if !matches!(parsed.header_check(j.dialect), HeaderCheck::Valid { .. }) {
             return Err(format!("{}: no valid header ({} bytes)", path.display(), bytes.len()).into());
