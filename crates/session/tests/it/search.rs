@@ -2,7 +2,6 @@
 //! not read, grown files only for their tail, rewritten files whole, deleted files
 //! dropped), ranks better matches first, and takes any text as a query.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -13,7 +12,7 @@ use session::store::FileStorage;
 
 use session_testkit::TempDir;
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+use crate::common::{Result, append};
 
 const HEADER: &str = r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#;
 
@@ -77,7 +76,7 @@ fn unchanged_files_are_not_read_and_grown_files_only_for_their_tail() -> Result<
     assert_eq!((again.files_unchanged, again.bytes_read, again.entries_indexed), (2, 0, 0));
 
     let tail = user("a2", Some("a1"), "zebracorn appended later");
-    fs_err::OpenOptions::new().append(true).open(fx.file("a.jsonl"))?.write_all(tail.as_bytes())?;
+    append(&fx.file("a.jsonl"), &tail)?;
     let grown = fx.update(&["a.jsonl", "b.jsonl"])?;
     assert_eq!((grown.files_tail, grown.files_unchanged, grown.files_whole), (1, 1, 0));
     assert_eq!(grown.entries_indexed, 1);
