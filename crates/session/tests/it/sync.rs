@@ -339,8 +339,10 @@ struct Racing {
     listings: AtomicUsize,
 }
 
+type StoreResult<T> = std::result::Result<T, StoreError>;
+
 impl Racing {
-    fn race(&self, path: &Path) -> std::result::Result<(), StoreError> {
+    fn race(&self, path: &Path) -> StoreResult<()> {
         if !self.line.is_empty()
             && path.extension().is_some_and(|e| e == "jsonl")
             && !self.fired.swap(true, Ordering::SeqCst)
@@ -352,86 +354,72 @@ impl Racing {
 }
 
 impl Storage for Racing {
-    fn ensure_dir(&self, dir: &Path) -> std::result::Result<(), StoreError> {
+    fn ensure_dir(&self, dir: &Path) -> StoreResult<()> {
         self.inner.ensure_dir(dir)
     }
-    fn exists(&self, path: &Path) -> std::result::Result<bool, StoreError> {
+    fn exists(&self, path: &Path) -> StoreResult<bool> {
         self.inner.exists(path)
     }
-    fn stat(&self, path: &Path) -> std::result::Result<Option<FileStat>, StoreError> {
+    fn stat(&self, path: &Path) -> StoreResult<Option<FileStat>> {
         self.inner.stat(path)
     }
-    fn list(&self, dir: &Path) -> std::result::Result<Vec<String>, StoreError> {
+    fn list(&self, dir: &Path) -> StoreResult<Vec<String>> {
         self.inner.list(dir)
     }
-    fn read_dir(&self, dir: &Path) -> std::result::Result<Vec<DirEntry>, StoreError> {
+    fn read_dir(&self, dir: &Path) -> StoreResult<Vec<DirEntry>> {
         self.inner.read_dir(dir)
     }
-    fn read(&self, path: &Path) -> std::result::Result<Vec<u8>, StoreError> {
+    fn read(&self, path: &Path) -> StoreResult<Vec<u8>> {
         self.reads.fetch_add(1, Ordering::SeqCst);
         self.inner.read(path)
     }
-    fn read_into(&self, path: &Path, buf: &mut Vec<u8>) -> std::result::Result<(FileStat, usize), StoreError> {
+    fn read_into(&self, path: &Path, buf: &mut Vec<u8>) -> StoreResult<(FileStat, usize)> {
         self.reads.fetch_add(1, Ordering::SeqCst);
         self.inner.read_into(path, buf)
     }
-    fn list_stats(&self, dir: &Path) -> std::result::Result<Vec<(String, FileStat)>, StoreError> {
+    fn list_stats(&self, dir: &Path) -> StoreResult<Vec<(String, FileStat)>> {
         self.listings.fetch_add(1, Ordering::SeqCst);
         self.inner.list_stats(dir)
     }
-    fn read_slices(
-        &self,
-        path: &Path,
-        prefix: u64,
-        suffix: u64,
-    ) -> std::result::Result<(Vec<u8>, Vec<u8>), StoreError> {
+    fn read_slices(&self, path: &Path, prefix: u64, suffix: u64) -> StoreResult<(Vec<u8>, Vec<u8>)> {
         self.inner.read_slices(path, prefix, suffix)
     }
-    fn write(&self, path: &Path, bytes: &[u8]) -> std::result::Result<(), StoreError> {
+    fn write(&self, path: &Path, bytes: &[u8]) -> StoreResult<()> {
         self.inner.write(path, bytes)
     }
-    fn write_new(&self, path: &Path, bytes: &[u8]) -> std::result::Result<(), StoreError> {
+    fn write_new(&self, path: &Path, bytes: &[u8]) -> StoreResult<()> {
         self.inner.write_new(path, bytes)
     }
-    fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> std::result::Result<(), StoreError> {
+    fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> StoreResult<()> {
         self.race(path)?;
         self.inner.write_atomic(path, bytes, expected)
     }
-    fn append(&self, path: &Path, bytes: &[u8]) -> std::result::Result<(), StoreError> {
+    fn append(&self, path: &Path, bytes: &[u8]) -> StoreResult<()> {
         self.inner.append(path, bytes)
     }
-    fn append_expected(
-        &self,
-        path: &Path,
-        bytes: &[u8],
-        expected: ExpectedSize,
-    ) -> std::result::Result<(), StoreError> {
+    fn append_expected(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> StoreResult<()> {
         self.race(path)?;
         self.inner.append_expected(path, bytes, expected)
     }
-    fn truncate(&self, path: &Path, len: u64) -> std::result::Result<(), StoreError> {
+    fn truncate(&self, path: &Path, len: u64) -> StoreResult<()> {
         self.inner.truncate(path, len)
     }
-    fn rename(&self, from: &Path, to: &Path) -> std::result::Result<(), StoreError> {
+    fn rename(&self, from: &Path, to: &Path) -> StoreResult<()> {
         self.inner.rename(from, to)
     }
-    fn unlink(&self, path: &Path) -> std::result::Result<(), StoreError> {
+    fn unlink(&self, path: &Path) -> StoreResult<()> {
         self.inner.unlink(path)
     }
-    fn remove_empty_dir(&self, dir: &Path) -> std::result::Result<(), StoreError> {
+    fn remove_empty_dir(&self, dir: &Path) -> StoreResult<()> {
         self.inner.remove_empty_dir(dir)
     }
-    fn delete_with_artifacts(&self, path: &Path) -> std::result::Result<(), StoreError> {
+    fn delete_with_artifacts(&self, path: &Path) -> StoreResult<()> {
         self.inner.delete_with_artifacts(path)
     }
-    fn open_writer(
-        &self,
-        path: &Path,
-        durability: Durability,
-    ) -> std::result::Result<Box<dyn AppendWriter>, StoreError> {
+    fn open_writer(&self, path: &Path, durability: Durability) -> StoreResult<Box<dyn AppendWriter>> {
         self.inner.open_writer(path, durability)
     }
-    fn lock(&self, path: &Path, wait: LockWait) -> std::result::Result<SessionLock, StoreError> {
+    fn lock(&self, path: &Path, wait: LockWait) -> StoreResult<SessionLock> {
         self.inner.lock(path, wait)
     }
 }
