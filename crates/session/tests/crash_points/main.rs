@@ -48,7 +48,7 @@ use session::SessionManager;
 use session::store::{Boundary, CrashKind, ExpectedSize, Faults};
 
 use promise::{Leftovers, Phase, Promises};
-use rig::{Level, Rig, TempDir, View, bury_own_locks, file_name, is_lock, is_temp, lock_of};
+use rig::{Level, Rig, TempDir, View, bury_own_locks, is_lock, is_session_in, is_temp, lock_of};
 use scenarios::Case;
 
 pub(crate) type Error = Box<dyn std::error::Error>;
@@ -300,8 +300,7 @@ fn dead_pid() -> Result<u32> {
     Ok(pid)
 }
 
-/// Explores every crash point of `case` at `size`; returns how many it explored.
-#[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
+/// Explores every crash point of `case` at `size`, counting them in `tally`.
 fn explore_case(
     case: &Case,
     size: usize,
@@ -309,17 +308,16 @@ fn explore_case(
     dead_pid: u32,
     config: &Config,
     tally: &mut Tally,
-) -> Result<usize> {
+) -> Result<()> {
     let trace = match count_boundaries(case, size, base) {
         Ok(t) => t,
         Err(e) => {
             tally.failures.push(format!("size {size}, without a crash: {e}"));
-            return Ok(0);
+            return Ok(());
         }
     };
     tally.sizes += 1;
     tally.boundaries += trace.len();
-    let mut explored = 0;
     for (i, boundary) in trace.iter().enumerate() {
         let k = i + 1;
         let mut modes: Vec<Mode> = vec![Mode::Death(CrashKind::Before)];
@@ -332,7 +330,6 @@ fn explore_case(
         for mode in modes {
             let result = match mode {
                 Mode::Death(kind) => {
-                    explored += 1;
                     tally.points += 1;
                     tally.torn += usize::from(kind == CrashKind::Torn);
                     explore_point(case, size, k, kind, boundary, base, dead_pid, config, &mut tally.leftovers)
@@ -351,7 +348,7 @@ fn explore_case(
             tally.failures.push(failure);
         }
     }
-    Ok(explored)
+    Ok(())
 }
 
 /// How a point stops the operation.
@@ -476,7 +473,7 @@ fn check_live(rig: &Rig, promises: &Promises, at: &dyn Fn(Error) -> Error) -> Re
     Ok(())
 }
 
-fn checked(view: &View, promises: &Promises, phase: Phase) -> Result<Leftovers> {
+fn checked(view: &View, promises: &Promises, phase: Phase) -> Result<()> {
     promise::check(view, promises, phase).map_err(|e| format!("{}: {e}", phase.name()).into())
 }
 
@@ -497,9 +494,7 @@ fn next_writers(view: &View, promises: &Promises) -> Result<Leftovers> {
     for n in &promises.new_files {
         let dir = view.path(&n.dir);
         for f in &files {
-            let new_session = f.parent() == Some(dir.as_path())
-                && file_name(f).is_some_and(|name| name.ends_with(".jsonl") && !name.starts_with('.'));
-            if new_session && !sessions.iter().any(|(_, p)| p == f) {
+            if is_session_in(f, &dir) && !sessions.iter().any(|(_, p)| p == f) {
                 sessions.push((n.dialect, f.clone()));
             }
         }

@@ -9,7 +9,7 @@ use session::store::{BlobRef, Durability};
 use session::{Dialect, SessionManager};
 
 use crate::Result;
-use crate::rig::{View, file_name, is_lock, is_temp};
+use crate::rig::{View, file_name, is_lock, is_session_in, is_temp};
 
 /// Which state a check looks at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -246,7 +246,7 @@ pub(crate) struct Leftovers {
 }
 
 /// Checks `view` against everything `promises` says, as `phase` requires.
-pub(crate) fn check(view: &View, promises: &Promises, phase: Phase) -> Result<Leftovers> {
+pub(crate) fn check(view: &View, promises: &Promises, phase: Phase) -> Result<()> {
     for s in &promises.sessions {
         check_session(view, s, phase).map_err(|e| format!("{}: {e}", s.path.display()))?;
     }
@@ -274,16 +274,11 @@ pub(crate) fn check(view: &View, promises: &Promises, phase: Phase) -> Result<Le
             Err(e) => return Err(format!("{} is gone: {e}", path.display()).into()),
         }
     }
-    let files = view.files()?;
-    let leftovers = Leftovers {
-        temps: files.iter().filter(|p| is_temp(p)).count(),
-        locks: files.iter().filter(|p| is_lock(p)).count(),
-    };
-    if matches!(phase, Phase::Crash | Phase::PowerLoss | Phase::ErrorPath) && (leftovers.temps + leftovers.locks) > 0 {
-        let names: Vec<_> = files.iter().filter(|p| is_temp(p) || is_lock(p)).collect();
-        return Err(format!("left behind: {names:?}").into());
+    let left: Vec<_> = view.files()?.into_iter().filter(|p| is_temp(p) || is_lock(p)).collect();
+    if matches!(phase, Phase::Crash | Phase::PowerLoss | Phase::ErrorPath) && !left.is_empty() {
+        return Err(format!("left behind: {left:?}").into());
     }
-    Ok(leftovers)
+    Ok(())
 }
 
 /// Fails unless the parse shows at most one damaged line, the last one.
@@ -437,9 +432,7 @@ fn check_new_files(view: &View, promises: &Promises, n: &NewFiles, phase: Phase)
     let known: Vec<PathBuf> =
         n.known.iter().chain(promises.sessions.iter().map(|s| &s.path)).map(|p| view.path(p)).collect();
     for file in view.files()? {
-        let is_session = file.parent() == Some(dir.as_path())
-            && file_name(&file).is_some_and(|f| f.ends_with(".jsonl") && !f.starts_with('.'));
-        if !is_session || known.contains(&file) {
+        if !is_session_in(&file, &dir) || known.contains(&file) {
             continue;
         }
         let bytes = view.storage.read(&file)?;

@@ -224,6 +224,11 @@ pub(crate) fn is_lock(path: &Path) -> bool {
     file_name(path).is_some_and(|n| n.starts_with('.') && n.ends_with(".lock"))
 }
 
+/// Returns whether `path` names a session file (`*.jsonl`, not hidden) directly in `dir`.
+pub(crate) fn is_session_in(path: &Path, dir: &Path) -> bool {
+    path.parent() == Some(dir) && file_name(path).is_some_and(|n| n.ends_with(".jsonl") && !n.starts_with('.'))
+}
+
 /// Returns the lock file of the session file `path`.
 pub(crate) fn lock_of(path: &Path) -> PathBuf {
     let name = file_name(path).unwrap_or_default();
@@ -270,14 +275,12 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 /// Rewrites every lock record of this process in the view's files, and the names of its
 /// temporary files, to name `dead_pid`: the copy then shows what a writer that died at
 /// the crash point leaves (its lock files and temporary files name its pid, and that
-/// process is gone). Returns how many lock files there are.
-pub(crate) fn bury_own_locks(view: &View, dead_pid: u32) -> Result<usize> {
+/// process is gone).
+pub(crate) fn bury_own_locks(view: &View, dead_pid: u32) -> Result<()> {
     let own = format!("{}:", std::process::id());
     let own_temp = format!(".{}.", std::process::id());
-    let mut locks = 0;
     for path in view.files()? {
         if is_lock(&path) {
-            locks += 1;
             let record = fs_err::read_to_string(&path)?;
             if let Some(ms) = record.strip_prefix(&own) {
                 fs_err::write(&path, format!("{dead_pid}:{ms}"))?;
@@ -291,5 +294,5 @@ pub(crate) fn bury_own_locks(view: &View, dead_pid: u32) -> Result<usize> {
             }
         }
     }
-    Ok(locks)
+    Ok(())
 }
