@@ -121,13 +121,12 @@ fn a_grown_session_is_parsed_only_for_its_new_lines() -> Result<()> {
     Ok(())
 }
 
-/// Rewrites `file` in place with `text` (same length) and gives it modification time
+/// Rewrites `file` in place with `bytes` (same length) and gives it modification time
 /// `mtime`.
-fn rewrite_in_place(file: &Path, text: &str, mtime: std::time::SystemTime) -> Result<()> {
+fn rewrite_in_place(file: &Path, bytes: &[u8], mtime: std::time::SystemTime) -> std::io::Result<()> {
     let f = fs_err::OpenOptions::new().write(true).truncate(false).open(file)?;
-    std::os::unix::fs::FileExt::write_all_at(f.file(), text.as_bytes(), 0)?;
-    f.file().set_modified(mtime)?;
-    Ok(())
+    std::os::unix::fs::FileExt::write_all_at(f.file(), bytes, 0)?;
+    f.file().set_modified(mtime)
 }
 
 #[test]
@@ -139,7 +138,7 @@ fn any_other_change_is_parsed_again() -> Result<()> {
         // An edit in place, same length, the old modification time put back: the change
         // time still moves.
         let edited = text.replacen("e0000150", "x0000150", 2);
-        rewrite_in_place(&file, &edited, mtime)?;
+        rewrite_in_place(&file, edited.as_bytes(), mtime)?;
         assert_eq!(reopen(dialect, &file, tmp.path(), true)?, IndexUse::Rebuilt, "{dialect:?} in place");
         assert_eq!(reopen(dialect, &file, tmp.path(), true)?, IndexUse::Unchanged);
         // Shorter.
@@ -177,7 +176,7 @@ fn a_write_right_after_indexing_is_never_missed() -> Result<()> {
         // The system clock: the file was written just now.
         assert_eq!(reopen(dialect, &file, tmp.path(), false)?, IndexUse::Rebuilt);
         let written = std::time::Instant::now();
-        rewrite_in_place(&file, &text.replacen("e0000010", "y0000010", 2), mtime)?;
+        rewrite_in_place(&file, text.replacen("e0000010", "y0000010", 2).as_bytes(), mtime)?;
         assert_eq!(reopen(dialect, &file, tmp.path(), false)?, IndexUse::Rebuilt, "{dialect:?}");
         // Even unchanged, an index written so soon is not trusted (unless the machine
         // stalled long enough for the file to settle meanwhile).
@@ -305,9 +304,7 @@ proptest::proptest! {
                         bytes[at] = b'a' + b % 26;
                     }
                     let mtime = fs_err::metadata(&file).map_err(io)?.modified().map_err(io)?;
-                    let f = fs_err::OpenOptions::new().write(true).truncate(false).open(&file).map_err(io)?;
-                    std::os::unix::fs::FileExt::write_all_at(f.file(), &bytes, 0).map_err(io)?;
-                    f.file().set_modified(mtime + std::time::Duration::from_secs(1)).map_err(io)?;
+                    rewrite_in_place(&file, &bytes, mtime + std::time::Duration::from_secs(1)).map_err(io)?;
                     text = String::from_utf8_lossy(&bytes).into_owned();
                 }
                 Change::Replace(ks) => {
