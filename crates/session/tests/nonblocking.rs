@@ -8,25 +8,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rand::Rng;
 use serde_json::json;
 use session::nonblocking::{AsyncSession, blocking};
 use session::store::Storage;
 use session::store_postgres::PostgresStorage;
 use session::{Dialect, Env, SessionManager};
+use session_testkit::TempDir;
 use session_testkit::postgres::TestDb;
 
 type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 
 fn runtime(workers: usize) -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build().expect("a runtime")
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("nonblocking-{name}-{}-{:x}", std::process::id(), rand::rng().next_u64()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
 }
 
 fn user(text: &str, ts: i64) -> serde_json::Value {
@@ -48,7 +41,7 @@ fn assistant(text: &str, ts: i64) -> serde_json::Value {
 /// worker: it returns only because the worker was free while it ran.
 #[test]
 fn no_call_holds_the_only_worker() -> TestResult {
-    let dir = temp_dir("worker");
+    let dir = TempDir::new("nonblocking-worker");
     let rt = runtime(1);
     rt.block_on(async {
         let s = AsyncSession::create(Dialect::Pi, "/work", &dir, Env::files()).await?;
@@ -100,7 +93,6 @@ fn no_call_holds_the_only_worker() -> TestResult {
         assert!(ticks.load(std::sync::atomic::Ordering::Relaxed) > 0, "the task beside the open ran");
         Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
     })?;
-    std::fs::remove_dir_all(&dir)?;
     Ok(())
 }
 
@@ -112,13 +104,13 @@ fn concurrent_tasks_drive_file_and_postgres_sessions() -> TestResult {
     let Some(db) = TestDb::create("concurrent_tasks_drive_file_and_postgres_sessions")? else { return Ok(()) };
     let conn = db.conn();
     let rt = runtime(2);
-    let dir = temp_dir("tasks");
+    let dir = TempDir::new("nonblocking-tasks");
     rt.block_on(async {
         // The blocking client makes a runtime of its own: on the pool, not on a worker.
         let c = conn.clone();
         let pg = blocking(move || PostgresStorage::connect(&c)).await?;
         let envs = [
-            ("file", Env::files(), dir.clone()),
+            ("file", Env::files(), dir.to_path_buf()),
             ("postgres", Env::memory().with_storage(Arc::new(pg)), PathBuf::from("/pg/sessions")),
         ];
         let mut tasks = Vec::new();
@@ -166,14 +158,13 @@ fn concurrent_tasks_drive_file_and_postgres_sessions() -> TestResult {
     })?;
     drop(rt);
     drop(db);
-    std::fs::remove_dir_all(&dir)?;
     Ok(())
 }
 
 /// The blocking API still works where no runtime is (a drop outside one included).
 #[test]
 fn a_session_dropped_outside_a_runtime_closes_in_place() -> TestResult {
-    let dir = temp_dir("outside");
+    let dir = TempDir::new("nonblocking-outside");
     let m = SessionManager::create(Dialect::Pi, "/work", &dir, Env::files())?;
     let s = AsyncSession::new(m);
     let rt = runtime(1);
@@ -186,6 +177,5 @@ fn a_session_dropped_outside_a_runtime_closes_in_place() -> TestResult {
     drop(s);
     let back = SessionManager::open_read_only(Dialect::Pi, &file, Env::files())?;
     assert_eq!(back.tree().entries().len(), 1);
-    std::fs::remove_dir_all(&dir)?;
     Ok(())
 }

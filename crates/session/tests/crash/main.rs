@@ -194,14 +194,9 @@ fn child(mode: &str, variant: &str, dir: &Path) -> Result<()> {
             let source = file_of(&m)?;
             m.close()?;
             ack(&["source", &source])?;
+            let forks = dir.join("forks");
             for _ in 0.. {
-                let f = SessionManager::fork_from(
-                    dialect,
-                    Path::new(&source),
-                    "/work/fork",
-                    &dir.join("forks"),
-                    env.clone(),
-                )?;
+                let f = SessionManager::fork_from(dialect, Path::new(&source), "/work/fork", &forks, env.clone())?;
                 ack(&["new", &file_of(&f)?])?;
             }
         }
@@ -411,21 +406,25 @@ fn verify_append(dialect: Dialect, killed: &Killed, env: &Env) -> Result<usize> 
     Ok(entries.len())
 }
 
-/// Returns the session files (`*.jsonl`, not hidden) directly in `dir`.
-fn sessions_in(dir: &Path) -> Result<Vec<PathBuf>> {
+/// Returns the files directly in `dir` whose names `keep` accepts, sorted.
+fn files_in(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     if !dir.exists() {
         return Ok(out);
     }
     for entry in fs_err::read_dir(dir)? {
         let path = entry?.path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        if name.ends_with(".jsonl") && !name.starts_with('.') {
+        if keep(path.file_name().and_then(|n| n.to_str()).unwrap_or_default()) {
             out.push(path);
         }
     }
     out.sort();
     Ok(out)
+}
+
+/// Returns the session files (`*.jsonl`, not hidden) directly in `dir`.
+fn sessions_in(dir: &Path) -> Result<Vec<PathBuf>> {
+    files_in(dir, |name| name.ends_with(".jsonl") && !name.starts_with('.'))
 }
 
 fn verify_copies(mode: &str, dialect: Dialect, dir: &Path, killed: &Killed, env: &Env) -> Result<usize> {
@@ -574,16 +573,5 @@ fn next_writers(dialect: Dialect, dir: &Path, killed: &Killed, summary: &mut Sum
 
 /// Returns the hidden files in `dir` whose names end with `suffix`.
 fn hidden(dir: &Path, suffix: &str) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    if !dir.exists() {
-        return Ok(out);
-    }
-    for entry in fs_err::read_dir(dir)? {
-        let path = entry?.path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        if name.starts_with('.') && name.ends_with(suffix) {
-            out.push(path);
-        }
-    }
-    Ok(out)
+    files_in(dir, |name| name.starts_with('.') && name.ends_with(suffix))
 }

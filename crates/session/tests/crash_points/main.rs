@@ -45,10 +45,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use session::SessionManager;
-use session::store::{Boundary, CrashKind, ExpectedSize};
+use session::store::{Boundary, CrashKind, ExpectedSize, Faults};
 
 use promise::{Leftovers, Phase, Promises};
-use rig::{Level, Rig, TempDir, View, bury_own_locks, file_name, is_lock, is_temp, lock_of};
+use rig::{Level, Rig, TempDir, View, bury_own_locks, is_lock, is_session_in, is_temp, lock_of};
 use scenarios::Case;
 
 pub(crate) type Error = Box<dyn std::error::Error>;
@@ -300,8 +300,7 @@ fn dead_pid() -> Result<u32> {
     Ok(pid)
 }
 
-/// Explores every crash point of `case` at `size`; returns how many it explored.
-#[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
+/// Explores every crash point of `case` at `size`, counting them in `tally`.
 fn explore_case(
     case: &Case,
     size: usize,
@@ -309,17 +308,16 @@ fn explore_case(
     dead_pid: u32,
     config: &Config,
     tally: &mut Tally,
-) -> Result<usize> {
+) -> Result<()> {
     let trace = match count_boundaries(case, size, base) {
         Ok(t) => t,
         Err(e) => {
             tally.failures.push(format!("size {size}, without a crash: {e}"));
-            return Ok(0);
+            return Ok(());
         }
     };
     tally.sizes += 1;
     tally.boundaries += trace.len();
-    let mut explored = 0;
     for (i, boundary) in trace.iter().enumerate() {
         let k = i + 1;
         let mut modes: Vec<Mode> = vec![Mode::Death(CrashKind::Before)];
@@ -332,7 +330,6 @@ fn explore_case(
         for mode in modes {
             let result = match mode {
                 Mode::Death(kind) => {
-                    explored += 1;
                     tally.points += 1;
                     tally.torn += usize::from(kind == CrashKind::Torn);
                     explore_point(case, size, k, kind, boundary, base, dead_pid, config, &mut tally.leftovers)
@@ -351,7 +348,7 @@ fn explore_case(
             tally.failures.push(failure);
         }
     }
-    Ok(explored)
+    Ok(())
 }
 
 /// How a point stops the operation.
@@ -363,28 +360,30 @@ enum Mode {
     Transient,
 }
 
-/// Runs a scenario, turning a panic into an error.
-fn run(case: &Case, rig: &Rig, promises: &mut Promises, size: usize, arm: &mut dyn FnMut()) -> Result<()> {
-    match std::panic::catch_unwind(AssertUnwindSafe(|| (case.run)(rig, promises, size, arm))) {
-        Ok(result) => result,
+/// Runs the case on a new rig, `arm` setting its fault plan where the operation begins;
+/// returns the rig and what the run promised. A panic is an error.
+fn run(case: &Case, size: usize, base: &Path, arm: impl Fn(&Faults)) -> Result<(Rig, Promises)> {
+    let rig = Rig::new(case.level, case.durability, base)?;
+    let mut promises = Promises::default();
+    let mut armed = || arm(&rig.faults);
+    match std::panic::catch_unwind(AssertUnwindSafe(|| (case.run)(&rig, &mut promises, size, &mut armed))) {
+        Ok(result) => result?,
         Err(panic) => {
             let message = panic
                 .downcast_ref::<String>()
                 .cloned()
                 .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
                 .unwrap_or_default();
-            Err(format!("panicked: {message}").into())
+            return Err(format!("panicked: {message}").into());
         }
     }
+    Ok((rig, promises))
 }
 
 /// Runs the case once without a crash and returns the boundaries it passes; checks that
 /// what it acknowledged is there and nothing is left behind.
 fn count_boundaries(case: &Case, size: usize, base: &Path) -> Result<Vec<Boundary>> {
-    let rig = Rig::new(case.level, case.durability, base)?;
-    let mut promises = Promises::default();
-    let faults = rig.faults.clone();
-    run(case, &rig, &mut promises, size, &mut || faults.record_boundaries())?;
+    let (rig, promises) = run(case, size, base, Faults::record_boundaries)?;
     let trace = rig.faults.boundaries();
     if trace.is_empty() {
         return Err("the operation passed no boundary".into());
@@ -414,44 +413,33 @@ fn explore_point(
     config: &Config,
     leftovers: &mut LeftoverTotals,
 ) -> Result<()> {
-    let rig = Rig::new(case.level, case.durability, base)?;
-    let mut promises = Promises::default();
-    let faults = rig.faults.clone();
-    run(case, &rig, &mut promises, size, &mut || faults.crash_at(k, kind))?;
+    let (rig, promises) = run(case, size, base, |faults| faults.crash_at(k, kind))?;
     let fired = rig.faults.crashed().ok_or("not reached: the operation passed fewer boundaries than when counted")?;
     if fired.op != counted.op {
         return Err(format!("boundary {k} was {counted} when counted, now {fired}").into());
     }
     let at = |e: Error| -> Error { format!("{e} (died at {fired})").into() };
-    match case.level {
-        Level::Memory => {
-            checked(&rig.live(), &promises, Phase::Crash).map_err(at)?;
-            rig.power_loss();
-            checked(&rig.live_in_place(), &promises, Phase::PowerLoss).map_err(at)?;
-        }
-        Level::Files => {
-            checked(&rig.live(), &promises, Phase::ErrorPath).map_err(at)?;
-            next_writers(&rig.live(), &promises).map_err(|e| at(format!("{}: {e}", Phase::ErrorPath.name()).into()))?;
-            let died = rig.died()?.ok_or("no copy of the files at the moment of death")?;
-            // Before anything reads the copy: its lock records name the dead writer.
-            let files = died.files()?;
-            leftovers.died_with_temps += usize::from(files.iter().any(|p| is_temp(p)));
-            leftovers.died_with_locks += usize::from(files.iter().any(|p| is_lock(p)));
-            bury_own_locks(&died, dead_pid)?;
-            checked(&died, &promises, Phase::Died).map_err(at)?;
-            let after =
-                next_writers(&died, &promises).map_err(|e| at(format!("{}: {e}", Phase::Died.name()).into()))?;
-            leftovers.temps_after_next += after.temps;
-            leftovers.orphan_locks += after.locks;
-            if after.locks > 0 {
-                let locks: Vec<_> = died.files()?.into_iter().filter(|p| is_lock(p)).collect();
-                return Err(format!("lock files of the dead writer survive the next write: {locks:?}").into());
-            }
-            if config.require_temp_cleanup && after.temps > 0 {
-                let temps: Vec<_> = died.files()?.into_iter().filter(|p| is_temp(p)).collect();
-                return Err(format!("temporary files of the dead writer survive the next write: {temps:?}").into());
-            }
-        }
+    check_live(&rig, &promises, &at)?;
+    if case.level == Level::Memory {
+        return Ok(());
+    }
+    let died = rig.died()?.ok_or("no copy of the files at the moment of death")?;
+    // Before anything reads the copy: its lock records name the dead writer.
+    let files = died.files()?;
+    leftovers.died_with_temps += usize::from(files.iter().any(|p| is_temp(p)));
+    leftovers.died_with_locks += usize::from(files.iter().any(|p| is_lock(p)));
+    bury_own_locks(&died, dead_pid)?;
+    checked(&died, &promises, Phase::Died).map_err(at)?;
+    let after = next_writers(&died, &promises).map_err(|e| at(format!("{}: {e}", Phase::Died.name()).into()))?;
+    leftovers.temps_after_next += after.temps;
+    leftovers.orphan_locks += after.locks;
+    if after.locks > 0 {
+        let locks: Vec<_> = died.files()?.into_iter().filter(|p| is_lock(p)).collect();
+        return Err(format!("lock files of the dead writer survive the next write: {locks:?}").into());
+    }
+    if config.require_temp_cleanup && after.temps > 0 {
+        let temps: Vec<_> = died.files()?.into_iter().filter(|p| is_temp(p)).collect();
+        return Err(format!("temporary files of the dead writer survive the next write: {temps:?}").into());
     }
     Ok(())
 }
@@ -459,10 +447,7 @@ fn explore_point(
 /// Runs the case with a transient fault at boundary `k` (the process lives on) and checks
 /// that nothing acknowledged is lost, nothing is left behind, and the session heals.
 fn explore_transient(case: &Case, size: usize, k: usize, counted: &Boundary, base: &Path) -> Result<()> {
-    let rig = Rig::new(case.level, case.durability, base)?;
-    let mut promises = Promises::default();
-    let faults = rig.faults.clone();
-    run(case, &rig, &mut promises, size, &mut || faults.fail_at(k))?;
+    let (rig, promises) = run(case, size, base, |faults| faults.fail_at(k))?;
     let failed = rig.faults.failed().ok_or("not reached: the operation passed fewer boundaries than when counted")?;
     if failed.op != counted.op {
         return Err(format!("boundary {k} was {counted} when counted, now {failed}").into());
@@ -471,21 +456,24 @@ fn explore_transient(case: &Case, size: usize, k: usize, counted: &Boundary, bas
     if let Some(stuck) = &promises.stuck {
         return Err(at(stuck.clone().into()));
     }
-    match case.level {
-        Level::Memory => {
-            checked(&rig.live(), &promises, Phase::Crash).map_err(at)?;
-            rig.power_loss();
-            checked(&rig.live_in_place(), &promises, Phase::PowerLoss).map_err(at)?;
-        }
-        Level::Files => {
-            checked(&rig.live(), &promises, Phase::ErrorPath).map_err(at)?;
-            next_writers(&rig.live(), &promises).map_err(|e| at(format!("{}: {e}", Phase::ErrorPath.name()).into()))?;
-        }
+    check_live(&rig, &promises, &at)
+}
+
+/// Checks the state a run left: in memory after the crash and after a power loss; on
+/// files on the error path, where a fresh writer then writes.
+fn check_live(rig: &Rig, promises: &Promises, at: &dyn Fn(Error) -> Error) -> Result<()> {
+    if rig.level == Level::Memory {
+        checked(&rig.live(), promises, Phase::Crash).map_err(at)?;
+        rig.power_loss();
+        checked(&rig.live_in_place(), promises, Phase::PowerLoss).map_err(at)?;
+    } else {
+        checked(&rig.live(), promises, Phase::ErrorPath).map_err(at)?;
+        next_writers(&rig.live(), promises).map_err(|e| at(format!("{}: {e}", Phase::ErrorPath.name()).into()))?;
     }
     Ok(())
 }
 
-fn checked(view: &View, promises: &Promises, phase: Phase) -> Result<Leftovers> {
+fn checked(view: &View, promises: &Promises, phase: Phase) -> Result<()> {
     promise::check(view, promises, phase).map_err(|e| format!("{}: {e}", phase.name()).into())
 }
 
@@ -506,9 +494,7 @@ fn next_writers(view: &View, promises: &Promises) -> Result<Leftovers> {
     for n in &promises.new_files {
         let dir = view.path(&n.dir);
         for f in &files {
-            let new_session = f.parent() == Some(dir.as_path())
-                && file_name(f).is_some_and(|name| name.ends_with(".jsonl") && !name.starts_with('.'));
-            if new_session && !sessions.iter().any(|(_, p)| p == f) {
+            if is_session_in(f, &dir) && !sessions.iter().any(|(_, p)| p == f) {
                 sessions.push((n.dialect, f.clone()));
             }
         }

@@ -9,7 +9,7 @@ use session::store::{BlobRef, Durability};
 use session::{Dialect, SessionManager};
 
 use crate::Result;
-use crate::rig::{View, file_name, is_lock, is_temp};
+use crate::rig::{View, file_name, is_lock, is_session_in, is_temp};
 
 /// Which state a check looks at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -246,7 +246,7 @@ pub(crate) struct Leftovers {
 }
 
 /// Checks `view` against everything `promises` says, as `phase` requires.
-pub(crate) fn check(view: &View, promises: &Promises, phase: Phase) -> Result<Leftovers> {
+pub(crate) fn check(view: &View, promises: &Promises, phase: Phase) -> Result<()> {
     for s in &promises.sessions {
         check_session(view, s, phase).map_err(|e| format!("{}: {e}", s.path.display()))?;
     }
@@ -274,16 +274,11 @@ pub(crate) fn check(view: &View, promises: &Promises, phase: Phase) -> Result<Le
             Err(e) => return Err(format!("{} is gone: {e}", path.display()).into()),
         }
     }
-    let files = view.files()?;
-    let leftovers = Leftovers {
-        temps: files.iter().filter(|p| is_temp(p)).count(),
-        locks: files.iter().filter(|p| is_lock(p)).count(),
-    };
-    if matches!(phase, Phase::Crash | Phase::PowerLoss | Phase::ErrorPath) && (leftovers.temps + leftovers.locks) > 0 {
-        let names: Vec<_> = files.iter().filter(|p| is_temp(p) || is_lock(p)).collect();
-        return Err(format!("left behind: {names:?}").into());
+    let left: Vec<_> = view.files()?.into_iter().filter(|p| is_temp(p) || is_lock(p)).collect();
+    if matches!(phase, Phase::Crash | Phase::PowerLoss | Phase::ErrorPath) && !left.is_empty() {
+        return Err(format!("left behind: {left:?}").into());
     }
-    Ok(leftovers)
+    Ok(())
 }
 
 /// Fails unless the parse shows at most one damaged line, the last one.
@@ -320,6 +315,15 @@ fn damage(parsed: &ParsedFile, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// The bytes of `path` in the view, `None` when there is no such file.
+fn read_if_there(view: &View, path: &Path) -> Result<Option<Vec<u8>>> {
+    match view.storage.read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 fn record_ids(parsed: &ParsedFile) -> HashSet<&str> {
     parsed.records.iter().filter_map(|r| r.id()).collect()
 }
@@ -327,15 +331,11 @@ fn record_ids(parsed: &ParsedFile) -> HashSet<&str> {
 fn check_session(view: &View, p: &SessionPromise, phase: Phase) -> Result<()> {
     let path = view.path(&p.path);
     let required = if phase == Phase::PowerLoss { &p.durable } else { &p.acked };
-    let bytes = match view.storage.read(&path) {
-        Ok(b) => b,
-        Err(e) if e.is_not_found() => {
-            if required.is_empty() {
-                return Ok(());
-            }
-            return Err(format!("missing, with {} acknowledged entries", required.len()).into());
+    let Some(bytes) = read_if_there(view, &path)? else {
+        if required.is_empty() {
+            return Ok(());
         }
-        Err(e) => return Err(e.into()),
+        return Err(format!("missing, with {} acknowledged entries", required.len()).into());
     };
     // Through the parser, without side effects.
     let parsed = parse_session_bytes(&bytes, p.dialect);
@@ -387,11 +387,7 @@ fn check_job(view: &View, j: &JobPromise) -> Result<()> {
     let mut found = Vec::new();
     for p in &j.paths {
         let path = view.path(p);
-        let bytes = match view.storage.read(&path) {
-            Ok(b) => b,
-            Err(e) if e.is_not_found() => continue,
-            Err(e) => return Err(e.into()),
-        };
+        let Some(bytes) = read_if_there(view, &path)? else { continue };
         let parsed = parse_session_bytes(&bytes, j.dialect);
         if !matches!(parsed.header_check(j.dialect), HeaderCheck::Valid { .. }) {
             return Err(format!("{}: no valid header ({} bytes)", path.display(), bytes.len()).into());
@@ -436,9 +432,7 @@ fn check_new_files(view: &View, promises: &Promises, n: &NewFiles, phase: Phase)
     let known: Vec<PathBuf> =
         n.known.iter().chain(promises.sessions.iter().map(|s| &s.path)).map(|p| view.path(p)).collect();
     for file in view.files()? {
-        let is_session = file.parent() == Some(dir.as_path())
-            && file_name(&file).is_some_and(|f| f.ends_with(".jsonl") && !f.starts_with('.'));
-        if !is_session || known.contains(&file) {
+        if !is_session_in(&file, &dir) || known.contains(&file) {
             continue;
         }
         let bytes = view.storage.read(&file)?;

@@ -54,19 +54,11 @@ impl Rig {
         let faults = Faults::new();
         let memory = MemoryStorage::new();
         let copy_error = Arc::new(Mutex::new(None));
-        match level {
-            Level::Memory => Ok(Rig {
-                level,
-                storage: Arc::new(FaultStorage::new(memory.clone(), faults.clone())),
-                blobs: BlobStore::in_memory(),
-                faults,
-                durability,
-                root: PathBuf::from("/crash"),
-                memory,
-                died: None,
-                copy_error,
-                _temp: None,
-            }),
+        let (storage, blobs, root, died, temp): (Arc<dyn Storage>, _, _, _, _) = match level {
+            Level::Memory => {
+                let storage = Arc::new(FaultStorage::new(memory.clone(), faults.clone()));
+                (storage, BlobStore::in_memory(), PathBuf::from("/crash"), None, None)
+            }
             Level::Files => {
                 let temp = TempDir::new_in(base, "run")?;
                 let root = temp.path().join("live");
@@ -79,20 +71,11 @@ impl Rig {
                         *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
                     }
                 });
-                Ok(Rig {
-                    level,
-                    storage: Arc::new(FileStorage::new().with_faults(faults.clone())),
-                    blobs: BlobStore::on(Arc::new(FileStorage::new().with_faults(faults.clone())), root.join("blobs")),
-                    faults,
-                    durability,
-                    root,
-                    memory,
-                    died: Some(died),
-                    copy_error,
-                    _temp: Some(temp),
-                })
+                let blobs = BlobStore::on(Arc::new(FileStorage::new().with_faults(faults.clone())), root.join("blobs"));
+                (Arc::new(FileStorage::new().with_faults(faults.clone())), blobs, root, Some(died), Some(temp))
             }
-        }
+        };
+        Ok(Rig { level, faults, durability, root, memory, storage, blobs, died, copy_error, _temp: temp })
     }
 
     /// Returns the environment the explored operation runs in (faults apply).
@@ -141,45 +124,37 @@ impl Rig {
     /// Returns the state the run left, read without faults (memory: a copy of it, so that
     /// what a check writes does not change what a power loss finds).
     pub(crate) fn live(&self) -> View {
-        match self.level {
-            Level::Memory => {
-                let copy = self.memory.snapshot();
-                View {
-                    storage: Arc::new(copy.clone()),
-                    blobs: self.blobs.clone(),
-                    from: self.root.clone(),
-                    to: self.root.clone(),
-                    memory: Some(copy),
-                }
-            }
-            Level::Files => View {
-                storage: Arc::new(FileStorage::new()),
-                blobs: BlobStore::open(self.root.join("blobs")),
-                from: self.root.clone(),
-                to: self.root.clone(),
-                memory: None,
-            },
-        }
+        self.view(self.memory.snapshot())
     }
 
     /// Returns the state the run left, read and written without faults (memory: the
     /// storage itself).
     pub(crate) fn live_in_place(&self) -> View {
+        self.view(self.memory.clone())
+    }
+
+    /// Returns the view of the run's state in `memory` (memory), or of its files.
+    fn view(&self, memory: MemoryStorage) -> View {
         match self.level {
             Level::Memory => View {
-                storage: Arc::new(self.memory.clone()),
+                storage: Arc::new(memory.clone()),
                 blobs: self.blobs.clone(),
                 from: self.root.clone(),
                 to: self.root.clone(),
-                memory: Some(self.memory.clone()),
+                memory: Some(memory),
             },
-            Level::Files => View {
-                storage: Arc::new(FileStorage::new()),
-                blobs: BlobStore::open(self.root.join("blobs")),
-                from: self.root.clone(),
-                to: self.root.clone(),
-                memory: None,
-            },
+            Level::Files => self.files_at(&self.root),
+        }
+    }
+
+    /// Returns the view of the files below `to` (the run's files, or a copy of them).
+    fn files_at(&self, to: &Path) -> View {
+        View {
+            storage: Arc::new(FileStorage::new()),
+            blobs: BlobStore::open(to.join("blobs")),
+            from: self.root.clone(),
+            to: to.to_path_buf(),
+            memory: None,
         }
     }
 
@@ -192,13 +167,7 @@ impl Rig {
         if !died.exists() {
             return Err("the crash hook did not run".into());
         }
-        Ok(Some(View {
-            storage: Arc::new(FileStorage::new()),
-            blobs: BlobStore::open(died.join("blobs")),
-            from: self.root.clone(),
-            to: died.clone(),
-            memory: None,
-        }))
+        Ok(Some(self.files_at(died)))
     }
 }
 
@@ -255,6 +224,11 @@ pub(crate) fn is_lock(path: &Path) -> bool {
     file_name(path).is_some_and(|n| n.starts_with('.') && n.ends_with(".lock"))
 }
 
+/// Returns whether `path` names a session file (`*.jsonl`, not hidden) directly in `dir`.
+pub(crate) fn is_session_in(path: &Path, dir: &Path) -> bool {
+    path.parent() == Some(dir) && file_name(path).is_some_and(|n| n.ends_with(".jsonl") && !n.starts_with('.'))
+}
+
 /// Returns the lock file of the session file `path`.
 pub(crate) fn lock_of(path: &Path) -> PathBuf {
     let name = file_name(path).unwrap_or_default();
@@ -301,14 +275,12 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 /// Rewrites every lock record of this process in the view's files, and the names of its
 /// temporary files, to name `dead_pid`: the copy then shows what a writer that died at
 /// the crash point leaves (its lock files and temporary files name its pid, and that
-/// process is gone). Returns how many lock files there are.
-pub(crate) fn bury_own_locks(view: &View, dead_pid: u32) -> Result<usize> {
+/// process is gone).
+pub(crate) fn bury_own_locks(view: &View, dead_pid: u32) -> Result<()> {
     let own = format!("{}:", std::process::id());
     let own_temp = format!(".{}.", std::process::id());
-    let mut locks = 0;
     for path in view.files()? {
         if is_lock(&path) {
-            locks += 1;
             let record = fs_err::read_to_string(&path)?;
             if let Some(ms) = record.strip_prefix(&own) {
                 fs_err::write(&path, format!("{dead_pid}:{ms}"))?;
@@ -322,5 +294,5 @@ pub(crate) fn bury_own_locks(view: &View, dead_pid: u32) -> Result<usize> {
             }
         }
     }
-    Ok(locks)
+    Ok(())
 }

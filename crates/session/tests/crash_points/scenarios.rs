@@ -42,6 +42,9 @@ impl Case {
 /// A scenario: `(rig, promises, size, arm)`.
 pub(crate) type Run = Box<dyn Fn(&Rig, &mut Promises, usize, &mut dyn FnMut()) -> Result<()> + Send + Sync>;
 
+/// A scenario of either dialect: `(rig, promises, size, arm, dialect)`.
+type DialectRun = fn(&Rig, &mut Promises, usize, &mut dyn FnMut(), Dialect) -> Result<()>;
+
 /// Returns every case the explorer runs.
 pub(crate) fn cases() -> Vec<Case> {
     const DURABILITIES: [Durability; 3] = [Durability::None, Durability::Flush, Durability::Fsync];
@@ -49,6 +52,7 @@ pub(crate) fn cases() -> Vec<Case> {
     let mut add = |op, variant: String, level, durability, run: Run| {
         out.push(Case { op, variant, level, durability, run, transient: op == "append" });
     };
+    let on = |run: DialectRun, dialect| -> Run { Box::new(move |r, p, s, a| run(r, p, s, a, dialect)) };
     for level in [Level::Memory, Level::Files] {
         // The files level explores the real write paths; one durability each keeps it short,
         // except for appends, whose sync boundaries differ.
@@ -60,16 +64,10 @@ pub(crate) fn cases() -> Vec<Case> {
             let dn = durability_name(d);
             for dialect in [Dialect::Pi, Dialect::Omp] {
                 let n = dialect.name();
-                add("append", format!("{n} {dn}"), level, d, Box::new(move |r, p, s, a| append(r, p, s, a, dialect)));
-                add("fork", format!("{n} {dn}"), level, d, Box::new(move |r, p, s, a| fork(r, p, s, a, dialect)));
-                add("extract", format!("{n} {dn}"), level, d, Box::new(move |r, p, s, a| extract(r, p, s, a, dialect)));
-                add(
-                    "rewrite",
-                    format!("{n} migration {dn}"),
-                    level,
-                    d,
-                    Box::new(move |r, p, s, a| migration(r, p, s, a, dialect)),
-                );
+                add("append", format!("{n} {dn}"), level, d, on(append, dialect));
+                add("fork", format!("{n} {dn}"), level, d, on(fork, dialect));
+                add("extract", format!("{n} {dn}"), level, d, on(extract, dialect));
+                add("rewrite", format!("{n} migration {dn}"), level, d, on(migration, dialect));
             }
             add("rename", format!("pi {dn}"), level, d, Box::new(rename_pi));
             add("rename", format!("omp slot {dn}"), level, d, Box::new(|r, p, s, a| rename_omp(r, p, s, a, true)));
@@ -81,24 +79,19 @@ pub(crate) fn cases() -> Vec<Case> {
         let d = Durability::Fsync;
         for dialect in [Dialect::Pi, Dialect::Omp] {
             let n = dialect.name();
-            add("job repair", n.into(), level, d, Box::new(move |r, p, s, a| job_rewrite(r, p, s, a, dialect, false)));
-            add("job migrate", n.into(), level, d, Box::new(move |r, p, s, a| job_rewrite(r, p, s, a, dialect, true)));
-            add("job move", n.into(), level, d, Box::new(move |r, p, s, a| job_move(r, p, s, a, dialect, false)));
+            add("job repair", n.into(), level, d, on(|r, p, s, a, dl| job_rewrite(r, p, s, a, dl, false), dialect));
+            add("job migrate", n.into(), level, d, on(|r, p, s, a, dl| job_rewrite(r, p, s, a, dl, true), dialect));
+            add("job move", n.into(), level, d, on(|r, p, s, a, dl| job_move(r, p, s, a, dl, false), dialect));
             if level == Level::Memory {
-                add(
-                    "job move",
-                    format!("{n} across file systems"),
-                    level,
-                    d,
-                    Box::new(move |r, p, s, a| job_move(r, p, s, a, dialect, true)),
-                );
+                let across = on(|r, p, s, a, dl| job_move(r, p, s, a, dl, true), dialect);
+                add("job move", format!("{n} across file systems"), level, d, across);
             }
-            add("job rm", n.into(), level, d, Box::new(move |r, p, s, a| job_rm(r, p, s, a, dialect)));
-            add("job trash", n.into(), level, d, Box::new(move |r, p, s, a| job_trash(r, p, s, a, dialect)));
-            add("job merge", n.into(), level, d, Box::new(move |r, p, s, a| job_merge(r, p, s, a, dialect)));
+            add("job rm", n.into(), level, d, on(job_rm, dialect));
+            add("job trash", n.into(), level, d, on(job_trash, dialect));
+            add("job merge", n.into(), level, d, on(job_merge, dialect));
         }
         for dialect in [Dialect::Pi, Dialect::Omp] {
-            add("job sync", dialect.name().into(), level, d, Box::new(move |r, p, s, a| job_sync(r, p, s, a, dialect)));
+            add("job sync", dialect.name().into(), level, d, on(job_sync, dialect));
         }
         add("job gc", "omp".into(), level, d, Box::new(job_gc));
         add("job pull", "pi".into(), level, d, Box::new(job_pull));
@@ -106,14 +99,7 @@ pub(crate) fn cases() -> Vec<Case> {
             for d in [Durability::None, Durability::Flush] {
                 let dn = durability_name(d);
                 for dialect in [Dialect::Pi, Dialect::Omp] {
-                    let n = dialect.name();
-                    add(
-                        "append",
-                        format!("{n} {dn}"),
-                        level,
-                        d,
-                        Box::new(move |r, p, s, a| append(r, p, s, a, dialect)),
-                    );
+                    add("append", format!("{} {dn}", dialect.name()), level, d, on(append, dialect));
                 }
             }
             add("blob put", "store".into(), level, Durability::Fsync, Box::new(blob_put));
@@ -241,16 +227,16 @@ fn append_one(rig: &Rig, m: &mut SessionManager, p: &mut Promises, s: usize, i: 
 }
 
 /// Appends `n` entries (`first` is the index of the first in the sequence), flushing every
-/// third one with [`Durability::Flush`]; returns false when the process died. After a
-/// transient fault it goes on, and records in `p.stuck` when the session does not heal:
-/// omp heals by its next full rewrite, pi only while its first write is not yet done (later
-/// the append writer latches its first error, by design).
-fn append_many(rig: &Rig, m: &mut SessionManager, p: &mut Promises, s: usize, first: usize, n: usize) -> Result<bool> {
+/// third one with [`Durability::Flush`], then [`close`]s the session unless the process
+/// died. After a transient fault it goes on, and records in `p.stuck` when the session does
+/// not heal: omp heals by its next full rewrite, pi only while its first write is not yet
+/// done (later the append writer latches its first error, by design).
+fn append_many(rig: &Rig, mut m: SessionManager, p: &mut Promises, s: usize, first: usize, n: usize) -> Result<()> {
     // Once a step failed: whether the session must heal, and the steps since.
     let mut must_heal = None;
     for i in first..first + n {
         let written_before = !p.sessions[s].acked.is_empty();
-        let mut outcome = append_one(rig, m, p, s, i)?;
+        let mut outcome = append_one(rig, &mut m, p, s, i)?;
         if outcome == Outcome::Acked && rig.durability == Durability::Flush && i % 3 == 2 {
             match m.flush() {
                 Ok(()) => p.sessions[s].flushed(),
@@ -258,7 +244,7 @@ fn append_many(rig: &Rig, m: &mut SessionManager, p: &mut Promises, s: usize, fi
             }
         }
         match outcome {
-            Outcome::Stopped => return Ok(false),
+            Outcome::Stopped => return Ok(()),
             Outcome::Failed if must_heal.is_none() => {
                 must_heal = Some(m.dialect() == Dialect::Omp || !written_before);
             }
@@ -284,7 +270,7 @@ fn append_many(rig: &Rig, m: &mut SessionManager, p: &mut Promises, s: usize, fi
                 }
                 Err(e) => {
                     if outcome_of(rig, &e)? == Outcome::Stopped {
-                        return Ok(false);
+                        return Ok(());
                     }
                     if probe == 1 && !healed {
                         let failure = rig.faults.failed().map(|b| b.to_string()).unwrap_or_default();
@@ -294,7 +280,7 @@ fn append_many(rig: &Rig, m: &mut SessionManager, p: &mut Promises, s: usize, fi
             }
         }
     }
-    Ok(true)
+    close(rig, m, p, s)
 }
 
 /// Closes the session; with [`Durability::Flush`] that syncs it. After a transient fault the
@@ -308,12 +294,9 @@ fn close(rig: &Rig, m: SessionManager, p: &mut Promises, s: usize) -> Result<()>
 /// A new session from its first write on: `create`, then `size + 4` varied appends.
 fn append(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), dialect: Dialect) -> Result<()> {
     arm();
-    let mut m = step!(rig, SessionManager::create(dialect, "/work", &rig.sessions(), rig.env()));
+    let m = step!(rig, SessionManager::create(dialect, "/work", &rig.sessions(), rig.env()));
     let s = p.session(dialect, &file_of(&m)?, rig.durability);
-    if !append_many(rig, &mut m, p, s, 0, size + 4)? {
-        return Ok(());
-    }
-    close(rig, m, p, s)
+    append_many(rig, m, p, s, 0, size + 4)
 }
 
 /// Writes a session with a label and a side branch, made durable by an atomic rewrite of
@@ -359,14 +342,10 @@ fn fork(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), dialect
     let ids = p.sessions[source].acked.clone();
     p.new_files.push(NewFiles { dialect, dir: rig.forks(), known: Vec::new(), ids });
     arm();
-    let mut m = step!(rig, SessionManager::fork_from(dialect, &src, "/work/fork", &rig.forks(), rig.env()));
+    let m = step!(rig, SessionManager::fork_from(dialect, &src, "/work/fork", &rig.forks(), rig.env()));
     let s = p.session(dialect, &file_of(&m)?, rig.durability);
-    let ids = ids_of(&m);
-    p.sessions[s].all_written(ids.iter().map(String::as_str));
-    if !append_many(rig, &mut m, p, s, 0, size)? {
-        return Ok(());
-    }
-    close(rig, m, p, s)
+    p.sessions[s].all_written(ids_of(&m).iter().map(String::as_str));
+    append_many(rig, m, p, s, 0, size)
 }
 
 /// `create_branched_session` of the main branch of a durable session, then `size`
@@ -379,12 +358,8 @@ fn extract(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), dial
     arm();
     let new = step!(rig, m.create_branched_session(&leaf)).ok_or("no file for the branch")?;
     let s = p.session(dialect, &new, rig.durability);
-    let ids = ids_of(&m);
-    p.sessions[s].all_written(ids.iter().map(String::as_str));
-    if !append_many(rig, &mut m, p, s, 0, size)? {
-        return Ok(());
-    }
-    close(rig, m, p, s)
+    p.sessions[s].all_written(ids_of(&m).iter().map(String::as_str));
+    append_many(rig, m, p, s, 0, size)
 }
 
 /// A version 1 file (no ids), as both references wrote it once.
@@ -408,56 +383,37 @@ fn migration(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), di
     rig.storage().write_atomic(&file, v1_session("legacy").as_bytes(), ExpectedSize::Missing)?;
     let s = p.session(dialect, &file, rig.durability);
     p.sessions[s].marks = vec!["legacy question".into(), "legacy answer".into()];
-    let mut m = match dialect {
+    let m = match dialect {
         Dialect::Pi => {
             arm();
-            step!(rig, SessionManager::open(dialect, &file, rig.env()))
+            let m = step!(rig, SessionManager::open(dialect, &file, rig.env()));
+            // pi rewrote the migrated file before `open` returned.
+            p.sessions[s].all_written(ids_of(&m).iter().map(String::as_str));
+            m
         }
         Dialect::Omp => {
-            let m = SessionManager::open(dialect, &file, rig.env())?;
+            let mut m = SessionManager::open(dialect, &file, rig.env())?;
             arm();
+            // omp's first write is the full rewrite: it carries the migrated entries.
+            for id in &ids_of(&m) {
+                p.sessions[s].held(id);
+            }
+            let id = step!(rig, m.append_custom_entry("after-migration", None));
+            // omp's appends never throw: a failed write is latched instead.
+            if let Some(e) = m.persistence_error() {
+                return died(rig, e);
+            }
+            p.sessions[s].written(&id);
             m
         }
     };
-    if dialect == Dialect::Pi {
-        // pi rewrote the migrated file before `open` returned.
-        let ids = ids_of(&m);
-        p.sessions[s].all_written(ids.iter().map(String::as_str));
-    } else {
-        // omp's first write is the full rewrite: it carries the migrated entries.
-        let ids = ids_of(&m);
-        for id in &ids {
-            p.sessions[s].held(id);
-        }
-        let id = step!(rig, m.append_custom_entry("after-migration", None));
-        // omp's appends never throw: a failed write is latched instead.
-        if let Some(e) = m.persistence_error() {
-            return died(rig, e);
-        }
-        p.sessions[s].written(&id);
-    }
-    if !append_many(rig, &mut m, p, s, 2, size + 1)? {
-        return Ok(());
-    }
-    close(rig, m, p, s)
+    append_many(rig, m, p, s, 2, size + 1)
 }
 
 /// pi's rename: `size + 2` `session_info` appends.
 fn rename_pi(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut()) -> Result<()> {
     let (file, _, _) = branchy_session(rig, Dialect::Pi)?;
-    let s = promise_setup(rig, p, Dialect::Pi, &file)?;
-    p.sessions[s].names = vec![None];
-    let mut m = SessionManager::open(Dialect::Pi, &file, rig.env())?;
-    arm();
-    for j in 0..size + 2 {
-        let name = format!("name {j}");
-        let before = p.sessions[s].names.first().cloned().flatten();
-        p.sessions[s].names = vec![before, Some(name.clone())];
-        let id = step!(rig, m.set_session_name(&name, None)).ok_or("pi refused a name")?;
-        p.sessions[s].written(&id);
-        p.sessions[s].names = vec![Some(name)];
-    }
-    close(rig, m, p, s)
+    renames(rig, p, size, arm, Dialect::Pi, &file)
 }
 
 /// omp's rename, `size + 2` times: a `title_change` append, then the title slot written
@@ -470,16 +426,24 @@ fn rename_omp(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), s
         let cut = bytes.iter().position(|&b| b == b'\n').ok_or("no slot line")? + 1;
         rig.storage().write_atomic(&file, &bytes[cut..], ExpectedSize::Bytes(bytes.len() as u64))?;
     }
-    let s = promise_setup(rig, p, Dialect::Omp, &file)?;
+    renames(rig, p, size, arm, Dialect::Omp, &file)
+}
+
+/// Renames the set-up session `file` `size + 2` times, promising each name, then closes it.
+fn renames(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), d: Dialect, file: &Path) -> Result<()> {
+    let s = promise_setup(rig, p, d, file)?;
     p.sessions[s].names = vec![None];
-    let mut m = SessionManager::open(Dialect::Omp, &file, rig.env())?;
+    let mut m = SessionManager::open(d, file, rig.env())?;
     arm();
     for j in 0..size + 2 {
-        // Long enough that half a slot overwrite stops inside the title.
-        let name = format!("title {j} {}", "t".repeat(40 + j));
+        let (name, source, refused) = match d {
+            Dialect::Pi => (format!("name {j}"), None, "pi refused a name"),
+            // Long enough that half a slot overwrite stops inside the title.
+            Dialect::Omp => (format!("title {j} {}", "t".repeat(40 + j)), Some("user"), "omp refused a title"),
+        };
         let before = p.sessions[s].names.first().cloned().flatten();
         p.sessions[s].names = vec![before, Some(name.clone())];
-        let id = step!(rig, m.set_session_name(&name, Some("user"))).ok_or("omp refused a title")?;
+        let id = step!(rig, m.set_session_name(&name, source)).ok_or(refused)?;
         p.sessions[s].written(&id);
         p.sessions[s].names = vec![Some(name)];
     }
@@ -736,13 +700,8 @@ fn job_move(
     }
     bystanders(rig, p, dialect)?;
     let target = root.join("--new--");
-    p.jobs.push(JobPromise {
-        dialect,
-        paths: vec![file.clone(), target.join("s.jsonl")],
-        may_vanish: false,
-        marks,
-        artifacts,
-    });
+    let paths = vec![file.clone(), target.join("s.jsonl")];
+    p.jobs.push(JobPromise { dialect, paths, may_vanish: false, marks, artifacts });
     if across {
         rig.faults.cross_devices(true);
     }
@@ -795,13 +754,8 @@ fn job_trash(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), di
     bystanders(rig, p, dialect)?;
     let trash = root.parent().ok_or("an agent folder")?.join(maintenance::TRASH_DIR);
     let in_trash = trash.join(format!("{NOW}-s.jsonl/s.jsonl"));
-    p.jobs.push(JobPromise {
-        dialect,
-        paths: vec![file.clone(), in_trash.clone()],
-        may_vanish: false,
-        marks,
-        artifacts,
-    });
+    let paths = vec![file.clone(), in_trash.clone()];
+    p.jobs.push(JobPromise { dialect, paths, may_vanish: false, marks, artifacts });
     let (home_dir, run_root) = (home(rig), rig.root.clone());
     let again = (file.clone(), in_trash);
     p.reruns.push(Rerun(Box::new(move |view| {
@@ -891,23 +845,16 @@ fn job_pull(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut()) -> 
     let source = Path::new("/srv/p/s.jsonl");
     server.write_atomic(source, text.as_bytes(), ExpectedSize::Missing)?;
     for i in 0..=size {
-        server.write_atomic(
-            &Path::new("/srv/p/s").join(format!("d{i}/a{i}.txt")),
-            b"artifact",
-            ExpectedSize::Missing,
-        )?;
+        let artifact = Path::new("/srv/p/s").join(format!("d{i}/a{i}.txt"));
+        server.write_atomic(&artifact, b"artifact", ExpectedSize::Missing)?;
     }
     let target = rig.root.join("pulled");
     let (other, _) = v3_session(Dialect::Pi, "other", 1, false)?;
     put(rig, &target.join("other.jsonl"), other.as_bytes())?;
     p.untouched.push((target.join("other.jsonl"), other.into_bytes()));
     let ids: Vec<String> = (0..3).map(|i| format!("{i:08x}")).collect();
-    p.new_files.push(NewFiles {
-        dialect: Dialect::Pi,
-        dir: target.clone(),
-        known: vec![target.join("other.jsonl")],
-        ids,
-    });
+    let known = vec![target.join("other.jsonl")];
+    p.new_files.push(NewFiles { dialect: Dialect::Pi, dir: target.clone(), known, ids });
     let again = (server.clone(), target.clone());
     p.reruns.push(Rerun(Box::new(move |view| {
         let (server, target) = (&again.0, view.path(&again.1));
@@ -923,15 +870,15 @@ fn job_pull(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut()) -> 
 
 // ------------------------------------------------------------------ sync
 
-/// One machine of a sync run: its home below the run's root.
-fn sync_machine(storage: Arc<dyn Storage>, root: &Path, tag: &str) -> SyncLocal {
-    let home = root.join(tag);
-    let env = ProcessEnv::new(&home, root.join("project"), root.join("tmp"));
-    SyncLocal::new(storage, vec![AgentDirs::pi(&env), AgentDirs::omp(&env, OmpHome::Omp)], home.join(".state"))
-}
-
-fn sync_remote(storage: Arc<dyn Storage>, root: &Path) -> SyncRemote {
-    SyncRemote::new(storage, "crash-remote", root.join("remote"))
+/// The machines A and B of a sync run (their homes below the run's root) and their remote.
+fn sync_sides(storage: Arc<dyn Storage>, root: &Path) -> (SyncLocal, SyncLocal, SyncRemote) {
+    let machine = |tag: &str| {
+        let home = root.join(tag);
+        let env = ProcessEnv::new(&home, root.join("project"), root.join("tmp"));
+        let homes = vec![AgentDirs::pi(&env), AgentDirs::omp(&env, OmpHome::Omp)];
+        SyncLocal::new(storage.clone(), homes, home.join(".state"))
+    };
+    (machine("a"), machine("b"), SyncRemote::new(storage.clone(), "crash-remote", root.join("remote")))
 }
 
 /// Syncs `local` with `remote` and fails on a session that failed or was skipped.
@@ -1028,8 +975,7 @@ fn job_sync(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), dia
     const NAMES: [&str; 5] = ["both", "here", "there", "new-here", "new-there"];
     let root = rig.root.clone();
     let project = root.join("project");
-    let (a, b) = (sync_machine(rig.storage_arc(), &root, "a"), sync_machine(rig.storage_arc(), &root, "b"));
-    let remote = sync_remote(rig.storage_arc(), &root);
+    let (a, b, remote) = sync_sides(rig.storage_arc(), &root);
     let bucket = |m: &SyncLocal| -> Result<PathBuf> {
         let home = m.homes.iter().find(|h| h.dialect == dialect).ok_or("a home of the dialect")?;
         Ok(home.default_session_dir(&project.to_string_lossy()))
@@ -1098,18 +1044,10 @@ fn job_sync(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), dia
     }
     // The download and the upload: whole wherever they appear.
     let ids_of_base = |i: usize| (0..2).map(|k| format!("base{}{k:04x}", NAMES[i].replace('-', ""))).collect();
-    p.new_files.push(NewFiles {
-        dialect,
-        dir: a_dir.clone(),
-        known: (0..4).map(|i| a_dir.join(file_name_of(i))).collect(),
-        ids: ids_of_base(4),
-    });
-    p.new_files.push(NewFiles {
-        dialect,
-        dir: remote_folder.clone(),
-        known: remote_files.clone(),
-        ids: ids_of_base(3),
-    });
+    let known = (0..4).map(|i| a_dir.join(file_name_of(i))).collect();
+    p.new_files.push(NewFiles { dialect, dir: a_dir.clone(), known, ids: ids_of_base(4) });
+    let (dir, known) = (remote_folder.clone(), remote_files.clone());
+    p.new_files.push(NewFiles { dialect, dir, known, ids: ids_of_base(3) });
     // B's home is no part of A's sync.
     for f in view.files()? {
         if f.starts_with(root.join("b")) && !is_lock(&f) {
@@ -1120,8 +1058,7 @@ fn job_sync(rig: &Rig, p: &mut Promises, size: usize, arm: &mut dyn FnMut(), dia
     let names: Vec<String> = (0..NAMES.len()).map(file_name_of).collect();
     p.reruns.push(Rerun(Box::new(move |view| {
         let root = view.path(&run_root);
-        let (a, b) = (sync_machine(view.storage.clone(), &root, "a"), sync_machine(view.storage.clone(), &root, "b"));
-        let remote = sync_remote(view.storage.clone(), &root);
+        let (a, b, remote) = sync_sides(view.storage.clone(), &root);
         sync_all(&a, &remote)?;
         sync_all(&b, &remote)?;
         let last = sync_all(&a, &remote)?;

@@ -12,10 +12,9 @@ use session::store::PrivateDir;
 use session::store::clock::ManualClock;
 use session::{Dialect, Env, IndexUse, SessionManager};
 
+use crate::common::{Result, append};
 use crate::spans::{answers, env as plain_env};
 use session_testkit::TempDir;
-
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 /// Files are read in pieces this small, so that small sessions go through the file.
 const POLICY: SpanPolicy = SpanPolicy { from_file_size: 0, from_record_size: 64, piece: 2048 };
@@ -56,6 +55,16 @@ fn session_text(dialect: Dialect, entries: std::ops::Range<usize>) -> String {
     text
 }
 
+/// A new folder (its name holding `tag`) with a session of 300 entries in `s.jsonl`: the
+/// folder, the file and its text.
+fn session_in(tag: &str, dialect: Dialect) -> Result<(TempDir, PathBuf, String)> {
+    let tmp = TempDir::new(tag);
+    let file = tmp.path().join("s.jsonl");
+    let text = session_text(dialect, 0..300);
+    fs_err::write(&file, &text)?;
+    Ok((tmp, file, text))
+}
+
 /// Opens `file` read-only through the index and checks it answers as a fresh parse;
 /// returns how the index was used.
 fn reopen(dialect: Dialect, file: &Path, dir: &Path, settled: bool) -> Result<IndexUse> {
@@ -74,9 +83,7 @@ fn index_files(dir: &Path) -> Result<Vec<PathBuf>> {
 #[test]
 fn an_unchanged_session_is_read_from_its_index_alone() -> Result<()> {
     for dialect in [Dialect::Pi, Dialect::Omp] {
-        let tmp = TempDir::new("index-same");
-        let file = tmp.path().join("s.jsonl");
-        fs_err::write(&file, session_text(dialect, 0..300))?;
+        let (tmp, file, _) = session_in("index-same", dialect)?;
         assert_eq!(reopen(dialect, &file, tmp.path(), true)?, IndexUse::Rebuilt);
         assert_eq!(index_files(tmp.path())?.len(), 1);
         let m = SessionManager::open_read_only(dialect, &file, env(tmp.path(), true))?;
@@ -95,57 +102,43 @@ fn an_unchanged_session_is_read_from_its_index_alone() -> Result<()> {
 #[test]
 fn a_grown_session_is_parsed_only_for_its_new_lines() -> Result<()> {
     for dialect in [Dialect::Pi, Dialect::Omp] {
-        let tmp = TempDir::new("index-grown");
-        let file = tmp.path().join("s.jsonl");
-        fs_err::write(&file, session_text(dialect, 0..300))?;
+        let (tmp, file, _) = session_in("index-grown", dialect)?;
         reopen(dialect, &file, tmp.path(), true)?;
         for round in 0..3 {
-            let mut f = fs_err::OpenOptions::new().append(true).open(&file)?;
             for i in 300 + round * 5..305 + round * 5 {
-                std::io::Write::write_all(&mut f, line(i, Some(i - 1)).as_bytes())?;
+                append(&file, &line(i, Some(i - 1)))?;
             }
-            drop(f);
             assert_eq!(reopen(dialect, &file, tmp.path(), true)?, IndexUse::Grown, "{dialect:?} round {round}");
         }
         // A torn line appended, then its end: each open answers as a fresh parse.
         let next = line(315, Some(314));
         let (head, rest) = next.split_at(40);
-        fs_err::OpenOptions::new()
-            .append(true)
-            .open(&file)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, head.as_bytes()))?;
+        append(&file, head)?;
         reopen(dialect, &file, tmp.path(), true)?;
-        fs_err::OpenOptions::new()
-            .append(true)
-            .open(&file)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, rest.as_bytes()))?;
+        append(&file, rest)?;
         reopen(dialect, &file, tmp.path(), true)?;
     }
     Ok(())
 }
 
-/// Rewrites `file` in place with `text` (same length) and gives it modification time
+/// Rewrites `file` in place with `bytes` (same length) and gives it modification time
 /// `mtime`.
-fn rewrite_in_place(file: &Path, text: &str, mtime: std::time::SystemTime) -> Result<()> {
+fn rewrite_in_place(file: &Path, bytes: &[u8], mtime: std::time::SystemTime) -> std::io::Result<()> {
     let f = fs_err::OpenOptions::new().write(true).truncate(false).open(file)?;
-    std::os::unix::fs::FileExt::write_all_at(f.file(), text.as_bytes(), 0)?;
-    f.file().set_modified(mtime)?;
-    Ok(())
+    std::os::unix::fs::FileExt::write_all_at(f.file(), bytes, 0)?;
+    f.file().set_modified(mtime)
 }
 
 #[test]
 fn any_other_change_is_parsed_again() -> Result<()> {
     for dialect in [Dialect::Pi, Dialect::Omp] {
-        let tmp = TempDir::new("index-changed");
-        let file = tmp.path().join("s.jsonl");
-        let text = session_text(dialect, 0..300);
-        fs_err::write(&file, &text)?;
+        let (tmp, file, text) = session_in("index-changed", dialect)?;
         reopen(dialect, &file, tmp.path(), true)?;
         let mtime = fs_err::metadata(&file)?.modified()?;
         // An edit in place, same length, the old modification time put back: the change
         // time still moves.
         let edited = text.replacen("e0000150", "x0000150", 2);
-        rewrite_in_place(&file, &edited, mtime)?;
+        rewrite_in_place(&file, edited.as_bytes(), mtime)?;
         assert_eq!(reopen(dialect, &file, tmp.path(), true)?, IndexUse::Rebuilt, "{dialect:?} in place");
         assert_eq!(reopen(dialect, &file, tmp.path(), true)?, IndexUse::Unchanged);
         // Shorter.
@@ -178,15 +171,12 @@ fn any_other_change_is_parsed_again() -> Result<()> {
 #[test]
 fn a_write_right_after_indexing_is_never_missed() -> Result<()> {
     for dialect in [Dialect::Pi, Dialect::Omp] {
-        let tmp = TempDir::new("index-racy");
-        let file = tmp.path().join("s.jsonl");
-        let text = session_text(dialect, 0..300);
-        fs_err::write(&file, &text)?;
+        let (tmp, file, text) = session_in("index-racy", dialect)?;
         let mtime = fs_err::metadata(&file)?.modified()?;
         // The system clock: the file was written just now.
         assert_eq!(reopen(dialect, &file, tmp.path(), false)?, IndexUse::Rebuilt);
         let written = std::time::Instant::now();
-        rewrite_in_place(&file, &text.replacen("e0000010", "y0000010", 2), mtime)?;
+        rewrite_in_place(&file, text.replacen("e0000010", "y0000010", 2).as_bytes(), mtime)?;
         assert_eq!(reopen(dialect, &file, tmp.path(), false)?, IndexUse::Rebuilt, "{dialect:?}");
         // Even unchanged, an index written so soon is not trusted (unless the machine
         // stalled long enough for the file to settle meanwhile).
@@ -201,9 +191,7 @@ fn a_write_right_after_indexing_is_never_missed() -> Result<()> {
 #[test]
 fn a_damaged_or_foreign_index_is_ignored() -> Result<()> {
     let dialect = Dialect::Pi;
-    let tmp = TempDir::new("index-damaged");
-    let file = tmp.path().join("s.jsonl");
-    fs_err::write(&file, session_text(dialect, 0..300))?;
+    let (tmp, file, _) = session_in("index-damaged", dialect)?;
     reopen(dialect, &file, tmp.path(), true)?;
     let [index] = &index_files(tmp.path())?[..] else { return Err("one index file".into()) };
     let good = fs_err::read(index)?;
@@ -299,7 +287,7 @@ proptest::proptest! {
                 Change::None => {}
                 Change::Append(ks) => {
                     let more = build(ks, 100 * (round + 1));
-                    fs_err::OpenOptions::new().append(true).open(&file).and_then(|mut f| std::io::Write::write_all(&mut f, more.as_bytes())).map_err(io)?;
+                    append(&file, &more).map_err(io)?;
                     text.push_str(&more);
                 }
                 Change::Truncate(n) => {
@@ -316,9 +304,7 @@ proptest::proptest! {
                         bytes[at] = b'a' + b % 26;
                     }
                     let mtime = fs_err::metadata(&file).map_err(io)?.modified().map_err(io)?;
-                    let f = fs_err::OpenOptions::new().write(true).truncate(false).open(&file).map_err(io)?;
-                    std::os::unix::fs::FileExt::write_all_at(f.file(), &bytes, 0).map_err(io)?;
-                    f.file().set_modified(mtime + std::time::Duration::from_secs(1)).map_err(io)?;
+                    rewrite_in_place(&file, &bytes, mtime + std::time::Duration::from_secs(1)).map_err(io)?;
                     text = String::from_utf8_lossy(&bytes).into_owned();
                 }
                 Change::Replace(ks) => {
@@ -339,9 +325,7 @@ proptest::proptest! {
 fn the_index_is_private_and_never_follows_a_link() -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let dialect = Dialect::Pi;
-    let tmp = TempDir::new("index-private");
-    let file = tmp.path().join("s.jsonl");
-    fs_err::write(&file, session_text(dialect, 0..300))?;
+    let (tmp, file, _) = session_in("index-private", dialect)?;
     assert_eq!(reopen(dialect, &file, tmp.path(), true)?, IndexUse::Rebuilt);
     let mode = |p: &Path| -> Result<u32> { Ok(fs_err::symlink_metadata(p)?.permissions().mode() & 0o777) };
     assert_eq!(mode(&tmp.path().join("index"))?, 0o700);

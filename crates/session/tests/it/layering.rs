@@ -84,6 +84,23 @@ fn pure_crates_do_not_touch_the_file_system() -> Result<()> {
     Ok(())
 }
 
+/// Every `.rs` file below the folders `subs` of each crate but those named in `skip`.
+fn crate_files(skip: &[&str], subs: &[&str]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for krate in fs_err::read_dir(root().join("crates"))? {
+        let krate = krate?.path();
+        if krate.file_name().is_some_and(|n| skip.iter().any(|s| n == *s)) {
+            continue;
+        }
+        for sub in subs {
+            if krate.join(sub).is_dir() {
+                rust_files(&krate.join(sub), &mut files)?;
+            }
+        }
+    }
+    Ok(files)
+}
+
 /// Every `.rs` file below `dir`.
 fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) -> Result<()> {
     for entry in fs_err::read_dir(dir)? {
@@ -103,13 +120,7 @@ fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) -> Resul
 /// prints no error by `format!("{e}")` alone, which drops its causes.
 #[test]
 fn error_messages_do_not_repeat_their_source() -> Result<()> {
-    let mut files = Vec::new();
-    for krate in fs_err::read_dir(root().join("crates"))? {
-        let src = krate?.path().join("src");
-        if src.is_dir() {
-            rust_files(&src, &mut files)?;
-        }
-    }
+    let files = crate_files(&[], &["src"])?;
     assert!(files.len() > 50, "the crates' sources are found ({} files)", files.len());
     let mut repeated = Vec::new();
     let mut checked = 0;
@@ -171,19 +182,8 @@ fn file_system_access_crosses_the_storage_layer() -> Result<()> {
     ]
     .into_iter()
     .collect();
-    let mut files = Vec::new();
-    for krate in fs_err::read_dir(root().join("crates"))? {
-        let krate = krate?.path();
-        let name = krate.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        // The storage layer itself, and the test support (temporary folders, fixtures).
-        if name == "session-store" || name == "session-testkit" {
-            continue;
-        }
-        let src = krate.join("src");
-        if src.is_dir() {
-            rust_files(&src, &mut files)?;
-        }
-    }
+    // Not the storage layer itself, nor the test support (temporary folders, fixtures).
+    let files = crate_files(&["session-store", "session-testkit"], &["src"])?;
     assert!(files.len() > 50, "the crates' sources are found ({} files)", files.len());
     let crates = root().join("crates");
     let mut found = Vec::new();
@@ -211,18 +211,7 @@ fn file_system_access_crosses_the_storage_layer() -> Result<()> {
 /// database by hand or includes the generator's source with `#[path]`.
 #[test]
 fn test_support_lives_in_the_testkit() -> Result<()> {
-    let mut files = Vec::new();
-    for krate in fs_err::read_dir(root().join("crates"))? {
-        let krate = krate?.path();
-        if krate.file_name().is_some_and(|n| n == "session-testkit") {
-            continue;
-        }
-        for sub in ["src", "tests", "benches", "examples"] {
-            if krate.join(sub).is_dir() {
-                rust_files(&krate.join(sub), &mut files)?;
-            }
-        }
-    }
+    let mut files = crate_files(&["session-testkit"], &["src", "tests", "benches", "examples"])?;
     rust_files(&root().join("xtask/src"), &mut files)?;
     assert!(files.len() > 100, "the sources are found ({} files)", files.len());
     // Spelled in pieces, so this file does not match itself.

@@ -14,7 +14,7 @@ use session::{Env, ForkOptions, NewSessionOptions, Session, SessionError, Sessio
 
 use session_testkit::TempDir;
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+use crate::common::{Result, texts, user};
 
 const TERMINAL: &str = "pts-lifecycle";
 
@@ -55,10 +55,6 @@ fn crumb(env: &Env) -> Result<(String, PathBuf, bool)> {
     Ok((lines[0].to_owned(), PathBuf::from(lines[1]), lines.contains(&"fresh")))
 }
 
-fn user(text: &str) -> serde_json::Value {
-    json!({"role": "user", "content": text, "timestamp": 1})
-}
-
 fn assistant(text: &str) -> serde_json::Value {
     json!({"role": "assistant", "content": [{"type": "text", "text": text}], "provider": "p", "model": "m",
            "usage": {"input": 1, "cost": {"input": 0.5, "total": 0.5}, "premiumRequests": 2}, "stopReason": "stop", "timestamp": 2})
@@ -66,10 +62,6 @@ fn assistant(text: &str) -> serde_json::Value {
 
 fn file_of(m: &SessionManager) -> Result<PathBuf> {
     Ok(m.session_file().ok_or("a persisted session has a file")?.to_path_buf())
-}
-
-fn texts(m: &SessionManager) -> Vec<String> {
-    m.tree().entries().iter().map(|r| r.text().to_owned()).collect()
 }
 
 /// Reopens `file` read-only and checks that it holds what `m` holds.
@@ -81,14 +73,9 @@ fn assert_on_disk(m: &SessionManager, file: &Path) -> Result<Session> {
     Ok(again)
 }
 
-/// A session for `cwd` in the default bucket with a conversation on disk.
+/// An omp session for `cwd` in the default bucket with a conversation on disk.
 fn started(env: &Env, cwd: &str) -> Result<SessionManager> {
-    let dirs = env.dirs().ok_or("agent dirs")?;
-    let dir = dirs.default_session_dir(cwd);
-    let mut m = SessionManager::create(Dialect::Omp, cwd, &dir, env.clone())?;
-    m.append_message_json(user("q"))?;
-    m.append_message_json(assistant("a"))?;
-    Ok(m)
+    answered(Dialect::Omp, cwd, &env.dirs().ok_or("agent dirs")?.default_session_dir(cwd), env)
 }
 
 /// `env` on the memory storage behind injected faults: the faults, the storage and the env.
@@ -99,12 +86,17 @@ fn with_faults(env: Env) -> (Faults, Arc<FaultStorage<MemoryStorage>>, Env) {
     (faults, storage, env)
 }
 
-/// A session of `dialect` in `/s` on `env`, holding a question and its answer.
-fn answered(dialect: Dialect, env: &Env) -> Result<SessionManager> {
-    let mut m = SessionManager::create(dialect, "/p", Path::new("/s"), env.clone())?;
+/// A session of `dialect` for `cwd` in `dir` on `env`, holding a question and its answer.
+fn answered(dialect: Dialect, cwd: &str, dir: &Path, env: &Env) -> Result<SessionManager> {
+    let mut m = SessionManager::create(dialect, cwd, dir, env.clone())?;
     m.append_message_json(user("q"))?;
     m.append_message_json(assistant("a"))?;
     Ok(m)
+}
+
+/// Whether `r` failed with the fault injected into `op`.
+fn injected<T>(r: std::result::Result<T, SessionError>, op: Op) -> bool {
+    matches!(r, Err(SessionError::Store(StoreError::Injected { op: o, .. })) if o == op)
 }
 
 #[test]
@@ -222,9 +214,7 @@ fn pi_move_to_moves_the_file_and_keeps_every_entry() -> Result<()> {
         let pi_dirs = session::discovery::AgentDirs { dialect: Dialect::Pi, ..agent_dirs(root) };
         let env = env.with_dirs(Some(pi_dirs.clone()));
         let old_cwd = root.join("a").to_string_lossy().into_owned();
-        let mut m = SessionManager::create(Dialect::Pi, &old_cwd, &pi_dirs.default_session_dir(&old_cwd), env.clone())?;
-        m.append_message_json(user("q"))?;
-        m.append_message_json(assistant("a"))?;
+        let mut m = answered(Dialect::Pi, &old_cwd, &pi_dirs.default_session_dir(&old_cwd), &env)?;
         let old = file_of(&m)?;
         let before = env.storage().read(&old)?;
         let new_cwd = root.join("b").to_string_lossy().into_owned();
@@ -277,10 +267,7 @@ fn omp_move_to_rolls_back_when_the_rewrite_fails() -> Result<()> {
     let before = storage.read(&old)?;
     let header = m.header().text().to_owned();
     faults.fail_next(Op::WriteTemp, 1);
-    assert!(matches!(
-        m.move_to("/b", Some(Path::new("/elsewhere"))),
-        Err(SessionError::Store(StoreError::Injected { op: Op::WriteTemp, .. }))
-    ));
+    assert!(injected(m.move_to("/b", Some(Path::new("/elsewhere"))), Op::WriteTemp));
     assert_eq!(storage.read(&old)?, before, "the journal is back, unchanged");
     assert_eq!(storage.read(&old.with_extension("").join("x.log"))?, b"x", "the artifacts are back");
     assert!(!storage.exists(&Path::new("/elsewhere").join(old.file_name().ok_or("name")?))?);
@@ -489,7 +476,7 @@ fn a_batch_whose_rewrite_fails_is_removed_again() -> Result<()> {
     let count = m.tree().entries().len();
     faults.fail_next(Op::WriteTemp, 1);
     let result = m.omp()?.append_entries_atomically(|m| m.append_custom_entry("lost", None));
-    assert!(matches!(result, Err(SessionError::Store(StoreError::Injected { op: Op::WriteTemp, .. }))));
+    assert!(injected(result, Op::WriteTemp));
     assert_eq!(m.tree().entries().len(), count, "the staged entry is removed");
     assert!(m.persistence_error().is_none(), "the repair rewrite worked");
     let after = storage.read(&file)?;
@@ -503,7 +490,7 @@ fn a_batch_whose_rewrite_fails_is_removed_again() -> Result<()> {
 #[test]
 fn omp_failed_append_is_latched_and_heals() -> Result<()> {
     let (faults, storage, env) = with_faults(Env::memory());
-    let mut m = answered(Dialect::Omp, &env)?;
+    let mut m = answered(Dialect::Omp, "/p", Path::new("/s"), &env)?;
     let file = file_of(&m)?;
     let before = storage.read(&file)?;
     faults.fail_next(Op::Append, 1);
@@ -512,11 +499,8 @@ fn omp_failed_append_is_latched_and_heals() -> Result<()> {
     assert_eq!(m.tree().leaf_id(), Some(kept.as_str()));
     assert_eq!(storage.read(&file)?, before, "nothing half-written");
     assert!(matches!(m.persistence_error(), Some(SessionError::Store(_))));
-    assert!(
-        matches!(m.flush(), Err(SessionError::Store(StoreError::Injected { op: Op::Append, .. }))),
-        "flush returns the latched error"
-    );
-    assert!(matches!(m.flush_sync(), Err(SessionError::Store(StoreError::Injected { op: Op::Append, .. }))));
+    assert!(injected(m.flush(), Op::Append), "flush returns the latched error");
+    assert!(injected(m.flush_sync(), Op::Append));
     // A second failure does not replace the first.
     faults.fail_next(Op::WriteTemp, 1);
     m.append_custom_entry("also kept", None)?;
@@ -540,7 +524,7 @@ fn omp_failed_append_is_latched_and_heals() -> Result<()> {
 #[test]
 fn omp_write_conflicts_fail_closed() -> Result<()> {
     let (faults, storage, env) = with_faults(Env::memory());
-    let mut m = answered(Dialect::Omp, &env)?;
+    let mut m = answered(Dialect::Omp, "/p", Path::new("/s"), &env)?;
     let file = file_of(&m)?;
     faults.fail_next(Op::Append, 1);
     m.append_custom_entry("latched", None)?;
@@ -564,10 +548,7 @@ fn pi_append_failures_still_roll_back() -> Result<()> {
     let mut m = SessionManager::create(Dialect::Pi, "/p", Path::new("/s"), env)?;
     m.append_message_json(user("q"))?;
     faults.fail_next(Op::Append, 1);
-    assert!(matches!(
-        m.append_custom_entry("x", None),
-        Err(SessionError::Store(StoreError::Injected { op: Op::Append, .. }))
-    ));
+    assert!(injected(m.append_custom_entry("x", None), Op::Append));
     assert_eq!(m.tree().entries().len(), 1);
     assert!(m.persistence_error().is_some());
     Ok(())
@@ -633,28 +614,17 @@ fn pi_constructors_in_memory_open_in_and_create_with() -> Result<()> {
     let entry = Record::parse(
         r#"{"type":"message","id":"e1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#,
     )?;
-    let m = SessionManager::in_memory_with(
-        Dialect::Pi,
-        "/mine",
-        vec![header.clone(), entry.clone()],
-        NewSessionOptions::with_id("ignored"),
-        Env::memory(),
-    )?;
+    let restored =
+        |records, options| SessionManager::in_memory_with(Dialect::Pi, "/mine", records, options, Env::memory());
+    let m = restored(vec![header.clone(), entry.clone()], NewSessionOptions::with_id("ignored"))?;
     assert_eq!((m.session_id(), m.cwd()), ("restored", "/mine"));
     assert_eq!(m.tree().leaf_id(), Some("e1"));
     assert!(m.session_file().is_none());
-    let m = SessionManager::in_memory_with(
-        Dialect::Pi,
-        "/mine",
-        vec![entry],
-        NewSessionOptions::with_id("given-id"),
-        Env::memory(),
-    )?;
+    let m = restored(vec![entry], NewSessionOptions::with_id("given-id"))?;
     assert_eq!(m.session_id(), "given-id");
     assert_eq!(m.header().get_str("cwd"), Some("/mine"));
     assert_eq!(m.tree().entries().len(), 1);
-    let empty =
-        SessionManager::in_memory_with(Dialect::Pi, "/mine", Vec::new(), NewSessionOptions::default(), Env::memory())?;
+    let empty = restored(Vec::new(), NewSessionOptions::default())?;
     assert!(empty.tree().entries().is_empty());
 
     for (name, tmp, env) in envs("pi-ctors") {
@@ -766,13 +736,7 @@ fn a_failed_omp_branch_is_written_whole_by_the_next_append() -> Result<()> {
     m.append_message_json(assistant("a"))?;
     faults.fail_renames(u32::MAX);
     faults.fail_next(Op::WriteTemp, u32::MAX);
-    assert!(
-        matches!(
-            m.create_branched_session(&first),
-            Err(SessionError::Store(StoreError::Injected { op: Op::WriteTemp, .. }))
-        ),
-        "the branch write failed"
-    );
+    assert!(injected(m.create_branched_session(&first), Op::WriteTemp), "the branch write failed");
     let branch = file_of(&m)?;
     assert!(m.persistence_error().is_some(), "latched");
     faults.clear();
@@ -788,10 +752,7 @@ fn a_failed_omp_branch_is_written_whole_by_the_next_append() -> Result<()> {
 fn seal_refuses_later_writes_and_release_frees_the_entries() -> Result<()> {
     for dialect in [Dialect::Pi, Dialect::Omp] {
         for (name, tmp, env) in envs(&format!("seal-{}", dialect.name())) {
-            let dir = tmp.path().join("s");
-            let mut m = SessionManager::create(dialect, "/p", &dir, env.clone())?;
-            m.append_message_json(user("q"))?;
-            m.append_message_json(assistant("a"))?;
+            let mut m = answered(dialect, "/p", &tmp.path().join("s"), &env)?;
             let file = file_of(&m)?;
             let before = env.storage().read(&file)?;
             m.seal();
@@ -932,19 +893,10 @@ fn move_to_another_file_system_copies_then_deletes() -> Result<()> {
         assert!(std::env::var_os("CI").is_none(), "CI machines have /dev/shm on a file system of its own");
         return Ok(());
     }
-    let other = other_root.join(format!("session-it-move-{}-{:x}", std::process::id(), rand::random::<u64>()));
-    struct Cleanup(PathBuf);
-    impl Drop for Cleanup {
-        fn drop(&mut self) {
-            let _ = fs_err::remove_dir_all(&self.0);
-        }
-    }
-    let _cleanup = Cleanup(other.clone());
+    let other = TempDir::new_in(other_root, "session-it-move")?;
     for dialect in [Dialect::Omp, Dialect::Pi] {
         let env = file_env(tmp.path());
-        let mut m = SessionManager::create(dialect, "/work/a", &tmp.path().join("a"), env.clone())?;
-        m.append_message_json(user("q"))?;
-        m.append_message_json(assistant("a"))?;
+        let mut m = answered(dialect, "/work/a", &tmp.path().join("a"), &env)?;
         let old = file_of(&m)?;
         let art = session::store::artifacts_dir(&old).ok_or("artifacts")?;
         fs_err::create_dir_all(art.join("sub"))?;

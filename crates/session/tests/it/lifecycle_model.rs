@@ -15,6 +15,8 @@ use session::{Env, SessionManager};
 
 use session_testkit::TempDir;
 
+use crate::common::texts;
+
 #[derive(Clone, Debug)]
 enum Op {
     /// An entry of one of four kinds.
@@ -183,9 +185,7 @@ fn run(env: Env, root: &Path, ops: &[Op]) -> Result<(), TestCaseError> {
         // ...and so does its file, reopened.
         let again = SessionManager::open_read_only(Dialect::Omp, &model.file, env.clone())
             .map_err(|e| TestCaseError::fail(format!("step {i} {op:?}: reopen: {e}")))?;
-        let on_disk: Vec<String> = again.tree().entries().iter().map(|r| r.text().to_owned()).collect();
-        let in_memory: Vec<String> = m.tree().entries().iter().map(|r| r.text().to_owned()).collect();
-        prop_assert_eq!(on_disk, in_memory, "step {} {:?}: the file", i, op);
+        prop_assert_eq!(texts(again.as_manager()), texts(&m), "step {} {:?}: the file", i, op);
         prop_assert_eq!(again.session_id(), m.session_id());
         prop_assert_eq!(again.session_name(), model.title.clone());
         prop_assert_eq!(again.header().get_str("cwd"), Some(m.cwd()));

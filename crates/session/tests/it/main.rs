@@ -1,6 +1,7 @@
 //! Integration tests of the facade.
 
 mod checklist;
+mod common;
 mod context;
 mod import;
 mod index;

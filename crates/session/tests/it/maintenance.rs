@@ -20,7 +20,7 @@ use session_testkit::Tree;
 
 use session_testkit::TempDir;
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+use crate::common::{Result, put};
 
 /// How many times each racing job runs (`SESSION_JOB_RACE_TRIALS`; `cargo xtask crash`
 /// runs thousands).
@@ -126,12 +126,7 @@ fn rewriting_jobs_keep_every_line_appended_meanwhile() -> Result<()> {
                     Err(JobError::KeptChanging { .. }) if relentless => {}
                     Err(e) => return Err(format!("{name}: {e}").into()),
                 }
-                let mut text = String::new();
-                for f in [file.clone(), target.join("s.jsonl")] {
-                    if f.exists() {
-                        text.push_str(&fs_err::read_to_string(&f)?);
-                    }
-                }
+                let text = texts_at(&file, &target)?;
                 for mark in &marks {
                     assert!(text.contains(&format!("\"{mark}\"")), "{name}: {mark} was lost");
                 }
@@ -188,15 +183,20 @@ fn backups_hold_the_bytes_from_before_pis_migration_at_open() -> Result<()> {
     Ok(())
 }
 
-/// Counts the appender's lines in the session and at the move's target.
-fn marks_in(file: &Path, target: &Path) -> std::io::Result<usize> {
-    let mut n = 0;
+/// The text of the session and of the move's target (each where it exists).
+fn texts_at(file: &Path, target: &Path) -> std::io::Result<String> {
+    let mut text = String::new();
     for f in [file.to_path_buf(), target.join("s.jsonl")] {
         if f.exists() {
-            n += fs_err::read_to_string(&f)?.matches("\"late-").count();
+            text.push_str(&fs_err::read_to_string(&f)?);
         }
     }
-    Ok(n)
+    Ok(text)
+}
+
+/// Counts the appender's lines in the session and at the move's target.
+fn marks_in(file: &Path, target: &Path) -> std::io::Result<usize> {
+    Ok(texts_at(file, target)?.matches("\"late-").count())
 }
 
 /// A folder gc cannot list makes it refuse, deleting nothing.
@@ -204,13 +204,10 @@ fn marks_in(file: &Path, target: &Path) -> std::io::Result<usize> {
 fn gc_deletes_nothing_when_a_folder_cannot_be_listed() -> Result<()> {
     let tmp = TempDir::new("jobs-gc-fault");
     let home = tmp.path().join("home");
-    let bucket = home.join(".pi/agent/sessions/--p--");
-    fs_err::create_dir_all(&bucket)?;
-    fs_err::write(bucket.join("s.jsonl"), v1(Dialect::Pi, 1, false))?;
+    put(&home.join(".pi/agent/sessions/--p--/s.jsonl"), v1(Dialect::Pi, 1, false))?;
     let blobs = home.join(".omp/agent/blobs");
-    fs_err::create_dir_all(&blobs)?;
     let blob = blobs.join("ab".repeat(32));
-    fs_err::write(&blob, b"x")?;
+    put(&blob, b"x")?;
     let homes = Homes::from_env(&ProcessEnv::new(&home, tmp.path(), std::env::temp_dir()));
     let faults = Faults::new();
     faults.fail_next(Op::List, 1);
@@ -233,13 +230,11 @@ fn gc_refuses_a_compressed_archive() -> Result<()> {
     let tmp = TempDir::new("jobs-gc-gz");
     let home = tmp.path().join("home");
     let bucket = home.join(".omp/agent/sessions/-p");
-    fs_err::create_dir_all(&bucket)?;
-    fs_err::write(bucket.join("s.jsonl"), v1(Dialect::Omp, 1, false))?;
+    put(&bucket.join("s.jsonl"), v1(Dialect::Omp, 1, false))?;
     fs_err::write(bucket.join("old.jsonl.gz"), b"\x1f\x8b compressed")?;
     let blobs = home.join(".omp/agent/blobs");
-    fs_err::create_dir_all(&blobs)?;
     let blob = blobs.join("cd".repeat(32));
-    fs_err::write(&blob, b"x")?;
+    put(&blob, b"x")?;
     let homes = Homes::from_env(&ProcessEnv::new(&home, tmp.path(), std::env::temp_dir()));
     let options = GcOptions::default().grace(std::time::Duration::ZERO).delete(true);
     let files = FileStorage::new();
@@ -412,16 +407,12 @@ fn build(root: &Path, specs: &[Spec]) -> Result<Vec<PathBuf>> {
     let home = root.join("home");
     let outside = root.join("outside");
     let linked = root.join("linked");
-    fs_err::create_dir_all(&outside)?;
     fs_err::create_dir_all(&linked)?;
-    fs_err::create_dir_all(outside.join("export"))?;
-    fs_err::write(outside.join("export.jsonl"), "{\"a\":1}\n")?;
-    fs_err::write(outside.join("export/keep.txt"), "keep")?;
+    put(&outside.join("export.jsonl"), "{\"a\":1}\n")?;
+    put(&outside.join("export/keep.txt"), "keep")?;
     fs_err::write(outside.join("session.jsonl"), session_text(&specs[0], 999))?;
-    let blobs = home.join(".omp/agent/blobs");
-    fs_err::create_dir_all(&blobs)?;
     for i in 0..6 {
-        fs_err::write(blobs.join(blob_hex(i)), format!("blob {i}"))?;
+        put(&home.join(".omp/agent/blobs").join(blob_hex(i)), format!("blob {i}"))?;
     }
     let mut files = Vec::new();
     for (k, s) in specs.iter().enumerate() {
@@ -448,9 +439,8 @@ fn build(root: &Path, specs: &[Spec]) -> Result<Vec<PathBuf>> {
         let file = bucket.join(&name);
         fs_err::write(&file, session_text(s, k))?;
         if let Some(art) = session::store::artifacts_dir(&file) {
-            fs_err::create_dir_all(art.join("sub"))?;
             let child = Spec { refs: s.artifact_refs.clone(), garbage: false, old: false, ..s.clone() };
-            fs_err::write(art.join("sub/child.jsonl"), session_text(&child, 500 + k))?;
+            put(&art.join("sub/child.jsonl"), session_text(&child, 500 + k))?;
         }
         if !s.backup_refs.is_empty() {
             let mut backup = file.as_os_str().to_owned();
@@ -468,9 +458,7 @@ fn run_job(root: &Path, files: &[PathBuf], job: &Job) {
     let process = ProcessEnv::new(&home, root, std::env::temp_dir());
     let homes = Homes::from_env(&process);
     let storage = FileStorage::new();
-    let env = Env::bare(Arc::new(FileStorage::new()))
-        .with_process_cwd(root)
-        .with_agent_dirs(AgentDirs::omp(&process, OmpHome::Omp));
+    let env = env_in(root, &home);
     let pick = |i: usize| files[i % files.len()].clone();
     let outcome: std::result::Result<(), JobError> = match job {
         Job::Rm { session, force } => {
@@ -556,14 +544,24 @@ proptest! {
 /// and the tree of its bucket as written.
 fn trashable(home: &Path, name: &str) -> Result<(PathBuf, Tree)> {
     let bucket = home.join(".pi/agent/sessions/--p--");
-    fs_err::create_dir_all(bucket.join(name).join("deep"))?;
     let file = bucket.join(format!("{name}.jsonl"));
-    fs_err::write(&file, v1(Dialect::Pi, 3, false).replace("\"legacy\"", "\"trash-me\""))?;
-    fs_err::write(bucket.join(name).join("deep/out.txt"), b"artifact")?;
+    put(&file, v1(Dialect::Pi, 3, false).replace("\"legacy\"", "\"trash-me\""))?;
+    put(&bucket.join(name).join("deep/out.txt"), b"artifact")?;
     for ms in [1_700_000_000_000u64, 1_700_000_000_001] {
         fs_err::write(bucket.join(format!("{name}.jsonl.{ms}.bak")), b"old bytes")?;
     }
     Ok((file, Tree::read(&bucket)?))
+}
+
+/// A home in a new folder (its name holding `tag`) with a session to trash (see
+/// [`trashable`]): the folder, the home, its agents' folders, the session file and the
+/// tree of its bucket.
+fn trash_home(tag: &str) -> Result<(TempDir, PathBuf, Homes, PathBuf, Tree)> {
+    let tmp = TempDir::new(tag);
+    let home = tmp.path().join("home");
+    let homes = Homes::from_env(&ProcessEnv::new(&home, tmp.path(), std::env::temp_dir()));
+    let (file, before) = trashable(&home, "s")?;
+    Ok((tmp, home, homes, file, before))
 }
 
 /// `rm` to the trash and back: the session, its artifacts and backups leave the bucket
@@ -572,11 +570,8 @@ fn trashable(home: &Path, name: &str) -> Result<(PathBuf, Tree)> {
 /// only what is in the trash, and gc keeps the blobs a trashed session names.
 #[test]
 fn the_trash_keeps_a_session_until_it_is_restored_or_emptied() -> Result<()> {
-    let tmp = TempDir::new("jobs-trash");
-    let home = tmp.path().join("home");
-    let homes = Homes::from_env(&ProcessEnv::new(&home, tmp.path(), std::env::temp_dir()));
+    let (_tmp, home, homes, file, before) = trash_home("jobs-trash")?;
     let files = FileStorage::new();
-    let (file, before) = trashable(&home, "s")?;
     let bucket = file.parent().ok_or("a bucket")?.to_path_buf();
     let plan = plan_rm(&files, &homes, &file, None, false)?;
     let report = plan.trash(&files, &homes, 1_800_000_000_000)?;
@@ -600,12 +595,10 @@ fn the_trash_keeps_a_session_until_it_is_restored_or_emptied() -> Result<()> {
 
     // An omp session in the trash keeps its blob through gc; emptying lets it go.
     let blobs = home.join(".omp/agent/blobs");
-    fs_err::create_dir_all(&blobs)?;
     let hash = "ef".repeat(32);
-    fs_err::write(blobs.join(&hash), b"image")?;
+    put(&blobs.join(&hash), b"image")?;
     let omp = home.join(".omp/agent/sessions/-p/o.jsonl");
-    fs_err::create_dir_all(omp.parent().ok_or("a bucket")?)?;
-    fs_err::write(&omp, v1(Dialect::Omp, 1, false).replace("old 0", &format!("blob:sha256:{hash}")))?;
+    put(&omp, v1(Dialect::Omp, 1, false).replace("old 0", &format!("blob:sha256:{hash}")))?;
     let trashed = plan_rm(&files, &homes, &omp, None, false)?.trash(&files, &homes, 1_800_000_000_001)?.item;
     let options = GcOptions::default().grace(std::time::Duration::ZERO).delete(true);
     // gc refuses with no session at all; the session in place keeps it going.
@@ -629,10 +622,7 @@ fn a_move_to_the_trash_cut_off_anywhere_is_finished_by_the_next() -> Result<()> 
     // Boundaries count from 1.
     let mut k = 1;
     loop {
-        let tmp = TempDir::new("jobs-trash-fault");
-        let home = tmp.path().join("home");
-        let homes = Homes::from_env(&ProcessEnv::new(&home, tmp.path(), std::env::temp_dir()));
-        let (file, before) = trashable(&home, "s")?;
+        let (_tmp, home, homes, file, before) = trash_home("jobs-trash-fault")?;
         let bucket = file.parent().ok_or("a bucket")?.to_path_buf();
         let original = fs_err::read(&file)?;
         let faults = Faults::new();
@@ -740,10 +730,8 @@ fn a_project_move_cut_off_anywhere_is_finished_by_the_next() -> Result<()> {
         ] {
             let mark = format!("{}-{}", dialect.name(), cwd.len());
             let file = dirs.default_session_dir(cwd).join(format!("{mark}.jsonl"));
-            fs_err::create_dir_all(file.parent().ok_or("a bucket")?)?;
-            let mut text = v1(dialect, 2, false).replace("\"/work\"", &format!("\"{cwd}\""));
-            text = text.replace("old 0", &mark);
-            fs_err::write(&file, text)?;
+            let text = v1(dialect, 2, false).replace("\"/work\"", &format!("\"{cwd}\""));
+            put(&file, text.replace("old 0", &mark))?;
             marks.push((dialect, mark, cwd.replace("/w/old", "/w/new")));
         }
         let faults = Faults::new();
@@ -826,20 +814,13 @@ fn merging_two_continuations_keeps_both_branches() -> Result<()> {
     let env = Env::bare(Arc::new(FileStorage::new()));
     for dialect in [Dialect::Pi, Dialect::Omp] {
         let dir = tmp.path().join(dialect.name());
-        fs_err::create_dir_all(dir.join("ours/s"))?;
-        fs_err::create_dir_all(dir.join("theirs/s"))?;
         let (ours, theirs) = (dir.join("ours/s.jsonl"), dir.join("theirs/s.jsonl"));
         let base = [entry("aaaaaaaa", None, "one"), entry("bbbbbbbb", Some("aaaaaaaa"), "two")];
-        fs_err::write(
-            &ours,
-            v3(dialect, &[base[0].clone(), base[1].clone(), entry("cccccccc", Some("bbbbbbbb"), "laptop")]),
-        )?;
-        fs_err::write(
-            &theirs,
-            v3(dialect, &[base[0].clone(), base[1].clone(), entry("dddddddd", Some("bbbbbbbb"), "server")]),
-        )?;
-        fs_err::write(dir.join("ours/s/mine.txt"), "mine")?;
-        fs_err::write(dir.join("theirs/s/mine.txt"), "not copied over mine")?;
+        let on_base = |next: String| v3(dialect, &[base[0].clone(), base[1].clone(), next]);
+        put(&ours, on_base(entry("cccccccc", Some("bbbbbbbb"), "laptop")))?;
+        put(&theirs, on_base(entry("dddddddd", Some("bbbbbbbb"), "server")))?;
+        put(&dir.join("ours/s/mine.txt"), "mine")?;
+        put(&dir.join("theirs/s/mine.txt"), "not copied over mine")?;
         fs_err::write(dir.join("theirs/s/theirs.txt"), "theirs")?;
         let r = maintenance::merge(&files, &ours, &theirs, Some(dialect), &MergeLeaf::Auto)?;
         assert!(r.written && r.added == ["dddddddd"] && r.leaf == "cccccccc", "{r:?}");
@@ -948,10 +929,7 @@ proptest! {
 fn a_restore_cut_off_anywhere_is_finished_by_the_next() -> Result<()> {
     let mut k = 1;
     loop {
-        let tmp = TempDir::new("jobs-restore-fault");
-        let home = tmp.path().join("home");
-        let homes = Homes::from_env(&ProcessEnv::new(&home, tmp.path(), std::env::temp_dir()));
-        let (file, before) = trashable(&home, "s")?;
+        let (_tmp, _, homes, file, before) = trash_home("jobs-restore-fault")?;
         let bucket = file.parent().ok_or("a bucket")?.to_path_buf();
         let files = FileStorage::new();
         let item = plan_rm(&files, &homes, &file, None, false)?.trash(&files, &homes, 1_800_000_000_000)?.item;
@@ -987,11 +965,8 @@ fn a_restore_cut_off_anywhere_is_finished_by_the_next() -> Result<()> {
 /// moved, and a link planted where the trash folder goes makes rm refuse.
 #[test]
 fn the_trash_goes_nowhere_else() -> Result<()> {
-    let tmp = TempDir::new("jobs-trash-planted");
-    let home = tmp.path().join("home");
-    let homes = Homes::from_env(&ProcessEnv::new(&home, tmp.path(), std::env::temp_dir()));
+    let (tmp, home, homes, file, _) = trash_home("jobs-trash-planted")?;
     let files = FileStorage::new();
-    let (file, _) = trashable(&home, "s")?;
     let item = plan_rm(&files, &homes, &file, None, false)?.trash(&files, &homes, 1_800_000_000_000)?.item;
     let elsewhere = tmp.path().join("outside/evil.jsonl");
     let meta = item.dir.join(maintenance::TRASH_META);

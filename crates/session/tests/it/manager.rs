@@ -9,15 +9,7 @@ use session::store::{MemoryStorage, Storage};
 use session::{Dialect, Env, SessionError, SessionManager};
 pub(crate) use session_testkit::TempDir;
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
-
-fn env_in(dir: &Path) -> Env {
-    Env::bare(std::sync::Arc::new(session::store::FileStorage::new())).with_process_cwd(dir)
-}
-
-fn user(text: &str) -> serde_json::Value {
-    json!({"role": "user", "content": text, "timestamp": 1})
-}
+use crate::common::{Result, env_in, texts, user};
 
 fn assistant(text: &str) -> serde_json::Value {
     json!({"role": "assistant", "content": [{"type": "text", "text": text}], "provider": "anthropic",
@@ -254,13 +246,8 @@ fn every_entry_type_round_trips_through_a_file() -> Result<()> {
         match dialect {
             Dialect::Pi => {
                 m.pi()?.append_model_change("openai", "gpt-5")?;
-                m.pi()?.append_usage(
-                    "cache_warm",
-                    "p",
-                    "m",
-                    &session::model::typed::Usage { input: Some(1.0), ..Default::default() },
-                    Some("n"),
-                )?;
+                let usage = session::model::typed::Usage { input: Some(1.0), ..Default::default() };
+                m.pi()?.append_usage("cache_warm", "p", "m", &usage, Some("n"))?;
                 m.pi()?.append_context_edit(&u, json!({"content": "edited"}))?;
                 m.set_session_name("  a\nname ", None)?;
             }
@@ -277,12 +264,11 @@ fn every_entry_type_round_trips_through_a_file() -> Result<()> {
         }
         m.flush()?;
         let file = m.session_file().map(Path::to_path_buf).ok_or("file")?;
-        let expected: Vec<String> = m.tree().entries().iter().map(|r| r.text().to_owned()).collect();
+        let expected = texts(&m);
         let name = m.session_name();
         drop(m);
         let again = SessionManager::open(dialect, &file, env.clone())?;
-        let got: Vec<String> = again.tree().entries().iter().map(|r| r.text().to_owned()).collect();
-        assert_eq!(got, expected, "{dialect:?}: entries read back byte for byte");
+        assert_eq!(texts(&again), expected, "{dialect:?}: entries read back byte for byte");
         assert_eq!(again.session_name(), name);
         assert!(storage.exists(&file)?);
     }

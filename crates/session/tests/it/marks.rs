@@ -3,33 +3,14 @@
 //! marks reads back as a simple model says, and an omp pin is omp's own.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use session::Dialect;
 use session::discovery::{AgentDirs, Discovery, OmpHome, ProcessEnv};
 use session::maintenance::{JobError, Mark, MarkStore};
+use session_testkit::TempDir;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
-
-/// A folder of its own, removed on drop.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Result<Dir> {
-        static COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let i = COUNT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("marks-{tag}-{}-{i}", std::process::id()));
-        let _ = fs_err::remove_dir_all(&dir);
-        fs_err::create_dir_all(&dir)?;
-        Ok(Dir(dir))
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = fs_err::remove_dir_all(&self.0);
-    }
-}
 
 fn store(dir: &Path) -> MarkStore {
     MarkStore::new(dir.join("state/session-store"), dir.join("omp-agent"))
@@ -39,8 +20,8 @@ fn store(dir: &Path) -> MarkStore {
 /// there afterwards (no read-modify-write lost another's).
 #[test]
 fn concurrent_writers_keep_every_mark() -> Result<()> {
-    let dir = Dir::new("concurrent")?;
-    let marks = store(&dir.0);
+    let dir = TempDir::new("marks-concurrent");
+    let marks = store(&dir);
     std::thread::scope(|s| -> Result<()> {
         let handles: Vec<_> = (0..8)
             .map(|t| {
@@ -75,8 +56,8 @@ fn concurrent_writers_keep_every_mark() -> Result<()> {
 /// with an error naming them, and stay as they were; reading refuses them too.
 #[test]
 fn a_damaged_file_is_refused_and_kept() -> Result<()> {
-    let dir = Dir::new("damaged")?;
-    let marks = store(&dir.0);
+    let dir = TempDir::new("marks-damaged");
+    let marks = store(&dir);
     marks.archive(Dialect::Pi, "a")?;
     let file = marks.marks_file();
     fs_err::write(&file, b"{\"version\": 1, \"pinned\": [\"x\"")?;
@@ -88,7 +69,7 @@ fn a_damaged_file_is_refused_and_kept() -> Result<()> {
     }
     assert_eq!(fs_err::read(&file)?, b"{\"version\": 1, \"pinned\": [\"x\"");
     let pins = marks.omp_pins_file();
-    fs_err::create_dir_all(dir.0.join("omp-agent"))?;
+    fs_err::create_dir_all(dir.join("omp-agent"))?;
     fs_err::write(&pins, b"{\"not\": \"a list\"}")?;
     let err = marks.pin(Dialect::Omp, "c");
     assert!(matches!(&err, Err(JobError::MarksDamaged { path, .. }) if path == &pins), "{err:?}");
@@ -100,10 +81,10 @@ fn a_damaged_file_is_refused_and_kept() -> Result<()> {
 /// Reading creates nothing: no state folder, no agent folder.
 #[test]
 fn reading_never_writes() -> Result<()> {
-    let dir = Dir::new("read")?;
-    let marks = store(&dir.0);
+    let dir = TempDir::new("marks-read");
+    let marks = store(&dir);
     assert_eq!(marks.read()?.of(Dialect::Pi, "a"), Default::default());
-    assert!(!dir.0.join("state").exists() && !dir.0.join("omp-agent").exists());
+    assert!(!dir.join("state").exists() && !dir.join("omp-agent").exists());
     Ok(())
 }
 
@@ -112,9 +93,9 @@ fn reading_never_writes() -> Result<()> {
 /// no change.
 #[test]
 fn an_omp_pin_is_omps_own() -> Result<()> {
-    let dir = Dir::new("omp")?;
-    let agent = dir.0.join("omp-agent");
-    let marks = MarkStore::new(dir.0.join("state"), &agent);
+    let dir = TempDir::new("marks-omp");
+    let agent = dir.join("omp-agent");
+    let marks = MarkStore::new(dir.join("state"), &agent);
     assert!(marks.pin(Dialect::Omp, "019a-one")?);
     assert!(marks.pin(Dialect::Omp, "019a-two")?);
     assert!(!marks.pin(Dialect::Omp, "019a-two")?, "already pinned: nothing written");
@@ -124,13 +105,13 @@ fn an_omp_pin_is_omps_own() -> Result<()> {
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(fs_err::metadata(agent.join("session-pins.json"))?.permissions().mode() & 0o777, 0o600);
     }
-    let env =
-        ProcessEnv::new(&dir.0, &dir.0, std::env::temp_dir()).with_var("PI_CODING_AGENT_DIR", &agent.to_string_lossy());
+    let env = ProcessEnv::new(dir.path(), dir.path(), std::env::temp_dir())
+        .with_var("PI_CODING_AGENT_DIR", &agent.to_string_lossy());
     let discovery = Discovery::new(AgentDirs::omp(&env, OmpHome::Omp));
     assert_eq!(discovery.pinned_ids(), ["019a-one", "019a-two"]);
     assert!(marks.unpin(Dialect::Omp, "019a-one")?);
     assert_eq!(fs_err::read_to_string(agent.join("session-pins.json"))?, "[\n\t\"019a-two\"\n]");
-    assert!(!dir.0.join("state").exists(), "an omp pin writes nothing of ours");
+    assert!(!dir.join("state").exists(), "an omp pin writes nothing of ours");
     Ok(())
 }
 
@@ -140,8 +121,8 @@ proptest::proptest! {
     /// Random marks put on and taken off read back as a set per (file, mark) says.
     #[test]
     fn marks_read_back_as_a_model_says(ops in proptest::collection::vec((0..2u8, 0..2u8, 0..4u8, proptest::bool::ANY), 0..24)) {
-        let dir = Dir::new("model").map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
-        let marks = store(&dir.0);
+        let dir = TempDir::new("marks-model");
+        let marks = store(&dir);
         let mut model: HashSet<(Dialect, bool, String)> = HashSet::new();
         for (d, m, id, on) in ops {
             let dialect = if d == 0 { Dialect::Pi } else { Dialect::Omp };

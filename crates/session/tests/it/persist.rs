@@ -11,11 +11,7 @@ use session_model::{Dialect, parse_session_bytes};
 
 use session::store::base64;
 use session::store::blob::BlobStore;
-
-/// The repository's `testdata`.
-fn testdata() -> PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
-}
+use session_testkit::testdata;
 
 /// Returns the names of every entry in `dir` (dot-files included), sorted.
 fn raw_names(dir: &std::path::Path) -> Vec<String> {

@@ -1,20 +1,28 @@
 //! Writers racing on one session: whatever a losing write reports, what it reports is
 //! what landed, so a caller who retries after an error never writes twice.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::json;
 use session::model::{Dialect, parse_session_bytes};
-use session::{Env, SessionError, SessionManager};
+use session::{SessionError, SessionManager};
 
 use session_testkit::TempDir;
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+use crate::common::{Result, env_in};
 
-fn env_in(dir: &Path) -> Env {
-    Env::bare(std::sync::Arc::new(session::store::FileStorage::new())).with_process_cwd(dir)
+/// A closed session of `dialect` in `dir` holding a question and its answer; returns its file.
+fn answered(dialect: Dialect, dir: &Path) -> Result<PathBuf> {
+    let mut first = SessionManager::create(dialect, "/w", dir, env_in(dir))?;
+    first.append_message_json(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    first.append_message_json(
+        json!({"role": "assistant", "content": [{"type": "text", "text": "yo"}], "timestamp": 2}),
+    )?;
+    let path = first.session_file().ok_or("a file")?.to_path_buf();
+    first.close()?;
+    Ok(path)
 }
 
 /// How many `title_change` entries of the file carry `title`.
@@ -34,13 +42,7 @@ fn title_changes(path: &Path, title: &str) -> Result<usize> {
 #[test]
 fn omp_renames_racing_appends_report_what_landed() -> Result<()> {
     let tmp = TempDir::new("race-rename");
-    let mut first = SessionManager::create(Dialect::Omp, "/w", tmp.path(), env_in(tmp.path()))?;
-    first.append_message_json(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
-    first.append_message_json(
-        json!({"role": "assistant", "content": [{"type": "text", "text": "yo"}], "timestamp": 2}),
-    )?;
-    let path = first.session_file().ok_or("a file")?.to_path_buf();
-    first.close()?;
+    let path = answered(Dialect::Omp, tmp.path())?;
 
     let stop = Arc::new(AtomicBool::new(false));
     let appender = {
@@ -94,13 +96,7 @@ fn omp_renames_racing_appends_report_what_landed() -> Result<()> {
 fn appends_racing_appends_land_once_or_not_at_all() -> Result<()> {
     for dialect in [Dialect::Pi, Dialect::Omp] {
         let tmp = TempDir::new("race-append");
-        let mut first = SessionManager::create(dialect, "/w", tmp.path(), env_in(tmp.path()))?;
-        first.append_message_json(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
-        first.append_message_json(
-            json!({"role": "assistant", "content": [{"type": "text", "text": "yo"}], "timestamp": 2}),
-        )?;
-        let path = first.session_file().ok_or("a file")?.to_path_buf();
-        first.close()?;
+        let path = answered(dialect, tmp.path())?;
         let writers: Vec<_> = (0..2)
             .map(|w| {
                 let (path, dir) = (path.clone(), tmp.path().to_path_buf());

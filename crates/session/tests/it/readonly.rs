@@ -7,11 +7,11 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use session::{Dialect, Env, OpenMode, Session, SessionError, SessionManager};
+use session::{Dialect, OpenMode, Session, SessionError, SessionManager};
 
 use session_testkit::TempDir;
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+use crate::common::{Result, env_in, texts};
 
 fn testdata_files() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
@@ -43,10 +43,6 @@ fn snapshot(dir: &Path) -> Result<Vec<FileState>> {
     }
     out.sort();
     Ok(out)
-}
-
-fn env_in(dir: &Path) -> Env {
-    Env::bare(std::sync::Arc::new(session::store::FileStorage::new())).with_process_cwd(dir)
 }
 
 #[test]
@@ -87,7 +83,6 @@ fn read_only_opens_change_nothing_and_read_as_the_agent_would() -> Result<()> {
             assert_eq!(expected.stat.map(|s| s.size), ro.load_report().stat.map(|s| s.size));
             expected.stat = ro.load_report().stat;
             assert_eq!(ro.load_report(), &expected, "{dialect:?} {}", source.display());
-            let texts = |m: &SessionManager| m.tree().entries().iter().map(|r| r.text().to_owned()).collect::<Vec<_>>();
             if ro.load_report().migrated {
                 // A v1 migration mints fresh ids: the same entries, other ids.
                 let types = |m: &SessionManager| {

@@ -2,8 +2,7 @@
 //! not read, grown files only for their tail, rewritten files whole, deleted files
 //! dropped), ranks better matches first, and takes any text as a query.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use session::Dialect;
@@ -13,7 +12,7 @@ use session::store::FileStorage;
 
 use session_testkit::TempDir;
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+use crate::common::{Result, append};
 
 const HEADER: &str = r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#;
 
@@ -50,6 +49,11 @@ impl Fixture {
         Ok(self.index.update(&files, &[self.dir.path().to_path_buf()], &mut |_, _| {})?)
     }
 
+    /// Writes the session holding `lines` as the file `name`.
+    fn put(&self, name: &str, lines: &[String]) -> Result<()> {
+        Ok(fs_err::write(self.file(name), session(lines))?)
+    }
+
     fn ids(&self, query: &str) -> Result<Vec<(PathBuf, String)>> {
         Ok(self
             .index
@@ -60,16 +64,11 @@ impl Fixture {
     }
 }
 
-fn write(path: &Path, text: &str) -> Result<()> {
-    Ok(fs_err::write(path, text)?)
-}
-
 #[test]
 fn unchanged_files_are_not_read_and_grown_files_only_for_their_tail() -> Result<()> {
     let mut fx = Fixture::new("search-tail")?;
-    let a = session(&[user("a1", None, "the parser drops a line")]);
-    write(&fx.file("a.jsonl"), &a)?;
-    write(&fx.file("b.jsonl"), &session(&[user("b1", None, "unrelated words")]))?;
+    fx.put("a.jsonl", &[user("a1", None, "the parser drops a line")])?;
+    fx.put("b.jsonl", &[user("b1", None, "unrelated words")])?;
     let first = fx.update(&["a.jsonl", "b.jsonl"])?;
     assert_eq!((first.files_whole, first.files_tail, first.files_unchanged), (2, 0, 0));
 
@@ -77,7 +76,7 @@ fn unchanged_files_are_not_read_and_grown_files_only_for_their_tail() -> Result<
     assert_eq!((again.files_unchanged, again.bytes_read, again.entries_indexed), (2, 0, 0));
 
     let tail = user("a2", Some("a1"), "zebracorn appended later");
-    fs_err::OpenOptions::new().append(true).open(fx.file("a.jsonl"))?.write_all(tail.as_bytes())?;
+    append(&fx.file("a.jsonl"), &tail)?;
     let grown = fx.update(&["a.jsonl", "b.jsonl"])?;
     assert_eq!((grown.files_tail, grown.files_unchanged, grown.files_whole), (1, 1, 0));
     assert_eq!(grown.entries_indexed, 1);
@@ -90,13 +89,13 @@ fn unchanged_files_are_not_read_and_grown_files_only_for_their_tail() -> Result<
 #[test]
 fn a_rewritten_file_is_indexed_whole_and_a_deleted_one_is_dropped() -> Result<()> {
     let mut fx = Fixture::new("search-rewrite")?;
-    write(&fx.file("a.jsonl"), &session(&[user("a1", None, "original wombat text")]))?;
-    write(&fx.file("b.jsonl"), &session(&[user("b1", None, "another wombat")]))?;
+    fx.put("a.jsonl", &[user("a1", None, "original wombat text")])?;
+    fx.put("b.jsonl", &[user("b1", None, "another wombat")])?;
     fx.update(&["a.jsonl", "b.jsonl"])?;
     assert_eq!(fx.ids("wombat")?.len(), 2);
 
     // Longer than before, but not an append: the old bytes changed.
-    write(&fx.file("a.jsonl"), &session(&[user("a9", None, "replacement narwhal text, longer than it was")]))?;
+    fx.put("a.jsonl", &[user("a9", None, "replacement narwhal text, longer than it was")])?;
     let rewritten = fx.update(&["a.jsonl", "b.jsonl"])?;
     assert_eq!((rewritten.files_whole, rewritten.files_tail), (1, 0));
     assert_eq!(fx.ids("narwhal")?, vec![(fx.file("a.jsonl"), "a9".to_owned())]);
@@ -112,13 +111,13 @@ fn a_rewritten_file_is_indexed_whole_and_a_deleted_one_is_dropped() -> Result<()
 #[test]
 fn better_matches_rank_first_and_any_query_text_is_taken() -> Result<()> {
     let mut fx = Fixture::new("search-rank")?;
-    write(
-        &fx.file("a.jsonl"),
-        &session(&[
+    fx.put(
+        "a.jsonl",
+        &[
             user("weak", None, "a long message that mentions quokka once among many other unrelated words here"),
             user("strong", Some("weak"), "quokka quokka quokka"),
             user("odd", Some("strong"), "ünïcödé \"quoted\" AND star* minus-sign 日本語"),
-        ]),
+        ],
     )?;
     fx.update(&["a.jsonl"])?;
     let ranked: Vec<String> = fx.ids("quokka")?.into_iter().map(|(_, id)| id).collect();
@@ -141,13 +140,13 @@ fn better_matches_rank_first_and_any_query_text_is_taken() -> Result<()> {
 #[test]
 fn words_inside_runs_of_unspaced_scripts_are_found() -> Result<()> {
     let mut fx = Fixture::new("search-cjk")?;
-    let text = session(&[
+    let lines = [
         user("zh", None, "我们在讨论会话存储的实现方法"),
         user("ja", Some("zh"), "セッションを保存する前に確認してください"),
         user("ko", Some("ja"), "세션을저장합니다 today"),
         user("mixed", Some("ko"), "parser日本語テスト"),
-    ]);
-    write(&fx.file("a.jsonl"), &text)?;
+    ];
+    fx.put("a.jsonl", &lines)?;
     fx.update(&["a.jsonl"])?;
     let found =
         |fx: &Fixture, q: &str| -> Result<Vec<String>> { Ok(fx.ids(q)?.into_iter().map(|(_, id)| id).collect()) };
@@ -171,10 +170,8 @@ fn words_inside_runs_of_unspaced_scripts_are_found() -> Result<()> {
 fn long_queries_take_each_word_once_and_the_first_words_only() -> Result<()> {
     let mut fx = Fixture::new("search-long")?;
     let first: Vec<String> = (0..session::history::MAX_QUERY_WORDS).map(|i| format!("w{i}x")).collect();
-    write(
-        &fx.file("a.jsonl"),
-        &session(&[user("a1", None, &format!("needle haystack {}", first.join(" "))), user("a2", Some("a1"), "other")]),
-    )?;
+    let needle = format!("needle haystack {}", first.join(" "));
+    fx.put("a.jsonl", &[user("a1", None, &needle), user("a2", Some("a1"), "other")])?;
     fx.update(&["a.jsonl"])?;
     let a1 = vec![(fx.file("a.jsonl"), "a1".to_owned())];
     assert_eq!(fx.ids(&"needle haystack ".repeat(4_000))?, a1);

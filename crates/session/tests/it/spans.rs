@@ -77,11 +77,9 @@ fn sessions_read_by_position_answer_as_sessions_held_in_memory() -> Result<()> {
     let (mut compared, mut read_later) = (0, 0);
     for path in testdata_files() {
         for dialect in [Dialect::Pi, Dialect::Omp] {
-            let Ok(held) = SessionManager::open_read_only(dialect, &path, env(tmp.path(), None)) else {
-                assert!(
-                    SessionManager::open_read_only(dialect, &path, env(tmp.path(), Some(SpanPolicy::everything(64))))
-                        .is_err()
-                );
+            let open = |spans| SessionManager::open_read_only(dialect, &path, env(tmp.path(), spans));
+            let Ok(held) = open(None) else {
+                assert!(open(Some(SpanPolicy::everything(64))).is_err());
                 continue;
             };
             if mints_ids(held.as_manager()) {
@@ -90,11 +88,7 @@ fn sessions_read_by_position_answer_as_sessions_held_in_memory() -> Result<()> {
             let want = answers(held.as_manager())?;
             for piece in [1, 97, 4096] {
                 let what = format!("{dialect:?} {} in pieces of {piece}", path.display());
-                let m = SessionManager::open_read_only(
-                    dialect,
-                    &path,
-                    env(tmp.path(), Some(SpanPolicy::everything(piece))),
-                )?;
+                let m = open(Some(SpanPolicy::everything(piece)))?;
                 let spans = m.tree().entries().iter().filter(|r| r.span().is_some()).count();
                 read_later += spans;
                 assert_eq!(answers(m.as_manager())?, want, "{what}");

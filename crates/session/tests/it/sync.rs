@@ -20,7 +20,7 @@ use session::sync::{SyncLocal, SyncOptions, SyncOutcome, SyncRemote, SyncReport,
 
 use session_testkit::TempDir;
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+use crate::common::{Result, append, put};
 
 const ORIGIN_ID: &str = "github.com/me/proj";
 
@@ -63,9 +63,26 @@ impl Machine {
         self.dirs(dialect).default_session_dir(&self.project.to_string_lossy()).join(name)
     }
 
+    /// Writes this machine's session `sid` of `dialect` holding `lines` (its header's
+    /// `cwd` this machine's folder of the project); returns its path.
+    fn put(&self, dialect: Dialect, sid: &str, lines: &[String]) -> Result<PathBuf> {
+        let path = self.session(dialect, &name_of(sid));
+        put(&path, session_file(dialect, sid, &self.project, lines))?;
+        Ok(path)
+    }
+
     fn sync(&self, remote: &SyncRemote) -> Result<SyncReport> {
         Ok(sync(&self.local, remote, &SyncOptions::default(), &mut |_| {})?)
     }
+}
+
+/// A test's folder with machine A in it (its project at `proj`, cloned from
+/// github.com/me/proj), and the folder of a remote there.
+fn machine_a(tag: &str) -> Result<(TempDir, Machine, PathBuf)> {
+    let tmp = TempDir::new(tag);
+    let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
+    let remote_dir = tmp.path().join("remote");
+    Ok((tmp, a, remote_dir))
 }
 
 /// A v3 entry line continuing from `parent`.
@@ -99,13 +116,6 @@ fn name_of(sid: &str) -> String {
     format!("2025-01-01T00-00-00-000Z_{sid}.jsonl")
 }
 
-/// Writes a session file, its bucket made.
-fn put(path: &Path, text: &str) -> Result<()> {
-    fs_err::create_dir_all(path.parent().ok_or("a parent")?)?;
-    fs_err::write(path, text)?;
-    Ok(())
-}
-
 /// Moves the modification time of `path` a minute back, as for a file written a while
 /// ago: a sync notes only times that no write in the same moment can repeat.
 fn settle(path: &Path) -> Result<()> {
@@ -113,13 +123,6 @@ fn settle(path: &Path) -> Result<()> {
     let now = session::store::clock::Clock::now_ms(&session::store::clock::SystemClock);
     let then = u64::try_from(now - 60_000)?;
     f.file().set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_millis(then))?;
-    Ok(())
-}
-
-fn append(path: &Path, text: &str) -> Result<()> {
-    use std::io::Write;
-    let mut f = fs_err::OpenOptions::new().append(true).open(path)?;
-    f.write_all(text.as_bytes())?;
     Ok(())
 }
 
@@ -177,9 +180,9 @@ fn two_machines_sync_through_a_folder() -> Result<()> {
     let own = "b-own";
     for dialect in [Dialect::Pi, Dialect::Omp] {
         let base = [entry("aaaaaaaa", None, "one"), entry("bbbbbbbb", Some("aaaaaaaa"), "two")];
-        put(&a.session(dialect, &name_of(shared)), &session_file(dialect, shared, &a.project, &base))?;
+        a.put(dialect, shared, &base)?;
         // B's own session of the project tells B where the project is here.
-        put(&b.session(dialect, &name_of(own)), &session_file(dialect, own, &b.project, &base[..1]))?;
+        b.put(dialect, own, &base[..1])?;
     }
 
     // Upload from A.
@@ -276,13 +279,10 @@ fn two_machines_sync_through_a_folder() -> Result<()> {
 /// A dry run says what it would do and writes nothing: no remote, no state, no bucket.
 #[test]
 fn a_dry_run_writes_nothing() -> Result<()> {
-    let tmp = TempDir::new("sync-dry");
-    let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
+    let (tmp, a, remote_dir) = machine_a("sync-dry")?;
     let b = Machine::new(tmp.path(), "b", "proj", "git@github.com:me/proj.git")?;
-    let remote_dir = tmp.path().join("remote");
     let remote = SyncRemote::new(Arc::new(FileStorage::new()), &remote_dir.to_string_lossy(), &remote_dir);
-    let file = a.session(Dialect::Pi, &name_of("s"));
-    put(&file, &session_file(Dialect::Pi, "s", &a.project, &[entry("aaaaaaaa", None, "x")]))?;
+    let file = a.put(Dialect::Pi, "s", &[entry("aaaaaaaa", None, "x")])?;
     let before = snapshot(tmp.path())?;
     let r = sync(&a.local, &remote, &SyncOptions::default().dry_run(true), &mut |_| {})?;
     assert!(r.dry_run && matches!(outcome(&r, &name_of("s"), Dialect::Pi), SyncOutcome::Uploaded), "{r:?}");
@@ -290,15 +290,7 @@ fn a_dry_run_writes_nothing() -> Result<()> {
     assert!(!remote_dir.exists());
     // With something to pull and to merge, too.
     a.sync(&remote)?;
-    put(
-        &b.session(Dialect::Pi, &name_of("s")),
-        &session_file(
-            Dialect::Pi,
-            "s",
-            &b.project,
-            &[entry("aaaaaaaa", None, "x"), entry("bbbbbbbb", Some("aaaaaaaa"), "y")],
-        ),
-    )?;
+    b.put(Dialect::Pi, "s", &[entry("aaaaaaaa", None, "x"), entry("bbbbbbbb", Some("aaaaaaaa"), "y")])?;
     append(&file, &entry("cccccccc", Some("aaaaaaaa"), "z"))?;
     let before = snapshot(tmp.path())?;
     let r = sync(&b.local, &remote, &SyncOptions::default().dry_run(true), &mut |_| {})?;
@@ -317,15 +309,10 @@ fn a_dry_run_writes_nothing() -> Result<()> {
 #[test]
 fn the_state_file_is_private_and_keeps_no_password() -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    let tmp = TempDir::new("sync-state");
-    let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
-    let remote_dir = tmp.path().join("remote");
+    let (tmp, a, remote_dir) = machine_a("sync-state")?;
     let url = "postgres://me:hunter2@db.example/sessions";
     let remote = SyncRemote::new(Arc::new(FileStorage::new()), url, &remote_dir);
-    put(
-        &a.session(Dialect::Omp, &name_of("s")),
-        &session_file(Dialect::Omp, "s", &a.project, &[entry("aaaaaaaa", None, "x")]),
-    )?;
+    a.put(Dialect::Omp, "s", &[entry("aaaaaaaa", None, "x")])?;
     let r = a.sync(&remote)?;
     let state = r.state_file.ok_or("a state file")?;
     assert_eq!(state, session::sync::state_file(&a.local.state_dir, url, &remote_dir));
@@ -352,8 +339,10 @@ struct Racing {
     listings: AtomicUsize,
 }
 
+type StoreResult<T> = std::result::Result<T, StoreError>;
+
 impl Racing {
-    fn race(&self, path: &Path) -> std::result::Result<(), StoreError> {
+    fn race(&self, path: &Path) -> StoreResult<()> {
         if !self.line.is_empty()
             && path.extension().is_some_and(|e| e == "jsonl")
             && !self.fired.swap(true, Ordering::SeqCst)
@@ -365,86 +354,72 @@ impl Racing {
 }
 
 impl Storage for Racing {
-    fn ensure_dir(&self, dir: &Path) -> std::result::Result<(), StoreError> {
+    fn ensure_dir(&self, dir: &Path) -> StoreResult<()> {
         self.inner.ensure_dir(dir)
     }
-    fn exists(&self, path: &Path) -> std::result::Result<bool, StoreError> {
+    fn exists(&self, path: &Path) -> StoreResult<bool> {
         self.inner.exists(path)
     }
-    fn stat(&self, path: &Path) -> std::result::Result<Option<FileStat>, StoreError> {
+    fn stat(&self, path: &Path) -> StoreResult<Option<FileStat>> {
         self.inner.stat(path)
     }
-    fn list(&self, dir: &Path) -> std::result::Result<Vec<String>, StoreError> {
+    fn list(&self, dir: &Path) -> StoreResult<Vec<String>> {
         self.inner.list(dir)
     }
-    fn read_dir(&self, dir: &Path) -> std::result::Result<Vec<DirEntry>, StoreError> {
+    fn read_dir(&self, dir: &Path) -> StoreResult<Vec<DirEntry>> {
         self.inner.read_dir(dir)
     }
-    fn read(&self, path: &Path) -> std::result::Result<Vec<u8>, StoreError> {
+    fn read(&self, path: &Path) -> StoreResult<Vec<u8>> {
         self.reads.fetch_add(1, Ordering::SeqCst);
         self.inner.read(path)
     }
-    fn read_into(&self, path: &Path, buf: &mut Vec<u8>) -> std::result::Result<(FileStat, usize), StoreError> {
+    fn read_into(&self, path: &Path, buf: &mut Vec<u8>) -> StoreResult<(FileStat, usize)> {
         self.reads.fetch_add(1, Ordering::SeqCst);
         self.inner.read_into(path, buf)
     }
-    fn list_stats(&self, dir: &Path) -> std::result::Result<Vec<(String, FileStat)>, StoreError> {
+    fn list_stats(&self, dir: &Path) -> StoreResult<Vec<(String, FileStat)>> {
         self.listings.fetch_add(1, Ordering::SeqCst);
         self.inner.list_stats(dir)
     }
-    fn read_slices(
-        &self,
-        path: &Path,
-        prefix: u64,
-        suffix: u64,
-    ) -> std::result::Result<(Vec<u8>, Vec<u8>), StoreError> {
+    fn read_slices(&self, path: &Path, prefix: u64, suffix: u64) -> StoreResult<(Vec<u8>, Vec<u8>)> {
         self.inner.read_slices(path, prefix, suffix)
     }
-    fn write(&self, path: &Path, bytes: &[u8]) -> std::result::Result<(), StoreError> {
+    fn write(&self, path: &Path, bytes: &[u8]) -> StoreResult<()> {
         self.inner.write(path, bytes)
     }
-    fn write_new(&self, path: &Path, bytes: &[u8]) -> std::result::Result<(), StoreError> {
+    fn write_new(&self, path: &Path, bytes: &[u8]) -> StoreResult<()> {
         self.inner.write_new(path, bytes)
     }
-    fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> std::result::Result<(), StoreError> {
+    fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> StoreResult<()> {
         self.race(path)?;
         self.inner.write_atomic(path, bytes, expected)
     }
-    fn append(&self, path: &Path, bytes: &[u8]) -> std::result::Result<(), StoreError> {
+    fn append(&self, path: &Path, bytes: &[u8]) -> StoreResult<()> {
         self.inner.append(path, bytes)
     }
-    fn append_expected(
-        &self,
-        path: &Path,
-        bytes: &[u8],
-        expected: ExpectedSize,
-    ) -> std::result::Result<(), StoreError> {
+    fn append_expected(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> StoreResult<()> {
         self.race(path)?;
         self.inner.append_expected(path, bytes, expected)
     }
-    fn truncate(&self, path: &Path, len: u64) -> std::result::Result<(), StoreError> {
+    fn truncate(&self, path: &Path, len: u64) -> StoreResult<()> {
         self.inner.truncate(path, len)
     }
-    fn rename(&self, from: &Path, to: &Path) -> std::result::Result<(), StoreError> {
+    fn rename(&self, from: &Path, to: &Path) -> StoreResult<()> {
         self.inner.rename(from, to)
     }
-    fn unlink(&self, path: &Path) -> std::result::Result<(), StoreError> {
+    fn unlink(&self, path: &Path) -> StoreResult<()> {
         self.inner.unlink(path)
     }
-    fn remove_empty_dir(&self, dir: &Path) -> std::result::Result<(), StoreError> {
+    fn remove_empty_dir(&self, dir: &Path) -> StoreResult<()> {
         self.inner.remove_empty_dir(dir)
     }
-    fn delete_with_artifacts(&self, path: &Path) -> std::result::Result<(), StoreError> {
+    fn delete_with_artifacts(&self, path: &Path) -> StoreResult<()> {
         self.inner.delete_with_artifacts(path)
     }
-    fn open_writer(
-        &self,
-        path: &Path,
-        durability: Durability,
-    ) -> std::result::Result<Box<dyn AppendWriter>, StoreError> {
+    fn open_writer(&self, path: &Path, durability: Durability) -> StoreResult<Box<dyn AppendWriter>> {
         self.inner.open_writer(path, durability)
     }
-    fn lock(&self, path: &Path, wait: LockWait) -> std::result::Result<SessionLock, StoreError> {
+    fn lock(&self, path: &Path, wait: LockWait) -> StoreResult<SessionLock> {
         self.inner.lock(path, wait)
     }
 }
@@ -456,12 +431,9 @@ impl Storage for Racing {
 fn a_writer_racing_the_sync_is_merged_not_lost() -> Result<()> {
     // Without and with a line only the remote has before the sync (a merge's write).
     for remote_first in [None, Some(entry("eeeeeeee", Some("bbbbbbbb"), "theirs, before"))] {
-        let tmp = TempDir::new("sync-race");
-        let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
-        let remote_dir = tmp.path().join("remote");
-        let file = a.session(Dialect::Pi, &name_of("s"));
+        let (_tmp, a, remote_dir) = machine_a("sync-race")?;
         let base = [entry("aaaaaaaa", None, "x"), entry("bbbbbbbb", Some("aaaaaaaa"), "y")];
-        put(&file, &session_file(Dialect::Pi, "s", &a.project, &base))?;
+        let file = a.put(Dialect::Pi, "s", &base)?;
         let plain = SyncRemote::new(Arc::new(FileStorage::new()), "remote", &remote_dir);
         a.sync(&plain)?;
         let on_remote = remote_dir.join("pi/sessions").join(project_slug(ORIGIN_ID)).join(name_of("s"));
@@ -518,8 +490,7 @@ proptest! {
             let tmp = TempDir::new("sync-prop");
             let a = Machine::new(tmp.path(), "a", "p", "git@h:x/y.git")?;
             let b = Machine::new(tmp.path(), "b", "q/r", "https://h/x/y")?;
-            let remote_dir = tmp.path().join("remote");
-            let remote = SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir);
+            let remote = SyncRemote::new(Arc::new(FileStorage::new()), "r", tmp.path().join("remote"));
             let mut base = Vec::new();
             let mut known = Vec::new();
             for i in 0..shared {
@@ -527,9 +498,8 @@ proptest! {
                 base.push(entry(&id, known.last().map(String::as_str), "shared"));
                 known.push(id);
             }
-            let (fa, fb) = (a.session(dialect, &name_of("s")), b.session(dialect, &name_of("s")));
-            put(&fa, &session_file(dialect, "s", &a.project, &base))?;
-            put(&b.session(dialect, &name_of("o")), &session_file(dialect, "o", &b.project, &[]))?;
+            let (fa, fb) = (a.put(dialect, "s", &base)?, b.session(dialect, &name_of("s")));
+            b.put(dialect, "o", &[])?;
             a.sync(&remote)?;
             b.sync(&remote)?;
             let mut known_b = known.clone();
@@ -566,15 +536,13 @@ proptest! {
 /// lacks them when the session does.
 #[test]
 fn blobs_follow_their_sessions() -> Result<()> {
-    let tmp = TempDir::new("sync-blobs");
-    let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
+    let (tmp, a, remote_dir) = machine_a("sync-blobs")?;
     let b = Machine::new(tmp.path(), "b", "elsewhere", "git@github.com:me/proj.git")?;
-    let remote_dir = tmp.path().join("remote");
     let remote = SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir);
     let blob = a.local.blobs.as_ref().ok_or("a blob store")?.put(b"an image", None)?;
     let line = entry("aaaaaaaa", None, &blob.to_string());
-    put(&a.session(Dialect::Omp, &name_of("s")), &session_file(Dialect::Omp, "s", &a.project, &[line]))?;
-    put(&b.session(Dialect::Omp, &name_of("o")), &session_file(Dialect::Omp, "o", &b.project, &[]))?;
+    a.put(Dialect::Omp, "s", &[line])?;
+    b.put(Dialect::Omp, "o", &[])?;
     let r = a.sync(&remote)?;
     assert_eq!(r.blobs_uploaded, 1, "{r:?}");
     assert_eq!(fs_err::read(remote_dir.join("blobs").join(blob.hash()))?, b"an image");
@@ -590,15 +558,11 @@ fn blobs_follow_their_sessions() -> Result<()> {
 /// bucket here and of each project folder on the remote.
 #[test]
 fn an_unchanged_sync_reads_listings_only() -> Result<()> {
-    let tmp = TempDir::new("sync-cost");
-    let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
-    let remote_dir = tmp.path().join("remote");
+    let (_tmp, a, remote_dir) = machine_a("sync-cost")?;
     for i in 0..20 {
         let sid = format!("s{i}");
         let dialect = if i % 2 == 0 { Dialect::Pi } else { Dialect::Omp };
-        let path = a.session(dialect, &name_of(&sid));
-        put(&path, &session_file(dialect, &sid, &a.project, &[entry("aaaaaaaa", None, "x")]))?;
-        settle(&path)?;
+        settle(&a.put(dialect, &sid, &[entry("aaaaaaaa", None, "x")])?)?;
     }
     let plain = SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir);
     assert_eq!(a.sync(&plain)?.counts().pushed, 20);
@@ -623,17 +587,8 @@ fn an_unchanged_sync_reads_listings_only() -> Result<()> {
     assert_eq!(fs_err::read(&on_remote)?, fs_err::read(&s0)?);
     // A session rewritten before its end here (it does not begin with the bytes synced
     // last) is read on both sides.
-    let rewritten = session_file(
-        Dialect::Pi,
-        "s0",
-        &a.project,
-        &[
-            entry("aaaaaaaa", None, "X"),
-            entry("bbbbbbbb", Some("aaaaaaaa"), "y"),
-            entry("cccccccc", Some("bbbbbbbb"), "z"),
-        ],
-    );
-    fs_err::write(&s0, &rewritten)?;
+    let (x, y) = (entry("aaaaaaaa", None, "X"), entry("bbbbbbbb", Some("aaaaaaaa"), "y"));
+    a.put(Dialect::Pi, "s0", &[x, y, entry("cccccccc", Some("bbbbbbbb"), "z")])?;
     let r = sync(&local, &remote, &SyncOptions::default(), &mut |_| {})?;
     assert!(matches!(outcome(&r, &name_of("s0"), Dialect::Pi), SyncOutcome::Pushed { .. }), "{r:?}");
     assert_eq!(there.reads.load(Ordering::SeqCst), 1, "the remote copy was read");
@@ -656,14 +611,13 @@ fn a_rewrite_of_an_entry_converges() -> Result<()> {
     let a = Machine::new(tmp.path(), "a", "p", "git@h:x/y.git")?;
     let b = Machine::new(tmp.path(), "b", "q", "https://h/x/y")?;
     let remote = SyncRemote::new(Arc::new(FileStorage::new()), "r", tmp.path().join("remote"));
-    let (fa, fb) = (a.session(Dialect::Pi, &name_of("s")), b.session(Dialect::Pi, &name_of("s")));
     let lines = |text: &str| [entry("aaaaaaaa", None, text), entry("bbbbbbbb", Some("aaaaaaaa"), "two")];
-    put(&fa, &session_file(Dialect::Pi, "s", &a.project, &lines("one")))?;
-    put(&b.session(Dialect::Pi, &name_of("o")), &session_file(Dialect::Pi, "o", &b.project, &[]))?;
+    let (fa, fb) = (a.put(Dialect::Pi, "s", &lines("one"))?, b.session(Dialect::Pi, &name_of("s")));
+    b.put(Dialect::Pi, "o", &[])?;
     a.sync(&remote)?;
     b.sync(&remote)?;
     // Only A rewrites: A's bytes go everywhere.
-    put(&fa, &session_file(Dialect::Pi, "s", &a.project, &lines("one, rewritten")))?;
+    a.put(Dialect::Pi, "s", &lines("one, rewritten"))?;
     for m in [&a, &b, &a] {
         let r = m.sync(&remote)?;
         assert_eq!(r.counts().conflicts + r.counts().merged, 0, "{r:?}");
@@ -671,8 +625,8 @@ fn a_rewrite_of_an_entry_converges() -> Result<()> {
     assert!(fs_err::read_to_string(&fb)?.contains("one, rewritten"));
     assert_eq!(fs_err::read(&fb)?, as_on(&fs_err::read(&fa)?, &a, &b));
     // Both rewrite: the first to sync decides.
-    put(&fa, &session_file(Dialect::Pi, "s", &a.project, &lines("a's")))?;
-    put(&fb, &session_file(Dialect::Pi, "s", &b.project, &lines("b's, longer")))?;
+    a.put(Dialect::Pi, "s", &lines("a's"))?;
+    b.put(Dialect::Pi, "s", &lines("b's, longer"))?;
     for m in [&b, &a, &b, &a] {
         m.sync(&remote)?;
     }
@@ -689,8 +643,7 @@ fn damaged_copies_are_named_and_left_alone() -> Result<()> {
     let a = Machine::new(tmp.path(), "a", "p", "git@h:x/y.git")?;
     let remote_dir = tmp.path().join("remote");
     let remote = SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir);
-    let fa = a.session(Dialect::Pi, &name_of("s"));
-    put(&fa, &session_file(Dialect::Pi, "s", &a.project, &[entry("aaaaaaaa", None, "x")]))?;
+    let fa = a.put(Dialect::Pi, "s", &[entry("aaaaaaaa", None, "x")])?;
     a.sync(&remote)?;
     let folder = remote_dir.join("pi/sessions").join(project_slug("h/x/y"));
     // Diverged, and the remote copy holds a damaged line.
@@ -734,7 +687,7 @@ fn a_line_being_written_stays_here() -> Result<()> {
     let whole = session_file(Dialect::Pi, "s", &a.project, &[entry("aaaaaaaa", None, "one")]);
     let next = entry("bbbbbbbb", Some("aaaaaaaa"), "two");
     let (half, rest) = next.split_at(20);
-    put(&file, &format!("{whole}{half}"))?;
+    put(&file, format!("{whole}{half}"))?;
     let r = a.sync(&remote)?;
     assert!(matches!(outcome(&r, &name_of("s"), Dialect::Pi), SyncOutcome::Uploaded), "{r:?}");
     assert_eq!(fs_err::read_to_string(&on_remote)?, whole, "only whole lines go up");
@@ -761,15 +714,12 @@ fn a_line_being_written_stays_here() -> Result<()> {
 /// another of the same length. The state notes times as well as sizes.
 #[test]
 fn a_change_that_keeps_the_size_is_synced() -> Result<()> {
-    let tmp = TempDir::new("sync-same-size");
-    let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
-    let remote_dir = tmp.path().join("remote");
+    let (_tmp, a, remote_dir) = machine_a("sync-same-size")?;
     let remote = SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir);
     let storage = FileStorage::new();
     let files = [(Dialect::Pi, name_of("p")), (Dialect::Omp, name_of("o"))];
-    for (dialect, name) in &files {
-        let sid = if *dialect == Dialect::Pi { "p" } else { "o" };
-        put(&a.session(*dialect, name), &session_file(*dialect, sid, &a.project, &[entry("aaaaaaaa", None, "hello")]))?;
+    for (dialect, sid) in [(Dialect::Pi, "p"), (Dialect::Omp, "o")] {
+        a.put(dialect, sid, &[entry("aaaaaaaa", None, "hello")])?;
     }
     assert_eq!(a.sync(&remote)?.counts().pushed, 2);
     // The changes come in a later millisecond than the times the sync noted.
@@ -810,13 +760,9 @@ fn a_change_that_keeps_the_size_is_synced() -> Result<()> {
 /// reads none.
 #[test]
 fn a_version_1_state_file_is_read_once() -> Result<()> {
-    let tmp = TempDir::new("sync-state-v1");
-    let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
-    let remote_dir = tmp.path().join("remote");
+    let (_tmp, a, remote_dir) = machine_a("sync-state-v1")?;
     for (dialect, sid) in [(Dialect::Pi, "p"), (Dialect::Omp, "o")] {
-        let path = a.session(dialect, &name_of(sid));
-        put(&path, &session_file(dialect, sid, &a.project, &[entry("aaaaaaaa", None, "x")]))?;
-        settle(&path)?;
+        settle(&a.put(dialect, sid, &[entry("aaaaaaaa", None, "x")])?)?;
     }
     let plain = SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir);
     let state = a.sync(&plain)?.state_file.ok_or("a state file")?;
@@ -873,14 +819,9 @@ fn eventually(what: &str, mut check: impl FnMut() -> Result<bool>) -> Result<()>
 /// lists no remote folder, and reports no other session.
 #[test]
 fn a_sync_of_some_sessions_lists_no_remote_folder() -> Result<()> {
-    let tmp = TempDir::new("sync-only");
-    let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
-    let remote_dir = tmp.path().join("remote");
+    let (_tmp, a, remote_dir) = machine_a("sync-only")?;
     for sid in ["s1", "s2"] {
-        put(
-            &a.session(Dialect::Pi, &name_of(sid)),
-            &session_file(Dialect::Pi, sid, &a.project, &[entry("aaaaaaaa", None, "x")]),
-        )?;
+        a.put(Dialect::Pi, sid, &[entry("aaaaaaaa", None, "x")])?;
     }
     a.sync(&SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir))?;
     let file = a.session(Dialect::Pi, &name_of("s1"));
@@ -896,8 +837,7 @@ fn a_sync_of_some_sessions_lists_no_remote_folder() -> Result<()> {
     assert_eq!(fs_err::read(on_remote.join(name_of("s1")))?, fs_err::read(&file)?);
     assert!(!fs_err::read_to_string(on_remote.join(name_of("s2")))?.contains("bbbbbbbb"), "s2 was left alone");
     // A session the state notes nothing for: its agent's remote folders are listed.
-    let new = a.session(Dialect::Pi, &name_of("s3"));
-    put(&new, &session_file(Dialect::Pi, "s3", &a.project, &[]))?;
+    let new = a.put(Dialect::Pi, "s3", &[])?;
     let r = sync(&a.local, &remote, &SyncOptions::default().only([new]), &mut |_| {})?;
     assert!(matches!(outcome(&r, &name_of("s3"), Dialect::Pi), SyncOutcome::Uploaded), "{r:?}");
     assert_eq!((r.sessions.len(), there.listings.load(Ordering::SeqCst)), (1, 1), "{r:?}");
@@ -910,12 +850,9 @@ fn a_sync_of_some_sessions_lists_no_remote_folder() -> Result<()> {
 #[test]
 fn watch_follows_appends_here_and_there() -> Result<()> {
     use session::sync::{WatchEvent, WatchOptions, watch};
-    let tmp = TempDir::new("sync-watch");
-    let a = Machine::new(tmp.path(), "a", "proj", "git@github.com:me/proj.git")?;
-    let remote_dir = tmp.path().join("remote");
+    let (_tmp, a, remote_dir) = machine_a("sync-watch")?;
     let remote = SyncRemote::new(Arc::new(FileStorage::new()), "r", &remote_dir);
-    let file = a.session(Dialect::Omp, &name_of("s"));
-    put(&file, &session_file(Dialect::Omp, "s", &a.project, &[entry("aaaaaaaa", None, "x")]))?;
+    let file = a.put(Dialect::Omp, "s", &[entry("aaaaaaaa", None, "x")])?;
     let on_remote = remote_dir.join("sessions").join(project_slug(ORIGIN_ID)).join(name_of("s"));
     let stop = AtomicBool::new(false);
     let pace = WatchOptions::default().pull_interval(std::time::Duration::from_secs(2));

@@ -13,12 +13,7 @@ mod pi;
 use serde_json::{Value, json};
 use session::{Dialect, EntryId, Env, Leaf, NewSessionOptions, Record, SessionManager};
 
-pub(crate) type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
-
-/// The tests' user message (`userMsg`).
-pub(crate) fn user(text: &str) -> Value {
-    json!({"role": "user", "content": text, "timestamp": 1})
-}
+pub(crate) use crate::common::{Result, user};
 
 /// The tests' assistant message (`assistantMsg`: one text block, anthropic/claude-test).
 pub(crate) fn assistant(text: &str) -> Value {
