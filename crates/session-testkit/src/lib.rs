@@ -7,6 +7,8 @@
 //!   the database or key prefix each such test makes;
 //! - `postgres`, `mysql` and `redis` (features of the same names): a database or
 //!   key prefix of the test's own on the machine's server, removed on drop;
+//! - [`crash`]: the number of kills, the temporary-file rule and the killing of one
+//!   writer, for the kill campaigns;
 //! - [`generate`]: the deterministic generator of realistic pi and omp session files that
 //!   `cargo xtask` and the benches use;
 //! - [`testdata_files`]: every session file of the workspace's `testdata/`;
@@ -14,6 +16,7 @@
 //!   [`assert_reads_the_older_table!`]: what the SQL storages' tests check of a read-only
 //!   storage.
 
+pub mod crash;
 pub mod generate;
 #[cfg(feature = "mysql")]
 pub mod mysql;

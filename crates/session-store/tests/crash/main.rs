@@ -19,22 +19,20 @@
 //!
 //! `SESSION_CRASH_KILLS` sets the number of kills per operation (default 200).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
 
 use rand::Rng;
 use session_model::{DiagnosticKind, Dialect, HeaderCheck, parse_session_bytes};
 use session_store::{BlobRef, BlobStore, Durability, ExpectedSize, FileStorage, Storage};
-use session_testkit::TempDir;
+use session_testkit::{TempDir, crash};
 
 const CHILD_ENV: &str = "SESSION_STORE_CRASH_CHILD";
 const MODE_ENV: &str = "SESSION_STORE_CRASH_MODE";
-/// Kills per operation in CI.
-const CI_KILLS: usize = 200;
 
-type Error = Box<dyn std::error::Error>;
+type Error = session_testkit::BoxError;
 
 /// The operations a writer runs until it is killed.
 const MODES: [&str; 3] = ["append", "rewrite", "blob"];
@@ -73,17 +71,6 @@ fn main() -> ExitCode {
     }
     println!("crash: done in {:.1} s", started.elapsed().as_secs_f64());
     if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
-}
-
-fn kills() -> Result<usize, Error> {
-    match std::env::var("SESSION_CRASH_KILLS") {
-        Ok(v) => Ok(v.parse().map_err(|e| format!("SESSION_CRASH_KILLS={v}: {e}"))?),
-        Err(_) => Ok(CI_KILLS),
-    }
-}
-
-fn require_temp_cleanup() -> bool {
-    std::env::var_os("SESSION_CRASH_REQUIRE_TEMP_CLEANUP").is_none_or(|v| v != "0")
 }
 
 fn id_of(n: u64) -> String {
@@ -182,49 +169,18 @@ struct Killed {
     pid: u32,
 }
 
-/// Starts a writer in `mode` on `path`, waits for a random number of acknowledgements and
-/// a random delay, kills it and returns everything it acknowledged.
+/// Starts a writer in `mode` on `path`, waits for a random number of acknowledgements
+/// (sometimes none) and a random delay, kills it and returns everything it acknowledged.
 fn kill_one(exe: &Path, mode: &str, path: &Path, rng: &mut impl Rng) -> Result<Killed, Error> {
-    let mut child = Command::new(exe)
-        .env(CHILD_ENV, path)
-        .env(MODE_ENV, mode)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    let pid = child.id();
-    let stdout = child.stdout.take().ok_or("child stdout")?;
-    // Wait for a random number of acknowledgements (sometimes none), then a random extra delay.
-    let wait_for = rng.next_u32() % 12;
-    let mut reader = BufReader::new(stdout);
-    let mut acked: Vec<u64> = Vec::new();
-    let mut line = String::new();
-    while acked.len() < wait_for as usize {
-        line.clear();
-        if reader.read_line(&mut line)? == 0 {
-            break;
-        }
-        acked.push(line.trim().parse()?);
-    }
-    std::thread::sleep(Duration::from_micros(u64::from(rng.next_u32() % 3000)));
-    child.kill()?;
-    let status = child.wait()?;
-    // Everything printed before death was acknowledged.
-    let mut rest = String::new();
-    reader.read_to_string(&mut rest)?;
-    for l in rest.split_inclusive('\n').filter(|l| l.ends_with('\n')) {
-        acked.push(l.trim().parse()?);
-    }
-    if status.success() || status.code().is_some() {
-        let mut err = String::new();
-        child.stderr.take().map(|mut e| e.read_to_string(&mut err));
-        return Err(format!("writer exited on its own ({status}): {err}").into());
-    }
+    let wait_for = (rng.next_u32() % 12) as usize;
+    let killed = crash::kill_writer(Command::new(exe).env(CHILD_ENV, path).env(MODE_ENV, mode), wait_for, rng)?;
+    let acked = killed.acks.iter().map(|l| l.trim().parse()).collect::<Result<Vec<u64>, _>>()?;
     for (i, n) in acked.iter().enumerate() {
         if *n != i as u64 {
             return Err(format!("acknowledgements out of order: {acked:?}").into());
         }
     }
-    Ok(Killed { acked, pid })
+    Ok(Killed { acked, pid: killed.pid })
 }
 
 fn parent(mode: &str) -> Result<Summary, Error> {
@@ -234,7 +190,7 @@ fn parent(mode: &str) -> Result<Summary, Error> {
     let exe = std::env::current_exe()?;
     let mut rng = rand::rng();
     let mut summary = Summary::default();
-    let wanted = kills()?;
+    let wanted = crash::kills()?;
     while summary.kills < wanted {
         // Each writer starts afresh (the same name: the next writer steals what the last left).
         match mode {
@@ -335,7 +291,7 @@ fn next_writer(mode: &str, path: &Path, killed: &Killed, summary: &mut Summary) 
     }
     let left = temps_in(&dir)?;
     summary.temps_after += left.len();
-    if require_temp_cleanup() && !left.is_empty() {
+    if crash::require_temp_cleanup() && !left.is_empty() {
         return Err(format!("temporary files of the dead writer survive the next write: {left:?}").into());
     }
     // Counted: out of the way, so that each kill's are counted once.

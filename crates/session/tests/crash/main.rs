@@ -18,25 +18,23 @@
 //! have removed them. `SESSION_CRASH_KILLS` sets the number of kills per operation
 //! (default 200).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
 
 use rand::Rng;
 use serde_json::{Value, json};
 use session::model::{DiagnosticKind, HeaderCheck, parse_session_bytes};
 use session::store::{BlobStore, Durability, ExpectedSize};
 use session::{Dialect, Env, SessionManager};
-use session_testkit::TempDir;
+use session_testkit::{TempDir, crash};
 
 const CHILD_ENV: &str = "SESSION_FACADE_CRASH_CHILD";
 const MODE_ENV: &str = "SESSION_FACADE_CRASH_MODE";
 const VARIANT_ENV: &str = "SESSION_FACADE_CRASH_VARIANT";
-/// Kills per operation in CI.
-const CI_KILLS: usize = 200;
 
-type Error = Box<dyn std::error::Error>;
+type Error = session_testkit::BoxError;
 type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The operations and the variants each kill cycles through.
@@ -84,17 +82,6 @@ fn main() -> ExitCode {
     }
     println!("crash: done in {:.1} s", started.elapsed().as_secs_f64());
     if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
-}
-
-fn kills() -> Result<usize> {
-    match std::env::var("SESSION_CRASH_KILLS") {
-        Ok(v) => Ok(v.parse().map_err(|e| format!("SESSION_CRASH_KILLS={v}: {e}"))?),
-        Err(_) => Ok(CI_KILLS),
-    }
-}
-
-fn require_temp_cleanup() -> bool {
-    std::env::var_os("SESSION_CRASH_REQUIRE_TEMP_CLEANUP").is_none_or(|v| v != "0")
 }
 
 fn dialect_of(variant: &str) -> Dialect {
@@ -267,39 +254,12 @@ impl Killed {
 }
 
 fn kill_one(exe: &Path, mode: &str, variant: &str, dir: &Path, rng: &mut impl Rng) -> Result<Killed> {
-    let mut child = Command::new(exe)
-        .env(CHILD_ENV, dir)
-        .env(MODE_ENV, mode)
-        .env(VARIANT_ENV, variant)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    let pid = child.id();
-    let mut reader = BufReader::new(child.stdout.take().ok_or("child stdout")?);
-    let wait_for = 1 + rng.next_u32() % 10;
-    let mut acks: Vec<Vec<String>> = Vec::new();
-    let mut line = String::new();
-    while acks.len() < wait_for as usize {
-        line.clear();
-        if reader.read_line(&mut line)? == 0 {
-            break;
-        }
-        acks.push(line.trim_end_matches('\n').split('\t').map(str::to_owned).collect());
-    }
-    std::thread::sleep(Duration::from_micros(u64::from(rng.next_u32() % 3000)));
-    child.kill()?;
-    let status = child.wait()?;
-    let mut rest = String::new();
-    reader.read_to_string(&mut rest)?;
-    for l in rest.split_inclusive('\n').filter(|l| l.ends_with('\n')) {
-        acks.push(l.trim_end_matches('\n').split('\t').map(str::to_owned).collect());
-    }
-    if status.code().is_some() {
-        let mut err = String::new();
-        child.stderr.take().map(|mut e| e.read_to_string(&mut err));
-        return Err(format!("writer exited on its own ({status}): {err}").into());
-    }
-    Ok(Killed { acks, pid })
+    let wait_for = 1 + (rng.next_u32() % 10) as usize;
+    let cmd = &mut Command::new(exe);
+    let killed =
+        crash::kill_writer(cmd.env(CHILD_ENV, dir).env(MODE_ENV, mode).env(VARIANT_ENV, variant), wait_for, rng)?;
+    let acks = killed.acks.iter().map(|l| l.split('\t').map(str::to_owned).collect()).collect();
+    Ok(Killed { acks, pid: killed.pid })
 }
 
 fn parent(mode: &str, variants: &[&str]) -> Result<Summary> {
@@ -308,7 +268,7 @@ fn parent(mode: &str, variants: &[&str]) -> Result<Summary> {
     let exe = std::env::current_exe()?;
     let mut rng = rand::rng();
     let mut summary = Summary::default();
-    let wanted = kills()?;
+    let wanted = crash::kills()?;
     while summary.kills < wanted {
         let variant = variants[summary.kills % variants.len()];
         let dir = base.path().join(format!("k{}", summary.kills));
@@ -565,7 +525,7 @@ fn next_writers(dialect: Dialect, dir: &Path, killed: &Killed, summary: &mut Sum
     if !orphans.is_empty() {
         return Err(format!("lock files of the dead writer survive the next write: {orphans:?}").into());
     }
-    if require_temp_cleanup() && !left.is_empty() {
+    if crash::require_temp_cleanup() && !left.is_empty() {
         return Err(format!("temporary files of the dead writer survive the next write: {left:?}").into());
     }
     Ok(())
