@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use session::Dialect;
 use session::discovery::{self, AgentDirs, Discovery, Progress, ResumeTarget, SessionInfo};
 use session::history::{HistoryOptions, HistoryScope, HistoryStore, history_db_path};
-use session::model::json::write_js_str;
+use session::model::json::{to_js_string, write_js_str};
 use session::model::timestamp::format_iso_millis;
 
 use crate::args::{AgentArg, Global, HistoryCommand};
@@ -334,16 +334,11 @@ pub(crate) fn resume(
     if !wants_json(g) {
         return Ok(path.display().to_string());
     }
-    let mut out = String::from("{\"path\":");
-    write_js_str(&mut out, &path.to_string_lossy());
-    out.push_str(",\"scope\":");
-    write_js_str(&mut out, scope);
+    let mut out = serde_json::json!({"path": path.to_string_lossy(), "scope": scope});
     if g.dialect.is_none() {
-        out.push_str(",\"agent\":");
-        write_js_str(&mut out, dialect.name());
+        out["agent"] = dialect.name().into();
     }
-    out.push('}');
-    Ok(out)
+    Ok(to_js_string(&out))
 }
 
 /// The session `arg` names, as `resume` looks it up: whose it is, its path, and how it
@@ -459,14 +454,7 @@ pub(crate) fn continue_cmd(g: &Global, cwd: Option<&str>, no_cache: bool) -> Res
     if !wants_json(g) {
         return Ok(path.display().to_string());
     }
-    let mut out = String::from("{\"path\":");
-    write_js_str(&mut out, &path.to_string_lossy());
-    out.push_str(",\"decision\":");
-    write_js_str(&mut out, how);
-    out.push_str(",\"agent\":");
-    write_js_str(&mut out, dialect.name());
-    out.push('}');
-    Ok(out)
+    Ok(to_js_string(&serde_json::json!({"path": path.to_string_lossy(), "decision": how, "agent": dialect.name()})))
 }
 
 pub(crate) fn history(g: &Global, command: &HistoryCommand) -> Result<String> {
@@ -496,23 +484,19 @@ pub(crate) fn history(g: &Global, command: &HistoryCommand) -> Result<String> {
         out.push_str(&format!("{} prompt(s)", rows.len()));
         return Ok(out);
     }
-    let mut out = String::from("[");
-    for (i, r) in rows.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
+    let mut out = String::new();
+    crate::commands::push_array(&mut out, &rows, |out, r| {
         out.push_str("{\"prompt\":");
-        write_js_str(&mut out, &r.prompt);
+        write_js_str(out, &r.prompt);
         out.push_str(&format!(",\"createdAt\":{},\"useCount\":{}", r.created_at, r.use_count));
         for (k, v) in [("cwd", &r.cwd), ("sessionId", &r.session_id)] {
             if let Some(v) = v {
                 out.push_str(&format!(",\"{k}\":"));
-                write_js_str(&mut out, v);
+                write_js_str(out, v);
             }
         }
         out.push('}');
-    }
-    out.push(']');
+    });
     Ok(out)
 }
 

@@ -97,10 +97,9 @@ impl NewSessionOptions {
         NewSessionOptions { id: Some(id.to_owned()), ..NewSessionOptions::default() }
     }
 
-    /// Returns these options with the header's `parentSession`.
-    pub fn parent_session(mut self, parent: &str) -> NewSessionOptions {
-        self.parent_session = Some(parent.to_owned());
-        self
+    setters! { NewSessionOptions;
+        /// Returns these options with the header's `parentSession`.
+        parent_session(parent: &str) => parent_session = Some(parent.to_owned());
     }
 }
 

@@ -125,11 +125,10 @@ impl SyncLocal {
         SyncLocal { storage, homes, blobs: None, state_dir: state_dir.into() }
     }
 
-    /// Returns this side with omp's blob store `blobs`.
-    #[must_use]
-    pub fn with_blobs(mut self, blobs: BlobStore) -> SyncLocal {
-        self.blobs = Some(blobs);
-        self
+    setters! { SyncLocal;
+        /// Returns this side with omp's blob store `blobs`.
+        #[must_use]
+        with_blobs(blobs: BlobStore) => blobs = Some(blobs);
     }
 }
 
@@ -197,35 +196,23 @@ pub struct SyncOptions {
     pub only: Option<BTreeSet<PathBuf>>,
 }
 
-impl SyncOptions {
+setters! { impl SyncOptions;
     /// Returns these options writing nothing (`true`).
     #[must_use]
-    pub fn dry_run(mut self, dry_run: bool) -> SyncOptions {
-        self.dry_run = dry_run;
-        self
-    }
+    dry_run(dry_run: bool) => dry_run = dry_run;
 
     /// Returns these options with the project ids `map`.
     #[must_use]
-    pub fn map(mut self, map: ProjectMap) -> SyncOptions {
-        self.map = map;
-        self
-    }
+    map(map: ProjectMap) => map = map;
 
     /// Returns these options limited to sessions of `projects` (folders here).
     #[must_use]
-    pub fn projects(mut self, projects: Vec<PathBuf>) -> SyncOptions {
-        self.projects = projects.iter().map(|p| project::lexical(p)).collect();
-        self
-    }
+    projects(projects: Vec<PathBuf>) => projects = projects.iter().map(|p| project::lexical(p)).collect();
 
     /// Returns these options limited to the local session files `paths` (see
     /// [`SyncOptions::only`]).
     #[must_use]
-    pub fn only(mut self, paths: impl IntoIterator<Item = PathBuf>) -> SyncOptions {
-        self.only = Some(paths.into_iter().collect());
-        self
-    }
+    only(paths: impl IntoIterator<Item = PathBuf>) => only = Some(paths.into_iter().collect());
 }
 
 /// Why two copies of a session could not be merged.
@@ -1262,18 +1249,13 @@ fn skip(path: &Path, why: &str) -> SyncOutcome {
 /// Returns the outcome of a merge that could not be made.
 fn conflict(e: JobError) -> SyncOutcome {
     let detail = e.to_string();
-    match e {
-        JobError::MergeConflict { id, .. } => {
-            SyncOutcome::Conflict { reason: ConflictReason::EntryDisagrees, entry: Some(id), detail }
-        }
-        JobError::NotTheSameSession { .. } => {
-            SyncOutcome::Conflict { reason: ConflictReason::DifferentSessions, entry: None, detail }
-        }
-        JobError::BadLeaf { id, .. } => {
-            SyncOutcome::Conflict { reason: ConflictReason::NoLeaf, entry: Some(id), detail }
-        }
-        _ => SyncOutcome::Conflict { reason: ConflictReason::Unsupported, entry: None, detail },
-    }
+    let (reason, entry) = match e {
+        JobError::MergeConflict { id, .. } => (ConflictReason::EntryDisagrees, Some(id)),
+        JobError::NotTheSameSession { .. } => (ConflictReason::DifferentSessions, None),
+        JobError::BadLeaf { id, .. } => (ConflictReason::NoLeaf, Some(id)),
+        _ => (ConflictReason::Unsupported, None),
+    };
+    SyncOutcome::Conflict { reason, entry, detail }
 }
 
 /// Returns how many entries `after` holds that `before` lacks.
