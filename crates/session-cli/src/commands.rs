@@ -73,8 +73,8 @@ pub(crate) fn run(g: &Global, command: &Command) -> Result<Output> {
         Command::Move { file, cwd, session_dir } => {
             crate::jobs::move_cmd(g, file, cwd, session_dir.as_deref(), json)?.into()
         }
-        Command::Migrate { file, no_backup } => crate::jobs::migrate(g, file, *no_backup, json)?.into(),
-        Command::Repair { file, no_backup } => crate::jobs::repair(g, file, *no_backup, json)?.into(),
+        Command::Migrate { file, no_backup } => crate::jobs::rewrite(g, file, *no_backup, json, false)?.into(),
+        Command::Repair { file, no_backup } => crate::jobs::rewrite(g, file, *no_backup, json, true)?.into(),
         Command::Rm { file, yes, force, purge } => crate::jobs::rm(g, file, *yes, *force, *purge)?.into(),
         Command::Trash { command } => crate::jobs::trash(g, command)?.into(),
         Command::Du { all, top } => crate::jobs::du(g, *all, *top)?.into(),
@@ -433,18 +433,12 @@ fn id_json(id: Option<&str>) -> String {
 }
 
 fn append(g: &Global, file: &Path, custom_type: &str, data: Option<&str>) -> Result<String> {
-    let data: Option<Value> = match data {
-        // Read as JavaScript reads it (`1e400` is `null` once written, a lone surrogate
-        // is kept), by the model's one JSON reader; serde's error says where it is not JSON.
-        Some(d) => match session::model::json::parse(d) {
-            Some(v) => Some(v),
-            None => {
-                let e = serde_json::from_str::<Value>(d).err().map_or_else(String::new, |e| format!(": {e}"));
-                return Err(format!("--data is not JSON{e}").into());
-            }
-        },
-        None => None,
-    };
+    // Read as JavaScript reads it (`1e400` is `null` once written, a lone surrogate is
+    // kept), by the model's one JSON reader; serde's error says where it is not JSON.
+    let data = data.map(|d| session::model::json::parse(d).ok_or(d)).transpose().map_err(|d| {
+        let e = serde_json::from_str::<Value>(d).err().map_or_else(String::new, |e| format!(": {e}"));
+        format!("--data is not JSON{e}")
+    })?;
     let mut m = open_for_writing(g, file)?;
     let id = m.append_custom_entry(custom_type, data)?;
     m.close()?;

@@ -278,10 +278,6 @@ pub(crate) struct LsOptions<'a> {
     pub(crate) pinned: bool,
 }
 
-fn shorten(s: &str, max: usize) -> String {
-    crate::table::fit(s, max)
-}
-
 /// The table of `ls`: pinned sessions marked `*`.
 fn table(sessions: &[(&str, &SessionInfo, bool)], archived: bool) -> String {
     use crate::table::{Column, render};
@@ -395,7 +391,7 @@ pub(crate) fn find_session(
                 let mut text = format!("{n} sessions match {arg:?}; give more of the name or an id prefix:");
                 for (dialect, s) in matches.iter().take(10) {
                     let name = s.name.as_deref().or(s.title.as_deref()).unwrap_or(&s.first_message);
-                    text.push_str(&format!("\n  {}  {:<3}  {}", s.id, dialect.name(), shorten(name, 60)));
+                    text.push_str(&format!("\n  {}  {:<3}  {}", s.id, dialect.name(), crate::table::fit(name, 60)));
                 }
                 if n > 10 {
                     text.push_str(&format!("\n  … and {} more", n - 10));
@@ -479,7 +475,11 @@ pub(crate) fn history(g: &Global, command: &HistoryCommand) -> Result<String> {
     if !wants_json(g) {
         let mut out = String::new();
         for r in &rows {
-            out.push_str(&format!("{}  {}\n", format_iso_millis(r.created_at * 1000), shorten(&r.prompt, 100)));
+            out.push_str(&format!(
+                "{}  {}\n",
+                format_iso_millis(r.created_at * 1000),
+                crate::table::fit(&r.prompt, 100)
+            ));
         }
         out.push_str(&format!("{} prompt(s)", rows.len()));
         return Ok(out);
@@ -518,11 +518,6 @@ pub(crate) struct SearchOptions<'a> {
     pub(crate) limit: usize,
     /// One JSON object a line.
     pub(crate) jsonl: bool,
-}
-
-/// The stable hash of the `--store` URL, naming the catalog of that storage.
-fn store_tag(url: &str) -> String {
-    format!("{:016x}", session::search::stable_hash(url.as_bytes()))
 }
 
 /// The search catalog of the sessions in scope, brought up to date.
@@ -607,7 +602,8 @@ pub(crate) fn open_catalog(
         scopes.push(scope);
     }
     let name = match (&g.store, crate::store::on_files()) {
-        (Some(url), false) => format!("search-{}.db", store_tag(url)),
+        // The stable hash of the `--store` URL names the catalog of that storage.
+        (Some(url), false) => format!("search-{:016x}.db", session::search::stable_hash(url.as_bytes())),
         _ => "search.db".to_owned(),
     };
     let catalog = crate::cache::catalog(&name)?;

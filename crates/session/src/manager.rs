@@ -337,21 +337,14 @@ impl SessionManager {
             Some(at) => {
                 session_migrate::migrate(&mut records, &mut || ids::new_entry_id(dialect, &mut rand::rng(), |_| false));
                 let header = records.remove(at);
-                m.slot = (dialect == Dialect::Omp).then(|| TitleSlot {
-                    title: header.get_str("title").unwrap_or_default().to_owned(),
-                    source: header.get_str("titleSource").map(str::to_owned),
-                    updated_at: header.get_str("timestamp").unwrap_or_default().to_owned(),
-                });
+                m.slot = (dialect == Dialect::Omp)
+                    .then(|| slot_of(&header, header.get_str("timestamp").unwrap_or_default()));
                 m.header = header;
-                records.retain(|r| SessionTree::keeps(dialect, r));
-                m.replace_entries(records, None);
             }
-            None => {
-                m.start_session(&options)?;
-                records.retain(|r| SessionTree::keeps(dialect, r));
-                m.replace_entries(records, None);
-            }
+            None => m.start_session(&options)?,
         }
+        records.retain(|r| SessionTree::keeps(dialect, r));
+        m.replace_entries(records, None);
         Ok(m)
     }
 
@@ -1076,6 +1069,15 @@ pub(crate) fn copy_error(e: &SessionError, path: Option<&Path>) -> SessionError 
 impl Drop for SessionManager {
     fn drop(&mut self) {
         self.close_writer();
+    }
+}
+
+/// The title slot of omp's `header` (its `title` and `titleSource`), dated `updated_at`.
+pub(crate) fn slot_of(header: &Record, updated_at: &str) -> TitleSlot {
+    TitleSlot {
+        title: header.get_str("title").unwrap_or_default().to_owned(),
+        source: header.get_str("titleSource").map(str::to_owned),
+        updated_at: updated_at.to_owned(),
     }
 }
 

@@ -269,11 +269,7 @@ impl SessionManager {
         let id = self.env.new_session_id();
         let ts = self.env.now_iso();
         let header = entries::omp::fork_header(&id, &ts, &self.cwd, &self.header);
-        let slot = TitleSlot {
-            title: header.get_str("title").unwrap_or_default().to_owned(),
-            source: header.get_str("titleSource").map(str::to_owned),
-            updated_at: ts.clone(),
-        };
+        let slot = super::slot_of(&header, &ts);
         if !self.persist {
             self.header = header;
             self.slot = Some(slot);

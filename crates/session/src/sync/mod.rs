@@ -726,10 +726,7 @@ impl Run<'_> {
         let tail = &lbytes[noted..];
         hasher.update(tail);
         // Blobs first, so that a session is never on a side before the blobs it names.
-        self.blobs_missing = false;
-        if dialect == Dialect::Omp {
-            self.blobs(tail, b"")?;
-        }
+        self.blobs(dialect, tail, b"")?;
         // The listing was taken before the sessions synced so far: the remote copy is
         // looked at again (no bytes fetched), so that a rewrite of the same size since
         // (omp's title slot on another machine) is read, not appended to.
@@ -742,7 +739,7 @@ impl Run<'_> {
         };
         let size = seen.remote_size + tail.len() as u64;
         let (rmtime, rversion) = version_after(lr, remote, size, made);
-        let there = There { size, mtime: rmtime, version: rversion };
+        let there = There(size, rmtime, rversion);
         self.remember_hashed(remote, local, &lbytes, hasher.finish(), Some(lstat.mtime_ms), there);
         Ok(Some(SyncOutcome::Pushed { bytes: tail.len() as u64 }))
     }
@@ -815,8 +812,8 @@ impl Run<'_> {
         let dry = self.options.dry_run;
         // Blobs first, so that a session is never on a side before the blobs it names.
         self.blobs_missing = false;
-        if dialect == Dialect::Omp && !dry {
-            self.blobs(&lbytes, &rbytes)?;
+        if !dry {
+            self.blobs(dialect, &lbytes, &rbytes)?;
         }
         // Our bytes as the remote keeps them (its own `cwd`).
         let as_remote = splice::with_cwd(&lbytes, &rcwd).unwrap_or_else(|| lbytes.clone());
@@ -834,13 +831,7 @@ impl Run<'_> {
             }
             let (rmtime, rversion) =
                 if dry { (rmtime, None) } else { version_after(lr, remote, as_remote.len() as u64, made) };
-            self.remember(
-                remote,
-                local,
-                &lbytes,
-                lmtime,
-                There { size: as_remote.len() as u64, mtime: rmtime, version: rversion },
-            );
+            self.remember(remote, local, &lbytes, lmtime, There(as_remote.len() as u64, rmtime, rversion));
             SyncOutcome::Pushed { bytes: tail.len() as u64 }
         } else if torn_here {
             // Taking the remote's tail, or a merge, would write over a line being written.
@@ -858,13 +849,7 @@ impl Run<'_> {
                 }
                 lmtime = mtime_after(ls, local, now.len() as u64);
             }
-            self.remember(
-                remote,
-                local,
-                &now,
-                lmtime,
-                There { size: rsize, mtime: rmtime, version: self.listed.clone() },
-            );
+            self.remember(remote, local, &now, lmtime, There(rsize, rmtime, self.listed.clone()));
             SyncOutcome::Pulled { bytes: tail.len() as u64 }
         } else {
             // The remote copy as ours would be (our `cwd`).
@@ -918,13 +903,7 @@ impl Run<'_> {
                     lmtime = mtime_after(ls, local, new_local.len() as u64);
                 }
             }
-            self.remember(
-                remote,
-                local,
-                &new_local,
-                lmtime,
-                There { size: new_remote.len() as u64, mtime: rmtime, version: rversion },
-            );
+            self.remember(remote, local, &new_local, lmtime, There(new_remote.len() as u64, rmtime, rversion));
             let (grew_here, grew_there) =
                 (new_local.len().saturating_sub(lbytes.len()), new_remote.len().saturating_sub(rbytes.len()));
             if new_local == lbytes {
@@ -936,13 +915,7 @@ impl Run<'_> {
             }
         };
         if matches!(outcome, SyncOutcome::Unchanged) {
-            self.remember(
-                remote,
-                local,
-                &lbytes,
-                lmtime,
-                There { size: rsize, mtime: rmtime, version: self.listed.clone() },
-            );
+            self.remember(remote, local, &lbytes, lmtime, There(rsize, rmtime, self.listed.clone()));
         }
         Ok(Step::Done(outcome))
     }
@@ -973,10 +946,7 @@ impl Run<'_> {
         if self.options.dry_run {
             return Ok(SyncOutcome::Uploaded);
         }
-        self.blobs_missing = false;
-        if dialect == Dialect::Omp {
-            self.blobs(&lbytes, &[])?;
-        }
+        self.blobs(dialect, &lbytes, &[])?;
         let lr = self.remote.storage.as_ref();
         lr.ensure_dir(&dir)?;
         let meta = serde_json::json!({
@@ -1000,13 +970,7 @@ impl Run<'_> {
             Err(e) => return Err(e.into()),
         };
         let (rmtime, rversion) = version_after(lr, &path, lbytes.len() as u64, made);
-        self.remember(
-            &path,
-            local,
-            &lbytes,
-            Some(lstat.mtime_ms),
-            There { size: lbytes.len() as u64, mtime: rmtime, version: rversion },
-        );
+        self.remember(&path, local, &lbytes, Some(lstat.mtime_ms), There(lbytes.len() as u64, rmtime, rversion));
         Ok(SyncOutcome::Uploaded)
     }
 
@@ -1059,10 +1023,7 @@ impl Run<'_> {
         if self.options.dry_run {
             return Ok(SyncOutcome::Downloaded);
         }
-        self.blobs_missing = false;
-        if dialect == Dialect::Omp {
-            self.blobs(&lbytes, &rbytes)?;
-        }
+        self.blobs(dialect, &lbytes, &rbytes)?;
         let ls = self.local.storage.as_ref();
         ls.ensure_dir(&dir)?;
         match ls.write_atomic(&path, &lbytes, ExpectedSize::Missing) {
@@ -1073,13 +1034,8 @@ impl Run<'_> {
             Err(e) => return Err(e.into()),
         }
         let lmtime = mtime_after(ls, &path, lbytes.len() as u64);
-        self.remember(
-            remote,
-            &path,
-            &lbytes,
-            lmtime,
-            There { size: rbytes.len() as u64, mtime: Some(rstat.mtime_ms), version: self.listed.clone() },
-        );
+        let there = There(rbytes.len() as u64, Some(rstat.mtime_ms), self.listed.clone());
+        self.remember(remote, &path, &lbytes, lmtime, there);
         Ok(SyncOutcome::Downloaded)
     }
 
@@ -1126,7 +1082,7 @@ impl Run<'_> {
         local_mtime: Option<i64>,
         there: There,
     ) {
-        let There { size: remote_size, mtime: remote_mtime, version: remote_version } = there;
+        let There(remote_size, remote_mtime, remote_version) = there;
         // A time within a moment of now may stay the same through one more write (file
         // times are coarser than writes: git's "racy clean" case): not noted, so the
         // next sync reads the file.
@@ -1150,9 +1106,11 @@ impl Run<'_> {
     }
 
     /// Copies the blobs `local` names that the remote lacks there, and those `remote`
-    /// names that this machine lacks here.
-    fn blobs(&mut self, local: &[u8], remote: &[u8]) -> Result<(), SyncError> {
-        let Some(store) = &self.local.blobs else { return Ok(()) };
+    /// names that this machine lacks here (an omp session's: pi's name none), starting
+    /// the session's note of blobs missing on both sides afresh.
+    fn blobs(&mut self, dialect: Dialect, local: &[u8], remote: &[u8]) -> Result<(), SyncError> {
+        self.blobs_missing = false;
+        let Some(store) = self.local.blobs.as_ref().filter(|_| dialect == Dialect::Omp) else { return Ok(()) };
         let lr = self.remote.storage.as_ref();
         let mut done = HashSet::new();
         for blob in find_refs(local) {
@@ -1210,11 +1168,7 @@ fn mtime_after(storage: &dyn Storage, path: &Path, size: u64) -> Option<i64> {
 
 /// The remote copy as a sync leaves it: its size, and its modification time and version
 /// where known.
-struct There {
-    size: u64,
-    mtime: Option<i64>,
-    version: Option<String>,
-}
+struct There(u64, Option<i64>, Option<String>);
 
 /// Returns the modification time and version of the remote copy `path` after this sync
 /// wrote `size` bytes there: those the write returned (`made`), else those
