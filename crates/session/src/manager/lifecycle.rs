@@ -16,6 +16,7 @@ use session_tree::SessionTree;
 
 use super::{Access, OpenMode, SessionManager, absolute, copy_error, wrong_dialect};
 use crate::body::Body;
+use crate::error::unless_missing;
 use crate::{Env, SessionError};
 
 type Result<T> = std::result::Result<T, SessionError>;
@@ -251,10 +252,8 @@ impl SessionManager {
         if self.file.as_deref() == Some(path.as_path()) {
             self.journal.file_gone();
         }
-        match self.env.storage.delete_with_artifacts(&path) {
-            Ok(()) | Err(StoreError::NotFound { .. }) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        unless_missing(self.env.storage.delete_with_artifacts(&path))?;
+        Ok(())
     }
 
     // ------------------------------------------------------------------ copies

@@ -87,6 +87,7 @@ pub use project::{Project, ProjectMap, normalize_git_url, project_of, project_sl
 pub use state::{redact_url, state_file};
 pub use watch::{WatchEvent, WatchOptions, watch};
 
+use crate::error::unless_missing;
 use crate::maintenance::{JobError, MergeInput, MergeLeaf, merge_bytes};
 
 /// How many times a session is read and synced again after another writer changed it
@@ -580,11 +581,8 @@ fn add(pairs: &mut BTreeMap<Key, Pair>, dialect: Dialect, name: String, side: Si
 
 /// Returns the names of the folders directly in `dir` (none when it is missing).
 fn dirs(storage: &dyn Storage, dir: &Path) -> Result<Vec<String>, StoreError> {
-    let mut out: Vec<String> = match storage.read_dir(dir) {
-        Ok(entries) => entries.into_iter().filter(|e| e.kind == EntryKind::Dir).map(|e| e.name).collect(),
-        Err(StoreError::NotFound { .. }) => Vec::new(),
-        Err(e) => return Err(e),
-    };
+    let entries = unless_missing(storage.read_dir(dir))?.unwrap_or_default();
+    let mut out: Vec<String> = entries.into_iter().filter(|e| e.kind == EntryKind::Dir).map(|e| e.name).collect();
     out.sort();
     Ok(out)
 }
@@ -983,12 +981,8 @@ impl Run<'_> {
     ) -> Result<SyncOutcome, SyncError> {
         let lr = self.remote.storage.as_ref();
         let meta_at = meta_path(remote);
-        let meta = match lr.read(&meta_at) {
-            Ok(b) => b,
-            Err(StoreError::NotFound { .. }) => {
-                return Ok(skip(remote, &format!("no {} beside it names its project", meta_at.display())));
-            }
-            Err(e) => return Err(e.into()),
+        let Some(meta) = unless_missing(lr.read(&meta_at))? else {
+            return Ok(skip(remote, &format!("no {} beside it names its project", meta_at.display())));
         };
         let (id, rel) = parse_meta(&meta).ok_or_else(|| SyncError::Damaged {
             path: meta_at.clone(),
@@ -1137,13 +1131,9 @@ impl Run<'_> {
                 continue;
             }
             let at = self.remote.blob_path(&blob);
-            let bytes = match lr.read(&at) {
-                Ok(b) => b,
-                Err(StoreError::NotFound { .. }) => {
-                    self.blobs_missing = true;
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
+            let Some(bytes) = unless_missing(lr.read(&at))? else {
+                self.blobs_missing = true;
+                continue;
             };
             if BlobRef::for_bytes(&bytes) != blob {
                 return Err(SyncError::Damaged { path: at, what: "its bytes do not hash to its name".to_owned() });
