@@ -7,9 +7,9 @@ use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::Path;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use session::maintenance::Mark;
-use session::model::json::{write_js_str, write_js_value};
+use session::model::json::{to_js_string, write_js_str};
 use session::store::blob::BlobStore;
 use session::tree::{self, Leaf};
 use session::{Dialect, Env, OpenMode, Session, SessionManager};
@@ -73,8 +73,8 @@ pub(crate) fn run(g: &Global, command: &Command) -> Result<Output> {
         Command::Move { file, cwd, session_dir } => {
             crate::jobs::move_cmd(g, file, cwd, session_dir.as_deref(), json)?.into()
         }
-        Command::Migrate { file, no_backup } => crate::jobs::migrate(g, file, *no_backup, json)?.into(),
-        Command::Repair { file, no_backup } => crate::jobs::repair(g, file, *no_backup, json)?.into(),
+        Command::Migrate { file, no_backup } => crate::jobs::rewrite(g, file, *no_backup, json, false)?.into(),
+        Command::Repair { file, no_backup } => crate::jobs::rewrite(g, file, *no_backup, json, true)?.into(),
         Command::Rm { file, yes, force, purge } => crate::jobs::rm(g, file, *yes, *force, *purge)?.into(),
         Command::Trash { command } => crate::jobs::trash(g, command)?.into(),
         Command::Du { all, top } => crate::jobs::du(g, *all, *top)?.into(),
@@ -304,9 +304,21 @@ fn push_id(out: &mut String, r: &session::Record) {
         return write_js_str(out, id);
     }
     match r.get("id") {
-        Some(v) => out.push_str(&session::model::json::to_js_string(v)),
+        Some(v) => out.push_str(&to_js_string(v)),
         None => out.push_str("null"),
     }
+}
+
+/// Writes `items` as a JSON array, each written by `f`.
+pub(crate) fn push_array<T>(out: &mut String, items: impl IntoIterator<Item = T>, mut f: impl FnMut(&mut String, T)) {
+    out.push('[');
+    for (i, x) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        f(out, x);
+    }
+    out.push(']');
 }
 
 fn push_opt_str(out: &mut String, s: Option<&str>) {
@@ -333,7 +345,7 @@ fn info(g: &Global, file: &Path, json: bool) -> Result<String> {
     match m.header().get("title") {
         // omp's name is the header's title whatever it holds (`42`, an object).
         Some(v) if m.dialect() == Dialect::Omp && !v.is_string() && !v.is_null() => {
-            out.push_str(&session::model::json::to_js_string(v));
+            out.push_str(&to_js_string(v));
         }
         _ => push_opt_str(&mut out, m.session_name().as_deref()),
     }
@@ -354,18 +366,8 @@ fn entries(g: &Global, file: &Path, full: bool, json: bool) -> Result<String> {
     if !json {
         return done(&m, human::entries(&m, full));
     }
-    let mut out = String::from("[");
-    for (i, r) in m.tree().entries().iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        if full {
-            out.push_str(&r.line());
-        } else {
-            push_id(&mut out, r);
-        }
-    }
-    out.push(']');
+    let mut out = String::new();
+    push_array(&mut out, m.tree().entries(), |out, r| if full { out.push_str(&r.line()) } else { push_id(out, r) });
     done(&m, out)
 }
 
@@ -403,14 +405,8 @@ fn branch(g: &Global, file: &Path, leaf: Option<&str>, json: bool) -> Result<Str
     if !json {
         return done(&m, human::branch(&path));
     }
-    let mut out = String::from("[");
-    for (i, r) in path.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        push_id(&mut out, r);
-    }
-    out.push(']');
+    let mut out = String::new();
+    push_array(&mut out, &path, |out, r| push_id(out, r));
     done(&m, out)
 }
 
@@ -420,50 +416,29 @@ fn check(g: &Global, file: &Path, json: bool) -> Result<Output> {
     if !json {
         return done(&m, Output { text: human::check(file, &m), failed: damaged, streamed: false });
     }
-    let mut out = String::from("{\"diagnostics\":[");
-    for (i, d) in m.diagnostics().iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str("{\"line\":");
-        out.push_str(&d.line.to_string());
-        out.push_str(",\"offset\":");
-        out.push_str(&d.offset.to_string());
-        out.push_str(",\"message\":");
-        write_js_str(&mut out, &d.to_string());
+    let mut out = String::from("{\"diagnostics\":");
+    push_array(&mut out, m.diagnostics(), |out, d| {
+        let _ = write!(out, "{{\"line\":{},\"offset\":{},\"message\":", d.line, d.offset);
+        write_js_str(out, &d.to_string());
         out.push('}');
-    }
-    out.push_str("],\"treeDiagnostics\":[");
-    for (i, d) in m.tree().diagnostics().iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        write_js_str(&mut out, &d.to_string());
-    }
-    out.push_str("]}");
+    });
+    out.push_str(",\"treeDiagnostics\":");
+    push_array(&mut out, m.tree().diagnostics(), |out, d| write_js_str(out, &d.to_string()));
+    out.push('}');
     done(&m, Output { text: out, failed: damaged, streamed: false })
 }
 
 fn id_json(id: Option<&str>) -> String {
-    let mut out = String::from("{\"id\":");
-    push_opt_str(&mut out, id);
-    out.push('}');
-    out
+    to_js_string(&json!({ "id": id }))
 }
 
 fn append(g: &Global, file: &Path, custom_type: &str, data: Option<&str>) -> Result<String> {
-    let data: Option<Value> = match data {
-        // Read as JavaScript reads it (`1e400` is `null` once written, a lone surrogate
-        // is kept), by the model's one JSON reader; serde's error says where it is not JSON.
-        Some(d) => match session::model::json::parse(d) {
-            Some(v) => Some(v),
-            None => {
-                let e = serde_json::from_str::<Value>(d).err().map_or_else(String::new, |e| format!(": {e}"));
-                return Err(format!("--data is not JSON{e}").into());
-            }
-        },
-        None => None,
-    };
+    // Read as JavaScript reads it (`1e400` is `null` once written, a lone surrogate is
+    // kept), by the model's one JSON reader; serde's error says where it is not JSON.
+    let data = data.map(|d| session::model::json::parse(d).ok_or(d)).transpose().map_err(|d| {
+        let e = serde_json::from_str::<Value>(d).err().map_or_else(String::new, |e| format!(": {e}"));
+        format!("--data is not JSON{e}")
+    })?;
     let mut m = open_for_writing(g, file)?;
     let id = m.append_custom_entry(custom_type, data)?;
     m.close()?;
@@ -505,13 +480,7 @@ fn label(g: &Global, file: &Path, id: &str, text: Option<&str>) -> Result<String
 }
 
 fn path_json(p: Option<&Path>) -> String {
-    let mut out = String::from("{\"path\":");
-    match p {
-        Some(p) => write_js_value(&mut out, &Value::from(p.to_string_lossy().into_owned())),
-        None => out.push_str("null"),
-    }
-    out.push('}');
-    out
+    to_js_string(&json!({ "path": p.map(|p| p.to_string_lossy()) }))
 }
 
 fn extract(g: &Global, file: &Path, leaf: &str) -> Result<String> {

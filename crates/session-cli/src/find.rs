@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use session::Dialect;
 use session::discovery::{self, AgentDirs, Discovery, Progress, ResumeTarget, SessionInfo};
 use session::history::{HistoryOptions, HistoryScope, HistoryStore, history_db_path};
-use session::model::json::write_js_str;
+use session::model::json::{to_js_string, write_js_str};
 use session::model::timestamp::format_iso_millis;
 
 use crate::args::{AgentArg, Global, HistoryCommand};
@@ -278,10 +278,6 @@ pub(crate) struct LsOptions<'a> {
     pub(crate) pinned: bool,
 }
 
-fn shorten(s: &str, max: usize) -> String {
-    crate::table::fit(s, max)
-}
-
 /// The table of `ls`: pinned sessions marked `*`.
 fn table(sessions: &[(&str, &SessionInfo, bool)], archived: bool) -> String {
     use crate::table::{Column, render};
@@ -334,16 +330,11 @@ pub(crate) fn resume(
     if !wants_json(g) {
         return Ok(path.display().to_string());
     }
-    let mut out = String::from("{\"path\":");
-    write_js_str(&mut out, &path.to_string_lossy());
-    out.push_str(",\"scope\":");
-    write_js_str(&mut out, scope);
+    let mut out = serde_json::json!({"path": path.to_string_lossy(), "scope": scope});
     if g.dialect.is_none() {
-        out.push_str(",\"agent\":");
-        write_js_str(&mut out, dialect.name());
+        out["agent"] = dialect.name().into();
     }
-    out.push('}');
-    Ok(out)
+    Ok(to_js_string(&out))
 }
 
 /// The session `arg` names, as `resume` looks it up: whose it is, its path, and how it
@@ -400,7 +391,7 @@ pub(crate) fn find_session(
                 let mut text = format!("{n} sessions match {arg:?}; give more of the name or an id prefix:");
                 for (dialect, s) in matches.iter().take(10) {
                     let name = s.name.as_deref().or(s.title.as_deref()).unwrap_or(&s.first_message);
-                    text.push_str(&format!("\n  {}  {:<3}  {}", s.id, dialect.name(), shorten(name, 60)));
+                    text.push_str(&format!("\n  {}  {:<3}  {}", s.id, dialect.name(), crate::table::fit(name, 60)));
                 }
                 if n > 10 {
                     text.push_str(&format!("\n  … and {} more", n - 10));
@@ -459,14 +450,7 @@ pub(crate) fn continue_cmd(g: &Global, cwd: Option<&str>, no_cache: bool) -> Res
     if !wants_json(g) {
         return Ok(path.display().to_string());
     }
-    let mut out = String::from("{\"path\":");
-    write_js_str(&mut out, &path.to_string_lossy());
-    out.push_str(",\"decision\":");
-    write_js_str(&mut out, how);
-    out.push_str(",\"agent\":");
-    write_js_str(&mut out, dialect.name());
-    out.push('}');
-    Ok(out)
+    Ok(to_js_string(&serde_json::json!({"path": path.to_string_lossy(), "decision": how, "agent": dialect.name()})))
 }
 
 pub(crate) fn history(g: &Global, command: &HistoryCommand) -> Result<String> {
@@ -491,28 +475,28 @@ pub(crate) fn history(g: &Global, command: &HistoryCommand) -> Result<String> {
     if !wants_json(g) {
         let mut out = String::new();
         for r in &rows {
-            out.push_str(&format!("{}  {}\n", format_iso_millis(r.created_at * 1000), shorten(&r.prompt, 100)));
+            out.push_str(&format!(
+                "{}  {}\n",
+                format_iso_millis(r.created_at * 1000),
+                crate::table::fit(&r.prompt, 100)
+            ));
         }
         out.push_str(&format!("{} prompt(s)", rows.len()));
         return Ok(out);
     }
-    let mut out = String::from("[");
-    for (i, r) in rows.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
+    let mut out = String::new();
+    crate::commands::push_array(&mut out, &rows, |out, r| {
         out.push_str("{\"prompt\":");
-        write_js_str(&mut out, &r.prompt);
+        write_js_str(out, &r.prompt);
         out.push_str(&format!(",\"createdAt\":{},\"useCount\":{}", r.created_at, r.use_count));
         for (k, v) in [("cwd", &r.cwd), ("sessionId", &r.session_id)] {
             if let Some(v) = v {
                 out.push_str(&format!(",\"{k}\":"));
-                write_js_str(&mut out, v);
+                write_js_str(out, v);
             }
         }
         out.push('}');
-    }
-    out.push(']');
+    });
     Ok(out)
 }
 
@@ -534,11 +518,6 @@ pub(crate) struct SearchOptions<'a> {
     pub(crate) limit: usize,
     /// One JSON object a line.
     pub(crate) jsonl: bool,
-}
-
-/// The stable hash of the `--store` URL, naming the catalog of that storage.
-fn store_tag(url: &str) -> String {
-    format!("{:016x}", session::search::stable_hash(url.as_bytes()))
 }
 
 /// The search catalog of the sessions in scope, brought up to date.
@@ -623,7 +602,8 @@ pub(crate) fn open_catalog(
         scopes.push(scope);
     }
     let name = match (&g.store, crate::store::on_files()) {
-        (Some(url), false) => format!("search-{}.db", store_tag(url)),
+        // The stable hash of the `--store` URL names the catalog of that storage.
+        (Some(url), false) => format!("search-{:016x}.db", session::search::stable_hash(url.as_bytes())),
         _ => "search.db".to_owned(),
     };
     let catalog = crate::cache::catalog(&name)?;

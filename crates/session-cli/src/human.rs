@@ -171,11 +171,7 @@ pub(crate) fn entries(m: &SessionManager, full: bool) -> String {
     let mut out = String::new();
     let width = crate::table::width();
     for r in m.tree().entries() {
-        if full {
-            out.push_str(&r.line());
-        } else {
-            out.push_str(&entry_line(r, width));
-        }
+        out.push_str(&if full { r.line() } else { entry_line(r, width).into() });
         out.push('\n');
     }
     let _ = write!(out, "{} entries", m.tree().entries().len());

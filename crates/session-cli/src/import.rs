@@ -56,10 +56,7 @@ pub(crate) fn import(
     if let Ok(process) = session::discovery::ProcessEnv::from_process_env() {
         env = env.with_dirs(Some(session::discovery::AgentDirs::for_dialect(to, &process, g.omp_home.into())));
     }
-    let cwd = match cwd {
-        Some(c) => Some(std::path::absolute(c)?.to_string_lossy().into_owned()),
-        None => None,
-    };
+    let cwd = cwd.map(std::path::absolute).transpose()?.map(|c| c.to_string_lossy().into_owned());
     let options = ImportOptions { to, cwd, session_dir: session_dir.map(Path::to_path_buf) };
     let found = source(file)?;
     let file = found.as_path();
@@ -99,15 +96,13 @@ pub(crate) fn import(
             r.differing.join(", ")
         );
     }
-    match (&r.forked_from, &r.parent_session) {
-        (Some(_), Some(path)) => {
-            let _ = write!(out, "\nforked from {path}");
-        }
+    let _ = match (&r.forked_from, &r.parent_session) {
+        (Some(_), Some(path)) => write!(out, "\nforked from {path}"),
         (Some(parent), None) => {
-            let _ = write!(out, "\nforked from {parent}, not imported here (import it first to link the two)");
+            write!(out, "\nforked from {parent}, not imported here (import it first to link the two)")
         }
-        _ => {}
-    }
+        _ => Ok(()),
+    };
     for d in &r.diagnostics {
         let _ = write!(out, "\n{}: {d}", file.display());
     }

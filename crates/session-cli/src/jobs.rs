@@ -53,17 +53,8 @@ fn dialect_of(g: &Global) -> Option<Dialect> {
     g.dialect.map(Dialect::from)
 }
 
-/// `repair FILE`.
-pub(crate) fn repair(g: &Global, file: &Path, no_backup: bool, json: bool) -> Result<String> {
-    rewrite(g, file, no_backup, json, true)
-}
-
-/// `migrate FILE`.
-pub(crate) fn migrate(g: &Global, file: &Path, no_backup: bool, json: bool) -> Result<String> {
-    rewrite(g, file, no_backup, json, false)
-}
-
-fn rewrite(g: &Global, file: &Path, no_backup: bool, json: bool, repair: bool) -> Result<String> {
+/// `repair FILE` (`repair`), or `migrate FILE`.
+pub(crate) fn rewrite(g: &Global, file: &Path, no_backup: bool, json: bool, repair: bool) -> Result<String> {
     let dialect = crate::commands::dialect_for(g, file);
     let options = RewriteOptions::default().dialect(Some(dialect)).no_backup(no_backup);
     let env = env(g, dialect);
@@ -184,15 +175,11 @@ pub(crate) fn relocate(g: &Global, old: &Path, new: &Path, yes: bool) -> Result<
         let mut out = String::new();
         for (m, r) in &outcomes {
             let _ = write!(out, "{:<3}  {}  {} -> {}", m.dialect.name(), m.path.display(), m.from_cwd, m.to_cwd);
-            match r {
-                Ok(Some(to)) => {
-                    let _ = write!(out, "  now {}", to.display());
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    let _ = write!(out, "  NOT MOVED: {e}");
-                }
-            }
+            let _ = match r {
+                Ok(Some(to)) => write!(out, "  now {}", to.display()),
+                Ok(None) => Ok(()),
+                Err(e) => write!(out, "  NOT MOVED: {e}"),
+            };
             out.push('\n');
         }
         let n = outcomes.len() - failed;
@@ -605,10 +592,7 @@ pub(crate) fn prune(g: &Global, a: &PruneArgs<'_>) -> Result<String> {
         return Err("--older-than 0 would choose every session, the ones in use too; give an age such as 30d".into());
     }
     let listed = every_session(g, &crate::find::dialects(g), None)?;
-    let project = match a.project {
-        Some(p) => Some(std::path::absolute(p)?.to_string_lossy().into_owned()),
-        None => None,
-    };
+    let project = a.project.map(std::path::absolute).transpose()?.map(|p| p.to_string_lossy().into_owned());
     // With --keep-pinned, pins that cannot be read must not let a pinned session go.
     let marks = if a.keep_pinned { mark_store(g)?.read()? } else { read_marks(g) };
     let mut options = maintenance::PruneOptions::older_than(older_than).keep_named(a.keep_named).project(project);

@@ -10,7 +10,7 @@
 //! model's context. Arguments that do not fit a tool's schema are MCP errors
 //! (`-32602`); a tool that ran and failed says why in an error result.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use rmcp::ServiceExt;
@@ -407,17 +407,12 @@ fn roots(g: &Global) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// Opens `path` read-only: a pi or omp session, or another agent's as its import reads.
-fn open(g: &Global, path: &Path) -> std::result::Result<crate::commands::Inspected, Failure> {
-    Ok(crate::commands::open(g, path)?)
-}
-
 fn read_session(g: &Global, a: &Args<'_>) -> Answer {
     let path = session_path(g, a.required("session")?)?;
     let offset = a.int("offset", 0, 0, usize::MAX)?;
     let limit = a.int("limit", 20, 1, MAX_PAGE)?;
     let budget = a.int("maxBytes", DEFAULT_BYTES, 1024, MAX_BYTES)?;
-    let mut m = open(g, &path)?;
+    let mut m = crate::commands::open(g, &path)?;
     if let Some(leaf) = a.str("leaf")? {
         m.branch(leaf)?;
     }
@@ -453,7 +448,7 @@ fn read_entry(g: &Global, a: &Args<'_>) -> Answer {
     let path = session_path(g, a.required("session")?)?;
     let id = a.required("entryId")?;
     let budget = a.int("maxBytes", DEFAULT_BYTES, 1024, MAX_BYTES)?;
-    let m = open(g, &path)?;
+    let m = crate::commands::open(g, &path)?;
     let Some(record) = m.tree().get(id) else {
         return Err(format!("{}: no entry {id:?}", path.display()).into());
     };

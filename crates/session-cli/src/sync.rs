@@ -43,10 +43,7 @@ pub(crate) fn sync(g: &Global, a: &SyncArgs<'_>) -> Result<Output> {
     let url = StoreUrl::parse(a.to)?;
     let (storage, prefix, name): (Arc<dyn Storage>, PathBuf, String) = if url.is_files() {
         let dir = here.join(a.to.strip_prefix("file://").unwrap_or(a.to));
-        let prefix = match a.prefix {
-            Some(p) => dir.join(p.trim_start_matches('/')),
-            None => dir.clone(),
-        };
+        let prefix = a.prefix.map_or_else(|| dir.clone(), |p| dir.join(p.trim_start_matches('/')));
         (Arc::new(FileStorage::new()), prefix, dir.to_string_lossy().into_owned())
     } else {
         let prefix = Path::new("/").join(a.prefix.unwrap_or(URL_PREFIX).trim_start_matches('/'));

@@ -105,29 +105,19 @@ impl Env {
         }
     }
 
-    /// Returns this environment with another parallelism setting.
-    pub fn with_parallelism(mut self, parallelism: Parallelism) -> Env {
-        self.parallelism = parallelism;
-        self
-    }
+    setters! { Env;
+        /// Returns this environment with another parallelism setting.
+        with_parallelism(parallelism: Parallelism) => parallelism = parallelism;
 
-    /// Returns this environment with another policy for texts left in the file
-    /// (`None`: every text of an opened session is kept in memory).
-    pub fn with_spans(mut self, spans: Option<SpanPolicy>) -> Env {
-        self.spans = spans;
-        self
-    }
+        /// Returns this environment with another policy for texts left in the file
+        /// (`None`: every text of an opened session is kept in memory).
+        with_spans(spans: Option<SpanPolicy>) => spans = spans;
 
-    /// Returns this environment keeping session indexes in `dir` (see [`Env::index_dir`]).
-    pub fn with_index_dir(mut self, dir: PrivateDir) -> Env {
-        self.index_dir = Some(dir);
-        self
-    }
+        /// Returns this environment keeping session indexes in `dir` (see [`Env::index_dir`]).
+        with_index_dir(dir: PrivateDir) => index_dir = Some(dir);
 
-    /// Returns this environment with a blob store.
-    pub fn with_blobs(mut self, blobs: BlobStore) -> Env {
-        self.blobs = Some(blobs);
-        self
+        /// Returns this environment with a blob store.
+        with_blobs(blobs: BlobStore) => blobs = Some(blobs);
     }
 
     /// Returns this environment with omp's persistence transforms turned off: lines are
@@ -145,42 +135,26 @@ impl Env {
         self
     }
 
-    /// Returns this environment keeping the breadcrumb of `terminal_id` (`None`: none).
-    pub fn with_terminal(mut self, terminal_id: Option<String>) -> Env {
-        self.terminal_id = terminal_id;
-        self
-    }
+    setters! { Env;
+        /// Returns this environment keeping the breadcrumb of `terminal_id` (`None`: none).
+        with_terminal(terminal_id: Option<String>) => terminal_id = terminal_id;
 
-    /// Returns this environment with another durability setting.
-    pub fn with_durability(mut self, durability: Durability) -> Env {
-        self.durability = durability;
-        self
-    }
+        /// Returns this environment with another durability setting.
+        with_durability(durability: Durability) => durability = durability;
 
-    /// Returns this environment with another process working directory.
-    pub fn with_process_cwd(mut self, cwd: impl Into<PathBuf>) -> Env {
-        self.process_cwd = cwd.into();
-        self
-    }
+        /// Returns this environment with another process working directory.
+        with_process_cwd(cwd: impl Into<PathBuf>) => process_cwd = cwd.into();
 
-    /// Returns this environment on another storage (the blob store, if any, stays where
-    /// it is).
-    pub fn with_storage(mut self, storage: Arc<dyn Storage>) -> Env {
-        self.storage = storage;
-        self
-    }
+        /// Returns this environment on another storage (the blob store, if any, stays where
+        /// it is).
+        with_storage(storage: Arc<dyn Storage>) => storage = storage;
 
-    /// Returns this environment with another clock.
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Env {
-        self.clock = clock;
-        self
-    }
+        /// Returns this environment with another clock.
+        with_clock(clock: Arc<dyn Clock>) => clock = clock;
 
-    /// Returns this environment with the agent directories `dirs` alone (`None`: none),
-    /// its blob store unchanged; [`Env::with_agent_dirs`] takes the agent's blob store too.
-    pub fn with_dirs(mut self, dirs: Option<AgentDirs>) -> Env {
-        self.dirs = dirs;
-        self
+        /// Returns this environment with the agent directories `dirs` alone (`None`: none),
+        /// its blob store unchanged; [`Env::with_agent_dirs`] takes the agent's blob store too.
+        with_dirs(dirs: Option<AgentDirs>) => dirs = dirs;
     }
 
     /// Where session files are read and written.

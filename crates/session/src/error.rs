@@ -4,6 +4,14 @@ use std::path::PathBuf;
 
 use session_store::StoreError;
 
+/// `r` with a missing file ([`StoreError::NotFound`]) as `None`.
+pub(crate) fn unless_missing<T>(r: Result<T, StoreError>) -> Result<Option<T>, StoreError> {
+    match r {
+        Err(StoreError::NotFound { .. }) => Ok(None),
+        r => r.map(Some),
+    }
+}
+
 /// Why a session operation failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

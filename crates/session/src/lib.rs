@@ -54,6 +54,26 @@
 //! assert_eq!(m.context().unwrap().messages.len(), 2);
 //! ```
 
+/// Builder methods that each set one field and return the value: an entry
+/// `name(param: Type) => field = value;` is `pub fn name(mut self, param: Type) -> $ty`
+/// setting `self.field` to `value`; `setters! { impl Type; … }` makes the impl block too.
+macro_rules! setters {
+    (impl $ty:ty; $($entries:tt)*) => {
+        impl $ty {
+            setters! { $ty; $($entries)* }
+        }
+    };
+    ($ty:ty; $($(#[$attr:meta])* $name:ident($param:ident: $t:ty) => $field:ident = $value:expr;)*) => {
+        $(
+            $(#[$attr])*
+            pub fn $name(mut self, $param: $t) -> $ty {
+                self.$field = $value;
+                self
+            }
+        )*
+    };
+}
+
 mod appends;
 mod body;
 mod context;

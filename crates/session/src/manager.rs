@@ -97,10 +97,9 @@ impl NewSessionOptions {
         NewSessionOptions { id: Some(id.to_owned()), ..NewSessionOptions::default() }
     }
 
-    /// Returns these options with the header's `parentSession`.
-    pub fn parent_session(mut self, parent: &str) -> NewSessionOptions {
-        self.parent_session = Some(parent.to_owned());
-        self
+    setters! { NewSessionOptions;
+        /// Returns these options with the header's `parentSession`.
+        parent_session(parent: &str) => parent_session = Some(parent.to_owned());
     }
 }
 
@@ -338,21 +337,14 @@ impl SessionManager {
             Some(at) => {
                 session_migrate::migrate(&mut records, &mut || ids::new_entry_id(dialect, &mut rand::rng(), |_| false));
                 let header = records.remove(at);
-                m.slot = (dialect == Dialect::Omp).then(|| TitleSlot {
-                    title: header.get_str("title").unwrap_or_default().to_owned(),
-                    source: header.get_str("titleSource").map(str::to_owned),
-                    updated_at: header.get_str("timestamp").unwrap_or_default().to_owned(),
-                });
+                m.slot = (dialect == Dialect::Omp)
+                    .then(|| slot_of(&header, header.get_str("timestamp").unwrap_or_default()));
                 m.header = header;
-                records.retain(|r| SessionTree::keeps(dialect, r));
-                m.replace_entries(records, None);
             }
-            None => {
-                m.start_session(&options)?;
-                records.retain(|r| SessionTree::keeps(dialect, r));
-                m.replace_entries(records, None);
-            }
+            None => m.start_session(&options)?,
         }
+        records.retain(|r| SessionTree::keeps(dialect, r));
+        m.replace_entries(records, None);
         Ok(m)
     }
 
@@ -1077,6 +1069,15 @@ pub(crate) fn copy_error(e: &SessionError, path: Option<&Path>) -> SessionError 
 impl Drop for SessionManager {
     fn drop(&mut self) {
         self.close_writer();
+    }
+}
+
+/// The title slot of omp's `header` (its `title` and `titleSource`), dated `updated_at`.
+pub(crate) fn slot_of(header: &Record, updated_at: &str) -> TitleSlot {
+    TitleSlot {
+        title: header.get_str("title").unwrap_or_default().to_owned(),
+        source: header.get_str("titleSource").map(str::to_owned),
+        updated_at: updated_at.to_owned(),
     }
 }
 

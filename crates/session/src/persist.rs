@@ -245,22 +245,7 @@ impl Walker {
     fn walk(&mut self, v: &Value, key: Option<&str>) -> Option<Value> {
         match v {
             Value::String(s) => self.walk_str(s, key),
-            Value::Array(items) => {
-                let mut out: Option<Vec<Value>> = None;
-                for (i, item) in items.iter().enumerate() {
-                    match (self.walk(item, key), out.as_mut()) {
-                        (Some(new), Some(o)) => o.push(new),
-                        (Some(new), None) => {
-                            let mut o = items[..i].to_vec();
-                            o.push(new);
-                            out = Some(o);
-                        }
-                        (None, Some(o)) => o.push(item.clone()),
-                        (None, None) => {}
-                    }
-                }
-                out.map(Value::Array)
-            }
+            Value::Array(items) => changed_items(items, |item| self.walk(item, key)).map(Value::Array),
             Value::Object(o) => self.walk_object(o, key).map(Value::Object),
             _ => None,
         }
@@ -322,6 +307,25 @@ impl Walker {
         }
         out
     }
+}
+
+/// `items` with the ones `change` returns a new value for replaced; `None` when it
+/// changes none (nothing is copied).
+fn changed_items(items: &[Value], mut change: impl FnMut(&Value) -> Option<Value>) -> Option<Vec<Value>> {
+    let mut out: Option<Vec<Value>> = None;
+    for (i, item) in items.iter().enumerate() {
+        match (change(item), out.as_mut()) {
+            (Some(new), Some(o)) => o.push(new),
+            (Some(new), None) => {
+                let mut o = items[..i].to_vec();
+                o.push(new);
+                out = Some(o);
+            }
+            (None, Some(o)) => o.push(item.clone()),
+            (None, None) => {}
+        }
+    }
+    out
 }
 
 enum Change {
@@ -507,23 +511,7 @@ fn fetch(s: &str, store: &BlobStore, warnings: &mut Vec<Warning>) -> Option<Vec<
 
 fn resolve(v: &Value, key: Option<&str>, store: &BlobStore, warnings: &mut Vec<Warning>) -> Option<Value> {
     match v {
-        Value::Array(items) => {
-            let mut out: Option<Vec<Value>> = None;
-            for (i, item) in items.iter().enumerate() {
-                let new = resolve(item, key, store, warnings);
-                match (new, out.as_mut()) {
-                    (Some(n), Some(o)) => o.push(n),
-                    (Some(n), None) => {
-                        let mut o = items[..i].to_vec();
-                        o.push(n);
-                        out = Some(o);
-                    }
-                    (None, Some(o)) => o.push(item.clone()),
-                    (None, None) => {}
-                }
-            }
-            out.map(Value::Array)
-        }
+        Value::Array(items) => changed_items(items, |item| resolve(item, key, store, warnings)).map(Value::Array),
         Value::Object(o) => {
             if !o.values().any(has_blob_refs) {
                 return None;

@@ -144,10 +144,9 @@ impl SearchIndex {
         SearchIndex { catalog, storage, parallelism: Parallelism::default() }
     }
 
-    /// Reads files on at most `parallelism` threads.
-    pub fn with_parallelism(mut self, parallelism: Parallelism) -> SearchIndex {
-        self.parallelism = parallelism;
-        self
+    setters! { SearchIndex;
+        /// Reads files on at most `parallelism` threads.
+        with_parallelism(parallelism: Parallelism) => parallelism = parallelism;
     }
 
     /// Forgets everything, so the next update indexes every file whole.
@@ -329,38 +328,14 @@ fn scan_file(
         let read = bytes.len() as u64;
         let imported = session_import::import(&bytes)?;
         let mut file = CatalogFile {
-            path: f.path.clone(),
-            agent: imported.kind.name().to_owned(),
-            size: 0,
-            mtime_ns: 0,
-            ino: None,
-            dev: None,
             indexed_len: read,
-            head_hash: 0,
-            tail_hash: 0,
             session_id: Some(imported.session_id.clone()),
             cwd: imported.cwd.clone(),
             name: imported.title.as_ref().map(|t| t.name.clone()),
+            ..unindexed(&f.path, imported.kind.name())
         };
         // No offsets: the entries are not lines of the file (see `search`).
-        let docs = imported
-            .entries
-            .iter()
-            .filter_map(|r| {
-                let (kind, text) = entry_text(r)?;
-                if matches!(kind, "session_info" | "title_change") {
-                    file.name = Some(text.clone());
-                }
-                Some(CatalogDoc {
-                    entry_id: r.id().map(str::to_owned),
-                    offset: 0,
-                    len: 0,
-                    timestamp: r.timestamp().map(str::to_owned),
-                    kind: kind.to_owned(),
-                    text,
-                })
-            })
-            .collect();
+        let docs = imported.entries.iter().filter_map(|r| doc(r, 0, 0, &mut file)).collect();
         finish(&mut file, &*reader, &st)?;
         return Ok(Scanned::Whole(file, docs, read));
     }
@@ -378,9 +353,17 @@ fn scan_file(
     }
     let bytes = read_at(&*reader, 0, size)?;
     let read = bytes.len() as u64;
-    let mut file = CatalogFile {
-        path: f.path.clone(),
-        agent: f.dialect.name().to_owned(),
+    let mut file = unindexed(&f.path, f.dialect.name());
+    let docs = index_lines(&bytes, 0, &mut file);
+    finish(&mut file, &*reader, &st)?;
+    Ok(Scanned::Whole(file, docs, read))
+}
+
+/// A catalog's file `path` of `agent` with nothing of it indexed yet.
+fn unindexed(path: &Path, agent: &str) -> CatalogFile {
+    CatalogFile {
+        path: path.to_path_buf(),
+        agent: agent.to_owned(),
         size: 0,
         mtime_ns: 0,
         ino: None,
@@ -391,10 +374,7 @@ fn scan_file(
         session_id: None,
         cwd: None,
         name: None,
-    };
-    let docs = index_lines(&bytes, 0, &mut file);
-    finish(&mut file, &*reader, &st)?;
-    Ok(Scanned::Whole(file, docs, read))
+    }
 }
 
 fn finish(file: &mut CatalogFile, reader: &dyn session_model::ReadAt, st: &FileStat) -> std::io::Result<()> {
@@ -425,20 +405,26 @@ fn index_lines(bytes: &[u8], base: u64, file: &mut CatalogFile) -> Vec<CatalogDo
             }
             continue;
         }
-        let Some((kind, text)) = entry_text(&record) else { continue };
-        if matches!(kind, "session_info" | "title_change") {
-            file.name = Some(text.clone());
-        }
-        docs.push(CatalogDoc {
-            entry_id: record.id().map(str::to_owned),
-            offset,
-            len: line.len() as u64,
-            timestamp: record.timestamp().map(str::to_owned),
-            kind: kind.to_owned(),
-            text,
-        });
+        docs.extend(doc(&record, offset, line.len() as u64, file));
     }
     docs
+}
+
+/// The catalog's entry of `record` (at `offset`, `len` bytes; `None` when it says
+/// nothing), noting a session name or title in `file`.
+fn doc(record: &Record, offset: u64, len: u64, file: &mut CatalogFile) -> Option<CatalogDoc> {
+    let (kind, text) = entry_text(record)?;
+    if matches!(kind, "session_info" | "title_change") {
+        file.name = Some(text.clone());
+    }
+    Some(CatalogDoc {
+        entry_id: record.id().map(str::to_owned),
+        offset,
+        len,
+        timestamp: record.timestamp().map(str::to_owned),
+        kind: kind.to_owned(),
+        text,
+    })
 }
 
 fn push(out: &mut String, s: &str) {
@@ -451,87 +437,56 @@ fn push(out: &mut String, s: &str) {
     out.push_str(s);
 }
 
-fn push_content(out: &mut String, c: &Content) {
+/// The non-empty `parts`, one a line.
+fn joined<'a>(parts: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = String::new();
+    for s in parts {
+        push(&mut out, s);
+    }
+    out
+}
+
+fn content_text(c: &Content) -> String {
     match c {
-        Content::Text(t) => push(out, t),
-        Content::Blocks(blocks) => push_blocks(out, blocks),
+        Content::Text(t) => t.clone(),
+        Content::Blocks(blocks) => blocks_text(blocks),
     }
 }
 
-fn push_blocks(out: &mut String, blocks: &[ContentBlock]) {
+fn blocks_text(blocks: &[ContentBlock]) -> String {
+    let mut out = String::new();
     for b in blocks {
         match b {
-            ContentBlock::Text(t) => push(out, &t.text),
+            ContentBlock::Text(t) => push(&mut out, &t.text),
             ContentBlock::ToolCall(c) => {
-                push(out, &c.name);
-                push(out, &c.arguments.to_string());
+                push(&mut out, &c.name);
+                push(&mut out, &c.arguments.to_string());
             }
             _ => {}
         }
     }
+    out
 }
 
 /// The kind and the searchable text of an entry (`None` when it says nothing).
 fn entry_text(record: &Record) -> Option<(&'static str, String)> {
-    let mut out = String::new();
-    let kind = match record.entry().ok()? {
+    let (kind, out) = match record.entry().ok()? {
         Entry::Message(m) => match &m.message {
-            Message::User(u) => {
-                push_content(&mut out, &u.content);
-                "user"
-            }
-            Message::Assistant(a) => {
-                push_blocks(&mut out, &a.content);
-                "assistant"
-            }
-            Message::ToolResult(t) => {
-                push(&mut out, &t.tool_name);
-                push_content(&mut out, &t.content);
-                "toolResult"
-            }
-            Message::BashExecution(b) => {
-                push(&mut out, &b.command);
-                push(&mut out, &b.output);
-                "bashExecution"
-            }
-            Message::Custom(c) | Message::HookMessage(c) => {
-                push_content(&mut out, &c.content);
-                "custom"
-            }
-            Message::BranchSummary(b) => {
-                push(&mut out, &b.summary);
-                "branchSummary"
-            }
-            Message::CompactionSummary(c) => {
-                push(&mut out, &c.summary);
-                "compactionSummary"
-            }
+            Message::User(u) => ("user", content_text(&u.content)),
+            Message::Assistant(a) => ("assistant", blocks_text(&a.content)),
+            Message::ToolResult(t) => ("toolResult", joined([t.tool_name.as_str(), &content_text(&t.content)])),
+            Message::BashExecution(b) => ("bashExecution", joined([b.command.as_str(), &b.output])),
+            Message::Custom(c) | Message::HookMessage(c) => ("custom", content_text(&c.content)),
+            Message::BranchSummary(b) => ("branchSummary", b.summary.clone()),
+            Message::CompactionSummary(c) => ("compactionSummary", c.summary.clone()),
             _ => return None,
         },
-        Entry::Compaction(c) => {
-            push(&mut out, &c.summary);
-            "compaction"
-        }
-        Entry::BranchSummary(b) => {
-            push(&mut out, &b.summary);
-            "branch_summary"
-        }
-        Entry::CustomMessage(c) => {
-            push_content(&mut out, &c.content);
-            "custom_message"
-        }
-        Entry::Label(l) => {
-            push(&mut out, l.label.as_deref().unwrap_or_default());
-            "label"
-        }
-        Entry::SessionInfo(s) => {
-            push(&mut out, &s.name);
-            "session_info"
-        }
-        Entry::TitleChange(t) => {
-            push(&mut out, &t.title);
-            "title_change"
-        }
+        Entry::Compaction(c) => ("compaction", c.summary.clone()),
+        Entry::BranchSummary(b) => ("branch_summary", b.summary.clone()),
+        Entry::CustomMessage(c) => ("custom_message", content_text(&c.content)),
+        Entry::Label(l) => ("label", l.label.clone().unwrap_or_default()),
+        Entry::SessionInfo(s) => ("session_info", s.name.clone()),
+        Entry::TitleChange(t) => ("title_change", t.title.clone()),
         _ => return None,
     };
     (!out.is_empty()).then_some((kind, out))

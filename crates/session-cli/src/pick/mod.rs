@@ -54,8 +54,8 @@ impl std::error::Error for NotATerminal {}
 /// What the threads tell the picker.
 enum Msg {
     Rows(Vec<Row>),
-    Listed,
-    ListFailed(String),
+    /// Every session was listed, or why not all could be.
+    Listed(std::result::Result<(), String>),
     Preview(PathBuf, String),
     Indexed(std::result::Result<(), String>),
     Hits(String, Vec<(PathBuf, String)>),
@@ -131,10 +131,7 @@ fn lister(g: Global, cwd: String, all: bool, tx: Sender<Msg>) {
         }
         Ok(())
     };
-    let _ = tx.send(match list() {
-        Ok(()) => Msg::Listed,
-        Err(e) => Msg::ListFailed(e.to_string()),
-    });
+    let _ = tx.send(Msg::Listed(list().map_err(|e| e.to_string())));
 }
 
 /// Reads transcripts on a thread, the newest request only.
@@ -231,38 +228,31 @@ fn osc52(text: &str) -> std::io::Result<()> {
 /// Does what a key asked; `Some(target)` to leave and open it.
 fn perform(g: &Global, p: &mut Picker, effect: Effect, copied: &mut Vec<PathBuf>) -> Option<Target> {
     match effect {
-        Effect::None | Effect::Quit => None,
-        Effect::Open(t) => Some(t),
+        Effect::None | Effect::Quit => {}
+        Effect::Open(t) => return Some(t),
         Effect::Copy(t) => {
             match osc52(&t.path.to_string_lossy()) {
                 Ok(()) => p.set_status(format!("copied {}", t.path.display())),
                 Err(e) => p.set_status(format!("cannot copy: {e}")),
             }
             copied.push(t.path);
-            None
         }
-        Effect::Rename(t, name) => {
-            match crate::commands::set_name(&for_dialect(g, t.dialect), &t.path, &name) {
-                Ok(Some(_)) => {
-                    p.renamed(&t.path, name.trim());
-                    p.set_status(format!("renamed to {:?}", name.trim()));
-                }
-                Ok(None) => p.set_status("omp refuses that name (empty once cleaned)"),
-                Err(e) => p.set_status(format!("not renamed: {e}")),
+        Effect::Rename(t, name) => match crate::commands::set_name(&for_dialect(g, t.dialect), &t.path, &name) {
+            Ok(Some(_)) => {
+                p.renamed(&t.path, name.trim());
+                p.set_status(format!("renamed to {:?}", name.trim()));
             }
-            None
-        }
-        Effect::Trash(t) => {
-            match crate::jobs::trash_session(&for_dialect(g, t.dialect), &t.path) {
-                Ok(r) => {
-                    p.removed(&t.path);
-                    let name = r.item.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                    p.set_status(format!("moved to the trash; session trash restore {name}"));
-                }
-                Err(e) => p.set_status(format!("not moved: {e}")),
+            Ok(None) => p.set_status("omp refuses that name (empty once cleaned)"),
+            Err(e) => p.set_status(format!("not renamed: {e}")),
+        },
+        Effect::Trash(t) => match crate::jobs::trash_session(&for_dialect(g, t.dialect), &t.path) {
+            Ok(r) => {
+                p.removed(&t.path);
+                let name = r.item.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                p.set_status(format!("moved to the trash; session trash restore {name}"));
             }
-            None
-        }
+            Err(e) => p.set_status(format!("not moved: {e}")),
+        },
         Effect::Pin(t, on) => {
             let g = for_dialect(g, t.dialect);
             match crate::jobs::mark_file(&g, &t.path, Some(t.dialect), Mark::Pinned, on) {
@@ -272,7 +262,6 @@ fn perform(g: &Global, p: &mut Picker, effect: Effect, copied: &mut Vec<PathBuf>
                 }
                 Err(e) => p.set_status(format!("not {}: {e}", if on { "pinned" } else { "unpinned" })),
             }
-            None
         }
         Effect::Archive(t) => {
             match crate::jobs::mark_file(&for_dialect(g, t.dialect), &t.path, Some(t.dialect), Mark::Archived, true) {
@@ -282,7 +271,6 @@ fn perform(g: &Global, p: &mut Picker, effect: Effect, copied: &mut Vec<PathBuf>
                 }
                 Err(e) => p.set_status(format!("not archived: {e}")),
             }
-            None
         }
         Effect::Export(t) => {
             let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
@@ -290,9 +278,9 @@ fn perform(g: &Global, p: &mut Picker, effect: Effect, copied: &mut Vec<PathBuf>
                 Ok(path) => p.set_status(format!("exported to {}", path.display())),
                 Err(e) => p.set_status(format!("not exported: {e}")),
             }
-            None
         }
     }
+    None
 }
 
 /// `session pick`: runs the picker until a key leaves it; prints the paths copied.
@@ -345,16 +333,14 @@ pub(crate) fn run(g: &Global, all: bool) -> Result<()> {
             dirty = true;
             match m {
                 Msg::Rows(more) => rows.extend(more),
-                Msg::Listed => {
+                Msg::Listed(listed) => {
                     p.loading = false;
                     let _ = search_tx.send(String::new());
+                    if let Err(e) = listed {
+                        p.set_status(format!("cannot list every session: {e}"));
+                    }
                 }
                 Msg::Status(text) => p.set_status(text),
-                Msg::ListFailed(e) => {
-                    p.loading = false;
-                    let _ = search_tx.send(String::new());
-                    p.set_status(format!("cannot list every session: {e}"));
-                }
                 Msg::Preview(path, text) => p.set_preview(&path, &text),
                 Msg::Indexed(Ok(())) => p.full_text = FullText::Ready,
                 Msg::Indexed(Err(e)) => p.full_text = FullText::Off(e),

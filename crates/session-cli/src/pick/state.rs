@@ -360,9 +360,13 @@ impl Picker {
                 self.rows.push(r);
             }
         }
-        if self.rows.len() == before {
-            return;
+        if self.rows.len() > before {
+            self.resort();
         }
+    }
+
+    /// Puts the rows in the list's order and filters them again.
+    fn resort(&mut self) {
         // Each row keeps its filter text: only the new ones were lowercased.
         let mut both: Vec<(Row, Hay)> = std::mem::take(&mut self.rows).into_iter().zip(self.hay.drain(..)).collect();
         both.sort_by(|(a, _), (b, _)| order(a, b));
@@ -390,12 +394,7 @@ impl Picker {
     pub(crate) fn pinned(&mut self, path: &Path, on: bool) {
         if let Some(i) = self.rows.iter().position(|r| r.path == path) {
             self.rows[i].pinned = on;
-            let mut both: Vec<(Row, Hay)> =
-                std::mem::take(&mut self.rows).into_iter().zip(self.hay.drain(..)).collect();
-            both.sort_by(|(a, _), (b, _)| order(a, b));
-            (self.rows, self.hay) = both.into_iter().unzip();
-            self.narrowed = None;
-            self.refilter();
+            self.resort();
         }
     }
 

@@ -10,6 +10,7 @@ use session_store::{EntryKind, Storage, artifacts_dir, blob::find_refs};
 
 use super::JobError;
 use super::proof::is_real_dir;
+use crate::error::unless_missing;
 
 /// The space one session takes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -131,11 +132,7 @@ fn tree_bytes(storage: &dyn Storage, dir: &Path) -> Result<u64, JobError> {
     let mut total = 0;
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let entries = match storage.read_dir(&d) {
-            Ok(e) => e,
-            Err(session_store::StoreError::NotFound { .. }) => continue,
-            Err(e) => return Err(e.into()),
-        };
+        let Some(entries) = unless_missing(storage.read_dir(&d))? else { continue };
         for e in entries {
             let p = d.join(&e.name);
             match e.kind {

@@ -27,34 +27,22 @@ pub struct FsckOptions {
     pub blob_dir: Option<PathBuf>,
 }
 
-impl FsckOptions {
+setters! { impl FsckOptions;
     /// Returns these options reporting only on sessions below `dirs`.
     #[must_use]
-    pub fn dirs(mut self, dirs: &[PathBuf]) -> FsckOptions {
-        self.dirs = dirs.to_vec();
-        self
-    }
+    dirs(dirs: &[PathBuf]) => dirs = dirs.to_vec();
 
     /// Returns these options with `dialect`'s rules for every file.
     #[must_use]
-    pub fn dialect(mut self, dialect: Option<Dialect>) -> FsckOptions {
-        self.dialect = dialect;
-        self
-    }
+    dialect(dialect: Option<Dialect>) => dialect = dialect;
 
     /// Returns these options rewriting damaged sessions (`true`) or only reporting.
     #[must_use]
-    pub fn repair(mut self, repair: bool) -> FsckOptions {
-        self.repair = repair;
-        self
-    }
+    repair(repair: bool) => repair = repair;
 
     /// Returns these options checking the blob store at `dir`.
     #[must_use]
-    pub fn blob_dir(mut self, dir: &Path) -> FsckOptions {
-        self.blob_dir = Some(dir.to_path_buf());
-        self
-    }
+    blob_dir(dir: &Path) => blob_dir = Some(dir.to_path_buf());
 }
 
 /// One thing [`fsck`] found wrong.

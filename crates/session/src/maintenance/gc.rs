@@ -27,20 +27,14 @@ impl Default for GcOptions {
     }
 }
 
-impl GcOptions {
+setters! { impl GcOptions;
     /// Returns these options with the grace period `grace`.
     #[must_use]
-    pub fn grace(mut self, grace: Duration) -> GcOptions {
-        self.grace = grace;
-        self
-    }
+    grace(grace: Duration) => grace = grace;
 
     /// Returns these options deleting (`true`) or only reporting.
     #[must_use]
-    pub fn delete(mut self, delete: bool) -> GcOptions {
-        self.delete = delete;
-        self
-    }
+    delete(delete: bool) => delete = delete;
 }
 
 /// What [`gc`] found and did.

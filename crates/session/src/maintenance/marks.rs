@@ -34,6 +34,7 @@ use session_model::Dialect;
 use session_store::{FileLock, FileStorage, PrivateDir, Storage, StoreError};
 
 use super::JobError;
+use crate::error::unless_missing;
 
 /// The name of our marks file in the state folder.
 pub const MARKS_FILE: &str = "marks.json";
@@ -253,11 +254,7 @@ impl MarkStore {
     /// Reads omp's pins.
     fn read_omp(&self) -> Result<List, JobError> {
         let path = self.omp_pins_file();
-        let bytes = match FileStorage::new().read(&path) {
-            Ok(b) => b,
-            Err(StoreError::NotFound { .. }) => return Ok(List { ids: Vec::new() }),
-            Err(e) => return Err(e.into()),
-        };
+        let Some(bytes) = unless_missing(FileStorage::new().read(&path))? else { return Ok(List { ids: Vec::new() }) };
         match parse_pins(&bytes) {
             Some(ids) => Ok(List { ids: once_each(ids) }),
             None => Err(JobError::MarksDamaged { path, why: "not a JSON array of session ids".to_owned() }),

@@ -11,6 +11,7 @@ use session_store::{EntryKind, ExpectedSize, LockWait, Storage, StoreError, arti
 
 use super::proof::is_real_dir;
 use super::{JobError, prove_session};
+use crate::error::unless_missing;
 
 /// How long a merge waits for a writer that holds the session's lock.
 const LOCK_WAIT: Duration = Duration::from_secs(2);
@@ -316,11 +317,7 @@ fn unite_artifacts(storage: &dyn Storage, from: &Path, to: &Path, report: &mut M
                 continue;
             }
         }
-        let entries = match storage.read_dir(&from.join(&rel)) {
-            Ok(e) => e,
-            Err(StoreError::NotFound { .. }) => continue,
-            Err(e) => return Err(e.into()),
-        };
+        let Some(entries) = unless_missing(storage.read_dir(&from.join(&rel)))? else { continue };
         for e in entries {
             let rel = rel.join(&e.name);
             match e.kind {

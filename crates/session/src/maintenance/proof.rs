@@ -7,6 +7,7 @@ use session_store::{EntryKind, FileStat, Storage, StoreError, artifacts_dir, is_
 
 use super::JobError;
 use super::homes::lexical;
+use crate::error::unless_missing;
 
 /// How much of a file is read to find its header (more only when no record starts in it).
 const HEAD_BYTES: u64 = 1 << 20;
@@ -115,9 +116,6 @@ pub fn prove_session(storage: &dyn Storage, path: &Path, dialect: Option<Dialect
 /// (a missing folder is not).
 pub(super) fn is_real_dir(storage: &dyn Storage, dir: &Path) -> Result<bool, JobError> {
     let (Some(parent), Some(name)) = (dir.parent(), dir.file_name().and_then(|n| n.to_str())) else { return Ok(false) };
-    match storage.read_dir(parent) {
-        Ok(entries) => Ok(entries.iter().any(|e| e.name == name && e.kind == EntryKind::Dir)),
-        Err(StoreError::NotFound { .. }) => Ok(false),
-        Err(e) => Err(e.into()),
-    }
+    let entries = unless_missing(storage.read_dir(parent))?.unwrap_or_default();
+    Ok(entries.iter().any(|e| e.name == name && e.kind == EntryKind::Dir))
 }

@@ -29,25 +29,18 @@ impl PruneOptions {
         PruneOptions { older_than, ..PruneOptions::default() }
     }
 
-    /// Returns these options keeping (`true`) or not named sessions.
-    #[must_use]
-    pub fn keep_named(mut self, keep: bool) -> PruneOptions {
-        self.keep_named = keep;
-        self
-    }
+    setters! { PruneOptions;
+        /// Returns these options keeping (`true`) or not named sessions.
+        #[must_use]
+        keep_named(keep: bool) => keep_named = keep;
 
-    /// Returns these options keeping the sessions `marks` pin.
-    #[must_use]
-    pub fn keep_pinned(mut self, marks: Marks) -> PruneOptions {
-        self.keep_pinned = Some(marks);
-        self
-    }
+        /// Returns these options keeping the sessions `marks` pin.
+        #[must_use]
+        keep_pinned(marks: Marks) => keep_pinned = Some(marks);
 
-    /// Returns these options limited to the project `cwd` (and the folders below it).
-    #[must_use]
-    pub fn project(mut self, cwd: Option<String>) -> PruneOptions {
-        self.project = cwd;
-        self
+        /// Returns these options limited to the project `cwd` (and the folders below it).
+        #[must_use]
+        project(cwd: Option<String>) => project = cwd;
     }
 }
 

@@ -28,20 +28,14 @@ pub struct RewriteOptions {
     pub no_backup: bool,
 }
 
-impl RewriteOptions {
+setters! { impl RewriteOptions;
     /// Returns these options with the dialect `dialect`.
     #[must_use]
-    pub fn dialect(mut self, dialect: Option<Dialect>) -> RewriteOptions {
-        self.dialect = dialect;
-        self
-    }
+    dialect(dialect: Option<Dialect>) => dialect = dialect;
 
     /// Returns these options without (`true`) or with a backup.
     #[must_use]
-    pub fn no_backup(mut self, no_backup: bool) -> RewriteOptions {
-        self.no_backup = no_backup;
-        self
-    }
+    no_backup(no_backup: bool) => no_backup = no_backup;
 }
 
 /// What [`repair`] or [`migrate`] did.

@@ -18,13 +18,10 @@ pub struct TransferOptions {
     pub force: bool,
 }
 
-impl TransferOptions {
+setters! { impl TransferOptions;
     /// Returns these options replacing (`true`) or refusing different files at the target.
     #[must_use]
-    pub fn force(mut self, force: bool) -> TransferOptions {
-        self.force = force;
-        self
-    }
+    force(force: bool) => force = force;
 }
 
 /// What one copy did.

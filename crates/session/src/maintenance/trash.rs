@@ -19,6 +19,7 @@ use session_store::{
 
 use super::proof::is_real_dir;
 use super::{Homes, JobError, RmPlan, prove_session};
+use crate::error::unless_missing;
 
 /// The name of a root's trash folder, beside the root (`<dir>/sessions` →
 /// `<dir>/session-trash`).
@@ -237,11 +238,7 @@ fn read_item(storage: &dyn Storage, dir: &Path, count: bool) -> Option<TrashItem
 /// Returns the trashed sessions of one trash folder, oldest first (none when it does
 /// not exist).
 fn list_dir(storage: &dyn Storage, trash: &Path, count: bool) -> Result<Vec<TrashItem>, JobError> {
-    let entries = match storage.read_dir(trash) {
-        Ok(e) => e,
-        Err(StoreError::NotFound { .. }) => return Ok(Vec::new()),
-        Err(e) => return Err(e.into()),
-    };
+    let entries = unless_missing(storage.read_dir(trash))?.unwrap_or_default();
     let mut items = Vec::new();
     for e in entries {
         if e.kind == EntryKind::Dir
@@ -353,10 +350,7 @@ pub fn restore(storage: &dyn Storage, homes: &Homes, item: &TrashItem) -> Result
     drop(lock);
     // The folder goes when nothing but its TRASH_META is left (anything else stays, in a
     // folder no longer taken for a trashed session).
-    match storage.unlink(&item.dir.join(TRASH_META)) {
-        Ok(()) | Err(StoreError::NotFound { .. }) => {}
-        Err(e) => return Err(e.into()),
-    }
+    unless_missing(storage.unlink(&item.dir.join(TRASH_META)))?;
     storage.remove_empty_dir(&item.dir)?;
     Ok(original)
 }
@@ -393,16 +387,12 @@ fn remove_item(storage: &dyn Storage, dir: &Path) -> Result<(), JobError> {
         match e.kind {
             EntryKind::Dir => storage.delete_with_artifacts(&dir.join(format!("{}.jsonl", e.name)))?,
             _ if e.name == TRASH_META => {}
-            _ => match storage.unlink(&p) {
-                Ok(()) | Err(StoreError::NotFound { .. }) => {}
-                Err(err) => return Err(err.into()),
-            },
+            _ => {
+                unless_missing(storage.unlink(&p))?;
+            }
         }
     }
-    match storage.unlink(&dir.join(TRASH_META)) {
-        Ok(()) | Err(StoreError::NotFound { .. }) => {}
-        Err(e) => return Err(e.into()),
-    }
+    unless_missing(storage.unlink(&dir.join(TRASH_META)))?;
     storage.remove_empty_dir(dir)?;
     Ok(())
 }

@@ -73,18 +73,14 @@ impl UsageOptions {
         UsageOptions { by, since: None, cache: None }
     }
 
-    /// Returns these options keeping the usage cache in `dir`.
-    #[must_use]
-    pub fn cache(mut self, dir: Option<PrivateDir>) -> UsageOptions {
-        self.cache = dir;
-        self
-    }
+    setters! { UsageOptions;
+        /// Returns these options keeping the usage cache in `dir`.
+        #[must_use]
+        cache(dir: Option<PrivateDir>) => cache = dir;
 
-    /// Returns these options counting entries from the date `since` on.
-    #[must_use]
-    pub fn since(mut self, since: Option<String>) -> UsageOptions {
-        self.since = since;
-        self
+        /// Returns these options counting entries from the date `since` on.
+        #[must_use]
+        since(since: Option<String>) => since = since;
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 use session_model::entries::{self, Base};
-use session_model::{Dialect, EntryType, Record, TitleSlot, ids};
+use session_model::{Dialect, EntryType, Record, ids};
 
 use super::SessionManager;
 use crate::SessionError;
@@ -59,11 +59,7 @@ impl SessionManager {
         let labels = self.carried_labels(&kept, &ts);
         kept.extend(labels);
         self.close_writer();
-        self.slot = (self.dialect() == Dialect::Omp).then(|| TitleSlot {
-            title: self.header.get_str("title").unwrap_or_default().to_owned(),
-            source: self.header.get_str("titleSource").map(str::to_owned),
-            updated_at: ts.clone(),
-        });
+        self.slot = (self.dialect() == Dialect::Omp).then(|| super::slot_of(&self.header, &ts));
         let has_conversation = kept.iter().any(|r| self.counts_as_conversation(r));
         let new_file = self.persist.then(|| {
             let dir = self.session_dir.clone().unwrap_or_default();

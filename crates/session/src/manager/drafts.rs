@@ -14,10 +14,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use session_model::{Dialect, EntryType, Record, parse_session_bytes};
-use session_store::{LockWait, StoreError, artifacts_dir};
+use session_store::{LockWait, artifacts_dir};
 
 use super::{Access, SessionManager, wrong_dialect};
 use crate::SessionError;
+use crate::error::unless_missing;
 
 type Result<T> = std::result::Result<T, SessionError>;
 
@@ -65,10 +66,8 @@ impl SessionManager {
         let storage = self.env.storage.clone();
         let draft = dir.join(DRAFT_FILE);
         if text.is_empty() {
-            return match storage.unlink(&draft) {
-                Ok(()) | Err(StoreError::NotFound { .. }) => Ok(()),
-                Err(e) => Err(e.into()),
-            };
+            unless_missing(storage.unlink(&draft))?;
+            return Ok(());
         }
         let file = self.file.clone().unwrap_or_default();
         let only_for_draft = !storage.exists(&file)? && self.tree.entries().iter().all(is_draft_only_metadata);
@@ -90,15 +89,9 @@ impl SessionManager {
         let Some(dir) = self.draft_dir("consume_draft")? else { return Ok(None) };
         let storage = self.env.storage.clone();
         let draft = dir.join(DRAFT_FILE);
-        let text = match storage.read(&draft) {
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            Err(StoreError::NotFound { .. }) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        match storage.unlink(&draft) {
-            Ok(()) | Err(StoreError::NotFound { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
+        let Some(bytes) = unless_missing(storage.read(&draft))? else { return Ok(None) };
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        unless_missing(storage.unlink(&draft))?;
         if self.tree.entries().iter().all(is_draft_only_metadata) && storage.exists(&dir.join(DRAFT_ONLY_MARKER))? {
             self.arm_draft_cleanup(true);
         }
@@ -169,10 +162,7 @@ impl SessionManager {
             return Ok(false);
         }
         let disarm = |m: &mut SessionManager| -> Result<bool> {
-            match storage.unlink(&dir.join(DRAFT_ONLY_MARKER)) {
-                Ok(()) | Err(StoreError::NotFound { .. }) => {}
-                Err(e) => return Err(e.into()),
-            }
+            unless_missing(storage.unlink(&dir.join(DRAFT_ONLY_MARKER)))?;
             m.arm_draft_cleanup(false);
             Ok(false)
         };
@@ -181,13 +171,9 @@ impl SessionManager {
         }
         // Busy (another writer has the file open) or not to be had: the file stays.
         let Ok(_lock) = storage.lock(&file, LockWait::NoWait) else { return Ok(false) };
-        let bytes = match storage.read(&file) {
-            Ok(bytes) => bytes,
-            Err(StoreError::NotFound { .. }) => {
-                self.arm_draft_cleanup(false);
-                return Ok(false);
-            }
-            Err(e) => return Err(e.into()),
+        let Some(bytes) = unless_missing(storage.read(&file))? else {
+            self.arm_draft_cleanup(false);
+            return Ok(false);
         };
         let on_disk = parse_session_bytes(&bytes, Dialect::Omp);
         let only_metadata = on_disk.header().is_some()

@@ -16,6 +16,7 @@ use session_tree::SessionTree;
 
 use super::{Access, OpenMode, SessionManager, absolute, copy_error, wrong_dialect};
 use crate::body::Body;
+use crate::error::unless_missing;
 use crate::{Env, SessionError};
 
 type Result<T> = std::result::Result<T, SessionError>;
@@ -50,36 +51,21 @@ impl Default for ForkOptions {
     }
 }
 
-impl ForkOptions {
+setters! { impl ForkOptions;
     /// Returns these options with `session_file` as the new file.
-    pub fn session_file(mut self, path: &Path) -> ForkOptions {
-        self.session_file = Some(path.to_path_buf());
-        self
-    }
+    session_file(path: &Path) => session_file = Some(path.to_path_buf());
 
     /// Returns these options with the artifacts copy on or off.
-    pub fn copy_artifacts(mut self, copy: bool) -> ForkOptions {
-        self.copy_artifacts = copy;
-        self
-    }
+    copy_artifacts(copy: bool) => copy_artifacts = copy;
 
     /// Returns these options with the breadcrumb left alone (`true`) or written.
-    pub fn suppress_breadcrumb(mut self, suppress: bool) -> ForkOptions {
-        self.suppress_breadcrumb = suppress;
-        self
-    }
+    suppress_breadcrumb(suppress: bool) => suppress_breadcrumb = suppress;
 
     /// Returns these options with the inherited cost zeroed (`true`) or kept.
-    pub fn reset_inherited_cost(mut self, reset: bool) -> ForkOptions {
-        self.reset_inherited_cost = reset;
-        self
-    }
+    reset_inherited_cost(reset: bool) => reset_inherited_cost = reset;
 
     /// Returns these options with an interrupted tail repaired (`true`) or kept.
-    pub fn repair_interrupted_tail(mut self, repair: bool) -> ForkOptions {
-        self.repair_interrupted_tail = repair;
-        self
-    }
+    repair_interrupted_tail(repair: bool) => repair_interrupted_tail = repair;
 }
 
 impl SessionManager {
@@ -266,10 +252,8 @@ impl SessionManager {
         if self.file.as_deref() == Some(path.as_path()) {
             self.journal.file_gone();
         }
-        match self.env.storage.delete_with_artifacts(&path) {
-            Ok(()) | Err(StoreError::NotFound { .. }) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        unless_missing(self.env.storage.delete_with_artifacts(&path))?;
+        Ok(())
     }
 
     // ------------------------------------------------------------------ copies
@@ -284,11 +268,7 @@ impl SessionManager {
         let id = self.env.new_session_id();
         let ts = self.env.now_iso();
         let header = entries::omp::fork_header(&id, &ts, &self.cwd, &self.header);
-        let slot = TitleSlot {
-            title: header.get_str("title").unwrap_or_default().to_owned(),
-            source: header.get_str("titleSource").map(str::to_owned),
-            updated_at: ts.clone(),
-        };
+        let slot = super::slot_of(&header, &ts);
         if !self.persist {
             self.header = header;
             self.slot = Some(slot);
@@ -350,29 +330,12 @@ impl SessionManager {
                 .ok_or_else(|| SessionError::NoAgentDir { cwd: self.cwd.clone() })?,
         };
         self.env.storage.ensure_dir(&dir)?;
-        let id = self.env.new_session_id();
-        let ts = self.env.now_iso();
         let extra = entries::omp::HeaderExtra {
             parent_session: None,
             provider_prompt_cache_key: self.header.get_str("providerPromptCacheKey").map(str::to_owned),
             additional_directories: string_array(self.header.get("additionalDirectories")),
         };
-        let header = entries::omp::header(&id, &ts, &self.cwd, extra);
-        let slot = TitleSlot { title: String::new(), source: None, updated_at: ts.clone() };
-        let file = dir.join(session_discovery::session_file_name(&ts, &id));
-        let body = Body {
-            dialect: Dialect::Omp,
-            env: &self.env,
-            header: &header,
-            slot: Some(&slot),
-            entries: self.tree.entries(),
-            source: self.file.as_deref(),
-        };
-        match body.publish(&file, ExpectedSize::Missing) {
-            Ok(_) => Ok(file),
-            Err(e) if e.landed() => Ok(file),
-            Err(e) => Err(e),
-        }
+        publish_new_omp(&self.env, &dir, &self.cwd, extra, self.tree.entries(), self.file.as_deref())
     }
 
     /// Writes an empty omp session for `cwd` (title slot and header `type, version, id,
@@ -392,17 +355,7 @@ impl SessionManager {
                 dirs.ensure_default_session_dir(&*env.storage, &cwd)?
             }
         };
-        let id = env.new_session_id();
-        let ts = env.now_iso();
-        let header = entries::omp::header(&id, &ts, &cwd, entries::omp::HeaderExtra::default());
-        let slot = TitleSlot { title: String::new(), source: None, updated_at: ts.clone() };
-        let file = dir.join(session_discovery::session_file_name(&ts, &id));
-        let body = Body { dialect: Dialect::Omp, env, header: &header, slot: Some(&slot), entries: &[], source: None };
-        match body.publish(&file, ExpectedSize::Missing) {
-            Ok(_) => Ok(file),
-            Err(e) if e.landed() => Ok(file),
-            Err(e) => Err(e),
-        }
+        publish_new_omp(env, &dir, &cwd, entries::omp::HeaderExtra::default(), &[], None)
     }
 
     // ------------------------------------------------------------------ moves
@@ -900,6 +853,30 @@ fn reset_cost(record: &Record) -> Option<Record> {
 }
 
 /// Returns the strings of a JSON array (nothing for anything else).
+/// Publishes a new omp session in `dir` (a fresh id, an empty title slot, the header with
+/// `extra`) holding `records`, and returns its file, which must not exist yet (a write
+/// that landed but could not be made durable is kept).
+fn publish_new_omp(
+    env: &Env,
+    dir: &Path,
+    cwd: &str,
+    extra: entries::omp::HeaderExtra,
+    records: &[Record],
+    source: Option<&Path>,
+) -> Result<PathBuf> {
+    let id = env.new_session_id();
+    let ts = env.now_iso();
+    let header = entries::omp::header(&id, &ts, cwd, extra);
+    let slot = TitleSlot { title: String::new(), source: None, updated_at: ts.clone() };
+    let file = dir.join(session_discovery::session_file_name(&ts, &id));
+    let body = Body { dialect: Dialect::Omp, env, header: &header, slot: Some(&slot), entries: records, source };
+    match body.publish(&file, ExpectedSize::Missing) {
+        Ok(_) => Ok(file),
+        Err(e) if e.landed() => Ok(file),
+        Err(e) => Err(e),
+    }
+}
+
 fn string_array(value: Option<&Value>) -> Vec<String> {
     match value {
         Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),

@@ -87,6 +87,7 @@ pub use project::{Project, ProjectMap, normalize_git_url, project_of, project_sl
 pub use state::{redact_url, state_file};
 pub use watch::{WatchEvent, WatchOptions, watch};
 
+use crate::error::unless_missing;
 use crate::maintenance::{JobError, MergeInput, MergeLeaf, merge_bytes};
 
 /// How many times a session is read and synced again after another writer changed it
@@ -125,11 +126,10 @@ impl SyncLocal {
         SyncLocal { storage, homes, blobs: None, state_dir: state_dir.into() }
     }
 
-    /// Returns this side with omp's blob store `blobs`.
-    #[must_use]
-    pub fn with_blobs(mut self, blobs: BlobStore) -> SyncLocal {
-        self.blobs = Some(blobs);
-        self
+    setters! { SyncLocal;
+        /// Returns this side with omp's blob store `blobs`.
+        #[must_use]
+        with_blobs(blobs: BlobStore) => blobs = Some(blobs);
     }
 }
 
@@ -197,35 +197,23 @@ pub struct SyncOptions {
     pub only: Option<BTreeSet<PathBuf>>,
 }
 
-impl SyncOptions {
+setters! { impl SyncOptions;
     /// Returns these options writing nothing (`true`).
     #[must_use]
-    pub fn dry_run(mut self, dry_run: bool) -> SyncOptions {
-        self.dry_run = dry_run;
-        self
-    }
+    dry_run(dry_run: bool) => dry_run = dry_run;
 
     /// Returns these options with the project ids `map`.
     #[must_use]
-    pub fn map(mut self, map: ProjectMap) -> SyncOptions {
-        self.map = map;
-        self
-    }
+    map(map: ProjectMap) => map = map;
 
     /// Returns these options limited to sessions of `projects` (folders here).
     #[must_use]
-    pub fn projects(mut self, projects: Vec<PathBuf>) -> SyncOptions {
-        self.projects = projects.iter().map(|p| project::lexical(p)).collect();
-        self
-    }
+    projects(projects: Vec<PathBuf>) => projects = projects.iter().map(|p| project::lexical(p)).collect();
 
     /// Returns these options limited to the local session files `paths` (see
     /// [`SyncOptions::only`]).
     #[must_use]
-    pub fn only(mut self, paths: impl IntoIterator<Item = PathBuf>) -> SyncOptions {
-        self.only = Some(paths.into_iter().collect());
-        self
-    }
+    only(paths: impl IntoIterator<Item = PathBuf>) => only = Some(paths.into_iter().collect());
 }
 
 /// Why two copies of a session could not be merged.
@@ -593,11 +581,8 @@ fn add(pairs: &mut BTreeMap<Key, Pair>, dialect: Dialect, name: String, side: Si
 
 /// Returns the names of the folders directly in `dir` (none when it is missing).
 fn dirs(storage: &dyn Storage, dir: &Path) -> Result<Vec<String>, StoreError> {
-    let mut out: Vec<String> = match storage.read_dir(dir) {
-        Ok(entries) => entries.into_iter().filter(|e| e.kind == EntryKind::Dir).map(|e| e.name).collect(),
-        Err(StoreError::NotFound { .. }) => Vec::new(),
-        Err(e) => return Err(e),
-    };
+    let entries = unless_missing(storage.read_dir(dir))?.unwrap_or_default();
+    let mut out: Vec<String> = entries.into_iter().filter(|e| e.kind == EntryKind::Dir).map(|e| e.name).collect();
     out.sort();
     Ok(out)
 }
@@ -739,10 +724,7 @@ impl Run<'_> {
         let tail = &lbytes[noted..];
         hasher.update(tail);
         // Blobs first, so that a session is never on a side before the blobs it names.
-        self.blobs_missing = false;
-        if dialect == Dialect::Omp {
-            self.blobs(tail, b"")?;
-        }
+        self.blobs(dialect, tail, b"")?;
         // The listing was taken before the sessions synced so far: the remote copy is
         // looked at again (no bytes fetched), so that a rewrite of the same size since
         // (omp's title slot on another machine) is read, not appended to.
@@ -755,7 +737,7 @@ impl Run<'_> {
         };
         let size = seen.remote_size + tail.len() as u64;
         let (rmtime, rversion) = version_after(lr, remote, size, made);
-        let there = There { size, mtime: rmtime, version: rversion };
+        let there = There(size, rmtime, rversion);
         self.remember_hashed(remote, local, &lbytes, hasher.finish(), Some(lstat.mtime_ms), there);
         Ok(Some(SyncOutcome::Pushed { bytes: tail.len() as u64 }))
     }
@@ -828,8 +810,8 @@ impl Run<'_> {
         let dry = self.options.dry_run;
         // Blobs first, so that a session is never on a side before the blobs it names.
         self.blobs_missing = false;
-        if dialect == Dialect::Omp && !dry {
-            self.blobs(&lbytes, &rbytes)?;
+        if !dry {
+            self.blobs(dialect, &lbytes, &rbytes)?;
         }
         // Our bytes as the remote keeps them (its own `cwd`).
         let as_remote = splice::with_cwd(&lbytes, &rcwd).unwrap_or_else(|| lbytes.clone());
@@ -847,13 +829,7 @@ impl Run<'_> {
             }
             let (rmtime, rversion) =
                 if dry { (rmtime, None) } else { version_after(lr, remote, as_remote.len() as u64, made) };
-            self.remember(
-                remote,
-                local,
-                &lbytes,
-                lmtime,
-                There { size: as_remote.len() as u64, mtime: rmtime, version: rversion },
-            );
+            self.remember(remote, local, &lbytes, lmtime, There(as_remote.len() as u64, rmtime, rversion));
             SyncOutcome::Pushed { bytes: tail.len() as u64 }
         } else if torn_here {
             // Taking the remote's tail, or a merge, would write over a line being written.
@@ -871,13 +847,7 @@ impl Run<'_> {
                 }
                 lmtime = mtime_after(ls, local, now.len() as u64);
             }
-            self.remember(
-                remote,
-                local,
-                &now,
-                lmtime,
-                There { size: rsize, mtime: rmtime, version: self.listed.clone() },
-            );
+            self.remember(remote, local, &now, lmtime, There(rsize, rmtime, self.listed.clone()));
             SyncOutcome::Pulled { bytes: tail.len() as u64 }
         } else {
             // The remote copy as ours would be (our `cwd`).
@@ -931,13 +901,7 @@ impl Run<'_> {
                     lmtime = mtime_after(ls, local, new_local.len() as u64);
                 }
             }
-            self.remember(
-                remote,
-                local,
-                &new_local,
-                lmtime,
-                There { size: new_remote.len() as u64, mtime: rmtime, version: rversion },
-            );
+            self.remember(remote, local, &new_local, lmtime, There(new_remote.len() as u64, rmtime, rversion));
             let (grew_here, grew_there) =
                 (new_local.len().saturating_sub(lbytes.len()), new_remote.len().saturating_sub(rbytes.len()));
             if new_local == lbytes {
@@ -949,13 +913,7 @@ impl Run<'_> {
             }
         };
         if matches!(outcome, SyncOutcome::Unchanged) {
-            self.remember(
-                remote,
-                local,
-                &lbytes,
-                lmtime,
-                There { size: rsize, mtime: rmtime, version: self.listed.clone() },
-            );
+            self.remember(remote, local, &lbytes, lmtime, There(rsize, rmtime, self.listed.clone()));
         }
         Ok(Step::Done(outcome))
     }
@@ -986,10 +944,7 @@ impl Run<'_> {
         if self.options.dry_run {
             return Ok(SyncOutcome::Uploaded);
         }
-        self.blobs_missing = false;
-        if dialect == Dialect::Omp {
-            self.blobs(&lbytes, &[])?;
-        }
+        self.blobs(dialect, &lbytes, &[])?;
         let lr = self.remote.storage.as_ref();
         lr.ensure_dir(&dir)?;
         let meta = serde_json::json!({
@@ -1013,13 +968,7 @@ impl Run<'_> {
             Err(e) => return Err(e.into()),
         };
         let (rmtime, rversion) = version_after(lr, &path, lbytes.len() as u64, made);
-        self.remember(
-            &path,
-            local,
-            &lbytes,
-            Some(lstat.mtime_ms),
-            There { size: lbytes.len() as u64, mtime: rmtime, version: rversion },
-        );
+        self.remember(&path, local, &lbytes, Some(lstat.mtime_ms), There(lbytes.len() as u64, rmtime, rversion));
         Ok(SyncOutcome::Uploaded)
     }
 
@@ -1032,12 +981,8 @@ impl Run<'_> {
     ) -> Result<SyncOutcome, SyncError> {
         let lr = self.remote.storage.as_ref();
         let meta_at = meta_path(remote);
-        let meta = match lr.read(&meta_at) {
-            Ok(b) => b,
-            Err(StoreError::NotFound { .. }) => {
-                return Ok(skip(remote, &format!("no {} beside it names its project", meta_at.display())));
-            }
-            Err(e) => return Err(e.into()),
+        let Some(meta) = unless_missing(lr.read(&meta_at))? else {
+            return Ok(skip(remote, &format!("no {} beside it names its project", meta_at.display())));
         };
         let (id, rel) = parse_meta(&meta).ok_or_else(|| SyncError::Damaged {
             path: meta_at.clone(),
@@ -1072,10 +1017,7 @@ impl Run<'_> {
         if self.options.dry_run {
             return Ok(SyncOutcome::Downloaded);
         }
-        self.blobs_missing = false;
-        if dialect == Dialect::Omp {
-            self.blobs(&lbytes, &rbytes)?;
-        }
+        self.blobs(dialect, &lbytes, &rbytes)?;
         let ls = self.local.storage.as_ref();
         ls.ensure_dir(&dir)?;
         match ls.write_atomic(&path, &lbytes, ExpectedSize::Missing) {
@@ -1086,13 +1028,8 @@ impl Run<'_> {
             Err(e) => return Err(e.into()),
         }
         let lmtime = mtime_after(ls, &path, lbytes.len() as u64);
-        self.remember(
-            remote,
-            &path,
-            &lbytes,
-            lmtime,
-            There { size: rbytes.len() as u64, mtime: Some(rstat.mtime_ms), version: self.listed.clone() },
-        );
+        let there = There(rbytes.len() as u64, Some(rstat.mtime_ms), self.listed.clone());
+        self.remember(remote, &path, &lbytes, lmtime, there);
         Ok(SyncOutcome::Downloaded)
     }
 
@@ -1139,7 +1076,7 @@ impl Run<'_> {
         local_mtime: Option<i64>,
         there: There,
     ) {
-        let There { size: remote_size, mtime: remote_mtime, version: remote_version } = there;
+        let There(remote_size, remote_mtime, remote_version) = there;
         // A time within a moment of now may stay the same through one more write (file
         // times are coarser than writes: git's "racy clean" case): not noted, so the
         // next sync reads the file.
@@ -1163,9 +1100,11 @@ impl Run<'_> {
     }
 
     /// Copies the blobs `local` names that the remote lacks there, and those `remote`
-    /// names that this machine lacks here.
-    fn blobs(&mut self, local: &[u8], remote: &[u8]) -> Result<(), SyncError> {
-        let Some(store) = &self.local.blobs else { return Ok(()) };
+    /// names that this machine lacks here (an omp session's: pi's name none), starting
+    /// the session's note of blobs missing on both sides afresh.
+    fn blobs(&mut self, dialect: Dialect, local: &[u8], remote: &[u8]) -> Result<(), SyncError> {
+        self.blobs_missing = false;
+        let Some(store) = self.local.blobs.as_ref().filter(|_| dialect == Dialect::Omp) else { return Ok(()) };
         let lr = self.remote.storage.as_ref();
         let mut done = HashSet::new();
         for blob in find_refs(local) {
@@ -1192,13 +1131,9 @@ impl Run<'_> {
                 continue;
             }
             let at = self.remote.blob_path(&blob);
-            let bytes = match lr.read(&at) {
-                Ok(b) => b,
-                Err(StoreError::NotFound { .. }) => {
-                    self.blobs_missing = true;
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
+            let Some(bytes) = unless_missing(lr.read(&at))? else {
+                self.blobs_missing = true;
+                continue;
             };
             if BlobRef::for_bytes(&bytes) != blob {
                 return Err(SyncError::Damaged { path: at, what: "its bytes do not hash to its name".to_owned() });
@@ -1223,11 +1158,7 @@ fn mtime_after(storage: &dyn Storage, path: &Path, size: u64) -> Option<i64> {
 
 /// The remote copy as a sync leaves it: its size, and its modification time and version
 /// where known.
-struct There {
-    size: u64,
-    mtime: Option<i64>,
-    version: Option<String>,
-}
+struct There(u64, Option<i64>, Option<String>);
 
 /// Returns the modification time and version of the remote copy `path` after this sync
 /// wrote `size` bytes there: those the write returned (`made`), else those
@@ -1262,18 +1193,13 @@ fn skip(path: &Path, why: &str) -> SyncOutcome {
 /// Returns the outcome of a merge that could not be made.
 fn conflict(e: JobError) -> SyncOutcome {
     let detail = e.to_string();
-    match e {
-        JobError::MergeConflict { id, .. } => {
-            SyncOutcome::Conflict { reason: ConflictReason::EntryDisagrees, entry: Some(id), detail }
-        }
-        JobError::NotTheSameSession { .. } => {
-            SyncOutcome::Conflict { reason: ConflictReason::DifferentSessions, entry: None, detail }
-        }
-        JobError::BadLeaf { id, .. } => {
-            SyncOutcome::Conflict { reason: ConflictReason::NoLeaf, entry: Some(id), detail }
-        }
-        _ => SyncOutcome::Conflict { reason: ConflictReason::Unsupported, entry: None, detail },
-    }
+    let (reason, entry) = match e {
+        JobError::MergeConflict { id, .. } => (ConflictReason::EntryDisagrees, Some(id)),
+        JobError::NotTheSameSession { .. } => (ConflictReason::DifferentSessions, None),
+        JobError::BadLeaf { id, .. } => (ConflictReason::NoLeaf, Some(id)),
+        _ => (ConflictReason::Unsupported, None),
+    };
+    SyncOutcome::Conflict { reason, entry, detail }
 }
 
 /// Returns how many entries `after` holds that `before` lacks.

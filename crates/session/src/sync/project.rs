@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use session_store::{BlobRef, Storage, StoreError};
+use session_store::{BlobRef, Storage};
+
+use crate::error::unless_missing;
 
 /// How many folders up from a session's `cwd` a git repository is looked for.
 const MAX_UP: usize = 64;
@@ -57,11 +59,8 @@ impl ProjectMap {
     ///
     /// A message naming the file when it cannot be read or is not such an object.
     pub fn read_config(&mut self, storage: &dyn Storage, file: &Path) -> Result<(), String> {
-        let bytes = match storage.read(file) {
-            Ok(b) => b,
-            Err(StoreError::NotFound { .. }) => return Ok(()),
-            Err(e) => return Err(format!("{}: {e}", file.display())),
-        };
+        let read = unless_missing(storage.read(file)).map_err(|e| format!("{}: {e}", file.display()))?;
+        let Some(bytes) = read else { return Ok(()) };
         let value: serde_json::Value =
             serde_json::from_slice(&bytes).map_err(|e| format!("{}: not JSON ({e})", file.display()))?;
         let Some(map) = value.get("map") else { return Ok(()) };

@@ -37,25 +37,18 @@ impl Default for WatchOptions {
 }
 
 impl WatchOptions {
-    /// Returns these options listing the local sessions every `poll`.
-    #[must_use]
-    pub fn poll(mut self, poll: Duration) -> WatchOptions {
-        self.poll = poll;
-        self
-    }
+    setters! { WatchOptions;
+        /// Returns these options listing the local sessions every `poll`.
+        #[must_use]
+        poll(poll: Duration) => poll = poll;
 
-    /// Returns these options syncing every session every `interval`.
-    #[must_use]
-    pub fn pull_interval(mut self, interval: Duration) -> WatchOptions {
-        self.pull_interval = interval;
-        self
-    }
+        /// Returns these options syncing every session every `interval`.
+        #[must_use]
+        pull_interval(interval: Duration) => pull_interval = interval;
 
-    /// Returns these options giving up after `failures` failed syncs in a row (0: never).
-    #[must_use]
-    pub fn give_up_after(mut self, failures: usize) -> WatchOptions {
-        self.give_up_after = failures;
-        self
+        /// Returns these options giving up after `failures` failed syncs in a row (0: never).
+        #[must_use]
+        give_up_after(failures: usize) => give_up_after = failures;
     }
 
     /// Returns how long to wait after `failures` failed syncs in a row.
