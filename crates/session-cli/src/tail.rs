@@ -67,7 +67,13 @@ pub(crate) fn tail(g: &Global, file: &Path, lines: usize, follow: bool, json: bo
         }
         let grew = last.is_some_and(|l| stat.size > l.size);
         last = now;
-        let m = crate::commands::inspect(g, file)?;
+        // Removed after the stat: the same end as a removal the stat saw.
+        let m = match crate::commands::inspect(g, file) {
+            Err(e) if matches!(e.downcast_ref(), Some(session::SessionError::NotFound { .. })) => {
+                return Err(format!("{} was removed", file.display()).into());
+            }
+            other => other?,
+        };
         let entries = m.tree().entries();
         let width = crate::table::width();
         for (i, r) in entries.iter().enumerate() {
