@@ -29,6 +29,15 @@ pub trait ReadAt: Sync {
     fn stamp(&self) -> Option<u128> {
         None
     }
+
+    /// Returns the open file descriptor the bytes are read from, when they are a file's:
+    /// a whole-file write may then have the kernel copy a run of them
+    /// (`session_store::Sink::copy_from`) instead of reading and writing them. `None`
+    /// (the default) for bytes that are not an open file; they are read then.
+    #[cfg(unix)]
+    fn fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        None
+    }
 }
 
 impl ReadAt for [u8] {

@@ -31,5 +31,5 @@
 //! [`Record::text`]: crate::Record::text
 //! [`Record::load`]: crate::Record::load
 
-pub use crate::record::table::{Bodies, LoadHook, SPAN_FROM, lines, load_all};
+pub use crate::record::table::{Bodies, CopyRun, LoadHook, SPAN_FROM, copy_runs, lines, load_all};
 pub(crate) use crate::record::table::{SpanBuilder, SpanRow, SpanTable};

@@ -101,7 +101,7 @@ fn not_durable(path: &Path, written: u64, error: StoreError) -> StoreError {
 pub fn write_atomic_stream(
     path: &Path,
     sync: bool,
-    fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+    fill: &mut dyn FnMut(&mut dyn crate::Sink) -> std::io::Result<()>,
 ) -> Result<u64, StoreError> {
     write_atomic_stream_with(path, fill, sync, NewFile::LikeTarget, || Ok(()))
 }
@@ -113,7 +113,7 @@ pub fn write_atomic_stream(
 /// through a temporary file and a rename). Returns the bytes written.
 pub fn write_atomic_private(
     path: &Path,
-    fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+    fill: &mut dyn FnMut(&mut dyn crate::Sink) -> std::io::Result<()>,
 ) -> Result<u64, StoreError> {
     write_atomic_stream_with(path, fill, true, NewFile::Private, || Ok(()))
 }
@@ -137,7 +137,7 @@ pub(crate) enum NewFile {
 /// whose loss loses nothing else ([`crate::Durability::None`]).
 pub(crate) fn write_atomic_stream_with<G: Published>(
     path: &Path,
-    fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+    fill: &mut dyn FnMut(&mut dyn crate::Sink) -> std::io::Result<()>,
     sync: bool,
     new_file: NewFile,
     publish: impl FnOnce() -> Result<G, StoreError>,
@@ -208,6 +208,29 @@ impl<W: Write> Write for Counting<W> {
     }
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
+    }
+}
+
+impl crate::Sink for Counting<std::io::BufWriter<std::fs::File>> {
+    /// Runs of an open file are copied by the kernel: `std::io::copy` from a duplicate
+    /// of `source`'s descriptor, positioned at `at`, into the temporary file (on Linux
+    /// `copy_file_range`, which falls back to reading and writing where the two files
+    /// cannot share it). The duplicate's position is its own business: `source` is read
+    /// by position only.
+    fn copy_from(&mut self, source: &dyn session_model::ReadAt, at: u64, len: u64) -> std::io::Result<()> {
+        #[cfg(unix)]
+        if let Some(fd) = source.fd() {
+            use std::io::{Read, Seek};
+            let mut from = std::fs::File::from(fd.try_clone_to_owned()?);
+            from.seek(std::io::SeekFrom::Start(at))?;
+            let copied = std::io::copy(&mut (&from).take(len), &mut self.inner)?;
+            self.written += copied;
+            if copied < len {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            return Ok(());
+        }
+        crate::storage::copy_by_reading(self, source, at, len)
     }
 }
 

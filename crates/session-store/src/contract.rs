@@ -35,6 +35,7 @@ const CASES: &[(&str, Case)] = &[
     ("write_new_is_exclusive", write_new_is_exclusive),
     ("write_atomic_checks_size", write_atomic_checks_size),
     ("write_atomic_stream_pieces", write_atomic_stream_pieces),
+    ("write_atomic_stream_copies", write_atomic_stream_copies),
     ("append_creates_and_extends", append_creates_and_extends),
     ("append_expected_is_conditional", append_expected_is_conditional),
     ("writer_appends_lines", writer_appends_lines),
@@ -294,6 +295,43 @@ fn write_atomic_stream_pieces(s: &dyn Storage, root: &Path) -> CaseResult {
     })?;
     let want = pieces.concat();
     check(s.read(&v)? == want && n == want.len() as u64, "vectored pieces written in order, size returned")?;
+    Ok(())
+}
+
+/// Runs of another file's bytes, copied into a streamed write between written pieces
+/// ([`crate::Sink::copy_from`]): from a file of the same storage (which the file storage
+/// copies in the kernel) and from bytes in memory; a run past the source's end fails
+/// the write and leaves nothing.
+fn write_atomic_stream_copies(s: &dyn Storage, root: &Path) -> CaseResult {
+    let source = root.join("x").join("source.jsonl");
+    let lines: String = (0..3000).map(|i| format!("{{\"line\":{i},\"pad\":\"{}\"}}\n", "p".repeat(i % 97))).collect();
+    s.write_atomic(&source, lines.as_bytes(), ExpectedSize::Missing)?;
+    let (_, reader) = s.open_reader(&source)?;
+    let (at, len) = (lines.len() as u64 / 3, lines.len() as u64 / 2);
+    let memory = lines.as_bytes().to_vec();
+    let p = root.join("x").join("copy.jsonl");
+    let n = s.write_atomic_stream(&p, ExpectedSize::Missing, Durability::Fsync, &mut |w| {
+        w.write_all(b"head\n")?;
+        w.copy_from(&*reader, at, len)?;
+        w.write_all(b"\nmiddle\n")?;
+        w.copy_from(&memory, 0, 5)?;
+        w.copy_from(&*reader, 0, lines.len() as u64)
+    })?;
+    let range = |a: u64, l: u64| &lines.as_bytes()[a as usize..(a + l) as usize];
+    let want = [b"head\n", range(at, len), b"\nmiddle\n", range(0, 5), lines.as_bytes()].concat();
+    check(s.read(&p)? == want && n == want.len() as u64, "copied runs land between the written pieces, size returned")?;
+    let past_end = s.write_atomic_stream(&p, ExpectedSize::Any, Durability::Fsync, &mut |w| {
+        w.write_all(b"new\n")?;
+        w.copy_from(&*reader, lines.len() as u64 - 10, 11)
+    });
+    check(
+        past_end.as_ref().err().and_then(StoreError::io_kind) == Some(std::io::ErrorKind::UnexpectedEof),
+        &format!("a run past the source's end fails the write: {past_end:?}"),
+    )?;
+    check(s.read(&p)? == want, "and leaves the old file")?;
+    let mut names = s.list(&root.join("x"))?;
+    names.sort();
+    check(names == ["copy.jsonl", "source.jsonl"], &format!("no visible temp files: {names:?}"))?;
     Ok(())
 }
 

@@ -558,7 +558,7 @@ impl<S: Storage> Storage for FaultStorage<S> {
         path: &Path,
         expected: ExpectedSize,
         durability: Durability,
-        fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+        fill: &mut dyn FnMut(&mut dyn crate::Sink) -> std::io::Result<()>,
     ) -> Result<u64, StoreError> {
         // The boundaries of the file storage's streamed write: without durability it skips
         // both syncs.

@@ -216,6 +216,12 @@ impl<F: std::borrow::Borrow<std::fs::File> + Sync> ReadAt for PositionalFile<F> 
         std::hash::Hash::hash(&(st.size, id.mtime_ns, id.ctime_ns, id.ino, id.dev), &mut h);
         Some(u128::from(std::hash::Hasher::finish(&h)) | u128::from(st.size) << 64)
     }
+
+    #[cfg(unix)]
+    fn fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd;
+        Some(self.0.borrow().as_fd())
+    }
 }
 
 /// Writes all of `bytes` at `offset` (positionally where the platform can).
@@ -577,7 +583,7 @@ impl Storage for FileStorage {
         path: &Path,
         expected: ExpectedSize,
         durability: Durability,
-        fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+        fill: &mut dyn FnMut(&mut dyn crate::Sink) -> std::io::Result<()>,
     ) -> Result<u64, StoreError> {
         if self.faults.is_some() {
             // Injected faults act on whole writes: take the buffered path.

@@ -100,7 +100,7 @@ pub use memory::MemoryStorage;
 pub use private::PrivateDir;
 pub use storage::{
     AppendWriter, Change, DirEntry, Durability, EntryKind, ExpectedSize, FileIdentity, FileStat, LockWait, Note,
-    PollWatch, SessionLock, Storage, Watch, artifacts_dir, grow, is_backup_of, is_plain_name, slice_windows,
+    PollWatch, SessionLock, Sink, Storage, Watch, artifacts_dir, grow, is_backup_of, is_plain_name, slice_windows,
 };
 
 // The README's example runs as a doc test.

@@ -260,7 +260,7 @@ impl Storage for MemoryStorage {
         path: &Path,
         expected: ExpectedSize,
         durability: Durability,
-        fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+        fill: &mut dyn FnMut(&mut dyn crate::Sink) -> std::io::Result<()>,
     ) -> Result<u64, StoreError> {
         require_file(path)?;
         let bytes = crate::storage::collect(path, fill)?;

@@ -31,7 +31,6 @@
 //!
 //! On platforms without Unix owners and modes the folder is created and used as it is.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -252,7 +251,7 @@ impl PrivateDir {
     pub fn write_file(
         &self,
         name: &str,
-        fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+        fill: &mut dyn FnMut(&mut dyn crate::Sink) -> std::io::Result<()>,
     ) -> Result<u64, StoreError> {
         self.replace(name, fill, false)
     }
@@ -267,7 +266,7 @@ impl PrivateDir {
     pub fn write_file_durable(
         &self,
         name: &str,
-        fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+        fill: &mut dyn FnMut(&mut dyn crate::Sink) -> std::io::Result<()>,
     ) -> Result<u64, StoreError> {
         self.replace(name, fill, true)
     }
@@ -277,7 +276,7 @@ impl PrivateDir {
     fn replace(
         &self,
         name: &str,
-        fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+        fill: &mut dyn FnMut(&mut dyn crate::Sink) -> std::io::Result<()>,
         sync: bool,
     ) -> Result<u64, StoreError> {
         let path = self.file_path(name)?;

@@ -409,7 +409,8 @@ pub trait Storage: Send + Sync {
     /// [`Storage::write_atomic`] for content that `fill` writes piece by piece, so a
     /// large file never has to exist in memory at once; returns the number of bytes
     /// written. An error returned by `fill` aborts the write (the old file stays).
-    /// `fill` may hand over many pieces at once with `write_vectored`.
+    /// `fill` may hand over many pieces at once with `write_vectored`, and runs of
+    /// another file's bytes with [`Sink::copy_from`].
     ///
     /// `durability` says whether the content and the rename are synced before the call
     /// returns: [`Durability::Flush`] and [`Durability::Fsync`] sync (the guarantees of
@@ -426,7 +427,7 @@ pub trait Storage: Send + Sync {
         path: &Path,
         expected: ExpectedSize,
         durability: Durability,
-        fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+        fill: &mut dyn FnMut(&mut dyn Sink) -> std::io::Result<()>,
     ) -> Result<u64, StoreError> {
         let _ = durability; // always synced here
         let buf = collect(path, fill)?;
@@ -850,10 +851,50 @@ pub(crate) fn check_prefix_fits(path: &Path, bytes: &[u8], size: u64) -> Result<
     Ok(())
 }
 
+/// Where a streamed write ([`Storage::write_atomic_stream`]) puts its content: bytes
+/// written to it, and runs of another file's bytes copied into it.
+pub trait Sink: std::io::Write {
+    /// Appends `len` bytes of `source` from offset `at`. The file storage has the kernel
+    /// copy them when `source` is an open file ([`ReadAt::fd`]: `copy_file_range` on
+    /// Linux, where the file system may share the blocks instead); everywhere else, and
+    /// as the default, they are read and written. Fails with
+    /// [`std::io::ErrorKind::UnexpectedEof`] when `source` ends before `at + len`.
+    ///
+    /// The bytes are what `source` holds while they are copied: a caller that must know
+    /// they did not change checks its file's stamp ([`ReadAt::stamp`]) before and after.
+    fn copy_from(&mut self, source: &dyn ReadAt, at: u64, len: u64) -> std::io::Result<()> {
+        copy_by_reading(self, source, at, len)
+    }
+}
+
+impl Sink for Vec<u8> {}
+
+/// [`Sink::copy_from`] by reading `source` and writing what was read, a piece at a time.
+pub(crate) fn copy_by_reading<W: std::io::Write + ?Sized>(
+    out: &mut W,
+    source: &dyn ReadAt,
+    at: u64,
+    len: u64,
+) -> std::io::Result<()> {
+    const PIECE: u64 = 256 << 10;
+    let mut buf = vec![0; usize::try_from(len.min(PIECE)).unwrap_or(0)];
+    let mut done = 0;
+    while done < len {
+        let want = usize::try_from((len - done).min(PIECE)).unwrap_or(buf.len());
+        let n = source.read_full_at(&mut buf[..want], at + done)?;
+        out.write_all(&buf[..n])?;
+        if n < want {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        done += n as u64;
+    }
+    Ok(())
+}
+
 /// Runs a [`Storage::write_atomic_stream`] producer into memory.
 pub(crate) fn collect(
     path: &Path,
-    fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+    fill: &mut dyn FnMut(&mut dyn Sink) -> std::io::Result<()>,
 ) -> Result<Vec<u8>, StoreError> {
     let mut buf = Vec::new();
     fill(&mut buf).map_err(|e| StoreError::io_raw(crate::Op::WriteTemp, path, e))?;

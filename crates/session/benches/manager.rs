@@ -1,7 +1,9 @@
 //! Facade benchmarks: append latency (no sync and fsync per append), and extracting
 //! a branch (`create_branched_session`) and forking (`fork_from`) a 20,000-entry
 //! session, both written to real files. `fork-io-floor` reads the same source and
-//! writes its bytes to a new file without parsing them: the least a fork can cost.
+//! writes its bytes to a new file without parsing them; `fork-copy-floor` has the
+//! kernel copy the file (`copy_file_range`), the least a fork that copies the lines it
+//! does not change can cost.
 //!
 //! Run with `cargo bench -p agent-session-store --bench manager` (or `cargo xtask bench`).
 
@@ -134,8 +136,8 @@ fn whole_file(c: &mut Criterion) {
                 )
             });
         }
-        // What any fork costs before parsing: reading the source and writing its bytes
-        // to a new file, through the same storage. The fork cannot beat this.
+        // What a fork that reads and writes every line costs before parsing: reading the
+        // source and writing its bytes to a new file, through the same storage.
         let floor_copy = dir.path().join("floor-copy.jsonl");
         group.bench_function(format!("{}/fork-io-floor", dialect.name()), |b| {
             let storage = session::store::FileStorage::new();
@@ -145,6 +147,20 @@ fn whole_file(c: &mut Criterion) {
                     let bytes = storage.read(&source).expect("read");
                     storage.write(&floor_copy, &bytes).expect("write");
                     (bytes, RemoveOnDrop(floor_copy.clone()))
+                },
+                BatchSize::PerIteration,
+            )
+        });
+        // A copy of the source by the kernel (`copy_file_range` where the file system has
+        // it): the floor of a fork that copies the lines it does not change.
+        group.bench_function(format!("{}/fork-copy-floor", dialect.name()), |b| {
+            b.iter_batched(
+                || (),
+                |()| {
+                    let mut from = fs_err::File::open(&source).expect("source").into_parts().0;
+                    let mut to = fs_err::File::create(&floor_copy).expect("copy").into_parts().0;
+                    let n = std::io::copy(&mut from, &mut to).expect("copy");
+                    (n, RemoveOnDrop(floor_copy.clone()))
                 },
                 BatchSize::PerIteration,
             )

@@ -2,11 +2,11 @@
 //! atomically and streamed, so no copy of a large session is built in memory.
 
 use std::borrow::Cow;
-use std::io::{IoSlice, Write};
+use std::io::IoSlice;
 use std::path::Path;
 
 use session_model::{Dialect, Record, TitleSlot};
-use session_store::{Durability, ExpectedSize};
+use session_store::{Durability, ExpectedSize, Sink};
 
 use crate::{Env, SessionError};
 
@@ -39,19 +39,38 @@ impl Body<'_> {
             ExpectedSize::Missing => self.env.durability,
             _ => Durability::Fsync,
         };
-        let mut failure = None;
-        let written =
-            self.env.storage.write_atomic_stream(path, expected, durability, &mut |w| self.write(w, &mut failure));
-        match (written, failure) {
-            (_, Some(e)) => Err(e),
-            (Ok(n), None) => Ok(n),
-            (Err(e), None) => Err(e.into()),
+        // Lines that are their source file's bytes are copied by the kernel where they
+        // can be (pi's lines, and omp's when no blob store transforms them). A copy that
+        // fails, or whose source changed while it was copied, is thrown away with the
+        // temporary file, and the write is made again with every line read and checked.
+        let mut copy = self.dialect == Dialect::Pi || self.env.blobs.is_none();
+        loop {
+            let mut failure = None;
+            let mut copy_failed = false;
+            let written = self.env.storage.write_atomic_stream(path, expected, durability, &mut |w| {
+                self.write(w, copy, &mut failure, &mut copy_failed)
+            });
+            match (written, failure) {
+                _ if copy_failed && copy => copy = false,
+                (_, Some(e)) => return Err(e),
+                (Ok(n), None) => return Ok(n),
+                (Err(e), None) => return Err(e.into()),
+            }
         }
     }
 
     /// Writes the whole file as the dialect writes it: (omp: title slot,) header,
-    /// every entry, each line ending in `\n`.
-    fn write(&self, w: &mut dyn Write, failure: &mut Option<SessionError>) -> std::io::Result<()> {
+    /// every entry, each line ending in `\n`; with `copy`, the runs of entries that are
+    /// their file's bytes ([`session_model::span::copy_runs`]) copied from it.
+    fn write(
+        &self,
+        w: &mut dyn Sink,
+        copy: bool,
+        failure: &mut Option<SessionError>,
+        copy_failed: &mut bool,
+    ) -> std::io::Result<()> {
+        /// Runs shorter than this are read and written with the lines around them.
+        const COPY_FROM: u64 = 64 << 10;
         if self.dialect == Dialect::Omp {
             let slot = self.slot.cloned().unwrap_or_else(|| TitleSlot {
                 title: String::new(),
@@ -66,20 +85,39 @@ impl Body<'_> {
                 }
             }
         }
-        // Lines go out in batches of borrowed slices (one `writev` each: at most 1,024
-        // slices, a line and its newline), not copied. The texts of a batch's records
-        // still in the session's file are read for it in few reads, into `texts`.
-        const BATCH: usize = 512;
-        let fail = |failure: &mut Option<SessionError>, e: SessionError| {
-            let message = e.to_string();
-            *failure = Some(e);
-            std::io::Error::other(message)
-        };
         let header = self.persisted(self.header.line()).map_err(|e| fail(failure, e))?;
         write_lines(w, &[header])?;
+        let runs = if copy { session_model::span::copy_runs(self.entries, COPY_FROM) } else { Vec::new() };
         let mut texts = Vec::new();
-        for chunk in self.entries.chunks(BATCH) {
-            let lines = session_model::span::lines(chunk, &mut texts).map_err(|e| {
+        let mut next = 0;
+        for run in &runs {
+            self.write_entries(w, &self.entries[next..run.records.start], &mut texts, failure)?;
+            let copied = w.copy_from(run.source(), run.at, run.len).and_then(|()| w.write_all(b"\n"));
+            if let Err(e) = copied.and_then(|()| {
+                if run.unchanged() { Ok(()) } else { Err(std::io::Error::other("the source changed while copied")) }
+            }) {
+                *copy_failed = true;
+                return Err(e);
+            }
+            next = run.records.end;
+        }
+        self.write_entries(w, &self.entries[next..], &mut texts, failure)
+    }
+
+    /// Writes the lines of `entries`, each ending in `\n`: in batches of borrowed slices
+    /// (one `writev` each: at most 1,024 slices, a line and its newline), not copied. The
+    /// texts of a batch's records still in the session's file are read for it in few
+    /// reads, into `texts`.
+    fn write_entries(
+        &self,
+        w: &mut dyn Sink,
+        entries: &[Record],
+        texts: &mut Vec<u8>,
+        failure: &mut Option<SessionError>,
+    ) -> std::io::Result<()> {
+        const BATCH: usize = 512;
+        for chunk in entries.chunks(BATCH) {
+            let lines = session_model::span::lines(chunk, texts).map_err(|e| {
                 let path = self.source.unwrap_or(Path::new(""));
                 fail(failure, SessionError::Store(session_store::StoreError::io(session_store::Op::Read, path, e)))
             })?;
@@ -99,6 +137,13 @@ impl Body<'_> {
             Cow::Owned(l) => Ok(Cow::Owned(persist_line(self.dialect, self.env, &l)?.into_owned())),
         }
     }
+}
+
+/// Keeps `e` as the write's failure and returns the IO error that stops the write.
+fn fail(failure: &mut Option<SessionError>, e: SessionError) -> std::io::Error {
+    let message = e.to_string();
+    *failure = Some(e);
+    std::io::Error::other(message)
 }
 
 /// Returns the line omp persists for a record line: images moved to the blob store,
@@ -121,7 +166,7 @@ pub(crate) fn persist_line<'l>(dialect: Dialect, env: &Env, line: &'l str) -> Re
 }
 
 /// Writes `lines`, each followed by `\n`, with as few vectored writes as the writer takes.
-fn write_lines(w: &mut dyn Write, lines: &[Cow<'_, str>]) -> std::io::Result<()> {
+fn write_lines(w: &mut dyn Sink, lines: &[Cow<'_, str>]) -> std::io::Result<()> {
     let mut slices: Vec<IoSlice<'_>> =
         lines.iter().flat_map(|l| [IoSlice::new(l.as_bytes()), IoSlice::new(b"\n")]).collect();
     let mut bufs = &mut slices[..];

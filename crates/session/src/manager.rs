@@ -30,7 +30,7 @@ mod lifecycle;
 mod load;
 
 pub use lifecycle::ForkOptions;
-pub(crate) use load::{fold_slot, read_parsed, repair_final_newline};
+pub(crate) use load::{fold_slot, repair_final_newline};
 
 use self::journal::{Journal, NextWrite};
 use crate::body::{Body, persist_line};
@@ -545,7 +545,9 @@ impl SessionManager {
     }
 
     /// Returns how many texts of records left in the file were read from it since the
-    /// session was opened (0 when every text was in memory from the start).
+    /// session was opened (0 when every text was in memory from the start), whether for
+    /// the records or to write them again; lines a whole-file write copied from the file
+    /// as they are are not read, and not counted.
     pub fn texts_read(&self) -> u64 {
         self.bodies.as_ref().map_or(0, |b| b.reads())
     }

@@ -75,7 +75,8 @@ impl Bodies {
         self.failure.lock().map_or(true, |f| f.is_some())
     }
 
-    /// Returns how many record texts were read from the file so far.
+    /// Returns how many record texts were read from the file so far: for their records,
+    /// and for whole-file writes ([`lines`]); not the runs a write copied ([`copy_runs`]).
     pub fn reads(&self) -> u64 {
         self.reads.load(Ordering::Relaxed)
     }
@@ -520,12 +521,101 @@ pub fn lines<'a>(records: &'a [Record], buf: &'a mut Vec<u8>) -> std::io::Result
                     && table.looks_like(w.row, text)
                     && (table.numbers_plain(w.row) || crate::json::numbers_exact(text)) =>
             {
+                table.bodies.reads.fetch_add(1, Ordering::Relaxed);
                 Cow::Borrowed(text)
             }
             _ => Cow::Owned(table.accept(w.row, bytes)?.line().into_owned()),
         };
     }
     Ok(out)
+}
+
+/// Consecutive records whose lines are, byte for byte, one stretch of the file they
+/// were read from: a whole-file write can copy the stretch instead of writing the lines
+/// ([`copy_runs`]).
+#[derive(Debug)]
+pub struct CopyRun<'a> {
+    /// Which of the records (indexes into the slice given to [`copy_runs`]).
+    pub records: std::ops::Range<usize>,
+    /// Where the stretch starts in the file.
+    pub at: u64,
+    /// Its length: the lines and the single `\n` between each two, not the last
+    /// line's newline.
+    pub len: u64,
+    bodies: &'a Bodies,
+}
+
+impl CopyRun<'_> {
+    /// Returns the file the stretch is in.
+    pub fn source(&self) -> &dyn ReadAt {
+        &*self.bodies.reader
+    }
+
+    /// Returns whether the file still says no byte changed since its records were
+    /// parsed: checked after a copy, so that bytes copied while the file changed are
+    /// never kept.
+    pub fn unchanged(&self) -> bool {
+        self.bodies.unchanged()
+    }
+}
+
+/// Returns the stretches of `records` that a whole-file write can copy from their file
+/// instead of writing: runs of consecutive records read by position from one file, at
+/// least `min_len` bytes long, each the next line of the file after the one before (one
+/// `\n` between them). Only a record whose line is its file's bytes qualifies: one
+/// read by position (not changed since, as a changed record is no longer a row), from a
+/// file that is an open file ([`ReadAt::fd`]), that says no byte changed since it was
+/// parsed ([`ReadAt::stamp`]), with no load hook, and whose numbers JavaScript reads as
+/// written. Everything else is written by [`lines`] as before.
+pub fn copy_runs<'a>(records: &'a [Record], min_len: u64) -> Vec<CopyRun<'a>> {
+    let mut runs: Vec<CopyRun<'a>> = Vec::new();
+    let mut trusted: Vec<(*const Bodies, bool)> = Vec::new();
+    let mut current: Option<CopyRun<'a>> = None;
+    let close = |run: Option<CopyRun<'a>>, runs: &mut Vec<CopyRun<'a>>| {
+        runs.extend(run.filter(|r| r.len >= min_len));
+    };
+    for (i, r) in records.iter().enumerate() {
+        let Some((table, row)) = r.span_row() else {
+            close(current.take(), &mut runs);
+            continue;
+        };
+        let bodies = &*table.bodies;
+        let key: *const Bodies = bodies;
+        let ok = match trusted.iter().find(|(b, _)| *b == key) {
+            Some(&(_, ok)) => ok,
+            None => {
+                let ok = copyable(bodies);
+                trusted.push((key, ok));
+                ok
+            }
+        };
+        if !ok || !table.numbers_plain(row) {
+            close(current.take(), &mut runs);
+            continue;
+        }
+        let (at, len) = table.span(row);
+        match current.as_mut() {
+            Some(run) if std::ptr::eq(run.bodies, bodies) && run.at + run.len + 1 == at => {
+                run.records.end = i + 1;
+                run.len += 1 + u64::from(len);
+            }
+            _ => {
+                close(current.take(), &mut runs);
+                current = Some(CopyRun { records: i..i + 1, at, len: u64::from(len), bodies });
+            }
+        }
+    }
+    close(current.take(), &mut runs);
+    runs
+}
+
+/// Whether records of `bodies` may be copied from its file as they are.
+fn copyable(bodies: &Bodies) -> bool {
+    #[cfg(unix)]
+    let open_file = bodies.reader.fd().is_some();
+    #[cfg(not(unix))]
+    let open_file = false;
+    open_file && bodies.hook.is_none() && bodies.unchanged()
 }
 
 /// A text [`lines`] reads from a file.

@@ -686,7 +686,9 @@ impl SessionManager {
                 Dialect::Omp => SessionError::ForkSourceNotFound { path: source },
             });
         };
-        let parsed = super::read_parsed(&*storage, &source, dialect, env.parallelism)?;
+        // Read as an open reads it: the texts of large records stay in the source, so the
+        // lines the copy does not change are copied from it ([`Body::publish`]).
+        let (parsed, bodies, _) = super::load::read_indexed(&env, &source, dialect)?;
         let valid = matches!(parsed.header_check(dialect), session_model::HeaderCheck::Valid { .. });
         // pi refuses a source without a valid header; omp loads it as no entries and
         // forks a new, empty session (no lineage, no title).
@@ -707,6 +709,7 @@ impl SessionManager {
         storage.ensure_dir(session_dir)?;
         let target_cwd_abs = absolute(&env.process_cwd, Path::new(target_cwd)).to_string_lossy().into_owned();
         let mut m = SessionManager::blank(dialect, env, target_cwd_abs.clone(), Some(session_dir.to_path_buf()), true);
+        m.bodies = bodies;
         let id = m.env.new_session_id();
         let ts = m.env.now_iso();
         let file = match &options.session_file {

@@ -180,7 +180,7 @@ pub(crate) fn fold_slot(header: &Record, slot: Option<&TitleSlot>) -> Record {
 /// is parsed in pieces as it is read, never held whole, and every text of it is kept.
 /// The result is what [`session_model::parse_session_bytes`] gives for the file's
 /// bytes.
-pub(crate) fn read_parsed(
+fn read_parsed(
     storage: &dyn session_store::Storage,
     path: &Path,
     dialect: Dialect,
@@ -196,7 +196,7 @@ pub(crate) fn read_parsed(
 /// [`Bodies`] when first asked for. The bodies are `None` when every text is in memory
 /// (a small file). omp's records read later get their blob references resolved as
 /// [`SessionManager::open`] resolves the others.
-fn read_indexed(
+pub(crate) fn read_indexed(
     env: &Env,
     path: &Path,
     dialect: Dialect,

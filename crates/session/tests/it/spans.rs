@@ -199,3 +199,133 @@ fn opening_reads_no_text_and_the_context_only_what_it_shows() -> Result<()> {
     }
     Ok(())
 }
+
+/// A pi session of `sizes.len()` entries, each a message of about that many bytes (a
+/// size under 256 makes a record kept in memory), with the `noise` lines after the
+/// entries they name: 0 a blank line, 1 a line ending in `\r\n`, 2 a damaged line, 3 a
+/// message whose number JavaScript reads as another value, 4 spaces after the line.
+fn noisy_session(sizes: &[usize], noise: &[(usize, u8)]) -> String {
+    let mut text =
+        String::from(r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#);
+    text.push('\n');
+    let mut parent = "null".to_owned();
+    for (i, size) in sizes.iter().enumerate() {
+        let id = format!("e{i:07}");
+        let body = "w".repeat(*size);
+        let line = format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"user","content":"{body}","timestamp":{i}}}}}"#
+        );
+        let mut end = "\n".to_owned();
+        let mut after = String::new();
+        for (_, kind) in noise.iter().filter(|(at, _)| *at == i) {
+            match kind {
+                0 => after.push('\n'),
+                1 => end = "\r\n".to_owned(),
+                2 => after.push_str("{\"type\":\"message\",\"id\":\n"),
+                3 => after.push_str(&format!(
+                    r#"{{"type":"custom","customType":"n","id":"x{i:06}","parentId":"{id}","timestamp":"2026-01-01T00:00:00.000Z","data":{{"n":1e400,"pad":"{}"}}}}"#,
+                    "p".repeat(300)
+                )),
+                _ => end = format!("  {end}"),
+            }
+            if *kind == 3 {
+                after.push('\n');
+            }
+        }
+        text.push_str(&line);
+        text.push_str(&end);
+        text.push_str(&after);
+        parent = format!(r#""{id}""#);
+    }
+    text
+}
+
+/// The lines of a session file after its header.
+fn entry_lines(path: &Path) -> Result<Vec<String>> {
+    Ok(fs_err::read_to_string(path)?.lines().skip(1).map(str::to_owned).collect())
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+
+    /// A fork and a branch of a session read by position copy the stretches of lines they
+    /// do not change from the file (`session_store::Sink::copy_from`) and write the same
+    /// entries as a session held in memory, whatever breaks the stretches: blank, damaged
+    /// and `\r\n` lines, records kept in memory, numbers JavaScript rewrites, spaces.
+    #[test]
+    fn forks_and_branches_copy_what_they_do_not_change(
+        sizes in proptest::collection::vec(proptest::prop_oneof![3 => 300usize..2000, 1 => 1usize..150], 60..400),
+        noise in proptest::collection::vec((0usize..400, 0u8..5), 0..12),
+        at in 0.0f64..1.0,
+    ) {
+        let tmp = TempDir::new("spans-copy");
+        let source = tmp.path().join("source.jsonl");
+        fs_err::write(&source, noisy_session(&sizes, &noise)).expect("source");
+        let leaf = format!("e{:07}", ((sizes.len() - 1) as f64 * at) as usize);
+        let mut outputs = Vec::new();
+        // Records under 256 bytes stay in memory and break the stretches.
+        for spans in [None, Some(SpanPolicy { from_file_size: 0, piece: 16 << 10, ..SpanPolicy::default() })] {
+            let dir = tmp.path().join(format!("out-{}", spans.is_some()));
+            let fork = SessionManager::fork_from(Dialect::Pi, &source, "/q", &dir, env(tmp.path(), spans)).expect("fork");
+            let forked = fork.session_file().expect("fork file").to_path_buf();
+            let mut m = SessionManager::open(Dialect::Pi, &source, env(tmp.path(), spans)).expect("open");
+            let branched = m.create_branched_session(&leaf).expect("branch").expect("branch file");
+            outputs.push((entry_lines(&forked).expect("fork"), entry_lines(&branched).expect("branch")));
+        }
+        proptest::prop_assert!(outputs[0] == outputs[1]);
+        let source_lines: Vec<String> = noisy_session(&sizes, &[]).lines().skip(1).map(str::to_owned).collect();
+        if noise.is_empty() {
+            proptest::prop_assert!(outputs[1].0 == source_lines, "a fork of a clean file is its entries");
+        }
+    }
+}
+
+/// A fork and a branch of a large session read by position read none of its texts:
+/// every line they keep as it is is copied from the file, not read and written.
+#[test]
+fn a_fork_copies_its_unchanged_lines_without_reading_them() -> Result<()> {
+    let tmp = TempDir::new("spans-copy-read");
+    let source = tmp.path().join("source.jsonl");
+    let sizes: Vec<usize> = (0..600).map(|i| 300 + i % 700).collect();
+    fs_err::write(&source, noisy_session(&sizes, &[]))?;
+    let spans = Some(SpanPolicy { from_file_size: 0, piece: 64 << 10, ..SpanPolicy::default() });
+    let fork = SessionManager::fork_from(Dialect::Pi, &source, "/q", &tmp.path().join("f"), env(tmp.path(), spans))?;
+    assert_eq!(fork.texts_read(), 0, "the fork read no text: it copied them");
+    let fork_file = fork.session_file().ok_or("fork file")?.to_path_buf();
+    assert!(entry_lines(&fork_file)? == entry_lines(&source)?, "the fork holds the source's entries");
+    let mut m = SessionManager::open(Dialect::Pi, &source, env(tmp.path(), spans))?;
+    let branched = m.create_branched_session("e0000299")?.ok_or("branch file")?;
+    assert_eq!(m.texts_read(), 0, "the branch read no text: it copied them");
+    assert!(entry_lines(&branched)? == entry_lines(&source)?[..300], "the branch holds the path's entries");
+    Ok(())
+}
+
+/// A copy whose source changed while it was copied, or that failed, is thrown away, and
+/// the write is made again reading and checking every text: the fork holds the entries
+/// that were read, never bytes copied from a file that was changing, and never fails
+/// for the copy's sake.
+#[test]
+fn a_copy_that_fails_or_races_a_writer_is_written_again() -> Result<()> {
+    use std::sync::atomic::Ordering;
+    let tmp = TempDir::new("spans-copy-race");
+    let source = tmp.path().join("source.jsonl");
+    let sizes: Vec<usize> = (0..300).map(|i| 300 + i % 500).collect();
+    let want: Vec<String> = noisy_session(&sizes, &[]).lines().skip(1).map(str::to_owned).collect();
+    let spans = Some(SpanPolicy { from_file_size: 0, piece: 64 << 10, ..SpanPolicy::default() });
+    let appended = source.clone();
+    let hooks: [(&str, crate::common::CopyHook); 2] = [
+        ("a writer appends", Box::new(move || crate::common::append(&appended, "{\"type\":\"custom\"}\n"))),
+        ("the copy fails", Box::new(|| Err(std::io::Error::other("no copy today")))),
+    ];
+    for (k, (what, hook)) in hooks.into_iter().enumerate() {
+        fs_err::write(&source, noisy_session(&sizes, &[]))?;
+        let storage = Arc::new(crate::common::Racing { on_copy: Some(hook), ..Default::default() });
+        let env = Env::bare(storage.clone()).with_process_cwd(tmp.path()).with_spans(spans);
+        let fork = SessionManager::fork_from(Dialect::Pi, &source, "/q", &tmp.path().join(format!("f{k}")), env)?;
+        assert!(storage.copies.load(Ordering::SeqCst) >= 1, "{what}: a copy was tried");
+        assert!(fork.texts_read() > 0, "{what}: the texts were read for the second write");
+        assert!(entry_lines(fork.session_file().ok_or("fork file")?)? == want, "{what}: the fork holds the entries read");
+        assert_eq!(fs_err::read_dir(tmp.path().join(format!("f{k}")))?.count(), 1, "{what}: no temporary file is left");
+    }
+    Ok(())
+}

@@ -7,20 +7,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use proptest::prelude::*;
 use session::discovery::{AgentDirs, OmpHome, ProcessEnv};
 use session::model::Dialect;
-use session::store::{
-    AppendWriter, BlobStore, DirEntry, Durability, ExpectedSize, FileStat, FileStorage, LockWait, SessionLock, Storage,
-    StoreError,
-};
+use session::store::{BlobStore, Durability, ExpectedSize, FileStorage, Storage};
 use session::sync::{SyncLocal, SyncOptions, SyncOutcome, SyncRemote, SyncReport, project_slug, sync};
 
 use session_testkit::TempDir;
 
-use crate::common::{Result, append, put};
+use crate::common::{Racing, Result, append, put};
 
 const ORIGIN_ID: &str = "github.com/me/proj";
 
@@ -325,103 +322,6 @@ fn the_state_file_is_private_and_keeps_no_password() -> Result<()> {
     let env = ProcessEnv::new(tmp.path(), tmp.path(), tmp.path()).with_var("XDG_STATE_HOME", "relative/state");
     assert_eq!(session::maintenance::MarkStore::default_state_dir(&env), tmp.path().join(".local/state/session-store"));
     Ok(())
-}
-
-/// A file storage that counts reads of whole files and listings with sizes, and (with
-/// a `line`) the first time a session file is written conditionally has another writer
-/// append `line` to it first: the sync's write then finds another size.
-#[derive(Default)]
-struct Racing {
-    inner: FileStorage,
-    line: String,
-    fired: AtomicBool,
-    reads: AtomicUsize,
-    listings: AtomicUsize,
-}
-
-type StoreResult<T> = std::result::Result<T, StoreError>;
-
-impl Racing {
-    fn race(&self, path: &Path) -> StoreResult<()> {
-        if !self.line.is_empty()
-            && path.extension().is_some_and(|e| e == "jsonl")
-            && !self.fired.swap(true, Ordering::SeqCst)
-        {
-            self.inner.append(path, self.line.as_bytes())?;
-        }
-        Ok(())
-    }
-}
-
-impl Storage for Racing {
-    fn ensure_dir(&self, dir: &Path) -> StoreResult<()> {
-        self.inner.ensure_dir(dir)
-    }
-    fn exists(&self, path: &Path) -> StoreResult<bool> {
-        self.inner.exists(path)
-    }
-    fn stat(&self, path: &Path) -> StoreResult<Option<FileStat>> {
-        self.inner.stat(path)
-    }
-    fn list(&self, dir: &Path) -> StoreResult<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn read_dir(&self, dir: &Path) -> StoreResult<Vec<DirEntry>> {
-        self.inner.read_dir(dir)
-    }
-    fn read(&self, path: &Path) -> StoreResult<Vec<u8>> {
-        self.reads.fetch_add(1, Ordering::SeqCst);
-        self.inner.read(path)
-    }
-    fn read_into(&self, path: &Path, buf: &mut Vec<u8>) -> StoreResult<(FileStat, usize)> {
-        self.reads.fetch_add(1, Ordering::SeqCst);
-        self.inner.read_into(path, buf)
-    }
-    fn list_stats(&self, dir: &Path) -> StoreResult<Vec<(String, FileStat)>> {
-        self.listings.fetch_add(1, Ordering::SeqCst);
-        self.inner.list_stats(dir)
-    }
-    fn read_slices(&self, path: &Path, prefix: u64, suffix: u64) -> StoreResult<(Vec<u8>, Vec<u8>)> {
-        self.inner.read_slices(path, prefix, suffix)
-    }
-    fn write(&self, path: &Path, bytes: &[u8]) -> StoreResult<()> {
-        self.inner.write(path, bytes)
-    }
-    fn write_new(&self, path: &Path, bytes: &[u8]) -> StoreResult<()> {
-        self.inner.write_new(path, bytes)
-    }
-    fn write_atomic(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> StoreResult<()> {
-        self.race(path)?;
-        self.inner.write_atomic(path, bytes, expected)
-    }
-    fn append(&self, path: &Path, bytes: &[u8]) -> StoreResult<()> {
-        self.inner.append(path, bytes)
-    }
-    fn append_expected(&self, path: &Path, bytes: &[u8], expected: ExpectedSize) -> StoreResult<()> {
-        self.race(path)?;
-        self.inner.append_expected(path, bytes, expected)
-    }
-    fn truncate(&self, path: &Path, len: u64) -> StoreResult<()> {
-        self.inner.truncate(path, len)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> StoreResult<()> {
-        self.inner.rename(from, to)
-    }
-    fn unlink(&self, path: &Path) -> StoreResult<()> {
-        self.inner.unlink(path)
-    }
-    fn remove_empty_dir(&self, dir: &Path) -> StoreResult<()> {
-        self.inner.remove_empty_dir(dir)
-    }
-    fn delete_with_artifacts(&self, path: &Path) -> StoreResult<()> {
-        self.inner.delete_with_artifacts(path)
-    }
-    fn open_writer(&self, path: &Path, durability: Durability) -> StoreResult<Box<dyn AppendWriter>> {
-        self.inner.open_writer(path, durability)
-    }
-    fn lock(&self, path: &Path, wait: LockWait) -> StoreResult<SessionLock> {
-        self.inner.lock(path, wait)
-    }
 }
 
 /// A line another machine appends to the remote between the sync's read and its
