@@ -153,18 +153,21 @@ pub(crate) fn agents(g: &Global, asked: &[AgentArg], dir_given: bool) -> Result<
 pub(crate) type Found = (&'static str, Option<Dialect>, Vec<SessionInfo>);
 
 /// Lists the sessions of `agents`: those of `cwd` (every project's for `None`), in `dir`
-/// instead of the default folders when given; `progress` is called as files are read.
+/// instead of the default folders when given, with their message texts only when
+/// `texts` (`all_messages_text`, else empty); `progress` is called as files are read.
 pub(crate) fn gather(
     g: &Global,
     agents: Agents,
-    dir: Option<&Path>,
-    cwd: Option<&str>,
+    (dir, cwd): (Option<&Path>, Option<&str>),
     no_cache: bool,
+    texts: bool,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Vec<Found>> {
+    let discovery =
+        |dialect| discovery_for(g, dialect, no_cache).map(|d| if texts { d } else { d.without_message_texts() });
     let mut found: Vec<Found> = Vec::new();
     for dialect in agents.dialects {
-        let d = discovery_for(g, dialect, no_cache)?;
+        let d = discovery(dialect)?;
         let sessions = match cwd {
             None => d.list_all(dir, progress)?,
             Some(cwd) => d.list(cwd, dir, progress)?,
@@ -172,7 +175,7 @@ pub(crate) fn gather(
         found.push((dialect.name(), Some(dialect), sessions));
     }
     if !agents.others.is_empty() {
-        let d = discovery_for(g, Dialect::Pi, no_cache)?;
+        let d = discovery(Dialect::Pi)?;
         for agent in agents.others {
             // Another agent's home that cannot be read costs its sessions, not the listing.
             match d.list_others(Some(agent), cwd, progress) {
@@ -203,7 +206,10 @@ pub(crate) fn ls(g: &Global, o: &LsOptions<'_>) -> Result<String> {
         }
         bar.update(&p);
     };
-    let mut found = gather(g, agents, o.dir, (!o.all).then_some(cwd.as_str()), o.no_cache, &mut progress)?;
+    // A table shows no message text: the listing reads none it need not.
+    let texts = o.jsonl || wants_json(g);
+    let scope = (o.dir, (!o.all).then_some(cwd.as_str()));
+    let mut found = gather(g, agents, scope, o.no_cache, texts, &mut progress)?;
     bar.finish();
     for s in &skipped {
         eprintln!("note: skipped {}: not a regular file", s.display());
@@ -229,33 +235,38 @@ pub(crate) fn ls(g: &Global, o: &LsOptions<'_>) -> Result<String> {
         std::io::Write::flush(&mut out)?;
         return Ok(String::new());
     }
+    if !(o.jsonl || wants_json(g)) {
+        let mut rows: Vec<(&str, &SessionInfo, bool)> =
+            found.iter().flat_map(|(a, d, ss)| ss.iter().map(move |s| (*a, s, mark(*d, &s.id).pinned))).collect();
+        rows.sort_by_key(|(_, s, pinned)| (!pinned, std::cmp::Reverse(s.modified)));
+        return Ok(table(&rows, o.archived));
+    }
     // Every agent (or a stream): each session's reference shape (pi's for Claude Code
     // and Codex), with its agent and its marks; pinned sessions first, then newest first.
-    let mut merged: Vec<(bool, Option<i64>, serde_json::Value)> = Vec::new();
+    // Each object is written as the reference writes it (a text cut inside a surrogate
+    // pair keeps its lone escape), with the agent and the marks after its members.
+    let mut merged: Vec<(bool, Option<i64>, String)> = Vec::new();
     for (agent, dialect, sessions) in &found {
         let shape = dialect.unwrap_or(Dialect::Pi);
-        let values: Vec<serde_json::Value> = serde_json::from_str(&discovery::sessions_to_json(shape, sessions))?;
-        for (s, mut v) in sessions.iter().zip(values) {
+        let agent_json = serde_json::Value::from(*agent).to_string();
+        for s in sessions {
             let m = mark(*dialect, &s.id);
-            if let Some(obj) = v.as_object_mut() {
-                obj.insert("agent".into(), (*agent).into());
-                obj.insert("pinned".into(), m.pinned.into());
-                obj.insert("archived".into(), m.archived.into());
-            }
-            merged.push((m.pinned, s.modified, v));
+            let extra =
+                [("agent", agent_json.as_str()), ("pinned", bool_json(m.pinned)), ("archived", bool_json(m.archived))];
+            merged.push((m.pinned, s.modified, discovery::session_to_json(shape, s, &extra)));
         }
     }
     merged.sort_by_key(|m| (!m.0, std::cmp::Reverse(m.1)));
+    let objects: Vec<String> = merged.into_iter().map(|m| m.2).collect();
     if o.jsonl {
-        return Ok(merged.iter().map(|m| m.2.to_string()).collect::<Vec<_>>().join("\n"));
+        return Ok(objects.join("\n"));
     }
-    if wants_json(g) {
-        return Ok(serde_json::Value::Array(merged.into_iter().map(|m| m.2).collect()).to_string());
-    }
-    let mut rows: Vec<(&str, &SessionInfo, bool)> =
-        found.iter().flat_map(|(a, d, ss)| ss.iter().map(move |s| (*a, s, mark(*d, &s.id).pinned))).collect();
-    rows.sort_by_key(|(_, s, pinned)| (!pinned, std::cmp::Reverse(s.modified)));
-    Ok(table(&rows, o.archived))
+    Ok(format!("[{}]", objects.join(",")))
+}
+
+/// `true` or `false`, as JSON.
+fn bool_json(b: bool) -> &'static str {
+    if b { "true" } else { "false" }
 }
 
 /// What `ls` lists.

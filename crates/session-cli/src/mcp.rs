@@ -293,7 +293,8 @@ fn list_sessions(g: &Global, a: &Args<'_>) -> Answer {
         })?),
     };
     let cwd = a.str("cwd")?;
-    let found = crate::find::gather(g, chosen, None, cwd, false, &mut |_| {})?;
+    // The rows show no message text: none is read.
+    let found = crate::find::gather(g, chosen, (None, cwd), false, false, &mut |_| {})?;
     let mut rows: Vec<(Option<i64>, Value)> = Vec::new();
     for (agent, _, sessions) in found {
         for s in sessions {

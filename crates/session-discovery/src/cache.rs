@@ -93,6 +93,9 @@ pub(crate) struct ListCache {
     hits: Mutex<Vec<PathBuf>>,
     /// Files scanned afresh: their identity (when known) and what the scan gave.
     fresh: Mutex<Vec<Fresh>>,
+    /// Whether infos answered from the cache get their message text (read and checked);
+    /// without, it is left empty.
+    texts: bool,
 }
 
 /// A file scanned afresh during a listing: its path, its identity (when it could be
@@ -135,6 +138,7 @@ impl ListCache {
             old: HashMap::new(),
             hits: Mutex::new(Vec::new()),
             fresh: Mutex::new(Vec::new()),
+            texts: true,
         };
         if let Ok(Some((stat, file))) = dir.open_reader(&cache.name)
             && let Some((records, written_at_ns, old)) = read_records(&*file, stat.size, dialect, scope)
@@ -145,6 +149,13 @@ impl ListCache {
             cache.old = old;
         }
         cache
+    }
+
+    /// Returns this cache answering without message texts when `texts` is false: a
+    /// text is then neither read nor checked (a later save still copies it).
+    pub(crate) fn with_texts(mut self, texts: bool) -> ListCache {
+        self.texts = texts;
+        self
     }
 
     /// Returns the info of `path`: from the cache when the file is unchanged since it
@@ -170,11 +181,11 @@ impl ListCache {
         built
     }
 
-    /// Decodes a cached record, reading its text from the file; `None` when the
-    /// record or its text is damaged.
+    /// Decodes a cached record, reading its text from the file (unless texts are not
+    /// wanted); `None` when the record or its text is damaged.
     fn decode(&self, spans: &Spans, path: &Path) -> Option<Option<SessionInfo>> {
         let mut info = decode_info(&self.records[spans.info.clone()], path)?;
-        if let Some(i) = info.as_mut() {
+        if let Some(i) = info.as_mut().filter(|_| self.texts) {
             thread_local! {
                 /// The text is read here, between quotes, then copied into its string
                 /// once checked.
@@ -234,7 +245,7 @@ impl ListCache {
                     TextSource::New(s) => w.write_all(s.as_bytes())?,
                     TextSource::Old(range) => {
                         let file = old_file.ok_or_else(|| std::io::Error::other("old cache closed"))?;
-                        w.write_all(&read_at(file, range)?)?;
+                        w.copy_from(file, range.start, range.end - range.start)?;
                     }
                 }
             }
@@ -373,14 +384,6 @@ enum TextSource<'a> {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Reads `range` of `file`.
-fn read_at(file: &dyn ReadAt, range: &Range<u64>) -> std::io::Result<Vec<u8>> {
-    let len = usize::try_from(range.end.saturating_sub(range.start)).map_err(std::io::Error::other)?;
-    let mut buf = vec![0; len];
-    read_exact_at(file, &mut buf, range.start)?;
-    Ok(buf)
 }
 
 /// Fills `buf` from `file` at `offset`; a file that ends first is an error.

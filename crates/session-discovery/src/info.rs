@@ -39,7 +39,7 @@ impl SessionStatus {
 
 /// One session as a listing reports it: the fields of the reference's `SessionInfo`
 /// for either dialect (fields of the other dialect stay `None`).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct SessionInfo {
     /// The session file.
     pub path: PathBuf,
@@ -242,6 +242,30 @@ pub fn sessions_to_json(dialect: Dialect, sessions: &[SessionInfo]) -> String {
         write_session(&mut out, dialect, s);
     }
     out.push(']');
+    out
+}
+
+/// Renders one session as [`sessions_to_json`] renders each element of its array,
+/// with `extra` members after the reference's (names and raw JSON values, written as
+/// they are): the text is JavaScript's own, so a text cut inside a surrogate pair
+/// stays the lone `\ud83d` escape `JSON.stringify` writes, which a strict JSON parser
+/// would refuse to read back.
+///
+/// ```
+/// use session_discovery::{SessionInfo, session_to_json};
+/// let s = SessionInfo { id: "a".into(), ..SessionInfo::default() };
+/// let json = session_to_json(session_model::Dialect::Pi, &s, &[("agent", "\"pi\"")]);
+/// assert!(json.starts_with('{') && json.ends_with(r#","agent":"pi"}"#));
+/// ```
+pub fn session_to_json(dialect: Dialect, s: &SessionInfo, extra: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(s.all_messages_text.json_len() + s.first_message.len() + 640);
+    write_session(&mut out, dialect, s);
+    out.pop();
+    for (name, value) in extra {
+        key(&mut out, name);
+        out.push_str(value);
+    }
+    out.push('}');
     out
 }
 

@@ -84,7 +84,9 @@ pub use cache::MAX_CACHE_FILES;
 pub use cache::fuzzing;
 pub use env::{AgentDirs, OmpHome, ProcessEnv};
 pub use error::DiscoveryError;
-pub use info::{MessagesText, SessionInfo, SessionStatus, sanitize_name, sessions_to_json, write_sessions_json};
+pub use info::{
+    MessagesText, SessionInfo, SessionStatus, sanitize_name, session_to_json, sessions_to_json, write_sessions_json,
+};
 pub use list::{Discovery, PINS_FILE, Progress, RecentSession, ResumeTarget, Scope, parse_pins, time_ago};
 pub use omp_scan::{PREFIX_BYTES, SUFFIX_BYTES};
 pub use others::{

@@ -344,3 +344,26 @@ fn a_damaged_listing_cache_never_changes_ls() -> Result<()> {
     assert!(!out.contains("EVIL"), "{parsed}");
     Ok(())
 }
+
+/// A table of sessions reads no message text from the listing cache: a damaged text is
+/// not even looked at (the cache stays as it is), while a listing that prints the texts
+/// finds the damage, scans that file again and mends the cache.
+#[test]
+fn a_table_listing_reads_no_text() -> Result<()> {
+    const EVIL: &[u8] = br#"","path":"/tmp/EVIL","x":""#;
+    let s = Setup::new("cache-table")?;
+    let (plain, _) = s.ls(false)?;
+    assert_eq!(s.ls(true)?.0, plain);
+    let file = s.cache_file(&s.cache(), "list-")?;
+    let mut bytes = fs_err::read(&file)?;
+    let text = br#"note 7: say \"hi\" to C:\\path\nand the zebra"#;
+    let at = bytes.windows(text.len()).rposition(|w| w == text).ok_or("a cached text")?;
+    bytes[at..at + EVIL.len()].copy_from_slice(EVIL);
+    fs_err::write(&file, &bytes)?;
+    let (table, _) = s.ok(&["--dialect", "pi", "--text", "ls", "--all"])?;
+    assert!(table.contains(&format!("{SESSIONS} session(s)")) && !table.contains("EVIL"), "{table}");
+    assert!(fs_err::read(&file)? == bytes, "the table read no text: the cache is as it was");
+    assert_eq!(s.ls(true)?.0, plain);
+    assert!(fs_err::read(&file)? != bytes, "the listing with texts mended the cache");
+    Ok(())
+}

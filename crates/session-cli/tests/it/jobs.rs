@@ -531,6 +531,27 @@ fn ls_into_a_closed_pipe_is_quiet() -> Result<()> {
     Ok(())
 }
 
+/// A message that holds a lone surrogate escape (`\ud83d`, what JavaScript writes for
+/// half an emoji): every shape of `ls` lists it, with the escape as pi writes it.
+#[test]
+fn ls_lists_a_lone_surrogate_in_every_shape() -> Result<()> {
+    let h = Home::new("jobs-surrogate")?;
+    let bucket = h.bucket("pi", "--p--")?;
+    let user = r#"{"type":"message","id":"aaaaaaaa","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"half \ud83d an emoji","timestamp":1}}"#;
+    fs_err::write(bucket.join("2026-01-01T00-00-00-000Z_s.jsonl"), format!("{HEADER}\n{user}\n"))?;
+    for args in [
+        &["--json", "--dialect", "pi", "ls", "--all"][..],
+        &["--json", "ls", "--all"],
+        &["ls", "--all", "--jsonl"],
+        &["--text", "ls", "--all"],
+    ] {
+        let out = h.ok(args)?;
+        let want = if args.contains(&"--text") { "half" } else { r#""firstMessage":"half \ud83d an emoji""# };
+        assert!(out.contains(want), "{args:?}: {out}");
+    }
+    Ok(())
+}
+
 /// `push ../s.jsonl` stores the session under its path with `..` resolved; `pull` of a
 /// path with a `.` segment is refused (no crash); `pull` writes nothing through a link
 /// below its target folder.

@@ -25,6 +25,7 @@ use self::notes::{NOTE_OMP, NOTE_OMP_PREFIX, NOTE_OTHERS, NOTE_PI};
 use crate::cache::ListCache;
 use crate::env::{AgentDirs, ProcessEnv};
 use crate::error::DiscoveryError;
+use crate::info::MessagesText;
 use crate::info::SessionInfo;
 use crate::recover::recover_orphaned_backups;
 use crate::sort::{collation_key, sort_by_modified, sort_omp};
@@ -67,6 +68,8 @@ pub struct Discovery {
     read_only: bool,
     /// Where the time the listing cache is written at comes from.
     clock: Arc<dyn Clock>,
+    /// Whether listings return every session's message text (`all_messages_text`).
+    texts: bool,
 }
 
 impl std::fmt::Debug for Discovery {
@@ -77,6 +80,7 @@ impl std::fmt::Debug for Discovery {
             .field("parallelism", &self.parallelism)
             .field("read_only", &self.read_only)
             .field("clock", &self.clock)
+            .field("texts", &self.texts)
             .finish_non_exhaustive()
     }
 }
@@ -91,6 +95,7 @@ impl Discovery {
             cache: None,
             read_only: false,
             clock: Arc::new(SystemClock),
+            texts: true,
         }
     }
 
@@ -177,6 +182,17 @@ impl Discovery {
         self
     }
 
+    /// Returns this discovery with listings that leave every session's
+    /// `all_messages_text` empty, for callers that do not show it (a table of
+    /// sessions): a session answered from the listing cache then costs its record, not
+    /// the read and check of its text. Files read afresh still give the cache their
+    /// text, so a later listing with texts finds them there.
+    #[must_use]
+    pub fn without_message_texts(mut self) -> Discovery {
+        self.texts = false;
+        self
+    }
+
     /// Returns where the `session` command keeps its caches (the listing cache, the
     /// session indexes, the search catalog): `$XDG_CACHE_HOME/session-store`, else
     /// `~/.cache/session-store`. Open it with [`PrivateDir::open`].
@@ -199,6 +215,27 @@ impl Discovery {
         publish_every: usize,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Vec<SessionInfo>, DiscoveryError> {
+        let mut out = self.collect_with_texts(scope, note_kind, list_files, build, keep, publish_every, progress)?;
+        if !self.texts {
+            for info in &mut out {
+                info.all_messages_text = MessagesText::default();
+            }
+        }
+        Ok(out)
+    }
+
+    /// [`Discovery::collect`] before the texts are dropped (the cache reads none then).
+    #[allow(clippy::too_many_arguments)]
+    fn collect_with_texts(
+        &self,
+        scope: &str,
+        note_kind: &str,
+        list_files: impl FnOnce() -> Result<Listed, DiscoveryError> + Send,
+        build: impl Fn(&Path) -> Option<SessionInfo> + Sync,
+        keep: &(dyn Fn(&SessionInfo) -> bool + Sync),
+        publish_every: usize,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<Vec<SessionInfo>, DiscoveryError> {
         let Some((dir, min)) = self.cache.as_ref() else {
             let files = list_files()?;
             if let Ok(Some(notes)) = self.storage().read_notes(&files.files, note_kind) {
@@ -208,7 +245,7 @@ impl Discovery {
         };
         let (cache, files) = std::thread::scope(|s| {
             let files = s.spawn(list_files);
-            let cache = ListCache::load(dir, self.dialect(), scope);
+            let cache = ListCache::load(dir, self.dialect(), scope).with_texts(self.texts);
             (cache, files.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
         });
         let files = files?;

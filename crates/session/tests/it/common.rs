@@ -179,8 +179,7 @@ impl Storage for Racing {
         durability: Durability,
         fill: &mut dyn FnMut(&mut dyn Sink) -> std::io::Result<()>,
     ) -> StoreResult<u64> {
-        self.inner.write_atomic_stream(path, expected, durability, &mut |w| {
-            fill(&mut RacingSink { inner: w, storage: self })
-        })
+        self.inner
+            .write_atomic_stream(path, expected, durability, &mut |w| fill(&mut RacingSink { inner: w, storage: self }))
     }
 }

@@ -324,7 +324,10 @@ fn a_copy_that_fails_or_races_a_writer_is_written_again() -> Result<()> {
         let fork = SessionManager::fork_from(Dialect::Pi, &source, "/q", &tmp.path().join(format!("f{k}")), env)?;
         assert!(storage.copies.load(Ordering::SeqCst) >= 1, "{what}: a copy was tried");
         assert!(fork.texts_read() > 0, "{what}: the texts were read for the second write");
-        assert!(entry_lines(fork.session_file().ok_or("fork file")?)? == want, "{what}: the fork holds the entries read");
+        assert!(
+            entry_lines(fork.session_file().ok_or("fork file")?)? == want,
+            "{what}: the fork holds the entries read"
+        );
         assert_eq!(fs_err::read_dir(tmp.path().join(format!("f{k}")))?.count(), 1, "{what}: no temporary file is left");
     }
     Ok(())
