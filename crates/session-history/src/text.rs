@@ -160,19 +160,29 @@ pub(crate) fn is_unspaced(c: char) -> bool {
 /// without spaces ([`is_unspaced`]), so that the catalog's tokenizer makes each its
 /// own word; other text is returned as it is.
 pub(crate) fn segment(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(is_unspaced) {
+    // Every such character is encoded from a lead byte of 0xE1 up (U+1100 is E1 84 80),
+    // and a lead byte starts a character: only those are decoded, and the text between
+    // them is copied a run at a time.
+    let mut out = String::new();
+    let mut copied = 0;
+    for (i, b) in text.bytes().enumerate() {
+        if b < 0xE1 {
+            continue;
+        }
+        let Some(c) = text.get(i..).and_then(|t| t.chars().next()).filter(|&c| is_unspaced(c)) else { continue };
+        if out.is_empty() {
+            out.reserve(text.len() + 64);
+        }
+        out.push_str(&text[copied..i]);
+        out.push(' ');
+        out.push(c);
+        out.push(' ');
+        copied = i + c.len_utf8();
+    }
+    if out.is_empty() {
         return std::borrow::Cow::Borrowed(text);
     }
-    let mut out = String::with_capacity(text.len() * 2);
-    for c in text.chars() {
-        if is_unspaced(c) {
-            out.push(' ');
-            out.push(c);
-            out.push(' ');
-        } else {
-            out.push(c);
-        }
-    }
+    out.push_str(&text[copied..]);
     std::borrow::Cow::Owned(out)
 }
 
@@ -236,6 +246,25 @@ mod tests {
     fn fts_query_quotes_each_token() {
         let tokens = vec!["a\"b".to_owned(), "c".to_owned()];
         assert_eq!(fts_query(&tokens), "\"a\"\"b\"* \"c\"*");
+    }
+
+    proptest::proptest! {
+        /// The text between the pieces is kept as it is; each character of a script
+        /// written without spaces, and only those, stands between two spaces.
+        #[test]
+        fn segment_spaces_out_each_unspaced_character(text in "(?s)[a-z 日本語éİ\u{1100}\u{10FF}\u{20000}…\n]{0,40}") {
+            let mut expected = String::new();
+            for c in text.chars() {
+                if is_unspaced(c) {
+                    expected.extend([' ', c, ' ']);
+                } else {
+                    expected.push(c);
+                }
+            }
+            let got = segment(&text);
+            proptest::prop_assert_eq!(&*got, expected.as_str());
+            proptest::prop_assert_eq!(matches!(got, std::borrow::Cow::Borrowed(_)), !text.chars().any(is_unspaced));
+        }
     }
 
     #[test]

@@ -130,7 +130,9 @@ fn join_path(outer: &str, inner: &str) -> String {
 
 /// Reads `value` as a `T`, naming the failing key on error.
 fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, TypedError> {
-    serde_path_to_error::deserialize(value).map_err(field_error)
+    // Keys are tracked only on a second read of a value that failed to read: tracking
+    // them costs as much as the read, and the read is the same with or without it.
+    T::deserialize(value).or_else(|_| serde_path_to_error::deserialize(value).map_err(field_error))
 }
 
 /// Turns a [`TypedError`] into a deserializer error that keeps the path.
@@ -1346,5 +1348,38 @@ mod tests {
         assert!(matches!(e, Entry::Unknown(_)));
         assert_eq!(Record::from_entry(&e).text(), text);
         Ok(())
+    }
+
+    /// A JSON value of the shapes a message holds, its keys from a few names.
+    fn json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let key = proptest::sample::select(vec!["type", "text", "name", "arguments", "id", "thinking", "role", "x"]);
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-3i64..3).prop_map(Value::from),
+            proptest::sample::select(vec!["text", "toolCall", "thinking", "user", "a"]).prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 5, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::vec((key.clone(), inner), 0..5)
+                    .prop_map(|kv| { Value::Object(kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()) }),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// A value reads the same whether its keys are tracked or not, and a failure names
+        /// the same key.
+        #[test]
+        fn a_value_reads_as_it_reads_with_its_keys_tracked(value in json()) {
+            let tracked = |v: &Value| -> Result<Message, TypedError> {
+                serde_path_to_error::deserialize(v).map_err(field_error)
+            };
+            proptest::prop_assert_eq!(format!("{:?}", from_value::<Message>(&value)), format!("{:?}", tracked(&value)));
+            let blocks = Value::Object([("role".to_owned(), Value::from("assistant")), ("content".to_owned(), value)].into_iter().collect());
+            proptest::prop_assert_eq!(format!("{:?}", from_value::<Message>(&blocks)), format!("{:?}", tracked(&blocks)));
+        }
     }
 }

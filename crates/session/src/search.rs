@@ -160,7 +160,11 @@ impl SearchIndex {
 
     /// Brings the catalog up to date with `files`; files it knows below `scopes` that
     /// are not in `files` are dropped. `progress(done, total)` is called as files are
-    /// read. Reads the files, never writes them; one transaction commits it all.
+    /// read. Reads the files, never writes them; one transaction commits it all. The
+    /// catalog is written while the files are read (its write lock held from the start),
+    /// each file's entries as soon as those of the files before it in `files` are, so
+    /// only the files read ahead of the writing are held in memory, and the catalog is
+    /// the same whatever thread read what.
     ///
     /// # Errors
     ///
@@ -182,47 +186,48 @@ impl SearchIndex {
         let known_of = |p: &Path| known.get(p.as_os_str().as_encoded_bytes());
         let mut report = UpdateReport { files_seen: files.len(), ..UpdateReport::default() };
         let storage = &*self.storage;
-        let mut results: Vec<Option<Scanned>> = std::iter::repeat_with(|| None).take(files.len()).collect();
-        // Each thread takes the next file; this one also reports the progress.
+        let listed: session_model::idhash::IdSet<&[u8]> =
+            files.iter().map(|f| f.path.as_os_str().as_encoded_bytes()).collect();
+        let w = self.catalog.writer()?;
+        // The pool's threads read files while this one writes what they found, in the
+        // order of `files` (the catalog is the same whatever thread finished first):
+        // a result that arrives early waits in `early` until those before it are
+        // written, and each is dropped once written. After a failed write the rest is
+        // neither read nor written.
+        let mut early: Vec<Option<Scanned>> = std::iter::repeat_with(|| None).take(files.len()).collect();
+        let mut next = 0;
         let mut done = 0;
+        let mut failed: Option<HistoryError> = None;
+        let stop = std::sync::atomic::AtomicBool::new(false);
         session_model::pool::Pool::new(self.parallelism).run(
             files,
             || (),
-            |_, _, f| scan(storage, f, known_of(&f.path)),
+            |_, _, f| {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    return Scanned::Unreadable;
+                }
+                scan(storage, f, known_of(&f.path))
+            },
             &mut |i, scanned| {
-                results[i] = Some(scanned);
+                early[i] = Some(scanned);
+                while let Some(scanned) = early.get_mut(next).and_then(Option::take) {
+                    let f = &files[next];
+                    next += 1;
+                    if failed.is_none()
+                        && let Err(e) = write(&w, &mut report, f, known_of(&f.path).is_some(), scanned)
+                    {
+                        failed = Some(e);
+                        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
                 done += 1;
                 progress(done, files.len());
             },
         );
-        progress(files.len(), files.len());
-        let listed: session_model::idhash::IdSet<&[u8]> =
-            files.iter().map(|f| f.path.as_os_str().as_encoded_bytes()).collect();
-        let w = self.catalog.writer()?;
-        for (f, r) in files.iter().zip(results) {
-            match r {
-                Some(Scanned::Unchanged) => report.files_unchanged += 1,
-                Some(Scanned::Gone) => {
-                    if known_of(&f.path).is_some() {
-                        w.remove(&f.path)?;
-                        report.files_removed += 1;
-                    }
-                }
-                Some(Scanned::Whole(file, docs, read)) => {
-                    w.replace(&file, &docs)?;
-                    report.files_whole += 1;
-                    report.bytes_read += read;
-                    report.entries_indexed += docs.len();
-                }
-                Some(Scanned::Tail(file, docs, read)) => {
-                    w.extend(&file, &docs)?;
-                    report.files_tail += 1;
-                    report.bytes_read += read;
-                    report.entries_indexed += docs.len();
-                }
-                Some(Scanned::Unreadable) | None => report.files_unreadable += 1,
-            }
+        if let Some(e) = failed {
+            return Err(e.into());
         }
+        progress(files.len(), files.len());
         for (key, file) in &known {
             if !listed.contains(key.as_slice()) {
                 w.remove(&file.path)?;
@@ -272,6 +277,39 @@ impl SearchIndex {
 /// Whether a catalog's `agent` is another agent's (its entries imported, not lines).
 fn is_other(agent: &str) -> bool {
     [session_import::SourceKind::ClaudeCode, session_import::SourceKind::Codex].iter().any(|k| k.name() == agent)
+}
+
+/// Writes what a worker found for `f` (`known` when the catalog had it) and counts it.
+fn write(
+    w: &session_history::CatalogWriter<'_>,
+    report: &mut UpdateReport,
+    f: &SessionFile,
+    known: bool,
+    scanned: Scanned,
+) -> Result<(), HistoryError> {
+    match scanned {
+        Scanned::Unchanged => report.files_unchanged += 1,
+        Scanned::Gone => {
+            if known {
+                w.remove(&f.path)?;
+                report.files_removed += 1;
+            }
+        }
+        Scanned::Whole(file, docs, read) => {
+            w.replace(&file, &docs)?;
+            report.files_whole += 1;
+            report.bytes_read += read;
+            report.entries_indexed += docs.len();
+        }
+        Scanned::Tail(file, docs, read) => {
+            w.extend(&file, &docs)?;
+            report.files_tail += 1;
+            report.bytes_read += read;
+            report.entries_indexed += docs.len();
+        }
+        Scanned::Unreadable => report.files_unreadable += 1,
+    }
+    Ok(())
 }
 
 /// Reads `len` bytes at `offset` of `path`.

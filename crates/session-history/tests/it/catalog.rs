@@ -166,3 +166,31 @@ fn older_and_damaged_catalogs_are_taken_and_repaired() -> Result<()> {
     use_it(&mut catalog)?;
     Ok(())
 }
+
+/// The full-text index gathers 8 MiB of new data in memory before it writes a segment:
+/// a catalog made before that was its option keeps its content and takes the option
+/// when opened, one row of it however often it is opened.
+#[test]
+fn a_catalog_takes_the_index_option_of_its_version() -> Result<()> {
+    let tmp = TempDir::new("catalog-hashsize");
+    let path = tmp.path().join("search.db");
+    let hashsize = |path: &Path| -> Result<Vec<(String, i64)>> {
+        let conn = Connection::open(path)?;
+        let mut stmt = conn.prepare("SELECT k, v FROM docs_fts_config WHERE k = 'hashsize'")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    };
+    let mut catalog = Catalog::open(&path)?;
+    use_it(&mut catalog)?;
+    drop(catalog);
+    let expected = vec![("hashsize".to_owned(), 8 * 1024 * 1024)];
+    assert_eq!(hashsize(&path)?, expected);
+    Connection::open(&path)?.execute_batch("DELETE FROM docs_fts_config WHERE k = 'hashsize'")?;
+    for _ in 0..2 {
+        let catalog = Catalog::open(&path)?;
+        assert_eq!(catalog.search("parser", 10, &[])?.len(), 1, "its content is kept");
+        drop(catalog);
+        assert_eq!(hashsize(&path)?, expected);
+    }
+    Ok(())
+}

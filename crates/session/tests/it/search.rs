@@ -10,6 +10,7 @@ use session::history::Catalog;
 use session::search::{SearchIndex, SessionFile, UpdateReport};
 use session::store::FileStorage;
 
+use proptest::strategy::Strategy;
 use session_testkit::TempDir;
 
 use crate::common::{Result, append};
@@ -186,4 +187,116 @@ fn long_queries_take_each_word_once_and_the_first_words_only() -> Result<()> {
     assert_eq!(session::history::query_words(&long).left_out, 2);
     assert_eq!(fx.ids(&long)?, a1);
     Ok(())
+}
+
+/// What happens to one file before an update.
+#[derive(Clone, Debug)]
+enum Step {
+    /// Left as it is.
+    Keep,
+    /// These entries appended (the file made with them when missing).
+    Append(Vec<usize>),
+    /// Written again with these entries, as a new file renamed over it.
+    Rewrite(Vec<usize>),
+    /// Deleted, and no longer listed.
+    Remove,
+}
+
+const WORDS: [&str; 6] = ["wombat", "narwhal", "parser", "日本語", "zebra", "okapi"];
+
+/// The text of entry kind `k`: two of [`WORDS`].
+fn words(k: usize) -> String {
+    format!("{} said {}", WORDS[k % WORDS.len()], WORDS[k / WORDS.len() % WORDS.len()])
+}
+
+/// Every hit of every word of [`WORDS`] (and of a query of two), in order.
+fn answers(index: &SearchIndex) -> Result<Vec<Vec<session::search::SearchHit>>> {
+    let mut out = Vec::new();
+    for query in WORDS.iter().map(|w| (*w).to_owned()).chain(["wombat zebra".to_owned()]) {
+        out.push(index.search(&query, 1000, &[])?);
+    }
+    Ok(out)
+}
+
+/// Each answer's hits as a sorted list of where they are.
+fn found(answers: &[Vec<session::search::SearchHit>]) -> Vec<Vec<(PathBuf, Option<String>)>> {
+    answers
+        .iter()
+        .map(|hits| {
+            let mut at: Vec<_> = hits.iter().map(|h| (h.hit.path.clone(), h.hit.entry_id.clone())).collect();
+            at.sort();
+            at
+        })
+        .collect()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// However the files change between updates, a catalog kept up to date on several
+    /// threads holds exactly what one kept up to date on one thread holds (the same
+    /// hits in the same order, with the same scores and snippets, and the same
+    /// reports), and finds the entries a catalog indexed from nothing finds.
+    #[test]
+    fn an_update_on_many_threads_writes_what_one_thread_writes(
+        rounds in proptest::collection::vec(
+            proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::strategy::Just(Step::Keep),
+                    proptest::collection::vec(0usize..36, 0..4).prop_map(Step::Append),
+                    proptest::collection::vec(0usize..36, 0..4).prop_map(Step::Rewrite),
+                    proptest::strategy::Just(Step::Remove),
+                ],
+                1..10,
+            ),
+            1..4,
+        ),
+    ) {
+        use proptest::prelude::*;
+        let fail = |e: Box<dyn std::error::Error>| TestCaseError::fail(e.to_string());
+        let dir = TempDir::new("search-threads");
+        let root = dir.path().to_path_buf();
+        let open = |threads: usize| -> Result<SearchIndex> {
+            Ok(SearchIndex::new(Catalog::open_in_memory()?, Arc::new(FileStorage::new()))
+                .with_parallelism(session::Parallelism::new(threads)))
+        };
+        let mut many = open(4).map_err(fail)?;
+        let mut one = open(1).map_err(fail)?;
+        let mut listed = std::collections::BTreeSet::new();
+        for (round, steps) in rounds.iter().enumerate() {
+            for (n, step) in steps.iter().enumerate() {
+                let path = root.join(format!("f{n}.jsonl"));
+                let lines = |ks: &[usize]| -> Vec<String> {
+                    ks.iter().enumerate().map(|(i, k)| user(&format!("r{round}e{i}"), None, &words(*k))).collect()
+                };
+                let io = |e: std::io::Error| TestCaseError::fail(e.to_string());
+                match step {
+                    Step::Keep => {}
+                    Step::Append(ks) if listed.contains(&n) => append(&path, &lines(ks.as_slice()).concat()).map_err(io)?,
+                    Step::Append(ks) | Step::Rewrite(ks) => {
+                        let new = root.join("new.tmp");
+                        fs_err::write(&new, session(&lines(ks.as_slice()))).map_err(io)?;
+                        fs_err::rename(&new, &path).map_err(io)?;
+                        listed.insert(n);
+                    }
+                    Step::Remove => {
+                        if listed.remove(&n) {
+                            fs_err::remove_file(&path).map_err(io)?;
+                        }
+                    }
+                }
+            }
+            let files: Vec<SessionFile> =
+                listed.iter().map(|n| SessionFile::session(root.join(format!("f{n}.jsonl")), Dialect::Pi)).collect();
+            let scopes = [root.clone()];
+            let a = many.update(&files, &scopes, &mut |_, _| {}).map_err(|e| fail(e.into()))?;
+            let b = one.update(&files, &scopes, &mut |_, _| {}).map_err(|e| fail(e.into()))?;
+            prop_assert_eq!(a, b);
+            let mut fresh = open(1).map_err(fail)?;
+            fresh.update(&files, &scopes, &mut |_, _| {}).map_err(|e| fail(e.into()))?;
+            let (a, b, c) = (answers(&many).map_err(fail)?, answers(&one).map_err(fail)?, answers(&fresh).map_err(fail)?);
+            prop_assert_eq!(&a, &b);
+            prop_assert_eq!(found(&a), found(&c));
+        }
+    }
 }
