@@ -110,6 +110,19 @@ impl Setup {
         Ok((n.ok_or(format!("no hits in {out}"))?, err))
     }
 
+    /// Writes text over a message text in the listing cache so that, were it believed,
+    /// it would add a key to the JSON `ls` prints; returns the cache file and its bytes.
+    fn damage_a_cached_text(&self) -> Result<(PathBuf, Vec<u8>)> {
+        const EVIL: &[u8] = br#"","path":"/tmp/EVIL","x":""#;
+        let file = self.cache_file(&self.cache(), "list-")?;
+        let mut bytes = fs_err::read(&file)?;
+        let text = br#"note 7: say \"hi\" to C:\\path\nand the zebra"#;
+        let at = bytes.windows(text.len()).rposition(|w| w == text).ok_or("a cached text")?;
+        bytes[at..at + EVIL.len()].copy_from_slice(EVIL);
+        fs_err::write(&file, &bytes)?;
+        Ok((file, bytes))
+    }
+
     /// The one file of the cache folder whose name starts with `prefix`.
     fn cache_file(&self, dir: &Path, prefix: &str) -> Result<PathBuf> {
         let found: Vec<PathBuf> = fs_err::read_dir(dir)?
@@ -328,16 +341,10 @@ fn a_foreign_database_at_the_catalog_path_is_left_alone() -> Result<()> {
 /// to the JSON `ls` prints: the listing is the one without a cache.
 #[test]
 fn a_damaged_listing_cache_never_changes_ls() -> Result<()> {
-    const EVIL: &[u8] = br#"","path":"/tmp/EVIL","x":""#;
     let s = Setup::new("cache-evil")?;
     let (plain, _) = s.ls(false)?;
     assert_eq!(s.ls(true)?.0, plain);
-    let file = s.cache_file(&s.cache(), "list-")?;
-    let mut bytes = fs_err::read(&file)?;
-    let text = br#"note 7: say \"hi\" to C:\\path\nand the zebra"#;
-    let at = bytes.windows(text.len()).rposition(|w| w == text).ok_or("a cached text")?;
-    bytes[at..at + EVIL.len()].copy_from_slice(EVIL);
-    fs_err::write(&file, &bytes)?;
+    s.damage_a_cached_text()?;
     let (out, _) = s.ls(true)?;
     assert_eq!(out, plain);
     let parsed: serde_json::Value = serde_json::from_str(&out)?;
@@ -350,16 +357,10 @@ fn a_damaged_listing_cache_never_changes_ls() -> Result<()> {
 /// finds the damage, scans that file again and mends the cache.
 #[test]
 fn a_table_listing_reads_no_text() -> Result<()> {
-    const EVIL: &[u8] = br#"","path":"/tmp/EVIL","x":""#;
     let s = Setup::new("cache-table")?;
     let (plain, _) = s.ls(false)?;
     assert_eq!(s.ls(true)?.0, plain);
-    let file = s.cache_file(&s.cache(), "list-")?;
-    let mut bytes = fs_err::read(&file)?;
-    let text = br#"note 7: say \"hi\" to C:\\path\nand the zebra"#;
-    let at = bytes.windows(text.len()).rposition(|w| w == text).ok_or("a cached text")?;
-    bytes[at..at + EVIL.len()].copy_from_slice(EVIL);
-    fs_err::write(&file, &bytes)?;
+    let (file, bytes) = s.damage_a_cached_text()?;
     let (table, _) = s.ok(&["--dialect", "pi", "--text", "ls", "--all"])?;
     assert!(table.contains(&format!("{SESSIONS} session(s)")) && !table.contains("EVIL"), "{table}");
     assert!(fs_err::read(&file)? == bytes, "the table read no text: the cache is as it was");

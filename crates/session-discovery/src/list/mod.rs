@@ -203,7 +203,8 @@ impl Discovery {
     }
 
     /// [`collect`] over the files `list_files` finds, through the listing cache of
-    /// `scope` when there is one. The cache is read while the files are listed.
+    /// `scope` when there is one; without texts, each info's is emptied (and the cache
+    /// reads none). The cache is read while the files are listed.
     #[allow(clippy::too_many_arguments, reason = "the listing's scope, note kind, files, scan, filter and progress")]
     fn collect(
         &self,
@@ -215,46 +216,38 @@ impl Discovery {
         publish_every: usize,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Vec<SessionInfo>, DiscoveryError> {
-        let mut out = self.collect_with_texts(scope, note_kind, list_files, build, keep, publish_every, progress)?;
+        let mut out = match self.cache.as_ref() {
+            None => {
+                let files = list_files()?;
+                match self.storage().read_notes(&files.files, note_kind) {
+                    Ok(Some(notes)) => {
+                        self.collect_with_notes(&files, notes, note_kind, build, keep, publish_every, progress)
+                    }
+                    _ => collect(&files, build, keep, publish_every, self.parallelism, progress),
+                }
+            }
+            Some((dir, min)) => {
+                let (cache, files) = std::thread::scope(|s| {
+                    let files = s.spawn(list_files);
+                    let cache = ListCache::load(dir, self.dialect(), scope).with_texts(self.texts);
+                    (cache, files.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                });
+                let files = files?;
+                if files.files.len() < *min {
+                    collect(&files, build, keep, publish_every, self.parallelism, progress)
+                } else {
+                    let answer = |p: &Path| cache.info(self.storage(), p, &build);
+                    let out = collect(&files, answer, keep, publish_every, self.parallelism, progress);
+                    cache.save(self.now_ns());
+                    out
+                }
+            }
+        };
         if !self.texts {
             for info in &mut out {
                 info.all_messages_text = MessagesText::default();
             }
         }
-        Ok(out)
-    }
-
-    /// [`Discovery::collect`] before the texts are dropped (the cache reads none then).
-    #[allow(clippy::too_many_arguments)]
-    fn collect_with_texts(
-        &self,
-        scope: &str,
-        note_kind: &str,
-        list_files: impl FnOnce() -> Result<Listed, DiscoveryError> + Send,
-        build: impl Fn(&Path) -> Option<SessionInfo> + Sync,
-        keep: &(dyn Fn(&SessionInfo) -> bool + Sync),
-        publish_every: usize,
-        progress: &mut dyn FnMut(Progress<'_>),
-    ) -> Result<Vec<SessionInfo>, DiscoveryError> {
-        let Some((dir, min)) = self.cache.as_ref() else {
-            let files = list_files()?;
-            if let Ok(Some(notes)) = self.storage().read_notes(&files.files, note_kind) {
-                return Ok(self.collect_with_notes(&files, notes, note_kind, build, keep, publish_every, progress));
-            }
-            return Ok(collect(&files, build, keep, publish_every, self.parallelism, progress));
-        };
-        let (cache, files) = std::thread::scope(|s| {
-            let files = s.spawn(list_files);
-            let cache = ListCache::load(dir, self.dialect(), scope).with_texts(self.texts);
-            (cache, files.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-        });
-        let files = files?;
-        if files.files.len() < *min {
-            return Ok(collect(&files, build, keep, publish_every, self.parallelism, progress));
-        }
-        let out =
-            collect(&files, |p| cache.info(self.storage(), p, &build), keep, publish_every, self.parallelism, progress);
-        cache.save(self.now_ns());
         Ok(out)
     }
 
