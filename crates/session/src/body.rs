@@ -43,7 +43,7 @@ impl Body<'_> {
         // can be (pi's lines, and omp's when no blob store transforms them). A copy that
         // fails, or whose source changed while it was copied, is thrown away with the
         // temporary file, and the write is made again with every line read and checked.
-        let mut copy = self.dialect == Dialect::Pi || self.env.blobs.is_none();
+        let mut copy = transforming_store(self.dialect, self.env).is_none();
         loop {
             let mut failure = None;
             let mut copy_failed = false;
@@ -146,11 +146,18 @@ fn fail(failure: &mut Option<SessionError>, e: SessionError) -> std::io::Error {
     std::io::Error::other(message)
 }
 
+/// Returns the blob store that [`persist_line`] moves images into and truncates strings
+/// for: omp's, when it has one. Without it every line is persisted as it is, so a
+/// whole-file write may copy unchanged lines from their file.
+fn transforming_store(dialect: Dialect, env: &Env) -> Option<&session_store::blob::BlobStore> {
+    env.blobs.as_ref().filter(|_| dialect == Dialect::Omp)
+}
+
 /// Returns the line omp persists for a record line: images moved to the blob store,
 /// huge strings truncated (unchanged lines are returned as they are). Without a blob
 /// store, and for pi, nothing is transformed (images stay inline).
 pub(crate) fn persist_line<'l>(dialect: Dialect, env: &Env, line: &'l str) -> Result<Cow<'l, str>> {
-    let Some(blobs) = env.blobs.as_ref().filter(|_| dialect == Dialect::Omp) else {
+    let Some(blobs) = transforming_store(dialect, env) else {
         return Ok(Cow::Borrowed(line));
     };
     if !crate::persist::may_change(line) {
