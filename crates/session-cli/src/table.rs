@@ -19,9 +19,25 @@ pub(crate) fn width() -> usize {
     std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).filter(|&w| w > 0).unwrap_or(100)
 }
 
-/// Returns `s` on one line, cut with `…` to at most `cells` display cells.
+/// Returns `s` on one line (each run of whitespace one space, none at the ends), cut
+/// with `…` to at most `cells` display cells.
+///
+/// Only the start of `s` that can show is looked at: a first message of a megabyte
+/// costs what its first line costs.
 pub(crate) fn fit(s: &str, cells: usize) -> String {
-    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (flat, whole) = flatten(s, cells);
+    if whole && flat.width() <= cells {
+        return flat;
+    }
+    if !whole && flat.width() <= cells {
+        // Only zero-width characters could make a cut prefix this narrow: measure all.
+        return fit_flat(flatten(s, usize::MAX).0, cells);
+    }
+    fit_flat(flat, cells)
+}
+
+/// [`fit`] of text already on one line.
+fn fit_flat(flat: String, cells: usize) -> String {
     if flat.width() <= cells {
         return flat;
     }
@@ -39,6 +55,78 @@ pub(crate) fn fit(s: &str, cells: usize) -> String {
         out.push('…');
     }
     out
+}
+
+/// The display width of `s` on one line as [`fit`] shows it, counted character by
+/// character as [`fit`] cuts, or more than `cap` when it is wider than that (the rest
+/// is not looked at).
+pub(crate) fn flat_width(s: &str, cap: usize) -> usize {
+    let mut width = 0;
+    for c in FlatChars::new(s) {
+        width += c.width().unwrap_or(0);
+        if width > cap {
+            break;
+        }
+    }
+    width
+}
+
+/// `s` with each run of whitespace made one space and none at the ends, stopped after
+/// `cells + 2` characters (every character but a zero-width one takes a cell, so they
+/// are more than `cells` cells unless some are zero-width, see [`fit`]): the text, and
+/// whether it is all of `s`.
+fn flatten(s: &str, cells: usize) -> (String, bool) {
+    let limit = cells.saturating_add(2);
+    let mut out = String::new();
+    let mut chars = FlatChars::new(s);
+    for (taken, c) in chars.by_ref().enumerate() {
+        if taken == limit {
+            return (out, false);
+        }
+        out.push(c);
+    }
+    (out, true)
+}
+
+/// The characters of a text with each run of whitespace made one space and none at
+/// the ends.
+struct FlatChars<'a> {
+    chars: std::str::Chars<'a>,
+    /// Whitespace was skipped after something was given.
+    space: bool,
+    /// Something was given.
+    started: bool,
+    /// The character after a run of whitespace, given after its space.
+    held: Option<char>,
+}
+
+impl FlatChars<'_> {
+    fn new(s: &str) -> FlatChars<'_> {
+        FlatChars { chars: s.chars(), space: false, started: false, held: None }
+    }
+}
+
+impl Iterator for FlatChars<'_> {
+    type Item = char;
+
+    fn next(&mut self) -> Option<char> {
+        if let Some(c) = self.held.take() {
+            return Some(c);
+        }
+        for c in self.chars.by_ref() {
+            if c.is_whitespace() {
+                self.space = self.started;
+                continue;
+            }
+            self.started = true;
+            if std::mem::take(&mut self.space) {
+                self.held = Some(c);
+                return Some(' ');
+            }
+            return Some(c);
+        }
+        None
+    }
 }
 
 /// Pads `s` with spaces to `cells` display cells (left-aligned, or right-aligned).
@@ -59,9 +147,18 @@ pub(crate) struct Column {
 /// widest cell, flexible ones share what remains by weight (at least 8 cells each), and
 /// every cell is cut to its column.
 pub(crate) fn render(columns: &[Column], rows: &[Vec<String>], total: usize, bold: bool) -> String {
-    let natural: Vec<usize> = (0..columns.len())
-        .map(|i| rows.iter().map(|r| r[i].width()).chain([columns[i].header.width()]).max().unwrap_or(0))
-        .collect();
+    let natural_of = |i: usize, cap: usize| {
+        rows.iter().map(|r| flat_width(&r[i], cap)).chain([columns[i].header.width()]).max().unwrap_or(0)
+    };
+    let mut natural: Vec<usize> =
+        columns.iter().enumerate().map(|(i, c)| if c.flex == 0 { natural_of(i, usize::MAX) } else { 0 }).collect();
+    // A flexible column gets no more than the room the fixed ones leave (or 8 cells):
+    // widths past that are not measured, which changes no width (see `widths`).
+    let gaps = GAP * columns.len().saturating_sub(1);
+    let cap = total.saturating_sub(natural.iter().sum::<usize>() + gaps).max(8);
+    for (i, _) in columns.iter().enumerate().filter(|(_, c)| c.flex > 0) {
+        natural[i] = natural_of(i, cap);
+    }
     let widths = widths(columns, &natural, total);
     let line = |cells: &mut dyn Iterator<Item = (usize, String)>| {
         let parts: Vec<String> = cells
@@ -125,6 +222,53 @@ mod tests {
         assert_eq!(fit("abc  def\nghi", 20), "abc def ghi");
         assert_eq!(fit("abcdef", 4), "abc…");
         assert!(fit("🚀🚀🚀🚀", 5).width() <= 5);
+    }
+
+    /// The definition of [`fit`]: flatten all of `s`, then cut.
+    fn fit_whole(s: &str, cells: usize) -> String {
+        fit_flat(s.split_whitespace().collect::<Vec<_>>().join(" "), cells)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Looking at the start of a text only cuts it as looking at all of it does,
+        /// with wide, zero-width and combining characters and runs of whitespace.
+        #[test]
+        fn fit_reads_only_what_it_shows_and_cuts_as_the_whole(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "a", "bc", " ", "\n\t ", "日本", "🚀", "\u{200b}", "e\u{301}", "\u{fe0f}", "👨\u{200d}👩", "x".repeat(40).leak(),
+            ]), 0..200),
+            cells in 0usize..60,
+        ) {
+            let s = parts.concat();
+            proptest::prop_assert_eq!(fit(&s, cells), fit_whole(&s, cells));
+            let whole: usize = fit_whole(&s, usize::MAX).chars().map(|c| c.width().unwrap_or(0)).sum();
+            let got = flat_width(&s, cells);
+            if whole <= cells {
+                proptest::prop_assert_eq!(got, whole);
+            } else {
+                proptest::prop_assert!(got > cells, "{got} for a text {whole} wide, cap {cells}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Measuring a flexible column only up to the room the fixed ones leave gives
+        /// the widths that measuring all of it gives.
+        #[test]
+        fn capped_widths_are_the_widths(
+            columns in proptest::collection::vec((0u16..4, 0usize..300), 1..8),
+            total in 0usize..250,
+        ) {
+            let cols: Vec<Column> = columns.iter().map(|&(flex, _)| Column { header: "", right: false, flex }).collect();
+            let natural: Vec<usize> = columns.iter().map(|&(_, n)| n).collect();
+            let fixed: usize = cols.iter().zip(&natural).filter(|(c, _)| c.flex == 0).map(|(_, n)| n).sum();
+            let cap = total.saturating_sub(fixed + GAP * (cols.len() - 1)).max(8);
+            let capped: Vec<usize> =
+                cols.iter().zip(&natural).map(|(c, &n)| if c.flex > 0 && n > cap { cap + 1 } else { n }).collect();
+            proptest::prop_assert_eq!(widths(&cols, &capped, total), widths(&cols, &natural, total));
+        }
     }
 
     #[test]
