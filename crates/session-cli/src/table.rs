@@ -26,9 +26,6 @@ pub(crate) fn width() -> usize {
 /// costs what its first line costs.
 pub(crate) fn fit(s: &str, cells: usize) -> String {
     let (flat, whole) = flatten(s, cells);
-    if whole && flat.width() <= cells {
-        return flat;
-    }
     if !whole && flat.width() <= cells {
         // Only zero-width characters could make a cut prefix this narrow: measure all.
         return fit_flat(flatten(s, usize::MAX).0, cells);
