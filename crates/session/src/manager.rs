@@ -61,7 +61,15 @@ pub struct SessionManager {
     load_report: LoadReport,
     /// Where the texts of the records read by position come from (`None`: every text
     /// is in memory).
-    pub(crate) bodies: Option<Arc<Bodies>>,
+    pub(crate) bodies: Option<FileTexts>,
+}
+
+/// The texts of records read by position and the file they are read from: the
+/// session's own file, or for a fork its source until the fork is opened again. A
+/// failed read names that file.
+pub(crate) struct FileTexts {
+    pub(crate) bodies: Arc<Bodies>,
+    pub(crate) path: PathBuf,
 }
 
 /// What a manager may do to its session's storage.
@@ -538,7 +546,7 @@ impl SessionManager {
     /// code that reads records itself calls this when it is done, or
     /// [`SessionManager::load_texts`] first.
     pub fn check_reads(&self) -> Result<()> {
-        match self.bodies.as_ref().and_then(|b| b.take_failure()) {
+        match self.bodies.as_ref().and_then(|b| b.bodies.take_failure()) {
             Some(e) => Err(self.read_error(e)),
             None => Ok(()),
         }
@@ -549,7 +557,7 @@ impl SessionManager {
     /// the records or to write them again; lines a whole-file write copied from the file
     /// as they are are not read, and not counted.
     pub fn texts_read(&self) -> u64 {
-        self.bodies.as_ref().map_or(0, |b| b.reads())
+        self.bodies.as_ref().map_or(0, |b| b.bodies.reads())
     }
 
     /// Reads into memory the texts of `records` that are still in the session's file,
@@ -558,10 +566,16 @@ impl SessionManager {
         session_model::span::load_all(records).map_err(|e| self.read_error(e))
     }
 
-    /// The error of a failed read of the session's file.
+    /// The error of a failed read of a text left in the file it names.
     fn read_error(&self, e: std::io::Error) -> SessionError {
-        let path = self.file.clone().unwrap_or_default();
-        SessionError::Store(StoreError::io(session_store::Op::Read, &path, e))
+        let path = self.texts_file().unwrap_or(Path::new(""));
+        SessionError::Store(StoreError::io(session_store::Op::Read, path, e))
+    }
+
+    /// The file the texts of records read by position are read from: the one they
+    /// were read by position in, else the session's file.
+    pub(crate) fn texts_file(&self) -> Option<&Path> {
+        self.bodies.as_ref().map(|b| b.path.as_path()).or(self.file.as_deref())
     }
 
     /// Returns the session name: pi's latest `session_info`, omp's title.
@@ -736,7 +750,7 @@ impl SessionManager {
             header: &self.header,
             slot: self.slot.as_ref(),
             entries: self.tree.entries(),
-            source: self.file.as_deref(),
+            source: self.texts_file(),
         }
     }
 
@@ -1028,7 +1042,7 @@ impl SessionManager {
             header: &self.header,
             slot: self.slot.as_ref(),
             entries: &entries,
-            source: self.file.as_deref(),
+            source: self.texts_file(),
         };
         if entries.len() < PARALLEL_FROM || self.env.parallelism.threads() < 2 {
             let written = body.publish(path, ExpectedSize::Missing);

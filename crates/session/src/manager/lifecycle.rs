@@ -292,7 +292,7 @@ impl SessionManager {
             header: &header,
             slot: Some(&slot),
             entries: self.tree.entries(),
-            source: self.file.as_deref(),
+            source: self.texts_file(),
         };
         let size = match body.publish(&new_file, ExpectedSize::Missing) {
             Ok(size) => size,
@@ -709,7 +709,7 @@ impl SessionManager {
         storage.ensure_dir(session_dir)?;
         let target_cwd_abs = absolute(&env.process_cwd, Path::new(target_cwd)).to_string_lossy().into_owned();
         let mut m = SessionManager::blank(dialect, env, target_cwd_abs.clone(), Some(session_dir.to_path_buf()), true);
-        m.bodies = bodies;
+        m.bodies = bodies.map(|bodies| super::FileTexts { bodies, path: source.clone() });
         let id = m.env.new_session_id();
         let ts = m.env.now_iso();
         let file = match &options.session_file {

@@ -60,7 +60,7 @@ impl SessionManager {
             }
         }
         self.file = Some(path.to_path_buf());
-        self.bodies = bodies;
+        self.bodies = bodies.map(|bodies| super::FileTexts { bodies, path: path.to_path_buf() });
         self.diagnostics = parsed.diagnostics;
         let mut records = parsed.records;
         if self.dialect() == Dialect::Pi && !parsed.ends_with_newline {

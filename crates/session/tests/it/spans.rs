@@ -300,6 +300,35 @@ fn a_fork_copies_its_unchanged_lines_without_reading_them() -> Result<()> {
     Ok(())
 }
 
+/// A fork's records read their texts from its source until the fork is opened again:
+/// when such a read fails (here the source is cut short while the fork is written), the
+/// error names the source, the file that failed, and no fork file is left.
+#[test]
+fn a_failed_read_of_a_forks_source_names_the_source() -> Result<()> {
+    let tmp = TempDir::new("spans-fork-read-error");
+    let source = tmp.path().join("source.jsonl");
+    let sizes: Vec<usize> = (0..300).map(|i| 300 + i % 500).collect();
+    fs_err::write(&source, noisy_session(&sizes, &[]))?;
+    let spans = Some(SpanPolicy { from_file_size: 0, piece: 64 << 10, ..SpanPolicy::default() });
+    let cut = source.clone();
+    let hook: crate::common::CopyHook = Box::new(move || {
+        fs_err::OpenOptions::new().write(true).open(&cut)?.set_len(100)?;
+        Err(std::io::Error::other("no copy today"))
+    });
+    let storage = Arc::new(crate::common::Racing { on_copy: Some(hook), ..Default::default() });
+    let env = Env::bare(storage).with_process_cwd(tmp.path()).with_spans(spans);
+    let dir = tmp.path().join("f");
+    let err = SessionManager::fork_from(Dialect::Pi, &source, "/q", &dir, env).err().ok_or("the fork failed")?;
+    match &err {
+        session::SessionError::Store(session::store::StoreError::Io { path, .. }) => {
+            assert_eq!(path, &source, "{err}");
+        }
+        other => return Err(format!("not a read error: {other}").into()),
+    }
+    assert_eq!(fs_err::read_dir(&dir)?.count(), 0, "no fork file and no temporary file is left");
+    Ok(())
+}
+
 /// A copy whose source changed while it was copied, or that failed, is thrown away, and
 /// the write is made again reading and checking every text: the fork holds the entries
 /// that were read, never bytes copied from a file that was changing, and never fails
