@@ -495,6 +495,13 @@ impl SessionManager {
         self.cwd = new_cwd;
         self.session_dir = Some(new_dir);
         self.file = Some(new_file.clone());
+        // Texts still read from the renamed file are read from it under its new name
+        // (across devices they are read from the old file until it goes).
+        let renamed = existed && !across;
+        let texts_path = self.bodies.as_mut().filter(|t| renamed && t.path == old_file).map(|t| {
+            t.path = new_file.clone();
+            old_file.clone()
+        });
         // pi writes nothing before its first-write rule says so.
         self.journal.moved(&saved.4, existed && !across);
         let rewrite = match dialect {
@@ -546,6 +553,9 @@ impl SessionManager {
                     self.session_dir = dir;
                     self.file = file;
                     self.journal.put_back(journal);
+                    if let (Some(texts), Some(path)) = (&mut self.bodies, texts_path) {
+                        texts.path = path;
+                    }
                     return Err(e);
                 }
             }

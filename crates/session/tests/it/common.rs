@@ -56,6 +56,30 @@ pub(crate) struct Racing {
     pub(crate) listings: AtomicUsize,
     pub(crate) on_copy: Option<CopyHook>,
     pub(crate) copies: AtomicUsize,
+    /// While set, every read through a reader `open_reader` gave fails (a disk that
+    /// stopped answering); the kernel's copies from it do not.
+    pub(crate) fail_reads: Arc<AtomicBool>,
+}
+
+/// A reader of [`Racing`]'s that fails while its storage's `fail_reads` is set.
+struct FailingReader {
+    inner: Box<dyn ReadAt + Send>,
+    fail: Arc<AtomicBool>,
+}
+
+impl ReadAt for FailingReader {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(std::io::Error::other("the disk stopped answering"));
+        }
+        self.inner.read_at(buf, offset)
+    }
+    fn stamp(&self) -> Option<u128> {
+        self.inner.stamp()
+    }
+    fn fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.inner.fd()
+    }
 }
 
 type StoreResult<T> = std::result::Result<T, StoreError>;
@@ -170,7 +194,8 @@ impl Storage for Racing {
         self.inner.lock(path, wait)
     }
     fn open_reader(&self, path: &Path) -> StoreResult<(FileStat, Box<dyn ReadAt + Send>)> {
-        self.inner.open_reader(path)
+        let (st, inner) = self.inner.open_reader(path)?;
+        Ok((st, Box::new(FailingReader { inner, fail: Arc::clone(&self.fail_reads) })))
     }
     fn write_atomic_stream(
         &self,

@@ -329,6 +329,41 @@ fn a_failed_read_of_a_forks_source_names_the_source() -> Result<()> {
     Ok(())
 }
 
+/// A move renames the session's file: texts still read by position are read from it
+/// under its new name, so a read that fails while the move writes it names that; a
+/// move undone names the old one again.
+#[test]
+fn a_failed_read_of_a_moved_file_names_it_where_it_is() -> Result<()> {
+    use std::sync::atomic::Ordering;
+    let tmp = TempDir::new("spans-move-read-error");
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    fs_err::create_dir_all(&a)?;
+    let source = a.join("source.jsonl");
+    let moved = b.join("source.jsonl");
+    let sizes: Vec<usize> = (0..300).map(|i| 300 + i % 500).collect();
+    fs_err::write(&source, noisy_session(&sizes, &[]))?;
+    let spans = Some(SpanPolicy { from_file_size: 0, piece: 64 << 10, ..SpanPolicy::default() });
+    let storage = Arc::new(crate::common::Racing::default());
+    let env = Env::bare(storage.clone()).with_process_cwd(tmp.path()).with_spans(spans);
+    let mut m = SessionManager::open(Dialect::Pi, &source, env)?;
+    assert!(m.texts_read() == 0, "the texts are left in the file");
+    let named = |e: &session::SessionError| match e {
+        session::SessionError::Store(session::store::StoreError::Io { path, .. }) => Some(path.clone()),
+        _ => None,
+    };
+    storage.fail_reads.store(true, Ordering::SeqCst);
+    let err = m.move_to("/elsewhere", Some(&b)).err().ok_or("the move failed")?;
+    assert_eq!(named(&err), Some(moved.clone()), "the read failed in the renamed file: {err}");
+    assert_eq!(m.session_file(), Some(source.as_path()), "the move was undone");
+    assert!(source.exists() && !moved.exists(), "the file is back where it was");
+    let again = m.load_texts(m.tree().entries()).err().ok_or("reads still fail")?;
+    assert_eq!(named(&again), Some(source.clone()), "the texts are read from the file at its old name: {again}");
+    storage.fail_reads.store(false, Ordering::SeqCst);
+    m.load_texts(m.tree().entries())?;
+    assert!(m.move_to("/elsewhere", Some(&b))?.is_some_and(|f| f == moved), "the move goes through");
+    Ok(())
+}
+
 /// A copy whose source changed while it was copied, or that failed, is thrown away, and
 /// the write is made again reading and checking every text: the fork holds the entries
 /// that were read, never bytes copied from a file that was changing, and never fails
