@@ -157,26 +157,41 @@ pub(crate) fn render(columns: &[Column], rows: &[Vec<String>], total: usize, bol
         natural[i] = natural_of(i, cap);
     }
     let widths = widths(columns, &natural, total);
-    let line = |cells: &mut dyn Iterator<Item = (usize, String)>| {
-        let parts: Vec<String> = cells
-            .map(|(i, s)| {
-                let last = i + 1 == columns.len();
-                let cut = fit(&s, widths[i]);
-                if last && !columns[i].right { cut } else { pad(&cut, widths[i], columns[i].right) }
-            })
-            .collect();
-        parts.join(&" ".repeat(GAP)).trim_end().to_owned()
+    // Each cell cut and padded to its column, written in place; the line's trailing
+    // spaces dropped.
+    let line = |out: &mut String, cells: &mut dyn Iterator<Item = &str>| {
+        let start = out.len();
+        for (i, s) in cells.enumerate() {
+            if i > 0 {
+                out.push_str(&" ".repeat(GAP));
+            }
+            let cut = fit(s, widths[i]);
+            let fill = widths[i].saturating_sub(cut.width());
+            let last = i + 1 == columns.len();
+            if columns[i].right {
+                out.extend(std::iter::repeat_n(' ', fill));
+                out.push_str(&cut);
+            } else {
+                out.push_str(&cut);
+                if !last {
+                    out.extend(std::iter::repeat_n(' ', fill));
+                }
+            }
+        }
+        let kept = out[start..].trim_end().len();
+        out.truncate(start + kept);
     };
-    let mut out = String::new();
-    let header = line(&mut columns.iter().map(|c| c.header.to_owned()).enumerate());
+    let mut out = String::with_capacity((rows.len() + 1) * (total + 1));
     if bold {
-        out.push_str(&format!("\x1b[1m{header}\x1b[0m\n"));
-    } else {
-        out.push_str(&header);
-        out.push('\n');
+        out.push_str("\x1b[1m");
     }
+    line(&mut out, &mut columns.iter().map(|c| c.header));
+    if bold {
+        out.push_str("\x1b[0m");
+    }
+    out.push('\n');
     for r in rows {
-        out.push_str(&line(&mut r.iter().cloned().enumerate()));
+        line(&mut out, &mut r.iter().map(String::as_str));
         out.push('\n');
     }
     out
@@ -265,6 +280,60 @@ mod tests {
             let capped: Vec<usize> =
                 cols.iter().zip(&natural).map(|(c, &n)| if c.flex > 0 && n > cap { cap + 1 } else { n }).collect();
             proptest::prop_assert_eq!(widths(&cols, &capped, total), widths(&cols, &natural, total));
+        }
+    }
+
+    /// The definition of [`render`]'s lines: each cell cut and padded on its own, the
+    /// cells joined, the line's end trimmed.
+    fn render_by_cells(columns: &[Column], rows: &[Vec<String>], total: usize, bold: bool) -> String {
+        let natural: Vec<usize> = (0..columns.len())
+            .map(|i| {
+                rows.iter().map(|r| flat_width(&r[i], usize::MAX)).chain([columns[i].header.width()]).max().unwrap_or(0)
+            })
+            .collect();
+        let widths = widths(columns, &natural, total);
+        let line = |cells: Vec<&str>| {
+            let parts: Vec<String> = cells
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let cut = fit(s, widths[i]);
+                    let fill = " ".repeat(widths[i].saturating_sub(cut.width()));
+                    match (columns[i].right, i + 1 == columns.len()) {
+                        (true, _) => format!("{fill}{cut}"),
+                        (false, true) => cut,
+                        (false, false) => format!("{cut}{fill}"),
+                    }
+                })
+                .collect();
+            parts.join(&" ".repeat(GAP)).trim_end().to_owned()
+        };
+        let header = line(columns.iter().map(|c| c.header).collect());
+        let mut out = if bold { format!("\x1b[1m{header}\x1b[0m\n") } else { format!("{header}\n") };
+        for r in rows {
+            out.push_str(&line(r.iter().map(String::as_str).collect()));
+            out.push('\n');
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// Writing the cells in place gives the lines cutting and padding each cell on
+        /// its own gives.
+        #[test]
+        fn tables_render_as_their_cells(
+            rows in proptest::collection::vec(proptest::collection::vec(
+                proptest::sample::select(vec!["", "a", "bb  b", "日本語", "🚀 x", "   ", "long text ".repeat(12).leak()]), 3), 0..8),
+            total in 0usize..120,
+            bold in proptest::bool::ANY,
+        ) {
+            let columns = [
+                Column { header: "A", right: false, flex: 0 },
+                Column { header: "N", right: true, flex: 0 },
+                Column { header: "TEXT", right: false, flex: 2 },
+            ];
+            let rows: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(|c| (*c).to_owned()).collect()).collect();
+            proptest::prop_assert_eq!(render(&columns, &rows, total, bold), render_by_cells(&columns, &rows, total, bold));
         }
     }
 
