@@ -11,13 +11,19 @@ pub(crate) fn colour() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-/// The terminal's width in cells: the terminal's own, else `COLUMNS`, else 100.
+/// The terminal's width in cells: the terminal's own, else `COLUMNS` (at most
+/// [`MAX_WIDTH`]), else 100.
 pub(crate) fn width() -> usize {
     if let Some((terminal_size::Width(w), _)) = terminal_size::terminal_size() {
         return usize::from(w);
     }
-    std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).filter(|&w| w > 0).unwrap_or(100)
+    let columns = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).filter(|&w: &usize| w > 0);
+    columns.map_or(100, |w| w.min(MAX_WIDTH))
 }
+
+/// The widest table `COLUMNS` asks for: wider than any terminal (`u16` cells), and
+/// small enough that no width computation overflows.
+pub(crate) const MAX_WIDTH: usize = 1 << 16;
 
 /// Returns `s` on one line (each run of whitespace one space, none at the ends), cut
 /// with `…` to at most `cells` display cells.
@@ -181,7 +187,8 @@ pub(crate) fn render(columns: &[Column], rows: &[Vec<String>], total: usize, bol
         let kept = out[start..].trim_end().len();
         out.truncate(start + kept);
     };
-    let mut out = String::with_capacity((rows.len() + 1) * (total + 1));
+    // Room for lines of ordinary width; a wider table grows as it is written.
+    let mut out = String::with_capacity((rows.len() + 1) * (total.min(512) + 1));
     if bold {
         out.push_str("\x1b[1m");
     }
@@ -211,7 +218,7 @@ pub(crate) fn widths(columns: &[Column], natural: &[usize], total: usize) -> Vec
     let mut widths = natural.to_vec();
     let mut spare = room;
     for (i, c) in columns.iter().enumerate().filter(|(_, c)| c.flex > 0) {
-        let share = (room * usize::from(c.flex)) / usize::from(weights.max(1));
+        let share = room.saturating_mul(usize::from(c.flex)) / usize::from(weights.max(1));
         widths[i] = natural[i].min(share.max(8));
         spare = spare.saturating_sub(widths[i]);
     }
@@ -356,5 +363,9 @@ mod tests {
         }
         let wide = render(&columns, &rows, 400, false);
         assert!(wide.contains("short"));
+        // Any width, however absurd, lays out without overflowing or reserving it.
+        for total in [MAX_WIDTH, usize::MAX] {
+            assert_eq!(render(&columns, &rows, total, false), render(&columns, &rows, 10_000, false));
+        }
     }
 }

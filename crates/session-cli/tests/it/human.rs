@@ -361,6 +361,19 @@ fn ls_prints_a_table_that_fits_the_width() -> Result<()> {
             1 session(s)
         "#]]
     .assert_eq(&text(tmp.path(), &["--dialect", "pi", "ls", &dir.to_string_lossy(), "--cwd", "/home/user/project"])?);
+    // A `COLUMNS` wider than any terminal lays the table out at its natural width: no
+    // overflow, and no memory reserved for the width asked.
+    for columns in ["99999999999", "18446744073709551615"] {
+        let out = bin(tmp.path())
+            .args(["--text", "--dialect", "pi", "ls", &dir.to_string_lossy(), "--cwd", "/home/user/project"])
+            .env("COLUMNS", columns)
+            .env("NO_COLOR", "1")
+            .env("HOME", tmp.path().join("home"))
+            .output()?;
+        assert!(out.status.success(), "COLUMNS={columns}: {}", String::from_utf8_lossy(&out.stderr));
+        let stdout = String::from_utf8(out.stdout)?;
+        assert!(stdout.contains("/home/user/project") && !stdout.contains('…'), "COLUMNS={columns}: {stdout}");
+    }
     Ok(())
 }
 
