@@ -81,8 +81,7 @@ pub(crate) fn flat_width(s: &str, cap: usize) -> usize {
 fn flatten(s: &str, cells: usize) -> (String, bool) {
     let limit = cells.saturating_add(2);
     let mut out = String::new();
-    let mut chars = FlatChars::new(s);
-    for (taken, c) in chars.by_ref().enumerate() {
+    for (taken, c) in FlatChars::new(s).enumerate() {
         if taken == limit {
             return (out, false);
         }
@@ -169,7 +168,7 @@ pub(crate) fn render(columns: &[Column], rows: &[Vec<String>], total: usize, bol
         let start = out.len();
         for (i, s) in cells.enumerate() {
             if i > 0 {
-                out.push_str(&" ".repeat(GAP));
+                out.extend(std::iter::repeat_n(' ', GAP));
             }
             let cut = fit(s, widths[i]);
             let fill = widths[i].saturating_sub(cut.width());

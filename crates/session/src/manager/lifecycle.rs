@@ -503,7 +503,7 @@ impl SessionManager {
             old_file.clone()
         });
         // pi writes nothing before its first-write rule says so.
-        self.journal.moved(&saved.4, existed && !across);
+        self.journal.moved(&saved.4, renamed);
         let rewrite = match dialect {
             Dialect::Omp if existed || self.has_conversation => Some(Dialect::Omp),
             Dialect::Pi if existed => Some(Dialect::Pi),
